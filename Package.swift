@@ -1,0 +1,107 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "PinningLab",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "PinningLab", targets: ["PinningLab"]),
+        .library(name: "PinningLabTesting", targets: ["PinningLabTesting"]),
+        .library(name: "PinningLabPKI", targets: ["PinningLabPKI"]),
+        .executable(name: "pinlab", targets: ["pinlab"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CPinningLabOpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .systemLibrary(
+            name: "CPinningLabGnuTLS",
+            pkgConfig: "gnutls",
+            providers: [.apt(["libgnutls28-dev"]), .brew(["gnutls"])]
+        ),
+        .target(
+            name: "PinningLabPKI",
+            dependencies: [
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "PinningLabCore",
+            dependencies: ["PinningLabPKI"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "PinningLabOpenSSL",
+            dependencies: ["PinningLabCore", "CPinningLabOpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "PinningLabGnuTLS",
+            dependencies: ["PinningLabCore", "CPinningLabGnuTLS"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "PinningLab",
+            dependencies: [
+                "PinningLabPKI", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS",
+                .product(name: "Yams", package: "Yams"),
+            ],
+            resources: [.copy("Resources/pki"), .copy("Resources/scenarios")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "PinningLabTesting",
+            dependencies: ["PinningLab"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "pinlab",
+            dependencies: [
+                "PinningLab",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PinningLabPKITests",
+            dependencies: ["PinningLabPKI", "PinningLab"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PinningLabEngineTests",
+            dependencies: ["PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "PinningLab"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PinningLabTests",
+            dependencies: ["PinningLab", "PinningLabTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PinlabCLITests",
+            dependencies: ["pinlab", "PinningLab"],
+            swiftSettings: swiftSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

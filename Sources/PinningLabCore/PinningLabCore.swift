@@ -1,0 +1,2 @@
+// PinningLabCore: engine-neutral TLS server configuration, the TLSEngine protocol, FixtureServer and observations.
+public import PinningLabPKI

@@ -1,0 +1,2 @@
+internal import CPinningLabGnuTLS
+public import PinningLabCore

@@ -1,0 +1,2 @@
+internal import CPinningLabOpenSSL
+public import PinningLabCore

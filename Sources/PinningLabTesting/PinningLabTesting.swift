@@ -1,0 +1,2 @@
+// PinningLabTesting: helpers for other packages' test suites. Imports neither XCTest nor Testing.
+@_exported public import PinningLab

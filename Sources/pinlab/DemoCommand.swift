@@ -1,0 +1,6 @@
+import ArgumentParser
+
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "demo", abstract: "Not built yet.")
+    func run() async throws { throw ValidationError("'pinlab demo' is not built yet.") }
+}

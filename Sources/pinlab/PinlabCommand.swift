@@ -1,0 +1,11 @@
+import ArgumentParser
+
+@main
+struct Pinlab: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pinlab",
+        abstract: "A private PKI, misbehaving TLS servers and a verdict matrix for certificate pinning.",
+        subcommands: [PKICommand.self, ServeCommand.self, ScenariosCommand.self, ExplainCommand.self,
+                      CheckCommand.self, DemoCommand.self]
+    )
+}
