@@ -1,0 +1,146 @@
+public import Foundation
+
+/// What a client under test pins, relative to the identity it was built for (DESIGN.md, "Pin profile").
+public struct PinProfile: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible, Comparable {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public static let none = PinProfile(rawValue: "none")
+    public static let leafCert = PinProfile(rawValue: "leaf-cert")
+    public static let leafSPKI = PinProfile(rawValue: "leaf-spki")
+    public static let leafSPKIBackup = PinProfile(rawValue: "leaf-spki+backup")
+    public static let intermediateSPKI = PinProfile(rawValue: "intermediate-spki")
+    public static let rootSPKI = PinProfile(rawValue: "root-spki")
+    /// All profiles, in the order reports show them.
+    public static let all: [PinProfile] = [.none, .leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]
+    public var description: String { rawValue }
+    public static func < (a: PinProfile, b: PinProfile) -> Bool {
+        (all.firstIndex(of: a) ?? Int.max, a.rawValue) < (all.firstIndex(of: b) ?? Int.max, b.rawValue)
+    }
+    /// Whether the pins of this profile are hashes of whole certificates rather than of SPKIs.
+    public var pinsCertificates: Bool { self == .leafCert }
+}
+
+/// The hashes a client holds for one cell: SHA-256 of SPKIs, or of whole certificates for `leaf-cert`.
+/// Empty for the profile `none`.
+public struct PinSet: Sendable, Hashable, Codable {
+    public enum Kind: String, Sendable, Hashable, Codable { case spkiSHA256 = "spki-sha256", certificateSHA256 = "cert-sha256" }
+    public var kind: Kind
+    public var hashes: [[UInt8]]
+    public init(kind: Kind, hashes: [[UInt8]]) {
+        self.kind = kind
+        self.hashes = hashes
+    }
+    public static let empty = PinSet(kind: .spkiSHA256, hashes: [])
+    public var isEmpty: Bool { hashes.isEmpty }
+    public var base64: [String] { hashes.map { Data($0).base64EncodedString() } }
+}
+
+/// A client certificate and key the client should present (mutual TLS).
+public struct ClientCredentials: Sendable, Hashable {
+    /// The client certificate first, then its issuers (without the root).
+    public var certificateChainDER: [[UInt8]]
+    public var privateKeyPKCS8DER: [UInt8]
+    /// Files on disk for command-line clients (PEM certificate, PEM PKCS#8 key, PKCS#12 and its password).
+    public var certificateFile: String?
+    public var keyFile: String?
+    public var pkcs12File: String?
+    public var pkcs12Password: String?
+    public init(
+        certificateChainDER: [[UInt8]], privateKeyPKCS8DER: [UInt8], certificateFile: String? = nil,
+        keyFile: String? = nil, pkcs12File: String? = nil, pkcs12Password: String? = nil
+    ) {
+        self.certificateChainDER = certificateChainDER
+        self.privateKeyPKCS8DER = privateKeyPKCS8DER
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.pkcs12File = pkcs12File
+        self.pkcs12Password = pkcs12Password
+    }
+}
+
+/// Everything a client under test is told for one cell (scenario × pin profile × engine).
+public struct ClientTarget: Sendable {
+    /// The host name the client must use and verify: `localhost`.
+    public var host: String
+    /// The address the server listens on, e.g. `127.0.0.1`.
+    public var ip: String
+    public var port: Int
+    /// `https://localhost:PORT/`.
+    public var url: String { "https://\(host.contains(":") ? "[\(host)]" : host):\(port)/" }
+    /// The roots in the client's trust store (DER), per the scenario's trust profile.
+    public var trustRootsDER: [[UInt8]]
+    /// The same roots as a PEM file, for command-line clients.
+    public var trustFile: String?
+    public var pins: PinSet
+    public var clientCredentials: ClientCredentials?
+    public var scenario: String
+    public var profile: PinProfile
+    /// How long the client may take in all before it is stopped and counted as refused.
+    public var timeout: Duration
+
+    public init(
+        host: String = "localhost", ip: String = "127.0.0.1", port: Int, trustRootsDER: [[UInt8]],
+        trustFile: String? = nil, pins: PinSet, clientCredentials: ClientCredentials? = nil, scenario: String,
+        profile: PinProfile, timeout: Duration = .seconds(10)
+    ) {
+        self.host = host
+        self.ip = ip
+        self.port = port
+        self.trustRootsDER = trustRootsDER
+        self.trustFile = trustFile
+        self.pins = pins
+        self.clientCredentials = clientCredentials
+        self.scenario = scenario
+        self.profile = profile
+        self.timeout = timeout
+    }
+}
+
+/// Why a client refused, where it can tell.
+public struct RefusalCategory: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public static let pinMismatch = RefusalCategory(rawValue: "pin-mismatch")
+    public static let chainInvalid = RefusalCategory(rawValue: "chain-invalid")
+    public static let hostname = RefusalCategory(rawValue: "hostname")
+    public static let clientAuth = RefusalCategory(rawValue: "client-auth")
+    public static let protocolError = RefusalCategory(rawValue: "protocol")
+    public static let timeout = RefusalCategory(rawValue: "timeout")
+    public static let other = RefusalCategory(rawValue: "other")
+    public var description: String { rawValue }
+}
+
+/// What a client says it did. The server's observation is the oracle; this is the client's own claim.
+public struct ClientOutcome: Sendable, Hashable, Codable {
+    public enum Claim: String, Sendable, Hashable, Codable { case accepted, refused }
+    public var claim: Claim
+    public var category: RefusalCategory?
+    /// A human explanation, e.g. "certificate verify failed: unable to get local issuer certificate".
+    public var detail: String
+    /// Exit status for command clients.
+    public var exitStatus: Int32?
+    public init(claim: Claim, category: RefusalCategory? = nil, detail: String = "", exitStatus: Int32? = nil) {
+        self.claim = claim
+        self.category = category
+        self.detail = detail
+        self.exitStatus = exitStatus
+    }
+    public static func accepted(_ detail: String = "") -> ClientOutcome { .init(claim: .accepted, detail: detail) }
+    public static func refused(_ category: RefusalCategory, _ detail: String) -> ClientOutcome {
+        .init(claim: .refused, category: category, detail: detail)
+    }
+}
+
+/// An in-process client under test: connects to `target`, decides whether to trust the server, and if it does,
+/// sends `GET / HTTP/1.1` with `Host: localhost` and reads the response.
+public protocol PinningClient: Sendable {
+    /// A short name for reports, e.g. `correct`.
+    var name: String { get }
+    /// The profiles this client can express; `nil` means all. Cells outside are skipped, not failed.
+    var supportedProfiles: Set<PinProfile>? { get }
+    func run(_ target: ClientTarget) async -> ClientOutcome
+}
+
+extension PinningClient {
+    public var supportedProfiles: Set<PinProfile>? { nil }
+}
