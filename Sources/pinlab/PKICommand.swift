@@ -1,6 +1,253 @@
 import ArgumentParser
+import Foundation
+import PinningLab
+import PinningLabOpenSSL
 
 struct PKICommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "pki", abstract: "Not built yet.")
-    func run() async throws { throw ValidationError("'pinlab pki' is not built yet.") }
+    static let configuration = CommandConfiguration(
+        commandName: "pki",
+        abstract: "Create and inspect the lab PKI: stable keys, fresh certificates, every pin format.",
+        subcommands: [Init.self, List.self, Show.self, Export.self, Pins.self]
+    )
+}
+
+/// Options every `pki` subcommand takes.
+struct PKIOptionsGroup: ParsableArguments {
+    @Option(name: .long, help: "The PKI folder (keys are kept here, mode 0700).")
+    var dir: String = ".pinninglab"
+
+    @Option(name: .long, help: "A PKI spec file instead of the built-in pki/lab.yaml.")
+    var spec: String?
+
+    @Option(name: .long, help: "Derive EC and Ed25519 keys from this text: the same pins on every machine.")
+    var seed: String?
+
+    func open(force: Bool = false, reissue: Bool = false) throws -> LabPKI {
+        let specValue = try spec.map { try PKISpec.load(contentsOf: URL(fileURLWithPath: $0)) } ?? Lab.builtInSpec()
+        var o = Lab.pkiOptions(directory: URL(fileURLWithPath: dir, isDirectory: true), seed: seed)
+        o.regenerateKeys = force
+        o.reissue = reissue
+        if isatty(STDERR_FILENO) == 1 {
+            o.progress = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        }
+        return try Lab.pki(spec: specValue, options: o)
+    }
+}
+
+/// Runs `body`, turning PKI errors into a clean message and exit code 1.
+func reportingErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let e as PKIError {
+        FileHandle.standardError.write(Data("error: \(e)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+extension PKICommand {
+    struct Init: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create keys (once) and issue every certificate of the lab PKI.")
+        @OptionGroup var options: PKIOptionsGroup
+        @Flag(help: "Replace every key (all pins change) and re-issue everything.") var force = false
+        @Flag(help: "Re-issue every certificate even if the kept ones are fresh.") var reissue = false
+
+        func run() async throws {
+            let start = Date()
+            let pki = try reportingErrors { try options.open(force: force, reissue: reissue) }
+            let ms = Int(Date().timeIntervalSince(start) * 1000)
+            let keys = pki.refresh.generatedKeys.isEmpty
+                ? "keys kept" : "\(pki.refresh.generatedKeys.count) keys created"
+            let certs = pki.refresh.reissued ? "certificates issued (\(pki.refresh.reason))" : pki.refresh.reason
+            print("PKI in \(pki.directory.path): \(pki.identities.count) identities, \(keys), \(certs) in \(ms) ms.")
+            print("Trust file: \(pki.files(for: "lab-root").certificatePEM.path)")
+            print("Next: pinlab pki list · pinlab pki show leaf-v1 · pinlab pki pins leaf-v1 --format curl")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List every identity with its issuer, key, validity and SPKI pin.")
+        @OptionGroup var options: PKIOptionsGroup
+        @Option(help: "text or json.") var format: String = "text"
+
+        func run() async throws {
+            let pki = try reportingErrors { try options.open() }
+            switch format {
+            case "json": print(listJSON(pki))
+            case "text":
+                var rows = [["NAME", "ROLE", "ISSUER", "KEY", "VALIDITY", "SPKI SHA-256"]]
+                for id in pki.identities {
+                    rows.append([id.name, id.role.rawValue, id.isSelfSigned ? "(self)" : id.issuerName,
+                                 "\(id.keyName) \(id.keyType.displayName)", validityText(id), id.pins.spkiBase64])
+                }
+                print(table(rows), terminator: "")
+            default: throw ValidationError("--format must be text or json, not '\(format)'")
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one identity: names, validity, key, chain, every pin, files.")
+        @OptionGroup var options: PKIOptionsGroup
+        @Argument(help: "The identity, e.g. leaf-v1.") var name: String
+
+        func run() async throws {
+            let pki = try reportingErrors { try options.open() }
+            let id = try reportingErrors { try pki.identity(name) }
+            let spec = pki.spec.entity(name)
+            let f = pki.files(for: name)
+            var out = "\(id.name) — \(spec?.summary ?? id.role.rawValue)\n"
+            out += "  role       \(id.role)\(spec?.pathLength.map { " (path length \($0))" } ?? "")\n"
+            out += "  subject    \(id.subject)\n"
+            out += "  issuer     \(id.issuer)\(id.isSelfSigned ? " (self-signed)" : " — \(id.issuerName)")\n"
+            out += "  serial     \(id.serialHex)\n"
+            out += "  validity   \(iso(id.notBefore)) → \(iso(id.notAfter))  [\(validityText(id))]\n"
+            out += "  key        \(id.keyName), \(id.keyType.displayName)\n"
+            if !id.hosts.isEmpty { out += "  hosts      \(id.hosts.joined(separator: ", "))\n" }
+            if let s = spec {
+                if !s.usages.isEmpty { out += "  usages     \(s.usages.map(\.rawValue).joined(separator: ", "))\n" }
+                if !s.permitted.isEmpty { out += "  permitted  \(s.permitted.map(\.description).joined(separator: ", "))\n" }
+                if let sig = s.signature { out += "  signature  \(sig)\n" }
+                if let t = s.twinOf { out += "  twin of    \(t) (same subject and key identifier, another key)\n" }
+            }
+            var chain = [id.name]
+            var cur = id
+            while !cur.isSelfSigned, let up = pki[cur.issuerName] { chain.append(up.name); cur = up }
+            out += "  chain      \(chain.joined(separator: " ← "))\n"
+            out += "  pins\n"
+            out += "    SPKI SHA-256         \(id.pins.spkiBase64)\n"
+            out += "                         \(id.pins.spkiHex)\n"
+            out += "    OkHttp               sha256/\(id.pins.spkiBase64)\n"
+            out += "    curl                 sha256//\(id.pins.spkiBase64)\n"
+            out += "    certificate SHA-256  \(id.pins.certificateBase64)\n"
+            out += "    bare key SHA-256     \(id.pins.rawKeyBase64)  (SecKeyCopyExternalRepresentation: not an SPKI pin)\n"
+            out += "  files      \(f.folder.path)/{cert.pem,cert.cer,chain.pem,fullchain.pem,root.pem,key.pem\(id.role == .leaf || id.role == .client ? ",identity.p12" : ""),pins.json}\n"
+            print(out, terminator: "")
+        }
+    }
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Write one identity's certificate, chain, key or PKCS#12.")
+        @OptionGroup var options: PKIOptionsGroup
+        @Argument(help: "The identity, e.g. leaf-v1.") var name: String
+        @Option(help: "pem | der | chain | fullchain | root | key | p12") var format: String = "pem"
+        @Option(help: "PKCS#12 password (default: the lab's, 'pinninglab').") var password: String?
+        @Option(help: "Write here instead of standard output.") var out: String?
+
+        func run() async throws {
+            let pki = try reportingErrors { try options.open() }
+            let id = try reportingErrors { try pki.identity(name) }
+            let bytes: [UInt8]
+            let pem = { (ders: [[UInt8]]) in Array(ders.map { pemText($0, "CERTIFICATE") }.joined().utf8) }
+            switch format {
+            case "pem": bytes = pem([id.certificateDER])
+            case "der", "cer": bytes = id.certificateDER
+            case "chain": bytes = pem(id.servedChainDER)
+            case "fullchain": bytes = pem(id.isSelfSigned ? id.servedChainDER : id.servedChainDER + [id.rootDER])
+            case "root": bytes = pem([id.rootDER])
+            case "key": bytes = Array(pemText(id.privateKeyPKCS8DER, "PRIVATE KEY").utf8)
+            case "p12", "pkcs12":
+                bytes = try reportingErrors {
+                    try OpenSSLPKCS12().encode(
+                        privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
+                        chainDER: id.issuerChainDER, friendlyName: id.name, password: password ?? pki.pkcs12Password)
+                }
+            default:
+                throw ValidationError("--format must be pem, der, chain, fullchain, root, key or p12, not '\(format)'")
+            }
+            let binary = format == "der" || format == "cer" || format == "p12" || format == "pkcs12"
+            if let out {
+                let secret = format == "key" || format.hasPrefix("p")
+                let url = URL(fileURLWithPath: out)
+                FileManager.default.createFile(atPath: url.path, contents: nil,
+                                               attributes: [.posixPermissions: NSNumber(value: secret ? 0o600 : 0o644)])
+                try Data(bytes).write(to: url)
+                if secret { chmod(url.path, 0o600) }
+                FileHandle.standardError.write(Data("wrote \(out) (\(bytes.count) bytes)\n".utf8))
+            } else {
+                if binary && isatty(STDOUT_FILENO) == 1 {
+                    throw ValidationError("--format \(format) is binary: add --out FILE or redirect standard output")
+                }
+                FileHandle.standardOutput.write(Data(bytes))
+            }
+        }
+    }
+
+    struct Pins: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print SPKI pins of identities in a tool's format.",
+            discussion: "Without names: leaf-v1 (key K1) and leaf-v3-rekey (backup key K2), the pin set an app ships.")
+        @OptionGroup var options: PKIOptionsGroup
+        @Argument(help: "Identities whose pins to print.") var names: [String] = []
+        @Option(help: "okhttp | curl | trustkit | nsc | hpkp | json") var format: String = "json"
+
+        func run() async throws {
+            let f = PinFormat(rawValue: format)
+            guard PinFormat.all.contains(f) else {
+                throw ValidationError("--format must be one of \(PinFormat.all.map(\.rawValue).joined(separator: ", ")), not '\(format)'")
+            }
+            let pki = try reportingErrors { try options.open() }
+            let ids = try reportingErrors { try (names.isEmpty ? ["leaf-v1", "leaf-v3-rekey"] : names).map { try pki.identity($0) } }
+            print(f.render(ids), terminator: "")
+        }
+    }
+}
+
+// MARK: - Text helpers
+
+func pemText(_ der: [UInt8], _ label: String) -> String {
+    let b64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+    return "-----BEGIN \(label)-----\n\(b64)\n-----END \(label)-----\n"
+}
+
+func iso(_ d: Date) -> String {
+    let f = ISO8601DateFormatter()
+    f.formatOptions = [.withInternetDateTime]
+    return f.string(from: d)
+}
+
+func validityText(_ id: Identity, now: Date = Date()) -> String {
+    func span(_ t: TimeInterval) -> String {
+        let a = abs(t)
+        if a >= 86400 * 2 { return "\(Int(a / 86400))d" }
+        if a >= 3600 * 2 { return "\(Int(a / 3600))h" }
+        return "\(Int(a / 60))m"
+    }
+    if now < id.notBefore { return "not yet valid (in \(span(id.notBefore.timeIntervalSince(now))))" }
+    if now > id.notAfter { return "expired (\(span(now.timeIntervalSince(id.notAfter))) ago)" }
+    return "valid (\(span(id.notAfter.timeIntervalSince(now))) left)"
+}
+
+func table(_ rows: [[String]]) -> String {
+    guard let first = rows.first else { return "" }
+    var widths = [Int](repeating: 0, count: first.count)
+    for r in rows { for (i, c) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], c.count) } }
+    return rows.map { r in
+        r.enumerated().map { i, c in i == r.count - 1 ? c : c.padding(toLength: widths[i], withPad: " ", startingAt: 0) }
+            .joined(separator: "  ")
+    }.joined(separator: "\n") + "\n"
+}
+
+func listJSON(_ pki: LabPKI) -> String {
+    struct Row: Encodable {
+        var name, role, issuer, key, keyType, subject, notBefore, notAfter, validity: String
+        var hosts: [String]
+        var spkiSHA256, certificateSHA256, rawKeySHA256: String
+        var files: [String: String]
+    }
+    let rows = pki.identities.map { id -> Row in
+        let f = pki.files(for: id.name)
+        var files = ["certificatePEM": f.certificatePEM.path, "certificateDER": f.certificateDER.path,
+                     "chainPEM": f.chainPEM.path, "fullChainPEM": f.fullChainPEM.path, "rootPEM": f.rootPEM.path,
+                     "keyPEM": f.keyPEM.path, "pins": f.pinsJSON.path]
+        if id.role == .leaf || id.role == .client { files["pkcs12"] = f.pkcs12.path }
+        return Row(name: id.name, role: id.role.rawValue, issuer: id.issuerName, key: id.keyName,
+                   keyType: id.keyType.rawValue, subject: id.subject, notBefore: iso(id.notBefore),
+                   notAfter: iso(id.notAfter), validity: validityText(id), hosts: id.hosts,
+                   spkiSHA256: id.pins.spkiBase64, certificateSHA256: id.pins.certificateBase64,
+                   rawKeySHA256: id.pins.rawKeyBase64, files: files)
+    }
+    let enc = JSONEncoder()
+    enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    return String(decoding: (try? enc.encode(rows)) ?? Data(), as: UTF8.self)
 }

@@ -1,0 +1,136 @@
+import Foundation
+import Crypto
+import _CryptoExtras
+import X509
+import SwiftASN1
+
+/// A private key of the lab, of any supported type.
+struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values, which are thread-safe
+    enum Backing {
+        case p256(P256.Signing.PrivateKey)
+        case p384(P384.Signing.PrivateKey)
+        case ed25519(Curve25519.Signing.PrivateKey)
+        case rsa(_RSA.Signing.PrivateKey)
+    }
+    let backing: Backing
+    let type: KeyType
+
+    var certificatePrivateKey: Certificate.PrivateKey {
+        switch backing {
+        case .p256(let k): return Certificate.PrivateKey(k)
+        case .p384(let k): return Certificate.PrivateKey(k)
+        case .ed25519(let k): return Certificate.PrivateKey(k)
+        case .rsa(let k): return Certificate.PrivateKey(k)
+        }
+    }
+
+    var publicKey: Certificate.PublicKey {
+        switch backing {
+        case .p256(let k): return Certificate.PublicKey(k.publicKey)
+        case .p384(let k): return Certificate.PublicKey(k.publicKey)
+        case .ed25519(let k): return Certificate.PublicKey(k.publicKey)
+        case .rsa(let k): return Certificate.PublicKey(k.publicKey)
+        }
+    }
+
+    /// PKCS#8 DER.
+    var pkcs8DER: [UInt8] {
+        switch backing {
+        case .p256(let k): return Array(k.derRepresentation)
+        case .p384(let k): return Array(k.derRepresentation)
+        case .rsa(let k): return Array(k.pkcs8DERRepresentation)
+        case .ed25519(let k):
+            // OneAsymmetricKey v0, algorithm id-Ed25519 (1.3.101.112), privateKey OCTET STRING { OCTET STRING(32) }.
+            return ed25519PKCS8Prefix + Array(k.rawRepresentation)
+        }
+    }
+
+    static func generate(_ type: KeyType) throws -> LabKey {
+        switch type {
+        case .p256: return LabKey(backing: .p256(P256.Signing.PrivateKey()), type: type)
+        case .p384: return LabKey(backing: .p384(P384.Signing.PrivateKey()), type: type)
+        case .ed25519: return LabKey(backing: .ed25519(Curve25519.Signing.PrivateKey()), type: type)
+        case .rsa1024: return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: 1024))), type: type)
+        case .rsa2048: return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits2048)), type: type)
+        case .rsa3072: return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits3072)), type: type)
+        case .rsa4096: return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits4096)), type: type)
+        default: throw PKIError(.unknownKeyType, "cannot generate a key of type \(type)")
+        }
+    }
+
+    /// Derives an EC or Ed25519 key from a seed: the same seed and name give the same key on every machine.
+    static func derive(_ type: KeyType, seed: String, name: String) throws -> LabKey {
+        let ikm = SymmetricKey(data: Data(seed.utf8))
+        for counter in 0..<64 {
+            let info = Data("PinningLab key v1|\(name)|\(type.rawValue)|\(counter)".utf8)
+            let size = type == .p384 ? 48 : 32
+            let bytes = HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: ikm, salt: Data("PinningLab".utf8), info: info, outputByteCount: size
+            ).withUnsafeBytes { Array($0) }
+            switch type {
+            case .p256:
+                if let k = try? P256.Signing.PrivateKey(rawRepresentation: bytes) { return LabKey(backing: .p256(k), type: type) }
+            case .p384:
+                if let k = try? P384.Signing.PrivateKey(rawRepresentation: bytes) { return LabKey(backing: .p384(k), type: type) }
+            case .ed25519:
+                return LabKey(backing: .ed25519(try Curve25519.Signing.PrivateKey(rawRepresentation: bytes)), type: type)
+            default:
+                throw PKIError(.unknownKeyType, "\(type) keys cannot be derived from a seed")
+            }
+        }
+        throw PKIError(.issuanceFailed, "could not derive a key for \(name)")
+    }
+
+    /// Reads a PKCS#8 DER key of the expected type.
+    static func read(pkcs8 der: [UInt8], type: KeyType) throws -> LabKey {
+        switch type {
+        case .p256: return LabKey(backing: .p256(try P256.Signing.PrivateKey(derRepresentation: der)), type: type)
+        case .p384: return LabKey(backing: .p384(try P384.Signing.PrivateKey(derRepresentation: der)), type: type)
+        case .ed25519:
+            guard der.count == 48, Array(der.prefix(16)) == ed25519PKCS8Prefix else {
+                throw PKIError(.keyTypeChanged, "the key is \(sniffType(pkcs8: der)), not Ed25519")
+            }
+            return LabKey(backing: .ed25519(try Curve25519.Signing.PrivateKey(rawRepresentation: der.suffix(32))), type: type)
+        default:
+            let k = try _RSA.Signing.PrivateKey(unsafeDERRepresentation: der)
+            let expected = Int(type.rawValue.dropFirst(3)) ?? 0
+            guard k.keySizeInBits == expected else {
+                throw PKIError(.keyTypeChanged, "the key is RSA-\(k.keySizeInBits), not \(type.displayName)")
+            }
+            return LabKey(backing: .rsa(k), type: type)
+        }
+    }
+
+    /// The key type a PKCS#8 DER key really has, for error messages.
+    static func sniffType(pkcs8 der: [UInt8]) -> String {
+        if (try? P256.Signing.PrivateKey(derRepresentation: der)) != nil { return "P-256" }
+        if (try? P384.Signing.PrivateKey(derRepresentation: der)) != nil { return "P-384" }
+        if der.count == 48, Array(der.prefix(16)) == ed25519PKCS8Prefix { return "Ed25519" }
+        if let k = try? _RSA.Signing.PrivateKey(unsafeDERRepresentation: der) { return "RSA-\(k.keySizeInBits)" }
+        return "unreadable"
+    }
+}
+
+/// OneAsymmetricKey v0, algorithm id-Ed25519 (1.3.101.112), privateKey OCTET STRING { OCTET STRING (32 bytes) }.
+let ed25519PKCS8Prefix: [UInt8] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]
+
+// MARK: - PEM
+
+func pemEncode(_ der: [UInt8], label: String) -> String {
+    let b64 = Data(der).base64EncodedString()
+    var out = "-----BEGIN \(label)-----\n"
+    var i = b64.startIndex
+    while i < b64.endIndex {
+        let j = b64.index(i, offsetBy: 64, limitedBy: b64.endIndex) ?? b64.endIndex
+        out += b64[i..<j] + "\n"
+        i = j
+    }
+    return out + "-----END \(label)-----\n"
+}
+
+func pemDecode(_ text: String, label: String) -> [UInt8]? {
+    let begin = "-----BEGIN \(label)-----", end = "-----END \(label)-----"
+    guard let b = text.range(of: begin), let e = text.range(of: end, range: b.upperBound..<text.endIndex) else { return nil }
+    let body = text[b.upperBound..<e.lowerBound].filter { !$0.isWhitespace }
+    return Data(base64Encoded: String(body)).map { Array($0) }
+}

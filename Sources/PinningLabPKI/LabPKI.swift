@@ -1,0 +1,529 @@
+public import Foundation
+import Crypto
+import _CryptoExtras
+import X509
+import SwiftASN1
+
+/// Builds a PKCS#12 file (key + certificate + chain, password-protected). Implemented outside this C-free module
+/// (the OpenSSL engine provides one); the PKI writes `.p12` files only when given an encoder.
+public protocol PKCS12Encoder: Sendable {
+    func encode(
+        privateKeyPKCS8DER: [UInt8], certificateDER: [UInt8], chainDER: [[UInt8]], friendlyName: String,
+        password: String
+    ) throws -> [UInt8]
+}
+
+/// Where the files of one identity are.
+public struct IdentityFiles: Sendable, Hashable {
+    public var folder: URL
+    /// The certificate, PEM.
+    public var certificatePEM: URL { folder.appendingPathComponent("cert.pem") }
+    /// The certificate, DER (`.cer`, as iOS bundles take it).
+    public var certificateDER: URL { folder.appendingPathComponent("cert.cer") }
+    /// The certificate and its issuers without the root: what a server sends.
+    public var chainPEM: URL { folder.appendingPathComponent("chain.pem") }
+    /// The chain plus the root.
+    public var fullChainPEM: URL { folder.appendingPathComponent("fullchain.pem") }
+    /// The root at the top of the chain: the trust file.
+    public var rootPEM: URL { folder.appendingPathComponent("root.pem") }
+    /// The private key, PKCS#8 PEM, mode 0600.
+    public var keyPEM: URL { folder.appendingPathComponent("key.pem") }
+    /// Key, certificate and chain in PKCS#12 (leaves and clients), mode 0600.
+    public var pkcs12: URL { folder.appendingPathComponent("identity.p12") }
+    /// Every pin of the certificate, JSON.
+    public var pinsJSON: URL { folder.appendingPathComponent("pins.json") }
+}
+
+/// Options for opening a lab PKI directory.
+public struct PKIOptions: Sendable {
+    /// The folder holding keys and issued certificates.
+    public var directory: URL
+    /// Derive EC and Ed25519 keys from this text, so pins are the same on every machine. RSA keys stay random.
+    public var seed: String?
+    /// Replace every key (all pins change) and re-issue everything.
+    public var regenerateKeys: Bool = false
+    /// Re-issue every certificate even when the kept ones are still fresh.
+    public var reissue: Bool = false
+    /// The moment validity is relative to.
+    public var now: Date = Date()
+    /// Builds `.p12` files for leaves and clients; without one, none are written.
+    public var pkcs12Encoder: (any PKCS12Encoder)?
+    /// The password of every `.p12` file.
+    public var pkcs12Password: String = "pinninglab"
+    /// Called before slow steps (RSA key generation) with a human line.
+    public var progress: (@Sendable (String) -> Void)?
+
+    public init(directory: URL, seed: String? = nil) {
+        self.directory = directory
+        self.seed = seed
+    }
+}
+
+/// What opening the PKI did.
+public struct PKIRefresh: Sendable, Hashable {
+    /// Keys created in this run.
+    public var generatedKeys: [String] = []
+    /// Whether certificates were issued in this run (false when the kept ones were fresh).
+    public var reissued: Bool = false
+    /// Why they were (or were not) re-issued.
+    public var reason: String = ""
+}
+
+/// The lab PKI on disk: keys generated once and kept (stable pins), certificates issued fresh from the spec.
+public final class LabPKI: Sendable {
+    public let spec: PKISpec
+    public let directory: URL
+    /// Every identity, issuers before what they issue.
+    public let identities: [Identity]
+    public let refresh: PKIRefresh
+    public let pkcs12Password: String
+    /// When the certificates were issued.
+    public let issuedAt: Date
+    private let byName: [String: Int]
+
+    /// The per-user default folder for library use: `$PINNINGLAB_DIR`, else `~/.cache/pinninglab`
+    /// (`~/Library/Caches/PinningLab` on macOS).
+    public static var defaultDirectory: URL {
+        if let d = ProcessInfo.processInfo.environment["PINNINGLAB_DIR"], !d.isEmpty {
+            return URL(fileURLWithPath: d, isDirectory: true)
+        }
+        #if os(macOS)
+        let base = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first!
+        return base.appendingPathComponent("PinningLab", isDirectory: true)
+        #else
+        if let x = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], !x.isEmpty {
+            return URL(fileURLWithPath: x, isDirectory: true).appendingPathComponent("pinninglab", isDirectory: true)
+        }
+        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/pinninglab", isDirectory: true)
+        #endif
+    }
+
+    public subscript(name: String) -> Identity? { byName[name].map { identities[$0] } }
+
+    /// The identity named `name`, or an error listing the names there are.
+    public func identity(_ name: String) throws -> Identity {
+        guard let i = self[name] else {
+            throw PKIError(.unknownIdentity, "no identity named '\(name)'", entity: name,
+                           fix: "\(didYouMean(name, identities.map(\.name))) `pinlab pki list` shows them all")
+        }
+        return i
+    }
+
+    public func files(for name: String) -> IdentityFiles {
+        IdentityFiles(folder: directory.appendingPathComponent("certs", isDirectory: true)
+            .appendingPathComponent(name, isDirectory: true))
+    }
+
+    /// The kept key file of a key name (`K1`) or an entity with its own key.
+    public func keyFile(_ keyName: String) -> URL {
+        directory.appendingPathComponent("keys", isDirectory: true).appendingPathComponent("\(keyName).pem")
+    }
+
+    init(spec: PKISpec, directory: URL, identities: [Identity], refresh: PKIRefresh, password: String, issuedAt: Date) {
+        self.spec = spec
+        self.directory = directory
+        self.identities = identities
+        self.refresh = refresh
+        self.pkcs12Password = password
+        self.issuedAt = issuedAt
+        var m: [String: Int] = [:]
+        for (i, id) in identities.enumerated() { m[id.name] = i }
+        self.byName = m
+    }
+
+    /// Opens (creating or refreshing as needed) the PKI described by `spec` in `options.directory`.
+    /// Holds an exclusive lock on the folder while it works, so concurrent runs take turns.
+    public static func open(spec: PKISpec, options: PKIOptions) throws -> LabPKI {
+        let dir = options.directory
+        try Storage.makeDirectory(dir, mode: 0o700)
+        let lock = try DirectoryLock(dir.appendingPathComponent(".lock"))
+        defer { lock.unlock() }
+        return try Builder(spec: spec, options: options).run()
+    }
+}
+
+// MARK: - State file
+
+struct StateFile: Codable {
+    struct Key: Codable { var type: String; var origin: String }
+    struct Entry: Codable {
+        var name: String
+        var role: String
+        var issuerName: String
+        var keyName: String
+        var keyType: String
+        var der: String
+        var subject: String
+        var issuer: String
+        var serial: String
+        var notBefore: Double
+        var notAfter: Double
+        var hosts: [String]
+        var spki: String
+        var cert: String
+        var raw: String
+    }
+    var version: Int = 1
+    var specFingerprint: String
+    var seedFingerprint: String?
+    var issuedAt: Double
+    var reissueBy: Double
+    var pkcs12Password: String?
+    var keys: [String: Key]
+    var identities: [Entry]
+}
+
+// MARK: - Builder
+
+struct Builder {
+    let spec: PKISpec
+    let options: PKIOptions
+    var dir: URL { options.directory }
+    var keysDir: URL { dir.appendingPathComponent("keys", isDirectory: true) }
+    var stateURL: URL { dir.appendingPathComponent("state.json") }
+
+    func keyFile(_ name: String) -> URL { keysDir.appendingPathComponent("\(name).pem") }
+
+    var seedFingerprint: String? {
+        options.seed.map { Array(SHA256.hash(data: Data("PinningLab seed|\($0)".utf8))).hexString }
+    }
+
+    func run() throws -> LabPKI {
+        try Storage.makeDirectory(keysDir, mode: 0o700)
+        let oldState: StateFile? = try? Storage.readFile(stateURL).flatMap { try JSONDecoder().decode(StateFile.self, from: Data($0)) }
+        var refresh = PKIRefresh()
+
+        // Keys: every key name used by an entity.
+        var keyTypes: [String: KeyType] = [:]
+        for e in spec.entities { keyTypes[e.keyName] = e.keyType }
+        var keys: [String: LabKey] = [:]
+        var keyOrigins: [String: StateFile.Key] = [:]
+        let wantedOrigin = seedFingerprint.map { "seed:" + $0.prefix(16) }
+        for (name, type) in keyTypes.sorted(by: { $0.key < $1.key }) {
+            let url = keyFile(name)
+            let derivedOrigin = type.isDeterministic ? wantedOrigin : nil
+            let previous = oldState?.keys[name]
+            var key: LabKey? = nil
+            if !options.regenerateKeys, Storage.exists(url) {
+                // A seeded key whose seed changed is re-derived; everything else kept is read.
+                if let derivedOrigin, previous?.origin != derivedOrigin {
+                    key = nil
+                } else {
+                    key = try readKey(url, name: name, type: type)
+                    keyOrigins[name] = previous ?? StateFile.Key(type: type.rawValue, origin: "random")
+                }
+            }
+            if key == nil {
+                if let seed = options.seed, type.isDeterministic {
+                    key = try LabKey.derive(type, seed: seed, name: name)
+                    keyOrigins[name] = StateFile.Key(type: type.rawValue, origin: derivedOrigin!)
+                } else {
+                    if type.isRSA, let p = options.progress { p("generating \(type.displayName) key \(name)…") }
+                    key = try LabKey.generate(type)
+                    keyOrigins[name] = StateFile.Key(type: type.rawValue, origin: "random")
+                }
+                try Storage.writeAtomically(pemEncode(key!.pkcs8DER, label: "PRIVATE KEY"), to: url, mode: 0o600)
+                refresh.generatedKeys.append(name)
+            }
+            keys[name] = key!
+        }
+
+        // Are the kept certificates still good?
+        let now = options.now
+        var reason: String? = nil
+        if options.reissue || options.regenerateKeys { reason = "asked to re-issue" }
+        else if oldState == nil { reason = "no certificates yet" }
+        else if oldState!.specFingerprint != spec.fingerprint { reason = "the spec changed" }
+        else if oldState!.seedFingerprint != seedFingerprint { reason = "the seed changed" }
+        else if !refresh.generatedKeys.isEmpty { reason = "new keys" }
+        else if now.timeIntervalSince1970 >= oldState!.reissueBy { reason = "validity windows moved" }
+        else if now.timeIntervalSince1970 < oldState!.issuedAt - 300 { reason = "the clock went back" }
+        else if oldState!.pkcs12Password != (options.pkcs12Encoder == nil ? oldState!.pkcs12Password : options.pkcs12Password) {
+            reason = "the PKCS#12 password changed"
+        } else if Set(oldState!.identities.map(\.name)) != Set(spec.names) { reason = "the entities changed" }
+        else if !spec.entities.allSatisfy({ Storage.exists(files($0.name).certificateDER) }) {
+            reason = "certificate files are missing"
+        } else if options.pkcs12Encoder != nil,
+                  !spec.entities.allSatisfy({ !wantsPKCS12($0) || Storage.exists(files($0.name).pkcs12) }) {
+            reason = "PKCS#12 files are missing"
+        }
+
+        let identities: [Identity]
+        let state: StateFile
+        if let reason {
+            refresh.reissued = true
+            refresh.reason = reason
+            (identities, state) = try issueAll(keys: keys, keyOrigins: keyOrigins, now: now)
+            try writeOutputs(identities)
+            let json = try JSONEncoder().encode(state)
+            try Storage.writeAtomically(Array(json), to: stateURL, mode: 0o600)
+        } else {
+            refresh.reason = "kept certificates are fresh"
+            state = oldState!
+            identities = try assemble(state: state, keys: keys)
+        }
+        return LabPKI(spec: spec, directory: dir, identities: identities, refresh: refresh,
+                      password: state.pkcs12Password ?? options.pkcs12Password,
+                      issuedAt: Date(timeIntervalSince1970: state.issuedAt))
+    }
+
+    func files(_ name: String) -> IdentityFiles {
+        IdentityFiles(folder: dir.appendingPathComponent("certs", isDirectory: true).appendingPathComponent(name, isDirectory: true))
+    }
+
+    func wantsPKCS12(_ e: EntitySpec) -> Bool { e.role == .leaf || e.role == .client }
+
+    func readKey(_ url: URL, name: String, type: KeyType) throws -> LabKey {
+        if let m = Storage.mode(url), m & 0o077 != 0 {
+            throw PKIError(.keyFileTooOpen,
+                           "the private key is readable by others (mode \(String(m, radix: 8)))", file: url.path,
+                           entity: name, fix: "run `chmod 600 \(url.path)`")
+        }
+        guard let bytes = try Storage.readFile(url) else {
+            throw PKIError(.keyFileUnreadable, "the key file disappeared", file: url.path, entity: name)
+        }
+        guard let der = pemDecode(String(decoding: bytes, as: UTF8.self), label: "PRIVATE KEY") else {
+            throw PKIError(.keyFileCorrupt, "not a PKCS#8 PEM private key", file: url.path, entity: name,
+                           fix: "delete it to generate a new key (its pins will change), or restore it from a backup")
+        }
+        do {
+            return try LabKey.read(pkcs8: der, type: type)
+        } catch let e as PKIError where e.code == .keyTypeChanged {
+            throw PKIError(.keyTypeChanged, "the kept key is \(LabKey.sniffType(pkcs8: der)) but the spec says \(type.displayName)",
+                           file: url.path, entity: name,
+                           fix: "run `pinlab pki init --force` to replace keys (pins change), or restore the spec")
+        } catch {
+            throw PKIError(.keyFileCorrupt, "the key cannot be read as \(type.displayName): \(error)", file: url.path,
+                           entity: name, fix: "delete it to generate a new key (its pins will change)")
+        }
+    }
+
+    // MARK: Issuance
+
+    func distinguishedName(_ attrs: [SubjectAttribute]) throws -> DistinguishedName {
+        var rdns: [RelativeDistinguishedName] = []
+        for a in attrs {
+            let attr: RelativeDistinguishedName.Attribute
+            switch a.type {
+            case "C": attr = try .init(type: .RDNAttributeType.countryName, printableString: a.value)
+            case "CN": attr = .init(type: .RDNAttributeType.commonName, utf8String: a.value)
+            case "O": attr = .init(type: .RDNAttributeType.organizationName, utf8String: a.value)
+            case "OU": attr = .init(type: .RDNAttributeType.organizationalUnitName, utf8String: a.value)
+            case "L": attr = .init(type: .RDNAttributeType.localityName, utf8String: a.value)
+            case "ST": attr = .init(type: .RDNAttributeType.stateOrProvinceName, utf8String: a.value)
+            default: attr = try .init(type: .RDNAttributeType.emailAddress, ia5String: a.value)
+            }
+            rdns.append(RelativeDistinguishedName(attr))
+        }
+        return DistinguishedName(rdns)
+    }
+
+    func signatureAlgorithm(signer: KeyType, hash: SignatureHash?) -> Certificate.SignatureAlgorithm {
+        switch signer {
+        case .p256: return hash == .sha384 ? .ecdsaWithSHA384 : hash == .sha512 ? .ecdsaWithSHA512 : .ecdsaWithSHA256
+        case .p384: return hash == .sha256 ? .ecdsaWithSHA256 : hash == .sha512 ? .ecdsaWithSHA512 : .ecdsaWithSHA384
+        case .ed25519: return .ed25519
+        default:
+            switch hash {
+            case .sha1: return .sha1WithRSAEncryption
+            case .sha384: return .sha384WithRSAEncryption
+            case .sha512: return .sha512WithRSAEncryption
+            default: return .sha256WithRSAEncryption
+            }
+        }
+    }
+
+    static func der(_ value: some DERSerializable) throws -> [UInt8] {
+        var s = DER.Serializer()
+        try s.serialize(value)
+        return s.serializedBytes
+    }
+
+    func issueAll(keys: [String: LabKey], keyOrigins: [String: StateFile.Key], now: Date) throws -> ([Identity], StateFile) {
+        var subjects: [String: DistinguishedName] = [:]
+        var skis: [String: [UInt8]] = [:]
+        var entries: [StateFile.Entry] = []
+        var reissueBy = now.timeIntervalSince1970 + 86400
+        for e in spec.entities {
+            let key = keys[e.keyName]!
+            let publicKey = key.publicKey
+            let spkiDER = try Self.der(publicKey)
+            let ownSKI = Array(Insecure.SHA1.hash(data: Array(publicKey.subjectPublicKeyInfoBytes)))
+            let ski = e.twinOf.map { skis[$0]! } ?? ownSKI
+            let subject = try e.twinOf.map { subjects[$0]! } ?? distinguishedName(e.subject)
+            subjects[e.name] = subject
+            skis[e.name] = ski
+            let issuerSpec = spec.entity(e.issuer)!
+            let signer = keys[issuerSpec.keyName]!
+            let issuerDN = e.isSelfSigned ? subject : subjects[e.issuer]!
+            let aki = e.isSelfSigned ? ski : skis[e.issuer]!
+
+            var serial = (0..<16).map { _ in UInt8.random(in: 0...255) }
+            serial[0] = (serial[0] & 0x7f) | 0x40
+            let notBefore = now.addingTimeInterval(TimeInterval(e.validity.notBefore.seconds))
+            let notAfter = now.addingTimeInterval(TimeInterval(e.validity.notAfter.seconds))
+            for offset in [e.validity.notBefore.seconds, e.validity.notAfter.seconds] where offset > 0 {
+                reissueBy = min(reissueBy, now.timeIntervalSince1970 + TimeInterval(offset) - 600)
+            }
+
+            var ext = Certificate.Extensions()
+            try ext.append(Certificate.Extension(
+                e.isCA ? BasicConstraints.isCertificateAuthority(maxPathLength: e.pathLength) : .notCertificateAuthority,
+                critical: true))
+            let usage = e.isCA
+                ? KeyUsage(digitalSignature: true, keyCertSign: true, cRLSign: true)
+                : KeyUsage(digitalSignature: true, keyEncipherment: e.keyType.isRSA)
+            try ext.append(Certificate.Extension(usage, critical: true))
+            if !e.usages.isEmpty {
+                let eku = try ExtendedKeyUsage(e.usages.map { u -> ExtendedKeyUsage.Usage in
+                    switch u {
+                    case .serverAuth: return .serverAuth
+                    case .clientAuth: return .clientAuth
+                    case .codeSigning: return .codeSigning
+                    default: return .emailProtection
+                    }
+                })
+                try ext.append(Certificate.Extension(eku, critical: false))
+            }
+            if !e.hosts.isEmpty {
+                let names = e.hosts.map { h -> GeneralName in
+                    if let ip = parseIP(h) { return .ipAddress(ASN1OctetString(contentBytes: ip[...])) }
+                    return .dnsName(h)
+                }
+                try ext.append(Certificate.Extension(SubjectAlternativeNames(names), critical: false))
+            }
+            if !e.permitted.isEmpty || !e.excluded.isEmpty {
+                func general(_ items: [NameConstraintItem]) -> [GeneralName] {
+                    items.map {
+                        switch $0 {
+                        case .dns(let d): return .dnsName(d)
+                        case .ip(let a, let m): return .ipAddress(ASN1OctetString(contentBytes: (a + m)[...]))
+                        }
+                    }
+                }
+                try ext.append(Certificate.Extension(
+                    NameConstraints(permittedSubtrees: general(e.permitted), excludedSubtrees: general(e.excluded)),
+                    critical: true))
+            }
+            try ext.append(Certificate.Extension(SubjectKeyIdentifier(keyIdentifier: ski[...]), critical: false))
+            if !e.isSelfSigned {
+                try ext.append(Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: aki[...]), critical: false))
+            }
+
+            let cert: Certificate
+            do {
+                cert = try Certificate(
+                    version: .v3, serialNumber: .init(bytes: serial), publicKey: publicKey,
+                    notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN, subject: subject,
+                    signatureAlgorithm: signatureAlgorithm(signer: signer.type, hash: e.signature),
+                    extensions: ext, issuerPrivateKey: signer.certificatePrivateKey)
+            } catch {
+                throw PKIError(.issuanceFailed, "cannot issue the certificate: \(error)", file: spec.file,
+                               line: e.line, entity: e.name)
+            }
+            let certDER = try Self.der(cert)
+            entries.append(StateFile.Entry(
+                name: e.name, role: e.role.rawValue, issuerName: e.issuer, keyName: e.keyName,
+                keyType: e.keyType.rawValue, der: Data(certDER).base64EncodedString(),
+                subject: cert.subject.description, issuer: cert.issuer.description, serial: serial.hexString,
+                notBefore: notBefore.timeIntervalSince1970.rounded(.down),
+                notAfter: notAfter.timeIntervalSince1970.rounded(.down), hosts: e.hosts,
+                spki: Array(SHA256.hash(data: spkiDER)).hexString,
+                cert: Array(SHA256.hash(data: certDER)).hexString,
+                raw: Array(SHA256.hash(data: Array(publicKey.subjectPublicKeyInfoBytes))).hexString))
+        }
+        let state = StateFile(
+            specFingerprint: spec.fingerprint, seedFingerprint: seedFingerprint,
+            issuedAt: now.timeIntervalSince1970, reissueBy: reissueBy,
+            pkcs12Password: options.pkcs12Encoder == nil ? nil : options.pkcs12Password,
+            keys: keyOrigins, identities: entries)
+        return (try assemble(state: state, keys: keys), state)
+    }
+
+    /// Identities from a state file and the kept keys.
+    func assemble(state: StateFile, keys: [String: LabKey]) throws -> [Identity] {
+        var byName: [String: StateFile.Entry] = [:]
+        var ders: [String: [UInt8]] = [:]
+        for e in state.identities {
+            byName[e.name] = e
+            guard let d = Data(base64Encoded: e.der) else {
+                throw PKIError(.keyFileCorrupt, "the state file is damaged", file: stateURL.path,
+                               fix: "delete it; certificates will be issued again")
+            }
+            ders[e.name] = Array(d)
+        }
+        return try state.identities.map { e in
+            guard let key = keys[e.keyName] else {
+                throw PKIError(.keyFileCorrupt, "the state names a key \(e.keyName) the spec does not", file: stateURL.path,
+                               fix: "delete it; certificates will be issued again")
+            }
+            var chain: [[UInt8]] = []
+            var top = e
+            var guardCount = 0
+            while top.issuerName != top.name, let up = byName[top.issuerName], guardCount < 16 {
+                top = up
+                guardCount += 1
+                if top.issuerName != top.name { chain.append(ders[top.name]!) }
+            }
+            return Identity(
+                name: e.name, role: Role(rawValue: e.role), issuerName: e.issuerName, keyName: e.keyName,
+                keyType: KeyType(rawValue: e.keyType), certificateDER: ders[e.name]!, privateKeyPKCS8DER: key.pkcs8DER,
+                issuerChainDER: chain, rootDER: ders[top.name]!, rootName: top.name, subject: e.subject,
+                issuer: e.issuer, serialHex: e.serial, notBefore: Date(timeIntervalSince1970: e.notBefore),
+                notAfter: Date(timeIntervalSince1970: e.notAfter), hosts: e.hosts,
+                pins: Pins(spkiSHA256: hexBytes(e.spki), certificateSHA256: hexBytes(e.cert), rawKeySHA256: hexBytes(e.raw)))
+        }
+    }
+
+    // MARK: Outputs
+
+    func writeOutputs(_ identities: [Identity]) throws {
+        try Storage.makeDirectory(dir.appendingPathComponent("certs", isDirectory: true), mode: 0o755)
+        for id in identities {
+            let f = files(id.name)
+            try Storage.makeDirectory(f.folder, mode: 0o755)
+            let certPEM = pemEncode(id.certificateDER, label: "CERTIFICATE")
+            let chainPEM = id.servedChainDER.map { pemEncode($0, label: "CERTIFICATE") }.joined()
+            let rootPEM = pemEncode(id.rootDER, label: "CERTIFICATE")
+            try Storage.writeAtomically(certPEM, to: f.certificatePEM)
+            try Storage.writeAtomically(id.certificateDER, to: f.certificateDER, mode: 0o644)
+            try Storage.writeAtomically(chainPEM, to: f.chainPEM)
+            try Storage.writeAtomically(id.isSelfSigned ? chainPEM : chainPEM + rootPEM, to: f.fullChainPEM)
+            try Storage.writeAtomically(rootPEM, to: f.rootPEM)
+            try writeIfChanged(pemEncode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), to: f.keyPEM, mode: 0o600)
+            try Storage.writeAtomically(PinFormat.json([id]), to: f.pinsJSON)
+            if let enc = options.pkcs12Encoder, id.role == .leaf || id.role == .client {
+                let p12: [UInt8]
+                do {
+                    p12 = try enc.encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
+                                         chainDER: id.issuerChainDER, friendlyName: id.name, password: options.pkcs12Password)
+                } catch {
+                    throw PKIError(.pkcs12Failed, "cannot build the PKCS#12 file: \(error)", file: f.pkcs12.path, entity: id.name)
+                }
+                try Storage.writeAtomically(p12, to: f.pkcs12, mode: 0o600)
+            }
+        }
+    }
+
+    func writeIfChanged(_ text: String, to url: URL, mode: mode_t) throws {
+        if let old = try? Storage.readFile(url), old == Array(text.utf8), Storage.mode(url) == mode { return }
+        try Storage.writeAtomically(text, to: url, mode: mode)
+    }
+}
+
+func hexBytes(_ s: String) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(s.utf8.count / 2)
+    var hi: UInt8? = nil
+    for c in s.utf8 {
+        let v: UInt8
+        switch c {
+        case 48...57: v = c - 48
+        case 97...102: v = c - 87
+        case 65...70: v = c - 55
+        default: continue
+        }
+        if let h = hi { out.append(h << 4 | v); hi = nil } else { hi = v }
+    }
+    return out
+}

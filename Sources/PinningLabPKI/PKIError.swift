@@ -1,0 +1,122 @@
+/// An error of the lab PKI: a bad spec, an unreadable key, a failed write. Says where (file, line, entity,
+/// field), what is wrong and how to fix it. Equality is on ``code`` so tests can match errors.
+public struct PKIError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// What kind of error this is. A struct over strings so new codes can be added without breaking users.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let fileUnreadable = Code("file-unreadable")
+        public static let yamlSyntax = Code("yaml-syntax")
+        public static let wrongType = Code("wrong-type")
+        public static let missingField = Code("missing-field")
+        public static let unknownField = Code("unknown-field")
+        public static let unsupportedVersion = Code("unsupported-version")
+        public static let badName = Code("bad-name")
+        public static let duplicateName = Code("duplicate-name")
+        public static let unknownRole = Code("unknown-role")
+        public static let unknownIssuer = Code("unknown-issuer")
+        public static let issuerCycle = Code("issuer-cycle")
+        public static let rootWithIssuer = Code("root-with-issuer")
+        public static let badDuration = Code("bad-duration")
+        public static let emptyValidity = Code("empty-validity")
+        public static let leafMarkedCA = Code("leaf-marked-ca")
+        public static let pathLengthOnLeaf = Code("path-length-on-leaf")
+        public static let unknownKeyType = Code("unknown-key-type")
+        public static let unknownKey = Code("unknown-key")
+        public static let keyTypeConflict = Code("key-type-conflict")
+        public static let badHost = Code("bad-host")
+        public static let badNameConstraint = Code("bad-name-constraint")
+        public static let unknownUsage = Code("unknown-usage")
+        public static let unsupportedSignature = Code("unsupported-signature")
+        public static let badTwin = Code("bad-twin")
+        public static let unknownSubjectAttribute = Code("unknown-subject-attribute")
+        public static let unknownIdentity = Code("unknown-identity")
+        public static let keyFileUnreadable = Code("key-file-unreadable")
+        public static let keyFileTooOpen = Code("key-file-too-open")
+        public static let keyFileCorrupt = Code("key-file-corrupt")
+        public static let keyTypeChanged = Code("key-type-changed")
+        public static let writeFailed = Code("write-failed")
+        public static let lockFailed = Code("lock-failed")
+        public static let issuanceFailed = Code("issuance-failed")
+        public static let pkcs12Failed = Code("pkcs12-failed")
+        public static let wrongPassword = Code("wrong-password")
+    }
+
+    public var code: Code
+    /// The file the problem is in, when there is one.
+    public var file: String?
+    /// 1-based line in `file`.
+    public var line: Int?
+    /// The entity of the spec (e.g. `leaf-v1`) or key (e.g. `K1`) concerned.
+    public var entity: String?
+    /// The field concerned, e.g. `issuer` or `validity.notAfter`.
+    public var field: String?
+    /// What is wrong.
+    public var reason: String
+    /// How to fix it.
+    public var fix: String?
+
+    public init(
+        _ code: Code, _ reason: String, file: String? = nil, line: Int? = nil, entity: String? = nil,
+        field: String? = nil, fix: String? = nil
+    ) {
+        self.code = code
+        self.reason = reason
+        self.file = file
+        self.line = line
+        self.entity = entity
+        self.field = field
+        self.fix = fix
+    }
+
+    public var description: String {
+        var s = ""
+        if let file {
+            s += file
+            if let line { s += ":\(line)" }
+            s += ": "
+        }
+        var location: [String] = []
+        if let entity { location.append("'\(entity)'") }
+        if let field { location.append("field '\(field)'") }
+        if !location.isEmpty { s += location.joined(separator: ", ") + ": " }
+        s += reason
+        if let fix { s += " — \(fix)" }
+        return s
+    }
+
+    public static func == (a: PKIError, b: PKIError) -> Bool { a.code == b.code }
+}
+
+/// The closest candidate by edit distance, for "did you mean" hints.
+func closest(_ word: String, in candidates: some Sequence<String>) -> String? {
+    var best: (String, Int)?
+    for c in candidates {
+        let d = editDistance(word.lowercased(), c.lowercased())
+        if d <= max(2, word.count / 3), best == nil || d < best!.1 { best = (c, d) }
+    }
+    return best?.0
+}
+
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    if a.isEmpty { return b.count }
+    if b.isEmpty { return a.count }
+    var prev = Array(0...b.count)
+    var cur = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+        cur[0] = i
+        for j in 1...b.count {
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        swap(&prev, &cur)
+    }
+    return prev[b.count]
+}
+
+func didYouMean(_ word: String, _ candidates: some Sequence<String>) -> String {
+    if let c = closest(word, in: candidates) { return "did you mean '\(c)'?" }
+    return ""
+}

@@ -1,0 +1,134 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+#if canImport(Glibc)
+private let systemRead = Glibc.read
+#else
+private let systemRead = Darwin.read
+#endif
+
+/// File operations of the PKI directory: atomic writes with a mode, an exclusive lock, permission checks.
+enum Storage {
+    /// Creates `url` (and parents) if missing; sets `mode` on the last component when it creates it.
+    static func makeDirectory(_ url: URL, mode: mode_t) throws {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) {
+            guard isDir.boolValue else {
+                throw PKIError(.writeFailed, "\(url.path) exists and is not a folder", file: url.path,
+                               fix: "remove it or choose another --dir")
+            }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: NSNumber(value: mode)])
+        } catch {
+            throw PKIError(.writeFailed, "cannot create the folder: \(error.localizedDescription)", file: url.path,
+                           fix: "check the permissions of its parent, or choose another --dir")
+        }
+    }
+
+    /// Writes `bytes` to a temporary file in the same folder, then renames it over `url`: readers see the old
+    /// file or the new one, never half of one.
+    static func writeAtomically(_ bytes: some Collection<UInt8>, to url: URL, mode: mode_t) throws {
+        let dir = url.deletingLastPathComponent().path
+        let tmp = "\(dir)/.tmp-\(url.lastPathComponent)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard fd >= 0 else {
+            throw PKIError(.writeFailed, "cannot create a file: \(String(cString: strerror(errno)))", file: url.path,
+                           fix: "check that the folder is writable")
+        }
+        var ok = true
+        let array = Array(bytes)
+        array.withUnsafeBytes { p in
+            var off = 0
+            while off < p.count {
+                let n = write(fd, p.baseAddress! + off, p.count - off)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    ok = false
+                    break
+                }
+                off += n
+            }
+        }
+        if mode & 0o077 == 0 { fchmod(fd, mode) }  // umask may have widened nothing, but be explicit for secrets
+        close(fd)
+        guard ok, rename(tmp, url.path) == 0 else {
+            let err = String(cString: strerror(errno))
+            unlink(tmp)
+            throw PKIError(.writeFailed, "cannot write the file: \(err)", file: url.path, fix: "check free disk space and permissions")
+        }
+    }
+
+    static func writeAtomically(_ text: String, to url: URL, mode: mode_t = 0o644) throws {
+        try writeAtomically(Array(text.utf8), to: url, mode: mode)
+    }
+
+    /// Reads a file, or nil if it does not exist. Other failures throw with the path.
+    static func readFile(_ url: URL) throws -> [UInt8]? {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw PKIError(.keyFileUnreadable, "cannot read the file: \(String(cString: strerror(errno)))",
+                           file: url.path, fix: "check its permissions (it should belong to you, mode 0600)")
+        }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let n = buf.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw PKIError(.keyFileUnreadable, "cannot read the file: \(String(cString: strerror(errno)))", file: url.path)
+            }
+            if n == 0 { break }
+            out.append(contentsOf: buf[0..<n])
+        }
+        return out
+    }
+
+    /// The permission bits of a file, or nil if it does not exist.
+    static func mode(_ url: URL) -> mode_t? {
+        var st = stat()
+        guard stat(url.path, &st) == 0 else { return nil }
+        return st.st_mode & 0o7777
+    }
+
+    static func exists(_ url: URL) -> Bool { access(url.path, F_OK) == 0 }
+}
+
+/// An exclusive advisory lock on a file (flock), held until `unlock` or deinit: two processes opening the same PKI
+/// directory take turns, so neither sees or writes half a state.
+final class DirectoryLock {
+    private var fd: Int32
+
+    init(_ url: URL) throws {
+        fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw PKIError(.lockFailed, "cannot open the lock file: \(String(cString: strerror(errno)))", file: url.path,
+                           fix: "check that the PKI folder is writable")
+        }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            let err = String(cString: strerror(errno))
+            close(fd)
+            fd = -1
+            throw PKIError(.lockFailed, "cannot lock the PKI folder: \(err)", file: url.path)
+        }
+    }
+
+    func unlock() {
+        if fd >= 0 {
+            flock(fd, LOCK_UN)
+            close(fd)
+            fd = -1
+        }
+    }
+
+    deinit { unlock() }
+}
