@@ -1,0 +1,374 @@
+// One blocking reference-client connection: a non-blocking socket driven with poll(2) against a deadline, and an
+// SSL object over memory BIOs (so writes use MSG_NOSIGNAL and a closed peer never raises SIGPIPE).
+internal import CPinningLabOpenSSL
+internal import PinningLabCore
+internal import Foundation
+
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Musl)
+internal import Musl
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
+
+/// The instant after which a run gives up.
+struct ClientDeadline {
+    let instant: ContinuousClock.Instant
+
+    init(after duration: Duration) {
+        instant = ContinuousClock.now.advanced(by: duration)
+    }
+
+    /// Milliseconds left for poll(2), at least 0.
+    var remainingMilliseconds: Int32 {
+        let left = ContinuousClock.now.duration(to: instant)
+        if left <= .zero { return 0 }
+        let (seconds, attoseconds) = left.components
+        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1
+        return Int32(clamping: milliseconds)
+    }
+
+    var hasPassed: Bool { ContinuousClock.now >= instant }
+}
+
+/// The one owner of a connected TCP socket (non-blocking).
+final class ClientSocket {
+    let descriptor: Int32
+
+    init(ip: String, port: Int, deadline: ClientDeadline) throws(ClientFailure) {
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Darwin)
+        hints.ai_socktype = SOCK_STREAM
+        #else
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #endif
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        let status = getaddrinfo(ip, String(port), &hints, &list)
+        guard status == 0, let address = list else {
+            throw ClientFailure(category: .other, detail: "target.ip \"\(ip)\" is not a numeric address: \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(list) }
+
+        let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype, address.pointee.ai_protocol)
+        guard fd >= 0 else {
+            throw ClientFailure(category: .other, detail: "socket: \(String(cString: strerror(errno)))")
+        }
+        descriptor = fd  // from here on deinit closes it
+        #if canImport(Darwin)
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        guard fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK) == 0 else {
+            throw ClientFailure(category: .other, detail: "fcntl(O_NONBLOCK): \(String(cString: strerror(errno)))")
+        }
+        if connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) != 0 {
+            guard errno == EINPROGRESS else {
+                throw ClientFailure(category: .other, detail: "connect to \(ip):\(port): \(String(cString: strerror(errno)))")
+            }
+            guard try Self.waitFor(fd, events: Int16(POLLOUT), deadline: deadline) else {
+                throw ClientFailure(category: .timeout, detail: "timed out connecting to \(ip):\(port)")
+            }
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 else {
+                throw ClientFailure(category: .other, detail: "connect to \(ip):\(port): \(String(cString: strerror(error)))")
+            }
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Waits until `events` are ready; `false` when the deadline passed first.
+    static func waitFor(_ fd: Int32, events: Int16, deadline: ClientDeadline) throws(ClientFailure) -> Bool {
+        while true {
+            let timeout = deadline.remainingMilliseconds
+            if timeout == 0 { return false }
+            var entry = pollfd(fd: fd, events: events, revents: 0)
+            let ready = poll(&entry, 1, timeout)
+            if ready > 0 { return true }
+            if ready == 0 { continue }  // re-check the deadline
+            if errno == EINTR { continue }
+            throw ClientFailure(category: .other, detail: "poll: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Sends all of `bytes` before the deadline.
+    func sendAll(_ bytes: [UInt8], deadline: ClientDeadline) throws(ClientFailure) {
+        var offset = 0
+        while offset < bytes.count {
+            #if canImport(Darwin)
+            let flags: Int32 = 0
+            #else
+            let flags = Int32(MSG_NOSIGNAL)
+            #endif
+            let sent = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, flags) }
+            if sent > 0 {
+                offset += sent
+            } else if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                guard try Self.waitFor(descriptor, events: Int16(POLLOUT), deadline: deadline) else {
+                    throw ClientFailure(category: .timeout, detail: "timed out sending to the server")
+                }
+            } else {
+                throw ClientFailure(category: .protocolError, detail: "send: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// Receives what is available (waiting until the deadline); empty at end of stream.
+    func receive(deadline: ClientDeadline) throws(ClientFailure) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count >= 0 { return Array(buffer.prefix(count)) }
+            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                guard try Self.waitFor(descriptor, events: Int16(POLLIN), deadline: deadline) else {
+                    throw ClientFailure(category: .timeout, detail: "timed out waiting for the server")
+                }
+                continue
+            }
+            if errno == ECONNRESET { return [] }
+            throw ClientFailure(category: .protocolError, detail: "recv: \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+/// How a TLS operation ended when it did not succeed.
+enum ClientTLSStop: Error {
+    /// OpenSSL failed; `errors` is the drained error queue.
+    case failed(code: Int32, errors: String)
+    /// The peer closed the TLS connection cleanly (close_notify).
+    case closed
+    /// The transport failed, or the deadline passed.
+    case transport(ClientFailure)
+}
+
+/// The one owner of a connection's `SSL*` (which owns its two memory BIOs), pumped over a `ClientSocket`.
+final class ClientSession {
+    let ssl: OpaquePointer
+    private let readBIO: OpaquePointer  // owned by `ssl`
+    private let writeBIO: OpaquePointer  // owned by `ssl`
+    private let socket: ClientSocket
+    private let deadline: ClientDeadline
+
+    init(context: ClientContext, socket: ClientSocket, host: String, state: ClientVerifyState, deadline: ClientDeadline)
+        throws(ClientFailure)
+    {
+        ERR_clear_error()
+        guard let ssl = SSL_new(context.pointer) else {
+            throw ClientFailure(category: .other, detail: "SSL_new: \(clientDrainOpenSSLErrors())")
+        }
+        guard let readBIO = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw ClientFailure(category: .other, detail: "BIO_new: \(clientDrainOpenSSLErrors())")
+        }
+        guard let writeBIO = BIO_new(BIO_s_mem()) else {
+            BIO_free(readBIO)
+            SSL_free(ssl)
+            throw ClientFailure(category: .other, detail: "BIO_new: \(clientDrainOpenSSLErrors())")
+        }
+        _ = cpl_client_bio_set_mem_eof_return(readBIO, -1)  // empty means "retry" until the socket reports EOF
+        SSL_set_bio(ssl, readBIO, writeBIO)  // ssl owns both BIOs now
+        self.ssl = ssl
+        self.readBIO = readBIO
+        self.writeBIO = writeBIO
+        self.socket = socket
+        self.deadline = deadline
+
+        SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(state).toOpaque())
+        guard cpl_client_set_tlsext_host_name(ssl, host) == 1 else {
+            throw ClientFailure(category: .other, detail: "SNI \"\(host)\": \(clientDrainOpenSSLErrors())")
+        }
+        if state.policy.checksHostname {
+            guard SSL_set1_host(ssl, host) == 1 else {
+                throw ClientFailure(category: .other, detail: "host check \"\(host)\": \(clientDrainOpenSSLErrors())")
+            }
+        }
+    }
+
+    deinit { SSL_free(ssl) }
+
+    /// Runs `operation` until it succeeds, moving bytes between the memory BIOs and the socket.
+    func drive(_ operation: (OpaquePointer) -> Int32) throws(ClientTLSStop) -> Int32 {
+        while true {
+            ERR_clear_error()
+            let result = operation(ssl)
+            let code = SSL_get_error(ssl, result)
+            let errors = result > 0 ? "" : clientDrainOpenSSLErrors()  // drained right where it failed
+            do {
+                try flush()
+            } catch {
+                if result > 0 || code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE {
+                    throw .transport(error)
+                }
+            }
+            if result > 0 { return result }
+            switch code {
+            case SSL_ERROR_WANT_READ:
+                do {
+                    try fill()
+                } catch {
+                    throw .transport(error)
+                }
+            case SSL_ERROR_WANT_WRITE:
+                continue
+            case SSL_ERROR_ZERO_RETURN:
+                throw .closed
+            default:
+                throw .failed(code: code, errors: errors)
+            }
+        }
+    }
+
+    /// Sends whatever OpenSSL has written into the write BIO (records and alerts).
+    func flush() throws(ClientFailure) {
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while BIO_ctrl_pending(writeBIO) > 0 {
+            let count = chunk.withUnsafeMutableBytes { BIO_read(writeBIO, $0.baseAddress, Int32($0.count)) }
+            guard count > 0 else { break }
+            try socket.sendAll(Array(chunk.prefix(Int(count))), deadline: deadline)
+        }
+    }
+
+    /// Moves received bytes into the read BIO; at end of stream, lets OpenSSL see EOF.
+    private func fill() throws(ClientFailure) {
+        let bytes = try socket.receive(deadline: deadline)
+        if bytes.isEmpty {
+            _ = cpl_client_bio_set_mem_eof_return(readBIO, 0)
+            return
+        }
+        let written = bytes.withUnsafeBytes { BIO_write(readBIO, $0.baseAddress, Int32($0.count)) }
+        if written != Int32(bytes.count) {
+            throw ClientFailure(category: .other, detail: "BIO_write: \(clientDrainOpenSSLErrors())")
+        }
+    }
+
+    var negotiated: String {
+        let version = SSL_get_version(ssl).map { String(cString: $0) } ?? "?"
+        let cipher = SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) } ?? "?"
+        return "\(version) \(cipher)"
+    }
+}
+
+/// One run of a reference client against a target.
+enum ClientConnection {
+    static let maximumResponseBytes = 1 << 20
+
+    static func run(target: ClientTarget, mistake: ReferenceClient.Mistake) -> ClientOutcome {
+        let deadline = ClientDeadline(after: target.timeout)
+        let state = ClientVerifyState(policy: ClientPolicy(mistake: mistake, pins: target.pins))
+        do {
+            return try withExtendedLifetime(state) { () throws(ClientFailure) -> ClientOutcome in
+                try connect(target: target, state: state, deadline: deadline)
+            }
+        } catch {
+            return .refused(error.category, error.detail)
+        }
+    }
+
+    private static func connect(target: ClientTarget, state: ClientVerifyState, deadline: ClientDeadline)
+        throws(ClientFailure) -> ClientOutcome
+    {
+        let context = try ClientContext(target: target, state: state)
+        let socket = try ClientSocket(ip: target.ip, port: target.port, deadline: deadline)
+        let session = try ClientSession(
+            context: context, socket: socket, host: target.host, state: state, deadline: deadline)
+
+        do {
+            _ = try session.drive { SSL_connect($0) }
+        } catch {
+            throw classifyHandshakeFailure(error, session: session, state: state)
+        }
+        guard state.verifyCallbackRan else {
+            // Never happens with a fresh context (no resumption), but never send without a decision.
+            throw ClientFailure(category: .protocolError, detail: "handshake completed without certificate verification")
+        }
+
+        // Trusted: only now may application data leave.
+        let request = "GET / HTTP/1.1\r\nHost: \(target.host)\r\nConnection: close\r\n\r\n"
+        let requestBytes = Array(request.utf8)
+        do {
+            _ = try session.drive { ssl in
+                requestBytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+            }
+        } catch {
+            throw classifyLateFailure(error, state: state, during: "sending the request")
+        }
+
+        var response: [UInt8] = []
+        var ending = "server closed the connection"
+        reading: while response.count < maximumResponseBytes {
+            var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+            do {
+                let count = try session.drive { ssl in
+                    chunk.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
+                }
+                response += chunk.prefix(Int(count))
+            } catch .closed {
+                break reading
+            } catch {
+                if response.isEmpty { throw classifyLateFailure(error, state: state, during: "reading the response") }
+                if case .transport(let failure) = error, failure.category == .timeout {
+                    ending = "response incomplete at the deadline"
+                } else if case .failed(_, let errors) = error, !errors.isEmpty {
+                    ending = "response ended without close_notify (\(errors))"
+                }
+                break reading
+            }
+        }
+        _ = SSL_shutdown(session.ssl)
+        try? session.flush()
+
+        let text = String(decoding: response, as: UTF8.self)
+        let statusLine = text.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
+        var detail = "sent GET / over \(session.negotiated); response: \(statusLine.isEmpty ? "(none)" : statusLine)"
+        detail += " (\(response.count) bytes, \(ending))"
+        if let pinMatch = state.pinMatch { detail += "; \(pinMatch)" }
+        return .accepted(detail)
+    }
+
+    /// A handshake that did not complete: our own decision (pins, chain, hostname), the server's alert, the
+    /// deadline, or a protocol failure — in that order of precedence.
+    private static func classifyHandshakeFailure(
+        _ stop: ClientTLSStop, session: ClientSession, state: ClientVerifyState
+    ) -> ClientFailure {
+        if let pinFailure = state.pinFailure {
+            return ClientFailure(category: .pinMismatch, detail: pinFailure)
+        }
+        let verifyResult = SSL_get_verify_result(session.ssl)
+        if state.verifyCallbackRan && verifyResult != X509_V_OK {
+            let reason = X509_verify_cert_error_string(verifyResult).map { String(cString: $0) } ?? "error \(verifyResult)"
+            if verifyResult == X509_V_ERR_HOSTNAME_MISMATCH {
+                return ClientFailure(category: .hostname, detail: "certificate verify failed: \(reason)")
+            }
+            return ClientFailure(category: .chainInvalid, detail: "certificate verify failed: \(reason)")
+        }
+        return classifyLateFailure(stop, state: state, during: "the handshake")
+    }
+
+    /// A failure where no local trust decision was involved: an alert from the server, EOF, timeout, protocol.
+    private static func classifyLateFailure(_ stop: ClientTLSStop, state: ClientVerifyState, during: String)
+        -> ClientFailure
+    {
+        if let alert = state.alertReceived {
+            let clientAuthAlerts: Set<Int32> = [42, 43, 44, 45, 46, 48, 49, 116]  // + handshake_failure (40) below
+            let isClientAuth = alert.code == 116 || (state.certificateRequested && (clientAuthAlerts.contains(alert.code) || alert.code == 40))
+            return ClientFailure(
+                category: isClientAuth ? .clientAuth : .protocolError,
+                detail: "server sent alert \(alert.text) (\(alert.code)) during \(during)"
+                    + (state.certificateRequested ? " after requesting a client certificate" : ""))
+        }
+        switch stop {
+        case .transport(let failure):
+            return ClientFailure(category: failure.category, detail: "\(failure.detail) during \(during)")
+        case .closed:
+            return ClientFailure(category: .protocolError, detail: "server closed the TLS connection during \(during)")
+        case .failed(let code, let errors):
+            return ClientFailure(
+                category: .protocolError,
+                detail: "TLS failure during \(during) (SSL_get_error \(code)): \(errors.isEmpty ? "connection closed" : errors)")
+        }
+    }
+}

@@ -1,0 +1,119 @@
+// The built-in reference clients: one `correct` OpenSSL client and teaching clients that each make exactly one
+// classic pinning mistake. They are judged like any other client: the server sees whether the request arrived.
+public import PinningLabCore
+internal import Foundation
+
+/// An in-process TLS client built on OpenSSL (libssl 3), either correct or with exactly one classic mistake.
+///
+/// Every variant connects to `target.ip:target.port`, sends SNI `target.host`, trusts exactly
+/// `target.trustRootsDER` (never the system store) at OpenSSL security level 2 with TLS 1.2 or later, presents
+/// `target.clientCredentials` when given, and bounds everything by `target.timeout`. When it trusts the server it
+/// sends `GET / HTTP/1.1` with `Host: <target.host>` and `Connection: close` and reads the response; when it
+/// refuses it closes (after OpenSSL's alert, since every decision is taken inside the handshake) without sending
+/// any application data.
+///
+/// Each run builds its own `SSL_CTX`, so runs are independent and may proceed concurrently from many tasks; the
+/// blocking work happens on a dedicated thread, never on the cooperative pool.
+public struct ReferenceClient: PinningClient {
+    /// The one mistake a teaching client makes (`none` for the correct client). An open set of names; only the
+    /// static members below exist.
+    public struct Mistake: Hashable, Sendable, CustomStringConvertible {
+        /// The client name this mistake gives, e.g. `pin-presented-chain`.
+        public let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+
+        /// No mistake: validate chain and hostname, then match pins against the *validated* chain.
+        public static let none = Mistake("correct")
+        /// CVE-2016-2402 style: pins are matched against the chain the server *sent* rather than the validated
+        /// chain, so a stuffed chain (a proxy leaf with the genuine pinned certificates appended) passes.
+        public static let pinPresentedChain = Mistake("pin-presented-chain")
+        /// A pin match *replaces* validation: no chain, expiry or hostname check at all; any presented
+        /// certificate matching a pin is enough. With no pins configured (profile `none`) there is nothing to
+        /// replace validation with, so the client falls back to normal chain and hostname validation.
+        public static let pinReplacesValidation = Mistake("pin-replaces-validation")
+        /// Validates the chain and the pins like `correct` but never checks the hostname.
+        public static let noHostnameCheck = Mistake("no-hostname-check")
+        /// Like `correct`, but an SPKI pin is compared with the SHA-256 of the bare key bytes (what iOS
+        /// `SecKeyCopyExternalRepresentation` returns: the contents of the SPKI's BIT STRING), so SPKI pins never
+        /// match. Certificate pins are unaffected.
+        public static let rawKeyHash = Mistake("raw-key-hash")
+        /// Validates chain and hostname, ignores pins.
+        public static let noPinning = Mistake("no-pinning")
+
+        public static let all: [Mistake] = [
+            .none, .pinPresentedChain, .pinReplacesValidation, .noHostnameCheck, .rawKeyHash, .noPinning,
+        ]
+
+        /// The mistake whose client name is `name`, if there is one.
+        public init?(clientName name: String) {
+            guard let found = Mistake.all.first(where: { $0.rawValue == name }) else { return nil }
+            self = found
+        }
+
+        public var description: String { rawValue }
+
+        /// One sentence for reports and labs: what this client does wrong.
+        public var explanation: String {
+            switch self {
+            case .pinPresentedChain:
+                return "matches pins against the chain the server sent instead of the validated chain (CVE-2016-2402)"
+            case .pinReplacesValidation:
+                return "accepts any presented certificate matching a pin without validating chain or hostname"
+            case .noHostnameCheck:
+                return "validates the chain and pins but never checks that the certificate is for the host"
+            case .rawKeyHash:
+                return "hashes the bare key bytes (SecKeyCopyExternalRepresentation) instead of the SPKI DER"
+            case .noPinning:
+                return "validates chain and hostname but ignores pins"
+            default:
+                return "validates chain and hostname, then matches pins against the validated chain"
+            }
+        }
+    }
+
+    public let mistake: Mistake
+    public var name: String { mistake.rawValue }
+
+    public init(mistake: Mistake = .none) {
+        self.mistake = mistake
+    }
+
+    public static let correct = ReferenceClient(mistake: .none)
+    public static let pinPresentedChain = ReferenceClient(mistake: .pinPresentedChain)
+    public static let pinReplacesValidation = ReferenceClient(mistake: .pinReplacesValidation)
+    public static let noHostnameCheck = ReferenceClient(mistake: .noHostnameCheck)
+    public static let rawKeyHash = ReferenceClient(mistake: .rawKeyHash)
+    public static let noPinning = ReferenceClient(mistake: .noPinning)
+
+    /// Runs one connection on a dedicated thread and resumes with its outcome.
+    public func run(_ target: ClientTarget) async -> ClientOutcome {
+        await withCheckedContinuation { (continuation: CheckedContinuation<ClientOutcome, Never>) in
+            let thread = Thread { [self] in
+                continuation.resume(returning: self.runBlocking(target))
+            }
+            thread.name = "pinninglab-client-\(name)"
+            thread.start()
+        }
+    }
+
+    /// Runs one connection on the calling thread, blocking it for at most about `target.timeout`.
+    /// Do not call this from the cooperative thread pool; `run(_:)` does the right thing.
+    public func runBlocking(_ target: ClientTarget) -> ClientOutcome {
+        ClientConnection.run(target: target, mistake: mistake)
+    }
+}
+
+/// The catalogue of reference clients, by name.
+public enum ReferenceClients {
+    /// `correct` first, then the teaching clients, one per mistake.
+    public static let all: [any PinningClient] = ReferenceClient.Mistake.all.map { ReferenceClient(mistake: $0) }
+
+    /// The names of `all`, in order.
+    public static var names: [String] { ReferenceClient.Mistake.all.map(\.rawValue) }
+
+    /// The reference client called `name` (`correct`, `pin-presented-chain`, `pin-replaces-validation`,
+    /// `no-hostname-check`, `raw-key-hash`, `no-pinning`), or `nil`.
+    public static func named(_ name: String) -> (any PinningClient)? {
+        ReferenceClient.Mistake(clientName: name).map { ReferenceClient(mistake: $0) }
+    }
+}

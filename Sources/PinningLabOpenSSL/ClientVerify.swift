@@ -1,0 +1,301 @@
+// Trust, pin and certificate handling of the reference clients: the per-run SSL_CTX, the certificate verify
+// callback where every trust decision (chain, hostname, pins) is taken inside the handshake, and pin hashing.
+internal import CPinningLabOpenSSL
+internal import PinningLabCore
+
+/// A refusal or failure of one reference-client run, already classified. OpenSSL's error queue is drained into
+/// `detail` in the same synchronous call that failed.
+struct ClientFailure: Error {
+    var category: RefusalCategory
+    var detail: String
+}
+
+/// Drains this thread's OpenSSL error queue into one line ("" when empty).
+func clientDrainOpenSSLErrors() -> String {
+    var messages: [String] = []
+    while case let code = ERR_get_error(), code != 0 {
+        var buffer = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &buffer, buffer.count)
+        messages.append(String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+    return messages.joined(separator: "; ")
+}
+
+/// The one owner of an `X509*` parsed from DER.
+final class ClientX509 {
+    let pointer: OpaquePointer
+
+    init(der: [UInt8], what: String) throws(ClientFailure) {
+        ERR_clear_error()
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_X509(nil, &cursor, buffer.count)
+        }
+        guard let parsed else {
+            throw ClientFailure(
+                category: .other,
+                detail: "\(what): not a DER certificate (\(der.count) bytes): \(clientDrainOpenSSLErrors())")
+        }
+        pointer = parsed
+    }
+
+    deinit { X509_free(pointer) }
+}
+
+/// SHA-256 of `bytes` with OpenSSL's EVP interface.
+func clientSHA256(_ bytes: [UInt8]) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: 32)
+    var length: UInt32 = 0
+    let ok = bytes.withUnsafeBytes { input in
+        EVP_Digest(input.baseAddress, input.count, &digest, &length, EVP_sha256(), nil)
+    }
+    precondition(ok == 1 && length == 32, "EVP_Digest(SHA-256) failed")
+    return digest
+}
+
+/// DER encodings of a certificate's parts; `x509` is borrowed, never freed here.
+enum ClientCertificateBytes {
+    /// The whole certificate (i2d_X509).
+    static func certificate(_ x509: OpaquePointer) -> [UInt8] {
+        encode { i2d_X509(x509, $0) }
+    }
+
+    /// The DER of the SubjectPublicKeyInfo (i2d_X509_PUBKEY of X509_get_X509_PUBKEY): what SPKI pins hash.
+    static func subjectPublicKeyInfo(_ x509: OpaquePointer) -> [UInt8] {
+        guard let publicKey = X509_get_X509_PUBKEY(x509) else { return [] }
+        return encode { i2d_X509_PUBKEY(publicKey, $0) }
+    }
+
+    /// The contents of the SPKI's BIT STRING: EC X9.63 point, RSA PKCS#1 RSAPublicKey DER, Ed25519 raw bytes.
+    /// This is what `SecKeyCopyExternalRepresentation` returns on Apple platforms.
+    static func bareKey(_ x509: OpaquePointer) -> [UInt8] {
+        guard let publicKey = X509_get_X509_PUBKEY(x509) else { return [] }
+        var keyBytes: UnsafePointer<UInt8>? = nil
+        var keyLength: Int32 = 0
+        guard X509_PUBKEY_get0_param(nil, &keyBytes, &keyLength, nil, publicKey) == 1, let keyBytes, keyLength > 0
+        else { return [] }
+        return Array(UnsafeBufferPointer(start: keyBytes, count: Int(keyLength)))
+    }
+
+    private static func encode(_ i2d: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> [UInt8] {
+        let length = i2d(nil)
+        guard length > 0 else { return [] }
+        var output = [UInt8](repeating: 0, count: Int(length))
+        let written = output.withUnsafeMutableBufferPointer { buffer in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            return i2d(&cursor)
+        }
+        return written == length ? output : []
+    }
+}
+
+/// How one reference client decides, derived from its mistake.
+struct ClientPolicy {
+    var mistake: ReferenceClient.Mistake
+    var pins: PinSet
+
+    /// Whether `X509_VERIFY_PARAM`'s host check is configured.
+    var checksHostname: Bool {
+        if mistake == .noHostnameCheck { return false }
+        if mistake == .pinReplacesValidation && !pins.isEmpty { return false }
+        return true
+    }
+
+    /// Whether a pin match stands in for chain validation.
+    var pinReplacesValidation: Bool { mistake == .pinReplacesValidation && !pins.isEmpty }
+
+    var checksPins: Bool { !pins.isEmpty && mistake != .noPinning }
+
+    /// The pin hash this client computes for `x509`.
+    func pinHash(of x509: OpaquePointer) -> [UInt8] {
+        switch pins.kind {
+        case .certificateSHA256:
+            return clientSHA256(ClientCertificateBytes.certificate(x509))
+        case .spkiSHA256:
+            if mistake == .rawKeyHash { return clientSHA256(ClientCertificateBytes.bareKey(x509)) }
+            return clientSHA256(ClientCertificateBytes.subjectPublicKeyInfo(x509))
+        }
+    }
+
+    /// The index in `chain` (a borrowed `STACK_OF(X509)*`) of the first certificate matching a pin.
+    func firstPinnedIndex(in chain: OpaquePointer?) -> Int? {
+        guard let chain else { return nil }
+        let wanted = Set(pins.hashes)
+        for index in 0..<Int(cpl_client_sk_X509_num(chain)) {
+            guard let certificate = cpl_client_sk_X509_value(chain, Int32(index)) else { continue }
+            if wanted.contains(pinHash(of: certificate)) { return index }
+        }
+        return nil
+    }
+}
+
+/// What the callbacks of one connection learned. Created, mutated and read on the single thread that runs the
+/// connection (OpenSSL calls the callbacks synchronously from `SSL_connect`/`SSL_read`), so it is never shared.
+final class ClientVerifyState {
+    let policy: ClientPolicy
+    var verifyCallbackRan = false
+    /// Set when the chain was acceptable but no pin matched.
+    var pinFailure: String?
+    /// Which certificate matched, for the outcome's detail.
+    var pinMatch: String?
+    var presentedChainLength = 0
+    /// The alert the server sent us (`SSL_CB_READ_ALERT`), as OpenSSL's long description, and its code.
+    var alertReceived: (code: Int32, text: String)?
+    /// Whether the server sent a CertificateRequest.
+    var certificateRequested = false
+
+    init(policy: ClientPolicy) {
+        self.policy = policy
+    }
+
+    /// The whole trust decision, run by OpenSSL in place of `X509_verify_cert` during the handshake.
+    func verify(_ storeContext: OpaquePointer) -> Bool {
+        verifyCallbackRan = true
+        let presented = X509_STORE_CTX_get0_untrusted(storeContext)
+        presentedChainLength = presented.map { Int(cpl_client_sk_X509_num($0)) } ?? 0
+
+        if policy.pinReplacesValidation {
+            if let index = policy.firstPinnedIndex(in: presented) {
+                pinMatch = "presented certificate #\(index) matched a pin (chain not validated)"
+                X509_STORE_CTX_set_error(storeContext, X509_V_OK)
+                return true
+            }
+            return failPins(storeContext, chainName: "presented chain", length: presentedChainLength)
+        }
+
+        guard X509_verify_cert(storeContext) == 1 else {
+            if X509_STORE_CTX_get_error(storeContext) == X509_V_OK {
+                X509_STORE_CTX_set_error(storeContext, X509_V_ERR_UNSPECIFIED)
+            }
+            return false
+        }
+        guard policy.checksPins else { return true }
+
+        let chainName = policy.mistake == .pinPresentedChain ? "presented chain" : "verified chain"
+        let chain = policy.mistake == .pinPresentedChain ? presented : X509_STORE_CTX_get0_chain(storeContext)
+        if let index = policy.firstPinnedIndex(in: chain) {
+            pinMatch = "\(chainName) certificate #\(index) matched a pin"
+            return true
+        }
+        return failPins(storeContext, chainName: chainName, length: chain.map { Int(cpl_client_sk_X509_num($0)) } ?? 0)
+    }
+
+    private func failPins(_ storeContext: OpaquePointer, chainName: String, length: Int) -> Bool {
+        let kind = policy.mistake == .rawKeyHash && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
+        pinFailure = "no certificate of the \(chainName) (\(length) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins"
+        X509_STORE_CTX_set_error(storeContext, X509_V_ERR_APPLICATION_VERIFICATION)
+        return false
+    }
+}
+
+/// OpenSSL's certificate verification callback (`SSL_CTX_set_cert_verify_callback`); `argument` is the run's
+/// `ClientVerifyState`, kept alive by the connection for as long as the context exists.
+private let clientCertVerifyCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = {
+    storeContext, argument in
+    guard let storeContext, let argument else { return 0 }
+    let state = Unmanaged<ClientVerifyState>.fromOpaque(argument).takeUnretainedValue()
+    return state.verify(storeContext) ? 1 : 0
+}
+
+/// OpenSSL's info callback: records alerts received and whether a client certificate was requested.
+private let clientInfoCallback: @convention(c) (OpaquePointer?, Int32, Int32) -> Void = { ssl, where_, value in
+    guard let ssl, let argument = SSL_get_ex_data(ssl, 0) else { return }
+    let state = Unmanaged<ClientVerifyState>.fromOpaque(argument).takeUnretainedValue()
+    if where_ & SSL_CB_ALERT != 0 && where_ & SSL_CB_READ != 0 {
+        let text = SSL_alert_desc_string_long(value).map { String(cString: $0) } ?? "unknown"
+        if state.alertReceived == nil { state.alertReceived = (value & 0xff, text) }
+    }
+    if where_ & SSL_CB_LOOP != 0 && SSL_get_state(ssl) == TLS_ST_CR_CERT_REQ {
+        state.certificateRequested = true
+    }
+}
+
+/// The one owner of a run's `SSL_CTX*` (which owns its `X509_STORE`). Configured once, then only read.
+final class ClientContext {
+    let pointer: OpaquePointer
+
+    init(target: ClientTarget, state: ClientVerifyState) throws(ClientFailure) {
+        ERR_clear_error()
+        guard let context = SSL_CTX_new(TLS_client_method()) else {
+            throw ClientFailure(category: .other, detail: "SSL_CTX_new failed: \(clientDrainOpenSSLErrors())")
+        }
+        pointer = context  // from here on deinit frees it, whatever fails below
+        SSL_CTX_set_security_level(context, 2)
+        guard cpl_client_ctx_set_min_proto_version(context, cpl_client_tls1_2_version()) == 1 else {
+            throw ClientFailure(category: .other, detail: "cannot require TLS 1.2: \(clientDrainOpenSSLErrors())")
+        }
+
+        // Trust exactly the target's roots.
+        guard let store = X509_STORE_new() else {
+            throw ClientFailure(category: .other, detail: "X509_STORE_new failed: \(clientDrainOpenSSLErrors())")
+        }
+        SSL_CTX_set_cert_store(context, store)  // the context owns the store now
+        for (index, der) in target.trustRootsDER.enumerated() {
+            let root = try ClientX509(der: der, what: "trustRootsDER[\(index)]")
+            guard X509_STORE_add_cert(store, root.pointer) == 1 else {
+                let errors = clientDrainOpenSSLErrors()
+                if errors.contains("cert already in hash table") { continue }
+                throw ClientFailure(category: .other, detail: "trustRootsDER[\(index)]: X509_STORE_add_cert: \(errors)")
+            }
+        }
+
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        SSL_CTX_set_cert_verify_callback(
+            context, clientCertVerifyCallback, Unmanaged.passUnretained(state).toOpaque())
+        SSL_CTX_set_info_callback(context, clientInfoCallback)
+
+        if let credentials = target.clientCredentials {
+            try Self.useCredentials(credentials, in: context)
+        }
+    }
+
+    private static func useCredentials(_ credentials: ClientCredentials, in context: OpaquePointer)
+        throws(ClientFailure)
+    {
+        guard let leafDER = credentials.certificateChainDER.first else {
+            throw ClientFailure(category: .other, detail: "clientCredentials.certificateChainDER is empty")
+        }
+        let leaf = try ClientX509(der: leafDER, what: "clientCredentials.certificateChainDER[0]")
+        guard SSL_CTX_use_certificate(context, leaf.pointer) == 1 else {
+            throw ClientFailure(category: .other, detail: "SSL_CTX_use_certificate: \(clientDrainOpenSSLErrors())")
+        }
+        for (index, der) in credentials.certificateChainDER.enumerated().dropFirst() {
+            let issuer = try ClientX509(der: der, what: "clientCredentials.certificateChainDER[\(index)]")
+            guard cpl_client_ctx_add1_chain_cert(context, issuer.pointer) == 1 else {
+                throw ClientFailure(
+                    category: .other,
+                    detail: "clientCredentials.certificateChainDER[\(index)]: \(clientDrainOpenSSLErrors())")
+            }
+        }
+        let key = try ClientPrivateKey(pkcs8DER: credentials.privateKeyPKCS8DER)
+        guard SSL_CTX_use_PrivateKey(context, key.pointer) == 1, SSL_CTX_check_private_key(context) == 1 else {
+            throw ClientFailure(
+                category: .other,
+                detail: "clientCredentials.privateKeyPKCS8DER does not fit the client certificate: "
+                    + clientDrainOpenSSLErrors())
+        }
+    }
+
+    deinit { SSL_CTX_free(pointer) }
+}
+
+/// The one owner of an `EVP_PKEY*` parsed from PKCS#8 DER.
+final class ClientPrivateKey {
+    let pointer: OpaquePointer
+
+    init(pkcs8DER: [UInt8]) throws(ClientFailure) {
+        ERR_clear_error()
+        let parsed: OpaquePointer? = pkcs8DER.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_AutoPrivateKey(nil, &cursor, buffer.count)
+        }
+        guard let parsed else {
+            throw ClientFailure(
+                category: .other,
+                detail: "clientCredentials.privateKeyPKCS8DER: not a DER PKCS#8 private key: \(clientDrainOpenSSLErrors())")
+        }
+        pointer = parsed
+    }
+
+    deinit { EVP_PKEY_free(pointer) }
+}

@@ -1,0 +1,144 @@
+// `openssl s_server -www -msg` as the independent server under the reference clients: serves exactly the chain
+// given, answers one connection, and its message trace tells whether application data arrived (the oracle).
+import Foundation
+
+/// How one test server is configured.
+struct ClientTestServerConfig: Sendable, CustomStringConvertible {
+    /// Leaf certificate name in the test PKI (`<name>.pem` + `<name>.key`).
+    var leaf: String
+    /// Certificates sent after the leaf, in order (`-cert_chain`).
+    var chain: [String]
+    /// When set, client certificates are required (`-Verify 1`) and verified against this CA.
+    var requireClientCertificateFrom: String?
+    var extraArguments: [String] = []
+
+    var description: String {
+        ([leaf] + chain).joined(separator: "+") + (requireClientCertificateFrom.map { " mTLS(\($0))" } ?? "")
+    }
+}
+
+/// What the server saw during its one connection.
+struct ClientTestServerLog: Sendable {
+    var text: String
+
+    /// Whether a record of content type application_data (0x17) arrived from the client: in TLS 1.3 the inner
+    /// content type of a protected record, in TLS 1.2 the record header's type.
+    var receivedApplicationData: Bool {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let tls13 = lines.contains { $0.hasPrefix(">>> TLS 1.3") && $0.hasSuffix("ServerHello") }
+        let marker = tls13 ? "InnerContent" : "RecordHeader"
+        for (index, line) in lines.enumerated() where line.hasPrefix("<<< ") && line.contains(marker) {
+            guard index + 1 < lines.count else { continue }
+            let firstByte = lines[index + 1].trimmingCharacters(in: .whitespaces).prefix(2)
+            if firstByte == "17" { return true }
+        }
+        return false
+    }
+
+    /// Whether the server received the client's Finished message (the handshake got that far).
+    var receivedClientFinished: Bool { text.contains("<<< TLS 1.3, Handshake") && text.contains("], Finished") }
+
+    /// Whether the client sent an alert.
+    var receivedAlert: Bool { text.split(separator: "\n").contains { $0.hasPrefix("<<< ") && $0.contains("Alert") } }
+}
+
+/// One `openssl s_server` process, accepting one connection on 127.0.0.1 and an ephemeral port.
+final class ClientTestServer: @unchecked Sendable {  // immutable after init; `process` is only terminated/waited on
+    let port: Int
+    private let process: Process
+    private let logFile: URL
+
+    init(_ config: ClientTestServerConfig, pki: ClientTestPKI) throws {
+        logFile = pki.directory.appendingPathComponent("s_server-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: logFile)
+        defer { try? handle.close() }
+
+        var arguments = [
+            "s_server", "-4", "-accept", "0", "-naccept", "1", "-www", "-msg",
+            "-cert", pki.path("\(config.leaf).pem"), "-key", pki.path("\(config.leaf).key"),
+            "-no-CAfile", "-no-CApath", "-no-CAstore",
+        ]
+        if !config.chain.isEmpty {
+            let chainFile = pki.directory.appendingPathComponent("chain-\(UUID().uuidString).pem")
+            var pem = ""
+            for name in config.chain { pem += try String(contentsOfFile: pki.path("\(name).pem"), encoding: .utf8) }
+            try pem.write(to: chainFile, atomically: true, encoding: .utf8)
+            arguments += ["-cert_chain", chainFile.path]
+        }
+        if let clientCA = config.requireClientCertificateFrom {
+            arguments += ["-Verify", "1", "-verify_return_error", "-verifyCAfile", pki.path("\(clientCA).pem")]
+        }
+        arguments += config.extraArguments
+
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl"] + arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+
+        // Bounded wait for "ACCEPT 0.0.0.0:PORT".
+        var found: Int?
+        for _ in 0..<400 where found == nil {
+            let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT ") }),
+                let port = line.split(separator: ":").last.flatMap({ Int($0) })
+            {
+                found = port
+            } else if !process.isRunning {
+                break
+            } else {
+                usleep(25_000)
+            }
+        }
+        guard let found else {
+            if process.isRunning { process.terminate() }
+            let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            throw ClientTestPKIError(description: "s_server did not start: \(arguments.joined(separator: " "))\n\(text)")
+        }
+        port = found
+    }
+
+    /// Waits (bounded) for the server to finish its one connection, stops it, and returns its log.
+    func finish() -> ClientTestServerLog {
+        for _ in 0..<200 where process.isRunning { usleep(25_000) }
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        return ClientTestServerLog(text: (try? String(contentsOf: logFile, encoding: .utf8)) ?? "")
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+}
+
+/// A TCP socket on 127.0.0.1 that listens but never accepts or answers: handshakes against it can only time out.
+final class ClientTestSilentListener: @unchecked Sendable {  // immutable after init
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ClientTestPKIError(description: "socket failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound, listen(fd, 8) == 0 else {
+            close(fd)
+            throw ClientTestPKIError(description: "bind/listen failed")
+        }
+        descriptor = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(descriptor) }
+}

@@ -1,0 +1,246 @@
+// Every reference client against real `openssl s_server` handshakes on 127.0.0.1. The server's message trace is
+// the oracle: an accepting client must have sent application data, a refusing one must not have.
+import Foundation
+import PinningLabCore
+import PinningLabOpenSSL
+import Testing
+
+enum ClientExpectation: Sendable, CustomStringConvertible {
+    case accept
+    /// Refuse with this category; the client's detail must contain `detail` (when not empty).
+    case refuse(RefusalCategory, String = "")
+
+    var description: String {
+        switch self {
+        case .accept: return "A"
+        case .refuse(let category, _): return "X(\(category))"
+        }
+    }
+}
+
+/// What the client pins, by certificate name in the test PKI.
+enum ClientTestPins: Sendable {
+    case none
+    case spki([String])
+    case certificate([String])
+    /// SHA-256 of the bare key bytes (the SPKI's BIT STRING contents), as an iOS app hashing
+    /// `SecKeyCopyExternalRepresentation` would pin. P-256 keys only (the last 65 bytes of the SPKI DER).
+    case bareKey(String)
+
+    func pinSet(_ pki: ClientTestPKI) throws -> PinSet {
+        switch self {
+        case .none: return .empty
+        case .spki(let names): return PinSet(kind: .spkiSHA256, hashes: try names.map { try pki.spkiPin($0) })
+        case .certificate(let names):
+            return PinSet(kind: .certificateSHA256, hashes: try names.map { try pki.certificatePin($0) })
+        case .bareKey(let name):
+            let hash = try clientTestShell(
+                "openssl x509 -in \(name).pem -pubkey -noout | openssl pkey -pubin -outform der | tail -c 65 | openssl dgst -sha256 -binary",
+                in: pki.directory)
+            return PinSet(kind: .spkiSHA256, hashes: [[UInt8](hash)])
+        }
+    }
+
+    var profile: PinProfile {
+        switch self {
+        case .none: return .none
+        case .certificate: return .leafCert
+        case .spki, .bareKey: return .leafSPKI
+        }
+    }
+}
+
+struct ClientCase: Sendable, CustomTestStringConvertible {
+    var name: String
+    var server: ClientTestServerConfig
+    var trust: [String] = ["lab-root"]
+    var pins: ClientTestPins
+    /// Client certificate name and its issuers.
+    var credentials: (name: String, issuers: [String])? = nil
+    /// In the order of `ReferenceClients.names`: correct, pin-presented-chain, pin-replaces-validation,
+    /// no-hostname-check, raw-key-hash, no-pinning.
+    var expected: [ClientExpectation]
+
+    var testDescription: String { name }
+
+    func expectation(for client: String) -> ClientExpectation {
+        expected[ReferenceClients.names.firstIndex(of: client)!]
+    }
+}
+
+let A = ClientExpectation.accept
+let pin = ClientExpectation.refuse(.pinMismatch)
+func chain(_ detail: String) -> ClientExpectation { .refuse(.chainInvalid, detail) }
+let host = ClientExpectation.refuse(.hostname, "hostname mismatch")
+let clientAuth = ClientExpectation.refuse(.clientAuth)
+
+let good = ClientTestServerConfig(leaf: "leaf-v1", chain: ["int-a"])
+/// An RSA-1024 leaf; s_server must drop its own security level to serve it.
+let weak = ClientTestServerConfig(leaf: "weak", chain: ["int-a"], extraArguments: ["-cipher", "DEFAULT:@SECLEVEL=0"])
+let untrusted = "unable to get local issuer certificate"
+
+let clientCases: [ClientCase] = [
+    //                                                                 correct ppc    prv    no-host raw   no-pin
+    ClientCase(name: "baseline leaf-spki", server: good, pins: .spki(["leaf-v1"]), expected: [A, A, A, A, pin, A]),
+    ClientCase(name: "baseline leaf-cert", server: good, pins: .certificate(["leaf-v1"]), expected: [A, A, A, A, A, A]),
+    ClientCase(name: "baseline intermediate-spki", server: good, pins: .spki(["int-a"]), expected: [A, A, A, A, pin, A]),
+    // The root is not sent: only the validated chain contains it.
+    ClientCase(name: "baseline root-spki", server: good, pins: .spki(["lab-root"]), expected: [A, pin, pin, A, pin, A]),
+    ClientCase(name: "baseline none", server: good, pins: .none, expected: [A, A, A, A, A, A]),
+    ClientCase(name: "baseline bare-key pin", server: good, pins: .bareKey("leaf-v1"), expected: [pin, pin, pin, pin, A, A]),
+    ClientCase(name: "baseline wrong pin", server: good, pins: .spki(["leaf-v3"]), expected: [pin, pin, pin, pin, pin, A]),
+    ClientCase(
+        name: "baseline TLS 1.2 leaf-spki", server: .init(leaf: "leaf-v1", chain: ["int-a"], extraArguments: ["-tls1_2"]),
+        pins: .spki(["leaf-v1"]), expected: [A, A, A, A, pin, A]),
+    ClientCase(
+        name: "baseline TLS 1.2 wrong pin", server: .init(leaf: "leaf-v1", chain: ["int-a"], extraArguments: ["-tls1_2"]),
+        pins: .spki(["leaf-v3"]), expected: [pin, pin, pin, pin, pin, A]),
+    ClientCase(
+        name: "renewal-same-key leaf-spki", server: .init(leaf: "leaf-v2", chain: ["int-a"]), pins: .spki(["leaf-v1"]),
+        expected: [A, A, A, A, pin, A]),
+    ClientCase(
+        name: "renewal-same-key leaf-cert", server: .init(leaf: "leaf-v2", chain: ["int-a"]),
+        pins: .certificate(["leaf-v1"]), expected: [pin, pin, pin, pin, pin, A]),
+    ClientCase(
+        name: "intercepting-proxy leaf-spki", server: .init(leaf: "proxy-leaf", chain: []),
+        trust: ["lab-root", "proxy-root"], pins: .spki(["leaf-v1"]), expected: [pin, pin, pin, pin, pin, A]),
+    ClientCase(
+        name: "chain-stuffing leaf-spki", server: .init(leaf: "proxy-leaf", chain: ["leaf-v1", "int-a"]),
+        trust: ["lab-root", "proxy-root"], pins: .spki(["leaf-v1"]), expected: [pin, A, A, pin, pin, A]),
+    ClientCase(
+        name: "chain-stuffing intermediate-spki", server: .init(leaf: "proxy-leaf", chain: ["int-a"]),
+        trust: ["lab-root", "proxy-root"], pins: .spki(["int-a"]), expected: [pin, A, A, pin, pin, A]),
+    ClientCase(
+        name: "wrong-host leaf-spki", server: .init(leaf: "wrong-host", chain: ["int-a"]), pins: .spki(["leaf-v1"]),
+        expected: [host, host, A, A, host, host]),
+    ClientCase(
+        name: "untrusted-rogue leaf-spki", server: .init(leaf: "rogue-leaf", chain: []), pins: .spki(["leaf-v1"]),
+        expected: [chain(untrusted), chain(untrusted), A, chain(untrusted), chain(untrusted), chain(untrusted)]),
+    // With no pins, pin-replaces-validation has nothing to replace validation with: it validates normally.
+    ClientCase(
+        name: "untrusted-rogue none", server: .init(leaf: "rogue-leaf", chain: []), pins: .none,
+        expected: Array(repeating: chain(untrusted), count: 6)),
+    ClientCase(
+        name: "expired-leaf leaf-spki", server: .init(leaf: "expired", chain: ["int-a"]), pins: .spki(["leaf-v1"]),
+        expected: [chain("expired"), chain("expired"), A, chain("expired"), chain("expired"), chain("expired")]),
+    ClientCase(
+        name: "incomplete-chain leaf-spki", server: .init(leaf: "leaf-v1", chain: []), pins: .spki(["leaf-v1"]),
+        expected: [chain(untrusted), chain(untrusted), A, chain(untrusted), chain(untrusted), chain(untrusted)]),
+    ClientCase(
+        name: "weak-key none", server: weak, pins: .none, expected: Array(repeating: chain("key too weak"), count: 6)),
+    ClientCase(
+        name: "weak-key leaf-cert", server: weak, pins: .certificate(["weak"]),
+        expected: [chain("key too weak"), chain("key too weak"), A, chain("key too weak"), chain("key too weak"), chain("key too weak")]),
+    ClientCase(
+        name: "mtls-valid leaf-spki", server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca"),
+        pins: .spki(["leaf-v1"]), credentials: ("client", []), expected: [A, A, A, A, pin, A]),
+    // Our pin check happens first (inside the handshake), so raw-key-hash refuses for its own reason.
+    ClientCase(
+        name: "mtls-missing leaf-spki", server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca"),
+        pins: .spki(["leaf-v1"]), expected: [clientAuth, clientAuth, clientAuth, clientAuth, pin, clientAuth]),
+    ClientCase(
+        name: "mtls-missing TLS 1.2 none",
+        server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca", extraArguments: ["-tls1_2"]),
+        pins: .none, expected: Array(repeating: clientAuth, count: 6)),
+    // A client certificate from an issuer the server does not trust.
+    ClientCase(
+        name: "mtls-untrusted-client none", server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca"),
+        pins: .none, credentials: ("rogue-leaf", []), expected: Array(repeating: clientAuth, count: 6)),
+]
+
+@Suite("Reference clients against openssl s_server")
+struct ReferenceClientTests {
+    @Test("client × scenario", arguments: clientCases, ReferenceClients.names)
+    func matrix(_ scenario: ClientCase, clientName: String) async throws {
+        let pki = try ClientTestPKI.get()
+        let client = try #require(ReferenceClients.named(clientName))
+        let server = try ClientTestServer(scenario.server, pki: pki)
+        let target = ClientTarget(
+            port: server.port, trustRootsDER: try scenario.trust.map { try pki.der($0) },
+            pins: try scenario.pins.pinSet(pki),
+            clientCredentials: try scenario.credentials.map { try pki.credentials($0.name, issuers: $0.issuers) },
+            scenario: scenario.name, profile: scenario.pins.profile, timeout: .seconds(20))
+        let outcome = await client.run(target)
+        let sawRequest = server.finish().receivedApplicationData
+        let context = Comment(rawValue: "\(clientName) on \(scenario.name): \(outcome.claim) \(outcome.category?.rawValue ?? "") — \(outcome.detail)")
+
+        switch scenario.expectation(for: clientName) {
+        case .accept:
+            #expect(outcome.claim == .accepted, context)
+            #expect(outcome.detail.contains("HTTP/1.0 200 ok"), context)
+            #expect(sawRequest, "the server must have seen the request; \(context)")
+        case .refuse(let category, let detail):
+            #expect(outcome.claim == .refused, context)
+            #expect(outcome.category == category, context)
+            if !detail.isEmpty { #expect(outcome.detail.contains(detail), context) }
+            #expect(!sawRequest, "the server must not have seen application data; \(context)")
+        }
+    }
+
+    @Test("every client refuses in time when the server never answers", arguments: ReferenceClients.names)
+    func silentServer(clientName: String) async throws {
+        let listener = try ClientTestSilentListener()
+        let client = try #require(ReferenceClients.named(clientName))
+        let target = ClientTarget(
+            port: listener.port, trustRootsDER: [], pins: .empty, scenario: "silent", profile: .none,
+            timeout: .milliseconds(300))
+        let outcome = await client.run(target)
+        #expect(outcome.claim == .refused)
+        #expect(outcome.category == .timeout, "\(outcome.detail)")
+    }
+
+    @Test("many concurrent runs each get their own verdict")
+    func concurrentRuns() async throws {
+        let pki = try ClientTestPKI.get()
+        let cases = [clientCases[0], clientCases[6], clientCases[15]]  // accept / pin / chain for `correct`
+        try await withThrowingTaskGroup(of: (String, ClientOutcome, ClientExpectation, Bool).self) { group in
+            for round in 0..<4 {
+                for scenario in cases {
+                    let server = try ClientTestServer(scenario.server, pki: pki)
+                    let target = ClientTarget(
+                        port: server.port, trustRootsDER: try scenario.trust.map { try pki.der($0) },
+                        pins: try scenario.pins.pinSet(pki), scenario: scenario.name, profile: scenario.pins.profile,
+                        timeout: .seconds(30))
+                    group.addTask {
+                        let outcome = await ReferenceClient.correct.run(target)
+                        return ("\(scenario.name) #\(round)", outcome, scenario.expectation(for: "correct"), server.finish().receivedApplicationData)
+                    }
+                }
+            }
+            var count = 0
+            for try await (name, outcome, expectation, sawRequest) in group {
+                count += 1
+                switch expectation {
+                case .accept:
+                    #expect(outcome.claim == .accepted && sawRequest, "\(name): \(outcome.detail)")
+                case .refuse(let category, _):
+                    #expect(outcome.category == category && !sawRequest, "\(name): \(outcome.detail)")
+                }
+            }
+            #expect(count == 12)
+        }
+    }
+
+    @Test("catalogue names", arguments: ReferenceClients.names)
+    func catalogue(name: String) throws {
+        let client = try #require(ReferenceClients.named(name))
+        #expect(client.name == name)
+        #expect(ReferenceClients.all.map(\.name).contains(name))
+    }
+
+    @Test func unknownName() {
+        #expect(ReferenceClients.named("trust-everything") == nil)
+        #expect(ReferenceClients.names == [
+            "correct", "pin-presented-chain", "pin-replaces-validation", "no-hostname-check", "raw-key-hash", "no-pinning",
+        ])
+    }
+
+    @Test("a closed port is refused, not accepted")
+    func closedPort() async throws {
+        let port = try ClientTestSilentListener().port  // closed again when the listener is released
+        let outcome = await ReferenceClient.correct.run(
+            ClientTarget(port: port, trustRootsDER: [], pins: .empty, scenario: "closed", profile: .none, timeout: .seconds(5)))
+        #expect(outcome.claim == .refused)
+        #expect(outcome.detail.contains("connect"), "\(outcome.detail)")
+    }
+}
