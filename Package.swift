@@ -93,6 +93,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "PinningLabClientTests",
+            dependencies: ["PinningLabOpenSSL", "PinningLabCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "PinningLabTests",
             dependencies: ["PinningLab", "PinningLabTesting"],
             swiftSettings: swiftSettings
