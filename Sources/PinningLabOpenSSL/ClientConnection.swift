@@ -358,7 +358,11 @@ enum ClientConnection {
             return ClientFailure(
                 category: isClientAuth ? .clientAuth : .protocolError,
                 detail: "server sent alert \(alert.text) (\(alert.code)) during \(during)"
-                    + (state.certificateRequested ? " after requesting a client certificate" : ""))
+                    + (state.certificateRequested ? " after requesting a client certificate" : "")
+                    + (during == "the handshake"
+                        ? ""
+                        : " (in TLS 1.3 the server judges the client certificate after our Finished, so the request"
+                            + " had left but the server discarded it)"))
         }
         switch stop {
         case .transport(let failure):

@@ -202,7 +202,10 @@ private let clientInfoCallback: @convention(c) (OpaquePointer?, Int32, Int32) ->
     guard let ssl, let argument = SSL_get_ex_data(ssl, 0) else { return }
     let state = Unmanaged<ClientVerifyState>.fromOpaque(argument).takeUnretainedValue()
     if where_ & SSL_CB_ALERT != 0 && where_ & SSL_CB_READ != 0 {
-        let text = SSL_alert_desc_string_long(value).map { String(cString: $0) } ?? "unknown"
+        let text =
+            (value & 0xff) == 116
+            ? "certificate required"  // TLS 1.3; OpenSSL 3.0's table says "unknown"
+            : SSL_alert_desc_string_long(value).map { String(cString: $0) } ?? "unknown"
         if state.alertReceived == nil { state.alertReceived = (value & 0xff, text) }
     }
     if where_ & SSL_CB_LOOP != 0 && SSL_get_state(ssl) == TLS_ST_CR_CERT_REQ {

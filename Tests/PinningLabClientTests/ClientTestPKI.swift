@@ -119,6 +119,8 @@ final class ClientTestPKI: Sendable {
         root client-ca "PinningLab Test Client CA"
         leaf_ext clientAuth "DNS:client.test" > client.ext
         key client; sign client client "pinninglab-client" client-ca client.ext 30
+        key client-int; sign client-int client-int "PinningLab Test Client Intermediate" client-ca int.ext 30
+        key client2; sign client2 client2 "pinninglab-client-2" client-int client.ext 30
         openssl verify -CAfile lab-root.pem -untrusted int-a.pem leaf-v1.pem >/dev/null
         """#
 }

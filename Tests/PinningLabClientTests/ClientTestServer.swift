@@ -35,11 +35,25 @@ struct ClientTestServerLog: Sendable {
         return false
     }
 
-    /// Whether the server received the client's Finished message (the handshake got that far).
-    var receivedClientFinished: Bool { text.contains("<<< TLS 1.3, Handshake") && text.contains("], Finished") }
+    /// The alert the client sent, e.g. `fatal bad_certificate`, if any.
+    var receivedAlert: String? {
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("<<< ") && $0.contains(", Alert ") })
+        else { return nil }
+        return line.split(separator: "]").last.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ", ")) }
+    }
 
-    /// Whether the client sent an alert.
-    var receivedAlert: Bool { text.split(separator: "\n").contains { $0.hasPrefix("<<< ") && $0.contains("Alert") } }
+    /// Whether the ClientHello carried a server_name extension (type 0x0000) naming `host`.
+    func clientHelloHasServerName(_ host: String) -> Bool {
+        let lines = text.split(separator: "\n").map(String.init)
+        guard let start = lines.firstIndex(where: { $0.hasPrefix("<<< ") && $0.hasSuffix("ClientHello") }) else { return false }
+        let hex = lines[(start + 1)...].prefix(while: { $0.hasPrefix("    ") })
+            .map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        let name = host.utf8.map { String(format: "%02x", $0) }.joined(separator: " ")
+        // server_name_list length, host_name type 0, name length, name
+        let entry = String(format: "%02x %02x 00 %02x %02x ", (host.utf8.count + 3) >> 8, (host.utf8.count + 3) & 0xff,
+            host.utf8.count >> 8, host.utf8.count & 0xff) + name
+        return hex.contains(entry)
+    }
 }
 
 /// One `openssl s_server` process, accepting one connection on 127.0.0.1 and an ephemeral port.

@@ -146,6 +146,11 @@ let clientCases: [ClientCase] = [
     ClientCase(
         name: "mtls-untrusted-client none", server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca"),
         pins: .none, credentials: ("rogue-leaf", []), expected: Array(repeating: clientAuth, count: 6)),
+    // The client sends its intermediate too (the server trusts only the client CA).
+    ClientCase(
+        name: "mtls-valid-with-intermediate none",
+        server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca"),
+        pins: .none, credentials: ("client2", ["client-int"]), expected: Array(repeating: A, count: 6)),
 ]
 
 @Suite("Reference clients against openssl s_server")
@@ -161,7 +166,8 @@ struct ReferenceClientTests {
             clientCredentials: try scenario.credentials.map { try pki.credentials($0.name, issuers: $0.issuers) },
             scenario: scenario.name, profile: scenario.pins.profile, timeout: .seconds(20))
         let outcome = await client.run(target)
-        let sawRequest = server.finish().receivedApplicationData
+        let log = server.finish()
+        let sawRequest = log.receivedApplicationData
         let context = Comment(rawValue: "\(clientName) on \(scenario.name): \(outcome.claim) \(outcome.category?.rawValue ?? "") — \(outcome.detail)")
 
         switch scenario.expectation(for: clientName) {
@@ -174,7 +180,12 @@ struct ReferenceClientTests {
             #expect(outcome.category == category, context)
             if !detail.isEmpty { #expect(outcome.detail.contains(detail), context) }
             #expect(!sawRequest, "the server must not have seen application data; \(context)")
+            if [.pinMismatch, .chainInvalid, .hostname].contains(category) {
+                // Every local decision is taken inside the handshake, so OpenSSL tells the server with an alert.
+                #expect(log.receivedAlert?.hasPrefix("fatal") == true, "expected a fatal alert; \(context)")
+            }
         }
+        #expect(log.clientHelloHasServerName("localhost"), "SNI localhost; \(context)")
     }
 
     @Test("every client refuses in time when the server never answers", arguments: ReferenceClients.names)
