@@ -40,4 +40,52 @@ static inline int cpl_client_bio_set_mem_eof_return(BIO *bio, int value) {
 static inline int cpl_client_tls1_2_version(void) { return TLS1_2_VERSION; }
 /* ---- end clients ---- */
 
+/* ---- engines (server) ---- */
+/* Server defaults of the fixture engine: exactly the configured chain (no auto-chain from a store), partial and
+   moving writes for non-blocking I/O, no session cache and no tickets (every connection is a full handshake, so a
+   client verifies the chain every time). */
+static inline void cpl_srv_ctx_defaults(SSL_CTX *ctx) {
+    SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN | SSL_MODE_ENABLE_PARTIAL_WRITE |
+                              SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_num_tickets(ctx, 0);
+}
+static inline int cpl_srv_ctx_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, version);
+}
+static inline int cpl_srv_ctx_set_max_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_max_proto_version(ctx, version);
+}
+/* Takes ownership of cert on success. */
+static inline int cpl_srv_ctx_add0_chain_cert(SSL_CTX *ctx, X509 *cert) {
+    return (int)SSL_CTX_add0_chain_cert(ctx, cert);
+}
+static inline void cpl_srv_ctx_set_servername_callback(SSL_CTX *ctx, int (*cb)(SSL *, int *, void *)) {
+    SSL_CTX_set_tlsext_servername_callback(ctx, cb);
+}
+static inline int cpl_srv_err_reason(unsigned long e) { return ERR_GET_REASON(e); }
+static inline int cpl_srv_err_is_sys(unsigned long e) { return ERR_SYSTEM_ERROR(e) ? 1 : 0; }
+static inline int cpl_srv_reason_unexpected_eof(void) { return SSL_R_UNEXPECTED_EOF_WHILE_READING; }
+static inline int cpl_srv_verify_peer(int required) {
+    return SSL_VERIFY_PEER | (required ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0);
+}
+/* RFC 4514 (RFC 2253 flags) subject of a DER certificate into out; returns the length or -1. */
+static inline int cpl_srv_subject_rfc2253(const unsigned char *der, long len, char *out, int outlen) {
+    const unsigned char *p = der;
+    X509 *x = d2i_X509(NULL, &p, len);
+    if (x == NULL) { ERR_clear_error(); return -1; }
+    BIO *bio = BIO_new(BIO_s_mem());
+    int n = -1;
+    if (bio != NULL && X509_NAME_print_ex(bio, X509_get_subject_name(x), 0, XN_FLAG_RFC2253) >= 0) {
+        n = BIO_read(bio, out, outlen - 1);
+        if (n < 0) n = 0;
+        out[n] = 0;
+    }
+    BIO_free(bio);
+    X509_free(x);
+    return n;
+}
+/* ---- end engines ---- */
+
 #endif

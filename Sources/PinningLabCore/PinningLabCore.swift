@@ -1,2 +1,1 @@
 // PinningLabCore: engine-neutral TLS server configuration, the TLSEngine protocol, FixtureServer and observations.
-public import PinningLabPKI

@@ -1,2 +1,412 @@
 internal import CPinningLabGnuTLS
 public import PinningLabCore
+
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Musl)
+internal import Musl
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
+
+/// The GnuTLS (3.7) fixture engine.
+///
+/// Importing a chain into GnuTLS credentials sorts and checks it, so this engine never does: a certificate
+/// retrieve callback (`gnutls_certificate_set_retrieve_function2`) hands GnuTLS, per handshake, the
+/// `gnutls_pcert_st` list of the identity chosen by SNI, exactly in the configured order, and the key. A handshake
+/// hook records the Certificate messages that cross the wire; client certificates are verified in a session
+/// verify function (trust list + TLS client EKU) that also picks the alert to send.
+public struct GnuTLSEngine: TLSEngine {
+    public init() {}
+    public var name: String { "gnutls" }
+    public var libraryVersion: String {
+        "GnuTLS " + (gnutls_check_version(nil).map { String(cString: $0) } ?? "?")
+    }
+
+    public func supports(_ configuration: ServerTLSConfiguration) -> EngineSupport {
+        do {
+            try configuration.validate()
+            _ = try GnuTLSServerContext(configuration)
+            return .supported
+        } catch {
+            return .unsupported(error.reason)
+        }
+    }
+
+    public func makeContext(_ configuration: ServerTLSConfiguration) throws(TLSEngineError) -> any TLSServerContext {
+        try GnuTLSServerContext(configuration)
+    }
+}
+
+func gnutlsErrorText(_ code: Int32) -> String {
+    let name = gnutls_strerror_name(code).map { String(cString: $0) } ?? "\(code)"
+    let text = gnutls_strerror(code).map { String(cString: $0) } ?? ""
+    return "\(name): \(text)"
+}
+
+/// The parsed chain and key of one identity: a C array of `gnutls_pcert_st` and a `gnutls_privkey_t`.
+final class GnuTLSIdentity {
+    let pcerts: UnsafeMutablePointer<gnutls_pcert_st>
+    let count: Int
+    private var imported = 0
+    var key: gnutls_privkey_t? = nil
+
+    init(_ identity: ServerIdentity) throws(TLSEngineError) {
+        let label = identity.name.isEmpty ? "the identity" : "identity '\(identity.name)'"
+        count = identity.chainDER.count
+        pcerts = .allocate(capacity: count)
+        for (i, der) in identity.chainDER.enumerated() {
+            let rc = der.withUnsafeBufferPointer { buf -> Int32 in
+                var datum = gnutls_datum_t(data: UnsafeMutablePointer(mutating: buf.baseAddress), size: UInt32(buf.count))
+                return gnutls_pcert_import_x509_raw(pcerts + i, &datum, GNUTLS_X509_FMT_DER, 0)
+            }
+            guard rc >= 0 else {
+                throw TLSEngineError(.invalidConfiguration, "\(label): certificate \(i + 1) is not DER: \(gnutlsErrorText(rc))")
+            }
+            imported += 1
+        }
+        var k: gnutls_privkey_t? = nil
+        guard gnutls_privkey_init(&k) >= 0, let k else { throw TLSEngineError(.library, "gnutls_privkey_init failed") }
+        key = k
+        let rc = identity.privateKeyPKCS8DER.withUnsafeBufferPointer { buf -> Int32 in
+            var datum = gnutls_datum_t(data: UnsafeMutablePointer(mutating: buf.baseAddress), size: UInt32(buf.count))
+            return gnutls_privkey_import_x509_raw(k, &datum, GNUTLS_X509_FMT_DER, nil, 0)
+        }
+        guard rc >= 0 else {
+            throw TLSEngineError(.invalidConfiguration, "\(label): the private key is not PKCS#8 DER: \(gnutlsErrorText(rc))")
+        }
+    }
+
+    deinit {
+        for i in 0..<imported { gnutls_pcert_deinit(pcerts + i) }
+        pcerts.deallocate()
+        if let key { gnutls_privkey_deinit(key) }
+    }
+}
+
+final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // immutable after init; GnuTLS credentials and priority caches may be shared by sessions on several threads
+    let configuration: ServerTLSConfiguration
+    let identities: [GnuTLSIdentity]
+    let credentials: gnutls_certificate_credentials_t
+    let priority: gnutls_priority_t
+    let priorityString: String
+    /// ALPN protocol names as datums, pointing into `alpnStorage`.
+    let alpn: UnsafeMutablePointer<gnutls_datum_t>
+    let alpnStorage: UnsafeMutableRawBufferPointer
+
+    init(_ c: ServerTLSConfiguration) throws(TLSEngineError) {
+        configuration = c
+        if c.ciphers.restrictsOpenSSL && !c.ciphers.restrictsGnuTLS {
+            throw TLSEngineError(
+                .unsupported, "the cipher restriction is given only for OpenSSL; add a gnuTLSPriority string")
+        }
+        var built: [GnuTLSIdentity] = []
+        for identity in c.identities { built.append(try GnuTLSIdentity(identity)) }
+        identities = built
+
+        let versions = c.versions.map { v -> String in
+            switch v {
+            case .tls10: return "+VERS-TLS1.0"
+            case .tls11: return "+VERS-TLS1.1"
+            case .tls12: return "+VERS-TLS1.2"
+            default: return "+VERS-TLS1.3"
+            }
+        }
+        var ps = (c.ciphers.gnuTLSPriority ?? "NORMAL") + ":-VERS-ALL:" + versions.joined(separator: ":")
+        if c.minimumVersion.isLegacy {
+            // TLS 1.0/1.1 sign with SHA-1; GnuTLS refuses that unless told to allow it.
+            ps += ":%VERIFY_ALLOW_SIGN_WITH_SHA1:+SIGN-ALL"
+        }
+        priorityString = ps
+        var prio: gnutls_priority_t? = nil
+        var errPos: UnsafePointer<CChar>? = nil
+        let prc = gnutls_priority_init(&prio, ps, &errPos)
+        guard prc >= 0, let prio else {
+            let at = errPos.map { String(cString: $0) } ?? ""
+            throw TLSEngineError(
+                c.ciphers.gnuTLSPriority == nil ? .unsupported : .invalidConfiguration,
+                "GnuTLS rejects the priority string '\(ps)' at '\(at)': \(gnutlsErrorText(prc))")
+        }
+        priority = prio
+
+        var cred: gnutls_certificate_credentials_t? = nil
+        guard gnutls_certificate_allocate_credentials(&cred) >= 0, let cred else {
+            gnutls_priority_deinit(prio)
+            throw TLSEngineError(.library, "gnutls_certificate_allocate_credentials failed")
+        }
+        credentials = cred
+        gnutls_certificate_set_retrieve_function2(cred) { session, _, _, _, _, pcert, length, key in
+            guard let s = GnuTLSServerSession.from(session) else { return -1 }
+            return s.retrieve(pcert, length, key)
+        }
+
+        var storage: [UInt8] = []
+        for p in c.alpnProtocols { storage.append(contentsOf: p.utf8) }
+        alpnStorage = .allocate(byteCount: max(storage.count, 1), alignment: 1)
+        alpnStorage.copyBytes(from: storage)
+        alpn = .allocate(capacity: max(c.alpnProtocols.count, 1))
+        var offset = 0
+        for (i, p) in c.alpnProtocols.enumerated() {
+            let n = p.utf8.count
+            alpn[i] = gnutls_datum_t(
+                data: alpnStorage.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self), size: UInt32(n))
+            offset += n
+        }
+
+        // From here on deinit frees everything.
+        if c.clientAuthentication != .none {
+            for (i, der) in c.clientTrustRootsDER.enumerated() {
+                let rc = der.withUnsafeBufferPointer { buf -> Int32 in
+                    var datum = gnutls_datum_t(
+                        data: UnsafeMutablePointer(mutating: buf.baseAddress), size: UInt32(buf.count))
+                    return gnutls_certificate_set_x509_trust_mem(cred, &datum, GNUTLS_X509_FMT_DER)
+                }
+                guard rc >= 0 else {
+                    throw TLSEngineError(.invalidConfiguration, "clientTrustRootsDER[\(i)] is not DER: \(gnutlsErrorText(rc))")
+                }
+            }
+        }
+    }
+
+    deinit {
+        gnutls_certificate_free_credentials(credentials)
+        gnutls_priority_deinit(priority)
+        alpn.deallocate()
+        alpnStorage.deallocate()
+    }
+
+    func makeSession(socket: Int32) throws(TLSEngineError) -> any TLSServerSession {
+        try GnuTLSServerSession(context: self, socket: socket)
+    }
+}
+
+final class GnuTLSServerSession: TLSServerSession {
+    let session: gnutls_session_t
+    let context: GnuTLSServerContext
+    var details = TLSSessionDetails()
+    /// The alert chosen by the client-certificate check, sent when the handshake fails because of it.
+    var verifyAlert: UInt8?
+    private var alertSentOnce = false
+
+    init(context: GnuTLSServerContext, socket: Int32) throws(TLSEngineError) {
+        self.context = context
+        var s: gnutls_session_t? = nil
+        let flags = UInt32(GNUTLS_SERVER) | UInt32(GNUTLS_NONBLOCK) | UInt32(GNUTLS_NO_SIGNAL) | UInt32(GNUTLS_NO_TICKETS)
+        let rc = gnutls_init(&s, flags)
+        guard rc >= 0, let s else { throw TLSEngineError(.library, "gnutls_init: \(gnutlsErrorText(rc))") }
+        session = s
+        details.identityIndex = 0
+        gnutls_session_set_ptr(s, Unmanaged.passUnretained(self).toOpaque())
+        _ = gnutls_priority_set(s, context.priority)
+        _ = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(context.credentials))
+        switch context.configuration.clientAuthentication {
+        case .required:
+            gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUIRE)
+            gnutls_session_set_verify_function(s) { GnuTLSServerSession.from($0)?.verifyClient() ?? GNUTLS_E_CERTIFICATE_ERROR }
+        case .optional:
+            gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUEST)
+            gnutls_session_set_verify_function(s) { GnuTLSServerSession.from($0)?.verifyClient() ?? GNUTLS_E_CERTIFICATE_ERROR }
+        default:
+            gnutls_certificate_server_set_request(s, GNUTLS_CERT_IGNORE)
+        }
+        if !context.configuration.alpnProtocols.isEmpty {
+            _ = gnutls_alpn_set_protocols(
+                s, context.alpn, UInt32(context.configuration.alpnProtocols.count),
+                UInt32(GNUTLS_ALPN_SERVER_PRECEDENCE.rawValue))
+        }
+        gnutls_handshake_set_hook_function(
+            s, UInt32(GNUTLS_HANDSHAKE_CERTIFICATE_PKT.rawValue), Int32(GNUTLS_HOOK_POST)
+        ) { session, htype, _, incoming, message in
+            guard htype == GNUTLS_HANDSHAKE_CERTIFICATE_PKT.rawValue, let s = GnuTLSServerSession.from(session) else {
+                return 0
+            }
+            s.hook(incoming: incoming != 0, message: message)
+            return 0
+        }
+        cpl_gnutls_transport_set_fd(s, socket)
+    }
+
+    deinit { gnutls_deinit(session) }
+
+    static func from(_ s: gnutls_session_t?) -> GnuTLSServerSession? {
+        guard let s, let p = gnutls_session_get_ptr(s) else { return nil }
+        return Unmanaged<GnuTLSServerSession>.fromOpaque(p).takeUnretainedValue()
+    }
+
+    var isTLS13: Bool { gnutls_protocol_get_version(session) == GNUTLS_TLS1_3 }
+
+    func handshake() -> TLSStep {
+        while true {
+            let rc = gnutls_handshake(session)
+            if rc == GNUTLS_E_SUCCESS {
+                recordNegotiated()
+                return .done
+            }
+            if rc == GNUTLS_E_WARNING_ALERT_RECEIVED {
+                let alert = gnutls_alert_get(session)
+                if details.alertReceived == nil { details.alertReceived = TLSAlert(code: UInt8(alert.rawValue), level: 1) }
+                if alert == GNUTLS_A_CLOSE_NOTIFY { return .closed(TLSTermination(.closeNotify)) }
+                continue
+            }
+            return failure(rc, inHandshake: true)
+        }
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSStep {
+        let n = gnutls_record_recv(session, buffer.baseAddress, buffer.count)
+        if n > 0 { return .bytes(n) }
+        if n == 0 {
+            if details.alertReceived == nil { details.alertReceived = TLSAlert(code: 0, level: 1) }
+            return .closed(TLSTermination(.closeNotify))
+        }
+        return failure(Int32(n), inHandshake: false)
+    }
+
+    func write(_ buffer: UnsafeRawBufferPointer) -> TLSStep {
+        let n = gnutls_record_send(session, buffer.baseAddress, buffer.count)
+        return n > 0 ? .bytes(n) : failure(Int32(n), inHandshake: false)
+    }
+
+    func shutdown() {
+        _ = gnutls_bye(session, GNUTLS_SHUT_WR)
+    }
+
+    private func failure(_ rc: Int32, inHandshake: Bool) -> TLSStep {
+        let savedErrno = errno
+        switch rc {
+        case GNUTLS_E_AGAIN, GNUTLS_E_INTERRUPTED:
+            return gnutls_record_get_direction(session) == 1 ? .wantWrite : .wantRead
+        case GNUTLS_E_FATAL_ALERT_RECEIVED, GNUTLS_E_WARNING_ALERT_RECEIVED:
+            let alert = gnutls_alert_get(session)
+            if details.alertReceived == nil {
+                details.alertReceived = TLSAlert(
+                    code: UInt8(alert.rawValue), level: rc == GNUTLS_E_FATAL_ALERT_RECEIVED ? 2 : 1)
+            }
+            return .closed(TLSTermination(.alertReceived, gnutlsErrorText(rc)))
+        case GNUTLS_E_PREMATURE_TERMINATION, GNUTLS_E_UNEXPECTED_PACKET_LENGTH:
+            return .closed(TLSTermination(.eof, gnutlsErrorText(rc)))
+        case GNUTLS_E_PULL_ERROR, GNUTLS_E_PUSH_ERROR:
+            let why = savedErrno != 0 ? String(cString: strerror(savedErrno)) : gnutlsErrorText(rc)
+            if savedErrno == 0 { return .closed(TLSTermination(.eof, why)) }
+            return .closed(TLSTermination(.reset, why))
+        default:
+            if inHandshake { sendAlert(for: rc) }
+            return .closed(TLSTermination(.protocolError, gnutlsErrorText(rc)))
+        }
+    }
+
+    /// GnuTLS sends no alert by itself when a handshake fails; a server does.
+    private func sendAlert(for rc: Int32) {
+        guard !alertSentOnce else { return }
+        alertSentOnce = true
+        var code: UInt8
+        if let v = verifyAlert {
+            code = v
+        } else if rc == GNUTLS_E_NO_CERTIFICATE_FOUND || rc == GNUTLS_E_CERTIFICATE_REQUIRED {
+            code = isTLS13 ? TLSAlert.certificateRequired : TLSAlert.handshakeFailure
+        } else {
+            var level: Int32 = 0
+            let a = gnutls_error_to_alert(rc, &level)
+            guard a >= 0 else { return }
+            code = UInt8(a)
+        }
+        let sent = gnutls_alert_send(session, GNUTLS_AL_FATAL, gnutls_alert_description_t(UInt32(code)))
+        if sent >= 0 || sent == GNUTLS_E_AGAIN {
+            details.alertSent = TLSAlert(code: code, level: 2)
+        }
+    }
+
+    private func recordNegotiated() {
+        switch gnutls_protocol_get_version(session) {
+        case GNUTLS_TLS1_0: details.version = .tls10
+        case GNUTLS_TLS1_1: details.version = .tls11
+        case GNUTLS_TLS1_2: details.version = .tls12
+        case GNUTLS_TLS1_3: details.version = .tls13
+        default: details.version = nil
+        }
+        if let name = gnutls_ciphersuite_get(session) { details.cipherSuite = String(cString: name) }
+        var datum = gnutls_datum_t()
+        if gnutls_alpn_get_selected_protocol(session, &datum) == 0, let data = datum.data {
+            details.alpn = String(decoding: UnsafeBufferPointer(start: data, count: Int(datum.size)), as: UTF8.self)
+        }
+        if details.clientCertificates.isEmpty { details.clientCertificates = peerCertificates() }
+    }
+
+    func peerCertificates() -> [ObservedCertificate] {
+        var n: UInt32 = 0
+        guard let list = gnutls_certificate_get_peers(session, &n), n > 0 else { return [] }
+        return (0..<Int(n)).map { i in
+            let d = list[i]
+            let der = d.data.map { Array(UnsafeBufferPointer(start: $0, count: Int(d.size))) } ?? []
+            return ObservedCertificate(der: der, subject: Self.subject(der))
+        }
+    }
+
+    static func subject(_ der: [UInt8]) -> String? {
+        var out = [CChar](repeating: 0, count: 1024)
+        let n = der.withUnsafeBufferPointer {
+            cpl_gnutls_subject_rfc4514($0.baseAddress, UInt32($0.count), &out, UInt32(out.count))
+        }
+        return n < 0 ? nil : String(decoding: out.prefix(Int(n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Chooses the identity by SNI and hands GnuTLS its pcert list and key.
+    func retrieve(
+        _ pcert: UnsafeMutablePointer<UnsafeMutablePointer<gnutls_pcert_st>?>?, _ length: UnsafeMutablePointer<UInt32>?,
+        _ key: UnsafeMutablePointer<gnutls_privkey_t?>?
+    ) -> Int32 {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        var size = buffer.count
+        var type: UInt32 = 0
+        var name: String? = nil
+        if gnutls_server_name_get(session, &buffer, &size, &type, 0) == 0, type == GNUTLS_NAME_DNS.rawValue {
+            name = String(decoding: buffer.prefix(size).prefix { $0 != 0 }, as: UTF8.self)
+        }
+        details.serverName = name
+        let index = context.configuration.identityIndex(forServerName: name)
+        details.identityIndex = index
+        let identity = context.identities[index]
+        pcert?.pointee = identity.pcerts
+        length?.pointee = UInt32(identity.count)
+        key?.pointee = identity.key
+        return 0
+    }
+
+    func hook(incoming: Bool, message: UnsafePointer<gnutls_datum_t>?) {
+        guard let message, let data = message.pointee.data else { return }
+        let bytes = UnsafeRawBufferPointer(start: data, count: Int(message.pointee.size))
+        guard let certs = TLSCertificateMessage.parse(bytes, tls13: isTLS13) else { return }
+        if incoming {
+            details.clientCertificateMessageSeen = true
+            details.clientCertificates = certs.map { ObservedCertificate(der: $0, subject: Self.subject($0)) }
+        } else {
+            details.serverCertificatesSent = certs
+        }
+    }
+
+    /// Verifies the client's chain (trust list + client EKU); an empty chain passes here (GnuTLS itself fails a
+    /// required request without a certificate).
+    func verifyClient() -> Int32 {
+        var n: UInt32 = 0
+        if gnutls_certificate_get_peers(session, &n) == nil || n == 0 { return 0 }
+        if details.clientCertificates.isEmpty { details.clientCertificates = peerCertificates() }
+        var status: UInt32 = 0
+        let rc = cpl_gnutls_verify_client_peer(session, &status)
+        if rc < 0 {
+            verifyAlert = TLSAlert.badCertificate
+            return GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR
+        }
+        if status == 0 { return 0 }
+        let has = { (flag: gnutls_certificate_status_t) in status & flag.rawValue != 0 }
+        if has(GNUTLS_CERT_EXPIRED) || has(GNUTLS_CERT_NOT_ACTIVATED) {
+            verifyAlert = TLSAlert.certificateExpired
+        } else if has(GNUTLS_CERT_PURPOSE_MISMATCH) {
+            verifyAlert = TLSAlert.unsupportedCertificate
+        } else if has(GNUTLS_CERT_SIGNER_NOT_FOUND) || has(GNUTLS_CERT_SIGNER_NOT_CA) {
+            verifyAlert = TLSAlert.unknownCA
+        } else {
+            verifyAlert = TLSAlert.badCertificate
+        }
+        return GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR
+    }
+}

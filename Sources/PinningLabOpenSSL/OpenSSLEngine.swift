@@ -1,2 +1,345 @@
 internal import CPinningLabOpenSSL
 public import PinningLabCore
+
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Musl)
+internal import Musl
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
+
+/// The OpenSSL (libssl 3) fixture engine.
+///
+/// Serves exactly the configured chain: `SSL_CTX_use_certificate` for the first certificate and
+/// `SSL_CTX_add0_chain_cert` for the rest, with `SSL_MODE_NO_AUTO_CHAIN` so nothing is added from a store.
+/// A message callback records the alerts and Certificate messages that cross the wire. One `SSL_CTX` per SNI
+/// identity, switched in the servername callback. TLS 1.0/1.1 run at security level 0.
+public struct OpenSSLEngine: TLSEngine {
+    public init() {}
+    public var name: String { "openssl" }
+    public var libraryVersion: String { String(cString: OpenSSL_version(OPENSSL_VERSION)) }
+
+    public func supports(_ configuration: ServerTLSConfiguration) -> EngineSupport {
+        do {
+            try configuration.validate()
+            _ = try OpenSSLServerContext(configuration)
+            return .supported
+        } catch {
+            return .unsupported(error.reason)
+        }
+    }
+
+    public func makeContext(_ configuration: ServerTLSConfiguration) throws(TLSEngineError) -> any TLSServerContext {
+        try OpenSSLServerContext(configuration)
+    }
+}
+
+/// One `SSL_CTX` per identity, configured identically but for the certificate.
+final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // immutable after init; SSL_new on a shared SSL_CTX is thread-safe
+    let contexts: [OpaquePointer]
+    let configuration: ServerTLSConfiguration
+    /// ALPN protocols in wire format (length-prefixed), kept for the select callback's output pointer.
+    let alpnWire: UnsafeMutableBufferPointer<UInt8>
+
+    init(_ configuration: ServerTLSConfiguration) throws(TLSEngineError) {
+        self.configuration = configuration
+        if configuration.ciphers.restrictsGnuTLS && !configuration.ciphers.restrictsOpenSSL {
+            throw TLSEngineError(
+                .unsupported,
+                "the cipher restriction is given only as a GnuTLS priority string; add openSSLCipherList/openSSLCipherSuites")
+        }
+        var wire: [UInt8] = []
+        for p in configuration.alpnProtocols {
+            wire.append(UInt8(p.utf8.count))
+            wire.append(contentsOf: p.utf8)
+        }
+        alpnWire = .allocate(capacity: max(wire.count, 1))
+        _ = alpnWire.initialize(from: wire)
+        var built: [OpaquePointer] = []
+        do {
+            for identity in configuration.identities {
+                built.append(try Self.makeContext(configuration, identity))
+            }
+        } catch {
+            built.forEach { SSL_CTX_free($0) }
+            alpnWire.deallocate()
+            throw error
+        }
+        contexts = built
+        for ctx in contexts {
+            SSL_CTX_set_msg_callback(ctx, openSSLMessageCallback)
+            cpl_srv_ctx_set_servername_callback(ctx, openSSLServerNameCallback)
+            if !configuration.alpnProtocols.isEmpty {
+                SSL_CTX_set_alpn_select_cb(ctx, openSSLALPNCallback, nil)
+            }
+        }
+    }
+
+    deinit {
+        contexts.forEach { SSL_CTX_free($0) }
+        alpnWire.deallocate()
+    }
+
+    static func version(_ v: TLSVersion) -> Int32 {
+        switch v {
+        case .tls10: return TLS1_VERSION
+        case .tls11: return TLS1_1_VERSION
+        case .tls12: return TLS1_2_VERSION
+        default: return TLS1_3_VERSION
+        }
+    }
+
+    private static func makeContext(_ c: ServerTLSConfiguration, _ identity: ServerIdentity) throws(TLSEngineError)
+        -> OpaquePointer
+    {
+        ERR_clear_error()
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else {
+            throw TLSEngineError(.library, "SSL_CTX_new: \(drainOpenSSLErrors())")
+        }
+        var ok = false
+        defer { if !ok { SSL_CTX_free(ctx) } }
+        let label = identity.name.isEmpty ? "the identity" : "identity '\(identity.name)'"
+        cpl_srv_ctx_defaults(ctx)
+        if c.minimumVersion.isLegacy {
+            // TLS 1.0/1.1 need SHA-1/MD5 in signatures and the PRF: only security level 0 allows them in OpenSSL 3.
+            SSL_CTX_set_security_level(ctx, 0)
+        }
+        guard cpl_srv_ctx_set_min_proto_version(ctx, version(c.minimumVersion)) == 1,
+            cpl_srv_ctx_set_max_proto_version(ctx, version(c.maximumVersion)) == 1
+        else {
+            throw TLSEngineError(
+                .unsupported, "this OpenSSL cannot offer \(c.minimumVersion)–\(c.maximumVersion): \(drainOpenSSLErrors())")
+        }
+        let cipherList = c.ciphers.openSSLCipherList ?? (c.minimumVersion.isLegacy ? "DEFAULT:@SECLEVEL=0" : nil)
+        if let list = cipherList, SSL_CTX_set_cipher_list(ctx, list) != 1 {
+            throw TLSEngineError(
+                .invalidConfiguration, "openSSLCipherList '\(list)' selects no cipher: \(drainOpenSSLErrors())")
+        }
+        if let suites = c.ciphers.openSSLCipherSuites, SSL_CTX_set_ciphersuites(ctx, suites) != 1 {
+            throw TLSEngineError(
+                .invalidConfiguration, "openSSLCipherSuites '\(suites)' is not valid: \(drainOpenSSLErrors())")
+        }
+        // The chain, exactly: first certificate, then the rest in order.
+        guard let first = decodeCertificate(identity.chainDER[0]) else {
+            throw TLSEngineError(.invalidConfiguration, "\(label): certificate 1 is not DER: \(drainOpenSSLErrors())")
+        }
+        defer { X509_free(first) }
+        guard let key = decodeKey(identity.privateKeyPKCS8DER) else {
+            throw TLSEngineError(
+                .invalidConfiguration, "\(label): the private key is not PKCS#8 DER: \(drainOpenSSLErrors())")
+        }
+        defer { EVP_PKEY_free(key) }
+        guard X509_check_private_key(first, key) == 1 else {
+            ERR_clear_error()
+            throw TLSEngineError(
+                .unsupported,
+                "\(label): the private key does not belong to the first certificate of the chain; OpenSSL signs the handshake with the key of the certificate it sends first"
+            )
+        }
+        guard SSL_CTX_use_certificate(ctx, first) == 1, SSL_CTX_use_PrivateKey(ctx, key) == 1 else {
+            throw TLSEngineError(.unsupported, "\(label): OpenSSL refused the certificate or key: \(drainOpenSSLErrors())")
+        }
+        for (i, der) in identity.chainDER.dropFirst().enumerated() {
+            guard let x = decodeCertificate(der) else {
+                throw TLSEngineError(
+                    .invalidConfiguration, "\(label): certificate \(i + 2) is not DER: \(drainOpenSSLErrors())")
+            }
+            guard cpl_srv_ctx_add0_chain_cert(ctx, x) == 1 else {
+                X509_free(x)
+                throw TLSEngineError(.library, "\(label): SSL_CTX_add0_chain_cert: \(drainOpenSSLErrors())")
+            }
+        }
+        // Client authentication.
+        if c.clientAuthentication != .none {
+            let store = SSL_CTX_get_cert_store(ctx)
+            for (i, der) in c.clientTrustRootsDER.enumerated() {
+                guard let x = decodeCertificate(der) else {
+                    throw TLSEngineError(
+                        .invalidConfiguration, "clientTrustRootsDER[\(i)] is not DER: \(drainOpenSSLErrors())")
+                }
+                defer { X509_free(x) }
+                X509_STORE_add_cert(store, x)
+                SSL_CTX_add_client_CA(ctx, x)
+            }
+            SSL_CTX_set_verify(ctx, cpl_srv_verify_peer(c.clientAuthentication == .required ? 1 : 0), nil)
+        }
+        ERR_clear_error()
+        ok = true
+        return ctx
+    }
+
+    func makeSession(socket: Int32) throws(TLSEngineError) -> any TLSServerSession {
+        try OpenSSLServerSession(context: self, socket: socket)
+    }
+}
+
+/// One `SSL` over a non-blocking socket.
+final class OpenSSLServerSession: TLSServerSession {
+    let ssl: OpaquePointer
+    let context: OpenSSLServerContext
+    var details = TLSSessionDetails()
+
+    init(context: OpenSSLServerContext, socket: Int32) throws(TLSEngineError) {
+        self.context = context
+        ERR_clear_error()
+        guard let ssl = SSL_new(context.contexts[0]) else {
+            throw TLSEngineError(.library, "SSL_new: \(drainOpenSSLErrors())")
+        }
+        self.ssl = ssl
+        details.identityIndex = 0
+        SSL_set_accept_state(ssl)
+        SSL_set_fd(ssl, socket)
+        // Slot 0 (app data) points back at this session for the C callbacks; the session owns the SSL.
+        SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit { SSL_free(ssl) }
+
+    static func from(_ ssl: OpaquePointer?) -> OpenSSLServerSession? {
+        guard let ssl, let p = SSL_get_ex_data(ssl, 0) else { return nil }
+        return Unmanaged<OpenSSLServerSession>.fromOpaque(p).takeUnretainedValue()
+    }
+
+    func handshake() -> TLSStep {
+        ERR_clear_error()
+        let rc = SSL_do_handshake(ssl)
+        if rc == 1 {
+            recordNegotiated()
+            return .done
+        }
+        return failure(rc)
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSStep {
+        ERR_clear_error()
+        let rc = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
+        return rc > 0 ? .bytes(Int(rc)) : failure(rc)
+    }
+
+    func write(_ buffer: UnsafeRawBufferPointer) -> TLSStep {
+        ERR_clear_error()
+        let rc = SSL_write(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
+        return rc > 0 ? .bytes(Int(rc)) : failure(rc)
+    }
+
+    func shutdown() {
+        ERR_clear_error()
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+    }
+
+    private func failure(_ rc: Int32) -> TLSStep {
+        let savedErrno = errno
+        let code = SSL_get_error(ssl, rc)
+        switch code {
+        case SSL_ERROR_WANT_READ: return .wantRead
+        case SSL_ERROR_WANT_WRITE: return .wantWrite
+        case SSL_ERROR_ZERO_RETURN:
+            return .closed(TLSTermination(.closeNotify))
+        case SSL_ERROR_SYSCALL:
+            let detail = drainOpenSSLErrorsOrEmpty()
+            if savedErrno == ECONNRESET || savedErrno == EPIPE {
+                return .closed(TLSTermination(.reset, String(cString: strerror(savedErrno))))
+            }
+            return .closed(TLSTermination(.eof, detail))
+        default:
+            let first = ERR_peek_error()
+            let detail = drainOpenSSLErrors()
+            if let alert = details.alertReceived, alert.code != 0 {
+                return .closed(TLSTermination(.alertReceived, detail))
+            }
+            if first != 0, cpl_srv_err_reason(first) == cpl_srv_reason_unexpected_eof() {
+                return .closed(TLSTermination(.eof, detail))
+            }
+            if first != 0, cpl_srv_err_is_sys(first) == 1 {
+                return .closed(TLSTermination(.reset, detail))
+            }
+            return .closed(TLSTermination(.protocolError, detail))
+        }
+    }
+
+    private func drainOpenSSLErrorsOrEmpty() -> String {
+        ERR_peek_error() == 0 ? "" : drainOpenSSLErrors()
+    }
+
+    private func recordNegotiated() {
+        let v = SSL_version(ssl)
+        details.version = TLSVersion.all.first { Int32($0.wireValue ?? 0) == v }
+        if let cipher = SSL_get_current_cipher(ssl), let name = SSL_CIPHER_standard_name(cipher) {
+            details.cipherSuite = String(cString: name)
+        }
+        var proto: UnsafePointer<UInt8>? = nil
+        var len: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &proto, &len)
+        if let proto, len > 0 {
+            details.alpn = String(decoding: UnsafeBufferPointer(start: proto, count: Int(len)), as: UTF8.self)
+        }
+    }
+
+    /// Subject in RFC 4514 form.
+    static func subject(_ der: [UInt8]) -> String? {
+        var out = [CChar](repeating: 0, count: 1024)
+        let n = der.withUnsafeBufferPointer { cpl_srv_subject_rfc2253($0.baseAddress, $0.count, &out, Int32(out.count)) }
+        return n < 0 ? nil : String(decoding: out.prefix(Int(n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    fileprivate func message(written: Bool, contentType: Int32, bytes: UnsafeRawBufferPointer) {
+        if contentType == SSL3_RT_ALERT, bytes.count >= 2 {
+            let alert = TLSAlert(code: bytes[1], level: bytes[0])
+            if written {
+                if details.alertSent == nil { details.alertSent = alert }
+            } else if details.alertReceived == nil {
+                details.alertReceived = alert
+            }
+        } else if contentType == SSL3_RT_HANDSHAKE, bytes.count >= 4, bytes[0] == 11 {
+            let tls13 = SSL_version(ssl) == TLS1_3_VERSION
+            guard let certs = TLSCertificateMessage.parse(bytes, tls13: tls13) else { return }
+            if written {
+                details.serverCertificatesSent = certs
+            } else {
+                details.clientCertificateMessageSeen = true
+                details.clientCertificates = certs.map { ObservedCertificate(der: $0, subject: Self.subject($0)) }
+            }
+        }
+    }
+
+    fileprivate func selectIdentity() {
+        let name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) }
+        details.serverName = name
+        let index = context.configuration.identityIndex(forServerName: name)
+        details.identityIndex = index
+        if index != 0 {
+            SSL_set_SSL_CTX(ssl, context.contexts[index])
+        }
+    }
+}
+
+private let openSSLMessageCallback:
+    @convention(c) (Int32, Int32, Int32, UnsafeRawPointer?, Int, OpaquePointer?, UnsafeMutableRawPointer?) -> Void = {
+        writeP, _, contentType, buf, len, ssl, _ in
+        guard let buf, let session = OpenSSLServerSession.from(ssl) else { return }
+        session.message(written: writeP != 0, contentType: contentType, bytes: UnsafeRawBufferPointer(start: buf, count: len))
+    }
+
+private let openSSLServerNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = {
+    ssl, _, _ in
+    OpenSSLServerSession.from(ssl)?.selectIdentity()
+    return SSL_TLSEXT_ERR_OK
+}
+
+private let openSSLALPNCallback:
+    @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?,
+        UInt32, UnsafeMutableRawPointer?
+    ) -> Int32 = { ssl, out, outlen, input, inlen, _ in
+        guard let session = OpenSSLServerSession.from(ssl), let out, let outlen else { return SSL_TLSEXT_ERR_NOACK }
+        let wire = session.context.alpnWire
+        var selected: UnsafeMutablePointer<UInt8>? = nil
+        var selectedLen: UInt8 = 0
+        let rc = SSL_select_next_proto(&selected, &selectedLen, wire.baseAddress, UInt32(wire.count), input, inlen)
+        guard rc == OPENSSL_NPN_NEGOTIATED, let selected else { return SSL_TLSEXT_ERR_NOACK }
+        out.pointee = UnsafePointer(selected)
+        outlen.pointee = selectedLen
+        return SSL_TLSEXT_ERR_OK
+    }

@@ -1,0 +1,386 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A local TLS server that serves one configuration through one engine, answers each HTTP/1.1 request with a
+/// small JSON document and closes, and records an `Observation` per connection.
+///
+/// I/O model: a small fixed pool of worker threads (default 2), each running a `poll` loop over the shared
+/// non-blocking listening socket and its own non-blocking connections. No connection can block a worker: a
+/// stalled, silent or hostile client only holds a slot until its handshake or idle timeout.
+///
+/// ```swift
+/// let server = try await FixtureServer.start(engine: OpenSSLEngine(), configuration: config, label: "baseline")
+/// // … run a client against server.url …
+/// let seen = await server.settle()          // every connection made so far, fully recorded
+/// await server.stop()
+/// ```
+public final class FixtureServer: Sendable {
+    public struct Options: Sendable {
+        /// `127.0.0.1` (default) or `::1`; any other address needs `allowNonLoopback` and logs a warning.
+        public var bindAddress: String
+        public var allowNonLoopback: Bool
+        /// 0 picks an ephemeral port.
+        public var port: Int
+        /// From accept to the end of the handshake.
+        public var handshakeTimeout: Duration
+        /// Longest silence after the handshake (reading the request, writing the response).
+        public var idleTimeout: Duration
+        /// Connections open at once; more wait in the listen queue.
+        public var maxConnections: Int
+        /// Worker threads; each serves many connections.
+        public var workerThreads: Int
+        /// Observations kept in memory; the oldest are dropped beyond this (their count is still known).
+        public var maxStoredObservations: Int
+        /// Called on a worker thread once per finished connection (e.g. to stream `--log` lines). Keep it short.
+        public var onObservation: (@Sendable (Observation) -> Void)?
+
+        public init(
+            bindAddress: String = "127.0.0.1", allowNonLoopback: Bool = false, port: Int = 0,
+            handshakeTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(10),
+            maxConnections: Int = 512, workerThreads: Int = 2, maxStoredObservations: Int = 10_000,
+            onObservation: (@Sendable (Observation) -> Void)? = nil
+        ) {
+            self.bindAddress = bindAddress
+            self.allowNonLoopback = allowNonLoopback
+            self.port = port
+            self.handshakeTimeout = handshakeTimeout
+            self.idleTimeout = idleTimeout
+            self.maxConnections = maxConnections
+            self.workerThreads = workerThreads
+            self.maxStoredObservations = maxStoredObservations
+            self.onObservation = onObservation
+        }
+    }
+
+    /// The address the server listens on, e.g. `127.0.0.1`.
+    public let host: String
+    public let port: Int
+    /// The engine's name (`openssl`, `gnutls`).
+    public let engineName: String
+    public let label: String
+    private let core: ServerCore
+
+    /// `https://localhost:PORT/`.
+    public var url: String { "https://localhost:\(port)/" }
+    /// `https://127.0.0.1:PORT/` or `https://[::1]:PORT/`.
+    public var addressURL: String { host.contains(":") ? "https://[\(host)]:\(port)/" : "https://\(host):\(port)/" }
+
+    private init(host: String, port: Int, engineName: String, label: String, core: ServerCore) {
+        self.host = host
+        self.port = port
+        self.engineName = engineName
+        self.label = label
+        self.core = core
+    }
+
+    /// Starts a server. Throws `TLSEngineError` with code `.unsupported` when the engine cannot serve the
+    /// configuration exactly, `.invalidConfiguration` for a malformed one, `.io` when the socket cannot be bound.
+    public static func start(
+        engine: any TLSEngine, configuration: ServerTLSConfiguration, options: Options = .init(), label: String = ""
+    ) async throws(TLSEngineError) -> FixtureServer {
+        try startSync(engine: engine, configuration: configuration, options: options, label: label)
+    }
+
+    /// The same as `start`, without `async` (it never suspends: binding and starting threads take about a
+    /// millisecond).
+    public static func startSync(
+        engine: any TLSEngine, configuration: ServerTLSConfiguration, options: Options = .init(), label: String = ""
+    ) throws(TLSEngineError) -> FixtureServer {
+        _ = Sockets.ignoreSIGPIPE
+        try configuration.validate()
+        if !Sockets.isLoopback(options.bindAddress) {
+            guard options.allowNonLoopback else {
+                throw TLSEngineError(
+                    .invalidConfiguration,
+                    "refusing to bind \(options.bindAddress): fixture servers listen on loopback (127.0.0.1 or ::1) unless allowNonLoopback is set"
+                )
+            }
+            FileHandle.standardError.write(
+                Data(
+                    "warning: pinninglab fixture server '\(label)' listens on \(options.bindAddress), reachable from other hosts; its keys are test keys\n"
+                        .utf8))
+        }
+        guard options.workerThreads >= 1, options.maxConnections >= 1 else {
+            throw TLSEngineError(.invalidConfiguration, "workerThreads and maxConnections must be at least 1")
+        }
+        let context = try engine.makeContext(configuration)
+        let (fd, port) = try Sockets.listen(address: options.bindAddress, port: options.port, backlog: 1024)
+        let core = ServerCore(
+            listenFD: fd, engineName: engine.name, label: label, options: options, context: context,
+            configuration: configuration, engine: engine)
+        do {
+            try core.startWorkers(port: port)
+        } catch {
+            core.shutdown()
+            throw error
+        }
+        let host = options.bindAddress == "localhost" ? "127.0.0.1" : options.bindAddress
+        return FixtureServer(host: host, port: port, engineName: engine.name, label: label, core: core)
+    }
+
+    deinit { core.shutdown() }
+
+    /// Observations of the connections finished so far, oldest first.
+    public func observations() -> [Observation] { core.withLock { $0.observations } }
+
+    /// Observations with `id > afterID`.
+    public func observations(after afterID: Int) -> [Observation] {
+        core.withLock { $0.observations.filter { $0.id > afterID } }
+    }
+
+    /// How many connections have been accepted so far (the id of the latest one).
+    public var connectionsAccepted: Int { core.withLock { $0.accepted } }
+    /// Connections accepted and not yet finished.
+    public var connectionsOpen: Int { core.withLock { $0.inFlight } }
+
+    /// Waits until at least `count` connections have finished (or the server stopped, or `timeout`), and
+    /// returns all observations.
+    public func waitForObservations(count: Int, timeout: Duration = .seconds(10)) async -> [Observation] {
+        _ = await core.wait(.count(count), timeout: timeout)
+        return observations()
+    }
+
+    /// Waits until every connection that reached the server so far — accepted, or still in the listen queue —
+    /// has finished and been recorded, then returns all observations. A runner calls this after its client has
+    /// exited to get the observation(s) of that client's connection(s). Returns `nil` on timeout.
+    @discardableResult
+    public func settle(timeout: Duration = .seconds(10)) async -> [Observation]? {
+        guard await core.wait(.idle, timeout: timeout) else { return nil }
+        return observations()
+    }
+
+    /// The configuration currently served and its generation (0, then 1 after the first rotation…).
+    public var configuration: (ServerTLSConfiguration, generation: Int) {
+        core.withLock { ($0.configuration, $0.generation) }
+    }
+
+    /// Live rotation: connections accepted from now on are served `configuration`; open ones finish with the
+    /// old one. Throws (and keeps the old configuration) when the engine cannot serve the new one.
+    public func rotate(to configuration: ServerTLSConfiguration) throws(TLSEngineError) {
+        try configuration.validate()
+        let context = try core.makeContext(configuration)
+        core.withLock {
+            $0.context = context
+            $0.configuration = configuration
+            $0.generation += 1
+        }
+    }
+
+    /// Stops accepting, closes every open connection (recorded as `server-stopped`), joins the worker threads
+    /// and closes the listening socket. Idempotent.
+    public func stop() async { core.shutdown() }
+
+    /// The same as `stop`, without `async`.
+    public func stopSync() { core.shutdown() }
+}
+
+extension FixtureServer {
+    /// Starts a server, runs `body`, and stops the server even if `body` throws.
+    public static func withServer<T>(
+        engine: any TLSEngine, configuration: ServerTLSConfiguration, options: Options = .init(), label: String = "",
+        _ body: (FixtureServer) async throws -> T
+    ) async throws -> T {
+        let server = try await start(engine: engine, configuration: configuration, options: options, label: label)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+}
+
+/// The shared state of a server: all mutable fields are guarded by `lock`.
+final class ServerCore: @unchecked Sendable {  // every mutable field is only touched under `lock`
+    struct State {
+        var context: any TLSServerContext
+        var configuration: ServerTLSConfiguration
+        var generation = 0
+        var observations: [Observation] = []
+        var recorded = 0
+        var accepted = 0
+        var inFlight = 0
+        var stopping = false
+        var stopped = false
+        var waiters: [Int: Waiter] = [:]
+        var nextWaiter = 0
+    }
+
+    enum Predicate {
+        case count(Int)
+        case idle
+    }
+
+    struct Waiter {
+        var predicate: Predicate
+        var continuation: CheckedContinuation<Bool, Never>
+        var timer: Task<Void, Never>?
+    }
+
+    let listenFD: Int32
+    let engineName: String
+    let label: String
+    let options: Options
+    let handshakeTimeout: UInt64
+    let idleTimeout: UInt64
+    private let lock = NSLock()
+    private var state: State
+    private var workers: [Worker] = []
+    private var threads: [WorkerThread] = []
+    private let engine: any TLSEngine
+
+    typealias Options = FixtureServer.Options
+
+    init(
+        listenFD: Int32, engineName: String, label: String, options: Options, context: any TLSServerContext,
+        configuration: ServerTLSConfiguration, engine: any TLSEngine
+    ) {
+        self.listenFD = listenFD
+        self.engineName = engineName
+        self.label = label
+        self.options = options
+        self.handshakeTimeout = Sockets.nanoseconds(options.handshakeTimeout)
+        self.idleTimeout = Sockets.nanoseconds(options.idleTimeout)
+        self.state = State(context: context, configuration: configuration)
+        self.engine = engine
+    }
+
+    func makeContext(_ c: ServerTLSConfiguration) throws(TLSEngineError) -> any TLSServerContext {
+        try engine.makeContext(c)
+    }
+
+    func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&state)
+    }
+
+    /// Starts the workers; threads are named `pl<port>-<n>`.
+    func startWorkers(port: Int) throws(TLSEngineError) {
+        for i in 0..<options.workerThreads {
+            let worker = try Worker(core: self, index: i)
+            workers.append(worker)
+            threads.append(try WorkerThread(name: "pl\(port)-\(i)") { worker.run() })
+        }
+    }
+
+    // MARK: accepting and recording (called by workers)
+
+    /// Whether a worker may accept: below the connection cap and not stopping.
+    func mayAccept() -> Bool {
+        withLock { !$0.stopping && $0.inFlight < options.maxConnections }
+    }
+
+    /// Accepts one pending connection, counting it in flight atomically with the accept so that `settle` never
+    /// sees a connection that is neither queued nor counted.
+    func acceptOne() -> (fd: Int32, peer: String, id: Int, context: any TLSServerContext, generation: Int,
+        identityNames: [String])?
+    {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !state.stopping, state.inFlight < options.maxConnections, let (fd, peer) = Sockets.accept(listenFD)
+        else { return nil }
+        state.accepted += 1
+        state.inFlight += 1
+        return (fd, peer, state.accepted, state.context, state.generation, state.configuration.identities.map(\.name))
+    }
+
+    func record(_ observation: Observation) {
+        var ready: [CheckedContinuation<Bool, Never>] = []
+        var timers: [Task<Void, Never>] = []
+        withLock { s in
+            s.inFlight -= 1
+            s.recorded += 1
+            s.observations.append(observation)
+            if s.observations.count > options.maxStoredObservations {
+                s.observations.removeFirst(s.observations.count - options.maxStoredObservations)
+            }
+            collectReady(&s, &ready, &timers)
+        }
+        for t in timers { t.cancel() }
+        for c in ready { c.resume(returning: true) }
+        options.onObservation?(observation)
+    }
+
+    private func satisfied(_ p: Predicate, _ s: State) -> Bool {
+        if s.stopped { return true }
+        switch p {
+        case .count(let n): return s.recorded >= n
+        case .idle: return s.inFlight == 0 && !Sockets.hasPendingConnection(listenFD)
+        }
+    }
+
+    private func collectReady(
+        _ s: inout State, _ ready: inout [CheckedContinuation<Bool, Never>], _ timers: inout [Task<Void, Never>]
+    ) {
+        for (id, w) in s.waiters where satisfied(w.predicate, s) {
+            ready.append(w.continuation)
+            if let t = w.timer { timers.append(t) }
+            s.waiters[id] = nil
+        }
+    }
+
+    func wait(_ predicate: Predicate, timeout: Duration) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            lock.lock()
+            if satisfied(predicate, state) {
+                lock.unlock()
+                continuation.resume(returning: true)
+                return
+            }
+            let id = state.nextWaiter
+            state.nextWaiter += 1
+            state.waiters[id] = Waiter(predicate: predicate, continuation: continuation, timer: nil)
+            lock.unlock()
+            let timer = Task { [self] in
+                try? await Task.sleep(for: timeout)
+                if Task.isCancelled { return }
+                let waiter: Waiter? = withLock { s in
+                    defer { s.waiters[id] = nil }
+                    return s.waiters[id]
+                }
+                waiter?.continuation.resume(returning: false)
+            }
+            let orphan = withLock { s -> Bool in
+                if s.waiters[id] != nil {
+                    s.waiters[id]!.timer = timer
+                    return false
+                }
+                return true
+            }
+            if orphan { timer.cancel() }
+        }
+    }
+
+    // MARK: shutdown
+
+    func shutdown() {
+        let first = withLock { s -> Bool in
+            if s.stopping { return false }
+            s.stopping = true
+            return true
+        }
+        guard first else { return }
+        for w in workers { w.wake() }
+        for t in threads { t.join() }
+        for w in workers { w.closePipe() }
+        close(listenFD)
+        var ready: [CheckedContinuation<Bool, Never>] = []
+        var timers: [Task<Void, Never>] = []
+        withLock { s in
+            s.stopped = true
+            collectReady(&s, &ready, &timers)
+        }
+        for t in timers { t.cancel() }
+        for c in ready { c.resume(returning: true) }
+    }
+}

@@ -1,0 +1,241 @@
+public import Foundation
+
+/// A TLS alert: its code and RFC name.
+public struct TLSAlert: Hashable, Sendable, Codable, CustomStringConvertible {
+    public var code: UInt8
+    /// RFC 8446 / 5246 name, e.g. `bad_certificate`.
+    public var name: String
+    /// `fatal` or `warning` (TLS 1.3 alerts are all fatal except close_notify and user_canceled).
+    public var level: String?
+
+    public init(code: UInt8, level: UInt8? = nil) {
+        self.code = code
+        self.name = TLSAlert.names[code] ?? "alert_\(code)"
+        self.level = level.map { $0 == 1 ? "warning" : ($0 == 2 ? "fatal" : "level_\($0)") }
+    }
+
+    public var description: String { "\(name) (\(code))" }
+    public var isCloseNotify: Bool { code == 0 }
+
+    public static let closeNotify: UInt8 = 0
+    public static let unexpectedMessage: UInt8 = 10
+    public static let handshakeFailure: UInt8 = 40
+    public static let badCertificate: UInt8 = 42
+    public static let unsupportedCertificate: UInt8 = 43
+    public static let certificateExpired: UInt8 = 45
+    public static let certificateUnknown: UInt8 = 46
+    public static let unknownCA: UInt8 = 48
+    public static let decryptError: UInt8 = 51
+    public static let protocolVersion: UInt8 = 70
+    public static let certificateRequired: UInt8 = 116
+
+    /// Names of the alerts of RFC 5246, 8446 and their extensions.
+    public static let names: [UInt8: String] = [
+        0: "close_notify", 10: "unexpected_message", 20: "bad_record_mac", 21: "decryption_failed",
+        22: "record_overflow", 30: "decompression_failure", 40: "handshake_failure", 41: "no_certificate",
+        42: "bad_certificate", 43: "unsupported_certificate", 44: "certificate_revoked", 45: "certificate_expired",
+        46: "certificate_unknown", 47: "illegal_parameter", 48: "unknown_ca", 49: "access_denied",
+        50: "decode_error", 51: "decrypt_error", 60: "export_restriction", 70: "protocol_version",
+        71: "insufficient_security", 80: "internal_error", 86: "inappropriate_fallback", 90: "user_canceled",
+        100: "no_renegotiation", 109: "missing_extension", 110: "unsupported_extension",
+        111: "certificate_unobtainable", 112: "unrecognized_name", 113: "bad_certificate_status_response",
+        114: "bad_certificate_hash_value", 115: "unknown_psk_identity", 116: "certificate_required",
+        120: "no_application_protocol",
+    ]
+}
+
+/// A certificate as seen on the wire.
+public struct ObservedCertificate: Hashable, Sendable, Codable {
+    public var der: [UInt8]
+    /// RFC 4514 subject, e.g. `CN=client,O=PinningLab`, when the engine could parse it.
+    public var subject: String?
+
+    public init(der: [UInt8], subject: String? = nil) {
+        self.der = der
+        self.subject = subject
+    }
+
+    enum CodingKeys: String, CodingKey { case der, subject }
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let b64 = try c.decode(String.self, forKey: .der)
+        guard let data = Data(base64Encoded: b64) else {
+            throw DecodingError.dataCorruptedError(forKey: .der, in: c, debugDescription: "not base64")
+        }
+        der = Array(data)
+        subject = try c.decodeIfPresent(String.self, forKey: .subject)
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(Data(der).base64EncodedString(), forKey: .der)
+        try c.encodeIfPresent(subject, forKey: .subject)
+    }
+}
+
+/// What one connection to a fixture server did: the oracle of whether the client trusted the server.
+///
+/// A client *accepted* when it sent application data (`applicationDataReceived`, with its `requestLine`); it
+/// *refused* when it closed or alerted before that.
+public struct Observation: Hashable, Sendable, Codable, Identifiable {
+    /// How a connection ended. A struct so that it can grow.
+    public struct Closure: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The request was answered and the server closed: the normal end of an accepting client.
+        public static let responseSent = Closure(rawValue: "response-sent")
+        /// The client sent a fatal alert (see `alertReceived`).
+        public static let alert = Closure(rawValue: "alert")
+        /// TCP EOF before the handshake completed, without an alert.
+        public static let eofBeforeHandshake = Closure(rawValue: "eof-before-handshake")
+        /// The handshake completed, then the client closed (EOF or close_notify) without sending data: typical
+        /// of a client that checks its pins after the handshake.
+        public static let closedAfterHandshake = Closure(rawValue: "closed-after-handshake")
+        /// The client sent part of a request, then closed.
+        public static let closedDuringRequest = Closure(rawValue: "closed-during-request")
+        /// ECONNRESET / EPIPE.
+        public static let reset = Closure(rawValue: "reset")
+        /// The server failed the handshake (see `alertSent` and `error`): garbage, no common version or
+        /// cipher, a missing or bad client certificate.
+        public static let handshakeFailed = Closure(rawValue: "handshake-failed")
+        /// A TLS error after the handshake (e.g. a bad record).
+        public static let protocolError = Closure(rawValue: "protocol-error")
+        /// The handshake did not finish within the handshake timeout.
+        public static let handshakeTimeout = Closure(rawValue: "handshake-timeout")
+        /// The client went quiet after the handshake for longer than the idle timeout.
+        public static let idleTimeout = Closure(rawValue: "idle-timeout")
+        /// The server stopped while the connection was open.
+        public static let serverStopped = Closure(rawValue: "server-stopped")
+        public var description: String { rawValue }
+    }
+
+    /// 1, 2, 3… per server, in order of acceptance.
+    public var id: Int
+    /// The server's label (scenario id).
+    public var label: String
+    public var engine: String
+    /// When the connection was accepted.
+    public var startedAt: Date
+    /// `127.0.0.1:53412`, `[::1]:53412`.
+    public var peerAddress: String
+    /// The SNI host name the client sent.
+    public var serverName: String?
+    /// The name of the identity served (chosen by SNI).
+    public var identity: String?
+    /// Rotation generation of the configuration that served this connection (0 before any rotation).
+    public var generation: Int
+    public var handshakeCompleted: Bool
+    /// The first alert the client sent (close_notify included).
+    public var alertReceived: TLSAlert?
+    /// The first alert the server sent.
+    public var alertSent: TLSAlert?
+    public var closure: Closure
+    /// The engine's or the server's words on a failure.
+    public var error: String?
+    public var tlsVersion: TLSVersion?
+    public var cipherSuite: String?
+    public var alpn: String?
+    /// The client's certificate chain as it sent it; empty when it sent none.
+    public var clientCertificates: [ObservedCertificate]
+    /// The certificates the server sent, captured from its own Certificate message, when the engine can.
+    public var serverCertificates: [ObservedCertificate]?
+    /// Whether the client sent any application data: the oracle of "the client trusted this server".
+    public var applicationDataReceived: Bool
+    public var bytesReceived: Int
+    /// The HTTP request line, e.g. `GET / HTTP/1.1`.
+    public var requestLine: String?
+    public var handshakeMilliseconds: Double?
+    public var totalMilliseconds: Double
+
+    public init(
+        id: Int, label: String, engine: String, startedAt: Date, peerAddress: String, serverName: String? = nil,
+        identity: String? = nil, generation: Int = 0, handshakeCompleted: Bool, alertReceived: TLSAlert? = nil,
+        alertSent: TLSAlert? = nil, closure: Closure, error: String? = nil, tlsVersion: TLSVersion? = nil,
+        cipherSuite: String? = nil, alpn: String? = nil, clientCertificates: [ObservedCertificate] = [],
+        serverCertificates: [ObservedCertificate]? = nil, applicationDataReceived: Bool, bytesReceived: Int = 0,
+        requestLine: String? = nil, handshakeMilliseconds: Double? = nil, totalMilliseconds: Double
+    ) {
+        self.id = id
+        self.label = label
+        self.engine = engine
+        self.startedAt = startedAt
+        self.peerAddress = peerAddress
+        self.serverName = serverName
+        self.identity = identity
+        self.generation = generation
+        self.handshakeCompleted = handshakeCompleted
+        self.alertReceived = alertReceived
+        self.alertSent = alertSent
+        self.closure = closure
+        self.error = error
+        self.tlsVersion = tlsVersion
+        self.cipherSuite = cipherSuite
+        self.alpn = alpn
+        self.clientCertificates = clientCertificates
+        self.serverCertificates = serverCertificates
+        self.applicationDataReceived = applicationDataReceived
+        self.bytesReceived = bytesReceived
+        self.requestLine = requestLine
+        self.handshakeMilliseconds = handshakeMilliseconds
+        self.totalMilliseconds = totalMilliseconds
+    }
+
+    /// The client proceeded past certificate validation and sent its request.
+    public var clientAccepted: Bool { applicationDataReceived }
+
+    /// The subject of the client's own certificate, if it presented one.
+    public var clientCertificateSubject: String? { clientCertificates.first?.subject }
+
+    /// One line of JSON (for `--log`).
+    public func jsonLine() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        guard let data = try? encoder.encode(self), let s = String(data: data, encoding: .utf8) else { return "{}" }
+        return s
+    }
+}
+
+/// Parses the body of a TLS Certificate handshake message (without or with its 4-byte header) into DER
+/// certificates. Engines use it to record exactly what went over the wire.
+public enum TLSCertificateMessage {
+    /// - Parameters:
+    ///   - message: the handshake message; a leading header (type 11 + 3-byte length) is skipped when present.
+    ///   - tls13: TLS 1.3 layout (request context, per-certificate extensions).
+    public static func parse(_ message: UnsafeRawBufferPointer, tls13: Bool) -> [[UInt8]]? {
+        var bytes = Array(message)
+        if bytes.count >= 4, bytes[0] == 11,
+            Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3]) == bytes.count - 4
+        {
+            bytes.removeFirst(4)
+        }
+        return parse(body: bytes, tls13: tls13)
+    }
+
+    public static func parse(body: [UInt8], tls13: Bool) -> [[UInt8]]? {
+        var i = 0
+        func u(_ n: Int) -> Int? {
+            guard i + n <= body.count else { return nil }
+            var v = 0
+            for k in 0..<n { v = v << 8 | Int(body[i + k]) }
+            i += n
+            return v
+        }
+        if tls13 {
+            guard let ctx = u(1), i + ctx <= body.count else { return nil }
+            i += ctx
+        }
+        guard let total = u(3), i + total <= body.count else { return nil }
+        let end = i + total
+        var certs: [[UInt8]] = []
+        while i < end {
+            guard let len = u(3), i + len <= end else { return nil }
+            certs.append(Array(body[i..<(i + len)]))
+            i += len
+            if tls13 {
+                guard let ext = u(2), i + ext <= end else { return nil }
+                i += ext
+            }
+        }
+        return certs
+    }
+}

@@ -1,0 +1,239 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Thin POSIX helpers for the fixture server. Everything here is non-blocking and closes what it opens on
+/// failure.
+enum Sockets {
+    #if canImport(Darwin)
+    static let stream = SOCK_STREAM
+    #else
+    static let stream = Int32(SOCK_STREAM.rawValue)
+    #endif
+
+    /// Ignores SIGPIPE once per process: a client that resets while the server writes must not kill the process.
+    /// Both TLS libraries write to the socket with plain `write`/`send`.
+    static let ignoreSIGPIPE: Void = {
+        signal(SIGPIPE, SIG_IGN)
+    }()
+
+    static func errnoText(_ code: Int32 = errno) -> String {
+        String(cString: strerror(code))
+    }
+
+    static func isLoopback(_ address: String) -> Bool {
+        address == "::1" || address.hasPrefix("127.") || address == "localhost"
+    }
+
+    /// Opens a non-blocking listening socket bound to `address:port` and returns it with the bound port.
+    static func listen(address: String, port: Int, backlog: Int32) throws(TLSEngineError) -> (fd: Int32, port: Int) {
+        let host = address == "localhost" ? "127.0.0.1" : address
+        let isV6 = host.contains(":")
+        let fd = socket(isV6 ? AF_INET6 : AF_INET, stream, 0)
+        guard fd >= 0 else { throw TLSEngineError(.io, "socket(): \(errnoText())") }
+        var ok = false
+        defer { if !ok { close(fd) } }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        guard (0...65535).contains(port) else { throw TLSEngineError(.invalidConfiguration, "port \(port) is not in 0...65535") }
+        let rc: Int32
+        if isV6 {
+            var sa = sockaddr_in6()
+            sa.sin6_family = sa_family_t(AF_INET6)
+            sa.sin6_port = in_port_t(UInt16(port).bigEndian)
+            guard inet_pton(AF_INET6, host, &sa.sin6_addr) == 1 else {
+                throw TLSEngineError(.invalidConfiguration, "bind address '\(address)' is not an IPv6 address")
+            }
+            rc = withUnsafePointer(to: &sa) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
+            }
+        } else {
+            var sa = sockaddr_in()
+            sa.sin_family = sa_family_t(AF_INET)
+            sa.sin_port = in_port_t(UInt16(port).bigEndian)
+            guard inet_pton(AF_INET, host, &sa.sin_addr) == 1 else {
+                throw TLSEngineError(
+                    .invalidConfiguration, "bind address '\(address)' is not an IPv4 or IPv6 address (e.g. 127.0.0.1, ::1)")
+            }
+            rc = withUnsafePointer(to: &sa) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+        guard rc == 0 else { throw TLSEngineError(.io, "bind(\(address):\(port)): \(errnoText())") }
+        guard Glibc_or_Darwin_listen(fd, backlog) == 0 else { throw TLSEngineError(.io, "listen(): \(errnoText())") }
+        guard setNonBlocking(fd) else { throw TLSEngineError(.io, "fcntl(O_NONBLOCK): \(errnoText())") }
+        var storage = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        let (_, boundPort) = describe(&storage)
+        ok = true
+        return (fd, boundPort)
+    }
+
+    @inline(__always)
+    static func Glibc_or_Darwin_listen(_ fd: Int32, _ backlog: Int32) -> Int32 {
+        #if canImport(Glibc)
+        return Glibc.listen(fd, backlog)
+        #elseif canImport(Musl)
+        return Musl.listen(fd, backlog)
+        #else
+        return Darwin.listen(fd, backlog)
+        #endif
+    }
+
+    static func setNonBlocking(_ fd: Int32) -> Bool {
+        let flags = fcntl(fd, F_GETFL, 0)
+        return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0
+    }
+
+    /// Accepts one connection (non-blocking, close-on-exec, TCP_NODELAY); `nil` when none is pending.
+    static func accept(_ listenFD: Int32) -> (fd: Int32, peer: String)? {
+        var storage = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let fd: Int32 = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                #if canImport(Glibc)
+                let fd = Glibc.accept(listenFD, sa, &len)
+                #elseif canImport(Musl)
+                let fd = Musl.accept(listenFD, sa, &len)
+                #else
+                let fd = Darwin.accept(listenFD, sa, &len)
+                #endif
+                if fd >= 0 {
+                    // A fresh socket has no status flags but O_RDWR: set O_NONBLOCK without reading them first.
+                    _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                    #if canImport(Darwin)
+                    var one: Int32 = 1
+                    setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+                    #endif
+                }
+                return fd
+            }
+        }
+        guard fd >= 0 else { return nil }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let (host, port) = describe(&storage)
+        return (fd, host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
+    }
+
+    /// Whether a connection waits in the listen queue.
+    static func hasPendingConnection(_ listenFD: Int32) -> Bool {
+        var p = pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, 0) > 0 && (p.revents & Int16(POLLIN)) != 0
+    }
+
+    static func describe(_ storage: inout sockaddr_storage) -> (String, Int) {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                    var addr = sin.pointee.sin_addr
+                    inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count))
+                    return (String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), Int(UInt16(bigEndian: sin.pointee.sin_port)))
+                }
+            }
+        case AF_INET6:
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin in
+                    var addr = sin.pointee.sin6_addr
+                    inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count))
+                    return (String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), Int(UInt16(bigEndian: sin.pointee.sin6_port)))
+                }
+            }
+        default:
+            return ("?", 0)
+        }
+    }
+
+    /// Monotonic nanoseconds.
+    static func now() -> UInt64 {
+        var ts = timespec(tv_sec: 0, tv_nsec: 0)
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+
+    static func nanoseconds(_ d: Duration) -> UInt64 {
+        let c = d.components
+        if c.seconds < 0 { return 0 }
+        return UInt64(c.seconds) &* 1_000_000_000 &+ UInt64(c.attoseconds / 1_000_000_000)
+    }
+}
+
+/// A POSIX thread with a small stack, joined explicitly.
+final class WorkerThread {
+    private final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+    private var thread: pthread_t
+    private var joined = false
+
+    init(name: String, stackSize: Int = 1 << 20, _ body: @escaping () -> Void) throws(TLSEngineError) {
+        let attr = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
+        pthread_attr_init(attr)
+        defer {
+            pthread_attr_destroy(attr)
+            attr.deallocate()
+        }
+        pthread_attr_setstacksize(attr, stackSize)
+        let box = Unmanaged.passRetained(
+            Box {
+                Self.nameCurrentThread(name)
+                body()
+            }
+        ).toOpaque()
+        #if canImport(Darwin)
+        var t: pthread_t? = nil
+        let rc = pthread_create(&t, attr, { p in
+            Unmanaged<Box>.fromOpaque(p).takeRetainedValue().body()
+            return nil
+        }, box)
+        #else
+        var t = pthread_t()
+        let rc = pthread_create(&t, attr, { p in
+            Unmanaged<Box>.fromOpaque(p!).takeRetainedValue().body()
+            return nil
+        }, box)
+        #endif
+        guard rc == 0 else {
+            Unmanaged<Box>.fromOpaque(box).release()
+            throw TLSEngineError(.io, "pthread_create: \(Sockets.errnoText(rc))")
+        }
+        #if canImport(Darwin)
+        thread = t!
+        #else
+        thread = t
+        #endif
+    }
+
+    /// Names the calling thread (visible in /proc/self/task/*/comm, `top -H`, gdb); at most 15 bytes on Linux.
+    static func nameCurrentThread(_ name: String) {
+        #if os(Linux)
+        let fd = open("/proc/thread-self/comm", O_WRONLY)
+        guard fd >= 0 else { return }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        #endif
+    }
+
+    func join() {
+        guard !joined else { return }
+        joined = true
+        pthread_join(thread, nil)
+    }
+}

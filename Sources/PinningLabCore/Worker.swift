@@ -1,0 +1,345 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One worker thread of a fixture server: a `poll` loop over a wake-up pipe, the shared listening socket (while
+/// below the connection cap) and the connections this worker accepted.
+final class Worker: @unchecked Sendable {  // `connections` is touched only by the worker's own thread
+    private let core: ServerCore
+    private let index: Int
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private var connections: [Connection] = []
+    private var pollFDs: [pollfd] = []
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
+
+    init(core: ServerCore, index: Int) throws(TLSEngineError) {
+        self.core = core
+        self.index = index
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw TLSEngineError(.io, "pipe(): \(Sockets.errnoText())") }
+        for fd in fds {
+            _ = Sockets.setNonBlocking(fd)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+    }
+
+    deinit { readBuffer.deallocate() }
+
+    func wake() {
+        var b: UInt8 = 1
+        _ = write(wakeWrite, &b, 1)
+    }
+
+    func closePipe() {
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    func run() {
+        while true {
+            if core.withLock({ $0.stopping }) { break }
+            let listening = core.mayAccept()
+            pollFDs.removeAll(keepingCapacity: true)
+            pollFDs.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+            pollFDs.append(pollfd(fd: listening ? core.listenFD : -1, events: Int16(POLLIN), revents: 0))
+            var nearest = UInt64.max
+            for c in connections {
+                pollFDs.append(pollfd(fd: c.fd, events: c.events, revents: 0))
+                nearest = min(nearest, c.deadline)
+            }
+            var timeout: Int32 = -1
+            if nearest != .max {
+                let now = Sockets.now()
+                timeout = nearest <= now ? 0 : Int32(min((nearest - now + 999_999) / 1_000_000, 60_000))
+            }
+            let n = poll(&pollFDs, nfds_t(pollFDs.count), timeout)
+            if n < 0 && errno != EINTR { break }
+            if pollFDs[0].revents != 0 {
+                var sink = [UInt8](repeating: 0, count: 64)
+                while read(wakeRead, &sink, sink.count) > 0 {}
+            }
+            // Existing connections first (their pollfd entries line up with `connections`).
+            let now = Sockets.now()
+            var finishedAny = false
+            for (i, c) in connections.enumerated() {
+                let revents = pollFDs[i + 2].revents
+                if revents != 0 {
+                    c.advance(buffer: readBuffer)
+                } else if c.deadline <= now {
+                    c.timedOut()
+                }
+                if c.isFinished { finishedAny = true }
+            }
+            if finishedAny { connections.removeAll { $0.isFinished } }
+            if listening && pollFDs[1].revents != 0 {
+                acceptPending()
+            }
+        }
+        for c in connections { c.finish(.serverStopped, error: nil) }
+        connections.removeAll()
+    }
+
+    private func acceptPending() {
+        // A bounded batch so that one burst cannot starve the connections already open.
+        for _ in 0..<32 {
+            guard let accepted = core.acceptOne() else { return }
+            let connection = Connection(core: core, accepted: accepted)
+            connection.start(buffer: readBuffer)
+            if !connection.isFinished { connections.append(connection) }
+        }
+    }
+}
+
+/// One accepted connection: handshake, read one HTTP request, write one response, close.
+final class Connection {
+    enum Phase { case handshake, request, response, finished }
+
+    let fd: Int32
+    let id: Int
+    private let core: ServerCore
+    private let peer: String
+    private let generation: Int
+    private let identityNames: [String]
+    private let startedAt = Date()
+    private let startNanos = Sockets.now()
+    private var handshakeNanos: UInt64?
+    private var session: (any TLSServerSession)?
+    private var openError: String?
+    private(set) var phase = Phase.handshake
+    private(set) var events = Int16(POLLIN)
+    private(set) var deadline: UInt64
+    private var request: [UInt8] = []
+    private var bytesReceived = 0
+    private var requestLine: String?
+    private var response: [UInt8] = []
+    private var written = 0
+
+    var isFinished: Bool { phase == .finished }
+
+    init(
+        core: ServerCore,
+        accepted: (fd: Int32, peer: String, id: Int, context: any TLSServerContext, generation: Int,
+            identityNames: [String])
+    ) {
+        self.core = core
+        self.fd = accepted.fd
+        self.id = accepted.id
+        self.peer = accepted.peer
+        self.generation = accepted.generation
+        self.identityNames = accepted.identityNames
+        self.deadline = startNanos &+ core.handshakeTimeout
+        do {
+            session = try accepted.context.makeSession(socket: accepted.fd)
+        } catch {
+            openError = error.reason
+        }
+    }
+
+    func start(buffer: UnsafeMutableRawBufferPointer) {
+        guard session != nil else {
+            finish(.handshakeFailed, error: openError ?? "could not create a TLS session")
+            return
+        }
+        // The ClientHello has usually arrived with the connection: try at once.
+        advance(buffer: buffer)
+    }
+
+    func advance(buffer: UnsafeMutableRawBufferPointer) {
+        guard let session else { return }
+        while true {
+            switch phase {
+            case .handshake:
+                switch session.handshake() {
+                case .done, .bytes:
+                    handshakeNanos = Sockets.now()
+                    phase = .request
+                    deadline = handshakeNanos! &+ core.idleTimeout
+                case .wantRead:
+                    events = Int16(POLLIN)
+                    return
+                case .wantWrite:
+                    events = Int16(POLLOUT)
+                    return
+                case .closed(let t):
+                    finish(Self.closure(t, handshakeDone: false, sawData: false), error: t.detail)
+                    return
+                }
+            case .request:
+                switch session.read(into: buffer) {
+                case .bytes(let n):
+                    bytesReceived += n
+                    deadline = Sockets.now() &+ core.idleTimeout
+                    if request.count < Self.maxRequest {
+                        request.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    }
+                    if let end = Self.headerEnd(request) {
+                        prepareResponse(status: "200 OK", headerBytes: end)
+                    } else if request.count >= Self.maxRequest {
+                        prepareResponse(status: "431 Request Header Fields Too Large", headerBytes: request.count)
+                    }
+                case .done:
+                    continue
+                case .wantRead:
+                    events = Int16(POLLIN)
+                    return
+                case .wantWrite:
+                    events = Int16(POLLOUT)
+                    return
+                case .closed(let t):
+                    finish(Self.closure(t, handshakeDone: true, sawData: bytesReceived > 0), error: t.detail)
+                    return
+                }
+            case .response:
+                if written >= response.count {
+                    session.shutdown()
+                    drain()
+                    finish(.responseSent, error: nil)
+                    return
+                }
+                let step = response.withUnsafeBytes { all in
+                    session.write(UnsafeRawBufferPointer(rebasing: all[written...]))
+                }
+                switch step {
+                case .bytes(let n):
+                    written += n
+                    deadline = Sockets.now() &+ core.idleTimeout
+                case .done:
+                    continue
+                case .wantRead:
+                    events = Int16(POLLIN)
+                    return
+                case .wantWrite:
+                    events = Int16(POLLOUT)
+                    return
+                case .closed(let t):
+                    finish(Self.closure(t, handshakeDone: true, sawData: true), error: t.detail)
+                    return
+                }
+            case .finished:
+                return
+            }
+        }
+    }
+
+    func timedOut() {
+        switch phase {
+        case .handshake: finish(.handshakeTimeout, error: nil)
+        case .request, .response: finish(.idleTimeout, error: nil)
+        case .finished: return
+        }
+    }
+
+    static let maxRequest = 16 * 1024
+
+    static func headerEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 2 else { return nil }
+        var i = 1
+        while i < bytes.count {
+            if bytes[i] == 0x0A {
+                if bytes[i - 1] == 0x0A { return i + 1 }
+                if i >= 3, bytes[i - 1] == 0x0D, bytes[i - 2] == 0x0A, bytes[i - 3] == 0x0D { return i + 1 }
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    static func closure(_ t: TLSTermination, handshakeDone: Bool, sawData: Bool) -> Observation.Closure {
+        switch t.kind {
+        case .alertReceived: return .alert
+        case .reset: return .reset
+        case .protocolError: return handshakeDone ? .protocolError : .handshakeFailed
+        case .closeNotify where !handshakeDone: return .alert
+        default:
+            if !handshakeDone { return .eofBeforeHandshake }
+            return sawData ? .closedDuringRequest : .closedAfterHandshake
+        }
+    }
+
+    private func prepareResponse(status: String, headerBytes: Int) {
+        let head = request.prefix(headerBytes)
+        if let lineEnd = head.firstIndex(of: 0x0A) {
+            var line = head[..<lineEnd]
+            if line.last == 0x0D { line = line.dropLast() }
+            requestLine = String(decoding: line.prefix(1024), as: UTF8.self)
+        }
+        let d = session?.details ?? TLSSessionDetails()
+        var json = "{"
+        func field(_ k: String, _ v: String?, last: Bool = false) {
+            json += "\"\(k)\":" + (v.map(Self.jsonString) ?? "null") + (last ? "" : ",")
+        }
+        field("scenario", core.label)
+        field("engine", core.engineName)
+        json += "\"connection\":\(id),"
+        field("tls_version", d.version?.rawValue)
+        field("cipher", d.cipherSuite)
+        field("alpn", d.alpn)
+        field("sni", d.serverName)
+        field("client_certificate_subject", d.clientCertificates.first?.subject)
+        field("request", requestLine, last: true)
+        json += "}\n"
+        let body = Array(json.utf8)
+        let header =
+            "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\nServer: pinninglab-\(core.engineName)\r\n\r\n"
+        response = Array(header.utf8) + body
+        written = 0
+        phase = .response
+    }
+
+    static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 {
+                    out += String(format: "\\u%04x", u.value)
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        return out + "\""
+    }
+
+    /// Reads (and discards) what the client already sent so that closing does not turn into a reset that could
+    /// destroy the response in the client's receive buffer.
+    private func drain() {
+        var sink = [UInt8](repeating: 0, count: 4096)
+        for _ in 0..<8 where read(fd, &sink, sink.count) > 0 {}
+    }
+
+    func finish(_ closure: Observation.Closure, error: String?) {
+        guard phase != .finished else { return }
+        phase = .finished
+        let end = Sockets.now()
+        let d = session?.details ?? TLSSessionDetails()
+        session = nil  // frees the engine's session before the descriptor is closed
+        close(fd)
+        let identity = d.identityIndex.flatMap { $0 < identityNames.count ? identityNames[$0] : nil }
+        let observation = Observation(
+            id: id, label: core.label, engine: core.engineName, startedAt: startedAt, peerAddress: peer,
+            serverName: d.serverName, identity: identity, generation: generation,
+            handshakeCompleted: handshakeNanos != nil, alertReceived: d.alertReceived, alertSent: d.alertSent,
+            closure: closure, error: (error?.isEmpty ?? true) ? nil : error, tlsVersion: d.version,
+            cipherSuite: d.cipherSuite, alpn: d.alpn, clientCertificates: d.clientCertificates,
+            serverCertificates: d.serverCertificatesSent?.map { ObservedCertificate(der: $0) },
+            applicationDataReceived: bytesReceived > 0, bytesReceived: bytesReceived, requestLine: requestLine,
+            handshakeMilliseconds: handshakeNanos.map { Double($0 - startNanos) / 1e6 },
+            totalMilliseconds: Double(end - startNanos) / 1e6)
+        core.record(observation)
+    }
+}
