@@ -1,0 +1,130 @@
+public import Foundation
+import PinningLabCore
+
+/// The scenario catalogue: every scenario of a directory of `*.yaml` files, validated, in teaching order.
+/// The bundled catalogue (`Catalogue.bundled()`) is the one source of truth the CLI, the library and the docs use.
+public struct Catalogue: Sendable, Hashable {
+    public private(set) var scenarios: [Scenario]
+
+    public init(scenarios: [Scenario]) {
+        self.scenarios = scenarios.sorted(by: Catalogue.teachingOrder)
+    }
+
+    public var ids: [String] { scenarios.map(\.id) }
+    public subscript(id: String) -> Scenario? { scenarios.first { $0.id == id } }
+
+    /// The scenario with this id, or an error that names the closest ids.
+    public func scenario(_ id: String) throws -> Scenario {
+        if let s = self[id] { return s }
+        let hint = suggestion(id, in: ids).map { "Did you mean '\($0)'? " } ?? ""
+        throw ScenarioError(.unknownIdentity, file: "scenario id", field: id,
+                            problem: "no scenario has the id '\(id)'.",
+                            fix: "\(hint)`pinlab scenarios list` shows all \(scenarios.count) ids.")
+    }
+
+    /// The scenarios with these ids, in catalogue order; each id must exist. An empty list keeps everything.
+    public func selecting(_ ids: [String]) throws -> Catalogue {
+        if ids.isEmpty { return self }
+        for id in ids { _ = try scenario(id) }
+        return Catalogue(scenarios: scenarios.filter { ids.contains($0.id) })
+    }
+
+    /// Loads every `*.yaml` file of a directory (not recursively). Collects one error per broken file and
+    /// duplicate ids, and throws them all at once.
+    public static func load(directory: URL, identities: IdentityDirectory = .lab, displayPrefix: String? = nil) throws -> Catalogue {
+        let prefix = displayPrefix ?? (directory.lastPathComponent + "/")
+        let files: [URL]
+        do {
+            files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+                .filter { $0.pathExtension == "yaml" || $0.pathExtension == "yml" }
+                .sorted { $0.lastPathComponent < $1.lastPathComponent }
+        } catch {
+            throw CatalogueError(errors: [ScenarioError(.unreadable, file: directory.path,
+                                                        problem: "the scenario directory cannot be read (\(error.localizedDescription)).",
+                                                        fix: "pass a directory that holds scenario files (*.yaml).")])
+        }
+        if files.isEmpty {
+            throw CatalogueError(errors: [ScenarioError(.emptyCatalogue, file: directory.path,
+                                                        problem: "the directory holds no scenario file (*.yaml).",
+                                                        fix: "pass the directory that holds the scenario files, e.g. scenarios/.")])
+        }
+        var errors: [ScenarioError] = []
+        var scenarios: [Scenario] = []
+        var seen: [String: String] = [:]
+        for url in files {
+            let name = prefix + url.lastPathComponent
+            do {
+                let s = try ScenarioLoader.load(contentsOf: url, displayName: name, identities: identities)
+                if let other = seen[s.id] {
+                    errors.append(ScenarioError(.duplicateID, file: name, line: 1, field: "id",
+                                                problem: "the id '\(s.id)' is already used by \(other).",
+                                                fix: "give each scenario its own id."))
+                    continue
+                }
+                seen[s.id] = name
+                scenarios.append(s)
+            } catch let e as ScenarioError {
+                errors.append(e)
+            }
+        }
+        if !errors.isEmpty { throw CatalogueError(errors: errors) }
+        return Catalogue(scenarios: scenarios)
+    }
+
+    /// Checks that ids are unique across already parsed scenarios (for catalogues built in code).
+    public static func checkUnique(_ scenarios: [Scenario]) throws {
+        var seen: [String: String] = [:]
+        for s in scenarios {
+            if let other = seen[s.id] {
+                throw ScenarioError(.duplicateID, file: s.source ?? s.id, line: 1, field: "id",
+                                    problem: "the id '\(s.id)' is already used by \(other).", fix: "give each scenario its own id.")
+            }
+            seen[s.id] = s.source ?? s.id
+        }
+    }
+
+    /// The directory of the catalogue bundled with the library.
+    public static var bundledDirectory: URL? {
+        Bundle.module.url(forResource: "scenarios", withExtension: nil)
+    }
+
+    private static let bundledResult: Result<Catalogue, CatalogueError> = {
+        guard let dir = bundledDirectory else {
+            return .failure(CatalogueError(errors: [ScenarioError(.unreadable, file: "PinningLab resources",
+                                                                  problem: "the bundled scenarios folder is missing from the PinningLab resource bundle.",
+                                                                  fix: "rebuild the package; if it persists, report a packaging bug.")]))
+        }
+        do {
+            return .success(try load(directory: dir, displayPrefix: "scenarios/"))
+        } catch let e as CatalogueError {
+            return .failure(e)
+        } catch {
+            return .failure(CatalogueError(errors: []))
+        }
+    }()
+
+    /// The catalogue bundled with the library (loaded and validated once).
+    public static func bundled() throws -> Catalogue { try bundledResult.get() }
+
+    /// Teaching order: the baseline first, then rotation, validity, host name, trust, chain, weak crypto,
+    /// protocol, key types and mutual TLS; unknown ids after, alphabetically.
+    public static let canonicalOrder: [String] = [
+        "baseline", "root-not-sent",
+        "renewal-same-key", "rekey", "emergency-rekey", "intermediate-renewed-same-key", "sibling-intermediate",
+        "expired-leaf", "not-yet-valid-leaf", "expired-intermediate",
+        "wrong-host",
+        "self-signed-pinned-key", "untrusted-rogue", "intercepting-proxy", "chain-stuffing",
+        "name-collision-intermediate",
+        "incomplete-chain", "reversed-chain", "non-ca-signer", "pathlen-violation",
+        "weak-rsa-1024", "sha1-signature", "tls-v1-0", "tls-v1-2",
+        "ecdsa-p384", "rsa-2048", "rsa-3072", "rsa-4096", "ed25519",
+        "mtls-required-valid", "mtls-required-missing", "mtls-required-untrusted", "mtls-required-expired",
+        "mtls-required-wrong-eku", "mtls-optional-missing",
+    ]
+
+    static func teachingOrder(_ a: Scenario, _ b: Scenario) -> Bool {
+        let ia = canonicalOrder.firstIndex(of: a.id) ?? Int.max
+        let ib = canonicalOrder.firstIndex(of: b.id) ?? Int.max
+        return (ia, a.id) < (ib, b.id)
+    }
+}

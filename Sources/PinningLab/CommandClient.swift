@@ -1,0 +1,68 @@
+public import Foundation
+public import PinningLabCore
+
+/// A client under test given as a command template, run as a child process once per cell.
+/// Its exit status is its claim (0 = accepted); the server's observation decides the verdict.
+public struct CommandClient: Sendable {
+    public var name: String
+    public var template: CommandTemplate
+    /// The profiles the client can express; `nil` means all. Cells outside are skipped, not failed.
+    public var supportedProfiles: Set<PinProfile>?
+    /// How long one run may take before it is killed and counted as refused (category `timeout`).
+    public var timeout: Duration
+
+    public init(
+        name: String? = nil, template: CommandTemplate, supportedProfiles: Set<PinProfile>? = nil,
+        timeout: Duration = .seconds(10)
+    ) {
+        self.name = name ?? template.words.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "command"
+        self.template = template
+        self.supportedProfiles = supportedProfiles
+        self.timeout = timeout
+    }
+
+    /// The system `curl`, pinning with `--pinnedpubkey` (which only pins the server's own key, so it declares
+    /// `none`, `leaf-spki` and `leaf-spki+backup`) and presenting a client certificate when the scenario has one.
+    public static func curl(executable: String = "curl", timeout: Duration = .seconds(10)) throws -> CommandClient {
+        let t = try CommandTemplate([
+            executable, "--silent", "--show-error", "--fail", "--output", "/dev/null", "--max-time", "8",
+            "--noproxy", "*", "--cacert", "{ca}", "[--pinnedpubkey {pins.curl}]",
+            "[--cert {client.cert}]", "[--key {client.key}]", "{url}",
+        ])
+        return CommandClient(name: "curl", template: t, supportedProfiles: [.none, .leafSPKI, .leafSPKIBackup],
+                             timeout: timeout)
+    }
+
+    /// Runs the command for one cell.
+    public func run(_ context: CellContext, scratch: URL) async -> (outcome: ClientOutcome, milliseconds: Double) {
+        let args = template.arguments(for: context)
+        let r = await ProcessRunner.run(args, extraEnvironment: context.environment, timeout: timeout, scratch: scratch)
+        if let e = r.launchError {
+            return (ClientOutcome(claim: .refused, category: .other, detail: e, exitStatus: r.exitStatus), r.milliseconds)
+        }
+        if r.timedOut {
+            return (ClientOutcome(claim: .refused, category: .timeout,
+                                  detail: "killed after \(timeout) (time limit)", exitStatus: r.exitStatus), r.milliseconds)
+        }
+        let text = r.stderrTail.isEmpty ? r.stdoutTail : r.stderrTail
+        if r.exitStatus == 0 {
+            return (ClientOutcome(claim: .accepted, detail: text, exitStatus: 0), r.milliseconds)
+        }
+        return (ClientOutcome(claim: .refused, category: nil, detail: text, exitStatus: r.exitStatus), r.milliseconds)
+    }
+}
+
+extension CommandClient: PinningClient {
+    /// Runs the command from a `ClientTarget` (for use as an in-process client). `{certpins.hex}` holds the
+    /// certificate hashes only when the target pins certificates.
+    public func run(_ target: ClientTarget) async -> ClientOutcome {
+        let creds = target.clientCredentials
+        let ctx = CellContext(
+            scenario: target.scenario, profile: target.profile, host: target.host, ip: target.ip, port: target.port,
+            caFile: target.trustFile ?? "", pins: target.pins.hashes,
+            certificatePins: target.pins.kind == .certificateSHA256 ? target.pins.hashes : [],
+            clientCertificateFile: creds?.certificateFile, clientKeyFile: creds?.keyFile,
+            clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password)
+        return await run(ctx, scratch: FileManager.default.temporaryDirectory).outcome
+    }
+}

@@ -1,0 +1,167 @@
+public import Foundation
+public import PinningLabCore
+
+/// Everything a command template can refer to in one cell. Built by the runner; every value is plain text.
+public struct CellContext: Sendable, Hashable {
+    public var scenario: String
+    public var profile: PinProfile
+    public var host: String
+    public var ip: String
+    public var port: Int
+    /// PEM file with the roots of the scenario's trust profile.
+    public var caFile: String
+    /// The profile's hashes: SPKI SHA-256, or certificate SHA-256 for `leaf-cert`. Empty for `none`.
+    public var pins: [[UInt8]]
+    /// SHA-256 of the DER certificates of the pinned identities (whatever the profile pins). Empty for `none`.
+    public var certificatePins: [[UInt8]]
+    public var clientCertificateFile: String?
+    public var clientKeyFile: String?
+    public var clientPKCS12File: String?
+    public var clientPKCS12Password: String?
+
+    public init(
+        scenario: String, profile: PinProfile, host: String = "localhost", ip: String = "127.0.0.1", port: Int,
+        caFile: String, pins: [[UInt8]], certificatePins: [[UInt8]], clientCertificateFile: String? = nil,
+        clientKeyFile: String? = nil, clientPKCS12File: String? = nil, clientPKCS12Password: String? = nil
+    ) {
+        self.scenario = scenario
+        self.profile = profile
+        self.host = host
+        self.ip = ip
+        self.port = port
+        self.caFile = caFile
+        self.pins = pins
+        self.certificatePins = certificatePins
+        self.clientCertificateFile = clientCertificateFile
+        self.clientKeyFile = clientKeyFile
+        self.clientPKCS12File = clientPKCS12File
+        self.clientPKCS12Password = clientPKCS12Password
+    }
+
+    public var url: String { "https://\(host):\(port)/" }
+
+    /// The value of every placeholder (without braces). See the CommandTemplates article for the exact meaning.
+    public var values: [String: String] {
+        let b64 = pins.map { Data($0).base64EncodedString() }
+        return [
+            "url": url,
+            "host": host,
+            "port": String(port),
+            "ip": ip,
+            "ca": caFile,
+            "pins": b64.joined(separator: ","),
+            "pins.curl": b64.map { "sha256//" + $0 }.joined(separator: ";"),
+            "pins.okhttp": b64.map { "sha256/" + $0 }.joined(separator: ","),
+            "pins.hex": pins.map(\.hexString).joined(separator: ","),
+            "certpins.hex": certificatePins.map(\.hexString).joined(separator: ","),
+            "client.cert": clientCertificateFile ?? "",
+            "client.key": clientKeyFile ?? "",
+            "client.p12": clientPKCS12File ?? "",
+            "client.password": clientPKCS12File == nil ? "" : (clientPKCS12Password ?? ""),
+            "scenario": scenario,
+            "profile": profile.rawValue,
+        ]
+    }
+
+    /// The same values as environment variables: `PINLAB_URL`, `PINLAB_PINS_CURL`, `PINLAB_CLIENT_CERT`, …
+    public var environment: [String: String] {
+        var env: [String: String] = [:]
+        for (k, v) in values {
+            env["PINLAB_" + k.uppercased().replacingOccurrences(of: ".", with: "_")] = v
+        }
+        return env
+    }
+}
+
+/// A client command with `{placeholders}`, run once per cell. Its exit status is the client's own claim:
+/// 0 means it accepted (sent its request), anything else that it refused.
+///
+/// A word wrapped in square brackets, `[--pinnedpubkey {pins.curl}]`, is an optional group: when every
+/// placeholder in it has a value it becomes one argument per space-separated piece; when one of them is empty
+/// (the profile `none` has no pins, a scenario without client authentication has no client certificate) the
+/// whole group is left out.
+public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
+    /// The placeholders, in the order the documentation lists them.
+    public static let placeholders = [
+        "url", "host", "port", "ip", "ca", "pins", "pins.curl", "pins.okhttp", "pins.hex", "certpins.hex",
+        "client.cert", "client.key", "client.p12", "client.password", "scenario", "profile",
+    ]
+
+    public var words: [String]
+
+    /// Parses and checks a template; unknown placeholders and empty templates are errors.
+    public init(_ words: [String]) throws {
+        guard let first = words.first, !first.isEmpty else {
+            throw CommandTemplateError(problem: "the command template is empty.",
+                                       fix: "give the client command after `--`, e.g. `pinlab check -- curl -sf --cacert {ca} {url}`.")
+        }
+        for (i, w) in words.enumerated() {
+            for name in Self.names(in: w) where !Self.placeholders.contains(name) {
+                let hint = suggestion(name, in: Self.placeholders).map { "Did you mean {\($0)}? " } ?? ""
+                throw CommandTemplateError(
+                    problem: "word \(i + 1) ('\(w)') uses the unknown placeholder {\(name)}.",
+                    fix: "\(hint)Placeholders: \(Self.placeholders.map { "{\($0)}" }.joined(separator: " ")).")
+            }
+            if w.hasPrefix("[") != w.hasSuffix("]") || (w == "[" || w == "]") {
+                throw CommandTemplateError(
+                    problem: "word \(i + 1) ('\(w)') opens or closes an optional group without the other bracket.",
+                    fix: "write an optional group as one quoted word: '[--pinnedpubkey {pins.curl}]'.")
+            }
+        }
+        self.words = words
+    }
+
+    public var description: String { words.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ") }
+
+    /// The placeholder names used in a word.
+    static func names(in word: String) -> [String] {
+        var out: [String] = []
+        var rest = Substring(word)
+        while let open = rest.firstIndex(of: "{") {
+            let after = rest[rest.index(after: open)...]
+            guard let close = after.firstIndex(of: "}") else { break }
+            let name = after[..<close]
+            if !name.isEmpty, name.allSatisfy({ $0.isLowercase || $0 == "." || $0 == "-" || $0.isNumber }) {
+                out.append(String(name))
+            }
+            rest = after[after.index(after: close)...]
+        }
+        return out
+    }
+
+    static func substitute(_ word: String, _ values: [String: String]) -> String {
+        var out = word
+        for name in names(in: word) { out = out.replacingOccurrences(of: "{\(name)}", with: values[name] ?? "") }
+        return out
+    }
+
+    /// The argument vector for one cell.
+    public func arguments(for context: CellContext) -> [String] {
+        let values = context.values
+        var out: [String] = []
+        for w in words {
+            if w.count >= 2, w.hasPrefix("["), w.hasSuffix("]") {
+                let inner = String(w.dropFirst().dropLast())
+                if Self.names(in: inner).contains(where: { (values[$0] ?? "").isEmpty }) { continue }
+                for piece in inner.split(separator: " ", omittingEmptySubsequences: true) {
+                    out.append(Self.substitute(String(piece), values))
+                }
+            } else {
+                out.append(Self.substitute(w, values))
+            }
+        }
+        return out
+    }
+}
+
+/// A command template that cannot be used.
+public struct CommandTemplateError: Error, Sendable, CustomStringConvertible, LocalizedError {
+    public var problem: String
+    public var fix: String
+    public init(problem: String, fix: String) {
+        self.problem = problem
+        self.fix = fix
+    }
+    public var description: String { "command template: \(problem) Fix: \(fix)" }
+    public var errorDescription: String? { description }
+}

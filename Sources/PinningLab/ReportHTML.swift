@@ -1,0 +1,142 @@
+import Foundation
+import PinningLabCore
+
+/// A self-contained HTML page (no external resources): the matrix, the deviations, and per scenario the chain as
+/// a small diagram with subjects, keys and which pins match.
+enum HTMLReport {
+    static func render(_ r: CheckReport) -> String {
+        var index: [String: Verdict] = [:]
+        for v in r.verdicts { index["\(v.scenario)|\(v.profile.rawValue)|\(v.engine)"] = v }
+        let ids = r.scenarios.map(\.id).isEmpty ? orderedUnique(r.verdicts.map(\.scenario)) : r.scenarios.map(\.id)
+        let titles = Dictionary(r.scenarios.map { ($0.id, $0.title) }, uniquingKeysWith: { a, _ in a })
+
+        var h = """
+        <!DOCTYPE html>
+        <html lang="en"><head><meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>pinlab check: \(xml(r.client))</title>
+        <style>
+        body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;background:#fbfbfd}
+        h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px} h3{font-size:15px;margin:0 0 4px}
+        code,.mono{font-family:"SF Mono",Menlo,"DejaVu Sans Mono",monospace;font-size:12px}
+        .summary{padding:10px 14px;border-radius:8px;margin:12px 0;font-weight:600}
+        .ok{background:#e3f6e8;color:#14532d} .bad{background:#fde8e8;color:#7f1d1d}
+        table.matrix{border-collapse:collapse;margin:8px 0}
+        .matrix th,.matrix td{border:1px solid #d7dbe3;padding:3px 6px;text-align:center;white-space:nowrap}
+        .matrix th{background:#eef1f6;font-weight:600} .matrix td.name{text-align:left}
+        .matrix a{color:inherit;text-decoration:none}
+        .exp{color:#667085;font-size:11px;margin-right:3px}
+        .m{display:inline-block;width:16px;height:16px;line-height:16px;border-radius:3px;margin:0 1px;font-size:12px;color:#fff}
+        .pass{background:#22a05a} .fail{background:#d92d20} .disagree{background:#e08a00} .error{background:#8a4ad8}
+        .skipped,.unsupported{background:#c3c8d2}
+        .legend span{margin-right:12px}
+        .scenario{background:#fff;border:1px solid #e3e6ed;border-radius:10px;padding:14px 16px;margin:14px 0}
+        .teach{color:#3b4252;max-width:980px}
+        .chain{display:flex;flex-direction:column;align-items:flex-start;gap:0;margin:10px 0}
+        .cert{border:2px solid #5b6b8c;border-radius:8px;padding:6px 10px;background:#f5f7fb;min-width:420px}
+        .cert.store{border-style:dashed;background:#fff}
+        .cert.pinned{border-color:#22a05a;background:#eefaf2}
+        .arrow{margin-left:30px;color:#8a94a6;font-size:12px}
+        .badge{display:inline-block;border-radius:10px;padding:0 7px;margin:2px 3px 0 0;font-size:11px;background:#22a05a;color:#fff}
+        .role{font-size:11px;color:#667085;text-transform:uppercase;letter-spacing:.04em}
+        .row{font-size:12px;color:#3b4252}
+        ul.dev li{margin:3px 0}
+        </style></head><body>
+        <h1>pinlab check: \(xml(r.client))</h1>
+        <div class="mono">engines: \(xml(r.engines.joined(separator: ", "))) · started \(xml(ISO8601DateFormatter().string(from: r.startedAt))) · \(String(format: "%.2f", r.durationSeconds)) s</div>
+        <div class="summary \(r.deviates ? "bad" : "ok")">\(r.deviates ? "Deviates" : "Conforms"): \(xml(r.summary.line))</div>
+        <div class="legend">Each cell: expected outcome (A accept, X refuse), then one mark per engine (\(xml(r.engines.joined(separator: ", ")))):
+        <span><i class="m pass">✓</i>as expected</span><span><i class="m fail">✗</i>deviates</span>
+        <span><i class="m disagree">≠</i>client and server disagree</span><span><i class="m skipped">·</i>skipped</span>
+        <span><i class="m unsupported">∅</i>unsupported</span><span><i class="m error">!</i>error</span></div>
+        <table class="matrix"><thead><tr><th>scenario</th>
+        """
+        for p in r.profiles { h += "<th>\(xml(p.rawValue))</th>" }
+        h += "</tr></thead><tbody>\n"
+        for id in ids {
+            h += "<tr><td class=\"name\"><a href=\"#s-\(xml(id))\" title=\"\(xml(titles[id] ?? ""))\">\(xml(id))</a></td>"
+            for p in r.profiles {
+                let vs = r.engines.map { index["\(id)|\(p.rawValue)|\($0)"] }
+                let letter = vs.compactMap { $0 }.first.map { $0.expected == .accept ? "A" : "X" } ?? ""
+                h += "<td><span class=\"exp\">\(letter)</span>"
+                for (engine, v) in zip(r.engines, vs) {
+                    if let v {
+                        let tip = "\(engine): \(v.status) — \(v.reason)"
+                        h += "<i class=\"m \(v.status.rawValue)\" title=\"\(xml(tip))\">\(mark(v.status))</i>"
+                    } else {
+                        h += "<i class=\"m skipped\" title=\"\(xml(engine)): not run\"> </i>"
+                    }
+                }
+                h += "</td>"
+            }
+            h += "</tr>\n"
+        }
+        h += "</tbody></table>\n"
+
+        let dev = r.deviations
+        if !dev.isEmpty {
+            h += "<h2>Deviations (\(dev.count))</h2><ul class=\"dev\">\n"
+            for v in dev {
+                h += "<li><i class=\"m \(v.status.rawValue)\">\(mark(v.status))</i> <a href=\"#s-\(xml(v.scenario))\"><code>\(xml(v.scenario))</code></a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(xml(v.reason))"
+                if let a = v.alert { h += " <span class=\"mono\">(alert \(xml(a)))</span>" }
+                h += "</li>\n"
+            }
+            h += "</ul>\n"
+        }
+
+        h += "<h2>Scenarios</h2>\n"
+        for s in r.scenarios {
+            h += "<section class=\"scenario\" id=\"s-\(xml(s.id))\"><h3>\(xml(s.id)) — \(xml(s.title))</h3>\n"
+            h += "<p class=\"teach\">\(xml(s.teaching))</p>\n"
+            h += "<div class=\"row\">client trusts <code>\(xml(s.trust))</code> · built for <code>\(xml(s.pinned))</code>"
+            if s.clientAuth != "none" {
+                h += " · server client auth <code>\(xml(s.clientAuth))</code>, client presents <code>\(xml(s.presents ?? "nothing"))</code>"
+            }
+            h += " · expected: " + PinProfile.all.map { p in
+                "<code>\(xml(p.rawValue))</code> \(s.expected[p.rawValue] == .accept ? "A" : "X")"
+            }.joined(separator: ", ") + "</div>\n"
+            h += "<div class=\"chain\">\n"
+            for (i, c) in s.chain.enumerated() {
+                if i > 0 {
+                    h += "<div class=\"arrow\">\(c.onTheWire ? "↓ sent \(ordinal(i + 1))" : "↓ in the client's trust store, not sent")</div>\n"
+                } else {
+                    h += "<div class=\"arrow\">sent first ↓</div>\n"
+                }
+                let cls = c.onTheWire ? (c.matchedBy.isEmpty ? "cert" : "cert pinned") : (c.matchedBy.isEmpty ? "cert store" : "cert store pinned")
+                h += "<div class=\"\(cls)\"><span class=\"role\">\(xml(c.role))</span> <b>\(xml(c.name))</b><br>"
+                h += "<span class=\"row\">subject <code>\(xml(c.subject))</code></span><br>"
+                h += "<span class=\"row\">issuer <code>\(xml(c.issuer))</code></span><br>"
+                h += "<span class=\"row\">key <b>\(xml(c.keyName))</b> (\(xml(c.keyType))) · SPKI sha256 <code>\(xml(String(c.spkiSHA256.prefix(16))))…</code></span>"
+                if !c.matchedBy.isEmpty {
+                    h += "<br>" + c.matchedBy.map { "<span class=\"badge\">pin: \(xml($0.rawValue))</span>" }.joined()
+                }
+                h += "</div>\n"
+            }
+            h += "</div>\n"
+            if !r.engines.isEmpty {
+                h += "<div class=\"row\">"
+                for p in r.profiles {
+                    let vs = r.engines.compactMap { index["\(s.id)|\(p.rawValue)|\($0)"] }
+                    let bad = vs.filter { $0.status.isDeviation }
+                    if !bad.isEmpty {
+                        h += "<div>✗ <code>\(xml(p.rawValue))</code>: " + bad.map { "\(xml($0.engine)): \(xml($0.reason))" }.joined(separator: "; ") + "</div>"
+                    }
+                }
+                h += "</div>\n"
+            }
+            h += "</section>\n"
+        }
+        h += "</body></html>\n"
+        return h
+    }
+
+    static func ordinal(_ n: Int) -> String {
+        switch n {
+        case 1: return "first"
+        case 2: return "second"
+        case 3: return "third"
+        case 4: return "fourth"
+        default: return "#\(n)"
+        }
+    }
+}

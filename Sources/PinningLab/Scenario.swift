@@ -1,0 +1,182 @@
+import Foundation
+public import PinningLabCore
+import PinningLabPKI
+
+/// What a correct client must do in one cell: proceed and send its request, or refuse before sending anything.
+public enum Expectation: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    case accept
+    case refuse
+    public var description: String { rawValue }
+}
+
+/// A TLS protocol version a scenario's server offers.
+public struct TLSProtocolVersion: RawRepresentable, Hashable, Sendable, Codable, Comparable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public static let tls10 = TLSProtocolVersion(rawValue: "tls1.0")
+    public static let tls11 = TLSProtocolVersion(rawValue: "tls1.1")
+    public static let tls12 = TLSProtocolVersion(rawValue: "tls1.2")
+    public static let tls13 = TLSProtocolVersion(rawValue: "tls1.3")
+    /// Every version a scenario may name, oldest first.
+    public static let all: [TLSProtocolVersion] = [.tls10, .tls11, .tls12, .tls13]
+    public var description: String { rawValue }
+    public static func < (a: TLSProtocolVersion, b: TLSProtocolVersion) -> Bool {
+        (all.firstIndex(of: a) ?? Int.max) < (all.firstIndex(of: b) ?? Int.max)
+    }
+}
+
+/// Whether the scenario's server asks the client for a certificate.
+public enum ClientAuthMode: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    case none
+    case optional
+    case required
+    public var description: String { rawValue }
+}
+
+/// What the client's trust store holds: one or more roots of the PKI, written `lab-root` or
+/// `lab-root+proxy-root` (DESIGN.md, "Trust profile").
+public struct TrustProfile: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    /// The normal device: only the lab root.
+    public static let labRoot = TrustProfile(rawValue: "lab-root")
+    /// A device on which the user installed an interception proxy's root.
+    public static let labRootPlusProxyRoot = TrustProfile(rawValue: "lab-root+proxy-root")
+    /// The names of the roots in the trust store.
+    public var roots: [String] { rawValue.split(separator: "+", omittingEmptySubsequences: false).map(String.init) }
+    public var description: String { rawValue }
+}
+
+/// One situation a pinned client meets in production: what the server presents, what the client trusts and pins,
+/// and what a correct client does under each pin profile. Loaded from `scenarios/*.yaml`.
+public struct Scenario: Sendable, Hashable, Identifiable {
+    /// The server side of a scenario.
+    public struct Server: Sendable, Hashable {
+        /// Identity names of the certificates on the wire, in order; the first is the server's certificate and its
+        /// key is the server's key.
+        public var chain: [String]
+        /// The TLS versions the server offers, oldest first.
+        public var tlsVersions: [TLSProtocolVersion]
+        /// IANA cipher suite names (`TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`); empty means the engine's default.
+        public var cipherSuites: [String]
+        public var clientAuth: ClientAuthMode
+        /// Identity names of the CAs the server accepts client certificates from.
+        public var clientAuthTrust: [String]
+
+        public init(
+            chain: [String], tlsVersions: [TLSProtocolVersion] = [.tls12, .tls13], cipherSuites: [String] = [],
+            clientAuth: ClientAuthMode = .none, clientAuthTrust: [String] = []
+        ) {
+            self.chain = chain
+            self.tlsVersions = tlsVersions
+            self.cipherSuites = cipherSuites
+            self.clientAuth = clientAuth
+            self.clientAuthTrust = clientAuthTrust
+        }
+    }
+
+    /// The client side of a scenario.
+    public struct Client: Sendable, Hashable {
+        public var trust: TrustProfile
+        /// The identity the client was built for; pin profiles are relative to it.
+        public var pinned: String
+        /// The identity whose key is the published backup pin (`leaf-spki+backup`).
+        public var backup: String
+        /// The client identity the client presents when the server asks for one; `nil` presents nothing.
+        public var present: String?
+
+        public init(
+            trust: TrustProfile = .labRoot, pinned: String = Scenario.defaultPinnedIdentity,
+            backup: String = Scenario.defaultBackupIdentity, present: String? = nil
+        ) {
+            self.trust = trust
+            self.pinned = pinned
+            self.backup = backup
+            self.present = present
+        }
+    }
+
+    /// The identity clients are built for unless a scenario says otherwise.
+    public static let defaultPinnedIdentity = "leaf-v1"
+    /// The identity whose key (K2) is shipped as the backup pin unless a scenario says otherwise.
+    public static let defaultBackupIdentity = "leaf-v3-rekey"
+
+    public var id: String
+    public var title: String
+    public var tags: [String]
+    /// The teaching paragraph: what happens in production, what a correct client does and why.
+    public var teaching: String
+    public var server: Server
+    public var client: Client
+    /// What a correct client does under each pin profile; every profile of `PinProfile.all` is present.
+    public var expectations: [PinProfile: Expectation]
+    /// Optional explanations of single cells.
+    public var notes: [PinProfile: String]
+    /// The file the scenario came from, as shown in errors (`scenarios/rekey.yaml`), if it came from a file.
+    public var source: String?
+
+    public init(
+        id: String, title: String, tags: [String] = [], teaching: String, server: Server, client: Client,
+        expectations: [PinProfile: Expectation], notes: [PinProfile: String] = [:], source: String? = nil
+    ) {
+        self.id = id
+        self.title = title
+        self.tags = tags
+        self.teaching = teaching
+        self.server = server
+        self.client = client
+        self.expectations = expectations
+        self.notes = notes
+        self.source = source
+    }
+
+    /// The expectation for a profile (`refuse` for a profile the scenario does not list, which validation forbids).
+    public func expected(_ profile: PinProfile) -> Expectation { expectations[profile] ?? .refuse }
+
+    /// The expected row in `PinProfile.all` order, e.g. `A X X A A A`.
+    public var expectedRow: String {
+        PinProfile.all.map { expected($0) == .accept ? "A" : "X" }.joined(separator: " ")
+    }
+
+    public var presentsClientCertificate: Bool { client.present != nil }
+}
+
+extension Scenario: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case id, title, tags, teaching, server, client, expect, notes, source
+    }
+    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust" }
+    private enum ClientKeys: String, CodingKey { case trust, pinned, backup, present }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(title, forKey: .title)
+        try c.encode(tags, forKey: .tags)
+        try c.encode(teaching, forKey: .teaching)
+        var s = c.nestedContainer(keyedBy: ServerKeys.self, forKey: .server)
+        try s.encode(server.chain, forKey: .chain)
+        try s.encode(server.tlsVersions, forKey: .tlsVersions)
+        try s.encode(server.cipherSuites, forKey: .cipherSuites)
+        try s.encode(server.clientAuth, forKey: .clientAuth)
+        try s.encode(server.clientAuthTrust, forKey: .clientAuthTrust)
+        var cl = c.nestedContainer(keyedBy: ClientKeys.self, forKey: .client)
+        try cl.encode(client.trust, forKey: .trust)
+        try cl.encode(client.pinned, forKey: .pinned)
+        try cl.encode(client.backup, forKey: .backup)
+        try cl.encodeIfPresent(client.present, forKey: .present)
+        var e = c.nestedContainer(keyedBy: AnyKey.self, forKey: .expect)
+        for p in PinProfile.all { try e.encode(expected(p), forKey: AnyKey(p.rawValue)) }
+        var n = c.nestedContainer(keyedBy: AnyKey.self, forKey: .notes)
+        for (p, text) in notes.sorted(by: { $0.key < $1.key }) { try n.encode(text, forKey: AnyKey(p.rawValue)) }
+        try c.encodeIfPresent(source, forKey: .source)
+    }
+}
+
+struct AnyKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(_ s: String) { stringValue = s }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}

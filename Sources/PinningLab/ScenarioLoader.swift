@@ -1,0 +1,421 @@
+public import Foundation
+import PinningLabCore
+import PinningLabPKI
+internal import Yams
+
+/// Reads and validates scenario files. Every problem is reported as a `ScenarioError` naming the file, the line,
+/// the field, what is wrong and how to fix it.
+public enum ScenarioLoader {
+    /// The keys a scenario file may hold, in the order the documentation lists them.
+    public static let topLevelFields = ["id", "title", "tags", "teaching", "server", "client", "expect", "notes"]
+    static let serverFields = ["chain", "tls", "client-auth"]
+    static let tlsFields = ["versions", "ciphers"]
+    static let clientAuthFields = ["mode", "trust"]
+    static let clientFields = ["trust", "pinned", "backup", "present"]
+
+    /// Parses one scenario.
+    /// - Parameters:
+    ///   - yaml: the file's text.
+    ///   - file: the name shown in errors, e.g. `scenarios/rekey.yaml`.
+    ///   - identities: the PKI names the scenario may refer to.
+    ///   - expectedID: when set, the scenario's id must equal it (the file name without `.yaml`).
+    public static func parse(
+        yaml: String, file: String, identities: IdentityDirectory = .lab, expectedID: String? = nil
+    ) throws -> Scenario {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: yaml)
+        } catch let error as YamlError {
+            throw syntaxError(error, file: file)
+        } catch {
+            throw ScenarioError(.syntax, file: file, problem: "the file is not valid YAML: \(error).",
+                                fix: "check indentation and quoting (a value containing ': ' must be quoted).")
+        }
+        guard let root else {
+            throw ScenarioError(.notAMapping, file: file, line: 1, problem: "the file is empty.",
+                                fix: "write a scenario with the fields \(topLevelFields.joined(separator: ", ")).")
+        }
+        let r = Reader(file: file, identities: identities)
+        return try r.scenario(root, expectedID: expectedID)
+    }
+
+    /// Parses one scenario file from disk; the id must equal the file name without `.yaml`.
+    public static func load(
+        contentsOf url: URL, displayName: String? = nil, identities: IdentityDirectory = .lab
+    ) throws -> Scenario {
+        let name = displayName ?? url.lastPathComponent
+        let text: String
+        do {
+            text = try String(contentsOf: url, encoding: .utf8)
+        } catch {
+            throw ScenarioError(.unreadable, file: name, problem: "the file cannot be read as UTF-8 text (\(error.localizedDescription)).",
+                                fix: "check that the file exists, is readable and is saved as UTF-8.")
+        }
+        let id = url.deletingPathExtension().lastPathComponent
+        var s = try parse(yaml: text, file: name, identities: identities, expectedID: id)
+        s.source = name
+        return s
+    }
+
+    static func syntaxError(_ error: YamlError, file: String) -> ScenarioError {
+        let fix = "check indentation and quoting (a value containing ': ' or starting with '[', '{', '*' or '&' must be quoted)."
+        switch error {
+        case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _),
+             let .composer(context, problem, mark, _):
+            let ctx = context.map { " (\($0.text))" } ?? ""
+            return ScenarioError(.syntax, file: file, line: mark.line, column: mark.column,
+                                 problem: "invalid YAML: \(problem)\(ctx).", fix: fix)
+        case let .duplicatedKeysInMapping(duplicates, context):
+            return ScenarioError(.syntax, file: file, line: context.mark.line, column: context.mark.column,
+                                 problem: "the key(s) \(duplicates.map { "'\($0)'" }.joined(separator: ", ")) appear more than once in the same mapping.",
+                                 fix: "keep one of each key.")
+        default:
+            return ScenarioError(.syntax, file: file, problem: "invalid YAML: \(error).", fix: fix)
+        }
+    }
+}
+
+/// Walks the composed YAML node tree and builds a `Scenario`, failing on the first problem.
+private struct Reader {
+    let file: String
+    let identities: IdentityDirectory
+
+    func fail(
+        _ code: ScenarioError.Code, _ node: Node?, _ field: String, _ problem: String, fix: String
+    ) -> ScenarioError {
+        ScenarioError(code, file: file, line: node?.mark?.line, column: node?.mark?.column, field: field,
+                      problem: problem, fix: fix)
+    }
+
+    func kind(_ node: Node) -> String {
+        switch node {
+        case .scalar: return "a single value"
+        case .sequence: return "a list"
+        case .mapping: return "a mapping"
+        case .alias: return "an alias"
+        }
+    }
+
+    /// The key/value pairs of a mapping, rejecting keys not in `allowed`.
+    func mapping(_ node: Node, _ field: String, allowed: [String]) throws -> [String: (key: Node, value: Node)] {
+        guard let m = node.mapping else {
+            throw fail(.notAMapping, node, field, "expected a mapping of `key: value` lines, found \(kind(node)).",
+                       fix: "write the fields \(allowed.joined(separator: ", ")) indented under `\(field.isEmpty ? "the file" : field)`.")
+        }
+        var out: [String: (key: Node, value: Node)] = [:]
+        for (k, v) in m {
+            let name = k.string ?? ""
+            let path = field.isEmpty ? name : "\(field).\(name)"
+            guard allowed.contains(name) else {
+                let hint = suggestion(name, in: allowed).map { "did you mean '\($0)'? " } ?? ""
+                throw fail(.unknownField, k, path, "unknown field '\(name)'.",
+                           fix: "\(hint)Fields allowed here: \(allowed.joined(separator: ", ")).")
+            }
+            out[name] = (k, v)
+        }
+        return out
+    }
+
+    func required(
+        _ m: [String: (key: Node, value: Node)], _ key: String, in parent: Node, _ field: String, hint: String
+    ) throws -> Node {
+        guard let v = m[key]?.value else {
+            let path = field.isEmpty ? key : "\(field).\(key)"
+            throw fail(.missingField, parent, path, "the required field '\(key)' is missing.", fix: hint)
+        }
+        return v
+    }
+
+    func string(_ node: Node, _ field: String, fix: String) throws -> String {
+        guard case .scalar = node, let s = node.string else {
+            throw fail(.wrongType, node, field, "expected a single text value, found \(kind(node)).", fix: fix)
+        }
+        return s
+    }
+
+    func nonEmptyString(_ node: Node, _ field: String, fix: String) throws -> String {
+        let s = try string(node, field, fix: fix).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !s.isEmpty else { throw fail(.wrongType, node, field, "the value is empty.", fix: fix) }
+        return s
+    }
+
+    func list(_ node: Node, _ field: String, fix: String) throws -> [(String, Node)] {
+        guard let seq = node.sequence else {
+            if case .scalar = node, let s = node.string, !s.isEmpty {
+                throw fail(.wrongType, node, field, "expected a list, found the single value '\(s)'.",
+                           fix: "write it as a list: [\(s)]. \(fix)")
+            }
+            throw fail(.wrongType, node, field, "expected a list, found \(kind(node)).", fix: fix)
+        }
+        var out: [(String, Node)] = []
+        for (i, item) in seq.enumerated() {
+            out.append((try string(item, "\(field)[\(i)]", fix: fix), item))
+        }
+        return out
+    }
+
+    /// An identity name that exists in the PKI and, when `roles` is given, has one of those roles.
+    func identity(_ name: String, _ node: Node, _ field: String, roles: [Role]?, purpose: String) throws -> String {
+        guard let entry = identities[name] else {
+            let candidates = roles.map { r in r.flatMap { identities.names(withRole: $0) } } ?? identities.names
+            let hint = suggestion(name, in: candidates).map { "Did you mean '\($0)'? " } ?? ""
+            throw fail(.unknownIdentity, node, field, "'\(name)' is not an identity of the PKI.",
+                       fix: "\(hint)Use one of: \(candidates.joined(separator: ", ")) (`pinlab pki list` shows them all).")
+        }
+        if let roles, !roles.contains(entry.role) {
+            let allowed = roles.flatMap { identities.names(withRole: $0) }
+            throw fail(.wrongRole, node, field,
+                       "'\(name)' is a \(entry.role) but \(purpose) must be a \(roles.map(\.rawValue).joined(separator: " or ")).",
+                       fix: "use one of: \(allowed.joined(separator: ", ")).")
+        }
+        return name
+    }
+
+    func scenario(_ root: Node, expectedID: String?) throws -> Scenario {
+        let top = try mapping(root, "", allowed: ScenarioLoader.topLevelFields)
+
+        // id
+        let idNode = try required(top, "id", in: root, "", hint: "add `id: <file name without .yaml>` as the first line.")
+        let id = try nonEmptyString(idNode, "id", fix: "write the id as lower-case words joined by dashes, e.g. `id: expired-leaf`.")
+        let idOK = id.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "." }
+            && !(id.first == "-" || id.first == ".")
+        guard idOK else {
+            throw fail(.invalidID, idNode, "id", "'\(id)' is not a valid scenario id.",
+                       fix: "use lower-case letters, digits, dots and dashes only, starting with a letter or digit.")
+        }
+        if let expectedID, expectedID != id {
+            throw fail(.idMismatch, idNode, "id", "the id '\(id)' does not match the file name '\(expectedID).yaml'.",
+                       fix: "rename the file to '\(id).yaml' or change the id to '\(expectedID)'.")
+        }
+
+        let title = try nonEmptyString(
+            try required(top, "title", in: root, "", hint: "add `title: <one line saying what the server does>`."),
+            "title", fix: "write a one-line title; quote it if it contains ': '.")
+        let teaching = try nonEmptyString(
+            try required(top, "teaching", in: root, "", hint: "add `teaching: >` followed by an indented paragraph: what happens in production, what a correct client does and why."),
+            "teaching", fix: "write a paragraph: what happens in production, what a correct client does and why.")
+        var tags: [String] = []
+        if let t = top["tags"]?.value {
+            tags = try list(t, "tags", fix: "write tags as a list, e.g. `tags: [rotation]`.").map(\.0)
+        }
+
+        let server = try serverSide(try required(top, "server", in: root, "", hint: "add a `server:` mapping with at least `chain: [leaf, intermediate]`."))
+        let client = try clientSide(try required(top, "client", in: root, "", hint: "add a `client:` mapping with at least `trust: lab-root`."), server: server)
+
+        // expect
+        let expectNode = try required(top, "expect", in: root, "", hint: "add an `expect:` mapping with accept or refuse for each of \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
+        let expectations = try expectations(expectNode)
+
+        var notes: [PinProfile: String] = [:]
+        if let n = top["notes"]?.value {
+            let profiles = PinProfile.all.map(\.rawValue)
+            guard let m = n.mapping else {
+                throw fail(.notAMapping, n, "notes", "expected a mapping of pin profile to text, found \(kind(n)).",
+                           fix: "write one line per profile, e.g. `leaf-spki: \"K2 was the backup\"`.")
+            }
+            for (k, v) in m {
+                let name = k.string ?? ""
+                guard profiles.contains(name) else {
+                    let hint = suggestion(name, in: profiles).map { "Did you mean '\($0)'? " } ?? ""
+                    throw fail(.unknownProfile, k, "notes.\(name)", "'\(name)' is not a pin profile.",
+                               fix: "\(hint)Pin profiles: \(profiles.joined(separator: ", ")).")
+                }
+                notes[PinProfile(rawValue: name)] = try nonEmptyString(v, "notes.\(name)", fix: "write the note as text; quote it if it contains ': '.")
+            }
+        }
+
+        return Scenario(id: id, title: title, tags: tags, teaching: teaching, server: server, client: client,
+                        expectations: expectations, notes: notes, source: file)
+    }
+
+    func serverSide(_ node: Node) throws -> Scenario.Server {
+        let m = try mapping(node, "server", allowed: ScenarioLoader.serverFields)
+        let chainNode = try required(m, "chain", in: node, "server", hint: "list the certificates the server sends, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
+        let entries = try list(chainNode, "server.chain", fix: "list identity names, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
+        guard !entries.isEmpty else {
+            throw fail(.emptyChain, chainNode, "server.chain", "the chain references no certificate; a server must send at least its own.",
+                       fix: "list the certificates the server sends, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
+        }
+        var chain: [String] = []
+        for (i, (name, n)) in entries.enumerated() {
+            let field = "server.chain[\(i)]"
+            if i == 0 {
+                _ = try identity(name, n, field, roles: [.leaf], purpose: "the first certificate of the chain (the server's own, whose key the server uses)")
+            } else {
+                _ = try identity(name, n, field, roles: nil, purpose: "")
+            }
+            if let first = chain.firstIndex(of: name) {
+                throw fail(.duplicateInChain, n, field, "'\(name)' is already listed at server.chain[\(first)].",
+                           fix: "list each certificate once.")
+            }
+            chain.append(name)
+        }
+
+        var versions: [TLSProtocolVersion] = [.tls12, .tls13]
+        var ciphers: [String] = []
+        if let t = m["tls"]?.value {
+            let tm = try mapping(t, "server.tls", allowed: ScenarioLoader.tlsFields)
+            if let v = tm["versions"]?.value {
+                let all = TLSProtocolVersion.all.map(\.rawValue)
+                let items = try list(v, "server.tls.versions", fix: "e.g. `versions: [tls1.2, tls1.3]`.")
+                guard !items.isEmpty else {
+                    throw fail(.badTLSVersion, v, "server.tls.versions", "the list of TLS versions is empty.",
+                               fix: "name at least one of \(all.joined(separator: ", ")), or remove the field for the default (tls1.2, tls1.3).")
+                }
+                versions = []
+                for (i, (name, n)) in items.enumerated() {
+                    guard all.contains(name) else {
+                        let hint = suggestion(name, in: all).map { "Did you mean '\($0)'? " } ?? ""
+                        throw fail(.badTLSVersion, n, "server.tls.versions[\(i)]", "'\(name)' is not a TLS version this lab knows.",
+                                   fix: "\(hint)Use \(all.joined(separator: ", ")).")
+                    }
+                    versions.append(TLSProtocolVersion(rawValue: name))
+                }
+                versions = Array(Set(versions)).sorted()
+            }
+            if let c = tm["ciphers"]?.value {
+                for (i, (name, n)) in try list(c, "server.tls.ciphers", fix: "e.g. `ciphers: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]`.").enumerated() {
+                    let ok = name.hasPrefix("TLS_") && name.allSatisfy { $0.isUppercase || $0.isNumber || $0 == "_" }
+                    guard ok else {
+                        throw fail(.badCipherSuite, n, "server.tls.ciphers[\(i)]", "'\(name)' is not an IANA cipher suite name.",
+                                   fix: "write IANA names such as TLS_AES_128_GCM_SHA256 or TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, not OpenSSL names.")
+                    }
+                    ciphers.append(name)
+                }
+            }
+        }
+
+        var mode = ClientAuthMode.none
+        var trust: [String] = []
+        if let ca = m["client-auth"]?.value {
+            let cm = try mapping(ca, "server.client-auth", allowed: ScenarioLoader.clientAuthFields)
+            let modes = ClientAuthMode.allCases.map(\.rawValue)
+            let modeNode = try required(cm, "mode", in: ca, "server.client-auth", hint: "add `mode: required` (or optional, none).")
+            let modeText = try string(modeNode, "server.client-auth.mode", fix: "use one of \(modes.joined(separator: ", ")).")
+            guard let parsed = ClientAuthMode(rawValue: modeText) else {
+                let hint = suggestion(modeText, in: modes).map { "Did you mean '\($0)'? " } ?? ""
+                throw fail(.badClientAuthMode, modeNode, "server.client-auth.mode", "'\(modeText)' is not a client authentication mode.",
+                           fix: "\(hint)Use one of \(modes.joined(separator: ", ")).")
+            }
+            mode = parsed
+            if let tn = cm["trust"]?.value {
+                for (i, (name, n)) in try list(tn, "server.client-auth.trust", fix: "e.g. `trust: [client-ca]`.").enumerated() {
+                    trust.append(try identity(name, n, "server.client-auth.trust[\(i)]", roles: [.root, .intermediate],
+                                              purpose: "a CA the server accepts client certificates from"))
+                }
+            }
+            if mode != .none && trust.isEmpty {
+                throw fail(.missingClientAuthTrust, cm["trust"]?.value ?? ca, "server.client-auth.trust",
+                           "client authentication is \(mode) but no CA is listed to verify client certificates.",
+                           fix: "add `trust: [client-ca]`.")
+            }
+        }
+        return Scenario.Server(chain: chain, tlsVersions: versions, cipherSuites: ciphers, clientAuth: mode,
+                               clientAuthTrust: trust)
+    }
+
+    func clientSide(_ node: Node, server: Scenario.Server) throws -> Scenario.Client {
+        let m = try mapping(node, "client", allowed: ScenarioLoader.clientFields)
+        let trustNode = try required(m, "trust", in: node, "client", hint: "add `trust: lab-root` (or lab-root+proxy-root for a device with a proxy's root installed).")
+        let trustText = try string(trustNode, "client.trust", fix: "write root names joined by '+', e.g. `trust: lab-root+proxy-root`.")
+        let roots = identities.names(withRole: .root)
+        let parts = TrustProfile(rawValue: trustText).roots
+        for part in parts {
+            guard let e = identities[part], e.role == .root else {
+                let hint = suggestion(part, in: roots).map { "Did you mean '\($0)'? " } ?? ""
+                let what = identities[part] == nil ? "is not an identity of the PKI" : "is a \(identities[part]!.role), not a root"
+                throw fail(.badTrustProfile, trustNode, "client.trust", "bad trust profile '\(trustText)': '\(part)' \(what).",
+                           fix: "\(hint)A trust profile is one or more roots joined by '+': lab-root, lab-root+proxy-root (roots: \(roots.joined(separator: ", "))).")
+            }
+        }
+        if Set(parts).count != parts.count {
+            throw fail(.badTrustProfile, trustNode, "client.trust", "bad trust profile '\(trustText)': a root is listed twice.",
+                       fix: "list each root once, e.g. lab-root+proxy-root.")
+        }
+
+        var pinned = Scenario.defaultPinnedIdentity
+        if let p = m["pinned"]?.value {
+            pinned = try identity(try string(p, "client.pinned", fix: "name the leaf the client was built for."), p,
+                                  "client.pinned", roles: [.leaf], purpose: "the identity the client was built for")
+            if let e = identities[pinned], e.issuer == e.name || identities[e.issuer]?.role == .root {
+                throw fail(.wrongRole, p, "client.pinned", "'\(pinned)' has no intermediate above it, so the profile intermediate-spki would pin nothing.",
+                           fix: "pin a leaf issued by an intermediate, e.g. leaf-v1.")
+            }
+        }
+        var backup = Scenario.defaultBackupIdentity
+        if let b = m["backup"]?.value {
+            backup = try identity(try string(b, "client.backup", fix: "name the identity whose key is the backup pin."), b,
+                                  "client.backup", roles: [.leaf], purpose: "the backup pin's identity")
+        }
+        var present: String?
+        if let c = m["present"]?.value {
+            let name = try identity(try string(c, "client.present", fix: "name the client certificate to present, e.g. client-valid."), c,
+                                    "client.present", roles: [.client], purpose: "the certificate the client presents")
+            guard server.clientAuth != .none else {
+                throw fail(.presentWithoutClientAuth, c, "client.present",
+                           "the client is told to present '\(name)' but the server never asks for a client certificate.",
+                           fix: "add `client-auth: {mode: required, trust: [client-ca]}` under `server`, or remove `present`.")
+            }
+            present = name
+        }
+        return Scenario.Client(trust: TrustProfile(rawValue: trustText), pinned: pinned, backup: backup, present: present)
+    }
+
+    func expectations(_ node: Node) throws -> [PinProfile: Expectation] {
+        let profiles = PinProfile.all.map(\.rawValue)
+        guard let m = node.mapping else {
+            throw fail(.notAMapping, node, "expect", "expected a mapping of pin profile to accept/refuse, found \(kind(node)).",
+                       fix: "write one line per profile: \(profiles.map { "`\($0): accept`" }.joined(separator: ", ")).")
+        }
+        var out: [PinProfile: Expectation] = [:]
+        for (k, v) in m {
+            let name = k.string ?? ""
+            guard profiles.contains(name) else {
+                let hint = suggestion(name, in: profiles).map { "Did you mean '\($0)'? " } ?? ""
+                throw fail(.unknownProfile, k, "expect.\(name)", "'\(name)' is not a pin profile.",
+                           fix: "\(hint)Pin profiles: \(profiles.joined(separator: ", ")).")
+            }
+            let text = (v.string ?? "")
+            guard case .scalar = v, let e = Expectation(rawValue: text) else {
+                throw fail(.badExpectation, v, "expect.\(name)", "'\(text)' is not an expectation.",
+                           fix: "write `accept` (the client must send its request) or `refuse` (it must not).")
+            }
+            out[PinProfile(rawValue: name)] = e
+        }
+        let missing = PinProfile.all.filter { out[$0] == nil }
+        if !missing.isEmpty {
+            throw fail(.missingExpectation, node, "expect.\(missing[0].rawValue)",
+                       "no expectation for the pin profile(s) \(missing.map(\.rawValue).joined(separator: ", ")).",
+                       fix: "add \(missing.map { "`\($0.rawValue): accept|refuse`" }.joined(separator: ", ")) under `expect`.")
+        }
+        return out
+    }
+}
+
+/// The closest candidate to `word` by edit distance, if it is close enough to be a likely typo.
+func suggestion(_ word: String, in candidates: [String]) -> String? {
+    let w = Array(word.lowercased())
+    var best: (String, Int)?
+    for c in candidates {
+        let lc = c.lowercased()
+        let prefixMatch = w.count >= 3 && (lc.hasPrefix(String(w)) || String(w).hasPrefix(lc))
+        let d = prefixMatch ? 1 : editDistance(w, Array(lc))
+        if d <= max(2, c.count / 3), best == nil || d < best!.1 { best = (c, d) }
+    }
+    return best?.0
+}
+
+func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+    if a.isEmpty { return b.count }
+    if b.isEmpty { return a.count }
+    var prev = Array(0...b.count)
+    var cur = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+        cur[0] = i
+        for j in 1...b.count {
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        swap(&prev, &cur)
+    }
+    return prev[b.count]
+}

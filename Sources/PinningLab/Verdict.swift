@@ -1,0 +1,288 @@
+import Foundation
+public import PinningLabCore
+
+/// What happened in one cell, as far as it could be seen.
+public enum ObservedOutcome: String, Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The client sent its request: the server read application data.
+    case accepted
+    /// The client closed or alerted before sending anything, or the handshake failed.
+    case refused
+    public var description: String { rawValue }
+    public init(_ e: Expectation) { self = e == .accept ? .accepted : .refused }
+    public var asExpectation: Expectation { self == .accepted ? .accept : .refuse }
+}
+
+/// What the server saw of one client connection, reduced to what a verdict needs. Engine-neutral.
+public struct ServerEvidence: Sendable, Hashable, Codable {
+    /// Whether a connection from the client arrived at all.
+    public var connected: Bool
+    /// Whether the TLS handshake completed on the server's side.
+    public var handshakeCompleted: Bool
+    /// Whether the server read application data (the HTTP request line): the client accepted.
+    public var applicationDataReceived: Bool
+    /// The request line the server read, e.g. `GET / HTTP/1.1`.
+    public var requestLine: String?
+    /// The alert the client sent, e.g. `bad_certificate (42)`.
+    public var alertReceived: String?
+    /// The alert the server sent, e.g. `certificate_required (116)`.
+    public var alertSent: String?
+    /// The server's own error, e.g. the reason it rejected a client certificate.
+    public var serverError: String?
+    public var negotiatedVersion: String?
+    public var cipherSuite: String?
+    public var sni: String?
+    /// The subject of the client certificate presented, if any.
+    public var clientCertificateSubject: String?
+    /// Milliseconds from accept to the end of the handshake, when it completed.
+    public var handshakeMilliseconds: Double?
+
+    public init(
+        connected: Bool, handshakeCompleted: Bool = false, applicationDataReceived: Bool = false,
+        requestLine: String? = nil, alertReceived: String? = nil, alertSent: String? = nil,
+        serverError: String? = nil, negotiatedVersion: String? = nil, cipherSuite: String? = nil,
+        sni: String? = nil, clientCertificateSubject: String? = nil, handshakeMilliseconds: Double? = nil
+    ) {
+        self.connected = connected
+        self.handshakeCompleted = handshakeCompleted
+        self.applicationDataReceived = applicationDataReceived
+        self.requestLine = requestLine
+        self.alertReceived = alertReceived
+        self.alertSent = alertSent
+        self.serverError = serverError
+        self.negotiatedVersion = negotiatedVersion
+        self.cipherSuite = cipherSuite
+        self.sni = sni
+        self.clientCertificateSubject = clientCertificateSubject
+        self.handshakeMilliseconds = handshakeMilliseconds
+    }
+
+    /// No connection reached the server.
+    public static let noConnection = ServerEvidence(connected: false)
+
+    public var outcome: ObservedOutcome { applicationDataReceived ? .accepted : .refused }
+}
+
+/// The verdict of one cell (scenario × pin profile × engine): expected against observed, with the reason.
+public struct Verdict: Sendable, Hashable, Codable {
+    public struct Status: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// Observed equals expected, and the client's claim (if any) agrees with the server.
+        public static let pass = Status(rawValue: "pass")
+        /// Observed differs from expected: the client deviates.
+        public static let fail = Status(rawValue: "fail")
+        /// The server's observation matches the expectation but the client claims the opposite.
+        public static let disagree = Status(rawValue: "disagree")
+        /// The client does not support this pin profile; not run.
+        public static let skipped = Status(rawValue: "skipped")
+        /// The engine cannot serve this scenario; not run.
+        public static let unsupported = Status(rawValue: "unsupported")
+        /// The harness could not run the cell (a server failed to start, the client could not be launched).
+        public static let error = Status(rawValue: "error")
+        public static let all: [Status] = [.pass, .fail, .disagree, .skipped, .unsupported, .error]
+        public var description: String { rawValue }
+        /// Whether this status makes `pinlab check` exit non-zero.
+        public var isDeviation: Bool { self == .fail || self == .disagree || self == .error }
+    }
+
+    /// Times in milliseconds.
+    public struct Timings: Sendable, Hashable, Codable {
+        /// The client's run, from launch to its end.
+        public var clientMilliseconds: Double
+        /// The server's handshake, when it completed.
+        public var handshakeMilliseconds: Double?
+        public init(clientMilliseconds: Double = 0, handshakeMilliseconds: Double? = nil) {
+            self.clientMilliseconds = clientMilliseconds
+            self.handshakeMilliseconds = handshakeMilliseconds
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case scenario, profile, engine, client, expected, observed, claim, status = "verdict", reason, category,
+             alert, clientDetail = "client-detail", evidence, timings
+    }
+
+    public var scenario: String
+    public var profile: PinProfile
+    public var engine: String
+    public var client: String
+    public var expected: Expectation
+    /// The outcome the verdict rests on: the server's observation (the oracle); `nil` when not run.
+    public var observed: ObservedOutcome?
+    /// The client's own claim, for adapters that report one.
+    public var claim: ClientOutcome.Claim?
+    public var status: Status
+    /// A one-line human reason, e.g. "expected refuse, but the server received GET / HTTP/1.1".
+    public var reason: String
+    /// Why the client refused, where the evidence allows.
+    public var category: RefusalCategory?
+    /// The alert seen on the wire (sent by the client, or by the server when it refused a client certificate).
+    public var alert: String?
+    /// The client's detail text (error message or exit status).
+    public var clientDetail: String?
+    public var evidence: ServerEvidence?
+    public var timings: Timings
+
+    public init(
+        scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
+        observed: ObservedOutcome?, claim: ClientOutcome.Claim?, status: Status, reason: String,
+        category: RefusalCategory? = nil, alert: String? = nil, clientDetail: String? = nil,
+        evidence: ServerEvidence? = nil, timings: Timings = Timings()
+    ) {
+        self.scenario = scenario
+        self.profile = profile
+        self.engine = engine
+        self.client = client
+        self.expected = expected
+        self.observed = observed
+        self.claim = claim
+        self.status = status
+        self.reason = reason
+        self.category = category
+        self.alert = alert
+        self.clientDetail = clientDetail
+        self.evidence = evidence
+        self.timings = timings
+    }
+
+    /// A cell that was not run.
+    public static func notRun(
+        scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
+        status: Status, reason: String
+    ) -> Verdict {
+        Verdict(scenario: scenario, profile: profile, engine: engine, client: client, expected: expected,
+                observed: nil, claim: nil, status: status, reason: reason)
+    }
+
+    /// Judges one cell from the server's evidence and, when the adapter reports one, the client's outcome.
+    public static func judge(
+        scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
+        evidence: ServerEvidence, outcome: ClientOutcome?, clientAuth: ClientAuthMode = .none,
+        clientMilliseconds: Double = 0
+    ) -> Verdict {
+        let observed = evidence.outcome
+        let claimed: ObservedOutcome? = outcome.map { $0.claim == .accepted ? .accepted : .refused }
+        let alert = evidence.alertReceived ?? evidence.alertSent
+        var category: RefusalCategory?
+        if observed == .refused || claimed == .refused {
+            category = classify(evidence: evidence, outcome: outcome, clientAuth: clientAuth)
+        }
+
+        let status: Status
+        var reason: String
+        let matches = observed.asExpectation == expected
+        switch (matches, claimed) {
+        case (false, _):
+            status = .fail
+            if observed == .accepted {
+                reason = "expected refuse, but the client sent its request (\(evidence.requestLine ?? "application data"))"
+            } else {
+                reason = "expected accept, but the client " + refusalPhrase(evidence: evidence, category: category, alert: alert)
+            }
+        case (true, let c?) where c != observed:
+            status = .disagree
+            reason = c == .accepted
+                ? "the client claims it succeeded, but the server received no request"
+                : "the client claims it refused, but the server received its request (\(evidence.requestLine ?? "application data"))"
+        default:
+            status = .pass
+            reason = observed == .accepted
+                ? "sent its request as expected"
+                : "refused as expected: " + refusalPhrase(evidence: evidence, category: category, alert: alert)
+        }
+        if status != .pass, let d = outcome?.detail, !d.isEmpty {
+            reason += "; client says: \(d)"
+        }
+        return Verdict(
+            scenario: scenario, profile: profile, engine: engine, client: client, expected: expected,
+            observed: observed, claim: outcome?.claim, status: status, reason: reason, category: category,
+            alert: alert, clientDetail: outcome.map(detailText), evidence: evidence,
+            timings: Timings(clientMilliseconds: clientMilliseconds, handshakeMilliseconds: evidence.handshakeMilliseconds))
+    }
+
+    static func detailText(_ o: ClientOutcome) -> String {
+        var parts: [String] = []
+        if let s = o.exitStatus { parts.append("exit \(s)") }
+        if !o.detail.isEmpty { parts.append(o.detail) }
+        return parts.joined(separator: ": ")
+    }
+
+    static func refusalPhrase(evidence: ServerEvidence, category: RefusalCategory?, alert: String?) -> String {
+        var s: String
+        if !evidence.connected {
+            s = "never connected"
+        } else if let sent = evidence.alertSent, evidence.alertReceived == nil {
+            s = "was refused by the server (alert \(sent))"
+        } else if let a = evidence.alertReceived {
+            s = "aborted the handshake with alert \(a)"
+        } else if evidence.handshakeCompleted {
+            s = "closed after the handshake without sending a request"
+        } else {
+            s = "closed during the handshake"
+        }
+        if let category { s += " [\(category)]" }
+        return s
+    }
+
+    /// Classifies a refusal: the client's own category first, then the alerts on the wire.
+    public static func classify(
+        evidence: ServerEvidence, outcome: ClientOutcome?, clientAuth: ClientAuthMode = .none
+    ) -> RefusalCategory? {
+        // The server itself refused the client's certificate (or its absence).
+        if clientAuth != .none, evidence.alertReceived == nil, evidence.alertSent != nil || evidence.serverError != nil {
+            return .clientAuth
+        }
+        if let c = outcome?.category { return c }
+        let alert = (evidence.alertReceived ?? evidence.alertSent ?? "").lowercased()
+        if alert.contains("certificate_required") { return .clientAuth }
+        if alert.contains("unknown_ca") || alert.contains("certificate_expired") || alert.contains("bad_certificate")
+            || alert.contains("unsupported_certificate") || alert.contains("certificate_revoked")
+            || alert.contains("certificate_unknown") {
+            return .chainInvalid
+        }
+        if alert.contains("protocol_version") || alert.contains("insufficient_security")
+            || alert.contains("handshake_failure") || alert.contains("illegal_parameter") || alert.contains("decode_error") {
+            return .protocolError
+        }
+        if let d = outcome?.detail.lowercased() {
+            if d.contains("pin") || d.contains("public key does not match") { return .pinMismatch }
+            if d.contains("hostname") || d.contains("host name") || d.contains("subject alternative name")
+                || d.contains("no alternative certificate subject name") { return .hostname }
+            if d.contains("timed out") || d.contains("timeout") { return .timeout }
+            if d.contains("verify") || d.contains("certificate") || d.contains("issuer") { return .chainInvalid }
+        }
+        return nil
+    }
+}
+
+/// Counts of statuses over a set of verdicts.
+public struct VerdictSummary: Sendable, Hashable, Codable {
+    public var total = 0
+    public var pass = 0
+    public var fail = 0
+    public var disagree = 0
+    public var skipped = 0
+    public var unsupported = 0
+    public var error = 0
+    public init() {}
+    public init(_ verdicts: [Verdict]) {
+        for v in verdicts { add(v.status) }
+    }
+    public mutating func add(_ s: Verdict.Status) {
+        total += 1
+        switch s {
+        case .pass: pass += 1
+        case .fail: fail += 1
+        case .disagree: disagree += 1
+        case .skipped: skipped += 1
+        case .unsupported: unsupported += 1
+        default: error += 1
+        }
+    }
+    public var deviations: Int { fail + disagree + error }
+    public var deviates: Bool { deviations > 0 }
+    /// `140 cells: 136 pass, 2 fail, 0 disagree, 2 skipped, 0 unsupported, 0 error`.
+    public var line: String {
+        "\(total) cells: \(pass) pass, \(fail) fail, \(disagree) disagree, \(skipped) skipped, \(unsupported) unsupported, \(error) error"
+    }
+}

@@ -1,0 +1,229 @@
+import Foundation
+import PinningLab
+import Testing
+
+/// A valid scenario; each malformed case below changes one thing in it.
+let validScenarioYAML = """
+    id: sample
+    title: A sample
+    tags: [baseline]
+    teaching: >
+      Text.
+    server:
+      chain: [leaf-v1, lab-intermediate-a]
+    client:
+      trust: lab-root
+    expect:
+      none: accept
+      leaf-cert: accept
+      leaf-spki: accept
+      leaf-spki+backup: accept
+      intermediate-spki: accept
+      root-spki: accept
+    """
+
+struct MalformedCase: Sendable, CustomTestStringConvertible {
+    var name: String
+    var yaml: String
+    var code: ScenarioError.Code
+    var line: Int
+    var field: String
+    /// Words the message must contain (what is wrong, and the fix).
+    var mentions: [String]
+    var testDescription: String { name }
+}
+
+func replacing(_ old: String, _ new: String) -> String {
+    precondition(validScenarioYAML.contains(old), "test case does not apply: \(old)")
+    return validScenarioYAML.replacingOccurrences(of: old, with: new)
+}
+
+let malformedCases: [MalformedCase] = [
+    MalformedCase(name: "yaml syntax", yaml: replacing("title: A sample", "title: A: sample"),
+                  code: .syntax, line: 2, field: "", mentions: ["invalid YAML", "quot"]),
+    MalformedCase(name: "duplicate key", yaml: replacing("title: A sample", "title: A sample\ntitle: Again"),
+                  code: .syntax, line: 2, field: "", mentions: ["'title'", "more than once"]),
+    MalformedCase(name: "empty file", yaml: "", code: .notAMapping, line: 1, field: "", mentions: ["empty"]),
+    MalformedCase(name: "top level is a list", yaml: "- id: sample\n", code: .notAMapping, line: 1, field: "",
+                  mentions: ["mapping", "a list"]),
+    MalformedCase(name: "unknown field with typo", yaml: replacing("teaching: >", "teachng: >"),
+                  code: .unknownField, line: 4, field: "teachng", mentions: ["unknown field", "did you mean 'teaching'"]),
+    MalformedCase(name: "missing title", yaml: replacing("title: A sample\n", ""),
+                  code: .missingField, line: 1, field: "title", mentions: ["'title'", "missing"]),
+    MalformedCase(name: "invalid id", yaml: replacing("id: sample", "id: Sample_One"),
+                  code: .invalidID, line: 1, field: "id", mentions: ["Sample_One", "lower-case"]),
+    MalformedCase(name: "id does not match file", yaml: replacing("id: sample", "id: other"),
+                  code: .idMismatch, line: 1, field: "id", mentions: ["'other'", "sample.yaml"]),
+    MalformedCase(name: "unknown identity in chain", yaml: replacing("lab-intermediate-a]", "lab-intermediat-a]"),
+                  code: .unknownIdentity, line: 7, field: "server.chain[1]",
+                  mentions: ["'lab-intermediat-a'", "Did you mean 'lab-intermediate-a'"]),
+    MalformedCase(name: "empty chain", yaml: replacing("[leaf-v1, lab-intermediate-a]", "[]"),
+                  code: .emptyChain, line: 7, field: "server.chain", mentions: ["references no certificate"]),
+    MalformedCase(name: "root as server certificate", yaml: replacing("[leaf-v1, lab-intermediate-a]", "[lab-root]"),
+                  code: .wrongRole, line: 7, field: "server.chain[0]", mentions: ["'lab-root' is a root", "leaf"]),
+    MalformedCase(name: "certificate twice in chain",
+                  yaml: replacing("[leaf-v1, lab-intermediate-a]", "[leaf-v1, lab-intermediate-a, leaf-v1]"),
+                  code: .duplicateInChain, line: 7, field: "server.chain[2]", mentions: ["server.chain[0]"]),
+    MalformedCase(name: "chain is a single value", yaml: replacing("[leaf-v1, lab-intermediate-a]", "leaf-v1"),
+                  code: .wrongType, line: 7, field: "server.chain", mentions: ["expected a list", "[leaf-v1]"]),
+    MalformedCase(name: "unknown pin profile", yaml: replacing("  root-spki: accept", "  root-spki: accept\n  root-cert: accept"),
+                  code: .unknownProfile, line: 17, field: "expect.root-cert",
+                  mentions: ["not a pin profile", "root-spki"]),
+    MalformedCase(name: "missing expectation", yaml: replacing("  intermediate-spki: accept\n", ""),
+                  code: .missingExpectation, line: 11, field: "expect.intermediate-spki",
+                  mentions: ["intermediate-spki", "accept|refuse"]),
+    MalformedCase(name: "bad expectation", yaml: replacing("  leaf-spki: accept", "  leaf-spki: maybe"),
+                  code: .badExpectation, line: 13, field: "expect.leaf-spki", mentions: ["'maybe'", "`refuse`"]),
+    MalformedCase(name: "bad trust profile", yaml: replacing("trust: lab-root", "trust: lab-root+proxy"),
+                  code: .badTrustProfile, line: 9, field: "client.trust",
+                  mentions: ["'proxy'", "Did you mean 'proxy-root'"]),
+    MalformedCase(name: "trust profile names a leaf", yaml: replacing("trust: lab-root", "trust: leaf-v1"),
+                  code: .badTrustProfile, line: 9, field: "client.trust", mentions: ["is a leaf, not a root"]),
+    MalformedCase(name: "bad TLS version",
+                  yaml: replacing("  chain: [leaf-v1, lab-intermediate-a]", "  chain: [leaf-v1, lab-intermediate-a]\n  tls:\n    versions: [tls1.2, tls1.4]"),
+                  code: .badTLSVersion, line: 9, field: "server.tls.versions[1]", mentions: ["'tls1.4'", "tls1.3"]),
+    MalformedCase(name: "OpenSSL cipher name",
+                  yaml: replacing("  chain: [leaf-v1, lab-intermediate-a]", "  chain: [leaf-v1, lab-intermediate-a]\n  tls:\n    ciphers: [ECDHE-ECDSA-AES128-GCM-SHA256]"),
+                  code: .badCipherSuite, line: 9, field: "server.tls.ciphers[0]", mentions: ["IANA"]),
+    MalformedCase(name: "bad client auth mode",
+                  yaml: replacing("  chain: [leaf-v1, lab-intermediate-a]", "  chain: [leaf-v1, lab-intermediate-a]\n  client-auth:\n    mode: require\n    trust: [client-ca]"),
+                  code: .badClientAuthMode, line: 9, field: "server.client-auth.mode", mentions: ["Did you mean 'required'"]),
+    MalformedCase(name: "client auth without trust",
+                  yaml: replacing("  chain: [leaf-v1, lab-intermediate-a]", "  chain: [leaf-v1, lab-intermediate-a]\n  client-auth:\n    mode: required"),
+                  code: .missingClientAuthTrust, line: 9, field: "server.client-auth.trust", mentions: ["client-ca"]),
+    MalformedCase(name: "present without client auth", yaml: replacing("trust: lab-root", "trust: lab-root\n  present: client-valid"),
+                  code: .presentWithoutClientAuth, line: 10, field: "client.present", mentions: ["never asks"]),
+    MalformedCase(name: "present a server certificate",
+                  yaml: replacing("  chain: [leaf-v1, lab-intermediate-a]\nclient:\n  trust: lab-root", "  chain: [leaf-v1, lab-intermediate-a]\n  client-auth: {mode: required, trust: [client-ca]}\nclient:\n  trust: lab-root\n  present: leaf-v2-renewal"),
+                  code: .wrongRole, line: 11, field: "client.present", mentions: ["is a leaf", "client-valid"]),
+    MalformedCase(name: "pinned identity under a root", yaml: replacing("trust: lab-root", "trust: lab-root\n  pinned: proxy-leaf"),
+                  code: .wrongRole, line: 10, field: "client.pinned", mentions: ["intermediate-spki"]),
+    MalformedCase(name: "notes for an unknown profile", yaml: validScenarioYAML + "\nnotes:\n  leaf-key: \"x\"",
+                  code: .unknownProfile, line: 18, field: "notes.leaf-key", mentions: ["not a pin profile"]),
+]
+
+@Suite("Scenario files")
+struct ScenarioLoaderTests {
+    @Test func validScenarioParses() throws {
+        let s = try ScenarioLoader.parse(yaml: validScenarioYAML, file: "scenarios/sample.yaml", expectedID: "sample")
+        #expect(s.id == "sample")
+        #expect(s.server.chain == ["leaf-v1", "lab-intermediate-a"])
+        #expect(s.server.tlsVersions == [.tls12, .tls13])
+        #expect(s.client.trust == .labRoot)
+        #expect(s.client.pinned == "leaf-v1")
+        #expect(s.client.backup == "leaf-v3-rekey")
+        #expect(s.expectedRow == "A A A A A A")
+    }
+
+    @Test(arguments: malformedCases)
+    func malformedFileIsReported(_ c: MalformedCase) {
+        do {
+            let s = try ScenarioLoader.parse(yaml: c.yaml, file: "scenarios/sample.yaml", expectedID: "sample")
+            Issue.record("parsed without error: \(s.id)")
+        } catch let e as ScenarioError {
+            #expect(e.code == c.code, "\(e)")
+            #expect(e.file == "scenarios/sample.yaml")
+            #expect(e.line == c.line, "\(e)")
+            #expect(e.field == c.field, "\(e)")
+            #expect(!e.fix.isEmpty, "\(e)")
+            for m in c.mentions { #expect(e.description.contains(m), "\(e) should mention \(m)") }
+            #expect(e.description.hasPrefix("scenarios/sample.yaml:\(c.line)"), "\(e)")
+        } catch {
+            Issue.record("unexpected error type: \(error)")
+        }
+    }
+
+    @Test func directoryReportsEveryBrokenFileAndDuplicateIDs() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-scen-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try validScenarioYAML.write(to: dir.appendingPathComponent("sample.yaml"), atomically: true, encoding: .utf8)
+        try validScenarioYAML.replacingOccurrences(of: "id: sample", with: "id: sample")
+            .write(to: dir.appendingPathComponent("sample.yml"), atomically: true, encoding: .utf8)
+        try replacing("lab-root\n", "nowhere\n")
+            .write(to: dir.appendingPathComponent("broken.yaml"), atomically: true, encoding: .utf8)
+        // The id of broken.yaml is "sample", so it fails on the id before the trust profile.
+        do {
+            _ = try Catalogue.load(directory: dir, displayPrefix: "scenarios/")
+            Issue.record("a broken directory loaded")
+        } catch let e as CatalogueError {
+            let codes = e.errors.map(\.code)
+            #expect(codes.contains(.idMismatch))
+            #expect(codes.contains(.duplicateID))
+            #expect(e.errors.first { $0.code == .duplicateID }?.description.contains("scenarios/sample.yaml") == true)
+        }
+    }
+
+    @Test func emptyDirectoryIsAnError() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-empty-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(throws: CatalogueError.self) { try Catalogue.load(directory: dir) }
+    }
+}
+
+@Suite("The bundled catalogue")
+struct BundledCatalogueTests {
+    static let required = [
+        "baseline", "renewal-same-key", "rekey", "emergency-rekey", "sibling-intermediate",
+        "intermediate-renewed-same-key", "expired-leaf", "not-yet-valid-leaf", "expired-intermediate", "wrong-host",
+        "self-signed-pinned-key", "untrusted-rogue", "intercepting-proxy", "chain-stuffing",
+        "name-collision-intermediate", "incomplete-chain", "reversed-chain", "weak-rsa-1024", "sha1-signature",
+        "non-ca-signer", "pathlen-violation", "ecdsa-p384", "rsa-2048", "rsa-4096", "ed25519",
+        "mtls-required-valid", "mtls-required-missing", "mtls-required-untrusted", "mtls-required-expired",
+        "mtls-required-wrong-eku", "mtls-optional-missing",
+    ]
+
+    @Test func loadsFromTheResourceBundle() throws {
+        let c = try Catalogue.bundled()
+        for id in Self.required { #expect(c[id] != nil, "missing scenario \(id)") }
+        #expect(c.ids.first == "baseline")
+        #expect(Set(c.ids).count == c.ids.count)
+    }
+
+    /// DESIGN.md's canonical expectations, in `PinProfile.all` order (none, leaf-cert, leaf-spki,
+    /// leaf-spki+backup, intermediate-spki, root-spki).
+    @Test(arguments: [
+        ("baseline", "A A A A A A"),
+        ("renewal-same-key", "A X A A A A"),
+        ("rekey", "A X X A A A"),
+        ("emergency-rekey", "A X X X A A"),
+        ("intermediate-renewed-same-key", "A A A A A A"),
+        ("sibling-intermediate", "A X A A X A"),
+        ("expired-leaf", "X X X X X X"),
+        ("not-yet-valid-leaf", "X X X X X X"),
+        ("wrong-host", "X X X X X X"),
+        ("untrusted-rogue", "X X X X X X"),
+        ("intercepting-proxy", "A X X X X X"),
+        ("chain-stuffing", "A X X X X X"),
+        ("name-collision-intermediate", "A X X X X X"),
+        ("root-not-sent", "A A A A A A"),
+        ("incomplete-chain", "X X X X X X"),
+        ("reversed-chain", "A A A A A A"),
+        ("weak-rsa-1024", "X X X X X X"),
+        ("sha1-signature", "X X X X X X"),
+        ("mtls-required-valid", "A A A A A A"),
+        ("mtls-required-missing", "X X X X X X"),
+        ("mtls-optional-missing", "A A A A A A"),
+    ])
+    func matchesTheDesignTable(id: String, row: String) throws {
+        let s = try #require(try Catalogue.bundled()[id])
+        #expect(s.expectedRow == row)
+    }
+
+    @Test func reversedChainKeepsTheLeafFirst() throws {
+        let s = try #require(try Catalogue.bundled()["reversed-chain"])
+        #expect(s.server.chain.first == "leaf-v1")
+        #expect(s.server.chain == ["leaf-v1", "lab-root", "lab-intermediate-a"])
+    }
+
+    @Test func mutualTLSScenariosPresentWhatTheirNameSays() throws {
+        let c = try Catalogue.bundled()
+        #expect(c["mtls-required-valid"]?.client.present == "client-valid")
+        #expect(c["mtls-required-missing"]?.client.present == nil)
+        #expect(c["mtls-required-untrusted"]?.client.present == "client-untrusted")
+        #expect(c["mtls-required-expired"]?.client.present == "client-expired")
+        #expect(c["mtls-required-wrong-eku"]?.client.present == "client-wrong-eku")
+        #expect(c["mtls-optional-missing"]?.server.clientAuth == .optional)
+    }
+}
