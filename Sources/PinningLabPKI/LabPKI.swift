@@ -293,6 +293,12 @@ struct Builder {
                            file: url.path, entity: name,
                            fix: "run `pinlab pki init --force` to replace keys (pins change), or restore the spec")
         } catch {
+            let actual = LabKey.sniffType(pkcs8: der)
+            if actual != "unreadable" && actual != type.displayName {
+                throw PKIError(.keyTypeChanged, "the kept key is \(actual) but the spec says \(type.displayName)",
+                               file: url.path, entity: name,
+                               fix: "run `pinlab pki init --force` to replace keys (pins change), or restore the spec")
+            }
             throw PKIError(.keyFileCorrupt, "the key cannot be read as \(type.displayName): \(error)", file: url.path,
                            entity: name, fix: "delete it to generate a new key (its pins will change)")
         }

@@ -364,6 +364,11 @@ struct SpecParser {
             raw.append((name, kn, try mapping(v, entity: name, field: nil)))
         }
         let entityNames = Set(raw.map(\.0))
+        // Entities without `key:` own a key named after them, which others may share with `key: <entity>`.
+        var ownKeys: [String: KeyType] = [:]
+        for (name, _, m) in raw where m["key"] == nil {
+            ownKeys[name] = try m["keyType"].map { try keyType($0, entity: name, field: "keyType") } ?? defaultKeyType
+        }
 
         var specs: [String: EntitySpec] = [:]
         var order: [String] = []
@@ -435,9 +440,9 @@ struct SpecParser {
             var kt: KeyType? = nil
             if let kNode = m["key"] {
                 keyName = try string(kNode, entity: name, field: "key")
-                guard let t = keys[keyName] else {
+                guard let t = keys[keyName] ?? ownKeys[keyName] else {
                     throw fail(.unknownKey, "unknown key '\(keyName)'", kNode, entity: name, field: "key",
-                               fix: "declare it under keys:, or remove 'key' to give the entity its own key \(didYouMean(keyName, keys.keys))")
+                               fix: "declare it under keys:, name an entity that has its own key, or remove 'key' to give the entity its own key \(didYouMean(keyName, Array(keys.keys) + Array(ownKeys.keys)))")
                 }
                 kt = t
             }

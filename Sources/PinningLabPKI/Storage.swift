@@ -94,9 +94,9 @@ enum Storage {
 
     /// The permission bits of a file, or nil if it does not exist.
     static func mode(_ url: URL) -> mode_t? {
-        var st = stat()
-        guard stat(url.path, &st) == 0 else { return nil }
-        return st.st_mode & 0o7777
+        guard let attrs = try? FileManager.default.attributesOfItem(atPath: url.path),
+              let n = attrs[.posixPermissions] as? NSNumber else { return nil }
+        return mode_t(n.uint16Value) & 0o7777
     }
 
     static func exists(_ url: URL) -> Bool { access(url.path, F_OK) == 0 }

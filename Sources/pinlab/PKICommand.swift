@@ -159,7 +159,7 @@ extension PKICommand {
             if let out {
                 let secret = format == "key" || format.hasPrefix("p")
                 let url = URL(fileURLWithPath: out)
-                FileManager.default.createFile(atPath: url.path, contents: nil,
+                _ = FileManager.default.createFile(atPath: url.path, contents: nil,
                                                attributes: [.posixPermissions: NSNumber(value: secret ? 0o600 : 0o644)])
                 try Data(bytes).write(to: url)
                 if secret { chmod(url.path, 0o600) }

@@ -1,0 +1,356 @@
+import Foundation
+import PinningLab
+import PinningLabOpenSSL
+import Testing
+
+/// What `openssl verify` must say about an identity of the lab PKI.
+struct VerifyCase: CustomTestStringConvertible, Sendable {
+    var name: String
+    var root: String = "lab-root"
+    var extra: [String] = []
+    /// nil: "OK"; otherwise the OpenSSL error number it must fail with.
+    var error: Int?
+    var testDescription: String { "\(name) vs \(root) \(extra.joined(separator: " ")) → \(error.map { "error \($0)" } ?? "OK")" }
+}
+
+let verifyCases: [VerifyCase] = [
+    .init(name: "lab-intermediate-a"), .init(name: "lab-intermediate-b"), .init(name: "lab-intermediate-a-renewed"),
+    .init(name: "lab-intermediate-rsa"), .init(name: "lab-intermediate-expired", error: 10),
+    .init(name: "leaf-v1", extra: ["-verify_hostname", "localhost"]),
+    .init(name: "leaf-v1", extra: ["-verify_ip", "127.0.0.1"]),
+    .init(name: "leaf-v1", extra: ["-verify_hostname", "api.pinning.test"]),
+    .init(name: "leaf-v2-renewal"), .init(name: "leaf-v3-rekey"), .init(name: "leaf-emergency-rekey"),
+    .init(name: "leaf-from-intermediate-b"), .init(name: "leaf-p384"), .init(name: "leaf-rsa-2048"),
+    .init(name: "leaf-rsa-3072"), .init(name: "leaf-rsa-4096"), .init(name: "leaf-ed25519"),
+    .init(name: "leaf-expired", error: 10),
+    .init(name: "leaf-not-yet-valid", error: 9),
+    .init(name: "leaf-wrong-host", extra: ["-verify_hostname", "localhost"], error: 62),
+    .init(name: "leaf-wrong-host"),
+    .init(name: "leaf-self-signed", error: 18),
+    .init(name: "leaf-under-expired-intermediate", error: 10),
+    .init(name: "leaf-weak-rsa-1024", extra: ["-auth_level", "2"], error: 66),
+    .init(name: "leaf-sha1", extra: ["-auth_level", "1"], error: 68),
+    .init(name: "leaf-non-ca-signer", error: 79),
+    .init(name: "leaf-pathlen-violation", error: 25),
+    .init(name: "proxy-leaf", error: 20), .init(name: "rogue-leaf", error: 20), .init(name: "twin-leaf", error: 20),
+    .init(name: "proxy-leaf", root: "proxy-root"), .init(name: "twin-leaf", root: "proxy-root"),
+    .init(name: "rogue-leaf", root: "rogue-root"),
+    .init(name: "client-valid", root: "client-ca", extra: ["-purpose", "sslclient"]),
+    .init(name: "client-expired", root: "client-ca", extra: ["-purpose", "sslclient"], error: 10),
+    .init(name: "client-untrusted", root: "client-ca", extra: ["-purpose", "sslclient"], error: 20),
+    .init(name: "client-wrong-eku", root: "client-ca", extra: ["-purpose", "sslclient"], error: 26),
+]
+
+@Suite("Lab PKI judged by openssl and certtool")
+struct IndependentVerifierTests {
+    @Test(arguments: verifyCases)
+    func opensslVerify(_ c: VerifyCase) throws {
+        let pki = SharedPKI.pki
+        let dir = temporaryDirectory("verify")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let files = try ChainFiles(try pki.identity(c.name), in: dir)
+        let root = dir.appendingPathComponent("root.pem").path
+        try pem(try pki.identity(c.root).certificateDER).write(toFile: root, atomically: true, encoding: .utf8)
+        var args = ["openssl", "verify", "-CAfile", root] + c.extra
+        if !(try pki.identity(c.name).issuerChainDER.isEmpty) { args += ["-untrusted", files.untrusted] }
+        let r = try run(args + [files.cert])
+        if let code = c.error {
+            #expect(r.status != 0, "\(r.output)")
+            #expect(r.output.contains("error \(code) "), "expected OpenSSL error \(code), got: \(r.output)")
+        } else {
+            #expect(r.status == 0, "\(r.output)")
+            #expect(r.stdout.contains(": OK"), "\(r.output)")
+        }
+    }
+
+    @Test(arguments: [
+        ("leaf-v1", true), ("leaf-v3-rekey", true), ("leaf-ed25519", true), ("leaf-rsa-2048", true),
+        ("leaf-expired", false), ("leaf-not-yet-valid", false), ("leaf-pathlen-violation", false),
+        ("leaf-non-ca-signer", false), ("proxy-leaf", false), ("twin-leaf", false), ("leaf-self-signed", false),
+        ("leaf-under-expired-intermediate", false),
+    ])
+    func certtoolAgrees(_ name: String, _ trusted: Bool) throws {
+        guard tool("certtool") else {
+            Issue.record("certtool (gnutls-bin) is not installed: apt-get install gnutls-bin")
+            return
+        }
+        let dir = temporaryDirectory("certtool")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let files = try ChainFiles(try SharedPKI.pki.identity(name), in: dir)
+        let root = dir.appendingPathComponent("root.pem").path
+        try pem(try SharedPKI.pki.identity("lab-root").certificateDER).write(toFile: root, atomically: true, encoding: .utf8)
+        let r = try run(["certtool", "--verify", "--load-ca-certificate", root, "--infile", files.chain])
+        if trusted {
+            #expect(r.status == 0 && r.output.contains("Verified. The certificate is trusted"), "\(r.output)")
+        } else {
+            #expect(r.status != 0 || !r.output.contains("Verified. The certificate is trusted"), "\(r.output)")
+        }
+    }
+
+    @Test func nameConstraintsKeepTheRootOffRealSites() throws {
+        let spec = try PKISpec.parse(yaml: """
+            version: 1
+            entities:
+              root:
+                role: root
+                nameConstraints: { permitted: [localhost, .test, 127.0.0.0/8] }
+              ok:
+                role: leaf
+                issuer: root
+                hosts: [api.pinning.test, 127.0.0.1]
+              bank:
+                role: leaf
+                issuer: root
+                hosts: [www.example-bank.com]
+              public-ip:
+                role: leaf
+                issuer: root
+                hosts: [8.8.8.8]
+            """)
+        let dir = temporaryDirectory("nc")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let pki = try LabPKI.open(spec: spec, options: PKIOptions(directory: dir))
+        let root = pki.files(for: "root").certificatePEM.path
+        let ok = try run(["openssl", "verify", "-CAfile", root, pki.files(for: "ok").certificatePEM.path])
+        #expect(ok.status == 0, "\(ok.output)")
+        for bad in ["bank", "public-ip"] {
+            let r = try run(["openssl", "verify", "-CAfile", root, pki.files(for: bad).certificatePEM.path])
+            #expect(r.status != 0 && r.output.contains("error 47 "), "\(bad): \(r.output)")
+        }
+    }
+}
+
+@Suite("Pins")
+struct PinTests {
+    static let names = (try? Lab.builtInSpec().names) ?? []
+
+    @Test(arguments: names)
+    func pinsEqualOpenSSL(_ name: String) throws {
+        let id = try SharedPKI.pki.identity(name)
+        let files = SharedPKI.pki.files(for: name)
+        let spki = try run(["sh", "-c",
+            "openssl x509 -in '\(files.certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"])
+        #expect(spki.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id.pins.spkiBase64, "\(spki.output)")
+        let cert = try run(["sh", "-c", "openssl dgst -sha256 -binary '\(files.certificateDER.path)' | base64"])
+        #expect(cert.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id.pins.certificateBase64)
+        // The bare key is the SPKI's BIT STRING contents: the SPKI DER minus its header.
+        let raw = try run(["sh", "-c",
+            "openssl x509 -in '\(files.certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | openssl asn1parse -inform der -strparse $(openssl x509 -in '\(files.certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | openssl asn1parse -inform der | awk -F: '/BIT STRING/{print $1+0; exit}') -noout -out /dev/stdout 2>/dev/null | openssl dgst -sha256 -binary | base64"])
+        if id.keyType.isRSA {
+            #expect(raw.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id.pins.rawKeyBase64, "\(raw.output)")
+        }
+        #expect(id.pins.rawKeyBase64 != id.pins.spkiBase64)
+    }
+
+    @Test func rawECKeyIsTheX963Point() throws {
+        let id = try SharedPKI.pki.identity("leaf-v1")
+        // For P-256 the SPKI DER is a 26-byte header followed by the 65-byte point 04||X||Y.
+        let r = try run(["sh", "-c",
+            "openssl x509 -in '\(SharedPKI.pki.files(for: "leaf-v1").certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | tail -c 65 | openssl dgst -sha256 -binary | base64"])
+        #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id.pins.rawKeyBase64)
+    }
+
+    @Test func generationsKeepOrChangeTheRightPins() throws {
+        let pki = SharedPKI.pki
+        let v1 = try pki.identity("leaf-v1"), v2 = try pki.identity("leaf-v2-renewal"), v3 = try pki.identity("leaf-v3-rekey")
+        let k3 = try pki.identity("leaf-emergency-rekey")
+        #expect(v1.pins.spkiSHA256 == v2.pins.spkiSHA256)
+        #expect(v1.pins.certificateSHA256 != v2.pins.certificateSHA256)
+        #expect(v1.pins.spkiSHA256 != v3.pins.spkiSHA256)
+        #expect(v1.pins.certificateSHA256 != v3.pins.certificateSHA256)
+        #expect(Set([v1.pins.spkiBase64, v3.pins.spkiBase64, k3.pins.spkiBase64]).count == 3)
+        for n in ["leaf-from-intermediate-b", "leaf-expired", "leaf-self-signed", "leaf-sha1", "leaf-pathlen-violation"] {
+            #expect(try pki.identity(n).pins.spkiSHA256 == v1.pins.spkiSHA256, "\(n) must carry K1")
+        }
+        let a = try pki.identity("lab-intermediate-a"), renewed = try pki.identity("lab-intermediate-a-renewed")
+        #expect(a.pins.spkiSHA256 == renewed.pins.spkiSHA256)
+        #expect(a.certificateDER != renewed.certificateDER)
+    }
+
+    @Test func twinHasTheSameNameAndKeyIdentifierButAnotherKey() throws {
+        let pki = SharedPKI.pki
+        func field(_ name: String, _ args: String) throws -> String {
+            try run(["sh", "-c", "openssl x509 -in '\(pki.files(for: name).certificatePEM.path)' -noout \(args)"]).stdout
+        }
+        #expect(try field("twin-intermediate-a", "-subject") == field("lab-intermediate-a", "-subject"))
+        let ski = try field("lab-intermediate-a", "-ext subjectKeyIdentifier")
+        #expect(ski.contains("Subject Key Identifier"))
+        #expect(try field("twin-intermediate-a", "-ext subjectKeyIdentifier") == ski)
+        #expect(try pki.identity("twin-intermediate-a").pins.spkiSHA256 != pki.identity("lab-intermediate-a").pins.spkiSHA256)
+        #expect(try field("twin-intermediate-a", "-issuer") != field("lab-intermediate-a", "-issuer"))
+    }
+
+    @Test func formats() throws {
+        let ids = [try SharedPKI.pki.identity("leaf-v1"), try SharedPKI.pki.identity("leaf-v3-rekey")]
+        let a = ids[0].pins.spkiBase64, b = ids[1].pins.spkiBase64
+        #expect(PinFormat.okhttp.render(ids) == "sha256/\(a)\nsha256/\(b)\n")
+        #expect(PinFormat.curl.render(ids) == "sha256//\(a);sha256//\(b)\n")
+        #expect(PinFormat.trustkit.render(ids) == "[\"\(a)\", \"\(b)\"]\n")
+        #expect(PinFormat.hpkp.render(ids) == "Public-Key-Pins: pin-sha256=\"\(a)\"; pin-sha256=\"\(b)\"; max-age=5184000\n")
+        let nsc = PinFormat.nsc.render(ids)
+        #expect(nsc.contains("<pin digest=\"SHA-256\">\(a)</pin>") && nsc.contains("<pin digest=\"SHA-256\">\(b)</pin>"))
+        let xml = try run(["python3", "-c", "import sys,xml.dom.minidom; xml.dom.minidom.parseString(sys.stdin.read())"], stdin: nsc)
+        #expect(xml.status == 0, "\(xml.output)")
+        let json = try JSONSerialization.jsonObject(with: Data(PinFormat.json(ids).utf8)) as? [[String: Any]]
+        #expect(json?.count == 2)
+        #expect((json?[0]["spkiSHA256"] as? [String: String])?["base64"] == a)
+    }
+}
+
+@Suite("PKCS#12")
+struct PKCS12Tests {
+    @Test(arguments: ["leaf-v1", "client-valid", "leaf-rsa-2048", "leaf-pathlen-violation"])
+    func opensslOpensTheP12(_ name: String) throws {
+        let pki = SharedPKI.pki
+        let id = try pki.identity(name)
+        let p12 = pki.files(for: name).pkcs12.path
+        let r = try run(["openssl", "pkcs12", "-in", p12, "-passin", "pass:\(pki.pkcs12Password)", "-nodes"])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.stdout.components(separatedBy: "BEGIN CERTIFICATE").count - 1 == 1 + id.issuerChainDER.count)
+        #expect(r.stdout.contains("BEGIN PRIVATE KEY"))
+        #expect(r.stdout.contains("friendlyName: \(name)"))
+        let info = try run(["openssl", "pkcs12", "-in", p12, "-passin", "pass:\(pki.pkcs12Password)", "-info", "-noout"])
+        #expect(info.output.contains("pbeWithSHA1And3-KeyTripleDES-CBC"), "\(info.output)")
+        #expect(info.output.contains("MAC: sha1"), "\(info.output)")
+        let wrong = try run(["openssl", "pkcs12", "-in", p12, "-passin", "pass:wrong", "-nodes"])
+        #expect(wrong.status != 0)
+        #expect(Storage_mode(p12) == 0o600)
+    }
+
+    @Test func roundTripAndWrongPassword() throws {
+        let id = try SharedPKI.pki.identity("client-valid")
+        let p12 = try OpenSSLPKCS12().encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
+                                             chainDER: id.issuerChainDER, friendlyName: "x", password: "s3cret")
+        let back = try OpenSSLPKCS12.open(p12, password: "s3cret")
+        #expect(back.certificateDER == id.certificateDER)
+        #expect(back.privateKeyPKCS8DER == id.privateKeyPKCS8DER)
+        #expect(throws: PKIError(.wrongPassword, "")) { try OpenSSLPKCS12.open(p12, password: "nope") }
+        #expect(throws: PKIError(.pkcs12Failed, "")) { try OpenSSLPKCS12.open([1, 2, 3], password: "s3cret") }
+    }
+}
+
+func Storage_mode(_ path: String) -> Int? {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber).map { $0.intValue & 0o777 }
+}
+
+@Suite("Keys kept, certificates fresh, state safe")
+struct StateTests {
+    /// A small spec: fast to open again and again.
+    static let small = """
+        version: 1
+        keys: { K1: p256, KE: ed25519 }
+        entities:
+          root: { role: root, nameConstraints: { permitted: [localhost, 127.0.0.0/8] } }
+          int: { role: intermediate, issuer: root, pathLength: 0 }
+          leaf: { role: leaf, issuer: int, key: K1, hosts: [localhost, 127.0.0.1] }
+          leaf-ed: { role: leaf, issuer: int, key: KE, hosts: [localhost] }
+          soon: { role: leaf, issuer: int, key: K1, validity: { notBefore: +2h, notAfter: +3d } }
+          rsa: { role: leaf, issuer: int, keyType: rsa2048 }
+        """
+
+    func open(_ dir: URL, seed: String? = nil, now: Date = Date(), reissue: Bool = false, force: Bool = false) throws -> LabPKI {
+        var o = Lab.pkiOptions(directory: dir, seed: seed)
+        o.now = now
+        o.reissue = reissue
+        o.regenerateKeys = force
+        return try LabPKI.open(spec: try PKISpec.parse(yaml: Self.small), options: o)
+    }
+
+    @Test func keysSurviveCertificatesRefresh() throws {
+        let dir = temporaryDirectory("state")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let first = try open(dir)
+        #expect(first.refresh.reissued && first.refresh.generatedKeys.sorted() == ["K1", "KE", "int", "root", "rsa"])
+        let second = try open(dir)
+        #expect(!second.refresh.reissued && second.refresh.generatedKeys.isEmpty)
+        #expect(second.identities.map(\.certificateDER) == first.identities.map(\.certificateDER))
+        let third = try open(dir, reissue: true)
+        #expect(third.refresh.reissued && third.refresh.generatedKeys.isEmpty)
+        for (a, b) in zip(first.identities, third.identities) {
+            #expect(a.pins.spkiSHA256 == b.pins.spkiSHA256, "\(a.name) kept its key")
+            #expect(a.certificateDER != b.certificateDER, "\(a.name) was re-issued")
+        }
+        // Validity windows move: a day later everything is re-issued relative to the new now.
+        let later = try open(dir, now: Date().addingTimeInterval(25 * 3600))
+        #expect(later.refresh.reissued && later.refresh.reason == "validity windows moved")
+        // A not-yet-valid certificate is re-issued before it would become valid.
+        let soon = try open(dir, now: Date().addingTimeInterval(25 * 3600 + 2 * 3600 - 300))
+        #expect(soon.refresh.reissued)
+        let forced = try open(dir, force: true)
+        #expect(forced.refresh.generatedKeys.count == 5)
+        #expect(try forced.identity("leaf").pins.spkiSHA256 != first.identity("leaf").pins.spkiSHA256)
+    }
+
+    @Test func permissions() throws {
+        let dir = temporaryDirectory("perm").appendingPathComponent("pki")
+        defer { try? FileManager.default.removeItem(at: dir.deletingLastPathComponent()) }
+        let pki = try open(dir)
+        #expect(Storage_mode(dir.path) == 0o700)
+        #expect(Storage_mode(dir.appendingPathComponent("keys").path) == 0o700)
+        for k in ["K1", "KE", "root", "int", "rsa"] { #expect(Storage_mode(pki.keyFile(k).path) == 0o600, "\(k)") }
+        #expect(Storage_mode(pki.files(for: "leaf").keyPEM.path) == 0o600)
+        #expect(Storage_mode(pki.files(for: "leaf").certificatePEM.path) == 0o644)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("keys").path)
+            .filter { $0.hasPrefix(".tmp") }
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func unsafeOrDamagedKeysAreClearErrors() throws {
+        let dir = temporaryDirectory("badkey")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let pki = try open(dir)
+        let k1 = pki.keyFile("K1").path
+        chmod(k1, 0o644)
+        let e1 = #expect(throws: PKIError.self) { try open(dir) }
+        #expect(e1?.code == .keyFileTooOpen && e1?.file == k1 && e1!.description.contains("chmod 600"))
+        chmod(k1, 0o600)
+        try "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".write(toFile: k1, atomically: true, encoding: .utf8)
+        chmod(k1, 0o600)
+        let e2 = #expect(throws: PKIError.self) { try open(dir) }
+        #expect(e2?.code == .keyFileCorrupt && e2?.file == k1, "\(String(describing: e2))")
+        try "not a key".write(toFile: k1, atomically: true, encoding: .utf8)
+        chmod(k1, 0o600)
+        #expect(throws: PKIError(.keyFileCorrupt, "")) { try open(dir) }
+        // A kept P-256 key under a spec that now says P-384.
+        try FileManager.default.removeItem(atPath: k1)
+        _ = try open(dir)
+        let changed = Self.small.replacingOccurrences(of: "K1: p256", with: "K1: p384")
+        let e3 = #expect(throws: PKIError.self) {
+            try LabPKI.open(spec: try PKISpec.parse(yaml: changed), options: PKIOptions(directory: dir))
+        }
+        #expect(e3?.code == .keyTypeChanged && e3!.description.contains("--force"))
+    }
+
+    @Test func concurrentOpensLeaveOneConsistentState() async throws {
+        let dir = temporaryDirectory("concurrent")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let results = try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<6 {
+                group.addTask { try self.open(dir).identities.map(\.pins.spkiBase64) }
+            }
+            var all: [[String]] = []
+            for try await r in group { all.append(r) }
+            return all
+        }
+        #expect(Set(results).count == 1, "every opener sees the same keys")
+        let pki = try open(dir)
+        #expect(pki.identities.map(\.pins.spkiBase64) == results[0])
+        let v = try run(["openssl", "verify", "-CAfile", pki.files(for: "root").certificatePEM.path, "-untrusted",
+                         pki.files(for: "int").certificatePEM.path, pki.files(for: "leaf").certificatePEM.path])
+        #expect(v.status == 0, "\(v.output)")
+    }
+
+    @Test func seedsMakePinsReproducible() throws {
+        let a = temporaryDirectory("seed-a"), b = temporaryDirectory("seed-b"), c = temporaryDirectory("seed-c")
+        defer { for d in [a, b, c] { try? FileManager.default.removeItem(at: d) } }
+        let pa = try open(a, seed: "docs"), pb = try open(b, seed: "docs"), pc = try open(c, seed: "other")
+        for n in ["root", "int", "leaf", "leaf-ed"] {
+            #expect(try pa.identity(n).pins.spkiSHA256 == pb.identity(n).pins.spkiSHA256, "\(n)")
+            #expect(try pa.identity(n).pins.spkiSHA256 != pc.identity(n).pins.spkiSHA256, "\(n)")
+        }
+        #expect(try pa.identity("rsa").pins.spkiSHA256 != pb.identity("rsa").pins.spkiSHA256, "RSA keys stay random")
+        // Re-seeding an existing folder re-derives the seeded keys.
+        let reseeded = try open(c, seed: "docs")
+        #expect(try reseeded.identity("leaf").pins.spkiSHA256 == pa.identity("leaf").pins.spkiSHA256)
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import PinningLab
+import Testing
+
+/// A malformed spec and the error it must produce.
+struct BadSpec: CustomTestStringConvertible, Sendable {
+    var label: String
+    var yaml: String
+    var code: PKIError.Code
+    var line: Int?
+    var entity: String?
+    var field: String?
+    var testDescription: String { label }
+}
+
+private let okRoot = "version: 1\nentities:\n  root: { role: root }\n"
+
+let badSpecs: [BadSpec] = [
+    .init(label: "YAML syntax", yaml: "version: 1\nentities:\n  root: { role: root\n", code: .yamlSyntax, line: 4),
+    .init(label: "empty file", yaml: "", code: .missingField, field: "entities"),
+    .init(label: "top level is a list", yaml: "- a\n- b\n", code: .wrongType),
+    .init(label: "no entities", yaml: "version: 1\n", code: .missingField, field: "entities"),
+    .init(label: "unknown top-level field", yaml: okRoot + "entitys: {}\n", code: .unknownField, line: 4, field: "entitys"),
+    .init(label: "unsupported version", yaml: "version: 2\nentities:\n  root: { role: root }\n", code: .unsupportedVersion, line: 1),
+    .init(label: "missing role", yaml: okRoot + "  leaf: { issuer: root }\n", code: .missingField, line: 4, entity: "leaf", field: "role"),
+    .init(label: "unknown role", yaml: okRoot + "  leaf: { role: server, issuer: root }\n", code: .unknownRole, line: 4, entity: "leaf", field: "role"),
+    .init(label: "unknown issuer", yaml: okRoot + "  leaf:\n    role: leaf\n    issuer: rot\n", code: .unknownIssuer, line: 6, entity: "leaf", field: "issuer"),
+    .init(label: "missing issuer", yaml: okRoot + "  leaf: { role: leaf }\n", code: .missingField, line: 4, entity: "leaf", field: "issuer"),
+    .init(label: "issuer cycle", yaml: okRoot + "  a: { role: intermediate, issuer: b }\n  b: { role: intermediate, issuer: a }\n", code: .issuerCycle, entity: "a", field: "issuer"),
+    .init(label: "root with issuer", yaml: okRoot + "  r2: { role: root, issuer: root }\n", code: .rootWithIssuer, line: 4, entity: "r2", field: "issuer"),
+    .init(label: "bad duration", yaml: okRoot + "  leaf:\n    role: leaf\n    issuer: root\n    validity: { notBefore: -1h, notAfter: 30 days }\n", code: .badDuration, line: 7, entity: "leaf", field: "validity.notAfter"),
+    .init(label: "bad unit", yaml: okRoot + "  leaf: { role: leaf, issuer: root, validity: { notBefore: -1x, notAfter: +1d } }\n", code: .badDuration, entity: "leaf", field: "validity.notBefore"),
+    .init(label: "notAfter before notBefore", yaml: okRoot + "  leaf: { role: leaf, issuer: root, validity: { notBefore: +2d, notAfter: +1d } }\n", code: .emptyValidity, entity: "leaf", field: "validity"),
+    .init(label: "leaf marked CA", yaml: okRoot + "  leaf:\n    role: leaf\n    issuer: root\n    ca: true\n", code: .leafMarkedCA, line: 7, entity: "leaf", field: "ca"),
+    .init(label: "path length on a leaf", yaml: okRoot + "  leaf: { role: leaf, issuer: root, pathLength: 1 }\n", code: .pathLengthOnLeaf, entity: "leaf", field: "pathLength"),
+    .init(label: "unknown key type", yaml: okRoot + "  leaf: { role: leaf, issuer: root, keyType: rsa512 }\n", code: .unknownKeyType, entity: "leaf", field: "keyType"),
+    .init(label: "unknown key type in keys", yaml: "version: 1\nkeys:\n  K1: dsa\nentities:\n  root: { role: root }\n", code: .unknownKeyType, line: 3, entity: "K1"),
+    .init(label: "unknown key name", yaml: okRoot + "  leaf: { role: leaf, issuer: root, key: K9 }\n", code: .unknownKey, entity: "leaf", field: "key"),
+    .init(label: "key type conflict", yaml: "version: 1\nkeys: { K1: p256 }\nentities:\n  root: { role: root }\n  leaf: { role: leaf, issuer: root, key: K1, keyType: rsa2048 }\n", code: .keyTypeConflict, entity: "leaf", field: "keyType"),
+    .init(label: "bad host", yaml: okRoot + "  leaf: { role: leaf, issuer: root, hosts: [\"bad host!\"] }\n", code: .badHost, entity: "leaf", field: "hosts"),
+    .init(label: "bad IP range", yaml: "version: 1\nentities:\n  root: { role: root, nameConstraints: { permitted: [127.0.0.0/33] } }\n", code: .badNameConstraint, entity: "root", field: "nameConstraints.permitted"),
+    .init(label: "unknown usage", yaml: okRoot + "  leaf: { role: leaf, issuer: root, usages: [serverAuthentication] }\n", code: .unknownUsage, entity: "leaf", field: "usages"),
+    .init(label: "SHA-1 from an EC issuer", yaml: okRoot + "  leaf: { role: leaf, issuer: root, signature: sha1 }\n", code: .unsupportedSignature, entity: "leaf", field: "signature"),
+    .init(label: "unknown signature", yaml: okRoot + "  leaf: { role: leaf, issuer: root, signature: md5 }\n", code: .unsupportedSignature, entity: "leaf", field: "signature"),
+    .init(label: "twin of nothing", yaml: okRoot + "  twin: { role: intermediate, issuer: root, twinOf: ghost }\n", code: .badTwin, entity: "twin", field: "twinOf"),
+    .init(label: "twin of a leaf", yaml: okRoot + "  leaf: { role: leaf, issuer: root }\n  twin: { role: intermediate, issuer: root, twinOf: leaf }\n", code: .badTwin, entity: "twin", field: "twinOf"),
+    .init(label: "unknown subject attribute", yaml: okRoot + "  leaf: { role: leaf, issuer: root, subject: { CommonName: x } }\n", code: .unknownSubjectAttribute, entity: "leaf", field: "subject.CommonName"),
+    .init(label: "misspelt entity field", yaml: okRoot + "  leaf: { role: leaf, isuer: root }\n", code: .unknownField, entity: "leaf", field: "isuer"),
+    .init(label: "list where a value belongs", yaml: okRoot + "  leaf: { role: [leaf], issuer: root }\n", code: .wrongType, entity: "leaf", field: "role"),
+    .init(label: "duplicate entity", yaml: okRoot + "  root: { role: root }\n", code: .duplicateName),
+    .init(label: "bad entity name", yaml: okRoot + "  \"leaf one\": { role: leaf, issuer: root }\n", code: .badName, line: 4),
+    .init(label: "name shared by key and entity", yaml: "version: 1\nkeys: { root: p256 }\nentities:\n  root: { role: root }\n", code: .duplicateName, entity: "root"),
+    .init(label: "hosts on a CA", yaml: okRoot + "  int: { role: intermediate, issuer: root, hosts: [localhost] }\n", code: .unknownField, entity: "int", field: "hosts"),
+]
+
+@Suite("Malformed PKI specs")
+struct SpecErrorTests {
+    @Test(arguments: badSpecs)
+    func specificError(_ bad: BadSpec) throws {
+        let e = #expect(throws: PKIError.self) { try PKISpec.parse(yaml: bad.yaml, file: "bad.yaml") }
+        guard let e else { return }
+        #expect(e.code == bad.code, "got \(e)")
+        #expect(e.file == "bad.yaml")
+        if let line = bad.line { #expect(e.line == line, "got \(e)") }
+        if let entity = bad.entity { #expect(e.entity == entity, "got \(e)") }
+        if let field = bad.field { #expect(e.field == field, "got \(e)") }
+        #expect(e.description.hasPrefix("bad.yaml"), "the message names the file: \(e)")
+        #expect(e.fix != nil || e.code == .duplicateName || e.code == .wrongType, "the message says how to fix it: \(e)")
+    }
+
+    @Test func atLeastTwentyDistinctCases() {
+        #expect(badSpecs.count >= 20)
+        #expect(Set(badSpecs.map(\.code.rawValue)).count >= 20)
+    }
+
+    @Test func didYouMean() throws {
+        let e = #expect(throws: PKIError.self) {
+            try PKISpec.parse(yaml: okRoot + "  leaf: { role: leaf, issuer: rooot }\n", file: "x.yaml")
+        }
+        #expect(e?.description.contains("did you mean 'root'?") == true, "\(String(describing: e))")
+    }
+
+    @Test func unreadableFile() throws {
+        let e = #expect(throws: PKIError.self) { try PKISpec.load(contentsOf: URL(fileURLWithPath: "/nonexistent/lab.yaml")) }
+        #expect(e?.code == .fileUnreadable && e?.file == "/nonexistent/lab.yaml")
+    }
+
+    @Test func builtInSpecIsComplete() throws {
+        let spec = try Lab.builtInSpec()
+        let required = [
+            "lab-root", "lab-intermediate-a", "lab-intermediate-b", "lab-intermediate-a-renewed", "lab-intermediate-expired",
+            "leaf-v1", "leaf-v2-renewal", "leaf-v3-rekey", "leaf-emergency-rekey", "leaf-from-intermediate-b",
+            "leaf-expired", "leaf-not-yet-valid", "leaf-wrong-host", "leaf-self-signed", "leaf-weak-rsa-1024",
+            "leaf-sha1", "leaf-non-ca-signer", "leaf-pathlen-violation", "leaf-p384", "leaf-rsa-2048", "leaf-rsa-3072",
+            "leaf-rsa-4096", "leaf-ed25519", "proxy-root", "proxy-leaf", "rogue-root", "rogue-leaf",
+            "twin-intermediate-a", "twin-leaf", "client-ca", "client-valid", "client-expired", "client-untrusted",
+            "client-wrong-eku",
+        ]
+        for n in required { #expect(spec.entity(n) != nil, "\(n)") }
+        // Issuers come before what they issue.
+        var seen = Set<String>()
+        for e in spec.entities {
+            #expect(e.isSelfSigned || seen.contains(e.issuer), "\(e.name)")
+            seen.insert(e.name)
+        }
+    }
+
+    @Test(arguments: [("-1h", -3600), ("+30d", 2_592_000), ("now", 0), ("-1d12h", -129_600), ("+1w", 604_800), ("+1y", 31_536_000)])
+    func relativeTimes(_ text: String, _ seconds: Int64) {
+        #expect(RelativeTime(parsing: text)?.seconds == seconds)
+    }
+
+    @Test(arguments: ["", "1h", "+", "+h", "+1", "-1x", "+1h2", "soon"])
+    func badRelativeTimes(_ text: String) {
+        #expect(RelativeTime(parsing: text) == nil)
+    }
+}
