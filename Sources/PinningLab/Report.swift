@@ -150,6 +150,11 @@ public struct CheckReport: Sendable, Codable {
         }
     }
 
+    /// The terminal matrix, listing at most `maxDeviations` deviations (all when `nil`).
+    public func renderText(color: Bool = false, maxDeviations: Int? = nil) -> String {
+        TextReport.render(self, color: color, maxDeviations: maxDeviations)
+    }
+
     public func jsonString() throws -> String {
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

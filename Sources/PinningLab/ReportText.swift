@@ -24,7 +24,7 @@ func mark(_ s: Verdict.Status) -> String {
 
 /// The terminal matrix: scenarios × profiles, one mark per engine in each cell, then the deviations and a summary.
 enum TextReport {
-    static func render(_ r: CheckReport, color: Bool) -> String {
+    static func render(_ r: CheckReport, color: Bool, maxDeviations: Int? = nil) -> String {
         func paint(_ s: String, _ code: String) -> String { color ? "\u{1B}[\(code)m\(s)\u{1B}[0m" : s }
         func painted(_ status: Verdict.Status) -> String {
             let m = mark(status)
@@ -66,11 +66,13 @@ enum TextReport {
         let dev = r.deviations
         if !dev.isEmpty {
             out += "\n" + paint("Deviations (\(dev.count)):", "1") + "\n"
-            for v in dev {
+            let shown = maxDeviations.map { Array(dev.prefix($0)) } ?? dev
+            for v in shown {
                 out += "  \(painted(v.status)) \(v.scenario) × \(v.profile) × \(v.engine): \(v.reason)"
                 if let a = v.alert, !v.reason.contains(a) { out += " (alert \(a))" }
                 out += "\n"
             }
+            if shown.count < dev.count { out += "  … and \(dev.count - shown.count) more (a full `pinlab check` lists them all)\n" }
         }
         out += "\n" + (r.deviates ? paint(r.summaryLine, "1;31") : paint(r.summaryLine, "1;32")) + "\n"
         return out

@@ -1,6 +1,177 @@
 import ArgumentParser
+import Foundation
+import PinningLab
+
+/// Options shared by the commands that read the catalogue and open the PKI.
+struct CatalogueOptions: ParsableArguments {
+    @Option(name: .long, help: "The PKI folder (created if needed; keys are kept here).")
+    var dir: String = ".pinninglab"
+
+    @Option(name: .long, help: "A folder of scenario files instead of the bundled catalogue.")
+    var catalogue: String?
+
+    func openPKI() throws -> LabPKI {
+        do {
+            return try Lab.pki(directory: URL(fileURLWithPath: dir, isDirectory: true))
+        } catch {
+            fail("cannot open the lab PKI in \(dir): \(error)")
+        }
+    }
+
+    func loadCatalogue() throws -> Catalogue {
+        do {
+            if let catalogue {
+                return try Catalogue.load(directory: URL(fileURLWithPath: catalogue, isDirectory: true),
+                                          displayPrefix: catalogue.hasSuffix("/") ? catalogue : catalogue + "/")
+            }
+            return try Catalogue.bundled()
+        } catch {
+            fail("\(error)")
+        }
+    }
+}
+
+/// Prints `message` to standard error and exits with status 2 (a usage or setup problem, not a verdict).
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+    Foundation.exit(2)
+}
+
+func parseProfiles(_ text: String?) throws -> Set<PinProfile>? {
+    guard let text, !text.isEmpty else { return nil }
+    var out: Set<PinProfile> = []
+    for part in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !part.isEmpty {
+        let p = PinProfile(rawValue: part)
+        guard PinProfile.all.contains(p) else {
+            throw ValidationError("--profiles: '\(part)' is not a pin profile; use \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
+        }
+        out.insert(p)
+    }
+    return out
+}
+
+func parseList(_ text: String?) -> [String] {
+    (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+}
+
+var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil }
 
 struct CheckCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "check", abstract: "Not built yet.")
-    func run() async throws { throw ValidationError("'pinlab check' is not built yet.") }
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Run a client through every scenario under every pin profile and print the verdict matrix.",
+        discussion: """
+            The client is a built-in reference client (--client correct) or a command template after `--`, run once \
+            per cell with placeholders expanded ({url} {host} {port} {ip} {ca} {pins} {pins.curl} {pins.okhttp} \
+            {pins.hex} {certpins.hex} {client.cert} {client.key} {client.p12} {client.password} {scenario} \
+            {profile}); a word in [brackets] is left out when one of its placeholders is empty. Its exit status is \
+            its claim (0 = accepted); the server decides whether it really sent its request.
+
+            Example: pinlab check --profiles none,leaf-spki,leaf-spki+backup -- \\
+                       curl -sf --cacert {ca} '[--pinnedpubkey {pins.curl}]' {url}
+
+            Exit status: 0 when every cell is as expected, 1 when any cell deviates, 2 on a usage or setup error.
+            """
+    )
+
+    @OptionGroup var source: CatalogueOptions
+
+    @Option(help: "A built-in client: \(BuiltInClients.names.joined(separator: ", ")).")
+    var client: String?
+
+    @Option(help: "The client's name in reports (default: the command's name).")
+    var name: String?
+
+    @Option(help: "openssl, gnutls or both.")
+    var engine: String = "both"
+
+    @Option(help: "The pin profiles the client supports (comma-separated); other cells are skipped.")
+    var profiles: String?
+
+    @Option(help: "Scenario ids to run (comma-separated); default: all.")
+    var scenarios: String?
+
+    @Option(help: "text, json, junit, markdown or html.")
+    var format: String = "text"
+
+    @Option(help: "Write the report to this file (the summary line still goes to standard output).")
+    var output: String?
+
+    @Option(help: "How many servers run their cells at the same time.")
+    var jobs: Int = CheckOptions.defaultJobs
+
+    @Option(help: "Seconds one client run may take before it is killed.")
+    var timeout: Double = 10
+
+    @Option(help: "Print the schema of a report format (json or junit) and exit.")
+    var printSchema: String?
+
+    @Argument(parsing: .postTerminator, help: "The client command template (after --).")
+    var command: [String] = []
+
+    func validate() throws {
+        if printSchema != nil { return }
+        if client == nil && command.isEmpty {
+            throw ValidationError("give a client: --client \(BuiltInClients.names.joined(separator: "|")), or a command template after `--`.")
+        }
+        if client != nil && !command.isEmpty {
+            throw ValidationError("give either --client or a command template, not both.")
+        }
+        if let client, BuiltInClients.named(client) == nil {
+            throw ValidationError("--client: '\(client)' is not a built-in client; use \(BuiltInClients.names.joined(separator: ", ")).")
+        }
+        guard ReportFormat(rawValue: format) != nil else {
+            throw ValidationError("--format: '\(format)' is not a format; use \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1.") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
+        _ = try Engines.named(engine)
+        _ = try parseProfiles(profiles)
+    }
+
+    func run() async throws {
+        if let printSchema {
+            switch printSchema {
+            case "json": print(ReportSchemas.json)
+            case "junit": print(ReportSchemas.junitXSD)
+            default: throw ValidationError("--print-schema: use json or junit.")
+            }
+            return
+        }
+        let subject: ClientUnderTest
+        if let client, let c = BuiltInClients.named(client) {
+            subject = .inProcess(c)
+        } else {
+            do {
+                subject = .command(CommandClient(name: name, template: try CommandTemplate(command),
+                                                 timeout: .milliseconds(Int(timeout * 1000))))
+            } catch {
+                fail("\(error)")
+            }
+        }
+        let catalogue = try source.loadCatalogue()
+        let pki = try source.openPKI()
+        let options = CheckOptions(
+            engines: try Engines.named(engine), profiles: try parseProfiles(profiles), scenarios: parseList(scenarios),
+            jobs: jobs, timeout: .milliseconds(Int(timeout * 1000)))
+        let report: CheckReport
+        do {
+            report = try await CheckRunner(pki: pki, catalogue: catalogue).run(subject, options: options)
+        } catch {
+            fail("\(error)")
+        }
+        let fmt = ReportFormat(rawValue: format) ?? .text
+        let text = try report.render(fmt, color: output == nil && fmt == .text && stdoutIsTerminal)
+        if let output {
+            do {
+                try text.write(toFile: output, atomically: true, encoding: .utf8)
+            } catch {
+                fail("cannot write \(output): \(error.localizedDescription)")
+            }
+            print(report.summaryLine)
+        } else {
+            print(text, terminator: "")
+        }
+        if report.deviates { throw ExitCode(1) }
+    }
 }

@@ -1,6 +1,73 @@
 import ArgumentParser
+import Foundation
+import PinningLab
 
 struct DemoCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "demo", abstract: "Not built yet.")
-    func run() async throws { throw ValidationError("'pinlab demo' is not built yet.") }
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Run the reference clients and the system curl through the whole catalogue on both engines.",
+        discussion: """
+            Builds the lab PKI if needed, starts one real TLS server per scenario and engine on 127.0.0.1, and runs \
+            the correct client, five clients that each make one classic pinning mistake, and `curl --pinnedpubkey` \
+            (if installed). For each it prints the verdict matrix and a one-line summary: the correct client \
+            conforms everywhere, each teaching client fails exactly where its mistake bites.
+            """
+    )
+
+    @OptionGroup var source: CatalogueOptions
+
+    @Option(help: "openssl, gnutls or both.")
+    var engine: String = "both"
+
+    @Flag(help: "Print only the one-line summaries, not the matrices.")
+    var brief = false
+
+    @Flag(help: "Skip curl even if it is installed.")
+    var noCurl = false
+
+    @Option(help: "How many servers run their cells at the same time.")
+    var jobs: Int = CheckOptions.defaultJobs
+
+    func run() async throws {
+        let start = ContinuousClock.now
+        let catalogue = try source.loadCatalogue()
+        let pki = try source.openPKI()
+        let runner = CheckRunner(pki: pki, catalogue: catalogue)
+        let options = CheckOptions(engines: try Engines.named(engine), jobs: jobs)
+        let color = stdoutIsTerminal
+        func bold(_ s: String) -> String { color ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
+
+        var clients: [(ClientUnderTest, String)] = BuiltInClients.all.map {
+            (.inProcess($0), BuiltInClients.explanation($0.name))
+        }
+        if !noCurl, ProcessInfoPath.find("curl") != nil {
+            clients.append((.command(try CommandClient.curl()),
+                            "the system curl with --cacert and --pinnedpubkey (pins only the server's own key)"))
+        }
+        print(bold("PinningLab demo") + ": \(catalogue.scenarios.count) scenarios × \(PinProfile.all.count) pin profiles × \(options.engines.map(\.name).joined(separator: " + ")), PKI in \(pki.directory.path)\n")
+        var summaries: [String] = []
+        for (client, explanation) in clients {
+            let report = try await runner.run(client, options: options)
+            if !brief {
+                print(bold("── \(client.name)") + ": \(explanation)")
+                print(report.renderText(color: color, maxDeviations: 6))
+            }
+            summaries.append(report.summaryLine)
+        }
+        print(bold("Summary"))
+        for s in summaries { print("  " + s) }
+        let d = ContinuousClock.now - start
+        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        print(String(format: "\nDone in %.1f s. `pinlab explain ID` tells the story of any row; `pinlab check -- CMD` judges your own client.", seconds))
+    }
+}
+
+enum ProcessInfoPath {
+    static func find(_ command: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for dir in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(dir)/\(command)") {
+            return "\(dir)/\(command)"
+        }
+        return nil
+    }
 }

@@ -1,6 +1,82 @@
 import ArgumentParser
+import Foundation
+import PinningLab
 
 struct ExplainCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "explain", abstract: "Not built yet.")
-    func run() async throws { throw ValidationError("'pinlab explain' is not built yet.") }
+    static let configuration = CommandConfiguration(
+        commandName: "explain",
+        abstract: "Explain one scenario: the teaching text, the chain on the wire, the pins and the expected row.")
+
+    @OptionGroup var source: CatalogueOptions
+
+    @Argument(help: "The scenario id (see `pinlab scenarios list`).")
+    var id: String
+
+    func run() async throws {
+        let catalogue = try source.loadCatalogue()
+        let s: Scenario
+        do {
+            s = try catalogue.scenario(id)
+        } catch {
+            fail("\(error)")
+        }
+        let pki = try source.openPKI()
+        print(Self.explain(s, pki: pki))
+    }
+
+    static func wrap(_ text: String, width: Int = 100, indent: String = "  ") -> String {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(whereSeparator: \.isWhitespace) {
+            if line.count + word.count + 1 > width - indent.count, !line.isEmpty {
+                lines.append(indent + line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        if !line.isEmpty { lines.append(indent + line) }
+        return lines.joined(separator: "\n")
+    }
+
+    static func explain(_ s: Scenario, pki: LabPKI) -> String {
+        var out = "\(s.id) — \(s.title)\n"
+        out += "tags: \(s.tags.joined(separator: ", "))" + (s.source.map { " · file: \($0)" } ?? "") + "\n\n"
+        out += wrap(s.teaching) + "\n\n"
+        let sheet = ScenarioSheet(scenario: s, pki: pki)
+        out += "The server sends, in this order:\n"
+        var n = 0
+        for link in sheet.chain {
+            if link.onTheWire {
+                n += 1
+                out += "  \(n). "
+            } else {
+                out += "     (in the client's trust store, not sent) "
+            }
+            out += "\(link.name) [\(link.role)] subject \(link.subject), issuer \(link.issuer)\n"
+            out += "     key \(link.keyName) (\(link.keyType)), SPKI sha256 \(link.spkiSHA256)"
+            if !link.matchedBy.isEmpty { out += " ← pinned by \(link.matchedBy.map(\.rawValue).joined(separator: ", "))" }
+            out += "\n"
+        }
+        let versions = s.server.tlsVersions.map(\.rawValue).joined(separator: ", ")
+        out += "  TLS versions: \(versions); client authentication: \(s.server.clientAuth)"
+        if s.server.clientAuth != .none { out += " (CAs: \(s.server.clientAuthTrust.joined(separator: ", ")))" }
+        out += "\n\n"
+        out += "The client trusts \(s.client.trust.roots.joined(separator: " and "))"
+        out += s.client.present.map { " and presents the client certificate \($0)" } ?? ""
+        out += ".\nIt was built for \(s.client.pinned); its backup pin is the key of \(s.client.backup).\n\n"
+        out += "Pins per profile, and the expected outcome:\n"
+        for p in PinProfile.all {
+            let entries = (try? s.pinEntries(for: p, in: pki)) ?? []
+            let what = entries.isEmpty
+                ? "no pins"
+                : entries.map { e in
+                    "\(e.kind == .certificateSHA256 ? "cert" : "spki") of \(e.identity) (\(e.keyName)) \(e.base64)"
+                }.joined(separator: "\n" + String(repeating: " ", count: 29))
+            out += "  " + p.rawValue.padding(toLength: 18, withPad: " ", startingAt: 0)
+            out += s.expected(p).rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + what + "\n"
+            if let note = s.notes[p] { out += String(repeating: " ", count: 29) + "— " + note + "\n" }
+        }
+        out += "\nExpected row (none leaf-cert leaf-spki +backup int-spki root-spki): \(s.expectedRow)"
+        return out
+    }
 }

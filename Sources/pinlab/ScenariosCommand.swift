@@ -1,6 +1,64 @@
 import ArgumentParser
+import Foundation
+import PinningLab
 
 struct ScenariosCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "scenarios", abstract: "Not built yet.")
-    func run() async throws { throw ValidationError("'pinlab scenarios' is not built yet.") }
+    static let configuration = CommandConfiguration(
+        commandName: "scenarios",
+        abstract: "List and validate the scenario catalogue.",
+        subcommands: [List.self, Validate.self],
+        defaultSubcommand: List.self
+    )
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "One line per scenario: id, expected row (none leaf-cert leaf-spki +backup int-spki root-spki), title.")
+
+        @Option(help: "A folder of scenario files instead of the bundled catalogue.")
+        var catalogue: String?
+
+        @Option(help: "text or json.")
+        var format: String = "text"
+
+        @Option(help: "Only scenarios with this tag.")
+        var tag: String?
+
+        func validate() throws {
+            guard format == "text" || format == "json" else {
+                throw ValidationError("--format: use text or json.")
+            }
+        }
+
+        func run() async throws {
+            var options = CatalogueOptions()
+            options.catalogue = catalogue
+            var scenarios = try options.loadCatalogue().scenarios
+            if let tag { scenarios = scenarios.filter { $0.tags.contains(tag) } }
+            if format == "json" {
+                let enc = JSONEncoder()
+                enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                print(String(decoding: try enc.encode(scenarios), as: UTF8.self))
+                return
+            }
+            let width = (scenarios.map(\.id.count).max() ?? 10) + 2
+            for s in scenarios {
+                print(s.id.padding(toLength: width, withPad: " ", startingAt: 0) + s.expectedRow + "  " + s.title)
+            }
+        }
+    }
+
+    struct Validate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check a folder of scenario files; every problem names the file, the line and the field.")
+
+        @Argument(help: "The folder of scenario files (default: the bundled catalogue).")
+        var folder: String?
+
+        func run() async throws {
+            var options = CatalogueOptions()
+            options.catalogue = folder
+            let c = try options.loadCatalogue()
+            print("\(c.scenarios.count) scenarios, all valid.")
+        }
+    }
 }

@@ -1,0 +1,18 @@
+public import PinningLabCore
+import PinningLabOpenSSL
+
+/// The built-in reference clients (OpenSSL): `correct`, and one teaching client per classic mistake.
+public enum BuiltInClients {
+    /// `correct` first, then the teaching clients.
+    public static var names: [String] { ReferenceClients.names }
+
+    public static var all: [any PinningClient] { ReferenceClients.all }
+
+    /// The client called `name`, or `nil`.
+    public static func named(_ name: String) -> (any PinningClient)? { ReferenceClients.named(name) }
+
+    /// One sentence on what the client does (wrong).
+    public static func explanation(_ name: String) -> String {
+        ReferenceClient.Mistake(clientName: name)?.explanation ?? ""
+    }
+}

@@ -1,0 +1,352 @@
+public import Foundation
+public import PinningLabCore
+public import PinningLabPKI
+import PinningLabGnuTLS
+import PinningLabOpenSSL
+
+/// The client a check runs through the catalogue.
+public enum ClientUnderTest: Sendable {
+    /// An in-process client (a reference client, or your own `PinningClient`).
+    case inProcess(any PinningClient)
+    /// A command template run as a child process per cell.
+    case command(CommandClient)
+
+    public var name: String {
+        switch self {
+        case .inProcess(let c): return c.name
+        case .command(let c): return c.name
+        }
+    }
+
+    public var supportedProfiles: Set<PinProfile>? {
+        switch self {
+        case .inProcess(let c): return c.supportedProfiles
+        case .command(let c): return c.supportedProfiles
+        }
+    }
+}
+
+/// The engines a check can use, by name.
+public enum Engines {
+    public static let openssl: any TLSEngine = OpenSSLEngine()
+    public static let gnutls: any TLSEngine = GnuTLSEngine()
+    /// Both engines, OpenSSL first.
+    public static let all: [any TLSEngine] = [openssl, gnutls]
+    public static var names: [String] { all.map(\.name) }
+
+    /// `openssl`, `gnutls` or `both`.
+    public static func named(_ name: String) throws -> [any TLSEngine] {
+        switch name.lowercased() {
+        case "openssl": return [openssl]
+        case "gnutls": return [gnutls]
+        case "both", "all": return all
+        default:
+            throw CommandTemplateError(problem: "'\(name)' is not an engine.", fix: "use openssl, gnutls or both.")
+        }
+    }
+}
+
+/// How a check runs.
+public struct CheckOptions: Sendable {
+    public var engines: [any TLSEngine]
+    /// The profiles the client declares it supports; `nil` keeps what the client itself declares (or all).
+    /// Cells outside are skipped, not failed.
+    public var profiles: Set<PinProfile>?
+    /// Scenario ids to run; empty runs the whole catalogue.
+    public var scenarios: [String]
+    /// How many servers (scenario × engine) run their cells at the same time.
+    public var jobs: Int
+    /// How long one client run may take.
+    public var timeout: Duration
+    /// Where trust files and client certificate files are written; a fresh temporary folder when `nil`.
+    public var workDirectory: URL?
+
+    public init(
+        engines: [any TLSEngine] = Engines.all, profiles: Set<PinProfile>? = nil, scenarios: [String] = [],
+        jobs: Int = CheckOptions.defaultJobs, timeout: Duration = .seconds(10), workDirectory: URL? = nil
+    ) {
+        self.engines = engines
+        self.profiles = profiles
+        self.scenarios = scenarios
+        self.jobs = max(1, jobs)
+        self.timeout = timeout
+        self.workDirectory = workDirectory
+    }
+
+    /// Four servers per core, at least four.
+    public static var defaultJobs: Int { max(4, ProcessInfo.processInfo.activeProcessorCount * 4) }
+}
+
+/// Runs clients through the catalogue on real servers and judges every cell.
+///
+/// One server per (scenario, engine) serves all profiles of that scenario, one cell after the other, so each
+/// observation belongs to exactly one cell; servers of different scenarios and engines run concurrently
+/// (`CheckOptions.jobs`).
+public struct CheckRunner: Sendable {
+    public let pki: LabPKI
+    public let catalogue: Catalogue
+
+    public init(pki: LabPKI, catalogue: Catalogue) {
+        self.pki = pki
+        self.catalogue = catalogue
+    }
+
+    /// The bundled catalogue on the default lab PKI.
+    public static func lab() throws -> CheckRunner {
+        CheckRunner(pki: try Lab.pki(), catalogue: try Catalogue.bundled())
+    }
+
+    /// The server configuration of a scenario: its exact chain, key, versions, ciphers and client authentication.
+    public func serverConfiguration(for s: Scenario) throws -> ServerTLSConfiguration {
+        let chain = try s.servedChain(in: pki)
+        var identity = ServerIdentity(chain[0], chain: chain.map(\.certificateDER), serverNames: [])
+        identity.name = s.id
+        var c = ServerTLSConfiguration(identities: [identity])
+        let versions = s.server.tlsVersions.map(tlsVersion)
+        c.minimumVersion = versions.min() ?? .tls12
+        c.maximumVersion = versions.max() ?? .tls13
+        if !s.server.cipherSuites.isEmpty {
+            let tls13 = s.server.cipherSuites.filter { $0.hasPrefix("TLS_AES_") || $0.hasPrefix("TLS_CHACHA20_") }
+            let tls12 = s.server.cipherSuites.filter { !tls13.contains($0) }.compactMap { ianaToOpenSSL[$0] }
+            c.ciphers = CipherPreferences(
+                openSSLCipherList: tls12.isEmpty ? nil : tls12.joined(separator: ":"),
+                openSSLCipherSuites: tls13.isEmpty ? nil : tls13.joined(separator: ":"))
+        }
+        switch s.server.clientAuth {
+        case .none: c.clientAuthentication = .none
+        case .optional: c.clientAuthentication = .optional
+        case .required: c.clientAuthentication = .required
+        }
+        c.clientTrustRootsDER = try s.server.clientAuthTrust.map { try pki.identity($0).certificateDER }
+        return c
+    }
+
+    func tlsVersion(_ v: TLSProtocolVersion) -> TLSVersion {
+        switch v {
+        case .tls10: return .tls10
+        case .tls11: return .tls11
+        case .tls12: return .tls12
+        default: return .tls13
+        }
+    }
+
+    /// Runs `client` through the selected scenarios, profiles and engines.
+    public func run(_ client: ClientUnderTest, options: CheckOptions = CheckOptions()) async throws -> CheckReport {
+        let started = Date()
+        let clock = ContinuousClock.now
+        let selected = try catalogue.selecting(options.scenarios)
+        let work = try options.workDirectory ?? makeTemporaryDirectory()
+        let ownsWork = options.workDirectory == nil
+        defer { if ownsWork { try? FileManager.default.removeItem(at: work) } }
+        let files = try CellFiles(pki: pki, directory: work)
+        let supported = options.profiles ?? client.supportedProfiles
+
+        struct Job: Sendable {
+            var scenario: Scenario
+            var engine: any TLSEngine
+            var index: Int
+        }
+        var jobs: [Job] = []
+        for s in selected.scenarios {
+            for e in options.engines { jobs.append(Job(scenario: s, engine: e, index: jobs.count)) }
+        }
+        var results = [[Verdict]](repeating: [], count: jobs.count)
+        let limit = min(options.jobs, max(1, jobs.count))
+        try await withThrowingTaskGroup(of: (Int, [Verdict]).self) { group in
+            var next = 0
+            func addNext() {
+                guard next < jobs.count else { return }
+                let job = jobs[next]
+                next += 1
+                group.addTask {
+                    (job.index, try await self.runServer(job.scenario, engine: job.engine, client: client,
+                                                         supported: supported, timeout: options.timeout, files: files))
+                }
+            }
+            for _ in 0..<limit { addNext() }
+            while let (i, verdicts) = try await group.next() {
+                results[i] = verdicts
+                addNext()
+            }
+        }
+        let d = ContinuousClock.now - clock
+        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        return CheckReport(
+            client: client.name, engines: options.engines.map(\.name), profiles: PinProfile.all, startedAt: started,
+            durationSeconds: seconds, verdicts: results.flatMap { $0 },
+            scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
+    }
+
+    /// All cells of one scenario on one engine, on one server.
+    func runServer(
+        _ s: Scenario, engine: any TLSEngine, client: ClientUnderTest, supported: Set<PinProfile>?,
+        timeout: Duration, files: CellFiles
+    ) async throws -> [Verdict] {
+        func notRun(_ p: PinProfile, _ status: Verdict.Status, _ reason: String) -> Verdict {
+            .notRun(scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: s.expected(p),
+                    status: status, reason: reason)
+        }
+        let profiles = PinProfile.all
+        let runnable = profiles.filter { supported?.contains($0) ?? true }
+        if runnable.isEmpty {
+            return profiles.map { notRun($0, .skipped, "the client does not support the profile \($0)") }
+        }
+        let server: FixtureServer
+        do {
+            let config = try serverConfiguration(for: s)
+            server = try await FixtureServer.start(
+                engine: engine, configuration: config,
+                options: .init(handshakeTimeout: timeout, idleTimeout: timeout, workerThreads: 1), label: s.id)
+        } catch let e as TLSEngineError where e.code == .unsupported {
+            return profiles.map {
+                supported?.contains($0) ?? true
+                    ? notRun($0, .unsupported, "\(engine.name) cannot serve this scenario: \(e.reason)")
+                    : notRun($0, .skipped, "the client does not support the profile \($0)")
+            }
+        } catch {
+            return profiles.map { notRun($0, .error, "the \(engine.name) server could not start: \(error)") }
+        }
+        defer { server.stopSync() }
+
+        var out: [Verdict] = []
+        for p in profiles {
+            guard runnable.contains(p) else {
+                out.append(notRun(p, .skipped, "the client does not support the profile \(p)"))
+                continue
+            }
+            let before = server.connectionsAccepted
+            let outcome: ClientOutcome
+            let ms: Double
+            do {
+                switch client {
+                case .inProcess(let c):
+                    let target = try files.target(for: s, profile: p, port: server.port, timeout: timeout)
+                    let t0 = ContinuousClock.now
+                    outcome = await c.run(target)
+                    ms = milliseconds(ContinuousClock.now - t0)
+                case .command(let c):
+                    let ctx = try files.context(for: s, profile: p, port: server.port)
+                    (outcome, ms) = await c.run(ctx, scratch: files.directory)
+                }
+            } catch {
+                out.append(notRun(p, .error, "cannot prepare the cell: \(error)"))
+                continue
+            }
+            let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations())
+                .filter { $0.id > before }
+            let evidence = ServerEvidence(observations)
+            out.append(Verdict.judge(
+                scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: s.expected(p),
+                evidence: evidence, outcome: outcome, clientAuth: s.server.clientAuth, clientMilliseconds: ms))
+        }
+        return out
+    }
+}
+
+func milliseconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+}
+
+func makeTemporaryDirectory() throws -> URL {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-check-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
+                                            attributes: [.posixPermissions: 0o700])
+    return dir
+}
+
+extension ServerEvidence {
+    /// The evidence of the connections one client made: accepted if any of them carried application data.
+    public init(_ observations: [Observation]) {
+        guard !observations.isEmpty else {
+            self = .noConnection
+            return
+        }
+        let o = observations.first { $0.applicationDataReceived } ?? observations.last!
+        func alert(_ a: TLSAlert?) -> String? { a.flatMap { $0.isCloseNotify ? nil : $0.description } }
+        self.init(
+            connected: true, handshakeCompleted: o.handshakeCompleted,
+            applicationDataReceived: o.applicationDataReceived, requestLine: o.requestLine,
+            alertReceived: alert(o.alertReceived), alertSent: alert(o.alertSent), serverError: o.error,
+            negotiatedVersion: o.tlsVersion?.rawValue, cipherSuite: o.cipherSuite, sni: o.serverName,
+            clientCertificateSubject: o.clientCertificateSubject, handshakeMilliseconds: o.handshakeMilliseconds)
+    }
+}
+
+/// Files and values shared by the cells of one run: trust stores per trust profile, client certificate files.
+struct CellFiles: Sendable {
+    let pki: LabPKI
+    let directory: URL
+
+    init(pki: LabPKI, directory: URL) throws {
+        self.pki = pki
+        self.directory = directory
+    }
+
+    func pem(_ ders: [[UInt8]]) -> String {
+        ders.map { der -> String in
+            let b64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+            return "-----BEGIN CERTIFICATE-----\n\(b64)\n-----END CERTIFICATE-----\n"
+        }.joined()
+    }
+
+    /// Writes `contents` once under `name` (atomically, so concurrent writers of the same content are harmless).
+    func file(_ name: String, _ contents: String, mode: Int = 0o644) throws -> String {
+        let url = directory.appendingPathComponent(name)
+        if !FileManager.default.fileExists(atPath: url.path) {
+            try contents.write(to: url, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: url.path)
+        }
+        return url.path
+    }
+
+    func trustFile(_ s: Scenario) throws -> (path: String, roots: [[UInt8]]) {
+        let roots = try s.trustRoots(in: pki).map(\.certificateDER)
+        return (try file("trust-\(s.client.trust.rawValue).pem", pem(roots)), roots)
+    }
+
+    func credentials(_ s: Scenario) throws -> ClientCredentials? {
+        guard let id = try s.clientIdentity(in: pki) else { return nil }
+        let chain = [id.certificateDER] + id.issuerChainDER
+        let certFile = try file("client-\(id.name).pem", pem(chain))
+        let keyB64 = Data(id.privateKeyPKCS8DER).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        let keyFile = try file("client-\(id.name).key", "-----BEGIN PRIVATE KEY-----\n\(keyB64)\n-----END PRIVATE KEY-----\n", mode: 0o600)
+        let p12 = pki.files(for: id.name).pkcs12
+        let hasP12 = FileManager.default.fileExists(atPath: p12.path)
+        return ClientCredentials(
+            certificateChainDER: chain, privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateFile: certFile,
+            keyFile: keyFile, pkcs12File: hasP12 ? p12.path : nil, pkcs12Password: hasP12 ? pki.pkcs12Password : nil)
+    }
+
+    func target(for s: Scenario, profile: PinProfile, port: Int, timeout: Duration) throws -> ClientTarget {
+        let trust = try trustFile(s)
+        return ClientTarget(
+            host: "localhost", ip: "127.0.0.1", port: port, trustRootsDER: trust.roots, trustFile: trust.path,
+            pins: try s.pinSet(for: profile, in: pki), clientCredentials: try credentials(s), scenario: s.id,
+            profile: profile, timeout: timeout)
+    }
+
+    func context(for s: Scenario, profile: PinProfile, port: Int) throws -> CellContext {
+        let trust = try trustFile(s)
+        let creds = try credentials(s)
+        return CellContext(
+            scenario: s.id, profile: profile, host: "localhost", ip: "127.0.0.1", port: port, caFile: trust.path,
+            pins: try s.pinSet(for: profile, in: pki).hashes,
+            certificatePins: try s.pinnedIdentities(for: profile, in: pki).map(\.pins.certificateSHA256),
+            clientCertificateFile: creds?.certificateFile, clientKeyFile: creds?.keyFile,
+            clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password)
+    }
+}
+
+/// IANA names of common TLS 1.2 suites and their OpenSSL names.
+let ianaToOpenSSL: [String: String] = [
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA": "ECDHE-ECDSA-AES128-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA": "ECDHE-RSA-AES128-SHA",
+    "TLS_RSA_WITH_AES_128_GCM_SHA256": "AES128-GCM-SHA256",
+    "TLS_RSA_WITH_AES_128_CBC_SHA": "AES128-SHA",
+]
