@@ -173,6 +173,9 @@ public final class FixtureServer: Sendable {
         }
     }
 
+    /// The listening socket and the workers' wake-up pipes (for leak checks in tests).
+    var ownDescriptors: [Int32] { [core.listenFD] + core.pipeDescriptors }
+
     /// Stops accepting, closes every open connection (recorded as `server-stopped`), joins the worker threads
     /// and closes the listening socket. Idempotent.
     public func stop() async { core.shutdown() }
@@ -274,6 +277,8 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
     }
 
     // MARK: accepting and recording (called by workers)
+
+    var pipeDescriptors: [Int32] { workers.flatMap(\.wakePipe) }
 
     /// Whether a worker may accept: below the connection cap and not stopping.
     func mayAccept() -> Bool {

@@ -34,6 +34,8 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
 
     deinit { readBuffer.deallocate() }
 
+    var wakePipe: [Int32] { [wakeRead, wakeWrite] }
+
     func wake() {
         var b: UInt8 = 1
         _ = write(wakeWrite, &b, 1)

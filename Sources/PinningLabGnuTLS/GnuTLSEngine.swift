@@ -190,6 +190,7 @@ final class GnuTLSServerSession: TLSServerSession {
 
     init(context: GnuTLSServerContext, socket: Int32) throws(TLSEngineError) {
         self.context = context
+        self.fd = socket
         var s: gnutls_session_t? = nil
         let flags = UInt32(GNUTLS_SERVER) | UInt32(GNUTLS_NONBLOCK) | UInt32(GNUTLS_NO_SIGNAL) | UInt32(GNUTLS_NO_TICKETS)
         let rc = gnutls_init(&s, flags)
@@ -223,7 +224,78 @@ final class GnuTLSServerSession: TLSServerSession {
             s.hook(incoming: incoming != 0, message: message)
             return 0
         }
-        cpl_gnutls_transport_set_fd(s, socket)
+        // Own transport functions: sends never raise SIGPIPE, and the record headers the client sends during the
+        // handshake are tracked, so that a plaintext alert sent after the server switched to handshake keys (an
+        // OpenSSL TLS 1.3 client rejecting the server's certificate does this) is still recognised.
+        gnutls_transport_set_ptr(s, Unmanaged.passUnretained(self).toOpaque())
+        gnutls_transport_set_pull_function(s) { ptr, buffer, count in
+            guard let ptr, let buffer else { return -1 }
+            return Unmanaged<GnuTLSServerSession>.fromOpaque(ptr).takeUnretainedValue().pull(buffer, count)
+        }
+        gnutls_transport_set_push_function(s) { ptr, buffer, count in
+            guard let ptr else { return -1 }
+            return Unmanaged<GnuTLSServerSession>.fromOpaque(ptr).takeUnretainedValue().push(buffer, count)
+        }
+        gnutls_transport_set_pull_timeout_function(s) { ptr, ms in
+            guard let ptr else { return -1 }
+            let me = Unmanaged<GnuTLSServerSession>.fromOpaque(ptr).takeUnretainedValue()
+            var p = pollfd(fd: me.fd, events: Int16(POLLIN), revents: 0)
+            return poll(&p, 1, ms == UInt32.max ? -1 : Int32(clamping: ms))
+        }
+    }
+
+    let fd: Int32
+    private var tracking = true
+    private var header: (count: Int, type: UInt8, length: Int, left: Int) = (0, 0, 0, 0)
+    private var headerBytes: [UInt8] = [0, 0, 0, 0, 0]
+    private var alertBytes: [UInt8] = []
+    /// A plaintext alert record (type 21, length 2) the client sent during the handshake.
+    private var plaintextAlert: TLSAlert?
+
+    func pull(_ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+        let n = recv(fd, buffer, count, 0)
+        if n < 0 {
+            gnutls_transport_set_errno(session, errno)
+        } else if n > 0 && tracking {
+            track(UnsafeRawBufferPointer(start: buffer, count: n))
+        }
+        return n
+    }
+
+    func push(_ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+        #if canImport(Darwin)
+        let n = send(fd, buffer, count, 0)
+        #else
+        let n = send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+        #endif
+        if n < 0 { gnutls_transport_set_errno(session, errno) }
+        return n
+    }
+
+    private func track(_ bytes: UnsafeRawBufferPointer) {
+        var i = 0
+        while i < bytes.count {
+            if header.left == 0 {
+                headerBytes[header.count] = bytes[i]
+                header.count += 1
+                i += 1
+                if header.count == 5 {
+                    header = (0, headerBytes[0], Int(headerBytes[3]) << 8 | Int(headerBytes[4]), 0)
+                    header.left = header.length
+                    alertBytes.removeAll()
+                }
+                continue
+            }
+            let take = min(header.left, bytes.count - i)
+            if header.type == 21 && header.length == 2 {
+                alertBytes.append(contentsOf: bytes[i..<(i + take)])
+                if alertBytes.count == 2, plaintextAlert == nil {
+                    plaintextAlert = TLSAlert(code: alertBytes[1], level: alertBytes[0])
+                }
+            }
+            header.left -= take
+            i += take
+        }
     }
 
     deinit { gnutls_deinit(session) }
@@ -239,6 +311,7 @@ final class GnuTLSServerSession: TLSServerSession {
         while true {
             let rc = gnutls_handshake(session)
             if rc == GNUTLS_E_SUCCESS {
+                tracking = false
                 recordNegotiated()
                 return .done
             }
@@ -290,6 +363,10 @@ final class GnuTLSServerSession: TLSServerSession {
             if savedErrno == 0 { return .closed(TLSTermination(.eof, why)) }
             return .closed(TLSTermination(.reset, why))
         default:
+            if inHandshake, let alert = plaintextAlert {
+                if details.alertReceived == nil { details.alertReceived = alert }
+                return .closed(TLSTermination(.alertReceived, "plaintext alert \(alert) during the handshake (\(gnutlsErrorText(rc)))"))
+            }
             if inHandshake { sendAlert(for: rc) }
             return .closed(TLSTermination(.protocolError, gnutlsErrorText(rc)))
         }

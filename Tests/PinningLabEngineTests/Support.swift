@@ -1,6 +1,6 @@
 import Foundation
 import PinningLab
-import PinningLabCore
+@testable import PinningLabCore
 import PinningLabGnuTLS
 import PinningLabOpenSSL
 
@@ -160,7 +160,8 @@ func socketInodes(port: Int) -> Set<String> {
     var inodes = Set<String>()
     let hexPort = String(format: ":%04X", port)
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        guard let handle = FileHandle(forReadingAtPath: table), let data = try? handle.readToEnd() else { continue }
+        let text = String(decoding: data, as: UTF8.self)
         for line in text.split(separator: "\n").dropFirst() {
             let f = line.split(separator: " ", omittingEmptySubsequences: true)
             guard f.count > 9, f[1].hasSuffix(hexPort) else { continue }
@@ -194,3 +195,8 @@ func threadNames() -> [String] {
 }
 
 func openFDCount() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count }
+
+/// What each of `fds` points at now (`nil`: closed).
+func targets(of fds: [Int32]) -> [String?] {
+    fds.map { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }
+}

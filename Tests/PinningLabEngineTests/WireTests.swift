@@ -1,0 +1,82 @@
+import Foundation
+import PinningLab
+import PinningLabCore
+import Testing
+
+/// What a capturing client sees on the wire is exactly the chain asked for, in order, on both engines.
+@Suite("wire check: exact chains")
+struct WireTests {
+    let f = Fixtures.shared
+
+    enum Shape: String, CaseIterable, Sendable, CustomStringConvertible {
+        case normal, leafOnly = "leaf-only", reversed, stuffed
+        var chain: [String] {
+            switch self {
+            case .normal: return ["leaf-v1", "lab-intermediate-a"]
+            case .leafOnly: return ["leaf-v1"]
+            case .reversed: return ["leaf-v1", "lab-root", "lab-intermediate-a"]
+            case .stuffed: return ["proxy-leaf", "leaf-v1", "lab-intermediate-a", "lab-root"]
+            }
+        }
+        var description: String { rawValue }
+    }
+
+    enum Capture: String, CaseIterable, Sendable, CustomStringConvertible {
+        case opensslSClient = "openssl s_client", gnutlsCLI = "gnutls-cli"
+        var description: String { rawValue }
+    }
+
+    static let cases: [(EngineKind, Shape, TLSVersion)] = EngineKind.allCases.flatMap { e in
+        Shape.allCases.flatMap { s in [TLSVersion.tls12, .tls13].map { (e, s, $0) } }
+    }
+
+    @Test("capturing clients see exactly the configured DER list", arguments: cases)
+    func exactChain(engine: EngineKind, shape: Shape, version: TLSVersion) async throws {
+        var config = f.configuration(shape.chain)
+        config.setVersion(version)
+        let server = try await FixtureServer.start(engine: engine.engine, configuration: config, label: shape.rawValue)
+        defer { server.stopSync() }
+        let expected = shape.chain.map(f.der)
+
+        let s = await run(
+            [
+                "openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-showcerts",
+                version == .tls13 ? "-tls1_3" : "-tls1_2",
+            ], timeout: .seconds(10))
+        #expect(derBlocks(inPEM: s.stdout) == expected, "openssl s_client saw a different chain: \(s.stderr)")
+
+        let priority = "NORMAL:-VERS-ALL:+VERS-TLS\(version.shortName)"
+        let g = await run(
+            [
+                "gnutls-cli", "--insecure", "--print-cert", "--priority", priority, "-p", "\(server.port)",
+                "127.0.0.1",
+            ], timeout: .seconds(10))
+        #expect(derBlocks(inPEM: g.stdout) == expected, "gnutls-cli saw a different chain: \(g.stderr)")
+
+        // The server's own record of its Certificate message agrees.
+        let seen = try #require(await server.settle())
+        #expect(seen.count == 2)
+        for o in seen {
+            #expect(o.serverCertificates?.map(\.der) == expected)
+            #expect(o.tlsVersion == version || !o.handshakeCompleted)
+        }
+    }
+
+    @Test("a chain whose first certificate is not the key's: OpenSSL says unsupported, GnuTLS serves it as given")
+    func firstCertificateNotTheKeys() async throws {
+        let config = f.configuration(["lab-intermediate-a", "leaf-v1"], keyOf: "leaf-v1")
+        let support = EngineKind.openssl.engine.supports(config)
+        #expect(!support.isSupported)
+        #expect(support.reason?.contains("does not belong to the first certificate") == true)
+        await #expect(throws: TLSEngineError(.unsupported, "")) {
+            _ = try await FixtureServer.start(engine: EngineKind.openssl.engine, configuration: config)
+        }
+        #expect(EngineKind.gnutls.engine.supports(config).isSupported)
+        let server = try await FixtureServer.start(engine: EngineKind.gnutls.engine, configuration: config)
+        defer { server.stopSync() }
+        let s = await run([
+            "openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-showcerts",
+        ])
+        #expect(derBlocks(inPEM: s.stdout) == [f.der("lab-intermediate-a"), f.der("leaf-v1")])
+    }
+}
