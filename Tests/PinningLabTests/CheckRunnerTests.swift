@@ -1,0 +1,109 @@
+import Foundation
+import PinningLab
+import Testing
+
+/// The predictions below are derived by reasoning from each client's one mistake and the scenario files; the run
+/// confirms them on both engines. Cells an engine cannot serve (unsupported) are left out of the comparison.
+enum Predictions {
+    static let spkiProfiles: [PinProfile] = [.leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]
+    static let pinnedProfiles: [PinProfile] = [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]
+
+    /// Scenarios where every profile must accept and the server does not send lab-root.
+    static let allAcceptRootNotSent = [
+        "baseline", "root-not-sent", "intermediate-renewed-same-key", "tls-v1-2", "ecdsa-p384", "rsa-2048",
+        "rsa-3072", "rsa-4096", "ed25519", "mtls-required-valid", "mtls-optional-missing",
+    ]
+    /// Scenarios whose root-spki cell must accept although lab-root is not on the wire.
+    static let rootPinAcceptedRootNotSent = allAcceptRootNotSent
+        + ["renewal-same-key", "rekey", "emergency-rekey", "sibling-intermediate"]
+
+    /// The cells each teaching client must fail; every other cell it must pass.
+    static let failures: [String: Set<Cell>] = [
+        "correct": [],
+        // Pins are looked for among the certificates the server sent: a root pin never matches when the root is
+        // not sent, and the stuffed chain carries every genuine pinned certificate.
+        "pin-presented-chain": cells(rootPinAcceptedRootNotSent, [.rootSPKI])
+            .union(cells(["chain-stuffing"], pinnedProfiles)),
+        // A pin match among the sent certificates replaces validation (profile none still validates).
+        "pin-replaces-validation": cells(rootPinAcceptedRootNotSent, [.rootSPKI])
+            .union(cells(["chain-stuffing"], pinnedProfiles))
+            .union(cells(["expired-leaf", "not-yet-valid-leaf", "wrong-host", "pathlen-violation"],
+                         [.leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
+            .union(cells(["expired-intermediate", "self-signed-pinned-key"], [.leafSPKI, .leafSPKIBackup]))
+            .union(cells(["incomplete-chain"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
+            .union(cells(["non-ca-signer", "weak-rsa-1024", "sha1-signature"],
+                         [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
+        // The certificate for other.pinning.test is accepted wherever its key or chain is pinned (its bytes are
+        // not leaf-v1's, so leaf-cert still refuses).
+        "no-hostname-check": cells(["wrong-host"], [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]),
+        // SPKI pins are compared with the hash of the bare key: no SPKI pin ever matches.
+        "raw-key-hash": cells(allAcceptRootNotSent + ["reversed-chain", "renewal-same-key"], spkiProfiles)
+            .union(cells(["rekey"], [.leafSPKIBackup, .intermediateSPKI, .rootSPKI]))
+            .union(cells(["emergency-rekey"], [.intermediateSPKI, .rootSPKI]))
+            .union(cells(["sibling-intermediate"], [.leafSPKI, .leafSPKIBackup, .rootSPKI])),
+        // Pins are ignored: every cell that only a pin can refuse is accepted.
+        "no-pinning": cells(["renewal-same-key"], [.leafCert])
+            .union(cells(["rekey"], [.leafCert, .leafSPKI]))
+            .union(cells(["emergency-rekey"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
+            .union(cells(["sibling-intermediate"], [.leafCert, .intermediateSPKI]))
+            .union(cells(["intercepting-proxy", "chain-stuffing", "name-collision-intermediate"], pinnedProfiles)),
+    ]
+}
+
+@Suite("Reference clients through the catalogue", .serialized)
+struct ReferenceClientRunTests {
+    @Test(arguments: BuiltInClients.names)
+    func failsExactlyThePredictedCells(client name: String) async throws {
+        let expectedFailures = try #require(Predictions.failures[name], "no prediction written for \(name)")
+        let client = try #require(BuiltInClients.named(name))
+        let report = try await TestLab.runner().run(.inProcess(client))
+        let catalogueSize = try Catalogue.bundled().scenarios.count
+        #expect(report.verdicts.count == catalogueSize * PinProfile.all.count * 2)
+        for engine in ["openssl", "gnutls"] {
+            let unsupported = report.cells(.unsupported, engine: engine)
+            let failed = report.cells(.fail, engine: engine)
+            let predicted = expectedFailures.subtracting(unsupported)
+            let unexpected = failed.subtracting(predicted).sorted()
+            let missing = predicted.subtracting(failed).sorted()
+            #expect(unexpected.isEmpty, "\(name) on \(engine) failed unpredicted cells: \(unexpected)")
+            #expect(missing.isEmpty, "\(name) on \(engine) passed cells its mistake should fail: \(missing)")
+            #expect(report.cells(.disagree, engine: engine).isEmpty, "client claim and server disagree")
+            #expect(report.cells(.error, engine: engine).isEmpty)
+            // An engine may decline only the scenarios that need legacy crypto or protocols.
+            let legacy: Set<String> = ["weak-rsa-1024", "sha1-signature", "tls-v1-0"]
+            #expect(unsupported.allSatisfy { legacy.contains($0.scenario) }, "\(engine) unsupported: \(unsupported.sorted())")
+            // Every engine serves the scenarios that teach pinning itself.
+            #expect(report.cells(.pass, engine: engine).count + failed.count + unsupported.count
+                    == catalogueSize * PinProfile.all.count)
+        }
+        #expect(report.deviates == !expectedFailures.isEmpty)
+    }
+
+    @Test func refusalsAreClassified() async throws {
+        let client = try #require(BuiltInClients.named("correct"))
+        let report = try await TestLab.runner().run(
+            .inProcess(client),
+            options: CheckOptions(engines: [Engines.openssl],
+                                  scenarios: ["rekey", "expired-leaf", "wrong-host", "mtls-required-missing"]))
+        func verdict(_ s: String, _ p: PinProfile) throws -> Verdict {
+            try #require(report.verdict(s, p, "openssl"))
+        }
+        #expect(try verdict("rekey", .leafSPKI).category == .pinMismatch)
+        #expect(try verdict("expired-leaf", .none).category == .chainInvalid)
+        #expect(try verdict("expired-leaf", .none).alert?.contains("certificate_expired") == true)
+        #expect(try verdict("wrong-host", .none).category == .hostname)
+        #expect(try verdict("mtls-required-missing", .none).category == .clientAuth)
+        #expect(try verdict("rekey", .leafSPKIBackup).observed == .accepted)
+        #expect(try verdict("rekey", .leafSPKIBackup).evidence?.requestLine == "GET / HTTP/1.1")
+    }
+
+    @Test func declaredProfilesAreSkippedNotFailed() async throws {
+        let client = try #require(BuiltInClients.named("no-pinning"))
+        let report = try await TestLab.runner().run(
+            .inProcess(client),
+            options: CheckOptions(engines: [Engines.gnutls], profiles: [.none], scenarios: ["rekey", "baseline"]))
+        #expect(report.summary.pass == 2)
+        #expect(report.summary.skipped == 10)
+        #expect(!report.deviates)
+    }
+}

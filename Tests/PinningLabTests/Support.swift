@@ -1,0 +1,54 @@
+import Foundation
+import PinningLab
+
+/// One lab PKI for the whole test process, in a temporary folder (keys are generated there once and reused by
+/// later runs; nothing is committed).
+enum TestLab {
+    static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-catalogue-tests")
+
+    static func pki() throws -> LabPKI { try Lab.pki(directory: directory) }
+
+    static func runner() throws -> CheckRunner { CheckRunner(pki: try pki(), catalogue: try Catalogue.bundled()) }
+
+    /// `true` when `tool` is on the PATH.
+    static func has(_ tool: String) -> Bool {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
+    }
+
+    /// Runs a tool and returns its exit status and combined output.
+    static func run(_ args: [String], input: String? = nil) throws -> (status: Int32, output: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = args
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        try p.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// A cell address without the engine: `scenario/profile`.
+struct Cell: Hashable, CustomStringConvertible, Comparable {
+    var scenario: String
+    var profile: PinProfile
+    var description: String { "\(scenario)/\(profile)" }
+    static func < (a: Cell, b: Cell) -> Bool { a.description < b.description }
+}
+
+extension CheckReport {
+    /// The cells with `status` on `engine`.
+    func cells(_ status: Verdict.Status, engine: String) -> Set<Cell> {
+        Set(verdicts.filter { $0.status == status && $0.engine == engine }.map { Cell(scenario: $0.scenario, profile: $0.profile) })
+    }
+}
+
+/// Cells of several scenarios under several profiles.
+func cells(_ scenarios: [String], _ profiles: [PinProfile]) -> Set<Cell> {
+    var out: Set<Cell> = []
+    for s in scenarios { for p in profiles { out.insert(Cell(scenario: s, profile: p)) } }
+    return out
+}
