@@ -1,6 +1,196 @@
 import ArgumentParser
+import Foundation
+import PinningLab
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct ServeCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Not built yet.")
-    func run() async throws { throw ValidationError("'pinlab serve' is not built yet.") }
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve lab PKI identities from local TLS servers (OpenSSL and/or GnuTLS) until interrupted.",
+        discussion: """
+            Each --identity gets one server per engine on 127.0.0.1 (ephemeral ports unless --port is given: then \
+            consecutive ports from it). The table of URLs goes to standard output; --manifest writes JSON with \
+            URLs, trust files and pins in every format. Stops on SIGINT/SIGTERM.
+
+            Example: pinlab serve --identity leaf-v1 --engine both --manifest servers.json --log
+            """)
+
+    @OptionGroup var pki: PKIOptionsGroup
+
+    @Option(name: .customLong("identity"), help: "A PKI identity to serve (repeatable), e.g. leaf-v1.")
+    var identities: [String] = []
+
+    @Option(help: "The exact chain to send, comma-separated PKI names (one --identity only). Default: the identity and its issuers without the root.")
+    var chain: String?
+
+    @Option(help: "openssl, gnutls or both.")
+    var engine: String = "both"
+
+    @Option(help: "Offer only this TLS version: 1.0, 1.1, 1.2 or 1.3. Default: 1.2 and 1.3.")
+    var tls: String?
+
+    @Option(name: .customLong("client-auth"), help: "none, optional or required.")
+    var clientAuth: String = "none"
+
+    @Option(name: .customLong("client-ca"), help: "PKI roots trusted for client certificates (comma-separated).")
+    var clientCA: String = "client-ca"
+
+    @Option(help: "Address to listen on: 127.0.0.1 or ::1; anything else needs --allow-non-loopback.")
+    var bind: String = "127.0.0.1"
+
+    @Flag(name: .customLong("allow-non-loopback"), help: "Allow binding a non-loopback address (prints a warning).")
+    var allowNonLoopback = false
+
+    @Option(help: "First port (0: ephemeral).")
+    var port: Int = 0
+
+    @Option(help: "Write a JSON manifest of the servers here.")
+    var manifest: String?
+
+    @Flag(help: "Stream observations as JSON lines on standard output.")
+    var log = false
+
+    func validate() throws {
+        guard !identities.isEmpty else { throw ValidationError("give at least one --identity, e.g. --identity leaf-v1") }
+        if chain != nil && identities.count > 1 {
+            throw ValidationError("--chain applies to one --identity; serve several identities without it")
+        }
+        if let tls, TLSVersion(parsing: tls) == nil { throw ValidationError("--tls '\(tls)': use 1.0, 1.1, 1.2 or 1.3") }
+        guard ClientAuthentication.all.map(\.rawValue).contains(clientAuth) else {
+            throw ValidationError("--client-auth '\(clientAuth)': use none, optional or required")
+        }
+        guard (0...65535).contains(port) else { throw ValidationError("--port \(port) is not in 0...65535") }
+    }
+
+    func run() async throws {
+        let lab = try reportingErrors { try pki.open() }
+        let engines = try ServeCommand.engines(engine)
+        let requests = try identities.map { name in
+            try ServeCommand.request(
+                lab: lab, identity: name, chain: chain?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) },
+                tls: tls.flatMap(TLSVersion.init(parsing:)), clientAuth: ClientAuthentication(rawValue: clientAuth),
+                clientCA: clientCA.split(separator: ",").map(String.init))
+        }
+        var options = FixtureServer.Options(bindAddress: bind, allowNonLoopback: allowNonLoopback, port: port)
+        if log {
+            options.onObservation = { o in FileHandle.standardOutput.write(Data((o.jsonLine() + "\n").utf8)) }
+        }
+        let trustDirectory = lab.directory.appendingPathComponent("serve", isDirectory: true)
+        let group: FixtureServerGroup
+        do {
+            group = try await FixtureServerGroup.start(
+                requests, engines: engines, options: options, trustDirectory: trustDirectory)
+        } catch let e as TLSEngineError {
+            throw ValidationError("cannot start the servers: \(e.reason)")
+        }
+        var text = ServeCommand.table(group.manifest) + "\n"
+        if let manifest {
+            try group.manifest.json().write(to: URL(fileURLWithPath: manifest))
+            text += "manifest: \(manifest)\n"
+        }
+        // Unbuffered, so that a parent process reading a pipe sees the URLs at once.
+        FileHandle.standardOutput.write(Data(text.utf8))
+        await ServeCommand.waitForTermination()
+        await group.stop()
+    }
+
+    /// The engines named by --engine.
+    static func engines(_ name: String) throws -> [any TLSEngine] {
+        switch name {
+        case "openssl": return [Engines.openssl]
+        case "gnutls": return [Engines.gnutls]
+        case "both", "all": return Engines.all
+        default: throw ValidationError("--engine '\(name)': use openssl, gnutls or both")
+        }
+    }
+
+    /// What one identity is served with: its chain (or the one given, exactly), its key, its root as the trust
+    /// file, and the pins of everything in the chain and the root.
+    static func request(
+        lab: LabPKI, identity name: String, chain: [String]?, tls: TLSVersion?, clientAuth: ClientAuthentication,
+        clientCA: [String]
+    ) throws -> ServeRequest {
+        func lookup(_ n: String) throws -> Identity {
+            guard let id = lab[n] else {
+                throw ValidationError(
+                    "no identity '\(n)' in the PKI at \(lab.directory.path); `pinlab pki list` shows the names")
+            }
+            return id
+        }
+        let identity = try lookup(name)
+        let chainIdentities = try chain.map { try $0.map(lookup) }
+        var config = ServerTLSConfiguration.makeServerConfiguration(
+            identity, chain: chainIdentities.map { $0.map(\.certificateDER) })
+        if let tls { config.setVersion(tls) }
+        config.clientAuthentication = clientAuth
+        if clientAuth != .none { config.clientTrustRootsDER = try clientCA.map { try lookup($0).certificateDER } }
+        let root = try lookup(identity.rootName)
+        var pinned = chainIdentities ?? ([identity] + identity.issuerChainIdentities(in: lab))
+        if !pinned.contains(where: { $0.name == root.name }) { pinned.append(root) }
+        return ServeRequest(id: name, configuration: config, trustRootsDER: [root.certificateDER], pinned: pinned)
+    }
+
+    static func table(_ m: ServeManifest) -> String {
+        var rows = [["ENGINE", "ID", "URL", "LEAF PIN (curl)", "TRUST"]]
+        for s in m.servers {
+            rows.append([s.engine, s.id, s.url, s.pins.first?.curl ?? "", s.trustFile])
+        }
+        let widths = (0..<rows[0].count).map { c in rows.map { $0[c].count }.max() ?? 0 }
+        var out = rows.map { r in
+            r.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n")
+        for u in m.unsupported {
+            out += "\nunsupported: \(u["id"] ?? "") on \(u["engine"] ?? ""): \(u["reason"] ?? "")"
+        }
+        return out
+    }
+
+    /// Waits for SIGINT or SIGTERM.
+    static func waitForTermination() async {
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let queue = DispatchQueue(label: "pinlab.serve.signals")
+        let once = SignalOnce()
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            var sources: [any DispatchSourceSignal] = []
+            for sig in [SIGINT, SIGTERM] {
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+                source.setEventHandler { if once.fire() { c.resume() } }
+                source.resume()
+                sources.append(source)
+            }
+            once.keep(sources)
+        }
+    }
+}
+
+/// Resumes the waiting continuation once, whichever signal comes first.
+private final class SignalOnce: @unchecked Sendable {  // all access on the one signal queue or under lock
+    private let lock = NSLock()
+    private var fired = false
+    private var sources: [any DispatchSourceSignal] = []
+    func keep(_ s: [any DispatchSourceSignal]) { lock.withLock { sources = s } }
+    func fire() -> Bool {
+        lock.withLock {
+            defer { fired = true }
+            return !fired
+        }
+    }
+}
+
+extension Identity {
+    /// The PKI identities of this identity's issuers, nearest first, without the root.
+    func issuerChainIdentities(in lab: LabPKI) -> [Identity] {
+        var out: [Identity] = []
+        var current = self
+        while current.issuerName != current.name, let issuer = lab[current.issuerName], issuer.name != rootName {
+            out.append(issuer)
+            current = issuer
+        }
+        return out
+    }
 }
