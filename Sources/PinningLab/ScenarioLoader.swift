@@ -399,8 +399,9 @@ func suggestion(_ word: String, in candidates: [String]) -> String? {
     for c in candidates {
         let lc = c.lowercased()
         let prefixMatch = w.count >= 3 && (lc.hasPrefix(String(w)) || String(w).hasPrefix(lc))
-        let d = prefixMatch ? 1 : editDistance(w, Array(lc))
-        if d <= max(2, c.count / 3), best == nil || d < best!.1 { best = (c, d) }
+        let d = editDistance(w, Array(lc))
+        guard prefixMatch || d <= max(2, c.count / 3) else { continue }
+        if best == nil || d < best!.1 { best = (c, d) }
     }
     return best?.0
 }
