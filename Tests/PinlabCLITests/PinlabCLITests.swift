@@ -1,0 +1,159 @@
+import Foundation
+import PinningLab
+import Testing
+
+/// Runs the built `pinlab` binary (found next to the test bundle, in the build folder's debug directory).
+enum CLI {
+    static let binary: URL? = {
+        var candidates: [URL] = []
+        let arg0 = URL(fileURLWithPath: CommandLine.arguments.first ?? "")
+        candidates.append(arg0.deletingLastPathComponent())
+        for b in Bundle.allBundles where b.bundlePath.hasSuffix(".xctest") {
+            candidates.append(b.bundleURL.deletingLastPathComponent())
+            candidates.append(b.bundleURL.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent())
+        }
+        candidates.append(Bundle.main.bundleURL)
+        for dir in candidates {
+            let url = dir.appendingPathComponent("pinlab")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        return nil
+    }()
+
+    static let pkiDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-catalogue-tests")
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(_ args: [String], in directory: URL? = nil) throws -> Result {
+        let bin = try #require(binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
+        let p = Process()
+        p.executableURL = bin
+        p.arguments = args
+        if let directory { p.currentDirectoryURL = directory }
+        var env = ProcessInfo.processInfo.environment
+        env["NO_COLOR"] = "1"
+        p.environment = env
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-cli-out-\(UUID().uuidString)")
+        let err = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-cli-err-\(UUID().uuidString)")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: err) }
+        p.standardOutput = try FileHandle(forWritingTo: out)
+        p.standardError = try FileHandle(forWritingTo: err)
+        try p.run()
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus,
+                      stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+                      stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+
+    static var dirArgs: [String] { ["--dir", pkiDirectory.path] }
+}
+
+@Suite("pinlab command line", .serialized)
+struct PinlabCLITests {
+    @Test func scenariosListPrintsOneLinePerScenarioStartingWithItsID() throws {
+        let r = try CLI.run(["scenarios", "list"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        let ids = try Catalogue.bundled().ids
+        #expect(lines.count == ids.count)
+        for (line, id) in zip(lines, ids) { #expect(line.hasPrefix(id + " "), "\(line)") }
+        #expect(lines.first?.contains("A A A A A A") == true)
+        let mtls = try CLI.run(["scenarios", "list", "--tag", "mutual-tls"])
+        #expect(mtls.stdout.split(separator: "\n").count == 6)
+    }
+
+    @Test func scenariosListAsJSON() throws {
+        let r = try CLI.run(["scenarios", "list", "--format", "json"])
+        #expect(r.status == 0)
+        let array = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
+        #expect(array.count == (try Catalogue.bundled().scenarios.count))
+        let rekey = try #require(array.first { $0["id"] as? String == "rekey" })
+        #expect((rekey["expect"] as? [String: String])?["leaf-spki+backup"] == "accept")
+        #expect((rekey["server"] as? [String: Any])?["chain"] as? [String] == ["leaf-v3-rekey", "lab-intermediate-a"])
+    }
+
+    @Test func explainTellsTheStoryOfARow() throws {
+        let r = try CLI.run(["explain", "rekey"] + CLI.dirArgs)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.hasPrefix("rekey — "))
+        #expect(r.stdout.contains("backup pin"))
+        #expect(r.stdout.contains("1. leaf-v3-rekey"))
+        #expect(r.stdout.contains("spki of leaf-v3-rekey (K2)"))
+        #expect(r.stdout.contains("A X X A A A"))
+        let typo = try CLI.run(["explain", "rekee"] + CLI.dirArgs)
+        #expect(typo.status == 2)
+        #expect(typo.stderr.contains("Did you mean 'rekey'"))
+    }
+
+    @Test func checkExitStatusFollowsTheVerdicts() throws {
+        let ok = try CLI.run(["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline,rekey,chain-stuffing"] + CLI.dirArgs)
+        #expect(ok.status == 0, "\(ok.stdout)\(ok.stderr)")
+        #expect(ok.stdout.contains("correct: conforms — 18 cells: 18 pass"))
+        let bad = try CLI.run(["check", "--client", "no-pinning", "--engine", "gnutls", "--scenarios", "rekey"] + CLI.dirArgs)
+        #expect(bad.status == 1)
+        #expect(bad.stdout.contains("rekey × leaf-spki × gnutls: expected refuse"))
+        let usage = try CLI.run(["check", "--client", "bogus"] + CLI.dirArgs)
+        #expect(usage.status != 0 && usage.status != 1)
+        #expect(usage.stderr.contains("not a built-in client"))
+        let none = try CLI.run(["check"] + CLI.dirArgs)
+        #expect(none.status != 0 && none.status != 1)
+    }
+
+    @Test func checkWritesReportsToAFile() throws {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-junit-\(UUID().uuidString).xml")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try CLI.run(["check", "--client", "correct", "--scenarios", "baseline", "--format", "junit", "--output", out.path] + CLI.dirArgs)
+        #expect(r.status == 0)
+        #expect(r.stdout.contains("conforms"))
+        let xml = try String(contentsOf: out, encoding: .utf8)
+        #expect(xml.contains("<testsuites"))
+        #expect(xml.components(separatedBy: "<testcase ").count - 1 == 12)
+    }
+
+    @Test func checkRunsACommandTemplate() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/curl") else {
+            print("skipping: /usr/bin/curl is not installed")
+            return
+        }
+        let r = try CLI.run(["check", "--profiles", "none,leaf-spki,leaf-spki+backup", "--scenarios", "rekey,intercepting-proxy",
+                             "--format", "json"] + CLI.dirArgs
+                            + ["--", "curl", "-sf", "-o", "/dev/null", "--cacert", "{ca}", "[--pinnedpubkey {pins.curl}]", "{url}"])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        #expect(object["client"] as? String == "curl")
+        let summary = try #require(object["summary"] as? [String: Int])
+        #expect(summary["pass"] == 12 && summary["skipped"] == 12)
+    }
+
+    @Test func validateNamesTheFileLineAndField() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-cli-scen-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bundled = try #require(Catalogue.bundledDirectory)
+        let text = try String(contentsOf: bundled.appendingPathComponent("rekey.yaml"), encoding: .utf8)
+        try text.replacingOccurrences(of: "trust: lab-root", with: "trust: lab-rot")
+            .write(to: dir.appendingPathComponent("rekey.yaml"), atomically: true, encoding: .utf8)
+        let r = try CLI.run(["scenarios", "validate", dir.path])
+        #expect(r.status == 2)
+        let line = text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains("trust: lab-root") }.map { $0 + 1 }
+        #expect(r.stderr.contains("rekey.yaml:\(line ?? 0):"), "\(r.stderr)")
+        #expect(r.stderr.contains("client.trust"))
+        #expect(r.stderr.contains("Did you mean 'lab-root'"))
+        let good = try CLI.run(["scenarios", "validate"])
+        #expect(good.status == 0 && good.stdout.contains("all valid"))
+    }
+
+    @Test func printsTheReportSchemas() throws {
+        let json = try CLI.run(["check", "--print-schema", "json"])
+        #expect(json.status == 0)
+        #expect((try? JSONSerialization.jsonObject(with: Data(json.stdout.utf8))) != nil)
+        let xsd = try CLI.run(["check", "--print-schema", "junit"])
+        #expect(xsd.stdout.contains("<xs:schema"))
+    }
+}
