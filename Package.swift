@@ -3,7 +3,8 @@ import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("MemberImportVisibility"),
+    // MemberImportVisibility is left off: on Linux, clean builds attribute Glibc struct members (stat.st_mode,
+    // timespec.tv_sec) to CoreFoundation and fail, while incremental builds pass.
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What a client under test pins, relative to the identity it was built for (DESIGN.md, "Pin profile").
 public struct PinProfile: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible, Comparable {
