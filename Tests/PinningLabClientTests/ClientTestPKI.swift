@@ -7,28 +7,38 @@ struct ClientTestPKIError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// Runs `/bin/bash -c script` in `directory`; throws with its output when it fails.
+/// Runs `/bin/bash -c script` in `directory`; throws with its output when it fails. Output goes through files,
+/// never pipes: a pipe's write end inherited by a concurrently spawned long-lived child (an s_server) would keep
+/// the reader waiting for EOF.
 @discardableResult
 func clientTestShell(_ script: String, in directory: URL) throws -> Data {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/bash")
     process.arguments = ["-euo", "pipefail", "-c", script]
     process.currentDirectoryURL = directory
-    let output = Pipe()
-    let errors = directory.appendingPathComponent("shell-\(UUID().uuidString).err")
-    _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-    let errorHandle = try FileHandle(forWritingTo: errors)
-    defer { try? errorHandle.close() }
-    process.standardOutput = output
+    let stem = directory.appendingPathComponent("shell-\(UUID().uuidString)")
+    let outputURL = stem.appendingPathExtension("out")
+    let errorURL = stem.appendingPathExtension("err")
+    _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
+    defer {
+        try? FileManager.default.removeItem(at: outputURL)
+        try? FileManager.default.removeItem(at: errorURL)
+    }
+    let outputHandle = try FileHandle(forWritingTo: outputURL)
+    let errorHandle = try FileHandle(forWritingTo: errorURL)
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = outputHandle
     process.standardError = errorHandle
     try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
+    try? outputHandle.close()
+    try? errorHandle.close()
     guard process.terminationStatus == 0 else {
-        let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        let text = (try? String(contentsOf: errorURL, encoding: .utf8)) ?? ""
         throw ClientTestPKIError(description: "script failed (\(process.terminationStatus)): \(script.prefix(200))… \(text)")
     }
-    return data
+    return try Data(contentsOf: outputURL)
 }
 
 /// The test PKI: files in `directory`, named `<name>.pem` (certificate), `<name>.key` (PEM key).
@@ -112,6 +122,9 @@ final class ClientTestPKI: Sendable {
         sign expired k1 localhost int-a leaf.ext -1; cp k1.key expired.key
         sign wrong-host k1 wrong.test int-a wrong.ext 30; cp k1.key wrong-host.key
         rsakey weak 1024; sign weak weak localhost int-a leaf.ext 30
+        rsakey rsa-2048 2048; sign rsa-2048 rsa-2048 localhost int-a leaf.ext 30
+        openssl genpkey -algorithm ED25519 -out ed25519.key; chmod 600 ed25519.key
+        sign ed25519 ed25519 localhost int-a leaf.ext 30
         root proxy-root "Interception Proxy Root"
         sign proxy-leaf kp localhost proxy-root leaf.ext 30; cp kp.key proxy-leaf.key
         root rogue-root "Rogue Root"

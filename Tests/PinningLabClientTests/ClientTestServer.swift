@@ -11,9 +11,12 @@ struct ClientTestServerConfig: Sendable, CustomStringConvertible {
     /// When set, client certificates are required (`-Verify 1`) and verified against this CA.
     var requireClientCertificateFrom: String?
     var extraArguments: [String] = []
+    /// Listen on ::1 instead of 127.0.0.1.
+    var ipv6 = false
 
     var description: String {
         ([leaf] + chain).joined(separator: "+") + (requireClientCertificateFrom.map { " mTLS(\($0))" } ?? "")
+            + (ipv6 ? " [::1]" : "")
     }
 }
 
@@ -56,20 +59,27 @@ struct ClientTestServerLog: Sendable {
     }
 }
 
-/// One `openssl s_server` process, accepting one connection on 127.0.0.1 and an ephemeral port.
-final class ClientTestServer: @unchecked Sendable {  // immutable after init; `process` is only terminated/waited on
+/// One `openssl s_server` process, accepting one connection on 127.0.0.1 (or ::1) and an ephemeral port.
+final class ClientTestServer: Sendable {
     let port: Int
-    private let process: Process
+    private let process: Process  // Process is thread-safe for isRunning/processIdentifier/waitUntilExit
     private let logFile: URL
 
-    init(_ config: ClientTestServerConfig, pki: ClientTestPKI) throws {
-        logFile = pki.directory.appendingPathComponent("s_server-\(UUID().uuidString).log")
+    private init(port: Int, process: Process, logFile: URL) {
+        self.port = port
+        self.process = process
+        self.logFile = logFile
+    }
+
+    /// Starts the server and waits (bounded, without blocking a thread) for its "ACCEPT host:PORT" line.
+    static func start(_ config: ClientTestServerConfig, pki: ClientTestPKI) async throws -> ClientTestServer {
+        let logFile = pki.directory.appendingPathComponent("s_server-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let handle = try FileHandle(forWritingTo: logFile)
         defer { try? handle.close() }
 
         var arguments = [
-            "s_server", "-4", "-accept", "0", "-naccept", "1", "-www", "-msg",
+            "s_server", config.ipv6 ? "-6" : "-4", "-accept", "0", "-naccept", "1", "-www", "-msg",
             "-cert", pki.path("\(config.leaf).pem"), "-key", pki.path("\(config.leaf).key"),
             "-no-CAfile", "-no-CApath", "-no-CAstore",
         ]
@@ -85,7 +95,7 @@ final class ClientTestServer: @unchecked Sendable {  // immutable after init; `p
         }
         arguments += config.extraArguments
 
-        process = Process()
+        let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["openssl"] + arguments
         process.standardInput = FileHandle.nullDevice
@@ -93,41 +103,37 @@ final class ClientTestServer: @unchecked Sendable {  // immutable after init; `p
         process.standardError = handle
         try process.run()
 
-        // Bounded wait for "ACCEPT 0.0.0.0:PORT".
-        var found: Int?
-        for _ in 0..<400 where found == nil {
+        for _ in 0..<400 {
             let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT ") }),
                 let port = line.split(separator: ":").last.flatMap({ Int($0) })
             {
-                found = port
-            } else if !process.isRunning {
-                break
-            } else {
-                usleep(25_000)
+                return ClientTestServer(port: port, process: process, logFile: logFile)
             }
+            if !process.isRunning { break }
+            try? await Task.sleep(for: .milliseconds(25))
         }
-        guard let found else {
-            if process.isRunning { process.terminate() }
-            let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
-            throw ClientTestPKIError(description: "s_server did not start: \(arguments.joined(separator: " "))\n\(text)")
-        }
-        port = found
+        kill(process)
+        let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+        throw ClientTestPKIError(description: "s_server did not start: \(arguments.joined(separator: " "))\n\(text)")
     }
 
     /// Waits (bounded) for the server to finish its one connection, stops it, and returns its log.
-    func finish() -> ClientTestServerLog {
-        for _ in 0..<200 where process.isRunning { usleep(25_000) }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+    func finish() async -> ClientTestServerLog {
+        for _ in 0..<200 where process.isRunning { try? await Task.sleep(for: .milliseconds(25)) }
+        Self.kill(process)
         return ClientTestServerLog(text: (try? String(contentsOf: logFile, encoding: .utf8)) ?? "")
     }
 
-    deinit {
-        if process.isRunning { process.terminate() }
+    /// SIGKILL, because a child spawned from a dispatch thread inherits a signal mask that blocks SIGTERM.
+    private static func kill(_ process: Process) {
+        if process.isRunning {
+            _ = Foundation.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
     }
+
+    deinit { Self.kill(process) }
 }
 
 /// A TCP socket on 127.0.0.1 that listens but never accepts or answers: handshakes against it can only time out.

@@ -24,7 +24,8 @@ enum ClientTestPins: Sendable {
     case spki([String])
     case certificate([String])
     /// SHA-256 of the bare key bytes (the SPKI's BIT STRING contents), as an iOS app hashing
-    /// `SecKeyCopyExternalRepresentation` would pin. P-256 keys only (the last 65 bytes of the SPKI DER).
+    /// `SecKeyCopyExternalRepresentation` would pin: for P-256 the last 65 bytes of the SPKI DER (04||X||Y), for
+    /// Ed25519 the last 32, for RSA the PKCS#1 RSAPublicKey DER as `openssl rsa -RSAPublicKey_out` writes it.
     case bareKey(String)
 
     func pinSet(_ pki: ClientTestPKI) throws -> PinSet {
@@ -34,9 +35,14 @@ enum ClientTestPins: Sendable {
         case .certificate(let names):
             return PinSet(kind: .certificateSHA256, hashes: try names.map { try pki.certificatePin($0) })
         case .bareKey(let name):
+            let bare =
+                switch name {
+                case "rsa-2048": "openssl rsa -pubin -RSAPublicKey_out -outform der 2>/dev/null"
+                case "ed25519": "openssl pkey -pubin -outform der | tail -c 32"
+                default: "openssl pkey -pubin -outform der | tail -c 65"
+                }
             let hash = try clientTestShell(
-                "openssl x509 -in \(name).pem -pubkey -noout | openssl pkey -pubin -outform der | tail -c 65 | openssl dgst -sha256 -binary",
-                in: pki.directory)
+                "openssl x509 -in \(name).pem -pubkey -noout | \(bare) | openssl dgst -sha256 -binary", in: pki.directory)
             return PinSet(kind: .spkiSHA256, hashes: [[UInt8](hash)])
         }
     }
@@ -88,6 +94,21 @@ let clientCases: [ClientCase] = [
     ClientCase(name: "baseline root-spki", server: good, pins: .spki(["lab-root"]), expected: [A, pin, pin, A, pin, A]),
     ClientCase(name: "baseline none", server: good, pins: .none, expected: [A, A, A, A, A, A]),
     ClientCase(name: "baseline bare-key pin", server: good, pins: .bareKey("leaf-v1"), expected: [pin, pin, pin, pin, A, A]),
+    ClientCase(
+        name: "rsa-2048 leaf-spki", server: .init(leaf: "rsa-2048", chain: ["int-a"]), pins: .spki(["rsa-2048"]),
+        expected: [A, A, A, A, pin, A]),
+    ClientCase(
+        name: "rsa-2048 bare-key pin", server: .init(leaf: "rsa-2048", chain: ["int-a"]), pins: .bareKey("rsa-2048"),
+        expected: [pin, pin, pin, pin, A, A]),
+    ClientCase(
+        name: "ed25519 leaf-spki", server: .init(leaf: "ed25519", chain: ["int-a"]), pins: .spki(["ed25519"]),
+        expected: [A, A, A, A, pin, A]),
+    ClientCase(
+        name: "ed25519 bare-key pin", server: .init(leaf: "ed25519", chain: ["int-a"]), pins: .bareKey("ed25519"),
+        expected: [pin, pin, pin, pin, A, A]),
+    ClientCase(
+        name: "baseline over ::1 leaf-spki", server: .init(leaf: "leaf-v1", chain: ["int-a"], ipv6: true),
+        pins: .spki(["leaf-v1"]), expected: [A, A, A, A, pin, A]),
     ClientCase(name: "baseline wrong pin", server: good, pins: .spki(["leaf-v3"]), expected: [pin, pin, pin, pin, pin, A]),
     ClientCase(
         name: "baseline TLS 1.2 leaf-spki", server: .init(leaf: "leaf-v1", chain: ["int-a"], extraArguments: ["-tls1_2"]),
@@ -159,14 +180,14 @@ struct ReferenceClientTests {
     func matrix(_ scenario: ClientCase, clientName: String) async throws {
         let pki = try ClientTestPKI.get()
         let client = try #require(ReferenceClients.named(clientName))
-        let server = try ClientTestServer(scenario.server, pki: pki)
+        let server = try await ClientTestServer.start(scenario.server, pki: pki)
         let target = ClientTarget(
-            port: server.port, trustRootsDER: try scenario.trust.map { try pki.der($0) },
-            pins: try scenario.pins.pinSet(pki),
+            ip: scenario.server.ipv6 ? "::1" : "127.0.0.1", port: server.port,
+            trustRootsDER: try scenario.trust.map { try pki.der($0) }, pins: try scenario.pins.pinSet(pki),
             clientCredentials: try scenario.credentials.map { try pki.credentials($0.name, issuers: $0.issuers) },
             scenario: scenario.name, profile: scenario.pins.profile, timeout: .seconds(20))
         let outcome = await client.run(target)
-        let log = server.finish()
+        let log = await server.finish()
         let sawRequest = log.receivedApplicationData
         let context = Comment(rawValue: "\(clientName) on \(scenario.name): \(outcome.claim) \(outcome.category?.rawValue ?? "") — \(outcome.detail)")
 
@@ -203,18 +224,22 @@ struct ReferenceClientTests {
     @Test("many concurrent runs each get their own verdict")
     func concurrentRuns() async throws {
         let pki = try ClientTestPKI.get()
-        let cases = [clientCases[0], clientCases[6], clientCases[15]]  // accept / pin / chain for `correct`
+        // accept / pin mismatch / chain invalid for `correct`
+        let cases = ["baseline leaf-spki", "baseline wrong pin", "untrusted-rogue leaf-spki"].map { name in
+            clientCases.first { $0.name == name }!
+        }
         try await withThrowingTaskGroup(of: (String, ClientOutcome, ClientExpectation, Bool).self) { group in
             for round in 0..<4 {
                 for scenario in cases {
-                    let server = try ClientTestServer(scenario.server, pki: pki)
+                    let server = try await ClientTestServer.start(scenario.server, pki: pki)
                     let target = ClientTarget(
                         port: server.port, trustRootsDER: try scenario.trust.map { try pki.der($0) },
                         pins: try scenario.pins.pinSet(pki), scenario: scenario.name, profile: scenario.pins.profile,
                         timeout: .seconds(30))
                     group.addTask {
                         let outcome = await ReferenceClient.correct.run(target)
-                        return ("\(scenario.name) #\(round)", outcome, scenario.expectation(for: "correct"), server.finish().receivedApplicationData)
+                        let sawRequest = await server.finish().receivedApplicationData
+                        return ("\(scenario.name) #\(round)", outcome, scenario.expectation(for: "correct"), sawRequest)
                     }
                 }
             }
@@ -253,5 +278,41 @@ struct ReferenceClientTests {
             ClientTarget(port: port, trustRootsDER: [], pins: .empty, scenario: "closed", profile: .none, timeout: .seconds(5)))
         #expect(outcome.claim == .refused)
         #expect(outcome.detail.contains("connect"), "\(outcome.detail)")
+    }
+}
+
+@Suite("Reference clients: configuration errors are refusals that name the field")
+struct ReferenceClientConfigurationTests {
+    @Test("bad input", arguments: ["trust", "key", "mismatched-key", "empty-chain"])
+    func badInput(_ kind: String) async throws {
+        let pki = try ClientTestPKI.get()
+        let server = try await ClientTestServer.start(good, pki: pki)
+        var target = ClientTarget(
+            port: server.port, trustRootsDER: [try pki.der("lab-root")], pins: .empty, scenario: "bad-input",
+            profile: .none, timeout: .seconds(10))
+        let valid = try pki.credentials("client", issuers: [])
+        let expected: String
+        switch kind {
+        case "trust":
+            target.trustRootsDER.append([0x30, 0x03, 0x02, 0x01, 0x00])
+            expected = "trustRootsDER[1]"
+        case "key":
+            target.clientCredentials = ClientCredentials(certificateChainDER: valid.certificateChainDER, privateKeyPKCS8DER: [1, 2, 3])
+            expected = "clientCredentials.privateKeyPKCS8DER"
+        case "mismatched-key":
+            let other = try pki.credentials("client2", issuers: [])
+            target.clientCredentials = ClientCredentials(
+                certificateChainDER: valid.certificateChainDER, privateKeyPKCS8DER: other.privateKeyPKCS8DER)
+            expected = "does not fit"
+        default:
+            target.clientCredentials = ClientCredentials(certificateChainDER: [], privateKeyPKCS8DER: valid.privateKeyPKCS8DER)
+            expected = "certificateChainDER is empty"
+        }
+        let outcome = await ReferenceClient.correct.run(target)
+        let sawRequest = await server.finish().receivedApplicationData
+        #expect(!sawRequest)
+        #expect(outcome.claim == .refused)
+        #expect(outcome.category == .other)
+        #expect(outcome.detail.contains(expected), "\(outcome.detail)")
     }
 }
