@@ -1,2 +1,153 @@
 // PinningLabTesting: helpers for other packages' test suites. Imports neither XCTest nor Testing.
 @_exported public import PinningLab
+public import Foundation
+
+/// A scenario of the bundled catalogue, by id. An open set: `ScenarioID("my-id")` names scenarios of your own
+/// catalogue; the static members are the bundled ones (`ScenarioID.all` in teaching order).
+public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByStringLiteral,
+    CustomStringConvertible
+{
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ id: String) { self.rawValue = id }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public var description: String { rawValue }
+
+    /// `baseline`: The certificate the app was built for.
+    public static let baseline = ScenarioID("baseline")
+    /// `root-not-sent`: A root pin must match a root the server never sends.
+    public static let rootNotSent = ScenarioID("root-not-sent")
+    /// `renewal-same-key`: The certificate was renewed and kept its key.
+    public static let renewalSameKey = ScenarioID("renewal-same-key")
+    /// `rekey`: A planned re-key to the published backup key.
+    public static let rekey = ScenarioID("rekey")
+    /// `emergency-rekey`: An emergency re-key to a key nobody pinned.
+    public static let emergencyRekey = ScenarioID("emergency-rekey")
+    /// `intermediate-renewed-same-key`: The intermediate was re-issued with the same key.
+    public static let intermediateRenewedSameKey = ScenarioID("intermediate-renewed-same-key")
+    /// `sibling-intermediate`: The same key, issued by a different intermediate of the same CA.
+    public static let siblingIntermediate = ScenarioID("sibling-intermediate")
+    /// `expired-leaf`: An expired leaf with the pinned key.
+    public static let expiredLeaf = ScenarioID("expired-leaf")
+    /// `not-yet-valid-leaf`: A leaf that is not valid yet.
+    public static let notYetValidLeaf = ScenarioID("not-yet-valid-leaf")
+    /// `expired-intermediate`: A valid leaf under an expired intermediate.
+    public static let expiredIntermediate = ScenarioID("expired-intermediate")
+    /// `wrong-host`: A certificate with the pinned key for another host name.
+    public static let wrongHost = ScenarioID("wrong-host")
+    /// `self-signed-pinned-key`: A self-signed certificate carrying the pinned key.
+    public static let selfSignedPinnedKey = ScenarioID("self-signed-pinned-key")
+    /// `untrusted-rogue`: A certificate from a CA the device does not trust.
+    public static let untrustedRogue = ScenarioID("untrusted-rogue")
+    /// `intercepting-proxy`: An interception proxy whose root the user installed.
+    public static let interceptingProxy = ScenarioID("intercepting-proxy")
+    /// `chain-stuffing`: An interception proxy that appends the genuine pinned certificates.
+    public static let chainStuffing = ScenarioID("chain-stuffing")
+    /// `name-collision-intermediate`: A rogue intermediate with the pinned intermediate's name.
+    public static let nameCollisionIntermediate = ScenarioID("name-collision-intermediate")
+    /// `incomplete-chain`: The server forgot to send its intermediate.
+    public static let incompleteChain = ScenarioID("incomplete-chain")
+    /// `reversed-chain`: The issuers arrive in reverse order.
+    public static let reversedChain = ScenarioID("reversed-chain")
+    /// `non-ca-signer`: A leaf certificate used as a CA.
+    public static let nonCASigner = ScenarioID("non-ca-signer")
+    /// `pathlen-violation`: A sub-CA below an intermediate limited to path length 0.
+    public static let pathlenViolation = ScenarioID("pathlen-violation")
+    /// `weak-rsa-1024`: A pinned 1024-bit RSA key.
+    public static let weakRSA1024 = ScenarioID("weak-rsa-1024")
+    /// `sha1-signature`: A pinned certificate signed with SHA-1.
+    public static let sha1Signature = ScenarioID("sha1-signature")
+    /// `tls-v1-0`: A server that offers only TLS 1.0.
+    public static let tlsV1_0 = ScenarioID("tls-v1-0")
+    /// `tls-v1-2`: A server that speaks only TLS 1.2.
+    public static let tlsV1_2 = ScenarioID("tls-v1-2")
+    /// `ecdsa-p384`: A leaf with an ECDSA P-384 key.
+    public static let ecdsaP384 = ScenarioID("ecdsa-p384")
+    /// `rsa-2048`: A leaf with an RSA-2048 key.
+    public static let rsa2048 = ScenarioID("rsa-2048")
+    /// `rsa-3072`: A leaf with an RSA-3072 key.
+    public static let rsa3072 = ScenarioID("rsa-3072")
+    /// `rsa-4096`: A leaf with an RSA-4096 key.
+    public static let rsa4096 = ScenarioID("rsa-4096")
+    /// `ed25519`: A leaf with an Ed25519 key.
+    public static let ed25519 = ScenarioID("ed25519")
+    /// `mtls-required-valid`: Mutual TLS: the client presents its valid certificate.
+    public static let mtlsRequiredValid = ScenarioID("mtls-required-valid")
+    /// `mtls-required-missing`: Mutual TLS: the client presents no certificate.
+    public static let mtlsRequiredMissing = ScenarioID("mtls-required-missing")
+    /// `mtls-required-untrusted`: Mutual TLS: a client certificate from an untrusted CA.
+    public static let mtlsRequiredUntrusted = ScenarioID("mtls-required-untrusted")
+    /// `mtls-required-expired`: Mutual TLS: an expired client certificate.
+    public static let mtlsRequiredExpired = ScenarioID("mtls-required-expired")
+    /// `mtls-required-wrong-eku`: Mutual TLS: a client certificate meant for servers.
+    public static let mtlsRequiredWrongEKU = ScenarioID("mtls-required-wrong-eku")
+    /// `mtls-optional-missing`: Mutual TLS optional: the client presents no certificate.
+    public static let mtlsOptionalMissing = ScenarioID("mtls-optional-missing")
+
+    /// The rogue-CA case of the README (`untrusted-rogue`).
+    public static let rogueCA = untrustedRogue
+    /// The user-installed proxy case (`intercepting-proxy`).
+    public static let proxy = interceptingProxy
+
+    /// Every bundled scenario, in teaching order.
+    public static let all: [ScenarioID] = [
+        .baseline, .rootNotSent, .renewalSameKey, .rekey, .emergencyRekey, .intermediateRenewedSameKey,
+        .siblingIntermediate, .expiredLeaf, .notYetValidLeaf, .expiredIntermediate, .wrongHost,
+        .selfSignedPinnedKey, .untrustedRogue, .interceptingProxy, .chainStuffing, .nameCollisionIntermediate,
+        .incompleteChain, .reversedChain, .nonCASigner, .pathlenViolation, .weakRSA1024, .sha1Signature,
+        .tlsV1_0, .tlsV1_2, .ecdsaP384, .rsa2048, .rsa3072, .rsa4096, .ed25519, .mtlsRequiredValid,
+        .mtlsRequiredMissing, .mtlsRequiredUntrusted, .mtlsRequiredExpired, .mtlsRequiredWrongEKU,
+        .mtlsOptionalMissing
+    ]
+}
+
+/// Shared state of the helpers: one lab PKI and one work folder per process.
+enum TestingLab {
+    static let work: URL = {
+        let dir = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pinninglab-testing-\(ProcessInfo.processInfo.processIdentifier)")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
+                                                 attributes: [.posixPermissions: 0o700])
+        return dir
+    }()
+}
+
+extension Lab {
+    /// Starts the server of a bundled scenario on 127.0.0.1 (an ephemeral port), runs `body`, and stops the
+    /// server even if `body` throws.
+    ///
+    /// ```swift
+    /// try await Lab.withServer(.rogueCA) { server in
+    ///     let verdict = try await server.verdict(.leafSPKI) { try await myClient.get(server.url, pins: server.pins(.leafSPKI)) }
+    ///     #expect(verdict.status == .pass, "\(verdict.reason)")
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - engine: `Engines.openssl` (default) or `Engines.gnutls`.
+    ///   - pkiDirectory: the lab PKI folder; the per-user cache (or `$PINNINGLAB_DIR`) by default.
+    public static func withServer<T>(
+        _ id: ScenarioID, engine: any TLSEngine = Engines.openssl, pkiDirectory: URL? = nil,
+        _ body: (ScenarioServer) async throws -> T
+    ) async throws -> T {
+        let runner = CheckRunner(pki: try Lab.pki(directory: pkiDirectory), catalogue: try Catalogue.bundled())
+        let server = try await runner.startServer(id.rawValue, engine: engine, workDirectory: TestingLab.work)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    /// Runs an in-process client through the whole bundled catalogue (or `scenarios`) on both engines and
+    /// returns the report; `report.deviations` lists what it got wrong.
+    public static func check(
+        _ client: any PinningClient, scenarios: [ScenarioID] = [], engines: [any TLSEngine] = Engines.all,
+        pkiDirectory: URL? = nil
+    ) async throws -> CheckReport {
+        let runner = CheckRunner(pki: try Lab.pki(directory: pkiDirectory), catalogue: try Catalogue.bundled())
+        return try await runner.run(.inProcess(client), options: CheckOptions(engines: engines, scenarios: scenarios.map(\.rawValue)))
+    }
+}

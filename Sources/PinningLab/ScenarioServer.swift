@@ -1,0 +1,108 @@
+public import Foundation
+public import PinningLabCore
+public import PinningLabPKI
+
+/// A running fixture server for one scenario, with everything a client under test needs: the URL, the trust
+/// store, the pins of every profile, the client certificate to present, and the expectations to compare with.
+public final class ScenarioServer: Sendable {
+    public let scenario: Scenario
+    public let server: FixtureServer
+    public let pki: LabPKI
+    /// The engine's name: `openssl` or `gnutls`.
+    public var engine: String { server.engineName }
+    /// Clients reach every server as `localhost`.
+    public var host: String { "localhost" }
+    public var ip: String { server.host }
+    public var port: Int { server.port }
+    /// `https://localhost:PORT/`.
+    public var url: URL { URL(string: "https://localhost:\(server.port)/")! }
+    /// The roots of the scenario's trust profile (DER), and the same as a PEM file.
+    public let trustRootsDER: [[UInt8]]
+    public let trustFile: URL
+    /// The client certificate the scenario says to present, with its files; `nil` when it presents none.
+    public let clientCredentials: ClientCredentials?
+    private let files: CellFiles
+
+    init(scenario: Scenario, server: FixtureServer, pki: LabPKI, files: CellFiles) throws {
+        self.scenario = scenario
+        self.server = server
+        self.pki = pki
+        self.files = files
+        let trust = try files.trustFile(scenario)
+        trustRootsDER = trust.roots
+        trustFile = URL(fileURLWithPath: trust.path)
+        clientCredentials = try files.credentials(scenario)
+    }
+
+    /// What a correct client does under `profile`.
+    public func expected(_ profile: PinProfile) -> Expectation { scenario.expected(profile) }
+
+    /// The pins a client built for this scenario holds under `profile`.
+    public func pins(_ profile: PinProfile) throws -> PinSet { try scenario.pinSet(for: profile, in: pki) }
+
+    /// The target to hand a `PinningClient` for `profile`.
+    public func target(_ profile: PinProfile, timeout: Duration = .seconds(10)) throws -> ClientTarget {
+        try files.target(for: scenario, profile: profile, port: server.port, timeout: timeout)
+    }
+
+    /// The values of the command-template placeholders for `profile`.
+    public func context(_ profile: PinProfile) throws -> CellContext {
+        try files.context(for: scenario, profile: profile, port: server.port)
+    }
+
+    /// Observations of every connection finished so far.
+    public func observations() -> [Observation] { server.observations() }
+
+    /// Runs `connect` (which should make one client connection to `url` holding `pins(profile)`), waits for the
+    /// server to record it, and judges it. Only the connections made during `connect` count.
+    public func verdict(
+        _ profile: PinProfile, client: String = "client", _ connect: () async throws -> Void
+    ) async rethrows -> Verdict {
+        let before = server.connectionsAccepted
+        let t0 = ContinuousClock.now
+        try await connect()
+        let ms = milliseconds(ContinuousClock.now - t0)
+        let seen = (await server.settle(timeout: .seconds(10)) ?? server.observations()).filter { $0.id > before }
+        return Verdict.judge(
+            scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected(profile),
+            evidence: ServerEvidence(seen), outcome: nil, clientAuth: scenario.server.clientAuth,
+            clientMilliseconds: ms)
+    }
+
+    /// Runs an in-process client for `profile` and judges it (server observation and the client's claim).
+    public func verdict(_ profile: PinProfile, running client: any PinningClient) async throws -> Verdict {
+        let before = server.connectionsAccepted
+        let target = try target(profile)
+        let t0 = ContinuousClock.now
+        let outcome = await client.run(target)
+        let ms = milliseconds(ContinuousClock.now - t0)
+        let seen = (await server.settle(timeout: .seconds(10)) ?? server.observations()).filter { $0.id > before }
+        return Verdict.judge(
+            scenario: scenario.id, profile: profile, engine: engine, client: client.name, expected: expected(profile),
+            evidence: ServerEvidence(seen), outcome: outcome, clientAuth: scenario.server.clientAuth,
+            clientMilliseconds: ms)
+    }
+
+    public func stop() async { await server.stop() }
+}
+
+extension CheckRunner {
+    /// Starts the server of one scenario on one engine. Files (trust store, client certificate) are written to
+    /// `workDirectory`, which must exist and outlive the server. Throws `TLSEngineError` with code `.unsupported`
+    /// when the engine cannot serve the scenario exactly.
+    public func startServer(
+        _ scenarioID: String, engine: any TLSEngine = Engines.openssl, workDirectory: URL,
+        options: FixtureServer.Options = .init()
+    ) async throws -> ScenarioServer {
+        let s = try catalogue.scenario(scenarioID)
+        let server = try await FixtureServer.start(
+            engine: engine, configuration: try serverConfiguration(for: s), options: options, label: s.id)
+        do {
+            return try ScenarioServer(scenario: s, server: server, pki: pki,
+                                      files: try CellFiles(pki: pki, directory: workDirectory))
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+}
