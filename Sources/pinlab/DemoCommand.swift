@@ -45,21 +45,34 @@ struct DemoCommand: AsyncParsableCommand {
                             "the system curl with --cacert and --pinnedpubkey (pins only the server's own key)"))
         }
         print(bold("PinningLab demo") + ": \(catalogue.scenarios.count) scenarios × \(PinProfile.all.count) pin profiles × \(options.engines.map(\.name).joined(separator: " + ")), PKI in \(pki.directory.path)\n")
-        var summaries: [String] = []
+        var reports: [(CheckReport, String)] = []
         for (client, explanation) in clients {
             let report = try await runner.run(client, options: options)
             if !brief {
                 print(bold("── \(client.name)") + ": \(explanation)")
                 print(report.renderText(color: color, maxDeviations: 6))
             }
-            summaries.append(report.summaryLine)
+            reports.append((report, explanation))
         }
-        print(bold("Summary"))
-        for s in summaries { print("  " + s) }
+        let width = reports.map(\.0.client.count).max() ?? 10
+        let cells = reports.first?.0.summary.total ?? 0
+        print(bold("Summary") + " (cells where the client does not do what a correct client does, of \(cells) per client)")
+        for (r, explanation) in reports {
+            let m = r.deviates ? (color ? "\u{1B}[1;31m✗\u{1B}[0m" : "✗") : (color ? "\u{1B}[1;32m✓\u{1B}[0m" : "✓")
+            var extra = ""
+            if r.summary.skipped > 0 { extra += ", \(r.summary.skipped) skipped" }
+            if r.summary.unsupported > 0 { extra += ", \(r.summary.unsupported) unsupported" }
+            let count = String(r.summary.deviations).leftPadded(to: 4)
+            print("  \(m) \(r.client.padding(toLength: width, withPad: " ", startingAt: 0)) \(count) deviating\(extra) — \(explanation)")
+        }
         let d = ContinuousClock.now - start
         let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
         print(String(format: "\nDone in %.1f s. `pinlab explain ID` tells the story of any row; `pinlab check -- CMD` judges your own client.", seconds))
     }
+}
+
+extension String {
+    func leftPadded(to n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
 }
 
 enum ProcessInfoPath {
