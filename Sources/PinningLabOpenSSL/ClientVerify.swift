@@ -148,7 +148,12 @@ final class ClientVerifyState {
         self.policy = policy
     }
 
-    /// The whole trust decision, run by OpenSSL in place of `X509_verify_cert` during the handshake.
+    /// The whole trust decision, run by OpenSSL in place of `X509_verify_cert` during the handshake, so that a
+    /// refusal aborts the handshake with an alert before any application data can be written.
+    ///
+    /// `X509_STORE_CTX_get0_untrusted` is the chain exactly as the server sent it (what `SSL_get_peer_cert_chain`
+    /// returns on a client); after a successful `X509_verify_cert`, `X509_STORE_CTX_get0_chain` is the validated
+    /// chain, up to and including the trusted root (what `SSL_get0_verified_chain` returns afterwards).
     func verify(_ storeContext: OpaquePointer) -> Bool {
         verifyCallbackRan = true
         let presented = X509_STORE_CTX_get0_untrusted(storeContext)
