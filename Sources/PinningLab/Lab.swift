@@ -24,11 +24,19 @@ public enum Lab {
         return o
     }
 
+    /// Like ``pkiOptions(directory:seed:)`` for library use: `.p12` files of clients are written with the
+    /// certificates, those of leaves on demand (``LabPKI/pkcs12File(for:)``), which keeps a refresh fast.
+    public static func libraryPKIOptions(directory: URL? = nil, seed: String? = nil) -> PKIOptions {
+        var o = pkiOptions(directory: directory, seed: seed)
+        o.pkcs12Roles = [.client]
+        return o
+    }
+
     /// Opens the lab PKI: keys are created once and kept (mode 0600), certificates are issued fresh from the spec
     /// when missing, stale or changed. `directory` defaults to a per-user cache (`$PINNINGLAB_DIR` overrides).
     /// Concurrent callers, in this process or others, take turns on a lock.
     public static func pki(directory: URL? = nil, seed: String? = nil, spec: PKISpec? = nil) throws -> LabPKI {
-        let options = pkiOptions(directory: directory, seed: seed)
+        let options = libraryPKIOptions(directory: directory, seed: seed)
         let key = PKICache.Key(directory: options.directory.standardizedFileURL.path, seed: seed,
                                spec: spec?.fingerprint)
         return try PKICache.shared.get(key) {

@@ -50,6 +50,9 @@ public struct PKIOptions: Sendable {
     public var pkcs12Encoder: (any PKCS12Encoder)?
     /// The password of every `.p12` file.
     public var pkcs12Password: String = "pinninglab"
+    /// Roles whose `.p12` files are written with the certificates; others are made on demand by
+    /// ``LabPKI/pkcs12File(for:)``.
+    public var pkcs12Roles: Set<Role> = [.leaf, .client]
     /// Called before slow steps (RSA key generation) with a human line.
     public var progress: (@Sendable (String) -> Void)?
 
@@ -77,6 +80,7 @@ public final class LabPKI: Sendable {
     public let identities: [Identity]
     public let refresh: PKIRefresh
     public let pkcs12Password: String
+    private let pkcs12Encoder: (any PKCS12Encoder)?
     /// When the certificates were issued.
     public let issuedAt: Date
     private let byName: [String: Int]
@@ -119,8 +123,12 @@ public final class LabPKI: Sendable {
         directory.appendingPathComponent("keys", isDirectory: true).appendingPathComponent("\(keyName).pem")
     }
 
-    init(spec: PKISpec, directory: URL, identities: [Identity], refresh: PKIRefresh, password: String, issuedAt: Date) {
+    init(
+        spec: PKISpec, directory: URL, identities: [Identity], refresh: PKIRefresh, password: String, issuedAt: Date,
+        pkcs12Encoder: (any PKCS12Encoder)?
+    ) {
         self.spec = spec
+        self.pkcs12Encoder = pkcs12Encoder
         self.directory = directory
         self.identities = identities
         self.refresh = refresh
@@ -129,6 +137,27 @@ public final class LabPKI: Sendable {
         var m: [String: Int] = [:]
         for (i, id) in identities.enumerated() { m[id.name] = i }
         self.byName = m
+    }
+
+    /// The `.p12` file of an identity (key, certificate, chain; password ``pkcs12Password``), written now if it is
+    /// missing or older than the certificates.
+    public func pkcs12File(for name: String) throws -> URL {
+        let id = try identity(name)
+        let url = files(for: name).pkcs12
+        if let attrs = try? FileManager.default.attributesOfItem(atPath: url.path),
+           let m = attrs[.modificationDate] as? Date, m >= issuedAt.addingTimeInterval(-1) {
+            return url
+        }
+        guard let enc = pkcs12Encoder else {
+            throw PKIError(.pkcs12Failed, "this PKI was opened without a PKCS#12 encoder", entity: name,
+                           fix: "open it with Lab.pki(), which uses OpenSSL for PKCS#12")
+        }
+        let lock = try DirectoryLock(directory.appendingPathComponent(".lock"))
+        defer { lock.unlock() }
+        let bytes = try enc.encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
+                                   chainDER: id.issuerChainDER, friendlyName: name, password: pkcs12Password)
+        try Storage.writeAtomically(bytes, to: url, mode: 0o600)
+        return url
     }
 
     /// Opens (creating or refreshing as needed) the PKI described by `spec` in `options.directory`.
@@ -189,6 +218,14 @@ struct Builder {
     }
 
     func run() throws -> LabPKI {
+        let trace = ProcessInfo.processInfo.environment["PINNINGLAB_TRACE"] != nil
+        var t0 = DispatchTime.now().uptimeNanoseconds
+        func mark(_ what: String) {
+            guard trace else { return }
+            let t = DispatchTime.now().uptimeNanoseconds
+            FileHandle.standardError.write(Data("pki: \(what) \(Double(t - t0) / 1e6) ms\n".utf8))
+            t0 = t
+        }
         try Storage.makeDirectory(keysDir, mode: 0o700)
         let oldState: StateFile? = try? Storage.readFile(stateURL).flatMap { try JSONDecoder().decode(StateFile.self, from: Data($0)) }
         var refresh = PKIRefresh()
@@ -228,6 +265,7 @@ struct Builder {
             keys[name] = key!
         }
 
+        mark("keys")
         // Are the kept certificates still good?
         let now = options.now
         var reason: String? = nil
@@ -253,10 +291,17 @@ struct Builder {
         if let reason {
             refresh.reissued = true
             refresh.reason = reason
+            mark("check")
             (identities, state) = try issueAll(keys: keys, keyOrigins: keyOrigins, now: now)
+            mark("issue")
+            // Files are rewritten in place under the lock; without a state file a crash half-way means
+            // "no certificates yet" to the next run, never a mix of old and new.
+            unlink(stateURL.path)
             try writeOutputs(identities)
+            mark("outputs")
             let json = try JSONEncoder().encode(state)
             try Storage.writeAtomically(Array(json), to: stateURL, mode: 0o600)
+            mark("state")
         } else {
             refresh.reason = "kept certificates are fresh"
             state = oldState!
@@ -264,14 +309,14 @@ struct Builder {
         }
         return LabPKI(spec: spec, directory: dir, identities: identities, refresh: refresh,
                       password: state.pkcs12Password ?? options.pkcs12Password,
-                      issuedAt: Date(timeIntervalSince1970: state.issuedAt))
+                      issuedAt: Date(timeIntervalSince1970: state.issuedAt), pkcs12Encoder: options.pkcs12Encoder)
     }
 
     func files(_ name: String) -> IdentityFiles {
         IdentityFiles(folder: dir.appendingPathComponent("certs", isDirectory: true).appendingPathComponent(name, isDirectory: true))
     }
 
-    func wantsPKCS12(_ e: EntitySpec) -> Bool { e.role == .leaf || e.role == .client }
+    func wantsPKCS12(_ e: EntitySpec) -> Bool { options.pkcs12Roles.contains(e.role) }
 
     func readKey(_ url: URL, name: String, type: KeyType) throws -> LabKey {
         if let m = Storage.mode(url), m & 0o077 != 0 {
@@ -485,20 +530,24 @@ struct Builder {
 
     func writeOutputs(_ identities: [Identity]) throws {
         try Storage.makeDirectory(dir.appendingPathComponent("certs", isDirectory: true), mode: 0o755)
+        var p12Nanos: UInt64 = 0
         for id in identities {
             let f = files(id.name)
             try Storage.makeDirectory(f.folder, mode: 0o755)
             let certPEM = pemEncode(id.certificateDER, label: "CERTIFICATE")
-            let chainPEM = id.servedChainDER.map { pemEncode($0, label: "CERTIFICATE") }.joined()
-            let rootPEM = pemEncode(id.rootDER, label: "CERTIFICATE")
-            try Storage.writeAtomically(certPEM, to: f.certificatePEM)
-            try Storage.writeAtomically(id.certificateDER, to: f.certificateDER, mode: 0o644)
-            try Storage.writeAtomically(chainPEM, to: f.chainPEM)
-            try Storage.writeAtomically(id.isSelfSigned ? chainPEM : chainPEM + rootPEM, to: f.fullChainPEM)
-            try Storage.writeAtomically(rootPEM, to: f.rootPEM)
+            var chainPEM = certPEM
+            for der in id.issuerChainDER { chainPEM += pemEncode(der, label: "CERTIFICATE") }
+            let rootPEM = id.isSelfSigned ? certPEM : pemEncode(id.rootDER, label: "CERTIFICATE")
+            try Storage.write(certPEM, to: f.certificatePEM)
+            try Storage.write(id.certificateDER, to: f.certificateDER)
+            try Storage.write(chainPEM, to: f.chainPEM)
+            try Storage.write(id.isSelfSigned ? chainPEM : chainPEM + rootPEM, to: f.fullChainPEM)
+            try Storage.write(rootPEM, to: f.rootPEM)
             try writeIfChanged(pemEncode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), to: f.keyPEM, mode: 0o600)
-            try Storage.writeAtomically(PinFormat.json([id]), to: f.pinsJSON)
-            if let enc = options.pkcs12Encoder, id.role == .leaf || id.role == .client {
+            try Storage.write(PinFormat.json([id]), to: f.pinsJSON)
+            if let enc = options.pkcs12Encoder, options.pkcs12Roles.contains(id.role) {
+                let tp = DispatchTime.now().uptimeNanoseconds
+                defer { p12Nanos += DispatchTime.now().uptimeNanoseconds - tp }
                 let p12: [UInt8]
                 do {
                     p12 = try enc.encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
@@ -506,8 +555,11 @@ struct Builder {
                 } catch {
                     throw PKIError(.pkcs12Failed, "cannot build the PKCS#12 file: \(error)", file: f.pkcs12.path, entity: id.name)
                 }
-                try Storage.writeAtomically(p12, to: f.pkcs12, mode: 0o600)
+                try Storage.write(p12, to: f.pkcs12, mode: 0o600)
             }
+        }
+        if ProcessInfo.processInfo.environment["PINNINGLAB_TRACE"] != nil {
+            FileHandle.standardError.write(Data("pki: of which .p12 \(Double(p12Nanos) / 1e6) ms\n".utf8))
         }
     }
 

@@ -203,7 +203,7 @@ struct PKCS12Tests {
     func opensslOpensTheP12(_ name: String) throws {
         let pki = SharedPKI.pki
         let id = try pki.identity(name)
-        let p12 = pki.files(for: name).pkcs12.path
+        let p12 = try pki.pkcs12File(for: name).path
         let r = try run(["openssl", "pkcs12", "-in", p12, "-passin", "pass:\(pki.pkcs12Password)", "-nodes"])
         #expect(r.status == 0, "\(r.output)")
         #expect(r.stdout.components(separatedBy: "BEGIN CERTIFICATE").count - 1 == 1 + id.issuerChainDER.count)

@@ -1,0 +1,146 @@
+import ArgumentParser
+import Foundation
+import PinningLab
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure PinningLab side by side with the tools people use instead; prints medians and ratios.",
+        subcommands: [PKI.self]
+    )
+}
+
+/// Median of a list of milliseconds.
+func median(_ xs: [Double]) -> Double {
+    let s = xs.sorted()
+    guard !s.isEmpty else { return .nan }
+    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+}
+
+func milliseconds(_ body: () throws -> Void) rethrows -> Double {
+    let t = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - t) / 1e6
+}
+
+/// Runs a command to completion; returns its wall time in ms and its standard output.
+func timedProcess(_ args: [String], cwd: String? = nil) throws -> (ms: Double, out: String, status: Int32) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = args
+    if let cwd { p.currentDirectoryURL = URL(fileURLWithPath: cwd) }
+    let pipe = Pipe()
+    p.standardOutput = pipe
+    p.standardError = FileHandle.nullDevice
+    var out = Data()
+    let ms = try milliseconds {
+        try p.run()
+        out = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+    }
+    return (ms, String(decoding: out, as: UTF8.self), p.terminationStatus)
+}
+
+extension BenchCommand {
+    struct PKI: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Lab PKI generation: pinlab vs trustme (in-process and whole process) vs an openssl CLI script.",
+            discussion: """
+                Every tool builds the same tree of P-256 certificates (the lab PKI with every key made P-256).
+                Run from the repository root with a release build: swift run -c release pinlab bench pki
+                Needs python3 with trustme (pip install trustme) and the openssl CLI; a missing tool is skipped.
+                """)
+        @Option(help: "Repetitions of each in-process measurement.") var runs = 15
+        @Option(help: "Repetitions of each whole-process measurement (the openssl script gets a third).") var processRuns = 9
+        @Option(help: "Folder holding trustme_lab.py and openssl_lab.sh.") var scripts = "Benchmarks/pki"
+
+        func run() async throws {
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-bench-\(getpid())")
+            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: work) }
+
+            // The lab spec with every key P-256 (SHA-1 needs RSA, so that one leaf is signed with SHA-256 here).
+            var text = try String(contentsOf: Lab.builtInSpecURL, encoding: .utf8)
+            for t in ["rsa1024", "rsa2048", "rsa3072", "rsa4096", "ed25519", "p384"] {
+                text = text.replacingOccurrences(of: "keyType: \(t)", with: "keyType: p256")
+            }
+            text = text.replacingOccurrences(of: "signature: sha1", with: "")
+            let specURL = work.appendingPathComponent("lab-p256.yaml")
+            try text.write(to: specURL, atomically: true, encoding: .utf8)
+            let spec = try PKISpec.load(contentsOf: specURL)
+            let shape = spec.entities.map { ["name": $0.name, "role": $0.role.rawValue, "issuer": $0.issuer, "hosts": $0.hosts.joined(separator: ",")] }
+            let shapeJSON = work.appendingPathComponent("shape.json")
+            let jsonShape = spec.entities.map { e -> [String: Any] in
+                ["name": e.name, "role": e.role.rawValue, "issuer": e.issuer, "hosts": e.hosts] }
+            try JSONSerialization.data(withJSONObject: jsonShape).write(to: shapeJSON)
+            let shapeTSV = work.appendingPathComponent("shape.tsv")
+            try shape.map { "\($0["name"]!)\t\($0["role"]!)\t\($0["issuer"]!)\t\($0["hosts"]!)" }.joined(separator: "\n")
+                .appending("\n").write(to: shapeTSV, atomically: true, encoding: .utf8)
+            let keys = Set(spec.entities.map(\.keyName)).count
+            print("Lab PKI, all P-256: \(spec.entities.count) certificates, \(keys) keys (pinlab shares keys between generations; the others make one key per certificate).")
+            print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores. Medians of \(runs) in-process and \(processRuns) whole-process runs.\n")
+
+            // pinlab in process.
+            var cold: [Double] = [], warm: [Double] = [], load: [Double] = []
+            for i in 0..<runs {
+                let dir = work.appendingPathComponent("inproc-\(i)")
+                let options = Lab.pkiOptions(directory: dir)
+                cold.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: options) })
+                var again = options
+                again.reissue = true
+                warm.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: again) })
+                load.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: options) })
+                var noP12 = again
+                noP12.pkcs12Encoder = nil
+                try? FileManager.default.removeItem(at: dir)
+            }
+            var warmNoP12: [Double] = []
+            do {
+                let dir = work.appendingPathComponent("inproc-nop12")
+                var o = PKIOptions(directory: dir)
+                _ = try LabPKI.open(spec: spec, options: o)
+                o.reissue = true
+                for _ in 0..<runs { warmNoP12.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: o) }) }
+            }
+
+            // trustme in process.
+            var trustmeIn: [Double] = []
+            let trustmeScript = "\(scripts)/trustme_lab.py"
+            let haveTrustme = (try? timedProcess(["python3", "-c", "import trustme"]).status) == 0
+                && FileManager.default.fileExists(atPath: trustmeScript)
+            if haveTrustme {
+                let r = try timedProcess(["python3", trustmeScript, shapeJSON.path, work.appendingPathComponent("trustme-in").path, "\(runs)"])
+                trustmeIn = r.out.split(separator: "\n").compactMap { Double($0) }
+            }
+
+            // Whole processes.
+            let me = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
+            var pinlabProc: [Double] = [], trustmeProc: [Double] = [], opensslProc: [Double] = []
+            for i in 0..<processRuns {
+                let d = work.appendingPathComponent("proc-\(i)")
+                pinlabProc.append(try timedProcess([me, "pki", "init", "--spec", specURL.path, "--dir", d.appendingPathComponent("pinlab").path]).ms)
+                if haveTrustme {
+                    trustmeProc.append(try timedProcess(["python3", trustmeScript, shapeJSON.path, d.appendingPathComponent("trustme").path, "1"]).ms)
+                }
+                if i % 3 == 0, FileManager.default.fileExists(atPath: "\(scripts)/openssl_lab.sh") {
+                    opensslProc.append(try timedProcess(["bash", "\(scripts)/openssl_lab.sh", shapeTSV.path, d.appendingPathComponent("openssl").path]).ms)
+                }
+                try? FileManager.default.removeItem(at: d)
+            }
+
+            func f(_ x: Double) -> String { x.isNaN ? "n/a" : String(format: x < 10 ? "%.2f ms" : "%.1f ms", x) }
+            func ratio(_ a: Double, _ b: Double) -> String { a.isNaN || b.isNaN ? "n/a" : String(format: "%.1fx", b / a) }
+            var rows = [["measurement", "median", "vs pinlab"]]
+            rows.append(["pinlab in-process, cold (keys + certificates + files + .p12)", f(median(cold)), ""])
+            rows.append(["trustme in-process (keys + certificates + PEM files)", f(median(trustmeIn)), ratio(median(cold), median(trustmeIn)) + " slower"])
+            rows.append(["pinlab in-process, warm (keys kept, every certificate re-issued, with .p12)", f(median(warm)), ""])
+            rows.append(["pinlab in-process, warm, without .p12 files", f(median(warmNoP12)), ""])
+            rows.append(["pinlab in-process, fresh certificates kept (load only)", f(median(load)), ""])
+            rows.append(["pinlab pki init, whole process, cold", f(median(pinlabProc)), ""])
+            rows.append(["python3 trustme, whole process", f(median(trustmeProc)), ratio(median(pinlabProc), median(trustmeProc)) + " slower"])
+            rows.append(["openssl CLI script, whole process", f(median(opensslProc)), ratio(median(pinlabProc), median(opensslProc)) + " slower"])
+            print(table(rows), terminator: "")
+            if !haveTrustme { print("\n(trustme not found: pip install trustme)") }
+        }
+    }
+}
