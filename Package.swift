@@ -83,6 +83,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "pinlab-serve-bench",
+            dependencies: ["PinningLab", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL"],
+            path: "Benchmarks/serve/ServeBench",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PinningLabPKITests",
             dependencies: ["PinningLabPKI", "PinningLab"],

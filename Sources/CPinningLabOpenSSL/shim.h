@@ -57,9 +57,9 @@ static inline int cpl_srv_ctx_set_min_proto_version(SSL_CTX *ctx, int version) {
 static inline int cpl_srv_ctx_set_max_proto_version(SSL_CTX *ctx, int version) {
     return (int)SSL_CTX_set_max_proto_version(ctx, version);
 }
-/* Takes ownership of cert on success. */
-static inline int cpl_srv_ctx_add0_chain_cert(SSL_CTX *ctx, X509 *cert) {
-    return (int)SSL_CTX_add0_chain_cert(ctx, cert);
+/* Adds a reference to cert (the caller keeps its own). */
+static inline int cpl_srv_ctx_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
+    return (int)SSL_CTX_add1_chain_cert(ctx, cert);
 }
 static inline void cpl_srv_ctx_set_servername_callback(SSL_CTX *ctx, int (*cb)(SSL *, int *, void *)) {
     SSL_CTX_set_tlsext_servername_callback(ctx, cb);

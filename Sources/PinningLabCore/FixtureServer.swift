@@ -110,7 +110,7 @@ public final class FixtureServer: Sendable {
         guard options.workerThreads >= 1, options.maxConnections >= 1 else {
             throw TLSEngineError(.invalidConfiguration, "workerThreads and maxConnections must be at least 1")
         }
-        let context = try engine.makeContext(configuration)
+        let context = try ContextCache.shared.context(engine: engine, configuration: configuration)
         let (fd, port) = try Sockets.listen(address: options.bindAddress, port: options.port, backlog: 1024)
         let core = ServerCore(
             listenFD: fd, engineName: engine.name, label: label, options: options, context: context,
@@ -258,7 +258,7 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
     }
 
     func makeContext(_ c: ServerTLSConfiguration) throws(TLSEngineError) -> any TLSServerContext {
-        try engine.makeContext(c)
+        try ContextCache.shared.context(engine: engine, configuration: c)
     }
 
     func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
@@ -387,5 +387,45 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
         }
         for t in timers { t.cancel() }
         for c in ready { c.resume(returning: true) }
+    }
+}
+
+/// Engine contexts are immutable and shareable: servers started with the same engine and configuration (a test
+/// suite starting the same scenario again, a rotation back to an earlier chain) reuse one instead of parsing
+/// certificates and keys again. Bounded; the least recently used entry goes first.
+final class ContextCache: @unchecked Sendable {  // `entries` and `clock` are only touched under `lock`
+    static let shared = ContextCache(capacity: 64)
+    struct Key: Hashable {
+        var engine: String
+        var configuration: ServerTLSConfiguration
+    }
+    private let lock = NSLock()
+    private var entries: [Key: (context: any TLSServerContext, used: UInt64)] = [:]
+    private var clock: UInt64 = 0
+    private let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    func context(engine: any TLSEngine, configuration: ServerTLSConfiguration) throws(TLSEngineError)
+        -> any TLSServerContext
+    {
+        let key = Key(engine: engine.name, configuration: configuration)
+        if let hit: any TLSServerContext = lock.withLock({
+            clock += 1
+            guard let e = entries[key] else { return nil }
+            entries[key]!.used = clock
+            return e.context
+        }) {
+            return hit
+        }
+        let context = try engine.makeContext(configuration)
+        lock.withLock {
+            clock += 1
+            entries[key] = (context, clock)
+            if entries.count > capacity, let oldest = entries.min(by: { $0.value.used < $1.value.used })?.key {
+                entries[oldest] = nil
+            }
+        }
+        return context
     }
 }

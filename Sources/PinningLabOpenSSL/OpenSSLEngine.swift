@@ -1,4 +1,5 @@
 internal import CPinningLabOpenSSL
+internal import Foundation
 public import PinningLabCore
 
 #if canImport(Glibc)
@@ -121,11 +122,11 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
                 .invalidConfiguration, "openSSLCipherSuites '\(suites)' is not valid: \(drainOpenSSLErrors())")
         }
         // The chain, exactly: first certificate, then the rest in order.
-        guard let first = decodeCertificate(identity.chainDER[0]) else {
+        guard let first = DecodedObjects.shared.certificate(identity.chainDER[0]) else {
             throw TLSEngineError(.invalidConfiguration, "\(label): certificate 1 is not DER: \(drainOpenSSLErrors())")
         }
         defer { X509_free(first) }
-        guard let key = decodeKey(identity.privateKeyPKCS8DER) else {
+        guard let key = DecodedObjects.shared.key(identity.privateKeyPKCS8DER) else {
             throw TLSEngineError(
                 .invalidConfiguration, "\(label): the private key is not PKCS#8 DER: \(drainOpenSSLErrors())")
         }
@@ -141,12 +142,12 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
             throw TLSEngineError(.unsupported, "\(label): OpenSSL refused the certificate or key: \(drainOpenSSLErrors())")
         }
         for (i, der) in identity.chainDER.dropFirst().enumerated() {
-            guard let x = decodeCertificate(der) else {
+            guard let x = DecodedObjects.shared.certificate(der) else {
                 throw TLSEngineError(
                     .invalidConfiguration, "\(label): certificate \(i + 2) is not DER: \(drainOpenSSLErrors())")
             }
-            guard cpl_srv_ctx_add0_chain_cert(ctx, x) == 1 else {
-                X509_free(x)
+            defer { X509_free(x) }
+            guard cpl_srv_ctx_add1_chain_cert(ctx, x) == 1 else {
                 throw TLSEngineError(.library, "\(label): SSL_CTX_add0_chain_cert: \(drainOpenSSLErrors())")
             }
         }
@@ -154,7 +155,7 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
         if c.clientAuthentication != .none {
             let store = SSL_CTX_get_cert_store(ctx)
             for (i, der) in c.clientTrustRootsDER.enumerated() {
-                guard let x = decodeCertificate(der) else {
+                guard let x = DecodedObjects.shared.certificate(der) else {
                     throw TLSEngineError(
                         .invalidConfiguration, "clientTrustRootsDER[\(i)] is not DER: \(drainOpenSSLErrors())")
                 }
@@ -343,3 +344,44 @@ private let openSSLALPNCallback:
         outlen.pointee = selectedLen
         return SSL_TLSEXT_ERR_OK
     }
+
+/// Decoded certificates and keys, shared between contexts: decoding a PKCS#8 key in OpenSSL 3 costs most of a
+/// millisecond, and most scenarios share keys and intermediates. `X509` and `EVP_PKEY` are reference-counted and
+/// not modified once decoded; every getter returns a new reference the caller frees.
+final class DecodedObjects: @unchecked Sendable {  // `certificates` and `keys` are only touched under `lock`
+    static let shared = DecodedObjects()
+    private let lock = NSLock()
+    private var certificates: [[UInt8]: OpaquePointer] = [:]
+    private var keys: [[UInt8]: OpaquePointer] = [:]
+    private let capacity = 256
+
+    /// A new reference (X509_free it), or nil when `der` is not a certificate.
+    func certificate(_ der: [UInt8]) -> OpaquePointer? {
+        lock.lock()
+        defer { lock.unlock() }
+        if let x = certificates[der] {
+            X509_up_ref(x)
+            return x
+        }
+        guard let x = decodeCertificate(der) else { return nil }
+        if certificates.count >= capacity { certificates.values.forEach { X509_free($0) }; certificates.removeAll() }
+        certificates[der] = x
+        X509_up_ref(x)
+        return x
+    }
+
+    /// A new reference (EVP_PKEY_free it), or nil when `der` is not a PKCS#8 key.
+    func key(_ der: [UInt8]) -> OpaquePointer? {
+        lock.lock()
+        defer { lock.unlock() }
+        if let k = keys[der] {
+            EVP_PKEY_up_ref(k)
+            return k
+        }
+        guard let k = decodeKey(der) else { return nil }
+        if keys.count >= capacity { keys.values.forEach { EVP_PKEY_free($0) }; keys.removeAll() }
+        keys[der] = k
+        EVP_PKEY_up_ref(k)
+        return k
+    }
+}
