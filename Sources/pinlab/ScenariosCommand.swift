@@ -62,3 +62,36 @@ struct ScenariosCommand: AsyncParsableCommand {
         }
     }
 }
+
+extension ServeCommand {
+    /// Serve requests for catalogue scenarios (`pinlab serve --scenario ID` / `--all`): each scenario's exact
+    /// chain, versions and client authentication; its trust profile as the trust file; and the pins of the
+    /// client built for it (pinned leaf first, then the backup key, the intermediate and the root).
+    static func scenarioRequests(lab: LabPKI, ids: [String], all: Bool) throws -> [ServeRequest] {
+        guard all || !ids.isEmpty else { return [] }
+        let catalogue: Catalogue
+        do {
+            catalogue = try Catalogue.bundled()
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        let runner = CheckRunner(pki: lab, catalogue: catalogue)
+        let selected: [Scenario]
+        do {
+            selected = all ? catalogue.scenarios : try ids.map { try catalogue.scenario($0) }
+        } catch {
+            throw ValidationError("--scenario: \(error)")
+        }
+        return try selected.map { s in
+            var pinned: [Identity] = []
+            for p in [PinProfile.leafSPKIBackup, .intermediateSPKI, .rootSPKI] {
+                for id in try s.pinnedIdentities(for: p, in: lab) where !pinned.contains(where: { $0.name == id.name }) {
+                    pinned.append(id)
+                }
+            }
+            return ServeRequest(
+                id: s.id, configuration: try runner.serverConfiguration(for: s),
+                trustRootsDER: try s.trustRoots(in: lab).map(\.certificateDER), pinned: pinned)
+        }
+    }
+}

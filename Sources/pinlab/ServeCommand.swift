@@ -23,6 +23,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("identity"), help: "A PKI identity to serve (repeatable), e.g. leaf-v1.")
     var identities: [String] = []
 
+    @Option(name: .customLong("scenario"), help: "A catalogue scenario to serve (repeatable), e.g. rekey; see `pinlab scenarios list`.")
+    var scenarioIDs: [String] = []
+
+    @Flag(name: .customLong("all"), help: "Serve every scenario of the catalogue.")
+    var allScenarios = false
+
     @Option(help: "The exact chain to send, comma-separated PKI names (one --identity only). Default: the identity and its issuers without the root.")
     var chain: String?
 
@@ -54,7 +60,9 @@ struct ServeCommand: AsyncParsableCommand {
     var log = false
 
     func validate() throws {
-        guard !identities.isEmpty else { throw ValidationError("give at least one --identity, e.g. --identity leaf-v1") }
+        guard !identities.isEmpty || !scenarioIDs.isEmpty || allScenarios else {
+            throw ValidationError("give at least one --identity (e.g. --identity leaf-v1), --scenario ID, or --all")
+        }
         if chain != nil && identities.count > 1 {
             throw ValidationError("--chain applies to one --identity; serve several identities without it")
         }
@@ -73,7 +81,7 @@ struct ServeCommand: AsyncParsableCommand {
                 lab: lab, identity: name, chain: chain?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) },
                 tls: tls.flatMap(TLSVersion.init(parsing:)), clientAuth: ClientAuthentication(rawValue: clientAuth),
                 clientCA: clientCA.split(separator: ",").map(String.init))
-        }
+        } + ServeCommand.scenarioRequests(lab: lab, ids: scenarioIDs, all: allScenarios)
         var options = FixtureServer.Options(bindAddress: bind, allowNonLoopback: allowNonLoopback, port: port)
         if log {
             options.onObservation = { o in FileHandle.standardOutput.write(Data((o.jsonLine() + "\n").utf8)) }
