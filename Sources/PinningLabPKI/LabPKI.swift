@@ -528,44 +528,63 @@ struct Builder {
 
     // MARK: Outputs
 
+    /// Writes every identity's files; identities are spread over the cores (each has its own folder).
     func writeOutputs(_ identities: [Identity]) throws {
         try Storage.makeDirectory(dir.appendingPathComponent("certs", isDirectory: true), mode: 0o755)
-        var p12Nanos: UInt64 = 0
-        for id in identities {
-            let f = files(id.name)
-            try Storage.makeDirectory(f.folder, mode: 0o755)
-            let certPEM = pemEncode(id.certificateDER, label: "CERTIFICATE")
-            var chainPEM = certPEM
-            for der in id.issuerChainDER { chainPEM += pemEncode(der, label: "CERTIFICATE") }
-            let rootPEM = id.isSelfSigned ? certPEM : pemEncode(id.rootDER, label: "CERTIFICATE")
-            try Storage.write(certPEM, to: f.certificatePEM)
-            try Storage.write(id.certificateDER, to: f.certificateDER)
-            try Storage.write(chainPEM, to: f.chainPEM)
-            try Storage.write(id.isSelfSigned ? chainPEM : chainPEM + rootPEM, to: f.fullChainPEM)
-            try Storage.write(rootPEM, to: f.rootPEM)
-            try writeIfChanged(pemEncode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), to: f.keyPEM, mode: 0o600)
-            try Storage.write(PinFormat.json([id]), to: f.pinsJSON)
-            if let enc = options.pkcs12Encoder, options.pkcs12Roles.contains(id.role) {
-                let tp = DispatchTime.now().uptimeNanoseconds
-                defer { p12Nanos += DispatchTime.now().uptimeNanoseconds - tp }
-                let p12: [UInt8]
-                do {
-                    p12 = try enc.encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
-                                         chainDER: id.issuerChainDER, friendlyName: id.name, password: options.pkcs12Password)
-                } catch {
-                    throw PKIError(.pkcs12Failed, "cannot build the PKCS#12 file: \(error)", file: f.pkcs12.path, entity: id.name)
-                }
-                try Storage.write(p12, to: f.pkcs12, mode: 0o600)
-            }
+        let errors = ErrorBox()
+        DispatchQueue.concurrentPerform(iterations: identities.count) { i in
+            do { try writeOutputs(of: identities[i]) } catch { errors.record(error) }
         }
-        if ProcessInfo.processInfo.environment["PINNINGLAB_TRACE"] != nil {
-            FileHandle.standardError.write(Data("pki: of which .p12 \(Double(p12Nanos) / 1e6) ms\n".utf8))
+        if let e = errors.first { throw e }
+    }
+
+    func writeOutputs(of id: Identity) throws {
+        let f = files(id.name)
+        try Storage.makeDirectory(f.folder, mode: 0o755)
+        let certPEM = pemEncode(id.certificateDER, label: "CERTIFICATE")
+        var chainPEM = certPEM
+        for der in id.issuerChainDER { chainPEM += pemEncode(der, label: "CERTIFICATE") }
+        let rootPEM = id.isSelfSigned ? certPEM : pemEncode(id.rootDER, label: "CERTIFICATE")
+        try Storage.write(certPEM, to: f.certificatePEM)
+        try Storage.write(id.certificateDER, to: f.certificateDER)
+        try Storage.write(chainPEM, to: f.chainPEM)
+        try Storage.write(id.isSelfSigned ? chainPEM : chainPEM + rootPEM, to: f.fullChainPEM)
+        try Storage.write(rootPEM, to: f.rootPEM)
+        try writeIfChanged(pemEncode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), to: f.keyPEM, mode: 0o600)
+        try Storage.write(PinFormat.json([id]), to: f.pinsJSON)
+        if let enc = options.pkcs12Encoder, options.pkcs12Roles.contains(id.role) {
+            let p12: [UInt8]
+            do {
+                p12 = try enc.encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
+                                     chainDER: id.issuerChainDER, friendlyName: id.name, password: options.pkcs12Password)
+            } catch {
+                throw PKIError(.pkcs12Failed, "cannot build the PKCS#12 file: \(error)", file: f.pkcs12.path, entity: id.name)
+            }
+            try Storage.write(p12, to: f.pkcs12, mode: 0o600)
+        } else if Storage.exists(f.pkcs12) {
+            unlink(f.pkcs12.path)  // stale: made on demand again by LabPKI.pkcs12File(for:)
         }
     }
 
     func writeIfChanged(_ text: String, to url: URL, mode: mode_t) throws {
         if let old = try? Storage.readFile(url), old == Array(text.utf8), Storage.mode(url) == mode { return }
         try Storage.writeAtomically(text, to: url, mode: mode)
+    }
+}
+
+/// The first error of concurrent work.
+final class ErrorBox: @unchecked Sendable {  // every access holds `lock`
+    private let lock = NSLock()
+    private var error: (any Error)?
+    func record(_ e: any Error) {
+        lock.lock()
+        if error == nil { error = e }
+        lock.unlock()
+    }
+    var first: (any Error)? {
+        lock.lock()
+        defer { lock.unlock() }
+        return error
     }
 }
 
