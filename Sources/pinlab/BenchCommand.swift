@@ -80,27 +80,30 @@ extension BenchCommand {
             print("Lab PKI, all P-256: \(spec.entities.count) certificates, \(keys) keys (pinlab shares keys between generations; the others make one key per certificate).")
             print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores. Medians of \(runs) in-process and \(processRuns) whole-process runs.\n")
 
-            // pinlab in process.
-            var cold: [Double] = [], warm: [Double] = [], load: [Double] = []
+            // pinlab in process, with the options library users get (client .p12 written, leaf .p12 on demand).
+            var cold: [Double] = [], warm: [Double] = [], load: [Double] = [], warmAllP12: [Double] = []
             for i in 0..<runs {
                 let dir = work.appendingPathComponent("inproc-\(i)")
-                let options = Lab.pkiOptions(directory: dir)
+                let options = Lab.libraryPKIOptions(directory: dir)
                 cold.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: options) })
                 var again = options
                 again.reissue = true
                 warm.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: again) })
                 load.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: options) })
-                var noP12 = again
-                noP12.pkcs12Encoder = nil
+                var all = Lab.pkiOptions(directory: dir)
+                all.reissue = true
+                warmAllP12.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: all) })
                 try? FileManager.default.removeItem(at: dir)
             }
-            var warmNoP12: [Double] = []
+            // The real lab spec (RSA, Ed25519, P-384 keys included), warm.
+            var warmFull: [Double] = []
             do {
-                let dir = work.appendingPathComponent("inproc-nop12")
-                var o = PKIOptions(directory: dir)
-                _ = try LabPKI.open(spec: spec, options: o)
+                let dir = work.appendingPathComponent("inproc-full")
+                var o = Lab.libraryPKIOptions(directory: dir)
+                let full = try Lab.builtInSpec()
+                _ = try LabPKI.open(spec: full, options: o)
                 o.reissue = true
-                for _ in 0..<runs { warmNoP12.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: o) }) }
+                for _ in 0..<runs { warmFull.append(try milliseconds { _ = try LabPKI.open(spec: full, options: o) }) }
             }
 
             // trustme in process.
@@ -131,12 +134,13 @@ extension BenchCommand {
             func f(_ x: Double) -> String { x.isNaN ? "n/a" : String(format: x < 10 ? "%.2f ms" : "%.1f ms", x) }
             func ratio(_ a: Double, _ b: Double) -> String { a.isNaN || b.isNaN ? "n/a" : String(format: "%.1fx", b / a) }
             var rows = [["measurement", "median", "vs pinlab"]]
-            rows.append(["pinlab in-process, cold (keys + certificates + files + .p12)", f(median(cold)), ""])
-            rows.append(["trustme in-process (keys + certificates + PEM files)", f(median(trustmeIn)), ratio(median(cold), median(trustmeIn)) + " slower"])
-            rows.append(["pinlab in-process, warm (keys kept, every certificate re-issued, with .p12)", f(median(warm)), ""])
-            rows.append(["pinlab in-process, warm, without .p12 files", f(median(warmNoP12)), ""])
-            rows.append(["pinlab in-process, fresh certificates kept (load only)", f(median(load)), ""])
-            rows.append(["pinlab pki init, whole process, cold", f(median(pinlabProc)), ""])
+            rows.append(["pinlab in-process, cold: keys + certificates + files (client .p12)", f(median(cold)), ""])
+            rows.append(["trustme in-process: keys + certificates + PEM files", f(median(trustmeIn)), ratio(median(cold), median(trustmeIn)) + " slower"])
+            rows.append(["pinlab in-process, warm: keys kept, every certificate re-issued", f(median(warm)), ""])
+            rows.append(["pinlab in-process, warm, with every leaf .p12 too (as `pki init`)", f(median(warmAllP12)), ""])
+            rows.append(["pinlab in-process, warm, the real lab spec (RSA/Ed25519/P-384)", f(median(warmFull)), ""])
+            rows.append(["pinlab in-process, certificates fresh: load only", f(median(load)), ""])
+            rows.append(["pinlab pki init, whole process, cold (every .p12)", f(median(pinlabProc)), ""])
             rows.append(["python3 trustme, whole process", f(median(trustmeProc)), ratio(median(pinlabProc), median(trustmeProc)) + " slower"])
             rows.append(["openssl CLI script, whole process", f(median(opensslProc)), ratio(median(pinlabProc), median(opensslProc)) + " slower"])
             print(table(rows), terminator: "")
