@@ -33,13 +33,13 @@ enum Sockets {
     static func listen(address: String, port: Int, backlog: Int32) throws(TLSEngineError) -> (fd: Int32, port: Int) {
         let host = address == "localhost" ? "127.0.0.1" : address
         let isV6 = host.contains(":")
-        let fd = socket(isV6 ? AF_INET6 : AF_INET, stream, 0)
+        let fd = socket(isV6 ? AF_INET6 : AF_INET, stream | closeOnExecFlag, 0)
         guard fd >= 0 else { throw TLSEngineError(.io, "socket(): \(errnoText())") }
         var ok = false
         defer { if !ok { close(fd) } }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        if closeOnExecFlag == 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         guard (0...65535).contains(port) else { throw TLSEngineError(.invalidConfiguration, "port \(port) is not in 0...65535") }
         let rc: Int32
         if isV6 {
@@ -92,6 +92,27 @@ enum Sockets {
         #endif
     }
 
+    #if os(Linux)
+    static let closeOnExecFlag = Int32(SOCK_CLOEXEC.rawValue)
+    #else
+    static let closeOnExecFlag: Int32 = 0
+    #endif
+
+    /// A pipe whose ends are close-on-exec (atomically on Linux) and non-blocking.
+    static func makePipe() -> (read: Int32, write: Int32)? {
+        var fds: [Int32] = [0, 0]
+        #if os(Linux)
+        guard linux_pipe2(&fds, O_CLOEXEC | O_NONBLOCK) == 0 else { return nil }
+        #else
+        guard pipe(&fds) == 0 else { return nil }
+        for fd in fds {
+            _ = setNonBlocking(fd)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        #endif
+        return (fds[0], fds[1])
+    }
+
     static func setNonBlocking(_ fd: Int32) -> Bool {
         let flags = fcntl(fd, F_GETFL, 0)
         return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0
@@ -103,23 +124,21 @@ enum Sockets {
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let fd: Int32 = withUnsafeMutablePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                #if canImport(Glibc)
-                let fd = Glibc.accept(listenFD, sa, &len)
-                #elseif canImport(Musl)
-                let fd = Musl.accept(listenFD, sa, &len)
+                #if os(Linux)
+                // Atomically non-blocking and close-on-exec: a process the host spawns at the same moment (a
+                // client under test!) must never inherit a connection, or closing it here would not end it.
+                return linux_accept4(listenFD, sa, &len, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
                 #else
                 let fd = Darwin.accept(listenFD, sa, &len)
-                #endif
                 if fd >= 0 {
                     // A fresh socket has no status flags but O_RDWR: set O_NONBLOCK without reading them first.
                     _ = fcntl(fd, F_SETFL, O_NONBLOCK)
                     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                    #if canImport(Darwin)
                     var one: Int32 = 1
                     setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-                    #endif
                 }
                 return fd
+                #endif
             }
         }
         guard fd >= 0 else { return nil }
@@ -237,3 +256,14 @@ final class WorkerThread {
         pthread_join(thread, nil)
     }
 }
+
+#if os(Linux)
+// glibc declares these only under _GNU_SOURCE, which the Glibc module does not define.
+@_silgen_name("accept4")
+private func linux_accept4(
+    _ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: UnsafeMutablePointer<socklen_t>?, _ flags: Int32
+) -> Int32
+
+@_silgen_name("pipe2")
+private func linux_pipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
+#endif

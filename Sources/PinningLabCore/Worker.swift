@@ -22,14 +22,9 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
     init(core: ServerCore, index: Int) throws(TLSEngineError) {
         self.core = core
         self.index = index
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw TLSEngineError(.io, "pipe(): \(Sockets.errnoText())") }
-        for fd in fds {
-            _ = Sockets.setNonBlocking(fd)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-        wakeRead = fds[0]
-        wakeWrite = fds[1]
+        guard let (r, w) = Sockets.makePipe() else { throw TLSEngineError(.io, "pipe(): \(Sockets.errnoText())") }
+        wakeRead = r
+        wakeWrite = w
     }
 
     deinit { readBuffer.deallocate() }

@@ -16,29 +16,38 @@ struct RobustnessTests {
     func hostile(engine: EngineKind) async throws {
         let server = try await FixtureServer.start(
             engine: engine.engine, configuration: f.configuration(["leaf-v1", "lab-intermediate-a"]),
-            options: .init(handshakeTimeout: .seconds(20)), label: "hostile")
+            options: .init(handshakeTimeout: .seconds(60)), label: "hostile")
         let port = server.port
 
-        var hostile: [RawClient] = []
-        let garbage = try #require(RawClient(port: port))
-        garbage.send(Array("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8) + (0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) })
-        hostile.append(garbage)
-        let truncated = try #require(RawClient(port: port))
-        truncated.send(Self.truncatedClientHello)
-        hostile.append(truncated)
-        for _ in 0..<200 {
-            if let c = RawClient(port: port) { hostile.append(c) }
+        // The hostile clients live in a child process: this test process (shared with every other suite) then
+        // holds only the server's side of the 202 connections.
+        let script = """
+            import socket, sys, time
+            port = int(sys.argv[1]); held = []
+            def conn():
+                s = socket.create_connection(("127.0.0.1", port)); held.append(s); return s
+            conn().sendall(b"GET / HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n" + bytes((i * 37) % 256 for i in range(200)))
+            conn().sendall(bytes([\(Self.truncatedClientHello.map(String.init).joined(separator: ","))]))
+            for _ in range(200): conn()
+            time.sleep(60)
+            """
+        let hostilePID = try #require(spawnBackground(["python3", "-c", script, "\(port)"]))
+        defer { killAndReap(hostilePID) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while server.connectionsAccepted < 202 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(hostile.count == 202)
+        #expect(server.connectionsAccepted == 202, "the hostile clients connected")
 
-        // A good client is served promptly while all of that is open.
+        // A good client is served while all of that is still open: long before the hostile connections' handshake
+        // timeout (60 s), so it did not wait for them (the bound is generous: the machine may be busy).
         let start = ContinuousClock.now
         let r = await run([
             "curl", "-sS", "--max-time", "5", "--cacert", f.path("lab-root.pem"), server.url,
         ])
         let elapsed = ContinuousClock.now - start
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(elapsed < .seconds(3), "a good client waited \(elapsed)")
+        #expect(elapsed < .seconds(20), "a good client waited \(elapsed)")
         _ = await server.waitForObservations(count: 2, timeout: .seconds(5))
         let before = server.observations()
         #expect(before.contains { $0.applicationDataReceived && $0.requestLine == "GET / HTTP/1.1" })
@@ -53,8 +62,7 @@ struct RobustnessTests {
         #expect(threadNames().contains { $0.hasPrefix("pl\(port)-") })
         let stopStart = ContinuousClock.now
         await server.stop()
-        #expect(ContinuousClock.now - stopStart < .seconds(2))
-        hostile.removeAll()
+        #expect(ContinuousClock.now - stopStart < .seconds(5))
         #expect(openSocketInodes().intersection(serverInodes).isEmpty)
         #expect(zip(ownBefore, targets(of: own)).allSatisfy { $0 != $1 }, "listener and pipes closed")
         #expect(!threadNames().contains { $0.hasPrefix("pl\(port)-") })

@@ -92,6 +92,12 @@ func derBlocks(inPEM text: String) -> [[UInt8]] {
     return out
 }
 
+let childEnvironment: [String: String] = {
+    var env = ["PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C"]
+    if let home = ProcessInfo.processInfo.environment["HOME"] { env["HOME"] = home }
+    return env
+}()
+
 struct ProcessResult: Sendable {
     var status: Int32
     var stdout: String
@@ -99,45 +105,106 @@ struct ProcessResult: Sendable {
     var timedOut: Bool
 }
 
-/// Runs a command-line client with a hard timeout; stdin is `input` then EOF (or kept open for `holdStdin`).
+/// Runs a command-line client with a hard timeout; stdin is `input` then EOF.
+///
+/// posix_spawn and waitpid rather than Foundation's Process, and no reliance on pipe EOF: suites running in
+/// parallel spawn processes too, and a child of theirs can inherit a pipe end of ours, which would hold EOF back
+/// for as long as that child lives. Output is drained while the client runs and once more after it exits.
 func run(_ arguments: [String], input: String = "", timeout: Duration = .seconds(10)) async -> ProcessResult {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    let inp = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    p.standardInput = inp
-    do { try p.run() } catch { return ProcessResult(status: -1, stdout: "", stderr: "\(error)", timedOut: false) }
-    inp.fileHandleForWriting.write(Data(input.utf8))
-    try? inp.fileHandleForWriting.close()
-    // Read both pipes concurrently so a chatty client never blocks on a full pipe.
-    async let o = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }.value
-    async let e = Task.detached { err.fileHandleForReading.readDataToEndOfFile() }.value
+    var inP: [Int32] = [-1, -1], outP: [Int32] = [-1, -1], errP: [Int32] = [-1, -1]
+    guard pipe(&inP) == 0, pipe(&outP) == 0, pipe(&errP) == 0 else {
+        return ProcessResult(status: -1, stdout: "", stderr: "pipe failed", timedOut: false)
+    }
+    for fd in inP + outP + errP { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+    for fd in [outP[0], errP[0], inP[1]] { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
+    let actions = UnsafeMutablePointer<posix_spawn_file_actions_t>.allocate(capacity: 1)
+    posix_spawn_file_actions_init(actions)
+    posix_spawn_file_actions_adddup2(actions, inP[0], 0)
+    posix_spawn_file_actions_adddup2(actions, outP[1], 1)
+    posix_spawn_file_actions_adddup2(actions, errP[1], 2)
+    let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+    let envp: [UnsafeMutablePointer<CChar>?] = childEnvironment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    var pid: pid_t = 0
+    let rc = posix_spawnp(&pid, arguments[0], actions, nil, argv, envp)
+    posix_spawn_file_actions_destroy(actions)
+    actions.deallocate()
+    argv.forEach { free($0) }
+    envp.forEach { free($0) }
+    close(inP[0])
+    close(outP[1])
+    close(errP[1])
+    var out = Data(), err = Data()
+    func drain() {
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(outP[0], &buf, buf.count)
+            if n <= 0 { break }
+            out.append(contentsOf: buf[0..<n])
+        }
+        while true {
+            let n = read(errP[0], &buf, buf.count)
+            if n <= 0 { break }
+            err.append(contentsOf: buf[0..<n])
+        }
+    }
+    defer {
+        close(outP[0])
+        close(errP[0])
+    }
+    guard rc == 0 else {
+        close(inP[1])
+        return ProcessResult(status: -1, stdout: "", stderr: "posix_spawnp \(arguments[0]): \(rc)", timedOut: false)
+    }
+    let bytes = Array(input.utf8)
+    if !bytes.isEmpty { _ = bytes.withUnsafeBytes { write(inP[1], $0.baseAddress, $0.count) } }
+    close(inP[1])
     let deadline = ContinuousClock.now + timeout
     var timedOut = false
-    while p.isRunning {
-        if ContinuousClock.now > deadline {
+    var status: Int32 = 0
+    while true {
+        drain()
+        let w = waitpid(pid, &status, WNOHANG)
+        if w == pid { break }
+        if ContinuousClock.now > deadline && !timedOut {
             timedOut = true
-            p.terminate()
-            break
+            kill(pid, SIGKILL)
         }
-        try? await Task.sleep(for: .milliseconds(5))
+        try? await Task.sleep(for: .milliseconds(3))
     }
-    p.waitUntilExit()
-    let (od, ed) = await (o, e)
+    drain()
+    let exit: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -(status & 0x7f)
     return ProcessResult(
-        status: p.terminationStatus, stdout: String(decoding: od, as: UTF8.self),
-        stderr: String(decoding: ed, as: UTF8.self), timedOut: timedOut)
+        status: exit, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
+        timedOut: timedOut)
+}
+
+/// Starts a process in the background with stdin, stdout and stderr on /dev/null; returns its pid.
+func spawnBackground(_ arguments: [String]) -> pid_t? {
+    let actions = UnsafeMutablePointer<posix_spawn_file_actions_t>.allocate(capacity: 1)
+    defer { actions.deallocate() }
+    posix_spawn_file_actions_init(actions)
+    defer { posix_spawn_file_actions_destroy(actions) }
+    for fd: Int32 in [0, 1, 2] { posix_spawn_file_actions_addopen(actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0) }
+    let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    let envp: [UnsafeMutablePointer<CChar>?] = childEnvironment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { envp.forEach { free($0) } }
+    var pid: pid_t = 0
+    return posix_spawnp(&pid, arguments[0], actions, nil, argv, envp) == 0 ? pid : nil
+}
+
+func killAndReap(_ pid: pid_t) {
+    kill(pid, SIGKILL)
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
 }
 
 /// A raw TCP client for hostile behaviour (garbage, truncated ClientHello, silence).
 final class RawClient {
     let fd: Int32
     init?(port: Int) {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec, so that processes other tests spawn meanwhile do not inherit (and keep open) the socket.
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         var sa = sockaddr_in()
         sa.sin_family = sa_family_t(AF_INET)
