@@ -24,21 +24,9 @@ func milliseconds(_ body: () throws -> Void) rethrows -> Double {
 }
 
 /// Runs a command to completion; returns its wall time in ms and its standard output.
-func timedProcess(_ args: [String], cwd: String? = nil) throws -> (ms: Double, out: String, status: Int32) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = args
-    if let cwd { p.currentDirectoryURL = URL(fileURLWithPath: cwd) }
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    p.standardError = FileHandle.nullDevice
-    var out = Data()
-    let ms = try milliseconds {
-        try p.run()
-        out = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-    }
-    return (ms, String(decoding: out, as: UTF8.self), p.terminationStatus)
+func timedProcess(_ args: [String]) throws -> (ms: Double, out: String, status: Int32) {
+    let r = ChildProcess.runBlocking(args, timeout: .seconds(600))
+    return (r.milliseconds, r.stdoutText, r.status)
 }
 
 extension BenchCommand {

@@ -72,22 +72,17 @@ struct PKICLITests {
         #expect(fmt.status != 0 && fmt.stderr.contains("--format must be one of"))
     }
 
-    @Test func concurrentInitProcessesLeaveOneConsistentState() throws {
+    @Test func concurrentInitProcessesLeaveOneConsistentState() async throws {
         let dir = freshDir("concurrent")
         defer { try? FileManager.default.removeItem(at: dir) }
         let bin = try #require(CLI.binary)
-        var processes: [Process] = []
-        for _ in 0..<4 {
-            let p = Process()
-            p.executableURL = bin
-            p.arguments = ["pki", "init", "--dir", dir.path]
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            try p.run()
-            processes.append(p)
+        let results = await withTaskGroup(of: ChildProcess.Result.self) { group in
+            for _ in 0..<4 { group.addTask { await ChildProcess.run([bin.path, "pki", "init", "--dir", dir.path], timeout: .seconds(120)) } }
+            var all: [ChildProcess.Result] = []
+            for await r in group { all.append(r) }
+            return all
         }
-        for p in processes { p.waitUntilExit() }
-        #expect(processes.allSatisfy { $0.terminationStatus == 0 })
+        #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderrText))")
         let pki = try Lab.pki(directory: dir)
         #expect(pki.refresh.generatedKeys.isEmpty, "the four runs created every key once")
         let r = try run(["openssl", "verify", "-CAfile", pki.files(for: "lab-root").certificatePEM.path, "-untrusted",

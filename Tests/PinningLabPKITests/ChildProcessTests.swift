@@ -1,0 +1,56 @@
+import Foundation
+import PinningLabCore
+import Testing
+
+@Suite("ChildProcess")
+struct ChildProcessTests {
+    @Test func outputExitStatusAndInput() async {
+        let r = await ChildProcess.run(["sh", "-c", "cat; echo err >&2; exit 3"], input: Array("hello\n".utf8))
+        #expect(r.status == 3)
+        #expect(r.stdoutText == "hello\n")
+        #expect(r.stderrText == "err\n")
+        #expect(!r.timedOut && r.launchError == nil)
+    }
+
+    @Test func timeoutKillsTheChild() {
+        let r = ChildProcess.runBlocking(["sleep", "20"], timeout: .milliseconds(200))
+        #expect(r.timedOut)
+        #expect(r.status == -Int32(SIGTERM))
+        #expect(r.milliseconds < 5000)
+    }
+
+    @Test func aGrandchildHoldingThePipeDoesNotStallTheCaller() {
+        let r = ChildProcess.runBlocking(["sh", "-c", "sleep 20 & echo started"], timeout: .seconds(10))
+        #expect(r.status == 0 && r.stdoutText == "started\n")
+        #expect(r.milliseconds < 5000, "returned when sh exited, not when sleep did")
+    }
+
+    @Test func largeOutputAndMissingCommand() {
+        let big = ChildProcess.runBlocking(["head", "-c", "3000000", "/dev/zero"])
+        #expect(big.stdout.count == 3_000_000)
+        let missing = ChildProcess.runBlocking(["no-such-command-pinninglab"])
+        #expect(missing.status == 127 && missing.launchError?.contains("command not found") == true)
+    }
+
+    @Test func manyConcurrentChildren() async {
+        let results = await withTaskGroup(of: ChildProcess.Result.self) { group in
+            for i in 0..<40 { group.addTask { await ChildProcess.run(["sh", "-c", "echo \(i)"]) } }
+            var all: [ChildProcess.Result] = []
+            for await r in group { all.append(r) }
+            return all
+        }
+        #expect(results.count == 40 && results.allSatisfy { $0.status == 0 })
+        #expect(Set(results.map(\.stdoutText)).count == 40)
+    }
+
+    @Test func background() throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-bg-\(UUID().uuidString)").path
+        defer { unlink(log) }
+        let child = try ChildProcess.spawnBackground(["sh", "-c", "echo up; sleep 30"], stdoutFile: log)
+        for _ in 0..<200 where (try? String(contentsOfFile: log, encoding: .utf8)) != "up\n" { usleep(10_000) }
+        #expect(try String(contentsOfFile: log, encoding: .utf8) == "up\n")
+        #expect(child.isRunning)
+        child.terminate()
+        #expect(!child.isRunning)
+    }
+}
