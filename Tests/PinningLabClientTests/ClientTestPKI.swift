@@ -7,38 +7,17 @@ struct ClientTestPKIError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// Runs `/bin/bash -c script` in `directory`; throws with its output when it fails. Output goes through files,
-/// never pipes: a pipe's write end inherited by a concurrently spawned long-lived child (an s_server) would keep
-/// the reader waiting for EOF.
+/// Runs `/bin/bash -c script` in `directory`; throws with its output when it fails. Spawned with ChildProcess
+/// (close-on-exec pipes), never Foundation's Process, which can crash on Linux in a process with many descriptors.
 @discardableResult
 func clientTestShell(_ script: String, in directory: URL) throws -> Data {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/bash")
-    process.arguments = ["-euo", "pipefail", "-c", script]
-    process.currentDirectoryURL = directory
-    let stem = directory.appendingPathComponent("shell-\(UUID().uuidString)")
-    let outputURL = stem.appendingPathExtension("out")
-    let errorURL = stem.appendingPathExtension("err")
-    _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
-    defer {
-        try? FileManager.default.removeItem(at: outputURL)
-        try? FileManager.default.removeItem(at: errorURL)
+    let quoted = "'" + directory.path.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    let r = ChildProcess.runBlocking(["/bin/bash", "-euo", "pipefail", "-c", "cd \(quoted) && \(script)"],
+                                     timeout: .seconds(120))
+    guard r.status == 0 else {
+        throw ClientTestPKIError(description: "script failed (\(r.status)): \(script.prefix(200))… \(r.stderrText)")
     }
-    let outputHandle = try FileHandle(forWritingTo: outputURL)
-    let errorHandle = try FileHandle(forWritingTo: errorURL)
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = outputHandle
-    process.standardError = errorHandle
-    try process.run()
-    process.waitUntilExit()
-    try? outputHandle.close()
-    try? errorHandle.close()
-    guard process.terminationStatus == 0 else {
-        let text = (try? String(contentsOf: errorURL, encoding: .utf8)) ?? ""
-        throw ClientTestPKIError(description: "script failed (\(process.terminationStatus)): \(script.prefix(200))… \(text)")
-    }
-    return try Data(contentsOf: outputURL)
+    return Data(r.stdout)
 }
 
 /// The test PKI: files in `directory`, named `<name>.pem` (certificate), `<name>.key` (PEM key).

@@ -1,6 +1,7 @@
 // `openssl s_server -www -msg` as the independent server under the reference clients: serves exactly the chain
 // given, answers one connection, and its message trace tells whether application data arrived (the oracle).
 import Foundation
+import PinningLabCore
 
 /// How one test server is configured.
 struct ClientTestServerConfig: Sendable, CustomStringConvertible {
@@ -62,10 +63,10 @@ struct ClientTestServerLog: Sendable {
 /// One `openssl s_server` process, accepting one connection on 127.0.0.1 (or ::1) and an ephemeral port.
 final class ClientTestServer: Sendable {
     let port: Int
-    private let process: Process  // Process is thread-safe for isRunning/processIdentifier/waitUntilExit
+    private let process: ChildProcess.Background
     private let logFile: URL
 
-    private init(port: Int, process: Process, logFile: URL) {
+    private init(port: Int, process: ChildProcess.Background, logFile: URL) {
         self.port = port
         self.process = process
         self.logFile = logFile
@@ -75,8 +76,6 @@ final class ClientTestServer: Sendable {
     static func start(_ config: ClientTestServerConfig, pki: ClientTestPKI) async throws -> ClientTestServer {
         let logFile = pki.directory.appendingPathComponent("s_server-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: logFile)
-        defer { try? handle.close() }
 
         var arguments = [
             "s_server", config.ipv6 ? "-6" : "-4", "-accept", "0", "-naccept", "1", "-www", "-msg",
@@ -95,13 +94,8 @@ final class ClientTestServer: Sendable {
         }
         arguments += config.extraArguments
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
+        let process = try ChildProcess.spawnBackground(["openssl"] + arguments, stdoutFile: logFile.path,
+                                                       stderrFile: logFile.path)
 
         for _ in 0..<400 {
             let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
@@ -125,12 +119,8 @@ final class ClientTestServer: Sendable {
         return ClientTestServerLog(text: (try? String(contentsOf: logFile, encoding: .utf8)) ?? "")
     }
 
-    /// SIGKILL, because a child spawned from a dispatch thread inherits a signal mask that blocks SIGTERM.
-    private static func kill(_ process: Process) {
-        if process.isRunning {
-            _ = Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+    private static func kill(_ process: ChildProcess.Background) {
+        process.terminate()
     }
 
     deinit { Self.kill(process) }
