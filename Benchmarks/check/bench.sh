@@ -7,7 +7,7 @@
 #    wall time of the whole command (process start, PKI open, catalogue load, 70 servers, 420 cells),
 #    and the runner's own duration from the JSON report.
 # 2. Harness overhead with a command template (curl --pinnedpubkey, 3 profiles, both engines, --jobs J):
-#    `pinlab check -- curl …` against running the very same curl command lines directly with `xargs -P J`
+#    `pinlab check -- curl …` against running the very same curl command lines directly with `xargs -P J env`
 #    against the same scenarios served by `pinlab serve --all`. Overhead = pinlab / direct − 1.
 # Needs hyperfine, curl and python3.
 set -euo pipefail
@@ -68,9 +68,9 @@ for s in m["servers"]:
 open(f"{work}/commands.txt", "w").write("\n".join(lines) + "\n")
 print(f"{len(lines)} curl runs per repetition ({len(m['servers'])} servers, {len(m.get('unsupported', []))} unsupported)")
 EOF
-template=(curl --silent --show-error --fail --output /dev/null --max-time 8 --noproxy "'*'" --cacert '{ca}' "'[--pinnedpubkey {pins.curl}]'" '{url}')
+template=(curl --silent --show-error --fail --output /dev/null --max-time 8 --noproxy "'*'" --cacert '{ca}' "'[--pinnedpubkey {pins.curl}]'" "'[--cert {client.cert}]'" "'[--key {client.key}]'" '{url}')
 hyperfine --runs "$runs" --warmup 1 -i --export-json "$work/template.json" --style none \
-  -n direct "xargs -P $jobs -L 1 < $work/commands.txt" \
+  -n direct "xargs -P $jobs -L 1 env < $work/commands.txt" \
   -n pinlab "$bin check --dir $dir --jobs $jobs --profiles none,leaf-spki,leaf-spki+backup --format json --output $work/curl-report.json -- ${template[*]}" \
   >/dev/null
 python3 - "$work" <<'EOF'

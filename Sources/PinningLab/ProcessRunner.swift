@@ -18,15 +18,20 @@ struct ProcessResult: Sendable {
     var milliseconds: Double
 }
 
-/// Runs a command with a time limit; on overrun it sends SIGTERM to the process (and its group), then SIGKILL
-/// one second later. Output goes to temporary files so a child that keeps a pipe open can never stall us.
+/// Runs a client command with a time limit, with `posix_spawn` (Foundation's `Process` is avoided: on Linux it can
+/// over-read `/proc/self/fd` in a process with many descriptors open, as a runner full of servers is).
+///
+/// The child gets its own process group (so an overrun kills the whole tree: SIGTERM, then SIGKILL one second
+/// later), default signal dispositions (the runner ignores SIGPIPE; the child must not inherit that), standard
+/// input from `/dev/null`, and standard output and error in temporary files, so a grandchild that keeps a pipe
+/// open can never stall the runner. A dedicated thread blocks in `waitpid` for exactly this child, so the end of
+/// the child is seen at once.
 enum ProcessRunner {
     static func resolve(_ command: String, environment: [String: String]) -> String? {
-        if command.contains("/") { return FileManager.default.isExecutableFile(atPath: command) ? command : nil }
-        let path = environment["PATH"] ?? ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for dir in path.split(separator: ":") {
-            let candidate = "\(dir)/\(command)"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        if command.contains("/") { return access(command, X_OK) == 0 ? command : nil }
+        let path = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for dir in path.split(separator: ":") where access("\(dir)/\(command)", X_OK) == 0 {
+            return "\(dir)/\(command)"
         }
         return nil
     }
@@ -35,10 +40,7 @@ enum ProcessRunner {
         _ arguments: [String], extraEnvironment: [String: String] = [:], timeout: Duration, scratch: URL
     ) async -> ProcessResult {
         let start = ContinuousClock.now
-        func elapsed() -> Double {
-            let d = ContinuousClock.now - start
-            return Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
-        }
+        func elapsed() -> Double { milliseconds(ContinuousClock.now - start) }
         var env = ProcessInfo.processInfo.environment
         for (k, v) in extraEnvironment { env[k] = v }
         guard let exe = arguments.first, let path = resolve(exe, environment: env) else {
@@ -47,91 +49,113 @@ enum ProcessRunner {
                                  stderrTail: "", stdoutTail: "", milliseconds: elapsed())
         }
         let token = UUID().uuidString.prefix(8)
-        let outURL = scratch.appendingPathComponent("out-\(token).txt")
-        let errURL = scratch.appendingPathComponent("err-\(token).txt")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let outPath = scratch.appendingPathComponent("out-\(token).txt").path
+        let errPath = scratch.appendingPathComponent("err-\(token).txt").path
         defer {
-            try? FileManager.default.removeItem(at: outURL)
-            try? FileManager.default.removeItem(at: errURL)
+            unlink(outPath)
+            unlink(errPath)
         }
-        guard let outHandle = try? FileHandle(forWritingTo: outURL),
-              let errHandle = try? FileHandle(forWritingTo: errURL)
-        else {
-            return ProcessResult(exitStatus: 126, timedOut: false, launchError: "cannot create output files in \(scratch.path)",
+        let spawned = spawn(path: path, arguments: arguments, environment: env, stdout: outPath, stderr: errPath)
+        guard case .success(let pid) = spawned else {
+            if case .failure(let why) = spawned {
+                return ProcessResult(exitStatus: 126, timedOut: false, launchError: why, stderrTail: "",
+                                     stdoutTail: "", milliseconds: elapsed())
+            }
+            return ProcessResult(exitStatus: 126, timedOut: false, launchError: "cannot start '\(exe)'",
                                  stderrTail: "", stdoutTail: "", milliseconds: elapsed())
         }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = Array(arguments.dropFirst())
-        p.environment = env
-        p.standardInput = FileHandle.nullDevice
-        p.standardOutput = outHandle
-        p.standardError = errHandle
         let state = RunState()
-        let status: Int32 = await withCheckedContinuation { (cont: CheckedContinuation<Int32, Never>) in
-            p.terminationHandler = { proc in
-                if state.finish() { cont.resume(returning: proc.terminationStatus) }
-            }
-            do {
-                try p.run()
-            } catch {
-                state.launchError = "\(error)"
-                if state.finish() { cont.resume(returning: 126) }
-                return
-            }
-            let pid = p.processIdentifier
-            Task.detached {
-                try? await Task.sleep(for: timeout)
-                guard !state.isFinished else { return }
-                state.timedOut = true
-                kill(pid, SIGTERM)
-                kill(-pid, SIGTERM)
-                try? await Task.sleep(for: .seconds(1))
-                guard !state.isFinished else { return }
-                kill(pid, SIGKILL)
-                kill(-pid, SIGKILL)
-            }
+        let watchdog = Task.detached {
+            try? await Task.sleep(for: timeout)
+            guard !Task.isCancelled, !state.isFinished else { return }
+            state.timedOut = true
+            kill(-pid, SIGTERM)
+            kill(pid, SIGTERM)
+            try? await Task.sleep(for: .seconds(1))
+            guard !Task.isCancelled, !state.isFinished else { return }
+            kill(-pid, SIGKILL)
+            kill(pid, SIGKILL)
         }
-        try? outHandle.close()
-        try? errHandle.close()
-        return ProcessResult(exitStatus: status, timedOut: state.timedOut, launchError: state.launchError,
-                             stderrTail: tail(errURL), stdoutTail: tail(outURL), milliseconds: elapsed())
+        let status: Int32 = await withCheckedContinuation { (c: CheckedContinuation<Int32, Never>) in
+            let t = Thread {
+                var raw: Int32 = 0
+                while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+                state.finish()
+                let code: Int32 = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+                c.resume(returning: code)
+            }
+            t.name = "pinninglab-client-wait"
+            t.start()
+        }
+        watchdog.cancel()
+        if state.timedOut { kill(-pid, SIGKILL) }  // leave no grandchild behind
+        return ProcessResult(exitStatus: status, timedOut: state.timedOut, launchError: nil,
+                             stderrTail: tail(errPath), stdoutTail: tail(outPath), milliseconds: elapsed())
+    }
+
+    enum Spawned { case success(pid_t), failure(String) }
+
+    static func spawn(path: String, arguments: [String], environment: [String: String], stdout: String, stderr: String)
+        -> Spawned
+    {
+        #if canImport(Glibc)
+        var actions = posix_spawn_file_actions_t()
+        var attr = posix_spawnattr_t()
+        #else
+        var actions: posix_spawn_file_actions_t? = nil
+        var attr: posix_spawnattr_t? = nil
+        #endif
+        posix_spawn_file_actions_init(&actions)
+        posix_spawnattr_init(&attr)
+        defer {
+            posix_spawn_file_actions_destroy(&actions)
+            posix_spawnattr_destroy(&attr)
+        }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD] { sigaddset(&defaults, s) }
+        posix_spawnattr_setsigdefault(&attr, &defaults)
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attr, &mask)
+        posix_spawnattr_setpgroup(&attr, 0)
+        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for p in argv { free(p) }
+            for p in envp { free(p) }
+        }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, path, &actions, &attr, argv, envp)
+        if rc != 0 { return .failure("cannot start '\(path)': \(String(cString: strerror(rc)))") }
+        return .success(pid)
     }
 
     /// The last few lines (at most 2 kB) of a file, trimmed.
-    static func tail(_ url: URL) -> String {
-        guard let data = try? Data(contentsOf: url), !data.isEmpty else { return "" }
-        let slice = data.suffix(2048)
-        let text = String(decoding: slice, as: UTF8.self)
+    static func tail(_ path: String) -> String {
+        guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else { return "" }
+        let text = String(decoding: data.suffix(2048), as: UTF8.self)
         let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         return lines.suffix(3).joined(separator: " | ")
     }
 }
 
-/// Shared between the termination handler and the watchdog.
+/// Shared between the waiting thread and the watchdog.
 private final class RunState: @unchecked Sendable {
     // @unchecked: every field is read and written under `lock`.
     private let lock = NSLock()
     private var _finished = false
     private var _timedOut = false
-    private var _launchError: String?
 
-    /// Marks the run finished; true only for the first caller.
-    func finish() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if _finished { return false }
-        _finished = true
-        return true
-    }
+    func finish() { lock.lock(); _finished = true; lock.unlock() }
     var isFinished: Bool { lock.lock(); defer { lock.unlock() }; return _finished }
     var timedOut: Bool {
         get { lock.lock(); defer { lock.unlock() }; return _timedOut }
         set { lock.lock(); _timedOut = newValue; lock.unlock() }
-    }
-    var launchError: String? {
-        get { lock.lock(); defer { lock.unlock() }; return _launchError }
-        set { lock.lock(); _launchError = newValue; lock.unlock() }
     }
 }

@@ -159,8 +159,12 @@ public struct CheckRunner: Sendable {
                 let job = jobs[next]
                 next += 1
                 group.addTask {
-                    (job.index, try await self.runServer(job.scenario, engine: job.engine, client: client,
-                                                         supported: supported, timeout: options.timeout, files: files))
+                    let (verdicts, server) = try await self.runServer(
+                        job.scenario, engine: job.engine, client: client, supported: supported,
+                        timeout: options.timeout, files: files)
+                    // Stopping joins the server's threads: do it off the slot, so the next server starts at once.
+                    if let server { Task.detached { server.stopSync() } }
+                    return (job.index, verdicts)
                 }
             }
             for _ in 0..<limit { addNext() }
@@ -181,7 +185,7 @@ public struct CheckRunner: Sendable {
     func runServer(
         _ s: Scenario, engine: any TLSEngine, client: ClientUnderTest, supported: Set<PinProfile>?,
         timeout: Duration, files: CellFiles
-    ) async throws -> [Verdict] {
+    ) async throws -> ([Verdict], FixtureServer?) {
         func notRun(_ p: PinProfile, _ status: Verdict.Status, _ reason: String) -> Verdict {
             .notRun(scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: s.expected(p),
                     status: status, reason: reason)
@@ -189,7 +193,7 @@ public struct CheckRunner: Sendable {
         let profiles = PinProfile.all
         let runnable = profiles.filter { supported?.contains($0) ?? true }
         if runnable.isEmpty {
-            return profiles.map { notRun($0, .skipped, "the client does not support the profile \($0)") }
+            return (profiles.map { notRun($0, .skipped, "the client does not support the profile \($0)") }, nil)
         }
         let server: FixtureServer
         do {
@@ -198,15 +202,14 @@ public struct CheckRunner: Sendable {
                 engine: engine, configuration: config,
                 options: .init(handshakeTimeout: timeout, idleTimeout: timeout, workerThreads: 1), label: s.id)
         } catch let e as TLSEngineError where e.code == .unsupported {
-            return profiles.map {
+            return (profiles.map {
                 supported?.contains($0) ?? true
                     ? notRun($0, .unsupported, "\(engine.name) cannot serve this scenario: \(e.reason)")
                     : notRun($0, .skipped, "the client does not support the profile \($0)")
-            }
+            }, nil)
         } catch {
-            return profiles.map { notRun($0, .error, "the \(engine.name) server could not start: \(error)") }
+            return (profiles.map { notRun($0, .error, "the \(engine.name) server could not start: \(error)") }, nil)
         }
-        defer { server.stopSync() }
 
         var out: [Verdict] = []
         for p in profiles {
@@ -239,7 +242,7 @@ public struct CheckRunner: Sendable {
                 scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: s.expected(p),
                 evidence: evidence, outcome: outcome, clientAuth: s.server.clientAuth, clientMilliseconds: ms))
         }
-        return out
+        return (out, server)
     }
 }
 
