@@ -141,108 +141,185 @@ public struct CheckRunner: Sendable {
         let files = try CellFiles(pki: pki, directory: work)
         let supported = options.profiles ?? client.supportedProfiles
 
-        struct Job: Sendable {
-            var scenario: Scenario
-            var engine: any TLSEngine
-            var index: Int
+        var jobs: [CellScheduler.Job] = []
+        for sc in selected.scenarios {
+            for e in options.engines {
+                let runnable = PinProfile.all.filter { supported?.contains($0) ?? true }
+                jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable))
+            }
         }
-        var jobs: [Job] = []
-        for s in selected.scenarios {
-            for e in options.engines { jobs.append(Job(scenario: s, engine: e, index: jobs.count)) }
-        }
-        var results = [[Verdict]](repeating: [], count: jobs.count)
-        let limit = min(options.jobs, max(1, jobs.count))
-        try await withThrowingTaskGroup(of: (Int, [Verdict]).self) { group in
-            var next = 0
-            func addNext() {
-                guard next < jobs.count else { return }
-                let job = jobs[next]
-                next += 1
+        let scheduler = CellScheduler(jobs)
+        let workers = min(options.jobs, max(1, jobs.reduce(0) { $0 + $1.profiles.count }))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<workers {
                 group.addTask {
-                    let (verdicts, server) = try await self.runServer(
-                        job.scenario, engine: job.engine, client: client, supported: supported,
-                        timeout: options.timeout, files: files)
-                    // Stopping joins the server's threads: do it off the slot, so the next server starts at once.
-                    if let server { Task.detached { server.stopSync() } }
-                    return (job.index, verdicts)
+                    while let a = await scheduler.take() {
+                        try await self.work(a, scheduler: scheduler, client: client, timeout: options.timeout, files: files)
+                    }
                 }
             }
-            for _ in 0..<limit { addNext() }
-            while let (i, verdicts) = try await group.next() {
-                results[i] = verdicts
-                addNext()
-            }
+            try await group.waitForAll()
         }
+        let verdicts = await scheduler.verdicts(client: client.name, supported: supported)
         let d = ContinuousClock.now - clock
         let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
         return CheckReport(
             client: client.name, engines: options.engines.map(\.name), profiles: PinProfile.all, startedAt: started,
-            durationSeconds: seconds, verdicts: results.flatMap { $0 },
+            durationSeconds: seconds, verdicts: verdicts,
             scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
     }
 
-    /// All cells of one scenario on one engine, on one server.
-    func runServer(
-        _ s: Scenario, engine: any TLSEngine, client: ClientUnderTest, supported: Set<PinProfile>?,
-        timeout: Duration, files: CellFiles
-    ) async throws -> ([Verdict], FixtureServer?) {
-        func notRun(_ p: PinProfile, _ status: Verdict.Status, _ reason: String) -> Verdict {
-            .notRun(scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: s.expected(p),
-                    status: status, reason: reason)
-        }
-        let profiles = PinProfile.all
-        let runnable = profiles.filter { supported?.contains($0) ?? true }
-        if runnable.isEmpty {
-            return (profiles.map { notRun($0, .skipped, "the client does not support the profile \($0)") }, nil)
-        }
-        let server: FixtureServer
-        do {
-            let config = try serverConfiguration(for: s)
-            server = try await FixtureServer.start(
-                engine: engine, configuration: config,
-                options: .init(handshakeTimeout: timeout, idleTimeout: timeout, workerThreads: 1), label: s.id)
-        } catch let e as TLSEngineError where e.code == .unsupported {
-            return (profiles.map {
-                supported?.contains($0) ?? true
-                    ? notRun($0, .unsupported, "\(engine.name) cannot serve this scenario: \(e.reason)")
-                    : notRun($0, .skipped, "the client does not support the profile \($0)")
-            }, nil)
-        } catch {
-            return (profiles.map { notRun($0, .error, "the \(engine.name) server could not start: \(error)") }, nil)
-        }
-
-        var out: [Verdict] = []
-        for p in profiles {
-            guard runnable.contains(p) else {
-                out.append(notRun(p, .skipped, "the client does not support the profile \(p)"))
-                continue
-            }
-            let before = server.connectionsAccepted
-            let outcome: ClientOutcome
-            let ms: Double
+    /// Runs one assignment: starts the job's server first if needed, then one cell.
+    func work(
+        _ a: CellScheduler.Assignment, scheduler: CellScheduler, client: ClientUnderTest, timeout: Duration,
+        files: CellFiles
+    ) async throws {
+        let job = a.job
+        let s = job.scenario
+        var server = a.server
+        if server == nil {
             do {
-                switch client {
-                case .inProcess(let c):
-                    let target = try files.target(for: s, profile: p, port: server.port, timeout: timeout)
-                    let t0 = ContinuousClock.now
-                    outcome = await c.run(target)
-                    ms = milliseconds(ContinuousClock.now - t0)
-                case .command(let c):
-                    let ctx = try files.context(for: s, profile: p, port: server.port)
-                    (outcome, ms) = await c.run(ctx, scratch: files.directory)
-                }
+                server = try await FixtureServer.start(
+                    engine: job.engine, configuration: try serverConfiguration(for: s),
+                    options: .init(handshakeTimeout: timeout, idleTimeout: timeout, workerThreads: 1), label: s.id)
+            } catch let e as TLSEngineError where e.code == .unsupported {
+                await scheduler.abandon(a.index, status: .unsupported,
+                                        reason: "\(job.engine.name) cannot serve this scenario: \(e.reason)")
+                return
             } catch {
-                out.append(notRun(p, .error, "cannot prepare the cell: \(error)"))
-                continue
+                await scheduler.abandon(a.index, status: .error,
+                                        reason: "the \(job.engine.name) server could not start: \(error)")
+                return
             }
-            let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations())
-                .filter { $0.id > before }
-            let evidence = ServerEvidence(observations)
-            out.append(Verdict.judge(
-                scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: s.expected(p),
-                evidence: evidence, outcome: outcome, clientAuth: s.server.clientAuth, clientMilliseconds: ms))
         }
-        return (out, server)
+        guard let server else { return }
+        let p = a.profile
+        let before = server.connectionsAccepted
+        let outcome: ClientOutcome
+        let ms: Double
+        do {
+            switch client {
+            case .inProcess(let c):
+                let target = try files.target(for: s, profile: p, port: server.port, timeout: timeout)
+                let t0 = ContinuousClock.now
+                outcome = await c.run(target)
+                ms = milliseconds(ContinuousClock.now - t0)
+            case .command(let c):
+                let ctx = try files.context(for: s, profile: p, port: server.port)
+                (outcome, ms) = await c.run(ctx, scratch: files.directory)
+            }
+        } catch {
+            let v = Verdict.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
+                                   expected: s.expected(p), status: .error, reason: "cannot prepare the cell: \(error)")
+            if let done = await scheduler.finish(a.index, p, v, server: server) { done.stopSync() }
+            return
+        }
+        let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
+        let v = Verdict.judge(
+            scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p),
+            evidence: ServerEvidence(observations), outcome: outcome, clientAuth: s.server.clientAuth,
+            clientMilliseconds: ms)
+        if let done = await scheduler.finish(a.index, p, v, server: server) {
+            // Stopping joins the server's threads: do it off the worker, so the next cell starts at once.
+            Task.detached { done.stopSync() }
+        }
+    }
+}
+
+/// Hands out cells to workers so that every worker stays busy until the last cell, while each server (one per
+/// scenario and engine) serves one cell at a time — so each observation belongs to exactly one cell. Workers
+/// prefer cells of servers already running; a new server is started only when none is idle.
+actor CellScheduler {
+    struct Job: Sendable {
+        var scenario: Scenario
+        var engine: any TLSEngine
+        /// The profiles to run (the client's supported ones).
+        var profiles: [PinProfile]
+    }
+    struct Assignment: Sendable {
+        var index: Int
+        var job: Job
+        var profile: PinProfile
+        /// The job's running server; `nil` when the worker must start it.
+        var server: FixtureServer?
+    }
+    private struct State {
+        var remaining: [PinProfile]
+        var busy = false
+        var started = false
+        var server: FixtureServer?
+        var verdicts: [PinProfile: Verdict] = [:]
+        var abandoned: (Verdict.Status, String)?
+    }
+    private let jobs: [Job]
+    private var states: [State]
+    private var nextUnstarted = 0
+
+    init(_ jobs: [Job]) {
+        self.jobs = jobs
+        self.states = jobs.map { State(remaining: $0.profiles) }
+    }
+
+    func take() -> Assignment? {
+        if let i = states.indices.first(where: { states[$0].started && !states[$0].busy && !states[$0].remaining.isEmpty }) {
+            return assign(i)
+        }
+        while nextUnstarted < states.count {
+            let i = nextUnstarted
+            nextUnstarted += 1
+            if !states[i].remaining.isEmpty {
+                states[i].started = true
+                return assign(i)
+            }
+        }
+        return nil
+    }
+
+    private func assign(_ i: Int) -> Assignment {
+        states[i].busy = true
+        let p = states[i].remaining.removeFirst()
+        return Assignment(index: i, job: jobs[i], profile: p, server: states[i].server)
+    }
+
+    /// Records a verdict; returns the server when the job has no cell left (the caller stops it).
+    func finish(_ i: Int, _ p: PinProfile, _ v: Verdict, server: FixtureServer) -> FixtureServer? {
+        states[i].verdicts[p] = v
+        states[i].server = server
+        states[i].busy = false
+        if states[i].remaining.isEmpty {
+            states[i].server = nil
+            return server
+        }
+        return nil
+    }
+
+    /// The job's server could not start: every cell of it is not run.
+    func abandon(_ i: Int, status: Verdict.Status, reason: String) {
+        states[i].abandoned = (status, reason)
+        states[i].remaining = []
+        states[i].busy = false
+    }
+
+    /// Every cell in catalogue order (scenario, engine, profile), including skipped and not-run ones.
+    func verdicts(client: String, supported: Set<PinProfile>?) -> [Verdict] {
+        var out: [Verdict] = []
+        for (job, st) in zip(jobs, states) {
+            let s = job.scenario
+            for p in PinProfile.all {
+                if let v = st.verdicts[p] {
+                    out.append(v)
+                } else if !(supported?.contains(p) ?? true) {
+                    out.append(.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client,
+                                       expected: s.expected(p), status: .skipped,
+                                       reason: "the client does not support the profile \(p)"))
+                } else {
+                    let (status, reason) = st.abandoned ?? (.error, "the cell was not run")
+                    out.append(.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client,
+                                       expected: s.expected(p), status: status, reason: reason))
+                }
+            }
+        }
+        return out
     }
 }
 
