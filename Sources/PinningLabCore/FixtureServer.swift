@@ -127,8 +127,10 @@ public final class FixtureServer: Sendable {
 
     deinit { core.shutdown() }
 
-    /// Observations of the connections finished so far, oldest first.
-    public func observations() -> [Observation] { core.withLock { $0.observations } }
+    /// Observations of the connections finished so far, oldest first (at most `maxStoredObservations`).
+    public func observations() -> [Observation] {
+        core.withLock { Array($0.observations.suffix(core.options.maxStoredObservations)) }
+    }
 
     /// Observations with `id > afterID`.
     public func observations(after afterID: Int) -> [Observation] {
@@ -287,16 +289,26 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
 
     /// Accepts one pending connection, counting it in flight atomically with the accept so that `settle` never
     /// sees a connection that is neither queued nor counted.
-    func acceptOne() -> (fd: Int32, peer: String, id: Int, context: any TLSServerContext, generation: Int,
-        identityNames: [String])?
-    {
+    func acceptOne() -> Accepted? {
         lock.lock()
         defer { lock.unlock() }
         guard !state.stopping, state.inFlight < options.maxConnections, let (fd, peer) = Sockets.accept(listenFD)
         else { return nil }
         state.accepted += 1
         state.inFlight += 1
-        return (fd, peer, state.accepted, state.context, state.generation, state.configuration.identities.map(\.name))
+        return Accepted(
+            fd: fd, peer: peer, id: state.accepted, context: state.context, generation: state.generation,
+            identities: state.configuration.identities)
+    }
+
+    /// A connection just accepted, with what it is served.
+    struct Accepted {
+        var fd: Int32
+        var peer: String
+        var id: Int
+        var context: any TLSServerContext
+        var generation: Int
+        var identities: [ServerIdentity]
     }
 
     func record(_ observation: Observation) {
@@ -306,8 +318,10 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
             s.inFlight -= 1
             s.recorded += 1
             s.observations.append(observation)
-            if s.observations.count > options.maxStoredObservations {
-                s.observations.removeFirst(s.observations.count - options.maxStoredObservations)
+            // Trim in batches so that a long-running server does not move the whole array on every connection.
+            let limit = options.maxStoredObservations
+            if s.observations.count > limit + max(limit / 4, 16) {
+                s.observations.removeFirst(s.observations.count - limit)
             }
             collectReady(&s, &ready, &timers)
         }

@@ -105,7 +105,7 @@ final class Connection {
     private let core: ServerCore
     private let peer: String
     private let generation: Int
-    private let identityNames: [String]
+    private let identities: [ServerIdentity]
     private let startedAt = Date()
     private let startNanos = Sockets.now()
     private var handshakeNanos: UInt64?
@@ -122,17 +122,13 @@ final class Connection {
 
     var isFinished: Bool { phase == .finished }
 
-    init(
-        core: ServerCore,
-        accepted: (fd: Int32, peer: String, id: Int, context: any TLSServerContext, generation: Int,
-            identityNames: [String])
-    ) {
+    init(core: ServerCore, accepted: ServerCore.Accepted) {
         self.core = core
         self.fd = accepted.fd
         self.id = accepted.id
         self.peer = accepted.peer
         self.generation = accepted.generation
-        self.identityNames = accepted.identityNames
+        self.identities = accepted.identities
         self.deadline = startNanos &+ core.handshakeTimeout
         do {
             session = try accepted.context.makeSession(socket: accepted.fd)
@@ -173,8 +169,9 @@ final class Connection {
             case .request:
                 switch session.read(into: buffer) {
                 case .bytes(let n):
+                    // The deadline set at the end of the handshake bounds the whole request: a client trickling
+                    // bytes cannot hold the connection longer than the idle timeout.
                     bytesReceived += n
-                    deadline = Sockets.now() &+ core.idleTimeout
                     if request.count < Self.maxRequest {
                         request.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                     }
@@ -326,14 +323,19 @@ final class Connection {
         let d = session?.details ?? TLSSessionDetails()
         session = nil  // frees the engine's session before the descriptor is closed
         close(fd)
-        let identity = d.identityIndex.flatMap { $0 < identityNames.count ? identityNames[$0] : nil }
+        let served = d.identityIndex.flatMap { $0 < identities.count ? identities[$0] : nil }
+        // The certificates sent are normally exactly the configured chain: then share its storage rather than
+        // keeping a copy per observation.
+        let sent = d.serverCertificatesSent.map { certs in
+            certs == served?.chainDER ? served!.chainDER : certs
+        }
         let observation = Observation(
             id: id, label: core.label, engine: core.engineName, startedAt: startedAt, peerAddress: peer,
-            serverName: d.serverName, identity: identity, generation: generation,
+            serverName: d.serverName, identity: served.flatMap { $0.name.isEmpty ? nil : $0.name }, generation: generation,
             handshakeCompleted: handshakeNanos != nil, alertReceived: d.alertReceived, alertSent: d.alertSent,
             closure: closure, error: (error?.isEmpty ?? true) ? nil : error, tlsVersion: d.version,
             cipherSuite: d.cipherSuite, alpn: d.alpn, clientCertificates: d.clientCertificates,
-            serverCertificates: d.serverCertificatesSent?.map { ObservedCertificate(der: $0) },
+            serverCertificates: sent?.map { ObservedCertificate(der: $0) },
             applicationDataReceived: bytesReceived > 0, bytesReceived: bytesReceived, requestLine: requestLine,
             handshakeMilliseconds: handshakeNanos.map { Double($0 - startNanos) / 1e6 },
             totalMilliseconds: Double(end - startNanos) / 1e6)
