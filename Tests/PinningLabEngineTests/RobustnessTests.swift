@@ -39,15 +39,15 @@ struct RobustnessTests {
         }
         #expect(server.connectionsAccepted == 202, "the hostile clients connected")
 
-        // A good client is served while all of that is still open: long before the hostile connections' handshake
-        // timeout (60 s), so it did not wait for them (the bound is generous: the machine may be busy).
-        let start = ContinuousClock.now
+        // A good client is served while all of that is still open: curl's own timer bounds it far below the
+        // hostile connections' handshake timeout (60 s), so it did not wait for them. (Timed by curl, not by this
+        // test, whose tasks share a cooperative pool with every other suite.)
         let r = await run([
-            "curl", "-sS", "--max-time", "5", "--cacert", f.path("lab-root.pem"), server.url,
+            "curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{time_total}", "--cacert",
+            f.path("lab-root.pem"), server.url,
         ])
-        let elapsed = ContinuousClock.now - start
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(elapsed < .seconds(20), "a good client waited \(elapsed)")
+        #expect((Double(r.stdout) ?? 99) < 10, "curl took \(r.stdout) s")
         _ = await server.waitForObservations(count: 2, timeout: .seconds(5))
         let before = server.observations()
         #expect(before.contains { $0.applicationDataReceived && $0.requestLine == "GET / HTTP/1.1" })
