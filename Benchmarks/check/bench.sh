@@ -9,7 +9,8 @@
 # 2. Harness overhead with a command template (curl --pinnedpubkey, 3 profiles, both engines, --jobs J):
 #    `pinlab check -- curl …` against running the very same curl command lines directly with `xargs -P J env`
 #    against the same scenarios served by `pinlab serve --all`. Overhead = pinlab / direct − 1.
-# Needs hyperfine, curl and python3.
+# Part 2 alternates the two sides run by run (paired medians), because this machine is shared and its load
+# changes from minute to minute. Needs hyperfine, curl and python3.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-10}"
@@ -68,21 +69,38 @@ for s in m["servers"]:
 open(f"{work}/commands.txt", "w").write("\n".join(lines) + "\n")
 print(f"{len(lines)} curl runs per repetition ({len(m['servers'])} servers, {len(m.get('unsupported', []))} unsupported)")
 EOF
-template=(curl --silent --show-error --fail --output /dev/null --max-time 8 --noproxy "'*'" --cacert '{ca}' "'[--pinnedpubkey {pins.curl}]'" "'[--cert {client.cert}]'" "'[--key {client.key}]'" '{url}')
-hyperfine --runs "$runs" --warmup 1 -i --export-json "$work/template.json" --style none \
-  -n direct "xargs -P $jobs -L 1 env < $work/commands.txt" \
-  -n pinlab "$bin check --dir $dir --jobs $jobs --profiles none,leaf-spki,leaf-spki+backup --format json --output $work/curl-report.json -- ${template[*]}" \
-  >/dev/null
-python3 - "$work" <<'EOF'
-import json, statistics, sys
-work = sys.argv[1]
-res = {r["command"]: r for r in json.load(open(f"{work}/template.json"))["results"]}
-direct = statistics.median(res["direct"]["times"])
-pinlab = statistics.median(res["pinlab"]["times"])
-r = json.load(open(f"{work}/curl-report.json"))
+python3 - "$work" "$bin" "$dir" "$jobs" "$runs" <<'EOF2'
+import json, statistics, subprocess, sys, time
+work, binary, pki, jobs, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+template = ["curl", "--silent", "--show-error", "--fail", "--output", "/dev/null", "--max-time", "8", "--noproxy", "*",
+            "--cacert", "{ca}", "[--pinnedpubkey {pins.curl}]", "[--cert {client.cert}]", "[--key {client.key}]", "{url}"]
+def direct():
+    with open(f"{work}/commands.txt") as f:
+        t = time.perf_counter()
+        subprocess.run(["xargs", "-P", jobs, "-L", "1", "env"], stdin=f, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return time.perf_counter() - t
+def pinlab(i):
+    t = time.perf_counter()
+    subprocess.run([binary, "check", "--dir", pki, "--jobs", jobs, "--profiles", "none,leaf-spki,leaf-spki+backup",
+                    "--format", "json", "--output", f"{work}/curl-{i}.json", "--"] + template,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+direct(); pinlab("warmup")
+pairs = []
+for i in range(runs):
+    # Alternate the order so that neither side always runs right after the other.
+    if i % 2 == 0:
+        d = direct(); p = pinlab(i)
+    else:
+        p = pinlab(i); d = direct()
+    r = json.load(open(f"{work}/curl-{i}.json"))
+    pairs.append((d, p, r["durationSeconds"]))
+ds, ps, rs = zip(*pairs)
+r = json.load(open(f"{work}/curl-0.json"))
 client_ms = [v["timings"]["clientMilliseconds"] for v in r["verdicts"] if v["verdict"] not in ("skipped", "unsupported")]
-print(f"curl cells run by pinlab: {len(client_ms)}; median curl process time {statistics.median(client_ms):.1f} ms")
-print(f"direct (xargs), median wall time: {direct:.3f} s")
-print(f"pinlab check -- curl, median wall time: {pinlab:.3f} s")
-print(f"harness overhead: {100 * (pinlab / direct - 1):.1f} %")
-EOF
+print(f"curl cells run by pinlab: {len(client_ms)} (verdicts: {r['summary']['pass']} pass, {r['summary']['fail']} fail); median curl process time {statistics.median(client_ms):.1f} ms")
+print(f"direct (xargs -P {jobs} env curl …), median wall time: {statistics.median(ds):.3f} s")
+print(f"pinlab check -- curl …, median wall time: {statistics.median(ps):.3f} s (runner only: {statistics.median(rs):.3f} s)")
+print(f"harness overhead, median of {runs} paired runs: whole command {100 * statistics.median(p / d - 1 for d, p, _ in pairs):.1f} %, "
+      f"runner only {100 * statistics.median(x / d - 1 for d, _, x in pairs):.1f} %")
+EOF2

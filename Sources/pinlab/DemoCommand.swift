@@ -45,25 +45,32 @@ struct DemoCommand: AsyncParsableCommand {
                             "the system curl with --cacert and --pinnedpubkey (pins only the server's own key)"))
         }
         print(bold("PinningLab demo") + ": \(catalogue.scenarios.count) scenarios × \(PinProfile.all.count) pin profiles × \(options.engines.map(\.name).joined(separator: " + ")), PKI in \(pki.directory.path)\n")
-        var reports: [(CheckReport, String)] = []
-        for (client, explanation) in clients {
-            let report = try await runner.run(client, options: options)
-            if !brief {
-                print(bold("── \(client.name)") + ": \(explanation)")
-                print(report.renderText(color: color, maxDeviations: 6))
-            }
-            reports.append((report, explanation))
-        }
-        let width = reports.map(\.0.client.count).max() ?? 10
-        let cells = reports.first?.0.summary.total ?? 0
-        print(bold("Summary") + " (cells where the client does not do what a correct client does, of \(cells) per client)")
-        for (r, explanation) in reports {
+        let width = clients.map(\.0.name.count).max() ?? 10
+        let cells = catalogue.scenarios.count * PinProfile.all.count * options.engines.count
+        func row(_ r: CheckReport, _ explanation: String) -> String {
             let m = r.deviates ? (color ? "\u{1B}[1;31m✗\u{1B}[0m" : "✗") : (color ? "\u{1B}[1;32m✓\u{1B}[0m" : "✓")
             var extra = ""
             if r.summary.skipped > 0 { extra += ", \(r.summary.skipped) skipped" }
             if r.summary.unsupported > 0 { extra += ", \(r.summary.unsupported) unsupported" }
             let count = String(r.summary.deviations).leftPadded(to: 4)
-            print("  \(m) \(r.client.padding(toLength: width, withPad: " ", startingAt: 0)) \(count) deviating\(extra) — \(explanation)")
+            return "  \(m) \(r.client.padding(toLength: width, withPad: " ", startingAt: 0)) \(count) deviating\(extra) — \(explanation)"
+        }
+        let heading = bold("Summary") + " (cells where the client does not do what a correct client does, of \(cells) per client)"
+        if brief { print(heading) }
+        var rows: [String] = []
+        for (client, explanation) in clients {
+            let report = try await runner.run(client, options: options)
+            if brief {
+                print(row(report, explanation))  // as soon as each client is done
+            } else {
+                print(bold("── \(client.name)") + ": \(explanation)")
+                print(report.renderText(color: color, maxDeviations: 6))
+            }
+            rows.append(row(report, explanation))
+        }
+        if !brief {
+            print(heading)
+            for r in rows { print(r) }
         }
         let d = ContinuousClock.now - start
         let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
