@@ -28,27 +28,14 @@ enum CLI {
         var stderr: String
     }
 
-    static func run(_ args: [String], in directory: URL? = nil) throws -> Result {
+    /// Runs the binary with `posix_spawn` (Foundation's `Process` can crash in a test process with many
+    /// descriptors open, as one full of servers is).
+    static func run(_ args: [String]) throws -> Result {
         let bin = try #require(binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
-        let p = Process()
-        p.executableURL = bin
-        p.arguments = args
-        if let directory { p.currentDirectoryURL = directory }
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
-        p.environment = env
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-cli-out-\(UUID().uuidString)")
-        let err = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-cli-err-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: err) }
-        p.standardOutput = try FileHandle(forWritingTo: out)
-        p.standardError = try FileHandle(forWritingTo: err)
-        try p.run()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus,
-                      stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        let r = ChildProcess.runBlocking([bin.path] + args, environment: env, timeout: .seconds(120))
+        return Result(status: r.status, stdout: r.stdoutText, stderr: r.stderrText)
     }
 
     static var dirArgs: [String] { ["--dir", pkiDirectory.path] }

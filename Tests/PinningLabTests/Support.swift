@@ -16,20 +16,16 @@ enum TestLab {
         return path.split(separator: ":").contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
     }
 
-    /// Runs a tool and returns its exit status and combined output.
-    static func run(_ args: [String], input: String? = nil) throws -> (status: Int32, output: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = args
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        try p.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    /// Runs a tool and returns its exit status and combined output (with `posix_spawn`, not Foundation's
+    /// `Process`, which can crash in a test process with many descriptors open).
+    static func run(_ args: [String]) throws -> (status: Int32, output: String) {
+        let r = ChildProcess.runBlocking(args, timeout: .seconds(60))
+        if let e = r.launchError { throw ToolError(description: e) }
+        return (r.status, r.output)
     }
 }
+
+struct ToolError: Error, CustomStringConvertible { var description: String }
 
 /// A cell address without the engine: `scenario/profile`.
 struct Cell: Hashable, CustomStringConvertible, Comparable {
