@@ -143,4 +143,43 @@ struct PinlabCLITests {
         let xsd = try CLI.run(["check", "--print-schema", "junit"])
         #expect(xsd.stdout.contains("<xs:schema"))
     }
+
+    /// `pinlab serve --scenario rekey` serves the re-keyed leaf; the manifest lists the client's pins (pinned leaf
+    /// first, then the backup key): curl pinned to K1 alone refuses, with the backup pin it accepts.
+    @Test func serveScenarioWritesAManifestWithTheClientsPins() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/curl") else {
+            print("skipping: /usr/bin/curl is not installed")
+            return
+        }
+        let bin = try #require(CLI.binary)
+        let manifest = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-serve-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: manifest) }
+        let server = try ChildProcess.spawnBackground(
+            [bin.path, "serve", "--scenario", "rekey", "--engine", "openssl", "--manifest", manifest.path] + CLI.dirArgs)
+        defer { server.terminate() }
+        var parsed: [String: Any]?
+        for _ in 0..<200 {  // the manifest is complete once it parses
+            if let d = try? Data(contentsOf: manifest), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] {
+                parsed = o
+                break
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let object = try #require(parsed, "no complete manifest after 10 s")
+        let servers = try #require(object["servers"] as? [[String: Any]])
+        let s = try #require(servers.first)
+        #expect(s["id"] as? String == "rekey")
+        let pins = try #require(s["pins"] as? [[String: Any]])
+        #expect(pins.compactMap { $0["name"] as? String } == ["leaf-v1", "leaf-v3-rekey", "lab-intermediate-a", "lab-root"])
+        let url = try #require(s["url"] as? String)
+        let trust = try #require(s["trustFile"] as? String)
+        let leaf = try #require(pins[0]["curl"] as? String)
+        let backup = try #require(pins[1]["curl"] as? String)
+        func curl(_ pin: String) -> Int32 {
+            ChildProcess.runBlocking(["curl", "-s", "-o", "/dev/null", "--cacert", trust, "--pinnedpubkey", pin, url],
+                                     timeout: .seconds(20)).status
+        }
+        #expect(curl(leaf) == 90, "K1 alone does not match the re-keyed server")
+        #expect(curl(leaf + ";" + backup) == 0, "the backup pin K2 matches")
+    }
 }
