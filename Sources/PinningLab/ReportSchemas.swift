@@ -57,7 +57,7 @@ public enum ReportSchemas {
             "reason": {"type": "string", "minLength": 1},
             "category": {"enum": ["pin-mismatch", "chain-invalid", "hostname", "client-auth", "protocol", "timeout", "other"]},
             "alert": {"type": "string"},
-            "client-detail": {"type": "string"},
+            "clientDetail": {"type": "string"},
             "evidence": {
               "type": "object",
               "additionalProperties": false,

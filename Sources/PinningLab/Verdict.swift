@@ -99,7 +99,7 @@ public struct Verdict: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case scenario, profile, engine, client, expected, observed, claim, status = "verdict", reason, category,
-             alert, clientDetail = "client-detail", evidence, timings
+             alert, clientDetail, evidence, timings
     }
 
     public var scenario: String
