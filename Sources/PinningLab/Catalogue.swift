@@ -17,7 +17,7 @@ public struct Catalogue: Sendable, Hashable {
     public func scenario(_ id: String) throws -> Scenario {
         if let s = self[id] { return s }
         let hint = suggestion(id, in: ids).map { "Did you mean '\($0)'? " } ?? ""
-        throw ScenarioError(.unknownIdentity, file: "scenario id", field: id,
+        throw ScenarioError(.unknownScenario, field: "scenario id",
                             problem: "no scenario has the id '\(id)'.",
                             fix: "\(hint)`pinlab scenarios list` shows all \(scenarios.count) ids.")
     }

@@ -29,6 +29,7 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
             case presentWithoutClientAuth = "client-certificate-without-client-auth"
             case emptyCatalogue = "empty-catalogue"
             case unreadable = "unreadable-file"
+            case unknownScenario = "unknown-scenario"
         }
         fileprivate var base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -80,6 +81,8 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
         public static let emptyCatalogue = Code(.emptyCatalogue)
         /// The file could not be read.
         public static let unreadable = Code(.unreadable)
+        /// No scenario of the catalogue has this id.
+        public static let unknownScenario = Code(.unknownScenario)
     }
 
     public var code: Code
@@ -114,7 +117,7 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
     public var description: String {
         var s = file
         if let line { s += ":\(line)" + (column.map { ":\($0)" } ?? "") }
-        s += ": "
+        if !s.isEmpty { s += ": " }
         if !field.isEmpty { s += "\(field): " }
         s += problem
         if !fix.isEmpty { s += " Fix: \(fix)" }
