@@ -17,15 +17,15 @@ struct ScenariosCommand: AsyncParsableCommand {
         @Option(help: "A folder of scenario files instead of the bundled catalogue.")
         var catalogue: String?
 
-        @Option(help: "text or json.")
+        @Option(help: "text, json or markdown (the table of the Catalogue article).")
         var format: String = "text"
 
         @Option(help: "Only scenarios with this tag.")
         var tag: String?
 
         func validate() throws {
-            guard format == "text" || format == "json" else {
-                throw ValidationError("--format: use text or json.")
+            guard ["text", "json", "markdown"].contains(format) else {
+                throw ValidationError("--format: use text, json or markdown.")
             }
         }
 
@@ -38,6 +38,10 @@ struct ScenariosCommand: AsyncParsableCommand {
                 let enc = JSONEncoder()
                 enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                 print(String(decoding: try enc.encode(scenarios), as: UTF8.self))
+                return
+            }
+            if format == "markdown" {
+                print(Catalogue(scenarios: scenarios).markdownTable(), terminator: "")
                 return
             }
             let width = (scenarios.map(\.id.count).max() ?? 10) + 2

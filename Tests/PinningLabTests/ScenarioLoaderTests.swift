@@ -227,3 +227,20 @@ struct BundledCatalogueTests {
         #expect(c["mtls-optional-missing"]?.server.clientAuth == .optional)
     }
 }
+
+@Suite("Documentation generated from the catalogue")
+struct CatalogueDocumentationTests {
+    /// The Catalogue article's table is the catalogue: regenerate it with
+    /// `pinlab scenarios list --format markdown` when a scenario changes.
+    @Test func catalogueArticleTableMatchesTheScenarioFiles() throws {
+        let article = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/PinningLab/PinningLab.docc/Catalogue.md")
+        let text = try String(contentsOf: article, encoding: .utf8)
+        let begin = try #require(text.range(of: "<!-- BEGIN GENERATED TABLE -->\n"))
+        let end = try #require(text.range(of: "<!-- END GENERATED TABLE -->"))
+        let table = String(text[begin.upperBound..<end.lowerBound])
+        #expect(table == (try Catalogue.bundled().markdownTable()),
+                "regenerate the table in Catalogue.md with `pinlab scenarios list --format markdown`")
+    }
+}
