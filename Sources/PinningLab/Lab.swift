@@ -24,11 +24,13 @@ public enum Lab {
         return o
     }
 
-    /// Like ``pkiOptions(directory:seed:)`` for library use: `.p12` files of clients are written with the
-    /// certificates, those of leaves on demand (``LabPKI/pkcs12File(for:)``), which keeps a refresh fast.
+    /// Like ``pkiOptions(directory:seed:)`` for library use: keys and the state file are written with the
+    /// certificates; each identity's files when asked for (``LabPKI/materialize(_:)``,
+    /// ``LabPKI/pkcs12File(for:)``), which keeps a refresh to a few milliseconds.
     public static func libraryPKIOptions(directory: URL? = nil, seed: String? = nil) -> PKIOptions {
         var o = pkiOptions(directory: directory, seed: seed)
-        o.pkcs12Roles = [.client]
+        o.pkcs12Roles = []
+        o.writeIdentityFiles = false
         return o
     }
 

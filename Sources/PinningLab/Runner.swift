@@ -390,11 +390,10 @@ struct CellFiles: Sendable {
         let certFile = try file("client-\(id.name).pem", pem(chain))
         let keyB64 = Data(id.privateKeyPKCS8DER).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
         let keyFile = try file("client-\(id.name).key", "-----BEGIN PRIVATE KEY-----\n\(keyB64)\n-----END PRIVATE KEY-----\n", mode: 0o600)
-        let p12 = pki.files(for: id.name).pkcs12
-        let hasP12 = FileManager.default.fileExists(atPath: p12.path)
+        let p12 = try? pki.pkcs12File(for: id.name)
         return ClientCredentials(
             certificateChainDER: chain, privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateFile: certFile,
-            keyFile: keyFile, pkcs12File: hasP12 ? p12.path : nil, pkcs12Password: hasP12 ? pki.pkcs12Password : nil)
+            keyFile: keyFile, pkcs12File: p12?.path, pkcs12Password: p12 == nil ? nil : pki.pkcs12Password)
     }
 
     func target(for s: Scenario, profile: PinProfile, port: Int, timeout: Duration) throws -> ClientTarget {

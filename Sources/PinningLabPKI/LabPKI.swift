@@ -53,6 +53,9 @@ public struct PKIOptions: Sendable {
     /// Roles whose `.p12` files are written with the certificates; others are made on demand by
     /// ``LabPKI/pkcs12File(for:)``.
     public var pkcs12Roles: Set<Role> = [.leaf, .client]
+    /// Write every identity's files (PEM, DER, chain, key, pins) when certificates are issued. When false they are
+    /// written on demand by ``LabPKI/materialize(_:)``: the state file alone carries every certificate.
+    public var writeIdentityFiles: Bool = true
     /// Called before slow steps (RSA key generation) with a human line.
     public var progress: (@Sendable (String) -> Void)?
 
@@ -139,25 +142,39 @@ public final class LabPKI: Sendable {
         self.byName = m
     }
 
+    private var writer: IdentityWriter {
+        IdentityWriter(directory: directory, pkcs12Encoder: pkcs12Encoder, pkcs12Password: pkcs12Password, pkcs12Roles: [])
+    }
+
+    /// The files of an identity, written now if they do not hold its current certificate (a PKI opened with
+    /// `writeIdentityFiles: false`, as library use does, writes them only on demand).
+    @discardableResult
+    public func materialize(_ name: String) throws -> IdentityFiles {
+        let id = try identity(name)
+        let w = writer
+        if !w.isCurrent(id) {
+            let lock = try DirectoryLock(directory.appendingPathComponent(".lock"))
+            defer { lock.unlock() }
+            if !w.isCurrent(id) { try w.write(id) }
+        }
+        return files(for: name)
+    }
+
     /// The `.p12` file of an identity (key, certificate, chain; password ``pkcs12Password``), written now if it is
-    /// missing or older than the certificates.
+    /// missing or older than the certificate.
     public func pkcs12File(for name: String) throws -> URL {
         let id = try identity(name)
-        let url = files(for: name).pkcs12
-        if let attrs = try? FileManager.default.attributesOfItem(atPath: url.path),
-           let m = attrs[.modificationDate] as? Date, m >= issuedAt.addingTimeInterval(-1) {
-            return url
-        }
+        // Every rewrite of an identity's files rewrites or removes its .p12: one that exists is current.
+        let f = try materialize(name)
+        if Storage.exists(f.pkcs12) { return f.pkcs12 }
         guard let enc = pkcs12Encoder else {
             throw PKIError(.pkcs12Failed, "this PKI was opened without a PKCS#12 encoder", entity: name,
                            fix: "open it with Lab.pki(), which uses OpenSSL for PKCS#12")
         }
         let lock = try DirectoryLock(directory.appendingPathComponent(".lock"))
         defer { lock.unlock() }
-        let bytes = try enc.encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
-                                   chainDER: id.issuerChainDER, friendlyName: name, password: pkcs12Password)
-        try Storage.writeAtomically(bytes, to: url, mode: 0o600)
-        return url
+        try Storage.writeAtomically(try writer.pkcs12(id, enc), to: f.pkcs12, mode: 0o600)
+        return f.pkcs12
     }
 
     /// Opens (creating or refreshing as needed) the PKI described by `spec` in `options.directory`.
@@ -279,12 +296,6 @@ struct Builder {
         else if oldState!.pkcs12Password != (options.pkcs12Encoder == nil ? oldState!.pkcs12Password : options.pkcs12Password) {
             reason = "the PKCS#12 password changed"
         } else if Set(oldState!.identities.map(\.name)) != Set(spec.names) { reason = "the entities changed" }
-        else if !spec.entities.allSatisfy({ Storage.exists(files($0.name).certificateDER) }) {
-            reason = "certificate files are missing"
-        } else if options.pkcs12Encoder != nil,
-                  !spec.entities.allSatisfy({ !wantsPKCS12($0) || Storage.exists(files($0.name).pkcs12) }) {
-            reason = "PKCS#12 files are missing"
-        }
 
         let identities: [Identity]
         let state: StateFile
@@ -297,7 +308,7 @@ struct Builder {
             // Files are rewritten in place under the lock; without a state file a crash half-way means
             // "no certificates yet" to the next run, never a mix of old and new.
             unlink(stateURL.path)
-            try writeOutputs(identities)
+            if options.writeIdentityFiles { try writer.write(identities, onlyStale: false) }
             mark("outputs")
             let json = try JSONEncoder().encode(state)
             try Storage.writeAtomically(Array(json), to: stateURL, mode: 0o600)
@@ -306,6 +317,7 @@ struct Builder {
             refresh.reason = "kept certificates are fresh"
             state = oldState!
             identities = try assemble(state: state, keys: keys)
+            if options.writeIdentityFiles { try writer.write(identities, onlyStale: true) }
         }
         return LabPKI(spec: spec, directory: dir, identities: identities, refresh: refresh,
                       password: state.pkcs12Password ?? options.pkcs12Password,
@@ -316,7 +328,10 @@ struct Builder {
         IdentityFiles(folder: dir.appendingPathComponent("certs", isDirectory: true).appendingPathComponent(name, isDirectory: true))
     }
 
-    func wantsPKCS12(_ e: EntitySpec) -> Bool { options.pkcs12Roles.contains(e.role) }
+    var writer: IdentityWriter {
+        IdentityWriter(directory: dir, pkcs12Encoder: options.pkcs12Encoder, pkcs12Password: options.pkcs12Password,
+                       pkcs12Roles: options.pkcs12Roles)
+    }
 
     func readKey(_ url: URL, name: String, type: KeyType) throws -> LabKey {
         if let m = Storage.mode(url), m & 0o077 != 0 {
@@ -528,17 +543,40 @@ struct Builder {
 
     // MARK: Outputs
 
-    /// Writes every identity's files; identities are spread over the cores (each has its own folder).
-    func writeOutputs(_ identities: [Identity]) throws {
-        try Storage.makeDirectory(dir.appendingPathComponent("certs", isDirectory: true), mode: 0o755)
+}
+
+/// Writes the files of identities: PEM, DER, chains, root, key, pins and, for some roles, PKCS#12.
+struct IdentityWriter: Sendable {
+    let directory: URL
+    let pkcs12Encoder: (any PKCS12Encoder)?
+    let pkcs12Password: String
+    let pkcs12Roles: Set<Role>
+
+    func files(_ name: String) -> IdentityFiles {
+        IdentityFiles(folder: directory.appendingPathComponent("certs", isDirectory: true).appendingPathComponent(name, isDirectory: true))
+    }
+
+    /// Whether the files of `id` already hold its current certificate (and `.p12` when its role wants one).
+    func isCurrent(_ id: Identity) -> Bool {
+        guard let der = try? Storage.readFile(files(id.name).certificateDER), der == id.certificateDER else { return false }
+        return pkcs12Encoder == nil || !pkcs12Roles.contains(id.role) || Storage.exists(files(id.name).pkcs12)
+    }
+
+    /// Writes every identity's files (`onlyStale`: only those not current); identities are spread over the cores,
+    /// each has its own folder.
+    func write(_ identities: [Identity], onlyStale: Bool) throws {
+        try Storage.makeDirectory(directory.appendingPathComponent("certs", isDirectory: true), mode: 0o755)
         let errors = ErrorBox()
         DispatchQueue.concurrentPerform(iterations: identities.count) { i in
-            do { try writeOutputs(of: identities[i]) } catch { errors.record(error) }
+            do {
+                if onlyStale && isCurrent(identities[i]) { return }
+                try write(identities[i])
+            } catch { errors.record(error) }
         }
         if let e = errors.first { throw e }
     }
 
-    func writeOutputs(of id: Identity) throws {
+    func write(_ id: Identity) throws {
         let f = files(id.name)
         try Storage.makeDirectory(f.folder, mode: 0o755)
         let certPEM = pemEncode(id.certificateDER, label: "CERTIFICATE")
@@ -546,29 +584,28 @@ struct Builder {
         for der in id.issuerChainDER { chainPEM += pemEncode(der, label: "CERTIFICATE") }
         let rootPEM = id.isSelfSigned ? certPEM : pemEncode(id.rootDER, label: "CERTIFICATE")
         try Storage.write(certPEM, to: f.certificatePEM)
-        try Storage.write(id.certificateDER, to: f.certificateDER)
         try Storage.write(chainPEM, to: f.chainPEM)
         try Storage.write(id.isSelfSigned ? chainPEM : chainPEM + rootPEM, to: f.fullChainPEM)
         try Storage.write(rootPEM, to: f.rootPEM)
-        try writeIfChanged(pemEncode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), to: f.keyPEM, mode: 0o600)
+        try Storage.write(pemEncode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), to: f.keyPEM, mode: 0o600)
         try Storage.write(PinFormat.json([id]), to: f.pinsJSON)
-        if let enc = options.pkcs12Encoder, options.pkcs12Roles.contains(id.role) {
-            let p12: [UInt8]
-            do {
-                p12 = try enc.encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
-                                     chainDER: id.issuerChainDER, friendlyName: id.name, password: options.pkcs12Password)
-            } catch {
-                throw PKIError(.pkcs12Failed, "cannot build the PKCS#12 file: \(error)", file: f.pkcs12.path, entity: id.name)
-            }
-            try Storage.write(p12, to: f.pkcs12, mode: 0o600)
+        if let enc = pkcs12Encoder, pkcs12Roles.contains(id.role) {
+            try Storage.write(try pkcs12(id, enc), to: f.pkcs12, mode: 0o600)
         } else if Storage.exists(f.pkcs12) {
             unlink(f.pkcs12.path)  // stale: made on demand again by LabPKI.pkcs12File(for:)
         }
+        // Last: cert.cer is what `isCurrent` compares.
+        try Storage.write(id.certificateDER, to: f.certificateDER)
     }
 
-    func writeIfChanged(_ text: String, to url: URL, mode: mode_t) throws {
-        if let old = try? Storage.readFile(url), old == Array(text.utf8), Storage.mode(url) == mode { return }
-        try Storage.writeAtomically(text, to: url, mode: mode)
+    func pkcs12(_ id: Identity, _ enc: any PKCS12Encoder) throws -> [UInt8] {
+        do {
+            return try enc.encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
+                                  chainDER: id.issuerChainDER, friendlyName: id.name, password: pkcs12Password)
+        } catch {
+            throw PKIError(.pkcs12Failed, "cannot build the PKCS#12 file: \(error)", file: files(id.name).pkcs12.path,
+                           entity: id.name)
+        }
     }
 }
 

@@ -70,10 +70,9 @@ enum Storage {
     /// Writes in place (truncating). Only for files rewritten under the directory lock whose consistency the state
     /// file vouches for.
     static func write(_ bytes: some Collection<UInt8>, to url: URL, mode: mode_t = 0o644) throws {
-        // Unlink, then create: truncating or renaming over an existing file makes ext4 flush it to disk on close
-        // (auto_da_alloc), which costs milliseconds per file.
-        unlink(url.path)
-        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        // Overwrite, then cut to length: truncating to zero or renaming over an existing file makes ext4 flush it
+        // to disk on close (auto_da_alloc), and unlink + create costs a new inode each time.
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC, mode)
         guard fd >= 0 else {
             throw PKIError(.writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
                            fix: "check that the folder is writable")
@@ -92,7 +91,7 @@ enum Storage {
             }
             return true
         }
-        guard ok else {
+        guard ok, ftruncate(fd, off_t(bytes.count)) == 0 else {
             throw PKIError(.writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
                            fix: "check free disk space")
         }

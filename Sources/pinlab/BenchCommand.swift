@@ -19,9 +19,25 @@ func median(_ xs: [Double]) -> Double {
 
 func milliseconds(_ body: () throws -> Void) rethrows -> Double {
     let t = DispatchTime.now().uptimeNanoseconds
+    let c = cpuMilliseconds()
     try body()
+    lastCPU = cpuMilliseconds() - c
     return Double(DispatchTime.now().uptimeNanoseconds - t) / 1e6
 }
+
+/// CPU time (user + system, all threads) of this process, in ms.
+func cpuMilliseconds() -> Double {
+    var u = rusage()
+    #if canImport(Glibc)
+    getrusage(RUSAGE_SELF.rawValue, &u)
+    #else
+    getrusage(RUSAGE_SELF, &u)
+    #endif
+    return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000 + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000
+}
+
+/// The CPU time of the last `milliseconds` measurement.
+nonisolated(unsafe) var lastCPU: Double = 0  // only touched by the benchmark's one thread
 
 /// Runs a command to completion; returns its wall time in ms and its standard output.
 func timedProcess(_ args: [String]) throws -> (ms: Double, out: String, status: Int32) {
@@ -70,13 +86,16 @@ extension BenchCommand {
 
             // pinlab in process, with the options library users get (client .p12 written, leaf .p12 on demand).
             var cold: [Double] = [], warm: [Double] = [], load: [Double] = [], warmAllP12: [Double] = []
+            var coldCPU: [Double] = [], warmCPU: [Double] = []
             for i in 0..<runs {
                 let dir = work.appendingPathComponent("inproc-\(i)")
                 let options = Lab.libraryPKIOptions(directory: dir)
                 cold.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: options) })
+                coldCPU.append(lastCPU)
                 var again = options
                 again.reissue = true
                 warm.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: again) })
+                warmCPU.append(lastCPU)
                 load.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: options) })
                 var all = Lab.pkiOptions(directory: dir)
                 all.reissue = true
@@ -95,13 +114,15 @@ extension BenchCommand {
             }
 
             // trustme in process.
-            var trustmeIn: [Double] = []
+            var trustmeIn: [Double] = [], trustmeCPU: [Double] = []
             let trustmeScript = "\(scripts)/trustme_lab.py"
             let haveTrustme = (try? timedProcess(["python3", "-c", "import trustme"]).status) == 0
                 && FileManager.default.fileExists(atPath: trustmeScript)
             if haveTrustme {
                 let r = try timedProcess(["python3", trustmeScript, shapeJSON.path, work.appendingPathComponent("trustme-in").path, "\(runs)"])
-                trustmeIn = r.out.split(separator: "\n").compactMap { Double($0) }
+                let lines = r.out.split(separator: "\n").map { $0.split(separator: " ").compactMap { Double($0) } }
+                trustmeIn = lines.compactMap(\.first)
+                trustmeCPU = lines.compactMap { $0.count > 1 ? $0[1] : nil }
             }
 
             // Whole processes.
@@ -122,9 +143,10 @@ extension BenchCommand {
             func f(_ x: Double) -> String { x.isNaN ? "n/a" : String(format: x < 10 ? "%.2f ms" : "%.1f ms", x) }
             func ratio(_ a: Double, _ b: Double) -> String { a.isNaN || b.isNaN ? "n/a" : String(format: "%.1fx", b / a) }
             var rows = [["measurement", "median", "vs pinlab"]]
-            rows.append(["pinlab in-process, cold: keys + certificates + files (client .p12)", f(median(cold)), ""])
-            rows.append(["trustme in-process: keys + certificates + PEM files", f(median(trustmeIn)), ratio(median(cold), median(trustmeIn)) + " slower"])
-            rows.append(["pinlab in-process, warm: keys kept, every certificate re-issued", f(median(warm)), ""])
+            rows.append(["pinlab in-process, cold: keys + certificates + files (client .p12)", f(median(cold)) + " (CPU " + f(median(coldCPU)) + ")", ""])
+            rows.append(["trustme in-process: keys + certificates + PEM files", f(median(trustmeIn)) + " (CPU " + f(median(trustmeCPU)) + ")",
+                         ratio(median(cold), median(trustmeIn)) + " slower (CPU " + ratio(median(coldCPU), median(trustmeCPU)) + ")"])
+            rows.append(["pinlab in-process, warm: keys kept, every certificate re-issued", f(median(warm)) + " (CPU " + f(median(warmCPU)) + ")", ""])
             rows.append(["pinlab in-process, warm, with every leaf .p12 too (as `pki init`)", f(median(warmAllP12)), ""])
             rows.append(["pinlab in-process, warm, the real lab spec (RSA/Ed25519/P-384)", f(median(warmFull)), ""])
             rows.append(["pinlab in-process, certificates fresh: load only", f(median(load)), ""])

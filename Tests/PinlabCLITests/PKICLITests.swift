@@ -85,6 +85,7 @@ struct PKICLITests {
         #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderrText))")
         let pki = try Lab.pki(directory: dir)
         #expect(pki.refresh.generatedKeys.isEmpty, "the four runs created every key once")
+        #expect(!pki.refresh.reissued, "and left fresh certificates")
         let r = try run(["openssl", "verify", "-CAfile", pki.files(for: "lab-root").certificatePEM.path, "-untrusted",
                          pki.files(for: "lab-intermediate-a").certificatePEM.path, pki.files(for: "leaf-v1").certificatePEM.path])
         #expect(r.status == 0, "\(r.output)")

@@ -354,3 +354,32 @@ struct StateTests {
         #expect(try reseeded.identity("leaf").pins.spkiSHA256 == pa.identity("leaf").pins.spkiSHA256)
     }
 }
+
+@Suite("Library use: files on demand")
+struct LazyFilesTests {
+    @Test func libraryOpenWritesStateOnlyThenMaterializes() throws {
+        let dir = temporaryDirectory("lazy")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let pki = try Lab.pki(directory: dir)
+        let f = pki.files(for: "leaf-v1")
+        #expect(!FileManager.default.fileExists(atPath: f.certificatePEM.path))
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("state.json").path))
+        let m = try pki.materialize("leaf-v1")
+        #expect(m == f)
+        let r = try run(["openssl", "verify", "-CAfile", f.rootPEM.path, "-untrusted", f.chainPEM.path, f.certificatePEM.path])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(Storage_mode(f.keyPEM.path) == 0o600)
+        let p12 = try pki.pkcs12File(for: "client-valid")
+        #expect(try run(["openssl", "pkcs12", "-in", p12.path, "-passin", "pass:\(pki.pkcs12Password)", "-noout"]).status == 0)
+        // After a re-issue the files on disk are stale until materialized again, and the .p12 follows.
+        var o = Lab.libraryPKIOptions(directory: dir)
+        o.reissue = true
+        let again = try LabPKI.open(spec: try Lab.builtInSpec(), options: o)
+        let der = try Data(contentsOf: again.files(for: "client-valid").certificateDER)
+        #expect(Array(der) != (try again.identity("client-valid").certificateDER))
+        let p12b = try again.pkcs12File(for: "client-valid")
+        let out = try run(["openssl", "pkcs12", "-in", p12b.path, "-passin", "pass:\(again.pkcs12Password)", "-nokeys", "-clcerts"])
+        let x = try run(["openssl", "x509", "-noout", "-serial"], stdin: out.stdout)
+        #expect(x.stdout.lowercased().contains(try again.identity("client-valid").serialHex), "\(x.output)")
+    }
+}

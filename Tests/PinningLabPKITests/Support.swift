@@ -30,7 +30,9 @@ func temporaryDirectory(_ label: String) -> URL {
 enum SharedPKI {
     static let directory = temporaryDirectory("pki")
     static let pki: LabPKI = {
-        do { return try Lab.pki(directory: directory) } catch { fatalError("cannot build the lab PKI: \(error)") }
+        // As `pinlab pki init` does: every identity's files written with the certificates.
+        do { return try Lab.pki(spec: Lab.builtInSpec(), options: Lab.pkiOptions(directory: directory)) }
+        catch { fatalError("cannot build the lab PKI: \(error)") }
     }()
 }
 
