@@ -33,6 +33,10 @@ public struct CommandClient: Sendable {
                              timeout: timeout)
     }
 
+    /// Kills every client command still running (and its process group). Call it when the runner is interrupted:
+    /// clients lead their own process groups, so a terminal's Ctrl-C does not reach them.
+    public static func killRunningCommands() { LiveChildren.shared.killAll() }
+
     /// Runs the command for one cell.
     public func run(_ context: CellContext, scratch: URL) async -> (outcome: ClientOutcome, milliseconds: Double) {
         let args = template.arguments(for: context)

@@ -64,6 +64,8 @@ enum ProcessRunner {
             return ProcessResult(exitStatus: 126, timedOut: false, launchError: "cannot start '\(exe)'",
                                  stderrTail: "", stdoutTail: "", milliseconds: elapsed())
         }
+        LiveChildren.shared.add(pid)
+        defer { LiveChildren.shared.remove(pid) }
         let state = RunState()
         let watchdog = Task.detached {
             try? await Task.sleep(for: timeout)
@@ -142,6 +144,27 @@ enum ProcessRunner {
         let text = String(decoding: data.suffix(2048), as: UTF8.self)
         let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         return lines.suffix(3).joined(separator: " | ")
+    }
+}
+
+/// The process groups of the client commands running now, so an interrupted runner can end them: each child
+/// leads its own process group, so a Ctrl-C on the terminal does not reach it.
+final class LiveChildren: @unchecked Sendable {
+    // @unchecked: `pids` is only touched under `lock`.
+    static let shared = LiveChildren()
+    private let lock = NSLock()
+    private var pids: Set<pid_t> = []
+    func add(_ pid: pid_t) { lock.lock(); pids.insert(pid); lock.unlock() }
+    func remove(_ pid: pid_t) { lock.lock(); pids.remove(pid); lock.unlock() }
+    /// Sends SIGKILL to every running client's process group.
+    func killAll() {
+        lock.lock()
+        let all = pids
+        lock.unlock()
+        for pid in all {
+            kill(-pid, SIGKILL)
+            kill(pid, SIGKILL)
+        }
     }
 }
 

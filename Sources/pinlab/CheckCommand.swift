@@ -151,6 +151,8 @@ struct CheckCommand: AsyncParsableCommand {
         }
         let catalogue = try source.loadCatalogue()
         let pki = try source.openPKI()
+        let interrupts = InterruptHandler.install()
+        defer { interrupts.cancel() }
         let options = CheckOptions(
             engines: try Engines.named(engine), profiles: try parseProfiles(profiles), scenarios: parseList(scenarios),
             jobs: jobs, timeout: .milliseconds(Int(timeout * 1000)))
@@ -173,5 +175,36 @@ struct CheckCommand: AsyncParsableCommand {
             print(text, terminator: "")
         }
         if report.deviates { throw ExitCode(1) }
+    }
+}
+
+/// On SIGINT or SIGTERM: kill the client commands still running (they lead their own process groups, so the
+/// terminal's Ctrl-C does not reach them), then exit with 130.
+final class InterruptHandler {
+    private let sources: [any DispatchSourceSignal]
+
+    private init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
+
+    static func install() -> InterruptHandler {
+        let queue = DispatchQueue(label: "pinlab.check.signals")
+        var sources: [any DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler {
+                CommandClient.killRunningCommands()
+                FileHandle.standardError.write(Data("\ninterrupted: stopped the running clients\n".utf8))
+                Foundation.exit(130)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        return InterruptHandler(sources)
+    }
+
+    func cancel() {
+        for s in sources { s.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
     }
 }
