@@ -182,4 +182,22 @@ struct PinlabCLITests {
         #expect(curl(leaf) == 90, "K1 alone does not match the re-keyed server")
         #expect(curl(leaf + ";" + backup) == 0, "the backup pin K2 matches")
     }
+
+    /// Client commands lead their own process groups, so an interrupted `pinlab check` must end them itself.
+    @Test func interruptingCheckKillsTheRunningClients() async throws {
+        let bin = try #require(CLI.binary)
+        let marker = "61.\(Int.random(in: 100...999))"
+        let check = try ChildProcess.spawnBackground(
+            [bin.path, "check", "--scenarios", "baseline", "--engine", "openssl", "--profiles", "none", "--timeout", "120"]
+                + CLI.dirArgs + ["--", "sh", "-c", "sleep \(marker); exit 0"])
+        defer { check.terminate() }
+        func sleeping() -> Bool { ChildProcess.runBlocking(["pgrep", "-f", "^sleep \(marker)$"]).status == 0 }
+        for _ in 0..<100 where !sleeping() { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(sleeping(), "the client command started")
+        kill(check.pid, SIGINT)
+        for _ in 0..<100 where check.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!check.isRunning, "pinlab exited on SIGINT")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(!sleeping(), "no client process is left behind")
+    }
 }
