@@ -131,11 +131,13 @@ public struct Catalogue: Sendable, Hashable {
     /// The catalogue as a Markdown table: id, what the server does, the expected outcome per pin profile
     /// (A accept, X refuse). The Catalogue article of the documentation is this table.
     public func markdownTable() -> String {
-        var out = "| scenario | what the server does | " + PinProfile.all.map { "`\($0.rawValue)`" }.joined(separator: " | ") + " |\n"
-        out += "|---|---|" + PinProfile.all.map { _ in ":-:" }.joined(separator: "|") + "|\n"
+        var out = "| scenario | what the server does | " + PinProfile.all.map { "`\($0.rawValue)`" }.joined(separator: " | ")
+            + " | a correct client refuses for |\n"
+        out += "|---|---|" + PinProfile.all.map { _ in ":-:" }.joined(separator: "|") + "|---|\n"
         for s in scenarios {
             let title = s.title.replacingOccurrences(of: "|", with: "\\|")
-            out += "| `\(s.id)` | \(title) | " + PinProfile.all.map { s.expected($0) == .accept ? "A" : "X" }.joined(separator: " | ") + " |\n"
+            out += "| `\(s.id)` | \(title) | " + PinProfile.all.map { s.expected($0) == .accept ? "A" : "X" }.joined(separator: " | ")
+                + " | \(s.refusal?.rawValue ?? "—") |\n"
         }
         return out
     }

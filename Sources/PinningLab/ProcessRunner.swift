@@ -138,12 +138,17 @@ enum ProcessRunner {
         return .success(pid)
     }
 
-    /// The last few lines (at most 2 kB) of a file, trimmed.
+    /// The gist of a client's output (its first 2 kB and last 2 kB): the first two lines, where command-line
+    /// clients put the error, and the last one, where they put a summary; at most about 600 characters.
     static func tail(_ path: String) -> String {
         guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else { return "" }
-        let text = String(decoding: data.suffix(2048), as: UTF8.self)
+        let text = data.count <= 4096
+            ? String(decoding: data, as: UTF8.self)
+            : String(decoding: data.prefix(2048), as: UTF8.self) + "\n" + String(decoding: data.suffix(2048), as: UTF8.self)
         let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        return lines.suffix(3).joined(separator: " | ")
+        let picked = lines.count <= 3 ? lines : Array(lines.prefix(2)) + ["…", lines[lines.count - 1]]
+        let joined = picked.joined(separator: " | ")
+        return joined.count > 600 ? String(joined.prefix(600)) + "…" : joined
     }
 }
 

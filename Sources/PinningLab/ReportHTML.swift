@@ -84,6 +84,14 @@ enum HTMLReport {
             h += "</ul>\n"
         }
 
+        let wrong = r.verdicts.filter(\.wrongReason)
+        if !wrong.isEmpty {
+            h += "<h2>Refused for another reason (\(wrong.count))</h2><ul class=\"dev\">\n"
+            for v in wrong {
+                h += "<li><a href=\"#s-\(xml(v.scenario))\"><code>\(xml(v.scenario))</code></a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(xml(v.reason))</li>\n"
+            }
+            h += "</ul>\n"
+        }
         h += "<h2>Scenarios</h2>\n"
         for s in r.scenarios {
             h += "<section class=\"scenario\" id=\"s-\(xml(s.id))\"><h3>\(xml(s.id)) — \(xml(s.title))</h3>\n"

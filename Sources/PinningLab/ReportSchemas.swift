@@ -23,7 +23,7 @@ public enum ReportSchemas {
         "summary": {
           "type": "object",
           "additionalProperties": false,
-          "required": ["total", "pass", "fail", "disagree", "skipped", "unsupported", "error"],
+          "required": ["total", "pass", "fail", "disagree", "skipped", "unsupported", "error", "wrongReason"],
           "properties": {
             "total": {"type": "integer", "minimum": 0},
             "pass": {"type": "integer", "minimum": 0},
@@ -31,7 +31,8 @@ public enum ReportSchemas {
             "disagree": {"type": "integer", "minimum": 0},
             "skipped": {"type": "integer", "minimum": 0},
             "unsupported": {"type": "integer", "minimum": 0},
-            "error": {"type": "integer", "minimum": 0}
+            "error": {"type": "integer", "minimum": 0},
+            "wrongReason": {"type": "integer", "minimum": 0}
           }
         },
         "verdicts": {"type": "array", "items": {"$ref": "#/$defs/verdict"}},
@@ -40,11 +41,12 @@ public enum ReportSchemas {
       "$defs": {
         "profile": {"enum": ["none", "leaf-cert", "leaf-spki", "leaf-spki+backup", "intermediate-spki", "root-spki"]},
         "expectation": {"enum": ["accept", "refuse"]},
+        "category": {"enum": ["pin-mismatch", "chain-invalid", "hostname", "client-auth", "protocol", "timeout", "other"]},
         "base64sha256": {"type": "string", "pattern": "^[A-Za-z0-9+/]{43}=$"},
         "verdict": {
           "type": "object",
           "additionalProperties": false,
-          "required": ["scenario", "profile", "engine", "client", "expected", "verdict", "reason", "timings"],
+          "required": ["scenario", "profile", "engine", "client", "expected", "verdict", "reason", "wrongReason", "timings"],
           "properties": {
             "scenario": {"type": "string", "pattern": "^[a-z0-9][a-z0-9.-]*$"},
             "profile": {"$ref": "#/$defs/profile"},
@@ -55,7 +57,9 @@ public enum ReportSchemas {
             "claim": {"enum": ["accepted", "refused"]},
             "verdict": {"enum": ["pass", "fail", "disagree", "skipped", "unsupported", "error"]},
             "reason": {"type": "string", "minLength": 1},
-            "category": {"enum": ["pin-mismatch", "chain-invalid", "hostname", "client-auth", "protocol", "timeout", "other"]},
+            "category": {"$ref": "#/$defs/category"},
+            "expectedCategory": {"$ref": "#/$defs/category"},
+            "wrongReason": {"type": "boolean"},
             "alert": {"type": "string"},
             "clientDetail": {"type": "string"},
             "evidence": {

@@ -74,6 +74,13 @@ enum TextReport {
             }
             if shown.count < dev.count { out += "  … and \(dev.count - shown.count) more (a full `pinlab check` lists them all)\n" }
         }
+        let wrong = r.verdicts.filter(\.wrongReason)
+        if !wrong.isEmpty {
+            out += "\n" + paint("Refused as expected, but for another reason than a correct client (\(wrong.count)):", "1") + "\n"
+            let shown = maxDeviations.map { Array(wrong.prefix($0)) } ?? wrong
+            for v in shown { out += "  ? \(v.scenario) × \(v.profile) × \(v.engine): \(v.reason)\n" }
+            if shown.count < wrong.count { out += "  … and \(wrong.count - shown.count) more\n" }
+        }
         out += "\n" + (r.deviates ? paint(r.summaryLine, "1;31") : paint(r.summaryLine, "1;32")) + "\n"
         return out
     }
@@ -124,6 +131,11 @@ enum MarkdownReport {
                 if let a = v.alert { out += " (alert `\(a)`)" }
                 out += "\n"
             }
+        }
+        let wrong = r.verdicts.filter(\.wrongReason)
+        if !wrong.isEmpty {
+            out += "\n## Refused for another reason\n\n"
+            for v in wrong { out += "- `\(v.scenario)` × `\(v.profile)` × \(v.engine): \(escapeMarkdown(v.reason))\n" }
         }
         return out
     }

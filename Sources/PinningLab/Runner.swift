@@ -217,7 +217,7 @@ public struct CheckRunner: Sendable {
         let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
         let v = Verdict.judge(
             scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p),
-            evidence: ServerEvidence(observations), outcome: outcome, clientAuth: s.server.clientAuth,
+            evidence: ServerEvidence(observations), outcome: outcome, clientAuth: s.server.clientAuth, expectedCategory: s.refusal,
             clientMilliseconds: ms)
         if let done = await scheduler.finish(a.index, p, v, server: server) {
             // Stopping joins the server's threads: do it off the worker, so the next cell starts at once.

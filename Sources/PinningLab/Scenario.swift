@@ -112,12 +112,17 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     public var expectations: [PinProfile: Expectation]
     /// Optional explanations of single cells.
     public var notes: [PinProfile: String]
+    /// Why a correct client refuses in this scenario (`pin-mismatch`, `chain-invalid`, `hostname`, `client-auth`,
+    /// `protocol`), when it refuses at all. A refusal observed for another reason is reported ("rejected for the
+    /// wrong reason is a bug too").
+    public var refusal: RefusalCategory?
     /// The file the scenario came from, as shown in errors (`scenarios/rekey.yaml`), if it came from a file.
     public var source: String?
 
     public init(
         id: String, title: String, tags: [String] = [], teaching: String, server: Server, client: Client,
-        expectations: [PinProfile: Expectation], notes: [PinProfile: String] = [:], source: String? = nil
+        expectations: [PinProfile: Expectation], notes: [PinProfile: String] = [:], refusal: RefusalCategory? = nil,
+        source: String? = nil
     ) {
         self.id = id
         self.title = title
@@ -127,6 +132,7 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         self.client = client
         self.expectations = expectations
         self.notes = notes
+        self.refusal = refusal
         self.source = source
     }
 
@@ -143,7 +149,7 @@ public struct Scenario: Sendable, Hashable, Identifiable {
 
 extension Scenario: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case id, title, tags, teaching, server, client, expect, notes, source
+        case id, title, tags, teaching, server, client, refusal, expect, notes, source
     }
     private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust" }
     private enum ClientKeys: String, CodingKey { case trust, pinned, backup, present }
@@ -165,6 +171,7 @@ extension Scenario: Encodable {
         try cl.encode(client.pinned, forKey: .pinned)
         try cl.encode(client.backup, forKey: .backup)
         try cl.encodeIfPresent(client.present, forKey: .present)
+        try c.encodeIfPresent(refusal, forKey: .refusal)
         var e = c.nestedContainer(keyedBy: AnyKey.self, forKey: .expect)
         for p in PinProfile.all { try e.encode(expected(p), forKey: AnyKey(p.rawValue)) }
         var n = c.nestedContainer(keyedBy: AnyKey.self, forKey: .notes)

@@ -30,6 +30,7 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
             case emptyCatalogue = "empty-catalogue"
             case unreadable = "unreadable-file"
             case unknownScenario = "unknown-scenario"
+            case badRefusal = "bad-refusal-category"
         }
         fileprivate var base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -81,6 +82,8 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
         public static let emptyCatalogue = Code(.emptyCatalogue)
         /// The file could not be read.
         public static let unreadable = Code(.unreadable)
+        /// `refusal` is not a refusal category, or names one in a scenario that expects no refusal.
+        public static let badRefusal = Code(.badRefusal)
         /// No scenario of the catalogue has this id.
         public static let unknownScenario = Code(.unknownScenario)
     }

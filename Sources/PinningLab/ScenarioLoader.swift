@@ -7,7 +7,9 @@ internal import Yams
 /// the field, what is wrong and how to fix it.
 public enum ScenarioLoader {
     /// The keys a scenario file may hold, in the order the documentation lists them.
-    public static let topLevelFields = ["id", "title", "tags", "teaching", "server", "client", "expect", "notes"]
+    public static let topLevelFields = ["id", "title", "tags", "teaching", "server", "client", "refusal", "expect", "notes"]
+    /// The refusal categories a scenario may name.
+    public static let refusalCategories: [RefusalCategory] = [.pinMismatch, .chainInvalid, .hostname, .clientAuth, .protocolError]
     static let serverFields = ["chain", "tls", "client-auth"]
     static let tlsFields = ["versions", "ciphers"]
     static let clientAuthFields = ["mode", "trust"]
@@ -224,8 +226,24 @@ private struct Reader {
             }
         }
 
+        var refusal: RefusalCategory?
+        if let r = top["refusal"]?.value {
+            let names = ScenarioLoader.refusalCategories.map(\.rawValue)
+            let text = try string(r, "refusal", fix: "use one of \(names.joined(separator: ", ")).")
+            guard names.contains(text) else {
+                let hint = suggestion(text, in: names).map { "Did you mean '\($0)'? " } ?? ""
+                throw fail(.badRefusal, r, "refusal", "'\(text)' is not a refusal category.",
+                           fix: "\(hint)Use one of \(names.joined(separator: ", ")).")
+            }
+            guard expectations.values.contains(.refuse) else {
+                throw fail(.badRefusal, r, "refusal", "the scenario names a refusal category but expects no refusal.",
+                           fix: "remove `refusal`, or expect `refuse` for the profiles a correct client refuses.")
+            }
+            refusal = RefusalCategory(rawValue: text)
+        }
+
         return Scenario(id: id, title: title, tags: tags, teaching: teaching, server: server, client: client,
-                        expectations: expectations, notes: notes, source: file)
+                        expectations: expectations, notes: notes, refusal: refusal, source: file)
     }
 
     func serverSide(_ node: Node) throws -> Scenario.Server {

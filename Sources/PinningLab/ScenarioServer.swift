@@ -65,7 +65,7 @@ public final class ScenarioServer: Sendable {
         let seen = (await server.settle(timeout: .seconds(10)) ?? server.observations()).filter { $0.id > before }
         return Verdict.judge(
             scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected(profile),
-            evidence: ServerEvidence(seen), outcome: nil, clientAuth: scenario.server.clientAuth,
+            evidence: ServerEvidence(seen), outcome: nil, clientAuth: scenario.server.clientAuth, expectedCategory: scenario.refusal,
             clientMilliseconds: ms)
     }
 
@@ -79,7 +79,7 @@ public final class ScenarioServer: Sendable {
         let seen = (await server.settle(timeout: .seconds(10)) ?? server.observations()).filter { $0.id > before }
         return Verdict.judge(
             scenario: scenario.id, profile: profile, engine: engine, client: client.name, expected: expected(profile),
-            evidence: ServerEvidence(seen), outcome: outcome, clientAuth: scenario.server.clientAuth,
+            evidence: ServerEvidence(seen), outcome: outcome, clientAuth: scenario.server.clientAuth, expectedCategory: scenario.refusal,
             clientMilliseconds: ms)
     }
 

@@ -99,7 +99,7 @@ public struct Verdict: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case scenario, profile, engine, client, expected, observed, claim, status = "verdict", reason, category,
-             alert, clientDetail, evidence, timings
+             expectedCategory, wrongReason, alert, clientDetail, evidence, timings
     }
 
     public var scenario: String
@@ -116,6 +116,11 @@ public struct Verdict: Sendable, Hashable, Codable {
     public var reason: String
     /// Why the client refused, where the evidence allows.
     public var category: RefusalCategory?
+    /// Why a correct client refuses in this scenario (the scenario's `refusal`).
+    public var expectedCategory: RefusalCategory?
+    /// The client refused as expected, but the evidence shows another reason than a correct client's
+    /// ("rejected for the wrong reason"). Reported, not counted as a deviation: classification is heuristic.
+    public var wrongReason: Bool
     /// The alert seen on the wire (sent by the client, or by the server when it refused a client certificate).
     public var alert: String?
     /// The client's detail text (error message or exit status).
@@ -126,8 +131,9 @@ public struct Verdict: Sendable, Hashable, Codable {
     public init(
         scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
         observed: ObservedOutcome?, claim: ClientOutcome.Claim?, status: Status, reason: String,
-        category: RefusalCategory? = nil, alert: String? = nil, clientDetail: String? = nil,
-        evidence: ServerEvidence? = nil, timings: Timings = Timings()
+        category: RefusalCategory? = nil, expectedCategory: RefusalCategory? = nil, wrongReason: Bool = false,
+        alert: String? = nil, clientDetail: String? = nil, evidence: ServerEvidence? = nil,
+        timings: Timings = Timings()
     ) {
         self.scenario = scenario
         self.profile = profile
@@ -139,6 +145,8 @@ public struct Verdict: Sendable, Hashable, Codable {
         self.status = status
         self.reason = reason
         self.category = category
+        self.expectedCategory = expectedCategory
+        self.wrongReason = wrongReason
         self.alert = alert
         self.clientDetail = clientDetail
         self.evidence = evidence
@@ -158,7 +166,7 @@ public struct Verdict: Sendable, Hashable, Codable {
     public static func judge(
         scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
         evidence: ServerEvidence, outcome: ClientOutcome?, clientAuth: ClientAuthMode = .none,
-        clientMilliseconds: Double = 0
+        expectedCategory: RefusalCategory? = nil, clientMilliseconds: Double = 0
     ) -> Verdict {
         let observed = evidence.outcome
         let claimed: ObservedOutcome? = outcome.map { $0.claim == .accepted ? .accepted : .refused }
@@ -190,13 +198,19 @@ public struct Verdict: Sendable, Hashable, Codable {
                 ? "sent its request as expected"
                 : "refused as expected: " + refusalPhrase(evidence: evidence, category: category, alert: alert)
         }
-        if status != .pass, let d = outcome?.detail, !d.isEmpty {
+        var wrongReason = false
+        if status == .pass, observed == .refused, let want = expectedCategory, let got = category, want != got {
+            wrongReason = true
+            reason += "; but a correct client refuses here for \(want), not \(got)"
+        }
+        if status != .pass || wrongReason, let d = outcome?.detail, !d.isEmpty {
             reason += "; client says: \(d)"
         }
         return Verdict(
             scenario: scenario, profile: profile, engine: engine, client: client, expected: expected,
             observed: observed, claim: outcome?.claim, status: status, reason: reason, category: category,
-            alert: alert, clientDetail: outcome.map(detailText), evidence: evidence,
+            expectedCategory: expectedCategory, wrongReason: wrongReason, alert: alert,
+            clientDetail: outcome.map(detailText), evidence: evidence,
             timings: Timings(clientMilliseconds: clientMilliseconds, handshakeMilliseconds: evidence.handshakeMilliseconds))
     }
 
@@ -245,7 +259,8 @@ public struct Verdict: Sendable, Hashable, Codable {
             return .protocolError
         }
         if let d = outcome?.detail.lowercased() {
-            if d.contains("pin") || d.contains("public key does not match") { return .pinMismatch }
+            if d.contains("pinned") || d.contains(" pin ") || d.contains(" pins") || d.contains("pin mismatch")
+                || d.contains("public key does not match") { return .pinMismatch }
             if d.contains("hostname") || d.contains("host name") || d.contains("subject alternative name")
                 || d.contains("no alternative certificate subject name") { return .hostname }
             if d.contains("timed out") || d.contains("timeout") { return .timeout }
@@ -264,9 +279,14 @@ public struct VerdictSummary: Sendable, Hashable, Codable {
     public var skipped = 0
     public var unsupported = 0
     public var error = 0
+    /// Passing refusals whose reason differs from a correct client's (not deviations).
+    public var wrongReason = 0
     public init() {}
     public init(_ verdicts: [Verdict]) {
-        for v in verdicts { add(v.status) }
+        for v in verdicts {
+            add(v.status)
+            if v.wrongReason { wrongReason += 1 }
+        }
     }
     public mutating func add(_ s: Verdict.Status) {
         total += 1
@@ -284,5 +304,6 @@ public struct VerdictSummary: Sendable, Hashable, Codable {
     /// `140 cells: 136 pass, 2 fail, 0 disagree, 2 skipped, 0 unsupported, 0 error`.
     public var line: String {
         "\(total) cells: \(pass) pass, \(fail) fail, \(disagree) disagree, \(skipped) skipped, \(unsupported) unsupported, \(error) error"
+            + (wrongReason > 0 ? " (\(wrongReason) refused for another reason)" : "")
     }
 }

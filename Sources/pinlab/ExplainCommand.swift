@@ -76,6 +76,7 @@ struct ExplainCommand: AsyncParsableCommand {
             out += s.expected(p).rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + what + "\n"
             if let note = s.notes[p] { out += String(repeating: " ", count: 29) + "— " + note + "\n" }
         }
+        if let r = s.refusal { out += "\nWhere it refuses, a correct client refuses for: \(r)." }
         out += "\nExpected row (none leaf-cert leaf-spki +backup int-spki root-spki): \(s.expectedRow)"
         return out
     }

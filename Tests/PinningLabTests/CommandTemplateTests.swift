@@ -106,6 +106,8 @@ struct CurlTests {
         #expect(report.deviations.isEmpty, "\(report.deviations.map { "\($0.scenario)/\($0.profile)/\($0.engine): \($0.reason)" })")
         #expect(report.summary.skipped == report.summary.total / 2, "curl declares 3 of 6 profiles")
         #expect(report.summary.pass > 0)
+        #expect(report.summary.wrongReason == 0,
+                "curl refuses for the reason a correct client does: \(report.verdicts.filter(\.wrongReason).map(\.reason))")
         let mtls = try #require(report.verdict("mtls-required-valid", .leafSPKI, "gnutls"))
         #expect(mtls.evidence?.clientCertificateSubject != nil, "curl presented the client certificate")
     }

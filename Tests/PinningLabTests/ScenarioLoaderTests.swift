@@ -98,6 +98,10 @@ let malformedCases: [MalformedCase] = [
                   code: .wrongRole, line: 11, field: "client.present", mentions: ["is a leaf", "client-valid"]),
     MalformedCase(name: "pinned identity under a root", yaml: replacing("trust: lab-root", "trust: lab-root\n  pinned: proxy-leaf"),
                   code: .wrongRole, line: 10, field: "client.pinned", mentions: ["intermediate-spki"]),
+    MalformedCase(name: "unknown refusal category", yaml: replacing("expect:", "refusal: pin-mismatched\nexpect:"),
+                  code: .badRefusal, line: 10, field: "refusal", mentions: ["Did you mean 'pin-mismatch'"]),
+    MalformedCase(name: "refusal in a scenario that never refuses", yaml: replacing("expect:", "refusal: hostname\nexpect:"),
+                  code: .badRefusal, line: 10, field: "refusal", mentions: ["expects no refusal"]),
     MalformedCase(name: "notes for an unknown profile", yaml: validScenarioYAML + "\nnotes:\n  leaf-key: \"x\"",
                   code: .unknownProfile, line: 18, field: "notes.leaf-key", mentions: ["not a pin profile"]),
 ]
@@ -113,6 +117,7 @@ struct ScenarioLoaderTests {
         #expect(s.client.pinned == "leaf-v1")
         #expect(s.client.backup == "leaf-v3-rekey")
         #expect(s.expectedRow == "A A A A A A")
+        #expect(s.refusal == nil)
     }
 
     @Test(arguments: malformedCases)
@@ -209,6 +214,14 @@ struct BundledCatalogueTests {
     func matchesTheDesignTable(id: String, row: String) throws {
         let s = try #require(try Catalogue.bundled()[id])
         #expect(s.expectedRow == row)
+    }
+
+    @Test func everyScenarioThatRefusesSaysWhy() throws {
+        for s in try Catalogue.bundled().scenarios where s.expectations.values.contains(.refuse) {
+            #expect(s.refusal != nil, "\(s.id) expects refusals but names no refusal category")
+        }
+        #expect(try Catalogue.bundled()["wrong-host"]?.refusal == .hostname)
+        #expect(try Catalogue.bundled()["mtls-required-missing"]?.refusal == .clientAuth)
     }
 
     @Test func reversedChainKeepsTheLeafFirst() throws {
