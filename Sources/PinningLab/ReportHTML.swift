@@ -28,7 +28,7 @@ enum HTMLReport {
         .exp{color:#667085;font-size:11px;margin-right:3px}
         .m{display:inline-block;width:16px;height:16px;line-height:16px;border-radius:3px;margin:0 1px;font-size:12px;color:#fff}
         .pass{background:#22a05a} .fail{background:#d92d20} .disagree{background:#e08a00} .error{background:#8a4ad8}
-        .skipped,.unsupported{background:#c3c8d2}
+        .skipped,.unsupported{background:#c3c8d2} .wrong{background:#22a05a;outline:2px solid #e08a00;outline-offset:-2px}
         .legend span{margin-right:12px}
         .scenario{background:#fff;border:1px solid #e3e6ed;border-radius:10px;padding:14px 16px;margin:14px 0}
         .teach{color:#3b4252;max-width:980px}
@@ -47,7 +47,8 @@ enum HTMLReport {
         <div class="summary \(r.deviates ? "bad" : "ok")">\(r.deviates ? "Deviates" : "Conforms"): \(xml(r.summary.line))</div>
         <div class="legend">Each cell: expected outcome (A accept, X refuse), then one mark per engine (\(xml(r.engines.joined(separator: ", ")))):
         <span><i class="m pass">✓</i>as expected</span><span><i class="m fail">✗</i>deviates</span>
-        <span><i class="m disagree">≠</i>client and server disagree</span><span><i class="m skipped">·</i>skipped</span>
+        <span><i class="m disagree">≠</i>client and server disagree</span>
+        <span><i class="m wrong">?</i>refused as expected, but for another reason</span><span><i class="m skipped">·</i>skipped</span>
         <span><i class="m unsupported">∅</i>unsupported</span><span><i class="m error">!</i>error</span></div>
         <table class="matrix"><thead><tr><th>scenario</th>
         """
@@ -62,7 +63,8 @@ enum HTMLReport {
                 for (engine, v) in zip(r.engines, vs) {
                     if let v {
                         let tip = "\(engine): \(v.status) — \(v.reason)"
-                        h += "<i class=\"m \(v.status.rawValue)\" title=\"\(xml(tip))\">\(mark(v.status))</i>"
+                        let cls = v.wrongReason ? "m wrong" : "m \(v.status.rawValue)"
+                        h += "<i class=\"\(cls)\" title=\"\(xml(tip))\">\(v.wrongReason ? "?" : mark(v.status))</i>"
                     } else {
                         h += "<i class=\"m skipped\" title=\"\(xml(engine)): not run\"> </i>"
                     }

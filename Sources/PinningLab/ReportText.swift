@@ -40,6 +40,7 @@ enum TextReport {
         out += paint("pinlab check", "1") + " · client \(r.client) · engines \(engines.joined(separator: ", "))\n"
         out += "Each cell: expected (A accept, X refuse), then one mark per engine (\(engines.joined(separator: ", "))):\n"
         out += "\(painted(.pass)) as expected  \(painted(.fail)) deviates  \(painted(.disagree)) client and server disagree  "
+        out += "\(paint("?", "33")) refused, but for another reason  "
         out += "\(painted(.skipped)) skipped  \(painted(.unsupported)) unsupported  \(painted(.error)) error;  +backup = leaf-spki+backup\n\n"
 
         let ids = r.scenarios.map(\.id).isEmpty ? orderedUnique(r.verdicts.map(\.scenario)) : r.scenarios.map(\.id)
@@ -56,7 +57,7 @@ enum TextReport {
                 let vs = engines.map { index["\(id)|\(p.rawValue)|\($0)"] }
                 let expected = vs.compactMap { $0 }.first?.expected
                 let letter = expected.map { $0 == .accept ? "A" : "X" } ?? " "
-                let marks = vs.map { $0.map { painted($0.status) } ?? " " }.joined()
+                let marks = vs.map { v in v.map { $0.wrongReason ? paint("?", "33") : painted($0.status) } ?? " " }.joined()
                 let visible = 2 + engines.count
                 line += letter + " " + marks + String(repeating: " ", count: max(0, w - visible))
             }
@@ -108,6 +109,7 @@ enum MarkdownReport {
         out += "- Duration: \(String(format: "%.2f", r.durationSeconds)) s\n\n"
         out += "Each cell: the expected outcome (A accept, X refuse), then one mark per engine "
         out += "(\(r.engines.joined(separator: ", "))): ✓ as expected, ✗ deviates, ≠ client and server disagree, "
+        out += "? refused as expected but for another reason than a correct client, "
         out += "· skipped, ∅ unsupported, ! error.\n\n"
         out += "| scenario | " + r.profiles.map { "`\($0.rawValue)`" }.joined(separator: " | ") + " |\n"
         out += "|---|" + r.profiles.map { _ in ":-:" }.joined(separator: "|") + "|\n"
@@ -119,7 +121,7 @@ enum MarkdownReport {
             for p in r.profiles {
                 let vs = r.engines.map { index["\(id)|\(p.rawValue)|\($0)"] }
                 let letter = vs.compactMap { $0 }.first.map { $0.expected == .accept ? "A" : "X" } ?? ""
-                cells.append(letter + " " + vs.map { $0.map { mark($0.status) } ?? " " }.joined())
+                cells.append(letter + " " + vs.map { v in v.map { $0.wrongReason ? "?" : mark($0.status) } ?? " " }.joined())
             }
             out += "| `\(id)` | " + cells.joined(separator: " | ") + " |\n"
         }
