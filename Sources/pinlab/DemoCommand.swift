@@ -54,6 +54,7 @@ struct DemoCommand: AsyncParsableCommand {
             var extra = ""
             if r.summary.skipped > 0 { extra += ", \(r.summary.skipped) skipped" }
             if r.summary.unsupported > 0 { extra += ", \(r.summary.unsupported) unsupported" }
+            if r.summary.wrongReason > 0 { extra += ", \(r.summary.wrongReason) refused for another reason" }
             let count = String(r.summary.deviations).leftPadded(to: 4)
             return "  \(m) \(r.client.padding(toLength: width, withPad: " ", startingAt: 0)) \(count) deviating\(extra) — \(explanation)"
         }
