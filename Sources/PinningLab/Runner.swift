@@ -54,7 +54,7 @@ public struct CheckOptions: Sendable {
     public var profiles: Set<PinProfile>?
     /// Scenario ids to run; empty runs the whole catalogue.
     public var scenarios: [String]
-    /// How many servers (scenario × engine) run their cells at the same time.
+    /// How many cells run at the same time; each server (scenario × engine) serves one cell at a time.
     public var jobs: Int
     /// How long one client run may take.
     public var timeout: Duration
@@ -80,8 +80,7 @@ public struct CheckOptions: Sendable {
 /// Runs clients through the catalogue on real servers and judges every cell.
 ///
 /// One server per (scenario, engine) serves all profiles of that scenario, one cell after the other, so each
-/// observation belongs to exactly one cell; servers of different scenarios and engines run concurrently
-/// (`CheckOptions.jobs`).
+/// observation belongs to exactly one cell; cells of different servers run concurrently (`CheckOptions.jobs`).
 public struct CheckRunner: Sendable {
     public let pki: LabPKI
     public let catalogue: Catalogue

@@ -64,8 +64,9 @@ struct CheckCommand: AsyncParsableCommand {
             The client is a built-in reference client (--client correct) or a command template after `--`, run once \
             per cell with placeholders expanded ({url} {host} {port} {ip} {ca} {pins} {pins.curl} {pins.okhttp} \
             {pins.hex} {certpins.hex} {client.cert} {client.key} {client.p12} {client.password} {scenario} \
-            {profile}); a word in [brackets] is left out when one of its placeholders is empty. Its exit status is \
-            its claim (0 = accepted); the server decides whether it really sent its request.
+            {profile}); a word in [brackets] is left out when one of its placeholders is empty. The same values are \
+            in the environment (PINLAB_URL, PINLAB_CA, PINLAB_PINS_CURL, …). Its exit status is its claim \
+            (0 = accepted); the server decides whether it really sent its request.
 
             Example: pinlab check --profiles none,leaf-spki,leaf-spki+backup -- \\
                        curl -sf --cacert {ca} '[--pinnedpubkey {pins.curl}]' {url}
@@ -97,7 +98,7 @@ struct CheckCommand: AsyncParsableCommand {
     @Option(help: "Write the report to this file (the summary line still goes to standard output).")
     var output: String?
 
-    @Option(help: "How many servers run their cells at the same time.")
+    @Option(help: "How many cells run at the same time (each server serves one cell at a time).")
     var jobs: Int = CheckOptions.defaultJobs
 
     @Option(help: "Seconds one client run may take before it is killed.")

@@ -25,7 +25,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Skip curl even if it is installed.")
     var noCurl = false
 
-    @Option(help: "How many servers run their cells at the same time.")
+    @Option(help: "How many cells run at the same time (each server serves one cell at a time).")
     var jobs: Int = CheckOptions.defaultJobs
 
     func run() async throws {
