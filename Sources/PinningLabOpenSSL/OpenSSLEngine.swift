@@ -102,10 +102,10 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
         defer { if !ok { SSL_CTX_free(ctx) } }
         let label = identity.name.isEmpty ? "the identity" : "identity '\(identity.name)'"
         cpl_srv_ctx_defaults(ctx)
-        if c.minimumVersion.isLegacy {
-            // TLS 1.0/1.1 need SHA-1/MD5 in signatures and the PRF: only security level 0 allows them in OpenSSL 3.
-            SSL_CTX_set_security_level(ctx, 0)
-        }
+        // Security level 0: a fixture serves weak keys, SHA-1 signatures and TLS 1.0/1.1 on purpose (OpenSSL 3
+        // refuses to even load an RSA-1024 or SHA-1 certificate above level 0). What is acceptable is for the client
+        // under test to decide.
+        SSL_CTX_set_security_level(ctx, 0)
         guard cpl_srv_ctx_set_min_proto_version(ctx, version(c.minimumVersion)) == 1,
             cpl_srv_ctx_set_max_proto_version(ctx, version(c.maximumVersion)) == 1
         else {

@@ -92,9 +92,8 @@ struct ReferenceClientRunTests {
             #expect(missing.isEmpty, "\(name) on \(engine) passed cells its mistake should fail: \(missing)")
             #expect(report.cells(.disagree, engine: engine).isEmpty, "client claim and server disagree")
             #expect(report.cells(.error, engine: engine).isEmpty)
-            // An engine may decline only the scenarios that need legacy crypto or protocols.
-            let legacy: Set<String> = ["weak-rsa-1024", "sha1-signature", "tls-v1-0"]
-            #expect(unsupported.allSatisfy { legacy.contains($0.scenario) }, "\(engine) unsupported: \(unsupported.sorted())")
+            // Both engines serve the whole catalogue, legacy crypto and protocols included (security level 0).
+            #expect(unsupported.isEmpty, "\(engine) unsupported: \(unsupported.sorted())")
             // Every engine serves the scenarios that teach pinning itself.
             #expect(report.cells(.pass, engine: engine).count + failed.count + unsupported.count
                     == catalogueSize * PinProfile.all.count)
