@@ -417,24 +417,10 @@ func suggestion(_ word: String, in candidates: [String]) -> String? {
     for c in candidates {
         let lc = c.lowercased()
         let prefixMatch = w.count >= 3 && (lc.hasPrefix(String(w)) || String(w).hasPrefix(lc))
-        let d = editDistance(w, Array(lc))
+        let d = editDistance(String(w), lc)
         guard prefixMatch || d <= max(2, c.count / 3) else { continue }
         if best == nil || d < best!.1 { best = (c, d) }
     }
     return best?.0
 }
 
-func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-    if a.isEmpty { return b.count }
-    if b.isEmpty { return a.count }
-    var prev = Array(0...b.count)
-    var cur = [Int](repeating: 0, count: b.count + 1)
-    for i in 1...a.count {
-        cur[0] = i
-        for j in 1...b.count {
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-        }
-        swap(&prev, &cur)
-    }
-    return prev[b.count]
-}

@@ -100,7 +100,8 @@ func closest(_ word: String, in candidates: some Sequence<String>) -> String? {
     return best?.0
 }
 
-func editDistance(_ a: String, _ b: String) -> Int {
+/// Levenshtein distance between two words (for "did you mean" hints in spec and scenario errors).
+public func editDistance(_ a: String, _ b: String) -> Int {
     let a = Array(a), b = Array(b)
     if a.isEmpty { return b.count }
     if b.isEmpty { return a.count }
