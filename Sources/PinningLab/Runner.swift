@@ -361,12 +361,7 @@ struct CellFiles: Sendable {
         self.directory = directory
     }
 
-    func pem(_ ders: [[UInt8]]) -> String {
-        ders.map { der -> String in
-            let b64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-            return "-----BEGIN CERTIFICATE-----\n\(b64)\n-----END CERTIFICATE-----\n"
-        }.joined()
-    }
+    func pem(_ ders: [[UInt8]]) -> String { PEM.encode(ders) }
 
     /// Writes `contents` once under `name` (atomically, so concurrent writers of the same content are harmless).
     func file(_ name: String, _ contents: String, mode: Int = 0o644) throws -> String {
@@ -387,8 +382,7 @@ struct CellFiles: Sendable {
         guard let id = try s.clientIdentity(in: pki) else { return nil }
         let chain = [id.certificateDER] + id.issuerChainDER
         let certFile = try file("client-\(id.name).pem", pem(chain))
-        let keyB64 = Data(id.privateKeyPKCS8DER).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-        let keyFile = try file("client-\(id.name).key", "-----BEGIN PRIVATE KEY-----\n\(keyB64)\n-----END PRIVATE KEY-----\n", mode: 0o600)
+        let keyFile = try file("client-\(id.name).key", PEM.encode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), mode: 0o600)
         let p12 = try? pki.pkcs12File(for: id.name)
         return ClientCredentials(
             certificateChainDER: chain, privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateFile: certFile,

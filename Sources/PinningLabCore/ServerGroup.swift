@@ -98,7 +98,7 @@ public final class FixtureServerGroup: Sendable {
         do {
             for request in requests {
                 let trustFile = trustDirectory.appendingPathComponent("\(request.id).trust.pem")
-                try PEM.certificates(request.trustRootsDER).write(to: trustFile)
+                try Data(PEM.encode(request.trustRootsDER).utf8).write(to: trustFile)
                 for engine in engines {
                     var o = options
                     o.port = nextPort
@@ -138,14 +138,3 @@ public final class FixtureServerGroup: Sendable {
     }
 }
 
-/// PEM encoding of DER certificates.
-enum PEM {
-    static func encode(_ der: [UInt8], label: String = "CERTIFICATE") -> String {
-        let b64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-        return "-----BEGIN \(label)-----\n\(b64)\n-----END \(label)-----\n"
-    }
-
-    static func certificates(_ ders: [[UInt8]]) -> Data {
-        Data(ders.map { encode($0) }.joined().utf8)
-    }
-}

@@ -116,21 +116,36 @@ let ed25519PKCS8Prefix: [UInt8] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x0
 
 // MARK: - PEM
 
-func pemEncode(_ der: [UInt8], label: String) -> String {
-    let b64 = Data(der).base64EncodedString()
-    var out = "-----BEGIN \(label)-----\n"
-    var i = b64.startIndex
-    while i < b64.endIndex {
-        let j = b64.index(i, offsetBy: 64, limitedBy: b64.endIndex) ?? b64.endIndex
-        out += b64[i..<j] + "\n"
-        i = j
+/// PEM armour: base64 in 64-column lines between BEGIN and END lines.
+public enum PEM {
+    /// One PEM block.
+    public static func encode(_ der: [UInt8], label: String = "CERTIFICATE") -> String {
+        let b64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        return "-----BEGIN \(label)-----\n\(b64)\n-----END \(label)-----\n"
     }
-    return out + "-----END \(label)-----\n"
+
+    /// Several blocks, concatenated (a chain).
+    public static func encode(_ ders: [[UInt8]], label: String = "CERTIFICATE") -> String {
+        ders.map { encode($0, label: label) }.joined()
+    }
+
+    /// The DER of every block with `label` in `text`, in order.
+    public static func decodeAll(_ text: String, label: String = "CERTIFICATE") -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var rest = text[...]
+        let begin = "-----BEGIN \(label)-----", end = "-----END \(label)-----"
+        while let b = rest.range(of: begin), let e = rest.range(of: end, range: b.upperBound..<rest.endIndex) {
+            let body = rest[b.upperBound..<e.lowerBound].filter { !$0.isWhitespace }
+            if let d = Data(base64Encoded: String(body)) { out.append(Array(d)) }
+            rest = rest[e.upperBound...]
+        }
+        return out
+    }
+
+    /// The DER of the first block with `label`, or nil.
+    public static func decode(_ text: String, label: String) -> [UInt8]? { decodeAll(text, label: label).first }
 }
 
-func pemDecode(_ text: String, label: String) -> [UInt8]? {
-    let begin = "-----BEGIN \(label)-----", end = "-----END \(label)-----"
-    guard let b = text.range(of: begin), let e = text.range(of: end, range: b.upperBound..<text.endIndex) else { return nil }
-    let body = text[b.upperBound..<e.lowerBound].filter { !$0.isWhitespace }
-    return Data(base64Encoded: String(body)).map { Array($0) }
-}
+func pemEncode(_ der: [UInt8], label: String) -> String { PEM.encode(der, label: label) }
+
+func pemDecode(_ text: String, label: String) -> [UInt8]? { PEM.decode(text, label: label) }

@@ -195,10 +195,7 @@ extension PKICommand {
 
 // MARK: - Text helpers
 
-func pemText(_ der: [UInt8], _ label: String) -> String {
-    let b64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-    return "-----BEGIN \(label)-----\n\(b64)\n-----END \(label)-----\n"
-}
+func pemText(_ der: [UInt8], _ label: String) -> String { PEM.encode(der, label: label) }
 
 func iso(_ d: Date) -> String {
     let f = ISO8601DateFormatter()

@@ -66,31 +66,10 @@ final class Fixtures: Sendable {
     func curlPin(_ name: String) -> String { "sha256//" + identity(name).pins.spkiBase64 }
 }
 
-func pem(_ ders: [[UInt8]], label: String = "CERTIFICATE") -> Data {
-    var s = ""
-    for der in ders {
-        let b64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-        s += "-----BEGIN \(label)-----\n\(b64)\n-----END \(label)-----\n"
-    }
-    return Data(s.utf8)
-}
+func pem(_ ders: [[UInt8]], label: String = "CERTIFICATE") -> Data { Data(PEM.encode(ders, label: label).utf8) }
 
 /// DER certificates of every PEM block in `text`, in order.
-func derBlocks(inPEM text: String) -> [[UInt8]] {
-    var out: [[UInt8]] = []
-    var current: String? = nil
-    for line in text.split(whereSeparator: \.isNewline) {
-        if line.hasPrefix("-----BEGIN CERTIFICATE-----") {
-            current = ""
-        } else if line.hasPrefix("-----END CERTIFICATE-----") {
-            if let c = current, let d = Data(base64Encoded: c) { out.append(Array(d)) }
-            current = nil
-        } else if current != nil {
-            current! += line.trimmingCharacters(in: .whitespaces)
-        }
-    }
-    return out
-}
+func derBlocks(inPEM text: String) -> [[UInt8]] { PEM.decodeAll(text) }
 
 let childEnvironment: [String: String] = {
     var env = ["PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C"]

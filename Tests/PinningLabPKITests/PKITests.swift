@@ -304,7 +304,7 @@ struct StateTests {
         let e1 = #expect(throws: PKIError.self) { try open(dir) }
         #expect(e1?.code == .keyFileTooOpen && e1?.file == k1 && e1!.description.contains("chmod 600"))
         chmod(k1, 0o600)
-        try "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".write(toFile: k1, atomically: true, encoding: .utf8)
+        try PEM.encode([0, 0, 0], label: "PRIVATE KEY").write(toFile: k1, atomically: true, encoding: .utf8)
         chmod(k1, 0o600)
         let e2 = #expect(throws: PKIError.self) { try open(dir) }
         #expect(e2?.code == .keyFileCorrupt && e2?.file == k1, "\(String(describing: e2))")

@@ -36,10 +36,7 @@ enum SharedPKI {
     }()
 }
 
-func pem(_ der: [UInt8]) -> String {
-    "-----BEGIN CERTIFICATE-----\n" + Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-        + "\n-----END CERTIFICATE-----\n"
-}
+func pem(_ der: [UInt8]) -> String { PEM.encode(der) }
 
 /// Writes PEM files for openssl/certtool: the certificate, its untrusted issuers, and a root.
 struct ChainFiles {
