@@ -253,33 +253,39 @@ struct Builder {
         var keys: [String: LabKey] = [:]
         var keyOrigins: [String: StateFile.Key] = [:]
         let wantedOrigin = seedFingerprint.map { "seed:" + $0.prefix(16) }
-        for (name, type) in keyTypes.sorted(by: { $0.key < $1.key }) {
-            let url = keyFile(name)
-            let derivedOrigin = type.isDeterministic ? wantedOrigin : nil
-            let previous = oldState?.keys[name]
-            var key: LabKey? = nil
-            if !options.regenerateKeys, Storage.exists(url) {
+        // Keys are read or made concurrently (RSA generation and file creation dominate); results keep name order.
+        let work = keyTypes.sorted(by: { $0.key < $1.key })
+        let keySlots = ResultSlots<(LabKey, StateFile.Key, Bool)>(count: work.count)
+        DispatchQueue.concurrentPerform(iterations: work.count) { i in
+            let (name, type) = work[i]
+            keySlots.set(i) {
+                let url = keyFile(name)
+                let derivedOrigin = type.isDeterministic ? wantedOrigin : nil
+                let previous = oldState?.keys[name]
                 // A seeded key whose seed changed is re-derived; everything else kept is read.
-                if let derivedOrigin, previous?.origin != derivedOrigin {
-                    key = nil
-                } else {
-                    key = try readKey(url, name: name, type: type)
-                    keyOrigins[name] = previous ?? StateFile.Key(type: type.rawValue, origin: "random")
+                if !options.regenerateKeys, Storage.exists(url), derivedOrigin == nil || previous?.origin == derivedOrigin {
+                    return (try readKey(url, name: name, type: type),
+                            previous ?? StateFile.Key(type: type.rawValue, origin: "random"), false)
                 }
-            }
-            if key == nil {
+                let key: LabKey
+                let origin: StateFile.Key
                 if let seed = options.seed, type.isDeterministic {
                     key = try LabKey.derive(type, seed: seed, name: name)
-                    keyOrigins[name] = StateFile.Key(type: type.rawValue, origin: derivedOrigin!)
+                    origin = StateFile.Key(type: type.rawValue, origin: derivedOrigin!)
                 } else {
                     if type.isRSA, let p = options.progress { p("generating \(type.displayName) key \(name)…") }
                     key = try LabKey.generate(type)
-                    keyOrigins[name] = StateFile.Key(type: type.rawValue, origin: "random")
+                    origin = StateFile.Key(type: type.rawValue, origin: "random")
                 }
-                try Storage.writeAtomically(pemEncode(key!.pkcs8DER, label: "PRIVATE KEY"), to: url, mode: 0o600)
-                refresh.generatedKeys.append(name)
+                try Storage.writeAtomically(pemEncode(key.pkcs8DER, label: "PRIVATE KEY"), to: url, mode: 0o600)
+                return (key, origin, true)
             }
-            keys[name] = key!
+        }
+        for (i, result) in try keySlots.values().enumerated() {
+            let name = work[i].key
+            keys[name] = result.0
+            keyOrigins[name] = result.1
+            if result.2 { refresh.generatedKeys.append(name) }
         }
 
         mark("keys")
@@ -408,96 +414,108 @@ struct Builder {
     func issueAll(keys: [String: LabKey], keyOrigins: [String: StateFile.Key], now: Date) throws -> ([Identity], StateFile) {
         var subjects: [String: DistinguishedName] = [:]
         var skis: [String: [UInt8]] = [:]
-        var entries: [StateFile.Entry] = []
+        var publicKeys: [String: Certificate.PublicKey] = [:]
         var reissueBy = now.timeIntervalSince1970 + 86400
+        // Names and key identifiers first (an issuer's follow from the spec and its key alone), then every
+        // certificate is built and signed concurrently.
         for e in spec.entities {
-            let key = keys[e.keyName]!
-            let publicKey = key.publicKey
-            let spkiDER = try Self.der(publicKey)
+            let publicKey = keys[e.keyName]!.publicKey
+            publicKeys[e.name] = publicKey
             let ownSKI = Array(Insecure.SHA1.hash(data: Array(publicKey.subjectPublicKeyInfoBytes)))
-            let ski = e.twinOf.map { skis[$0]! } ?? ownSKI
-            let subject = try e.twinOf.map { subjects[$0]! } ?? distinguishedName(e.subject)
-            subjects[e.name] = subject
-            skis[e.name] = ski
-            let issuerSpec = spec.entity(e.issuer)!
-            let signer = keys[issuerSpec.keyName]!
-            let issuerDN = e.isSelfSigned ? subject : subjects[e.issuer]!
-            let aki = e.isSelfSigned ? ski : skis[e.issuer]!
-
-            var serial = (0..<16).map { _ in UInt8.random(in: 0...255) }
-            serial[0] = (serial[0] & 0x7f) | 0x40
-            let notBefore = now.addingTimeInterval(TimeInterval(e.validity.notBefore.seconds))
-            let notAfter = now.addingTimeInterval(TimeInterval(e.validity.notAfter.seconds))
+            skis[e.name] = e.twinOf.map { skis[$0]! } ?? ownSKI
+            subjects[e.name] = try e.twinOf.map { subjects[$0]! } ?? distinguishedName(e.subject)
             for offset in [e.validity.notBefore.seconds, e.validity.notAfter.seconds] where offset > 0 {
                 reissueBy = min(reissueBy, now.timeIntervalSince1970 + TimeInterval(offset) - 600)
             }
+        }
+        let slots = ResultSlots<StateFile.Entry>(count: spec.entities.count)
+        let names = (subjects: subjects, skis: skis, publicKeys: publicKeys)
+        DispatchQueue.concurrentPerform(iterations: spec.entities.count) { i in
+            let (subjects, skis, publicKeys) = names
+            slots.set(i) {
+                let e = spec.entities[i]
+                let publicKey = publicKeys[e.name]!
+                let spkiDER = try Self.der(publicKey)
+                let ski = skis[e.name]!
+                let subject = subjects[e.name]!
+                let issuerSpec = spec.entity(e.issuer)!
+                let signer = keys[issuerSpec.keyName]!
+                let issuerDN = e.isSelfSigned ? subject : subjects[e.issuer]!
+                let aki = e.isSelfSigned ? ski : skis[e.issuer]!
 
-            var ext = Certificate.Extensions()
-            try ext.append(Certificate.Extension(
-                e.isCA ? BasicConstraints.isCertificateAuthority(maxPathLength: e.pathLength) : .notCertificateAuthority,
-                critical: true))
-            let usage = e.isCA
-                ? KeyUsage(digitalSignature: true, keyCertSign: true, cRLSign: true)
-                : KeyUsage(digitalSignature: true, keyEncipherment: e.keyType.isRSA)
-            try ext.append(Certificate.Extension(usage, critical: true))
-            if !e.usages.isEmpty {
-                let eku = try ExtendedKeyUsage(e.usages.map { u -> ExtendedKeyUsage.Usage in
-                    switch u {
-                    case .serverAuth: return .serverAuth
-                    case .clientAuth: return .clientAuth
-                    case .codeSigning: return .codeSigning
-                    default: return .emailProtection
-                    }
-                })
-                try ext.append(Certificate.Extension(eku, critical: false))
-            }
-            if !e.hosts.isEmpty {
-                let names = e.hosts.map { h -> GeneralName in
-                    if let ip = parseIP(h) { return .ipAddress(ASN1OctetString(contentBytes: ip[...])) }
-                    return .dnsName(h)
+                var serial = (0..<16).map { _ in UInt8.random(in: 0...255) }
+                serial[0] = (serial[0] & 0x7f) | 0x40
+                let notBefore = now.addingTimeInterval(TimeInterval(e.validity.notBefore.seconds))
+                let notAfter = now.addingTimeInterval(TimeInterval(e.validity.notAfter.seconds))
+
+                var ext = Certificate.Extensions()
+                try ext.append(Certificate.Extension(
+                    e.isCA ? BasicConstraints.isCertificateAuthority(maxPathLength: e.pathLength) : .notCertificateAuthority,
+                    critical: true))
+                let usage = e.isCA
+                    ? KeyUsage(digitalSignature: true, keyCertSign: true, cRLSign: true)
+                    : KeyUsage(digitalSignature: true, keyEncipherment: e.keyType.isRSA)
+                try ext.append(Certificate.Extension(usage, critical: true))
+                if !e.usages.isEmpty {
+                    let eku = try ExtendedKeyUsage(e.usages.map { u -> ExtendedKeyUsage.Usage in
+                        switch u {
+                        case .serverAuth: return .serverAuth
+                        case .clientAuth: return .clientAuth
+                        case .codeSigning: return .codeSigning
+                        default: return .emailProtection
+                        }
+                    })
+                    try ext.append(Certificate.Extension(eku, critical: false))
                 }
-                try ext.append(Certificate.Extension(SubjectAlternativeNames(names), critical: false))
-            }
-            if !e.permitted.isEmpty || !e.excluded.isEmpty {
-                func general(_ items: [NameConstraintItem]) -> [GeneralName] {
-                    items.map {
-                        switch $0 {
-                        case .dns(let d): return .dnsName(d)
-                        case .ip(let a, let m): return .ipAddress(ASN1OctetString(contentBytes: (a + m)[...]))
+                if !e.hosts.isEmpty {
+                    let names = e.hosts.map { h -> GeneralName in
+                        if let ip = parseIP(h) { return .ipAddress(ASN1OctetString(contentBytes: ip[...])) }
+                        return .dnsName(h)
+                    }
+                    try ext.append(Certificate.Extension(SubjectAlternativeNames(names), critical: false))
+                }
+                if !e.permitted.isEmpty || !e.excluded.isEmpty {
+                    func general(_ items: [NameConstraintItem]) -> [GeneralName] {
+                        items.map {
+                            switch $0 {
+                            case .dns(let d): return .dnsName(d)
+                            case .ip(let a, let m): return .ipAddress(ASN1OctetString(contentBytes: (a + m)[...]))
+                            }
                         }
                     }
+                    try ext.append(Certificate.Extension(
+                        NameConstraints(permittedSubtrees: general(e.permitted), excludedSubtrees: general(e.excluded)),
+                        critical: true))
                 }
-                try ext.append(Certificate.Extension(
-                    NameConstraints(permittedSubtrees: general(e.permitted), excludedSubtrees: general(e.excluded)),
-                    critical: true))
-            }
-            try ext.append(Certificate.Extension(SubjectKeyIdentifier(keyIdentifier: ski[...]), critical: false))
-            if !e.isSelfSigned {
-                try ext.append(Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: aki[...]), critical: false))
-            }
+                try ext.append(Certificate.Extension(SubjectKeyIdentifier(keyIdentifier: ski[...]), critical: false))
+                if !e.isSelfSigned {
+                    try ext.append(Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: aki[...]), critical: false))
+                }
 
-            let cert: Certificate
-            do {
-                cert = try Certificate(
-                    version: .v3, serialNumber: .init(bytes: serial), publicKey: publicKey,
-                    notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN, subject: subject,
-                    signatureAlgorithm: signatureAlgorithm(signer: signer.type, hash: e.signature),
-                    extensions: ext, issuerPrivateKey: signer.certificatePrivateKey)
-            } catch {
-                throw PKIError(.issuanceFailed, "cannot issue the certificate: \(error)", file: spec.file,
-                               line: e.line, entity: e.name)
+                let cert: Certificate
+                do {
+                    cert = try Certificate(
+                        version: .v3, serialNumber: .init(bytes: serial), publicKey: publicKey,
+                        notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN, subject: subject,
+                        signatureAlgorithm: signatureAlgorithm(signer: signer.type, hash: e.signature),
+                        extensions: ext, issuerPrivateKey: signer.certificatePrivateKey)
+                } catch {
+                    throw PKIError(.issuanceFailed, "cannot issue the certificate: \(error)", file: spec.file,
+                                   line: e.line, entity: e.name)
+                }
+                let certDER = try Self.der(cert)
+                return StateFile.Entry(
+                    name: e.name, role: e.role.rawValue, issuerName: e.issuer, keyName: e.keyName,
+                    keyType: e.keyType.rawValue, der: Data(certDER).base64EncodedString(),
+                    subject: cert.subject.description, issuer: cert.issuer.description, serial: serial.hexString,
+                    notBefore: notBefore.timeIntervalSince1970.rounded(.down),
+                    notAfter: notAfter.timeIntervalSince1970.rounded(.down), hosts: e.hosts,
+                    spki: Array(SHA256.hash(data: spkiDER)).hexString,
+                    cert: Array(SHA256.hash(data: certDER)).hexString,
+                    raw: Array(SHA256.hash(data: Array(publicKey.subjectPublicKeyInfoBytes))).hexString)
             }
-            let certDER = try Self.der(cert)
-            entries.append(StateFile.Entry(
-                name: e.name, role: e.role.rawValue, issuerName: e.issuer, keyName: e.keyName,
-                keyType: e.keyType.rawValue, der: Data(certDER).base64EncodedString(),
-                subject: cert.subject.description, issuer: cert.issuer.description, serial: serial.hexString,
-                notBefore: notBefore.timeIntervalSince1970.rounded(.down),
-                notAfter: notAfter.timeIntervalSince1970.rounded(.down), hosts: e.hosts,
-                spki: Array(SHA256.hash(data: spkiDER)).hexString,
-                cert: Array(SHA256.hash(data: certDER)).hexString,
-                raw: Array(SHA256.hash(data: Array(publicKey.subjectPublicKeyInfoBytes))).hexString))
         }
+        let entries = try slots.values()
         let state = StateFile(
             specFingerprint: spec.fingerprint, seedFingerprint: seedFingerprint,
             issuedAt: now.timeIntervalSince1970, reissueBy: reissueBy,
@@ -606,6 +624,24 @@ struct IdentityWriter: Sendable {
             throw PKIError(.pkcs12Failed, "cannot build the PKCS#12 file: \(error)", file: files(id.name).pkcs12.path,
                            entity: id.name)
         }
+    }
+}
+
+/// Results of concurrent work by index; `values()` rethrows the first error in index order.
+final class ResultSlots<T>: @unchecked Sendable {  // every access holds `lock`
+    private let lock = NSLock()
+    private var slots: [Result<T, any Error>?]
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+    func set(_ i: Int, _ body: () throws -> T) {
+        let r = Result { try body() }
+        lock.lock()
+        slots[i] = r
+        lock.unlock()
+    }
+    func values() throws -> [T] {
+        lock.lock()
+        defer { lock.unlock() }
+        return try slots.map { try $0!.get() }
     }
 }
 
