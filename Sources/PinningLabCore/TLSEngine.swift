@@ -26,6 +26,19 @@ public protocol TLSEngine: Sendable {
     func makeContext(_ configuration: ServerTLSConfiguration) throws(TLSEngineError) -> any TLSServerContext
 }
 
+extension TLSEngine {
+    /// Whether this engine can serve `configuration` exactly, found by validating it and building a context.
+    public func supports(_ configuration: ServerTLSConfiguration) -> EngineSupport {
+        do {
+            try configuration.validate()
+            _ = try makeContext(configuration)
+            return .supported
+        } catch {
+            return .unsupported(error.reason)
+        }
+    }
+}
+
 /// An engine's immutable, thread-safe server state for one configuration.
 public protocol TLSServerContext: Sendable {
     /// Starts a server-side TLS session over a connected, non-blocking socket. The caller keeps ownership of

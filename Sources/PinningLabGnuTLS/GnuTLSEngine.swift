@@ -23,16 +23,6 @@ public struct GnuTLSEngine: TLSEngine {
         "GnuTLS " + (gnutls_check_version(nil).map { String(cString: $0) } ?? "?")
     }
 
-    public func supports(_ configuration: ServerTLSConfiguration) -> EngineSupport {
-        do {
-            try configuration.validate()
-            _ = try GnuTLSServerContext(configuration)
-            return .supported
-        } catch {
-            return .unsupported(error.reason)
-        }
-    }
-
     public func makeContext(_ configuration: ServerTLSConfiguration) throws(TLSEngineError) -> any TLSServerContext {
         try GnuTLSServerContext(configuration)
     }

@@ -21,16 +21,6 @@ public struct OpenSSLEngine: TLSEngine {
     public var name: String { "openssl" }
     public var libraryVersion: String { String(cString: OpenSSL_version(OPENSSL_VERSION)) }
 
-    public func supports(_ configuration: ServerTLSConfiguration) -> EngineSupport {
-        do {
-            try configuration.validate()
-            _ = try OpenSSLServerContext(configuration)
-            return .supported
-        } catch {
-            return .unsupported(error.reason)
-        }
-    }
-
     public func makeContext(_ configuration: ServerTLSConfiguration) throws(TLSEngineError) -> any TLSServerContext {
         try OpenSSLServerContext(configuration)
     }
