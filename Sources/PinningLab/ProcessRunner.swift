@@ -27,15 +27,6 @@ struct ProcessResult: Sendable {
 /// open can never stall the runner. A dedicated thread blocks in `waitpid` for exactly this child, so the end of
 /// the child is seen at once.
 enum ProcessRunner {
-    static func resolve(_ command: String, environment: [String: String]) -> String? {
-        if command.contains("/") { return access(command, X_OK) == 0 ? command : nil }
-        let path = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for dir in path.split(separator: ":") where access("\(dir)/\(command)", X_OK) == 0 {
-            return "\(dir)/\(command)"
-        }
-        return nil
-    }
-
     static func run(
         _ arguments: [String], extraEnvironment: [String: String] = [:], timeout: Duration, scratch: URL
     ) async -> ProcessResult {
@@ -43,7 +34,7 @@ enum ProcessRunner {
         func elapsed() -> Double { milliseconds(ContinuousClock.now - start) }
         var env = ProcessInfo.processInfo.environment
         for (k, v) in extraEnvironment { env[k] = v }
-        guard let exe = arguments.first, let path = resolve(exe, environment: env) else {
+        guard let exe = arguments.first, ChildProcess.resolve(exe, path: env["PATH"]) != nil else {
             return ProcessResult(exitStatus: 127, timedOut: false,
                                  launchError: "command not found: '\(arguments.first ?? "")' (searched PATH)",
                                  stderrTail: "", stdoutTail: "", milliseconds: elapsed())
@@ -55,14 +46,13 @@ enum ProcessRunner {
             unlink(outPath)
             unlink(errPath)
         }
-        let spawned = spawn(path: path, arguments: arguments, environment: env, stdout: outPath, stderr: errPath)
-        guard case .success(let pid) = spawned else {
-            if case .failure(let why) = spawned {
-                return ProcessResult(exitStatus: 126, timedOut: false, launchError: why, stderrTail: "",
-                                     stdoutTail: "", milliseconds: elapsed())
-            }
-            return ProcessResult(exitStatus: 126, timedOut: false, launchError: "cannot start '\(exe)'",
-                                 stderrTail: "", stdoutTail: "", milliseconds: elapsed())
+        let pid: pid_t
+        do {
+            pid = try ChildProcess.spawnBackground(arguments, stdoutFile: outPath, stderrFile: errPath, environment: env,
+                                                   newProcessGroup: true).pid
+        } catch {
+            return ProcessResult(exitStatus: 126, timedOut: false, launchError: error.reason, stderrTail: "",
+                                 stdoutTail: "", milliseconds: elapsed())
         }
         LiveChildren.shared.add(pid)
         defer { LiveChildren.shared.remove(pid) }
@@ -93,49 +83,6 @@ enum ProcessRunner {
         if state.timedOut { kill(-pid, SIGKILL) }  // leave no grandchild behind
         return ProcessResult(exitStatus: status, timedOut: state.timedOut, launchError: nil,
                              stderrTail: tail(errPath), stdoutTail: tail(outPath), milliseconds: elapsed())
-    }
-
-    enum Spawned { case success(pid_t), failure(String) }
-
-    static func spawn(path: String, arguments: [String], environment: [String: String], stdout: String, stderr: String)
-        -> Spawned
-    {
-        #if canImport(Glibc)
-        var actions = posix_spawn_file_actions_t()
-        var attr = posix_spawnattr_t()
-        #else
-        var actions: posix_spawn_file_actions_t? = nil
-        var attr: posix_spawnattr_t? = nil
-        #endif
-        posix_spawn_file_actions_init(&actions)
-        posix_spawnattr_init(&attr)
-        defer {
-            posix_spawn_file_actions_destroy(&actions)
-            posix_spawnattr_destroy(&attr)
-        }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD] { sigaddset(&defaults, s) }
-        posix_spawnattr_setsigdefault(&attr, &defaults)
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attr, &mask)
-        posix_spawnattr_setpgroup(&attr, 0)
-        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
-        }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, &attr, argv, envp)
-        if rc != 0 { return .failure("cannot start '\(path)': \(String(cString: strerror(rc)))") }
-        return .success(pid)
     }
 
     /// The gist of a client's output (its first 2 kB and last 2 kB): the first two lines, where command-line

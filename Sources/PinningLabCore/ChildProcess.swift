@@ -172,10 +172,11 @@ public enum ChildProcess {
 
     /// Starts `arguments` in the background with standard input from /dev/null and its output appended to the
     /// given files (/dev/null when nil).
+    /// With `newProcessGroup`, the child leads a process group of its own, so `kill(-pid, …)` reaches its children.
     public static func spawnBackground(
         _ arguments: [String], stdoutFile: String? = nil, stderrFile: String? = nil,
-        environment: [String: String]? = nil
-    ) throws -> Background {
+        environment: [String: String]? = nil, newProcessGroup: Bool = false
+    ) throws(ChildProcessError) -> Background {
         guard let exe = arguments.first else { throw ChildProcessError(reason: "no command") }
         let env = environment ?? ProcessInfo.processInfo.environment
         guard let path = resolve(exe, path: env["PATH"]) else {
@@ -195,7 +196,7 @@ public enum ChildProcess {
         guard i >= 0, o >= 0, e >= 0 else { throw ChildProcessError(reason: "cannot open output files: \(String(cString: strerror(errno)))") }
         var pid: pid_t = 0
         let rc = spawn(path: path, arguments: arguments, environment: env, stdin: i, stdout: o, stderr: e,
-                       newProcessGroup: false, pid: &pid)
+                       newProcessGroup: newProcessGroup, pid: &pid)
         guard rc == 0 else { throw ChildProcessError(reason: "cannot start '\(exe)': \(String(cString: strerror(rc)))") }
         return Background(pid: pid)
     }
