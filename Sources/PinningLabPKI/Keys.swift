@@ -146,6 +146,3 @@ public enum PEM {
     public static func decode(_ text: String, label: String) -> [UInt8]? { decodeAll(text, label: label).first }
 }
 
-func pemEncode(_ der: [UInt8], label: String) -> String { PEM.encode(der, label: label) }
-
-func pemDecode(_ text: String, label: String) -> [UInt8]? { PEM.decode(text, label: label) }

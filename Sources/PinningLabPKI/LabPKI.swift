@@ -16,6 +16,11 @@ public protocol PKCS12Encoder: Sendable {
 /// Where the files of one identity are.
 public struct IdentityFiles: Sendable, Hashable {
     public var folder: URL
+    public init(folder: URL) { self.folder = folder }
+    /// The files of identity `name` in the PKI folder `directory`: `certs/NAME/`.
+    public init(directory: URL, name: String) {
+        folder = directory.appendingPathComponent("certs", isDirectory: true).appendingPathComponent(name, isDirectory: true)
+    }
     /// The certificate, PEM.
     public var certificatePEM: URL { folder.appendingPathComponent("cert.pem") }
     /// The certificate, DER (`.cer`, as iOS bundles take it).
@@ -116,10 +121,7 @@ public final class LabPKI: Sendable {
         return i
     }
 
-    public func files(for name: String) -> IdentityFiles {
-        IdentityFiles(folder: directory.appendingPathComponent("certs", isDirectory: true)
-            .appendingPathComponent(name, isDirectory: true))
-    }
+    public func files(for name: String) -> IdentityFiles { IdentityFiles(directory: directory, name: name) }
 
     /// The kept key file of a key name (`K1`) or an entity with its own key.
     public func keyFile(_ keyName: String) -> URL {
@@ -277,7 +279,7 @@ struct Builder {
                     key = try LabKey.generate(type)
                     origin = StateFile.Key(type: type.rawValue, origin: "random")
                 }
-                try Storage.writeAtomically(pemEncode(key.pkcs8DER, label: "PRIVATE KEY"), to: url, mode: 0o600)
+                try Storage.writeAtomically(PEM.encode(key.pkcs8DER, label: "PRIVATE KEY"), to: url, mode: 0o600)
                 return (key, origin, true)
             }
         }
@@ -330,10 +332,6 @@ struct Builder {
                       issuedAt: Date(timeIntervalSince1970: state.issuedAt), pkcs12Encoder: options.pkcs12Encoder)
     }
 
-    func files(_ name: String) -> IdentityFiles {
-        IdentityFiles(folder: dir.appendingPathComponent("certs", isDirectory: true).appendingPathComponent(name, isDirectory: true))
-    }
-
     var writer: IdentityWriter {
         IdentityWriter(directory: dir, pkcs12Encoder: options.pkcs12Encoder, pkcs12Password: options.pkcs12Password,
                        pkcs12Roles: options.pkcs12Roles)
@@ -348,7 +346,7 @@ struct Builder {
         guard let bytes = try Storage.readFile(url) else {
             throw PKIError(.keyFileUnreadable, "the key file disappeared", file: url.path, entity: name)
         }
-        guard let der = pemDecode(String(decoding: bytes, as: UTF8.self), label: "PRIVATE KEY") else {
+        guard let der = PEM.decode(String(decoding: bytes, as: UTF8.self), label: "PRIVATE KEY") else {
             throw PKIError(.keyFileCorrupt, "not a PKCS#8 PEM private key", file: url.path, entity: name,
                            fix: "delete it to generate a new key (its pins will change), or restore it from a backup")
         }
@@ -570,9 +568,7 @@ struct IdentityWriter: Sendable {
     let pkcs12Password: String
     let pkcs12Roles: Set<Role>
 
-    func files(_ name: String) -> IdentityFiles {
-        IdentityFiles(folder: directory.appendingPathComponent("certs", isDirectory: true).appendingPathComponent(name, isDirectory: true))
-    }
+    func files(_ name: String) -> IdentityFiles { IdentityFiles(directory: directory, name: name) }
 
     /// Whether the files of `id` already hold its current certificate (and `.p12` when its role wants one).
     func isCurrent(_ id: Identity) -> Bool {
@@ -597,15 +593,15 @@ struct IdentityWriter: Sendable {
     func write(_ id: Identity) throws {
         let f = files(id.name)
         try Storage.makeDirectory(f.folder, mode: 0o755)
-        let certPEM = pemEncode(id.certificateDER, label: "CERTIFICATE")
+        let certPEM = PEM.encode(id.certificateDER, label: "CERTIFICATE")
         var chainPEM = certPEM
-        for der in id.issuerChainDER { chainPEM += pemEncode(der, label: "CERTIFICATE") }
-        let rootPEM = id.isSelfSigned ? certPEM : pemEncode(id.rootDER, label: "CERTIFICATE")
+        for der in id.issuerChainDER { chainPEM += PEM.encode(der, label: "CERTIFICATE") }
+        let rootPEM = id.isSelfSigned ? certPEM : PEM.encode(id.rootDER, label: "CERTIFICATE")
         try Storage.write(certPEM, to: f.certificatePEM)
         try Storage.write(chainPEM, to: f.chainPEM)
         try Storage.write(id.isSelfSigned ? chainPEM : chainPEM + rootPEM, to: f.fullChainPEM)
         try Storage.write(rootPEM, to: f.rootPEM)
-        try Storage.write(pemEncode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), to: f.keyPEM, mode: 0o600)
+        try Storage.write(PEM.encode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), to: f.keyPEM, mode: 0o600)
         try Storage.write(PinFormat.json([id]), to: f.pinsJSON)
         if let enc = pkcs12Encoder, pkcs12Roles.contains(id.role) {
             try Storage.write(try pkcs12(id, enc), to: f.pkcs12, mode: 0o600)

@@ -37,37 +37,23 @@ enum Storage {
     /// Writes `bytes` to a temporary file in the same folder, then renames it over `url`: readers see the old
     /// file or the new one, never half of one.
     static func writeAtomically(_ bytes: some Collection<UInt8>, to url: URL, mode: mode_t) throws {
-        let dir = url.deletingLastPathComponent().path
-        let tmp = "\(dir)/.tmp-\(url.lastPathComponent)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard fd >= 0 else {
-            throw PKIError(.writeFailed, "cannot create a file: \(String(cString: strerror(errno)))", file: url.path,
-                           fix: "check that the folder is writable")
+        let tmp = url.deletingLastPathComponent()
+            .appendingPathComponent(".tmp-\(url.lastPathComponent)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
+        do {
+            try write(bytes, to: tmp, mode: mode)
+        } catch {
+            unlink(tmp.path)
+            throw PKIError(.writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
+                           fix: "check free disk space and that the folder is writable")
         }
-        var ok = true
-        let array = Array(bytes)
-        array.withUnsafeBytes { p in
-            var off = 0
-            while off < p.count {
-                let n = systemWrite(fd, p.baseAddress! + off, p.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    ok = false
-                    break
-                }
-                off += n
-            }
-        }
-        if mode & 0o077 == 0 { fchmod(fd, mode) }  // umask may have widened nothing, but be explicit for secrets
-        close(fd)
-        guard ok, rename(tmp, url.path) == 0 else {
+        guard rename(tmp.path, url.path) == 0 else {
             let err = String(cString: strerror(errno))
-            unlink(tmp)
+            unlink(tmp.path)
             throw PKIError(.writeFailed, "cannot write the file: \(err)", file: url.path, fix: "check free disk space and permissions")
         }
     }
 
-    /// Writes in place (truncating). Only for files rewritten under the directory lock whose consistency the state
+    /// Writes in place (overwrite, then cut to length). Only for files rewritten under the directory lock whose consistency the state
     /// file vouches for.
     static func write(_ bytes: some Collection<UInt8>, to url: URL, mode: mode_t = 0o644) throws {
         // Overwrite, then cut to length: truncating to zero or renaming over an existing file makes ext4 flush it

@@ -72,13 +72,12 @@ extension BenchCommand {
             let specURL = work.appendingPathComponent("lab-p256.yaml")
             try text.write(to: specURL, atomically: true, encoding: .utf8)
             let spec = try PKISpec.load(contentsOf: specURL)
-            let shape = spec.entities.map { ["name": $0.name, "role": $0.role.rawValue, "issuer": $0.issuer, "hosts": $0.hosts.joined(separator: ",")] }
             let shapeJSON = work.appendingPathComponent("shape.json")
             let jsonShape = spec.entities.map { e -> [String: Any] in
                 ["name": e.name, "role": e.role.rawValue, "issuer": e.issuer, "hosts": e.hosts] }
             try JSONSerialization.data(withJSONObject: jsonShape).write(to: shapeJSON)
             let shapeTSV = work.appendingPathComponent("shape.tsv")
-            try shape.map { "\($0["name"]!)\t\($0["role"]!)\t\($0["issuer"]!)\t\($0["hosts"]!)" }.joined(separator: "\n")
+            try spec.entities.map { "\($0.name)\t\($0.role)\t\($0.issuer)\t\($0.hosts.joined(separator: ","))" }.joined(separator: "\n")
                 .appending("\n").write(to: shapeTSV, atomically: true, encoding: .utf8)
             let keys = Set(spec.entities.map(\.keyName)).count
             print("Lab PKI, all P-256: \(spec.entities.count) certificates, \(keys) keys (pinlab shares keys between generations; the others make one key per certificate).")
