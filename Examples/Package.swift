@@ -1,0 +1,68 @@
+// swift-tools-version:6.1
+// PinningLab's examples: a separate package that depends on PinningLab by path, exactly as a user's package would.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "PinningLabExamples",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "PinningNIOClient", targets: ["PinningNIOClient"]),
+        .executable(name: "compat-verify", targets: ["compat-verify"]),
+    ],
+    dependencies: [
+        // A user writes `.package(url: "https://…/PinningLab.git", from: "…")`; the examples use the checkout above.
+        .package(name: "PinningLab", path: ".."),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+    ],
+    targets: [
+        // A small pinning HTTPS client on swift-nio-ssl: validates chain and host name, then matches SPKI pins
+        // against the validated chain.
+        .target(
+            name: "PinningNIOClient",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // One verifier stack of the cross-verifier compatibility suite: BoringSSL (swift-nio-ssl) and
+        // swift-certificates' Verifier, speaking the suite's case protocol (Compatibility/README.md).
+        .executableTarget(
+            name: "compat-verify",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PinningNIOClientTests",
+            dependencies: [
+                "PinningNIOClient",
+                .product(name: "PinningLabTesting", package: "PinningLab"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CompatibilityTests",
+            dependencies: [
+                .product(name: "PinningLabTesting", package: "PinningLab"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

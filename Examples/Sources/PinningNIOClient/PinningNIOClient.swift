@@ -1,0 +1,1 @@
+// The pinning client.

@@ -1,0 +1,2 @@
+// Filled in by the compatibility suite.
+print("compat-verify: not built yet")
