@@ -36,14 +36,27 @@ public enum Lab {
 
     /// Opens the lab PKI: keys are created once and kept (mode 0600), certificates are issued fresh from the spec
     /// when missing, stale or changed. `directory` defaults to a per-user cache (`$PINNINGLAB_DIR` overrides).
-    /// Concurrent callers, in this process or others, take turns on a lock.
+    /// Concurrent callers, in this process or others, take turns on a lock. This call blocks while it waits for the
+    /// lock or makes keys: from async code use ``openPKI(directory:seed:spec:)``, which does that on a thread of its
+    /// own.
     public static func pki(directory: URL? = nil, seed: String? = nil, spec: PKISpec? = nil) throws -> LabPKI {
+        let (key, open) = opener(directory: directory, seed: seed, spec: spec)
+        return try PKICache.shared.get(key, make: open)
+    }
+
+    /// Opens the lab PKI like ``pki(directory:seed:spec:)``, without blocking a thread of Swift's cooperative pool:
+    /// the lock wait and any key generation run on a dedicated thread, and concurrent callers for the same folder
+    /// share one opening.
+    public static func openPKI(directory: URL? = nil, seed: String? = nil, spec: PKISpec? = nil) async throws -> LabPKI {
+        let (key, open) = opener(directory: directory, seed: seed, spec: spec)
+        return try await PKICache.shared.get(key, make: open)
+    }
+
+    private static func opener(directory: URL?, seed: String?, spec: PKISpec?) -> (PKICache.Key, @Sendable () throws -> LabPKI) {
         let options = libraryPKIOptions(directory: directory, seed: seed)
         let key = PKICache.Key(directory: options.directory.standardizedFileURL.path, seed: seed,
                                spec: spec?.fingerprint)
-        return try PKICache.shared.get(key) {
-            try LabPKI.open(spec: spec ?? builtInSpec(), options: options)
-        }
+        return (key, { try LabPKI.open(spec: spec ?? builtInSpec(), options: options) })
     }
 
     /// Opens a PKI folder with full control of the options.
@@ -53,20 +66,81 @@ public enum Lab {
 }
 
 /// Opening the same PKI twice in one process returns the first result while it is fresh, so that suites of many
-/// tests pay for it once.
+/// tests pay for it once. The lock guards the table only: an opening runs outside it, and callers that arrive while
+/// one is under way wait for that one.
 final class PKICache: Sendable {
     struct Key: Hashable { var directory: String; var seed: String?; var spec: String? }
     static let shared = PKICache()
-    private let lock = NSLock()
+    static let freshFor: TimeInterval = 600
+
+    private enum Entry {
+        case ready(LabPKI, cachedAt: Date)
+        /// Async waiters; synchronous callers wait on `opened`.
+        case opening([CheckedContinuation<LabPKI, any Error>])
+    }
+    private let lock = NSCondition()
     // Guarded by `lock`.
-    nonisolated(unsafe) private var entries: [Key: (pki: LabPKI, cachedAt: Date)] = [:]
+    nonisolated(unsafe) private var entries: [Key: Entry] = [:]
+
+    /// Returns the cached PKI, waits for an opening under way, or claims the opening (`nil`).
+    private func lookup(_ key: Key, waiter: CheckedContinuation<LabPKI, any Error>?) -> (pki: LabPKI?, claimed: Bool) {
+        switch entries[key] {
+        case .ready(let p, let at) where Date().timeIntervalSince(at) < Self.freshFor:
+            return (p, false)
+        case .opening(var waiters):
+            if let w = waiter { waiters.append(w); entries[key] = .opening(waiters) }
+            return (nil, false)
+        default:
+            entries[key] = .opening(waiter.map { [$0] } ?? [])
+            return (nil, true)
+        }
+    }
+
+    private func finish(_ key: Key, _ result: Result<LabPKI, any Error>) {
+        lock.lock()
+        let waiters: [CheckedContinuation<LabPKI, any Error>]
+        if case .opening(let w) = entries[key] { waiters = w } else { waiters = [] }
+        switch result {
+        case .success(let p): entries[key] = .ready(p, cachedAt: Date())
+        case .failure: entries[key] = nil
+        }
+        lock.broadcast()
+        lock.unlock()
+        for w in waiters { w.resume(with: result) }
+    }
+
+    private func cached(_ key: Key) -> LabPKI? {
+        lock.lock()
+        defer { lock.unlock() }
+        if case .ready(let p, let at) = entries[key], Date().timeIntervalSince(at) < Self.freshFor { return p }
+        return nil
+    }
 
     func get(_ key: Key, make: () throws -> LabPKI) throws -> LabPKI {
         lock.lock()
-        defer { lock.unlock() }
-        if let e = entries[key], Date().timeIntervalSince(e.cachedAt) < 600 { return e.pki }
-        let p = try make()
-        entries[key] = (p, Date())
-        return p
+        while true {
+            let (p, claimed) = lookup(key, waiter: nil)
+            if let p { lock.unlock(); return p }
+            if claimed { break }
+            lock.wait()  // another caller is opening it
+        }
+        lock.unlock()
+        let result = Result { try make() }
+        finish(key, result)
+        return try result.get()
+    }
+
+    func get(_ key: Key, make: @escaping @Sendable () throws -> LabPKI) async throws -> LabPKI {
+        if let p = cached(key) { return p }
+        return try await withCheckedThrowingContinuation { (c: CheckedContinuation<LabPKI, any Error>) in
+            lock.lock()
+            let (p, claimed) = lookup(key, waiter: c)
+            lock.unlock()
+            if let p { c.resume(returning: p); return }
+            guard claimed else { return }  // resumed by the opening under way
+            let thread = Thread { [self] in finish(key, Result { try make() }) }
+            thread.name = "pinninglab.pki-open"
+            thread.start()
+        }
     }
 }

@@ -19,6 +19,8 @@ public final class ScenarioServer: Sendable {
     /// The roots of the scenario's trust profile (DER), and the same as a PEM file.
     public let trustRootsDER: [[UInt8]]
     public let trustFile: URL
+    /// The same roots as PEM text (`-----BEGIN CERTIFICATE-----` blocks).
+    public var trustRootsPEM: String { trustRootsDER.map { PEM.encode($0) }.joined() }
     /// The client certificate the scenario says to present, with its files; `nil` when it presents none.
     public let clientCredentials: ClientCredentials?
     private let files: CellFiles
@@ -55,18 +57,28 @@ public final class ScenarioServer: Sendable {
 
     /// Runs `connect` (which should make one client connection to `url` holding `pins(profile)`), waits for the
     /// server to record it, and judges it. Only the connections made during `connect` count.
+    ///
+    /// A refusal is a result, not a failure: when `connect` throws — which is how a Swift client refuses a
+    /// server — the error is caught and recorded as the client's claim ("refused", with the error as its detail),
+    /// and the server's observation decides. When `connect` returns, the client makes no claim and the observation
+    /// alone decides.
     public func verdict(
         _ profile: PinProfile, client: String = "client", _ connect: () async throws -> Void
-    ) async rethrows -> Verdict {
+    ) async -> Verdict {
         let before = server.connectionsAccepted
         let t0 = ContinuousClock.now
-        try await connect()
+        var outcome: ClientOutcome?
+        do {
+            try await connect()
+        } catch {
+            outcome = ClientOutcome(claim: .refused, detail: String(describing: error))
+        }
         let ms = milliseconds(ContinuousClock.now - t0)
         let seen = (await server.settle(timeout: .seconds(10)) ?? server.observations()).filter { $0.id > before }
         return Verdict.judge(
             scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected(profile),
-            evidence: ServerEvidence(seen), outcome: nil, clientAuth: scenario.server.clientAuth, expectedCategory: scenario.refusal,
-            clientMilliseconds: ms)
+            evidence: ServerEvidence(seen), outcome: outcome, clientAuth: scenario.server.clientAuth,
+            expectedCategory: scenario.refusal, clientMilliseconds: ms)
     }
 
     /// Runs an in-process client for `profile` and judges it (server observation and the client's claim).

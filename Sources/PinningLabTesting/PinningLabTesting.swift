@@ -101,7 +101,70 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     ]
 }
 
-/// Shared state of the helpers: one lab PKI and one work folder per process.
+/// The TLS engine a fixture server runs on: `.openssl` (libssl) or `.gnutls`. Both serve exactly the chain a
+/// scenario lists; run your suite on both to be sure a verdict does not depend on the server's TLS library.
+///
+/// ```swift
+/// @Test(arguments: ScenarioID.all, ServerEngine.both)
+/// func conforms(_ id: ScenarioID, _ engine: ServerEngine) async throws { … }
+/// ```
+public struct ServerEngine: Sendable, Hashable, CustomStringConvertible {
+    /// The engine itself; any `TLSEngine` of your own works too (``init(_:)``).
+    public let engine: any TLSEngine
+    public init(_ engine: any TLSEngine) { self.engine = engine }
+
+    public static let openssl = ServerEngine(Engines.openssl)
+    public static let gnutls = ServerEngine(Engines.gnutls)
+    /// OpenSSL, then GnuTLS.
+    public static let both: [ServerEngine] = [.openssl, .gnutls]
+
+    /// `openssl` or `gnutls`.
+    public var name: String { engine.name }
+    public var description: String { engine.name }
+    public static func == (a: ServerEngine, b: ServerEngine) -> Bool { a.name == b.name }
+    public func hash(into h: inout Hasher) { h.combine(name) }
+}
+
+extension Array where Element == ServerEngine {
+    /// OpenSSL, then GnuTLS: `Lab.check(client, engines: .both)`.
+    public static var both: [ServerEngine] { ServerEngine.both }
+}
+
+/// The built-in reference clients as typed values: `Lab.check(.correct)`, `Lab.check(.pinPresentedChain)`.
+/// `correct` validates the chain and host name, then matches pins against the validated chain; every other one
+/// makes one classic mistake (``explanation``).
+public struct BuiltInClient: PinningClient {
+    private let client: any PinningClient
+    private init(_ name: String) {
+        guard let c = BuiltInClients.named(name) else { preconditionFailure("no built-in client \(name)") }
+        client = c
+    }
+    public var name: String { client.name }
+    public var supportedProfiles: Set<PinProfile>? { client.supportedProfiles }
+    public func run(_ target: ClientTarget) async -> ClientOutcome { await client.run(target) }
+    /// One sentence on what the client does (wrong).
+    public var explanation: String { BuiltInClients.explanation(client.name) }
+
+    public static let correct = BuiltInClient("correct")
+    public static let pinPresentedChain = BuiltInClient("pin-presented-chain")
+    public static let pinReplacesValidation = BuiltInClient("pin-replaces-validation")
+    public static let noHostnameCheck = BuiltInClient("no-hostname-check")
+    public static let rawKeyHash = BuiltInClient("raw-key-hash")
+    public static let noPinning = BuiltInClient("no-pinning")
+    /// `correct` first, then the teaching clients.
+    public static var all: [BuiltInClient] { BuiltInClients.names.map(BuiltInClient.init) }
+}
+
+extension PinningClient where Self == BuiltInClient {
+    public static var correct: BuiltInClient { .correct }
+    public static var pinPresentedChain: BuiltInClient { BuiltInClient.pinPresentedChain }
+    public static var pinReplacesValidation: BuiltInClient { BuiltInClient.pinReplacesValidation }
+    public static var noHostnameCheck: BuiltInClient { BuiltInClient.noHostnameCheck }
+    public static var rawKeyHash: BuiltInClient { BuiltInClient.rawKeyHash }
+    public static var noPinning: BuiltInClient { BuiltInClient.noPinning }
+}
+
+/// Shared state of the helpers: one work folder per process.
 enum TestingLab {
     static let work: URL = {
         let dir = FileManager.default.temporaryDirectory
@@ -113,24 +176,28 @@ enum TestingLab {
 }
 
 extension Lab {
-    /// Starts the server of a bundled scenario on 127.0.0.1 (an ephemeral port), runs `body`, and stops the
-    /// server even if `body` throws.
+    /// Starts the server of a scenario on 127.0.0.1 (an ephemeral port), runs `body`, and stops the server even
+    /// if `body` throws.
     ///
     /// ```swift
     /// try await Lab.withServer(.rogueCA) { server in
-    ///     let verdict = try await server.verdict(.leafSPKI) { try await myClient.get(server.url, pins: server.pins(.leafSPKI)) }
+    ///     let verdict = await server.verdict(.leafSPKI) {
+    ///         _ = try await myClient.get(server.url, trusting: server.trustRootsDER, pins: server.pins(.leafSPKI).base64)
+    ///     }
     ///     #expect(verdict.status == .pass, "\(verdict.reason)")
     /// }
     /// ```
     /// - Parameters:
-    ///   - engine: `Engines.openssl` (default) or `Engines.gnutls`.
+    ///   - engine: `.openssl` (default) or `.gnutls`.
+    ///   - catalogue: your own scenarios (``Catalogue/load(directory:identities:displayPrefix:)``); the bundled
+    ///     catalogue by default.
     ///   - pkiDirectory: the lab PKI folder; the per-user cache (or `$PINNINGLAB_DIR`) by default.
     public static func withServer<T>(
-        _ id: ScenarioID, engine: any TLSEngine = Engines.openssl, pkiDirectory: URL? = nil,
+        _ id: ScenarioID, engine: ServerEngine = .openssl, catalogue: Catalogue? = nil, pkiDirectory: URL? = nil,
         _ body: (ScenarioServer) async throws -> T
     ) async throws -> T {
-        let runner = CheckRunner(pki: try Lab.pki(directory: pkiDirectory), catalogue: try Catalogue.bundled())
-        let server = try await runner.startServer(id.rawValue, engine: engine, workDirectory: TestingLab.work)
+        let runner = try await runner(catalogue: catalogue, pkiDirectory: pkiDirectory)
+        let server = try await runner.startServer(id.rawValue, engine: engine.engine, workDirectory: TestingLab.work)
         do {
             let result = try await body(server)
             await server.stop()
@@ -141,13 +208,24 @@ extension Lab {
         }
     }
 
-    /// Runs an in-process client through the whole bundled catalogue (or `scenarios`) on both engines and
+    /// Runs an in-process client through the whole catalogue (or `scenarios`) on both engines (or `engines`) and
     /// returns the report; `report.deviations` lists what it got wrong.
+    ///
+    /// ```swift
+    /// let report = try await Lab.check(.correct, engines: .both)
+    /// #expect(report.deviations.isEmpty)
+    /// ```
     public static func check(
-        _ client: any PinningClient, scenarios: [ScenarioID] = [], engines: [any TLSEngine] = Engines.all,
-        pkiDirectory: URL? = nil
+        _ client: some PinningClient, scenarios: [ScenarioID] = [], engines: [ServerEngine] = .both,
+        profiles: Set<PinProfile>? = nil, catalogue: Catalogue? = nil, pkiDirectory: URL? = nil
     ) async throws -> CheckReport {
-        let runner = CheckRunner(pki: try Lab.pki(directory: pkiDirectory), catalogue: try Catalogue.bundled())
-        return try await runner.run(.inProcess(client), options: CheckOptions(engines: engines, scenarios: scenarios.map(\.rawValue)))
+        let runner = try await runner(catalogue: catalogue, pkiDirectory: pkiDirectory)
+        return try await runner.run(
+            .inProcess(client),
+            options: CheckOptions(engines: engines.map(\.engine), profiles: profiles, scenarios: scenarios.map(\.rawValue)))
+    }
+
+    private static func runner(catalogue: Catalogue?, pkiDirectory: URL?) async throws -> CheckRunner {
+        CheckRunner(pki: try await Lab.openPKI(directory: pkiDirectory), catalogue: try catalogue ?? Catalogue.bundled())
     }
 }

@@ -2,6 +2,17 @@ import Foundation
 import PinningLabTesting
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A client that refuses the way real Swift clients do: by throwing.
+private struct RefusedByThrowing: Error, CustomStringConvertible {
+    var description: String { "certificate verify failed (thrown by the client)" }
+}
+
 @Suite("PinningLabTesting helpers")
 struct TestingHelpersTests {
     @Test func scenarioIDsCoverTheCatalogueInOrder() throws {
@@ -9,20 +20,55 @@ struct TestingHelpersTests {
         #expect(ScenarioID.rogueCA == ScenarioID("untrusted-rogue"))
     }
 
+    @Test func builtInClientsAreTypedValues() {
+        #expect(BuiltInClient.all.map(\.name) == BuiltInClients.names)
+        #expect(BuiltInClient.correct.name == "correct")
+        #expect(BuiltInClient.pinPresentedChain.explanation.isEmpty == false)
+        #expect(ServerEngine.both.map(\.name) == ["openssl", "gnutls"])
+    }
+
     @Test func withServerJudgesAClientAgainstTheRogueCA() async throws {
-        let correct = try #require(BuiltInClients.named("correct"))
         try await Lab.withServer(.rogueCA, pkiDirectory: TestLab.directory) { server in
             #expect(server.url.absoluteString == "https://localhost:\(server.port)/")
             #expect(server.expected(.leafSPKI) == .refuse)
-            let v = try await server.verdict(.leafSPKI, running: correct)
+            #expect(server.trustRootsPEM.hasPrefix("-----BEGIN CERTIFICATE-----"))
+            let v = try await server.verdict(.leafSPKI, running: BuiltInClient.correct)
             #expect(v.status == .pass, "\(v.reason)")
             #expect(v.observed == .refused)
             #expect(v.alert?.contains("unknown_ca") == true, "\(v.alert ?? "no alert")")
         }
     }
 
+    // Issue 8, defect 3: `verdict { }` rethrew the client's error, so a client refusing by throwing failed the test
+    // on exactly the cells it got right. Before the fix this test did not compile without `try`, and with `try` it
+    // threw RefusedByThrowing out of the scope.
+    @Test func aClientThatRefusesByThrowingPassesARefuseCell() async throws {
+        try await Lab.withServer(.untrustedRogue, engine: .gnutls, pkiDirectory: TestLab.directory) { server in
+            let v = await server.verdict(.leafSPKI) {
+                // A real handshake that the client abandons, as a TLS library does on an untrusted chain.
+                let target = try server.target(.leafSPKI)
+                _ = await BuiltInClient.correct.run(target)
+                throw RefusedByThrowing()
+            }
+            #expect(v.status == .pass, "\(v.reason)")
+            #expect(v.claim == .refused)
+            #expect(v.clientDetail?.contains("thrown by the client") == true, "\(v.clientDetail ?? "")")
+        }
+    }
+
+    @Test func aClientThatThrowsAfterSendingItsRequestDisagrees() async throws {
+        try await Lab.withServer(.baseline, pkiDirectory: TestLab.directory) { server in
+            let v = await server.verdict(.none) {
+                let o = await BuiltInClient.correct.run(try server.target(.none))
+                #expect(o.claim == .accepted, "\(o.detail)")
+                throw RefusedByThrowing()
+            }
+            #expect(v.status == .disagree, "\(v.reason)")
+        }
+    }
+
     @Test func aClosureThatNeverConnectsFailsAnAcceptCell() async throws {
-        try await Lab.withServer(.baseline, engine: Engines.gnutls, pkiDirectory: TestLab.directory) { server in
+        try await Lab.withServer(.baseline, engine: .gnutls, pkiDirectory: TestLab.directory) { server in
             let v = await server.verdict(.none) {}
             #expect(v.status == .fail)
             #expect(v.reason.contains("never connected"))
@@ -32,18 +78,58 @@ struct TestingHelpersTests {
         }
     }
 
+    // Issue 8, defect 2: opening the PKI waits on an flock (and may make RSA keys). Before the fix every caller
+    // blocked a thread of the cooperative pool (the first in flock, the others on the cache's lock), so with the
+    // folder locked by another process nothing else could run on the pool. Now the wait happens on a thread of its
+    // own: a probe task still runs while eight openings wait.
+    @Test func waitingForThePKILockDoesNotBlockTheCooperativePool() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-pool-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try await Lab.openPKI(directory: dir)  // create it, then hold its lock as another process would
+        let fd = open(dir.appendingPathComponent(".lock").path, O_RDWR)
+        try #require(fd >= 0)
+        try #require(flock(fd, LOCK_EX) == 0)
+        // A different seed makes a different cache key, so every opening really waits for the folder's lock.
+        let seed = "pool-\(UUID())"
+        let openings = Task {
+            try await withThrowingTaskGroup(of: LabPKI.self) { group in
+                for _ in 0..<8 { group.addTask { try await Lab.openPKI(directory: dir, seed: seed) } }
+                return try await group.reduce(into: 0) { n, _ in n += 1 }
+            }
+        }
+        // A plain thread lets the folder go after 2.5 s whatever happens, so a blocked pool shows up as a late
+        // probe rather than a hang. Task.sleep is not used before the probe: it needs the pool too.
+        Thread {
+            Thread.sleep(forTimeInterval: 2.5)
+            flock(fd, LOCK_UN)
+            close(fd)
+        }.start()
+        usleep(300_000)  // let the openings reach the lock (blocking on purpose: Task.sleep needs the pool)
+        let asked = ContinuousClock.now
+        let ran = await Task.detached { ContinuousClock.now }.value
+        #expect(ran - asked < .seconds(1), "a task waited \(ran - asked) for a thread of the cooperative pool")
+        #expect(try await openings.value == 8)
+    }
+
     @Test(arguments: ScenarioID.all)
     func correctClientPassesEveryScenarioThroughTheHelper(_ id: ScenarioID) async throws {
-        let correct = try #require(BuiltInClients.named("correct"))
-        do {
-            try await Lab.withServer(id, engine: Engines.gnutls, pkiDirectory: TestLab.directory) { server in
-                for profile in [PinProfile.none, .leafSPKI] {
-                    let v = try await server.verdict(profile, running: correct)
-                    #expect(v.status == .pass, "\(id) \(profile): \(v.reason)")
-                }
+        try await Lab.withServer(id, engine: .gnutls, pkiDirectory: TestLab.directory) { server in
+            for profile in [PinProfile.none, .leafSPKI] {
+                let v = try await server.verdict(profile, running: .correct)
+                #expect(v.status == .pass, "\(id) \(profile): \(v.reason)")
             }
-        } catch let e as TLSEngineError where e.code == .unsupported {
-            #expect(["weak-rsa-1024", "sha1-signature", "tls-v1-0"].contains(id.rawValue), "\(e)")
         }
+    }
+
+    @Test func checkRunsABuiltInClientOnBothEngines() async throws {
+        let report = try await Lab.check(
+            .pinPresentedChain, scenarios: [.baseline, .chainStuffing], engines: .both, pkiDirectory: TestLab.directory)
+        #expect(Set(report.verdicts.map(\.engine)) == ["openssl", "gnutls"])
+        // The teaching client pins the presented chain, so a stuffed chain fools it under every pinned profile.
+        let fooled = report.deviations.filter { $0.scenario == "chain-stuffing" }
+        #expect(!fooled.isEmpty)
+        // And a root pin never matches a chain that does not carry the root (servers do not send it).
+        let other = report.deviations.filter { $0.scenario != "chain-stuffing" }
+        #expect(other.allSatisfy { $0.scenario == "baseline" && $0.profile == .rootSPKI }, "\(other.map { "\($0.scenario) \($0.profile)" })")
     }
 }
