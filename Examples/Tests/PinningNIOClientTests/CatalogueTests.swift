@@ -1,1 +1,46 @@
+// The swift-nio-ssl pinning client through the whole catalogue, on both engines, every pin profile: every cell
+// must be right. A deliberately broken variant (pins matched in the presented chain) must be caught.
+import PinningLabTesting
+import PinningNIOClient
 import Testing
+
+@Suite("swift-nio-ssl pinning client through the catalogue")
+struct CatalogueTests {
+    @Test(arguments: ScenarioID.all, ServerEngine.both)
+    func everyCellIsRight(_ id: ScenarioID, _ engine: ServerEngine) async throws {
+        try await Lab.withServer(id, engine: engine) { server in
+            for profile in PinProfile.all {
+                let client = try PinningHTTPSClient(for: server, profile: profile)
+                let verdict = await server.verdict(profile, client: "swift-nio-ssl") {
+                    _ = try await client.get(host: server.host, port: server.port, address: server.ip)
+                }
+                #expect(verdict.status == .pass, "\(id) \(profile) on \(engine): \(verdict.reason)")
+            }
+        }
+    }
+
+    @Test("pins matched in the presented chain are fooled by a stuffed chain", arguments: ServerEngine.both)
+    func brokenVariantIsCaught(_ engine: ServerEngine) async throws {
+        try await Lab.withServer(.chainStuffing, engine: engine) { server in
+            for profile in [PinProfile.leafSPKI, .intermediateSPKI] {
+                let broken = try PinningHTTPSClient(for: server, profile: profile, pinMatching: .presentedChain)
+                let verdict = await server.verdict(profile, client: "presented-chain") {
+                    _ = try await broken.get(host: server.host, port: server.port, address: server.ip)
+                }
+                #expect(verdict.status == .fail, "\(profile): \(verdict.reason)")
+                #expect(verdict.observed == .accepted, "the stuffed chain should have fooled it: \(verdict.reason)")
+            }
+        }
+    }
+
+    @Test("Lab.check runs the client in-process through the catalogue; only the broken variant deviates")
+    func labCheck() async throws {
+        let good = try await Lab.check(NIOPinningClient(), engines: .both)
+        #expect(good.verdicts.count == 35 * 6 * 2)
+        let ms = good.verdicts.map(\.timings.clientMilliseconds).sorted()
+        print("swift-nio-ssl client: \(ms.count) cells, median \(ms[ms.count / 2]) ms per cell")
+        #expect(good.deviations.isEmpty, "\(good.deviations.map { "\($0.scenario) \($0.profile) \($0.engine): \($0.reason)" })")
+        let bad = try await Lab.check(NIOPinningClient(pinMatching: .presentedChain), scenarios: [.chainStuffing], engines: .both)
+        #expect(!bad.deviations.isEmpty)
+    }
+}
