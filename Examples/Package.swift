@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // A small pinning HTTPS client on swift-nio-ssl: validates chain and host name, then matches SPKI pins
@@ -57,6 +58,8 @@ let package = Package(
             dependencies: [
                 "PinningNIOClient",
                 .product(name: "PinningLabTesting", package: "PinningLab"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: swiftSettings
         ),
