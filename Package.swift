@@ -89,6 +89,13 @@ let package = Package(
             path: "Benchmarks/serve/ServeBench",
             swiftSettings: swiftSettings
         ),
+        .target(name: "CFuzzDriver", path: "Benchmarks/fuzz/CFuzzDriver"),
+        .executableTarget(
+            name: "pinlab-fuzz",
+            dependencies: ["PinningLab", "PinningLabOpenSSL", "CFuzzDriver"],
+            path: "Benchmarks/fuzz/Fuzz",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PinningLabPKITests",
             dependencies: ["PinningLabPKI", "PinningLab"],

@@ -1,0 +1,1 @@
+// Only the header matters: the symbol comes from libFuzzer in the fuzz build.

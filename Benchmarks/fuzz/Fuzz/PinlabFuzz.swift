@@ -1,0 +1,152 @@
+// Fuzz targets for PinningLab's parsers: every input must end in success or in one of the project's own errors
+// (which name the file, the line or field, and the fix) — never a crash, a hang or a foreign error.
+//
+// Built normally (`swift build --product pinlab-fuzz`) this is a replayer: `pinlab-fuzz TARGET FILE...` runs each
+// file through TARGET and prints a summary (CI replays the seed corpus this way). Built with libFuzzer
+// (Benchmarks/fuzz/run.sh: `-Xswiftc -DPINLAB_FUZZ -Xswiftc -sanitize=fuzzer,address`), the target comes from
+// `$PINLAB_FUZZ_TARGET`.
+import Foundation
+import PinningLab
+import PinningLabOpenSSL
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum FuzzTarget: String, CaseIterable {
+    /// A PKI spec (`pki/*.yaml`).
+    case spec
+    /// A scenario file (`scenarios/*.yaml`).
+    case scenario
+    /// A command template: the input's lines are the words.
+    case template
+    /// PEM text, decoded as a certificate and as a private key.
+    case pem
+    /// A PKCS#12 file, opened with the lab password.
+    case pkcs12
+    /// A kept key file (`keys/K1.pem`) read by the PKI.
+    case keyfile
+}
+
+/// What a run of one input ended in.
+enum FuzzResult { case ok, projectError }
+
+/// Runs one input. A foreign error, or a project error without a file or a fix, is a finding: it stops the process.
+func fuzzOne(_ target: FuzzTarget, _ bytes: [UInt8]) -> FuzzResult {
+    let text = String(decoding: bytes, as: UTF8.self)
+    do {
+        switch target {
+        case .spec:
+            _ = try PKISpec.parse(yaml: text, file: "fuzz.yaml")
+        case .scenario:
+            _ = try ScenarioLoader.parse(yaml: text, file: "fuzz.yaml")
+        case .template:
+            let words = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            _ = try CommandTemplate(words)
+        case .pem:
+            _ = PEM.decode(text, label: "CERTIFICATE")
+            _ = PEM.decode(text, label: "PRIVATE KEY")
+            return .ok
+        case .pkcs12:
+            _ = try OpenSSLPKCS12.open(bytes, password: "pinninglab", file: "fuzz.p12")
+        case .keyfile:
+            try KeyFileHarness.shared.open(with: bytes)
+        }
+        return .ok
+    } catch let e as PKIError {
+        require(e.file != nil || e.description.contains("fuzz"), "PKIError without a file: \(e)")
+        return .projectError
+    } catch let e as ScenarioError {
+        require(e.description.contains("fuzz.yaml"), "ScenarioError without the file: \(e)")
+        return .projectError
+    } catch let e as CommandTemplateError {
+        require(!e.description.isEmpty, "empty CommandTemplateError")
+        return .projectError
+    } catch {
+        require(false, "a foreign error escaped (\(type(of: error))): \(error)")
+        return .projectError
+    }
+}
+
+func require(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition {
+        FileHandle.standardError.write(Data("pinlab-fuzz: \(message())\n".utf8))
+        abort()
+    }
+}
+
+/// A one-root PKI folder whose key file is replaced by the input before each opening.
+final class KeyFileHarness: @unchecked Sendable {  // used from the fuzzer's single thread only
+    static let shared = KeyFileHarness()
+    let directory: URL
+    let spec: PKISpec
+    private init() {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-fuzz-keys-\(getpid())")
+        try? FileManager.default.removeItem(at: directory)
+        spec = try! PKISpec.parse(yaml: "version: 1\nkeys:\n  K1: p256\nentities:\n  root: { role: root, key: K1 }\n", file: "fuzz-spec")
+        _ = try! LabPKI.open(spec: spec, options: PKIOptions(directory: directory))
+    }
+    func open(with bytes: [UInt8]) throws {
+        let key = directory.appendingPathComponent("keys/K1.pem")
+        let fd = Glibc.open(key.path, O_WRONLY | O_TRUNC | O_CREAT, 0o600)
+        require(fd >= 0, "cannot write \(key.path)")
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        var options = PKIOptions(directory: directory)
+        options.reissue = true
+        _ = try LabPKI.open(spec: spec, options: options)
+    }
+}
+
+#if PINLAB_FUZZ
+import CFuzzDriver
+
+/// SwiftPM links an executable's entry point as `<target>_main`; hand control to libFuzzer's driver from there.
+@_cdecl("pinlab_fuzz_main")
+func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var argc = argc
+    var argv = argv
+    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in LLVMFuzzerTestOneInput(data, size) }
+}
+
+func LLVMFuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let name = ProcessInfo.processInfo.environment["PINLAB_FUZZ_TARGET"] ?? "spec"
+    guard let target = FuzzTarget(rawValue: name) else {
+        require(false, "PINLAB_FUZZ_TARGET=\(name): use one of \(FuzzTarget.allCases.map(\.rawValue))")
+        return 0
+    }
+    let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+    _ = fuzzOne(target, bytes)
+    return 0
+}
+#else
+@main
+struct Replay {
+    static func main() {
+        let args = CommandLine.arguments.dropFirst()
+        guard let first = args.first, let target = FuzzTarget(rawValue: first), args.count >= 2 else {
+            print("usage: pinlab-fuzz \(FuzzTarget.allCases.map(\.rawValue).joined(separator: "|")) FILE|DIR...")
+            exit(2)
+        }
+        var files: [URL] = []
+        for a in args.dropFirst() {
+            let u = URL(fileURLWithPath: a)
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: a, isDirectory: &isDir), isDir.boolValue {
+                files += (try? FileManager.default.contentsOfDirectory(at: u, includingPropertiesForKeys: nil)) ?? []
+            } else {
+                files.append(u)
+            }
+        }
+        var ok = 0, errors = 0
+        for f in files {
+            guard let d = try? Data(contentsOf: f) else { continue }
+            switch fuzzOne(target, Array(d)) {
+            case .ok: ok += 1
+            case .projectError: errors += 1
+            }
+        }
+        print("\(target.rawValue): \(files.count) inputs, \(ok) accepted, \(errors) refused with a clear error, 0 crashes")
+    }
+}
+#endif
