@@ -1,0 +1,3 @@
+module pinninglab/compat-verify
+
+go 1.19
