@@ -2,6 +2,8 @@
 //
 //   pinlab-serve-bench startup PKI_DIR [N]   time from FixtureServer.start to the first completed handshake
 //   pinlab-serve-bench rss PKI_DIR [N]       RSS with N servers per engine running at once (one handshake each)
+//   pinlab-serve-bench cycles PKI_DIR [N]    RSS over N start → one handshake → stop cycles of the `baseline`
+//                                            scenario server (CheckRunner.startServer, as Lab.withServer does)
 //
 // The client is a blocking OpenSSL client in this process (no verification: it measures server readiness).
 import CPinningLabOpenSSL
@@ -64,7 +66,7 @@ func threadCount() -> Int { ((try? FileManager.default.contentsOfDirectory(atPat
 
 let args = CommandLine.arguments
 guard args.count >= 3 else {
-    FileHandle.standardError.write(Data("usage: pinlab-serve-bench startup|rss PKI_DIR [N]\n".utf8))
+    FileHandle.standardError.write(Data("usage: pinlab-serve-bench startup|rss|cycles PKI_DIR [N]\n".utf8))
     exit(2)
 }
 let mode = args[1]
@@ -146,6 +148,23 @@ case "rss":
     print(line)
     for s in servers { s.stopSync() }
     print("rss after_stop_kib=\(rssKiB()) threads=\(threadCount())")
+case "cycles":
+    let n = args.count > 3 ? Int(args[3]) ?? 4000 : 4000
+    let runner = CheckRunner(pki: lab, catalogue: try Catalogue.bundled())
+    let work = FileManager.default.temporaryDirectory.appendingPathComponent("serve-bench-\(getpid())")
+    try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: work) }
+    let checkpoints: Set<Int> = [100, 500, 1000, 2000, 4000, 8000, 16000]
+    var line = "cycles engine=openssl scenario=baseline"
+    for i in 1...n {
+        let server = try await runner.startServer("baseline", engine: OpenSSLEngine(), workDirectory: work)
+        guard handshake(port: server.port, clientContext) else { fatalError("no handshake in cycle \(i)") }
+        _ = await server.server.settle()
+        await server.stop()
+        if checkpoints.contains(i) || i == n { line += " rss_kib@\(i)=\(rssKiB())" }
+    }
+    line += " threads=\(threadCount())"
+    print(line)
 default:
     FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
     exit(2)
