@@ -46,9 +46,10 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(name: "CPinningLabSystem"),
         .target(
             name: "PinningLabCore",
-            dependencies: ["PinningLabPKI"],
+            dependencies: ["PinningLabPKI", "CPinningLabSystem"],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -210,7 +210,7 @@ public struct CheckRunner: Sendable {
         } catch {
             let v = Verdict.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
                                    expected: s.expected(p), status: .error, reason: "cannot prepare the cell: \(error)")
-            if let done = await scheduler.finish(a.index, p, v, server: server) { done.stopSync() }
+            if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
             return
         }
         let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
@@ -219,8 +219,9 @@ public struct CheckRunner: Sendable {
             evidence: ServerEvidence(observations), outcome: outcome, clientAuth: s.server.clientAuth, expectedCategory: s.refusal,
             clientMilliseconds: ms)
         if let done = await scheduler.finish(a.index, p, v, server: server) {
-            // Stopping joins the server's threads: do it off the worker, so the next cell starts at once.
-            Task.detached { done.stopSync() }
+            // Stopping joins the server's threads (on a thread of its own): don't wait for it, so the next cell
+            // starts at once.
+            Task { await done.stop() }
         }
     }
 }
@@ -355,6 +356,9 @@ extension ServerEvidence {
 struct CellFiles: Sendable {
     let pki: LabPKI
     let directory: URL
+    /// Client credentials per identity, made once per run: making the PKCS#12 file takes the PKI folder's lock,
+    /// which no mutual-TLS cell should wait for again.
+    private let credentialMemo = CredentialMemo()
 
     init(pki: LabPKI, directory: URL) throws {
         self.pki = pki
@@ -380,6 +384,10 @@ struct CellFiles: Sendable {
 
     func credentials(_ s: Scenario) throws -> ClientCredentials? {
         guard let id = try s.clientIdentity(in: pki) else { return nil }
+        return try credentialMemo.value(for: id.name) { try makeCredentials(id) }
+    }
+
+    private func makeCredentials(_ id: Identity) throws -> ClientCredentials {
         let chain = [id.certificateDER] + id.issuerChainDER
         let certFile = try file("client-\(id.name).pem", pem(chain))
         let keyFile = try file("client-\(id.name).key", PEM.encode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), mode: 0o600)
@@ -406,6 +414,22 @@ struct CellFiles: Sendable {
             certificatePins: try s.pinnedIdentities(for: profile, in: pki).map(\.pins.certificateSHA256),
             clientCertificateFile: creds?.certificateFile, clientKeyFile: creds?.keyFile,
             clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password)
+    }
+}
+
+/// Values made once per key, under a lock (the first caller makes it; the others wait for it).
+final class CredentialMemo: Sendable {
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    nonisolated(unsafe) private var values: [String: ClientCredentials] = [:]
+
+    func value(for key: String, make: () throws -> ClientCredentials) throws -> ClientCredentials {
+        lock.lock()
+        defer { lock.unlock() }
+        if let v = values[key] { return v }
+        let v = try make()
+        values[key] = v
+        return v
     }
 }
 

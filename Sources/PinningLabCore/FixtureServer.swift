@@ -65,7 +65,7 @@ public final class FixtureServer: Sendable {
     /// The engine's name (`openssl`, `gnutls`).
     public let engineName: String
     public let label: String
-    private let core: ServerCore
+    let core: ServerCore
 
     /// `https://localhost:PORT/`.
     public var url: String { "https://localhost:\(port)/" }
@@ -179,10 +179,20 @@ public final class FixtureServer: Sendable {
     var ownDescriptors: [Int32] { [core.listenFD] + core.pipeDescriptors }
 
     /// Stops accepting, closes every open connection (recorded as `server-stopped`), joins the worker threads
-    /// and closes the listening socket. Idempotent.
-    public func stop() async { core.shutdown() }
+    /// and closes the listening socket. Idempotent. Joining threads blocks, so it happens on a thread of its own:
+    /// awaiting `stop()` never occupies a thread of Swift's cooperative pool.
+    public func stop() async {
+        let core = self.core
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                Sockets.nameCurrentThread("pinninglab.stop")
+                core.shutdown()
+                done.resume()
+            }.start()
+        }
+    }
 
-    /// The same as `stop`, without `async`.
+    /// The same as `stop`, blocking the calling thread until the workers are joined (for synchronous code).
     public func stopSync() { core.shutdown() }
 }
 
@@ -218,6 +228,8 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
         var stopped = false
         var waiters: [Int: Waiter] = [:]
         var nextWaiter = 0
+        /// The name of the thread that ran `shutdown` (tests check that `stop()` keeps it off the pool).
+        var shutdownThread: String?
     }
 
     enum Predicate {
@@ -281,6 +293,8 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
     // MARK: accepting and recording (called by workers)
 
     var pipeDescriptors: [Int32] { workers.flatMap(\.wakePipe) }
+    var workersForTesting: [AnyObject] { workers }
+    var shutdownThreadName: String? { withLock { $0.shutdownThread } }
 
     /// Whether a worker may accept: below the connection cap and not stopping.
     func mayAccept() -> Bool {
@@ -386,12 +400,17 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
         let first = withLock { s -> Bool in
             if s.stopping { return false }
             s.stopping = true
+            s.shutdownThread = Sockets.currentThreadName()
             return true
         }
         guard first else { return }
         for w in workers { w.wake() }
         for t in threads { t.join() }
         for w in workers { w.closePipe() }
+        // Each worker holds this core; dropping them breaks the cycle, so a stopped server frees its observations,
+        // its engine context and its buffers (issue 8: ~12 KiB per stopped server before).
+        workers.removeAll()
+        threads.removeAll()
         close(listenFD)
         var ready: [CheckedContinuation<Bool, Never>] = []
         var timers: [Task<Void, Never>] = []

@@ -1,3 +1,5 @@
+import CPinningLabSystem
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -98,18 +100,20 @@ enum Sockets {
     static let closeOnExecFlag: Int32 = 0
     #endif
 
+    /// Names the calling thread for the operating system (`top -H`, /proc/self/task/*/comm, tests).
+    static func nameCurrentThread(_ name: String) { _ = cpinninglab_set_thread_name(name) }
+
+    /// The operating system's name of the calling thread.
+    static func currentThreadName() -> String {
+        var buf = [CChar](repeating: 0, count: 64)
+        guard cpinninglab_thread_name(&buf, UInt(buf.count)) == 0 else { return "" }
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// A pipe whose ends are close-on-exec (atomically on Linux) and non-blocking.
     static func makePipe() -> (read: Int32, write: Int32)? {
         var fds: [Int32] = [0, 0]
-        #if os(Linux)
-        guard linux_pipe2(&fds, O_CLOEXEC | O_NONBLOCK) == 0 else { return nil }
-        #else
-        guard pipe(&fds) == 0 else { return nil }
-        for fd in fds {
-            _ = setNonBlocking(fd)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-        #endif
+        guard cpinninglab_pipe2_nonblock_cloexec(&fds) == 0 else { return nil }
         return (fds[0], fds[1])
     }
 
@@ -127,7 +131,7 @@ enum Sockets {
                 #if os(Linux)
                 // Atomically non-blocking and close-on-exec: a process the host spawns at the same moment (a
                 // client under test!) must never inherit a connection, or closing it here would not end it.
-                return linux_accept4(listenFD, sa, &len, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
+                return cpinninglab_accept4(listenFD, sa, &len, 1)
                 #else
                 let fd = Darwin.accept(listenFD, sa, &len)
                 if fd >= 0 {
@@ -257,13 +261,4 @@ final class WorkerThread {
     }
 }
 
-#if os(Linux)
-// glibc declares these only under _GNU_SOURCE, which the Glibc module does not define.
-@_silgen_name("accept4")
-private func linux_accept4(
-    _ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: UnsafeMutablePointer<socklen_t>?, _ flags: Int32
-) -> Int32
 
-@_silgen_name("pipe2")
-private func linux_pipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
-#endif

@@ -13,6 +13,14 @@ private struct RefusedByThrowing: Error, CustomStringConvertible {
     var description: String { "certificate verify failed (thrown by the client)" }
 }
 
+/// When a thread released something, as seen from another.
+private final class ReleaseClock: @unchecked Sendable {  // `at` is only touched under `lock`
+    private let lock = NSLock()
+    private var at: ContinuousClock.Instant?
+    func mark() { lock.withLock { at = .now } }
+    var time: ContinuousClock.Instant? { lock.withLock { at } }
+}
+
 @Suite("PinningLabTesting helpers")
 struct TestingHelpersTests {
     @Test func scenarioIDsCoverTheCatalogueInOrder() throws {
@@ -85,29 +93,34 @@ struct TestingHelpersTests {
     @Test func waitingForThePKILockDoesNotBlockTheCooperativePool() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-pool-\(getpid())")
         defer { try? FileManager.default.removeItem(at: dir) }
-        _ = try await Lab.openPKI(directory: dir)  // create it, then hold its lock as another process would
+        // Create the folder without going through the cache (so the openings below really open it), then hold
+        // its lock as another process would.
+        let seed = "pool-\(UUID())"
+        _ = try LabPKI.open(spec: Lab.builtInSpec(), options: Lab.libraryPKIOptions(directory: dir, seed: seed))
         let fd = open(dir.appendingPathComponent(".lock").path, O_RDWR)
         try #require(fd >= 0)
         try #require(flock(fd, LOCK_EX) == 0)
-        // A different seed makes a different cache key, so every opening really waits for the folder's lock.
-        let seed = "pool-\(UUID())"
         let openings = Task {
             try await withThrowingTaskGroup(of: LabPKI.self) { group in
                 for _ in 0..<8 { group.addTask { try await Lab.openPKI(directory: dir, seed: seed) } }
                 return try await group.reduce(into: 0) { n, _ in n += 1 }
             }
         }
-        // A plain thread lets the folder go after 2.5 s whatever happens, so a blocked pool shows up as a late
-        // probe rather than a hang. Task.sleep is not used before the probe: it needs the pool too.
+        // A plain thread lets the folder go after 6 s whatever happens, so a blocked pool shows up as a probe that
+        // could only run after the release rather than as a hang. Task.sleep is not used: it needs the pool too.
+        let released = ReleaseClock()
         Thread {
-            Thread.sleep(forTimeInterval: 2.5)
+            Thread.sleep(forTimeInterval: 6)
+            released.mark()
             flock(fd, LOCK_UN)
             close(fd)
         }.start()
         usleep(300_000)  // let the openings reach the lock (blocking on purpose: Task.sleep needs the pool)
-        let asked = ContinuousClock.now
         let ran = await Task.detached { ContinuousClock.now }.value
-        #expect(ran - asked < .seconds(1), "a task waited \(ran - asked) for a thread of the cooperative pool")
+        // Before the fix the probe could only run once the lock was released (both pool threads were blocked).
+        // Measured against the release rather than a fixed latency, so that a suite loading the pool meanwhile
+        // does not make this flaky.
+        #expect(released.time.map { ran < $0 } ?? true, "the probe waited for the PKI lock's release: the pool was blocked")
         #expect(try await openings.value == 8)
     }
 

@@ -1,0 +1,46 @@
+import Foundation
+import PinningLab
+@testable import PinningLabCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+
+@Suite("Server lifecycle")
+struct LifecycleTests {
+    // Issue 8, defect 1: ServerCore held its Workers and each Worker held the core, and shutdown never broke the
+    // cycle, so every stopped server kept its observations, its engine context and its buffers (~12 KiB per
+    // start/stop in a release build). Before the fix `core` was still alive here.
+    @Test("a stopped server is freed, with its workers", arguments: EngineKind.allCases)
+    func stoppedServerIsFreed(_ kind: EngineKind) async throws {
+        weak var core: ServerCore?
+        weak var worker: AnyObject?
+        do {
+            let server = try await FixtureServer.start(
+                engine: kind.engine, configuration: Fixtures.shared.configuration(["leaf-v1", "lab-intermediate-a"]))
+            core = server.core
+            worker = server.core.workersForTesting.first
+            // One connection, so that an observation and a session were made.
+            do {
+                let client = try #require(RawClient(port: server.port))
+                client.send(Array("GET / HTTP/1.1\r\n\r\n".utf8))
+            }
+            _ = await server.waitForObservations(count: 1, timeout: .seconds(5))
+            await server.stop()
+        }
+        #expect(worker == nil, "a Worker outlived its stopped server")
+        #expect(core == nil, "the ServerCore outlived its stopped server (a retain cycle)")
+    }
+
+    @Test("stop() does its blocking work on a thread of its own", arguments: EngineKind.allCases)
+    func stopRunsOffThePool(_ kind: EngineKind) async throws {
+        let server = try await FixtureServer.start(
+            engine: kind.engine, configuration: Fixtures.shared.configuration(["leaf-v1", "lab-intermediate-a"]))
+        let before = Set(threadNames())
+        await server.stop()
+        #expect(server.core.shutdownThreadName == "pinninglab.stop", "shutdown ran on \(server.core.shutdownThreadName ?? "?")")
+        // The server's own threads are gone.
+        #expect(threadNames().filter { $0.hasPrefix("pl\(server.port)-") }.isEmpty, "\(before)")
+    }
+}
