@@ -104,13 +104,8 @@ public struct CheckRunner: Sendable {
         let versions = s.server.tlsVersions.map(tlsVersion)
         c.minimumVersion = versions.min() ?? .tls12
         c.maximumVersion = versions.max() ?? .tls13
-        if !s.server.cipherSuites.isEmpty {
-            let tls13 = s.server.cipherSuites.filter { $0.hasPrefix("TLS_AES_") || $0.hasPrefix("TLS_CHACHA20_") }
-            let tls12 = s.server.cipherSuites.filter { !tls13.contains($0) }.compactMap { ianaToOpenSSL[$0] }
-            c.ciphers = CipherPreferences(
-                openSSLCipherList: tls12.isEmpty ? nil : tls12.joined(separator: ":"),
-                openSSLCipherSuites: tls13.isEmpty ? nil : tls13.joined(separator: ":"))
-        }
+        // Every IANA name maps on both engines, or this throws: a restriction never silently disappears.
+        c.ciphers = try CipherPreferences(ianaSuites: s.server.cipherSuites)
         switch s.server.clientAuth {
         case .none: c.clientAuthentication = .none
         case .optional: c.clientAuthentication = .optional
@@ -433,16 +428,3 @@ final class CredentialMemo: Sendable {
     }
 }
 
-/// IANA names of common TLS 1.2 suites and their OpenSSL names.
-let ianaToOpenSSL: [String: String] = [
-    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
-    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
-    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
-    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
-    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
-    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
-    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA": "ECDHE-ECDSA-AES128-SHA",
-    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA": "ECDHE-RSA-AES128-SHA",
-    "TLS_RSA_WITH_AES_128_GCM_SHA256": "AES128-GCM-SHA256",
-    "TLS_RSA_WITH_AES_128_CBC_SHA": "AES128-SHA",
-]

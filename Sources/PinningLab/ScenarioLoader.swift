@@ -298,6 +298,13 @@ private struct Reader {
                         throw fail(.badCipherSuite, n, "server.tls.ciphers[\(i)]", "'\(name)' is not an IANA cipher suite name.",
                                    fix: "write IANA names such as TLS_AES_128_GCM_SHA256 or TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, not OpenSSL names.")
                     }
+                    guard CipherSuite.named(name) != nil else {
+                        let known = CipherSuite.all.map(\.ianaName)
+                        let hint = suggestion(name, in: known).map { "did you mean \($0)? " } ?? ""
+                        throw fail(.badCipherSuite, n, "server.tls.ciphers[\(i)]",
+                                   "'\(name)' is not a cipher suite PinningLab can serve on both engines.",
+                                   fix: "\(hint)known suites: \(known.joined(separator: ", ")).")
+                    }
                     ciphers.append(name)
                 }
             }
