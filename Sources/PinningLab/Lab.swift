@@ -138,9 +138,10 @@ final class PKICache: Sendable {
             lock.unlock()
             if let p { c.resume(returning: p); return }
             guard claimed else { return }  // resumed by the opening under way
-            let thread = Thread { [self] in finish(key, Result { try make() }) }
-            thread.name = "pinninglab.pki-open"
-            thread.start()
+            Thread { [self] in
+                Sockets.nameCurrentThread("pinlab.pki-open")
+                finish(key, Result { try make() })
+            }.start()
         }
     }
 }

@@ -10,7 +10,7 @@ import Darwin
 
 /// Thin POSIX helpers for the fixture server. Everything here is non-blocking and closes what it opens on
 /// failure.
-enum Sockets {
+package enum Sockets {
     #if canImport(Darwin)
     static let stream = SOCK_STREAM
     #else
@@ -101,7 +101,7 @@ enum Sockets {
     #endif
 
     /// Names the calling thread for the operating system (`top -H`, /proc/self/task/*/comm, tests).
-    static func nameCurrentThread(_ name: String) { _ = cpinninglab_set_thread_name(name) }
+    package static func nameCurrentThread(_ name: String) { _ = cpinninglab_set_thread_name(name) }
 
     /// The operating system's name of the calling thread.
     static func currentThreadName() -> String {

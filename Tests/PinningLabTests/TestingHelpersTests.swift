@@ -13,12 +13,11 @@ private struct RefusedByThrowing: Error, CustomStringConvertible {
     var description: String { "certificate verify failed (thrown by the client)" }
 }
 
-/// When a thread released something, as seen from another.
-private final class ReleaseClock: @unchecked Sendable {  // `at` is only touched under `lock`
-    private let lock = NSLock()
-    private var at: ContinuousClock.Instant?
-    func mark() { lock.withLock { at = .now } }
-    var time: ContinuousClock.Instant? { lock.withLock { at } }
+/// The operating system's names of this process's threads.
+private func threadNames() -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+        .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
 }
 
 @Suite("PinningLabTesting helpers")
@@ -87,9 +86,11 @@ struct TestingHelpersTests {
     }
 
     // Issue 8, defect 2: opening the PKI waits on an flock (and may make RSA keys). Before the fix every caller
-    // blocked a thread of the cooperative pool (the first in flock, the others on the cache's lock), so with the
-    // folder locked by another process nothing else could run on the pool. Now the wait happens on a thread of its
-    // own: a probe task still runs while eight openings wait.
+    // blocked a thread of the cooperative pool (the first in flock, the others on the cache's lock): with the folder
+    // locked by another process, eight openings blocked the whole pool (a probe task waited ~2.2 s in a run where
+    // nothing else ran). Now one dedicated thread, named pinlab.pki-open, waits for the lock; the other seven
+    // openings wait as suspended tasks. Checked by looking at the threads, which does not depend on how busy other
+    // tests keep the pool.
     @Test func waitingForThePKILockDoesNotBlockTheCooperativePool() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-pool-\(getpid())")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -100,27 +101,29 @@ struct TestingHelpersTests {
         let fd = open(dir.appendingPathComponent(".lock").path, O_RDWR)
         try #require(fd >= 0)
         try #require(flock(fd, LOCK_EX) == 0)
+        // The lock is released by a plain thread: when the test says so, or after 15 s whatever happens, so that a
+        // blocked pool (before the fix) shows up as a failure rather than a hang.
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            _ = release.wait(timeout: .now() + 15)
+            flock(fd, LOCK_UN)
+            close(fd)
+        }.start()
         let openings = Task {
             try await withThrowingTaskGroup(of: LabPKI.self) { group in
                 for _ in 0..<8 { group.addTask { try await Lab.openPKI(directory: dir, seed: seed) } }
                 return try await group.reduce(into: 0) { n, _ in n += 1 }
             }
         }
-        // A plain thread lets the folder go after 6 s whatever happens, so a blocked pool shows up as a probe that
-        // could only run after the release rather than as a hang. Task.sleep is not used: it needs the pool too.
-        let released = ReleaseClock()
-        Thread {
-            Thread.sleep(forTimeInterval: 6)
-            released.mark()
-            flock(fd, LOCK_UN)
-            close(fd)
-        }.start()
-        usleep(300_000)  // let the openings reach the lock (blocking on purpose: Task.sleep needs the pool)
-        let ran = await Task.detached { ContinuousClock.now }.value
-        // Before the fix the probe could only run once the lock was released (both pool threads were blocked).
-        // Measured against the release rather than a fixed latency, so that a suite loading the pool meanwhile
-        // does not make this flaky.
-        #expect(released.time.map { ran < $0 } ?? true, "the probe waited for the PKI lock's release: the pool was blocked")
+        // Wait (off the pool) until the opener thread exists, at most 20 s.
+        var openers = 0
+        for _ in 0..<200 {
+            openers = threadNames().filter { $0 == "pinlab.pki-open" }.count
+            if openers > 0 { break }
+            await withCheckedContinuation { c in Thread { usleep(100_000); c.resume() }.start() }
+        }
+        release.signal()
+        #expect(openers == 1, "expected one dedicated thread waiting for the PKI lock, found \(openers)")
         #expect(try await openings.value == 8)
     }
 
