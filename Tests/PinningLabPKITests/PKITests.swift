@@ -206,6 +206,7 @@ struct PinTests {
         let json = try JSONSerialization.jsonObject(with: Data(PinFormat.json(ids).utf8)) as? [[String: Any]]
         #expect(json?.count == 2)
         #expect((json?[0]["spkiSHA256"] as? [String: String])?["base64"] == a)
+        #expect(json?[0]["okhttp"] as? String == "sha256/\(a)" && json?[1]["curl"] as? String == "sha256//\(b)")
     }
 }
 
