@@ -1,5 +1,6 @@
 public import Foundation
 public import PinningLabCore
+import PinningLabPKI
 
 /// Everything a command template can refer to in one cell. Built by the runner; every value is plain text.
 public struct CellContext: Sendable, Hashable {
@@ -50,8 +51,8 @@ public struct CellContext: Sendable, Hashable {
             "ip": ip,
             "ca": caFile,
             "pins": b64.joined(separator: ","),
-            "pins.curl": b64.map { "sha256//" + $0 }.joined(separator: ";"),
-            "pins.okhttp": b64.map { "sha256/" + $0 }.joined(separator: ","),
+            "pins.curl": PinFormat.curlPins(b64),
+            "pins.okhttp": b64.map(PinFormat.okhttpPin).joined(separator: ","),
             "pins.hex": pins.map(\.hexString).joined(separator: ","),
             "certpins.hex": certificatePins.map(\.hexString).joined(separator: ","),
             "client.cert": clientCertificateFile ?? "",

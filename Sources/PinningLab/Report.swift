@@ -156,10 +156,7 @@ public struct CheckReport: Sendable, Codable {
     }
 
     public func jsonString() throws -> String {
-        let enc = JSONEncoder()
-        enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        enc.dateEncodingStrategy = .iso8601
-        return String(decoding: try enc.encode(self), as: UTF8.self) + "\n"
+        try JSONOutput.string(self) + "\n"
     }
 
     /// One line: `correct — openssl, gnutls — 420 cells: 420 pass, … — 1.23 s`.

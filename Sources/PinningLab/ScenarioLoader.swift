@@ -417,17 +417,3 @@ private struct Reader {
     }
 }
 
-/// The closest candidate to `word` by edit distance, if it is close enough to be a likely typo.
-func suggestion(_ word: String, in candidates: [String]) -> String? {
-    let w = Array(word.lowercased())
-    var best: (String, Int)?
-    for c in candidates {
-        let lc = c.lowercased()
-        let prefixMatch = w.count >= 3 && (lc.hasPrefix(String(w)) || String(w).hasPrefix(lc))
-        let d = editDistance(String(w), lc)
-        guard prefixMatch || d <= max(2, c.count / 3) else { continue }
-        if best == nil || d < best!.1 { best = (c, d) }
-    }
-    return best?.0
-}
-

@@ -90,18 +90,24 @@ public struct PKIError: Error, Sendable, CustomStringConvertible, Equatable {
     public static func == (a: PKIError, b: PKIError) -> Bool { a.code == b.code }
 }
 
-/// The closest candidate by edit distance, for "did you mean" hints.
-func closest(_ word: String, in candidates: some Sequence<String>) -> String? {
+/// The closest candidate to `word`, if it is close enough to be a likely typo: the one "did you mean" rule of the
+/// spec, scenario, template and command-line errors. A candidate qualifies when one of the two starts with the
+/// other (three letters at least) or its edit distance is at most a third of the candidate's length (2 at least).
+package func suggestion(_ word: String, in candidates: some Sequence<String>) -> String? {
+    let w = word.lowercased()
     var best: (String, Int)?
     for c in candidates {
-        let d = editDistance(word.lowercased(), c.lowercased())
-        if d <= max(2, word.count / 3), best == nil || d < best!.1 { best = (c, d) }
+        let lc = c.lowercased()
+        let prefixMatch = w.count >= 3 && (lc.hasPrefix(w) || w.hasPrefix(lc))
+        let d = editDistance(w, lc)
+        guard prefixMatch || d <= max(2, c.count / 3) else { continue }
+        if best == nil || d < best!.1 { best = (c, d) }
     }
     return best?.0
 }
 
 /// Levenshtein distance between two words (for "did you mean" hints in spec and scenario errors).
-public func editDistance(_ a: String, _ b: String) -> Int {
+package func editDistance(_ a: String, _ b: String) -> Int {
     let a = Array(a), b = Array(b)
     if a.isEmpty { return b.count }
     if b.isEmpty { return a.count }
@@ -118,6 +124,6 @@ public func editDistance(_ a: String, _ b: String) -> Int {
 }
 
 func didYouMean(_ word: String, _ candidates: some Sequence<String>) -> String {
-    if let c = closest(word, in: candidates) { return "did you mean '\(c)'?" }
+    if let c = suggestion(word, in: candidates) { return "did you mean '\(c)'?" }
     return ""
 }

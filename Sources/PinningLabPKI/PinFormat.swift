@@ -20,13 +20,22 @@ public struct PinFormat: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let all: [PinFormat] = [.okhttp, .curl, .trustkit, .nsc, .hpkp, .json]
     public var description: String { rawValue }
 
+    /// One SPKI pin (base64 SHA-256) as OkHttp's `CertificatePinner` takes it: `sha256/BASE64`.
+    public static func okhttpPin(_ spkiBase64: String) -> String { "sha256/" + spkiBase64 }
+
+    /// One SPKI pin (base64 SHA-256) as curl's `--pinnedpubkey` takes it: `sha256//BASE64`.
+    public static func curlPin(_ spkiBase64: String) -> String { "sha256//" + spkiBase64 }
+
+    /// Several SPKI pins in one `--pinnedpubkey` argument: `sha256//A;sha256//B`.
+    public static func curlPins(_ spkiBase64: [String]) -> String { spkiBase64.map(curlPin).joined(separator: ";") }
+
     /// Renders the pins of `identities` (duplicates removed, order kept).
     public func render(_ identities: [Identity], host: String = "localhost") -> String {
         var seen = Set<String>()
         let pins = identities.map(\.pins.spkiBase64).filter { seen.insert($0).inserted }
         switch self {
-        case .okhttp: return pins.map { "sha256/\($0)" }.joined(separator: "\n") + "\n"
-        case .curl: return pins.map { "sha256//\($0)" }.joined(separator: ";") + "\n"
+        case .okhttp: return pins.map(Self.okhttpPin).joined(separator: "\n") + "\n"
+        case .curl: return Self.curlPins(pins) + "\n"
         case .trustkit:
             return "[" + pins.map { "\"\($0)\"" }.joined(separator: ", ") + "]\n"
         case .nsc:
@@ -47,18 +56,39 @@ public struct PinFormat: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     /// Every pin of `identities` as a JSON array, one object per identity.
     public static func json(_ identities: [Identity]) -> String {
-        func q(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-        var out = "[\n"
-        for (i, id) in identities.enumerated() {
-            out += "  {\n"
-            out += "    \"name\": \(q(id.name)),\n    \"role\": \(q(id.role.rawValue)),\n    \"key\": \(q(id.keyName)),\n"
-            out += "    \"keyType\": \(q(id.keyType.rawValue)),\n"
-            out += "    \"spkiSHA256\": {\"base64\": \(q(id.pins.spkiBase64)), \"hex\": \(q(id.pins.spkiHex))},\n"
-            out += "    \"certificateSHA256\": {\"base64\": \(q(id.pins.certificateBase64)), \"hex\": \(q(id.pins.certificateHex))},\n"
-            out += "    \"rawKeySHA256\": {\"base64\": \(q(id.pins.rawKeyBase64)), \"hex\": \(q(id.pins.rawKeyHex)), \"note\": \"SHA-256 of the bare key bytes (SecKeyCopyExternalRepresentation); not a standard pin\"},\n"
-            out += "    \"okhttp\": \(q("sha256/" + id.pins.spkiBase64)),\n    \"curl\": \(q("sha256//" + id.pins.spkiBase64))\n"
-            out += "  }" + (i == identities.count - 1 ? "\n" : ",\n")
-        }
-        return out + "]\n"
+        // Only strings: encoding cannot fail.
+        ((try? JSONOutput.string(identities.map(IdentityPins.init))) ?? "[]") + "\n"
+    }
+}
+
+/// One identity's pins as `PinFormat.json` writes them.
+private struct IdentityPins: Encodable {
+    struct Hash: Encodable {
+        var base64: String
+        var hex: String
+        var note: String?
+    }
+
+    var name: String
+    var role: String
+    var key: String
+    var keyType: String
+    var spkiSHA256: Hash
+    var certificateSHA256: Hash
+    var rawKeySHA256: Hash
+    var okhttp: String
+    var curl: String
+
+    init(_ id: Identity) {
+        name = id.name
+        role = id.role.rawValue
+        key = id.keyName
+        keyType = id.keyType.rawValue
+        spkiSHA256 = Hash(base64: id.pins.spkiBase64, hex: id.pins.spkiHex)
+        certificateSHA256 = Hash(base64: id.pins.certificateBase64, hex: id.pins.certificateHex)
+        rawKeySHA256 = Hash(base64: id.pins.rawKeyBase64, hex: id.pins.rawKeyHex,
+                            note: "SHA-256 of the bare key bytes (SecKeyCopyExternalRepresentation); not a standard pin")
+        okhttp = PinFormat.okhttpPin(id.pins.spkiBase64)
+        curl = PinFormat.curlPin(id.pins.spkiBase64)
     }
 }

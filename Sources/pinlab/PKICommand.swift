@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabPKI
 import PinningLabOpenSSL
 
 struct PKICommand: AsyncParsableCommand {
@@ -117,8 +118,8 @@ extension PKICommand {
             out += "  pins\n"
             out += "    SPKI SHA-256         \(id.pins.spkiBase64)\n"
             out += "                         \(id.pins.spkiHex)\n"
-            out += "    OkHttp               sha256/\(id.pins.spkiBase64)\n"
-            out += "    curl                 sha256//\(id.pins.spkiBase64)\n"
+            out += "    OkHttp               \(PinFormat.okhttpPin(id.pins.spkiBase64))\n"
+            out += "    curl                 \(PinFormat.curlPin(id.pins.spkiBase64))\n"
             out += "    certificate SHA-256  \(id.pins.certificateBase64)\n"
             out += "    bare key SHA-256     \(id.pins.rawKeyBase64)  (SecKeyCopyExternalRepresentation: not an SPKI pin)\n"
             out += "  files      \(f.folder.path)/{cert.pem,cert.cer,chain.pem,fullchain.pem,root.pem,key.pem\(id.role == .leaf || id.role == .client ? ",identity.p12" : ""),pins.json}\n"
@@ -244,7 +245,5 @@ func listJSON(_ pki: LabPKI) -> String {
                    spkiSHA256: id.pins.spkiBase64, certificateSHA256: id.pins.certificateBase64,
                    rawKeySHA256: id.pins.rawKeyBase64, files: files)
     }
-    let enc = JSONEncoder()
-    enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    return String(decoding: (try? enc.encode(rows)) ?? Data(), as: UTF8.self)
+    return (try? JSONOutput.string(rows)) ?? ""
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabPKI
 
 struct ScenariosCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -35,9 +36,7 @@ struct ScenariosCommand: AsyncParsableCommand {
             var scenarios = try options.loadCatalogue().scenarios
             if let tag { scenarios = scenarios.filter { $0.tags.contains(tag) } }
             if format == "json" {
-                let enc = JSONEncoder()
-                enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                print(String(decoding: try enc.encode(scenarios), as: UTF8.self))
+                print(try JSONOutput.string(scenarios))
                 return
             }
             if format == "markdown" {

@@ -46,7 +46,7 @@ let verifyCases: [VerifyCase] = [
 struct IndependentVerifierTests {
     @Test(arguments: verifyCases)
     func opensslVerify(_ c: VerifyCase) throws {
-        let pki = SharedPKI.pki
+        let pki = try SharedPKI.pki()
         let dir = temporaryDirectory("verify")
         defer { try? FileManager.default.removeItem(at: dir) }
         let files = try ChainFiles(try pki.identity(c.name), in: dir)
@@ -64,23 +64,22 @@ struct IndependentVerifierTests {
         }
     }
 
-    @Test(arguments: [
+    @Test(.enabled(if: Tool.runs(needing: "certtool"), "certtool is not installed (apt-get install gnutls-bin)"),
+          arguments: [
         ("leaf-v1", true), ("leaf-v3-rekey", true), ("leaf-ed25519", true), ("leaf-rsa-2048", true),
         ("leaf-expired", false), ("leaf-not-yet-valid", false), ("leaf-pathlen-violation", false),
         ("leaf-non-ca-signer", false), ("proxy-leaf", false), ("twin-leaf", false), ("leaf-self-signed", false),
         ("leaf-under-expired-intermediate", false),
     ])
     func certtoolAgrees(_ name: String, _ trusted: Bool) throws {
-        guard tool("certtool") else {
-            Issue.record("certtool (gnutls-bin) is not installed: apt-get install gnutls-bin")
-            return
-        }
+        let certtool = try #require(Tool.path("certtool"), "certtool is not on the PATH: apt-get install gnutls-bin")
+        let pki = try SharedPKI.pki()
         let dir = temporaryDirectory("certtool")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let files = try ChainFiles(try SharedPKI.pki.identity(name), in: dir)
+        let files = try ChainFiles(try pki.identity(name), in: dir)
         let root = dir.appendingPathComponent("root.pem").path
-        try pem(try SharedPKI.pki.identity("lab-root").certificateDER).write(toFile: root, atomically: true, encoding: .utf8)
-        let r = try run(["certtool", "--verify", "--load-ca-certificate", root, "--infile", files.chain])
+        try pem(try pki.identity("lab-root").certificateDER).write(toFile: root, atomically: true, encoding: .utf8)
+        let r = try run([certtool, "--verify", "--load-ca-certificate", root, "--infile", files.chain])
         if trusted {
             #expect(r.status == 0 && r.output.contains("Verified. The certificate is trusted"), "\(r.output)")
         } else {
@@ -123,12 +122,22 @@ struct IndependentVerifierTests {
 
 @Suite("Pins")
 struct PinTests {
+    /// Every identity of the built-in spec. If the spec does not parse this is empty, and
+    /// `theCasesCoverEveryIdentity` fails with the parse error instead of `pinsEqualOpenSSL` passing with no case.
     static let names = (try? Lab.builtInSpec().names) ?? []
+
+    @Test func theCasesCoverEveryIdentity() throws {
+        let spec = try Lab.builtInSpec()
+        try #require(!Self.names.isEmpty, "the built-in spec names no identity")
+        #expect(Self.names == spec.names)
+        #expect(Set(Self.names) == Set(try SharedPKI.pki().identities.map(\.name)), "every identity the PKI builds is checked")
+    }
 
     @Test(arguments: names)
     func pinsEqualOpenSSL(_ name: String) throws {
-        let id = try SharedPKI.pki.identity(name)
-        let files = SharedPKI.pki.files(for: name)
+        let pki = try SharedPKI.pki()
+        let id = try pki.identity(name)
+        let files = pki.files(for: name)
         let spki = try run(["sh", "-c",
             "openssl x509 -in '\(files.certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"])
         #expect(spki.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id.pins.spkiBase64, "\(spki.output)")
@@ -144,15 +153,16 @@ struct PinTests {
     }
 
     @Test func rawECKeyIsTheX963Point() throws {
-        let id = try SharedPKI.pki.identity("leaf-v1")
+        let pki = try SharedPKI.pki()
+        let id = try pki.identity("leaf-v1")
         // For P-256 the SPKI DER is a 26-byte header followed by the 65-byte point 04||X||Y.
         let r = try run(["sh", "-c",
-            "openssl x509 -in '\(SharedPKI.pki.files(for: "leaf-v1").certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | tail -c 65 | openssl dgst -sha256 -binary | base64"])
+            "openssl x509 -in '\(pki.files(for: "leaf-v1").certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | tail -c 65 | openssl dgst -sha256 -binary | base64"])
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id.pins.rawKeyBase64)
     }
 
     @Test func generationsKeepOrChangeTheRightPins() throws {
-        let pki = SharedPKI.pki
+        let pki = try SharedPKI.pki()
         let v1 = try pki.identity("leaf-v1"), v2 = try pki.identity("leaf-v2-renewal"), v3 = try pki.identity("leaf-v3-rekey")
         let k3 = try pki.identity("leaf-emergency-rekey")
         #expect(v1.pins.spkiSHA256 == v2.pins.spkiSHA256)
@@ -169,7 +179,7 @@ struct PinTests {
     }
 
     @Test func twinHasTheSameNameAndKeyIdentifierButAnotherKey() throws {
-        let pki = SharedPKI.pki
+        let pki = try SharedPKI.pki()
         func field(_ name: String, _ args: String) throws -> String {
             try run(["sh", "-c", "openssl x509 -in '\(pki.files(for: name).certificatePEM.path)' -noout \(args)"]).stdout
         }
@@ -182,7 +192,8 @@ struct PinTests {
     }
 
     @Test func formats() throws {
-        let ids = [try SharedPKI.pki.identity("leaf-v1"), try SharedPKI.pki.identity("leaf-v3-rekey")]
+        let pki = try SharedPKI.pki()
+        let ids = [try pki.identity("leaf-v1"), try pki.identity("leaf-v3-rekey")]
         let a = ids[0].pins.spkiBase64, b = ids[1].pins.spkiBase64
         #expect(PinFormat.okhttp.render(ids) == "sha256/\(a)\nsha256/\(b)\n")
         #expect(PinFormat.curl.render(ids) == "sha256//\(a);sha256//\(b)\n")
@@ -195,6 +206,7 @@ struct PinTests {
         let json = try JSONSerialization.jsonObject(with: Data(PinFormat.json(ids).utf8)) as? [[String: Any]]
         #expect(json?.count == 2)
         #expect((json?[0]["spkiSHA256"] as? [String: String])?["base64"] == a)
+        #expect(json?[0]["okhttp"] as? String == "sha256/\(a)" && json?[1]["curl"] as? String == "sha256//\(b)")
     }
 }
 
@@ -202,7 +214,7 @@ struct PinTests {
 struct PKCS12Tests {
     @Test(arguments: ["leaf-v1", "client-valid", "leaf-rsa-2048", "leaf-pathlen-violation"])
     func opensslOpensTheP12(_ name: String) throws {
-        let pki = SharedPKI.pki
+        let pki = try SharedPKI.pki()
         let id = try pki.identity(name)
         let p12 = try pki.pkcs12File(for: name).path
         let r = try run(["openssl", "pkcs12", "-in", p12, "-passin", "pass:\(pki.pkcs12Password)", "-nodes"])
@@ -219,7 +231,7 @@ struct PKCS12Tests {
     }
 
     @Test func roundTripAndWrongPassword() throws {
-        let id = try SharedPKI.pki.identity("client-valid")
+        let id = try SharedPKI.pki().identity("client-valid")
         let p12 = try OpenSSLPKCS12().encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
                                              chainDER: id.issuerChainDER, friendlyName: "x", password: "s3cret")
         let back = try OpenSSLPKCS12.open(p12, password: "s3cret")

@@ -75,6 +75,14 @@ extension Predictions {
 
 @Suite("Reference clients through the catalogue", .serialized)
 struct ReferenceClientRunTests {
+    /// The parameterized test runs over `BuiltInClients.names`: every built-in client has a prediction and every
+    /// prediction a client, so an empty or renamed list cannot make it pass with fewer cases.
+    @Test func everyBuiltInClientHasAPrediction() throws {
+        try #require(!BuiltInClients.names.isEmpty)
+        #expect(Set(BuiltInClients.names) == Set(Predictions.failures.keys))
+        #expect(Set(Predictions.wrongReasons.keys).isSubset(of: Set(BuiltInClients.names)))
+    }
+
     @Test(arguments: BuiltInClients.names)
     func failsExactlyThePredictedCells(client name: String) async throws {
         let expectedFailures = try #require(Predictions.failures[name], "no prediction written for \(name)")

@@ -42,7 +42,7 @@ func writeTemporary(_ text: String, _ ext: String) throws -> URL {
 
 @Suite("Report formats")
 struct ReportFormatTests {
-    @Test func jsonValidatesAgainstItsSchema() throws {
+    @Test func jsonCarriesEveryCellWithTheDocumentedFields() throws {
         let report = try syntheticReport()
         let json = try report.render(.json)
         // Round trip: every cell is there with the documented field names.
@@ -53,11 +53,14 @@ struct ReportFormatTests {
             #expect(cells.allSatisfy { $0[key] != nil }, "every cell has \(key)")
         }
         #expect(cells.contains { $0["observed"] != nil && $0["alert"] == nil })
+    }
 
-        guard TestLab.has("python3"), (try? TestLab.run(["python3", "-c", "import jsonschema"]))?.status == 0 else {
-            print("skipping schema validation: python3 with the jsonschema module is not installed (pip install jsonschema)")
-            return
-        }
+    /// Judged by an independent validator (python's jsonschema), which must also reject a bad document.
+    @Test(.enabled(if: Tool.inCI || Tool.hasJSONSchema, "python3 with the jsonschema module is not installed (pip install jsonschema)"))
+    func jsonValidatesAgainstItsSchema() throws {
+        try #require(Tool.hasJSONSchema, "python3 with the jsonschema module is not installed (pip install jsonschema)")
+        let report = try syntheticReport()
+        let json = try report.render(.json)
         let schema = try writeTemporary(ReportSchemas.json, "json")
         let doc = try writeTemporary(json, "json")
         defer { try? FileManager.default.removeItem(at: schema); try? FileManager.default.removeItem(at: doc) }
@@ -77,24 +80,28 @@ struct ReportFormatTests {
         #expect(r.output.contains("ok"))
     }
 
-    @Test func junitValidatesAgainstTheXSD() throws {
+    @Test func junitHasOneTestcasePerCell() throws {
         let report = try syntheticReport()
         let xml = try report.render(.junit)
         #expect(xml.components(separatedBy: "<testcase ").count - 1 == report.verdicts.count, "one testcase per cell")
         #expect(xml.contains("failures=\"\(report.summary.fail + report.summary.disagree)\""))
         #expect(!xml.contains("\u{1}"), "control characters are replaced")
-        guard TestLab.has("xmllint") else {
-            print("skipping XSD validation: xmllint is not installed (apt-get install libxml2-utils)")
-            return
-        }
+    }
+
+    /// Judged by an independent validator (xmllint), which must also reject a bad document.
+    @Test(.enabled(if: Tool.runs(needing: "xmllint"), "xmllint is not installed (apt-get install libxml2-utils)"))
+    func junitValidatesAgainstTheXSD() throws {
+        let xmllint = try #require(Tool.path("xmllint"), "xmllint is not on the PATH (apt-get install libxml2-utils)")
+        let report = try syntheticReport()
+        let xml = try report.render(.junit)
         let xsd = try writeTemporary(ReportSchemas.junitXSD, "xsd")
         let doc = try writeTemporary(xml, "xml")
         let broken = try writeTemporary(xml.replacingOccurrences(of: "tests=\"", with: "tests=\"x"), "xml")
         defer { for u in [xsd, doc, broken] { try? FileManager.default.removeItem(at: u) } }
-        let r = try TestLab.run(["xmllint", "--noout", "--schema", xsd.path, doc.path])
+        let r = try TestLab.run([xmllint, "--noout", "--schema", xsd.path, doc.path])
         #expect(r.status == 0, "\(r.output)")
         #expect(r.output.contains("validates"))
-        let bad = try TestLab.run(["xmllint", "--noout", "--schema", xsd.path, broken.path])
+        let bad = try TestLab.run([xmllint, "--noout", "--schema", xsd.path, broken.path])
         #expect(bad.status != 0, "the XSD rejects a non-numeric count")
     }
 

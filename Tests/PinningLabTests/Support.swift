@@ -10,11 +10,6 @@ enum TestLab {
 
     static func runner() throws -> CheckRunner { CheckRunner(pki: try pki(), catalogue: try Catalogue.bundled()) }
 
-    /// `true` when `tool` is on the PATH.
-    static func has(_ tool: String) -> Bool {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return path.split(separator: ":").contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
-    }
 
     /// Runs a tool and returns its exit status and combined output (with `posix_spawn`, not Foundation's
     /// `Process`, which can crash in a test process with many descriptors open).
@@ -23,6 +18,28 @@ enum TestLab {
         if let e = r.launchError { throw ToolError(description: e) }
         return (r.status, r.output)
     }
+}
+
+/// The tools these tests call, found on the PATH.
+enum Tool {
+    /// The executable `name` on the PATH, if there is one.
+    static func path(_ name: String) -> String? {
+        let dirs = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        return dirs.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// CI installs every tool these tests call (openssl, certtool, curl, xmllint, python3 with jsonschema).
+    static let inCI = ProcessInfo.processInfo.environment["CI"] != nil
+
+    /// Whether a test needing `name` runs: always in CI, where a missing tool must fail the test; elsewhere only
+    /// when the tool is on the PATH, so that a developer without it sees the test reported as skipped.
+    static func runs(needing name: String) -> Bool { inCI || path(name) != nil }
+
+    /// python3 with the `jsonschema` module, as `pip install jsonschema` provides.
+    static let hasJSONSchema: Bool = {
+        guard path("python3") != nil else { return false }
+        return (try? TestLab.run(["python3", "-c", "import jsonschema"]))?.status == 0
+    }()
 }
 
 struct ToolError: Error, CustomStringConvertible { var description: String }
