@@ -94,6 +94,9 @@ struct LabCheckCommand: AsyncParsableCommand {
     @Option(help: "openssl, gnutls or both.")
     var engine: String = "both"
 
+    @Option(help: "text, or json (the grade and every wrong cell, for scripts and tests).")
+    var format: String = "text"
+
     @Option(help: "Also write the lab's picture (an HTML page: chains, pins, your row beside the correct row).")
     var html: String?
 
@@ -116,6 +119,9 @@ struct LabCheckCommand: AsyncParsableCommand {
         }
         if let client, BuiltInClients.named(client) == nil {
             throw ValidationError("--client: '\(client)' is not a built-in client; use \(BuiltInClients.names.joined(separator: ", ")).")
+        }
+        guard format == "text" || format == "json" else {
+            throw ValidationError("--format: '\(format)' is not a format of lab check; use text or json.")
         }
         guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1.") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
@@ -152,7 +158,11 @@ struct LabCheckCommand: AsyncParsableCommand {
         } catch {
             fail("\(error)")
         }
-        print(grade.renderText(color: stdoutIsTerminal), terminator: "")
+        if format == "json" {
+            print(try grade.jsonString(), terminator: "")
+        } else {
+            print(grade.renderText(color: stdoutIsTerminal), terminator: "")
+        }
         if let html {
             let correct: CheckReport?
             if let c = BuiltInClients.named("correct") {
@@ -165,7 +175,7 @@ struct LabCheckCommand: AsyncParsableCommand {
             } catch {
                 fail("cannot write \(html): \(error.localizedDescription)")
             }
-            print("The lab's picture: \(html)")
+            if format == "text" { print("The lab's picture: \(html)") }
         }
         if !grade.passed { throw ExitCode(1) }
     }

@@ -2,7 +2,7 @@ import Foundation
 public import PinningLabCore
 
 /// One wrong (scenario, profile) cell of a lab, over the engines where it went wrong, explained in plain words.
-public struct LabFailure: Sendable, Hashable {
+public struct LabFailure: Sendable, Hashable, Codable {
     public var cell: LabCell
     /// The engines on which the cell deviated, e.g. `["openssl", "gnutls"]`.
     public var engines: [String]
@@ -76,6 +76,26 @@ public struct LabGrade: Sendable {
             s += " Your client said: \(d.split(separator: "\n").last.map(String.init) ?? d)"
         }
         return s
+    }
+
+    /// The grade as JSON: the lab, whether it passed, and each wrong cell with its explanation.
+    public func jsonString() throws -> String {
+        struct Out: Encodable {
+            var lab: Int
+            var slug: String
+            var client: String
+            var engines: [String]
+            var passed: Bool
+            var cells: Int
+            var wrong: Int
+            var failures: [LabFailure]
+        }
+        let out = Out(lab: lab.number, slug: lab.slug, client: report.client, engines: report.engines, passed: passed,
+                      cells: report.verdicts.filter { $0.status != .skipped }.count,
+                      wrong: report.summary.deviations, failures: failures)
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try enc.encode(out), as: UTF8.self) + "\n"
     }
 
     /// The grade as text: a small matrix, then each wrong cell explained, then what to try next.

@@ -71,7 +71,7 @@ public struct TeachingLab: Sendable, Hashable {
 }
 
 /// A (scenario, pin profile) pair of a lab.
-public struct LabCell: Sendable, Hashable, Comparable, CustomStringConvertible {
+public struct LabCell: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     public var scenario: String
     public var profile: PinProfile
     public init(_ scenario: String, _ profile: PinProfile) {
