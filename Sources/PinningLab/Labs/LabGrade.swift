@@ -23,6 +23,9 @@ public struct LabGrade: Sendable {
     public var report: CheckReport
     public var failures: [LabFailure]
 
+    /// The cells that ran (the lab's scenarios × profiles × engines; the catalogue's other profiles are skipped).
+    public var cellsRun: Int { report.verdicts.filter { $0.status != .skipped }.count }
+
     /// Every cell is as expected on every engine.
     public var passed: Bool { !report.deviates }
 
@@ -91,7 +94,7 @@ public struct LabGrade: Sendable {
             var failures: [LabFailure]
         }
         let out = Out(lab: lab.number, slug: lab.slug, client: report.client, engines: report.engines, passed: passed,
-                      cells: report.verdicts.filter { $0.status != .skipped }.count,
+                      cells: cellsRun,
                       wrong: report.summary.deviations, failures: failures)
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -160,8 +163,7 @@ public struct LabGrade: Sendable {
                 + "baseline pass first.", indent: "")
         }
         out += labWrap("What to try next: \(lab.tryNext)", indent: "")
-        let ran = report.verdicts.filter { $0.status != .skipped }.count
-        out += paint("NOT YET", "1;31") + ": \(report.summary.deviations) of \(ran) cells are "
+        out += paint("NOT YET", "1;31") + ": \(report.summary.deviations) of \(cellsRun) cells are "
             + "wrong (\(failures.count) scenario × profile pairs). Run the same command again after your change.\n"
         return out
     }

@@ -56,7 +56,7 @@ public enum LabReportHTML {
         """
         h += grade.passed
             ? "<div class=\"verdict ok\">Passed: every cell as expected on every engine. \(xml(lab.lesson))</div>\n"
-            : "<div class=\"verdict bad\">Not yet: \(r.summary.deviations) of \(r.summary.total) cells wrong. \(xml(lab.tryNext))</div>\n"
+            : "<div class=\"verdict bad\">Not yet: \(r.summary.deviations) of \(grade.cellsRun) cells wrong. \(xml(lab.tryNext))</div>\n"
         h += "<div class=\"legend\">Chains: solid boxes were sent by the server, in order; dashed boxes come from the "
             + "client's trust store; grey boxes were sent but are not on the path a verifier builds. Green: a pin of this "
             + "lab matches the certificate's key (or its bytes, for <code>leaf-cert</code>). Rows: "

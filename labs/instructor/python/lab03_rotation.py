@@ -20,7 +20,7 @@ def main():
         # A pin set: any one of them is enough. The backup pin is what lets the server re-key without an outage.
         got = labtls.sha256_b64(labtls.spki(labtls.leaf(tls)))
         if got not in cell.pins:
-            tls.close()
+            labtls.close(tls)
             labtls.refuse("pin mismatch: the server's key %s is not pinned" % got)
 
     labtls.send_request(tls, cell)

@@ -21,7 +21,7 @@ def main():
         # trust store (a server does not send its root, so the presented chain would not hold it).
         hashes = [labtls.sha256_b64(labtls.spki(c)) for c in labtls.validated_chain(tls)]
         if not any(h in cell.pins for h in hashes):
-            tls.close()
+            labtls.close(tls)
             labtls.refuse("pin mismatch: no key of the validated chain is pinned (%s)" % ", ".join(hashes))
 
     labtls.send_request(tls, cell)

@@ -21,7 +21,7 @@ def main():
         # ASN.1 header for the key type to SecKeyCopyExternalRepresentation's bytes (TrustKit keeps one per type).
         got = labtls.sha256_b64(labtls.spki(labtls.leaf(tls)))
         if got not in cell.pins:
-            tls.close()
+            labtls.close(tls)
             labtls.refuse("pin mismatch: the server's key %s is not pinned" % got)
 
     labtls.send_request(tls, cell)

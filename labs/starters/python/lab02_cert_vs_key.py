@@ -23,7 +23,7 @@ def main():
         # (labtls.spki, labtls.sha256_b64) with cell.pins instead.
         got = labtls.sha256_hex(labtls.leaf(tls))
         if got not in cell.certpins_hex:
-            tls.close()
+            labtls.close(tls)
             labtls.refuse("pin mismatch: certificate %s is not pinned" % got)
 
     labtls.send_request(tls, cell)

@@ -21,7 +21,7 @@ def main():
         # TODO: the app ships two pins (today's key K1, then the backup key K2 published for the next re-key),
         # but only the first one is honoured. Accept the server when its key matches ANY pin in cell.pins.
         if got != cell.pins[0]:
-            tls.close()
+            labtls.close(tls)
             labtls.refuse("pin mismatch: the server's key %s is not pinned" % got)
 
     labtls.send_request(tls, cell)

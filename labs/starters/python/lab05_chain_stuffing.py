@@ -22,7 +22,7 @@ def main():
         # the chain the verifier actually built and validated instead (labtls.validated_chain).
         hashes = [labtls.sha256_b64(labtls.spki(c)) for c in labtls.presented_chain(tls)]
         if not any(h in cell.pins for h in hashes):
-            tls.close()
+            labtls.close(tls)
             labtls.refuse("pin mismatch: no key the server sent is pinned")
 
     labtls.send_request(tls, cell)

@@ -24,7 +24,7 @@ def main():
     if cell.pins:
         got = labtls.sha256_b64(labtls.spki(labtls.leaf(tls)))
         if got not in cell.pins:
-            tls.close()
+            labtls.close(tls)
             labtls.refuse("pin mismatch: the server's key %s is not pinned" % got)
 
     labtls.send_request(tls, cell)

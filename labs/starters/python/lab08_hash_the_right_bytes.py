@@ -22,7 +22,7 @@ def main():
         # the SHA-256 of the whole DER SubjectPublicKeyInfo: the algorithm identifier AND the key (labtls.spki).
         got = labtls.sha256_b64(labtls.raw_public_key(labtls.leaf(tls)))
         if got not in cell.pins:
-            tls.close()
+            labtls.close(tls)
             labtls.refuse("pin mismatch: the server's key %s is not pinned" % got)
 
     labtls.send_request(tls, cell)

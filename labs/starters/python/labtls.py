@@ -41,6 +41,15 @@ def refuse(message):
     sys.exit(1)
 
 
+def close(tls):
+    """Close the connection without sending anything: a TLS close_notify, then the socket."""
+    try:
+        tls.settimeout(1.0)
+        tls.unwrap().close()
+    except (ssl.SSLError, OSError, ValueError):
+        tls.close()
+
+
 def connect_tcp(cell):
     return socket.create_connection((cell.host, cell.port), timeout=TIMEOUT)
 
