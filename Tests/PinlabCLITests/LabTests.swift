@@ -142,5 +142,30 @@ struct LabTests {
         #expect(html.contains("which is not in the validated chain"))
         #expect(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"))
     }
-}
 
+    /// The picture renders in headless Chromium (Debian: `apt-get install -y chromium`) and is not blank. Without
+    /// Chromium the test says so and checks nothing else; CI installs it.
+    @Test func htmlPictureRendersInHeadlessChromium() throws {
+        guard let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            print("skipping: Chromium is not installed (apt-get install -y chromium)")
+            return
+        }
+        let python = try #require(Self.python)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-lab-shot-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let html = dir.appendingPathComponent("lab6.html")
+        let png = dir.appendingPathComponent("lab6.png")
+        let lab = try TeachingLabs.named("6")
+        let r = try CLI.run(["lab", "check", "6", "--engine", "gnutls", "--html", html.path] + CLI.dirArgs
+                            + ["--", python, Self.root.appendingPathComponent(lab.pythonStarterPath).path])
+        #expect(r.status == 1)
+        let shot = try run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                            "--window-size=1280,900", "--screenshot=\(png.path)", html.absoluteString], timeout: 120)
+        #expect(FileManager.default.fileExists(atPath: png.path), "no screenshot: \(shot.output)")
+        let check = try run([python, Self.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path])
+        #expect(check.status == 0, "\(check.output)")
+        #expect(check.stdout.contains("1280x900"))
+    }
+}
