@@ -47,6 +47,7 @@ public enum LabReportHTML {
         .why{border-left:4px solid #b42318;background:#fff6f5;padding:6px 10px;margin:8px 0;font-size:14px}
         .why b{color:#7f1d1d}
         .legend{font-size:13px;color:#475467}
+        table.glance{width:auto;margin:0 0 12px} .glance td{padding:3px 8px} .glance .o{min-width:0} .glance a{color:inherit}
         @media print{body{background:#fff;margin:8mm;max-width:none;font-size:11pt}.scenario{border-color:#999}
           .grid{grid-template-columns:1fr 1.2fr}*{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
         </style></head><body>
@@ -57,6 +58,7 @@ public enum LabReportHTML {
         h += grade.passed
             ? "<div class=\"verdict ok\">Passed: every cell as expected on every engine. \(xml(lab.lesson))</div>\n"
             : "<div class=\"verdict bad\">Not yet: \(r.summary.deviations) of \(grade.cellsRun) cells wrong. \(xml(lab.tryNext))</div>\n"
+        h += glance(lab: lab, report: r)
         h += "<div class=\"legend\">Chains: solid boxes were sent by the server, in order; dashed boxes come from the "
             + "client's trust store; grey boxes were sent but are not on the path a verifier builds. Green: a pin of this "
             + "lab matches the certificate's key (or its bytes, for <code>leaf-cert</code>). Rows: "
@@ -128,6 +130,28 @@ public enum LabReportHTML {
             h += "</div>\n"
         }
         return h
+    }
+
+    /// The whole lab at a glance: scenario × profile, what a correct client does, and your client per engine.
+    static func glance(lab: TeachingLab, report r: CheckReport) -> String {
+        var h = "<table class=\"rows glance\"><thead><tr><th>at a glance</th>"
+        for p in lab.profiles { h += "<th>\(xml(p.rawValue))</th>" }
+        h += "</tr></thead><tbody>\n"
+        for id in lab.scenarios {
+            h += "<tr><td class=\"who\"><a href=\"#s-\(xml(id))\">\(xml(id))</a></td>"
+            for p in lab.profiles {
+                let vs = r.engines.compactMap { r.verdict(id, p, $0) }
+                let must = vs.first.map { $0.expected == .accept ? "accept" : "refuse" } ?? "?"
+                h += "<td><span class=\"exp\">must \(must)</span> "
+                for v in vs {
+                    let mark = v.status == .pass ? "✓" : (v.status.isDeviation ? "✗" : "·")
+                    h += "<span class=\"o \(xml(v.status.rawValue))\" title=\"\(xml(v.engine)): \(xml(v.reason))\">\(xml(v.engine)) \(mark)</span>"
+                }
+                h += "</td>"
+            }
+            h += "</tr>\n"
+        }
+        return h + "</tbody></table>\n"
     }
 
     static func rowsTable(_ id: String, lab: TeachingLab, learner: CheckReport, correct: CheckReport?) -> String {
