@@ -77,7 +77,8 @@ struct LabCheckCommand: AsyncParsableCommand {
             A batch mode (one process answering every cell, for clients that are expensive to start) does not \
             exist yet.
 
-            Exit status: 0 when every cell of the lab is as expected, 1 when any is wrong, 2 on a usage error.
+            Exit status: 0 when every cell of the lab is as expected, 1 when any is wrong; 64 for a malformed \
+            command line (an unknown lab number lists the valid ones), 2 when the lab cannot be set up.
             """)
 
     @OptionGroup var source: CatalogueOptions
@@ -110,7 +111,11 @@ struct LabCheckCommand: AsyncParsableCommand {
     var command: [String] = []
 
     func validate() throws {
-        _ = try TeachingLabs.named(number)
+        do {
+            _ = try TeachingLabs.named(number)
+        } catch {
+            throw ValidationError("\(error)")
+        }
         if client == nil && command.isEmpty {
             throw ValidationError("give a client: a command after `--` (e.g. -- python3 \(lab(number).pythonStarterPath)), or --client \(BuiltInClients.names.joined(separator: "|")).")
         }

@@ -101,6 +101,9 @@ struct LabTests {
             #expect(r.stderr.contains("'\(bad)' is not a lab"), "\(r.stderr)")
             #expect(r.stderr.contains("1 (01-why-pin)") && r.stderr.contains("8 (08-hash-the-right-bytes)"))
         }
+        let unknown = try CLI.run(["lab", "check", "9", "--", "true"])
+        #expect(unknown.status != 0 && unknown.status != 1, "an unknown lab must not look like a failed grade")
+        #expect(unknown.stderr.contains("'9' is not a lab") && unknown.stderr.contains("8 (08-hash-the-right-bytes)"))
         let noClient = try CLI.run(["lab", "check", "2"])
         #expect(noClient.status != 0 && noClient.status != 1)
         #expect(noClient.stderr.contains("give a client"))
