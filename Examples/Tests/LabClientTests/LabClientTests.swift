@@ -33,6 +33,8 @@ struct LabClientTests {
         let g = try await Self.grade(lab, executable: "lab-solution")
         #expect(g.passed, "\(g.renderText())")
         #expect(g.report.engines == ["openssl", "gnutls"])
+        #expect(g.cellsRun == lab.scenarios.count * lab.profiles.count * 2)
+        #expect(g.report.verdicts.filter { $0.status == .pass }.count == g.cellsRun)
     }
 
     @Test("the Swift starter fails for exactly the lab's reason, on both engines", arguments: TeachingLabs.all.map(\.number))
@@ -40,6 +42,7 @@ struct LabClientTests {
         let lab = try TeachingLabs.named(String(number))
         let g = try await Self.grade(lab, executable: "lab-starter")
         #expect(!g.passed)
+        #expect(g.cellsRun == lab.scenarios.count * lab.profiles.count * 2)
         #expect(g.failingCells == lab.starterFails, "\(g.renderText())")
         #expect(g.failingOnEveryEngine == lab.starterFails, "\(g.renderText())")
     }
