@@ -33,7 +33,7 @@ public enum LabReportHTML {
         .small{font-size:12.5px;color:#3b4252}
         .arrow{margin:1px 0 1px 26px;color:#8a94a6;font-size:12px}
         .badge{display:inline-block;border-radius:10px;padding:0 8px;margin:3px 4px 0 0;font-size:12px;background:#15803d;color:#fff}
-        .badge.miss{background:#b42318}
+        .badge.miss{background:#b42318} .cert.off .badge{background:#b45309}
         .tag{display:inline-block;border-radius:4px;padding:0 5px;font-size:11px;background:#e6e9f0;color:#3b4252;margin-left:4px}
         table.rows{border-collapse:collapse;width:100%;margin:4px 0 8px}
         .rows th,.rows td{border:1px solid #d7dbe3;padding:5px 7px;text-align:center}
@@ -61,7 +61,8 @@ public enum LabReportHTML {
         h += glance(lab: lab, report: r)
         h += "<div class=\"legend\">Chains: solid boxes were sent by the server, in order; dashed boxes come from the "
             + "client's trust store; grey boxes were sent but are not on the path a verifier builds. Green: a pin of this "
-            + "lab matches the certificate's key (or its bytes, for <code>leaf-cert</code>). Rows: "
+            + "lab matches the certificate's key (or its bytes, for <code>leaf-cert</code>); amber: it matches a certificate "
+            + "that is not in the validated chain, which proves nothing. Rows: "
             + "<span class=\"o pass\">accepted ✓</span> as expected, <span class=\"o fail\">refused ✗</span> wrong, one per engine.</div>\n"
 
         for id in lab.scenarios {
@@ -72,8 +73,19 @@ public enum LabReportHTML {
             h += "</div><div>\n"
             h += rowsTable(id, lab: lab, learner: r, correct: correct)
             h += pinList(s, profiles: lab.profiles)
+            // Cells of one scenario that went wrong the same way are explained once.
+            var groups: [(profiles: [String], failure: LabFailure)] = []
             for f in grade.failures where f.cell.scenario == id {
-                h += "<div class=\"why\"><b>✗ \(xml(f.cell.profile.rawValue))</b> (\(xml(f.engines.joined(separator: ", ")))): "
+                if let i = groups.firstIndex(where: { $0.failure.did == f.did && $0.failure.shouldHave == f.shouldHave
+                    && $0.failure.missed == f.missed && $0.failure.engines == f.engines }) {
+                    groups[i].profiles.append(f.cell.profile.rawValue)
+                } else {
+                    groups.append(([f.cell.profile.rawValue], f))
+                }
+            }
+            for g in groups {
+                let f = g.failure
+                h += "<div class=\"why\"><b>✗ \(xml(g.profiles.joined(separator: ", ")))</b> (\(xml(f.engines.joined(separator: ", ")))): "
                     + "\(xml(f.did))<br><b>Should have:</b> \(xml(f.shouldHave))<br><b>Missed:</b> \(xml(f.missed))</div>\n"
             }
             h += "</div></div></section>\n"
@@ -125,7 +137,8 @@ public enum LabReportHTML {
             h += "<br><span class=\"name\">\(xml(c.name))</span> <span class=\"small\">key <b>\(xml(c.keyName))</b> "
                 + "(\(xml(c.keyType)))</span><br><span class=\"small\">subject <code>\(xml(c.subject))</code></span>"
             if !matched.isEmpty {
-                h += "<br>" + matched.map { "<span class=\"badge\">pin \(xml($0.rawValue)) matches</span>" }.joined()
+                let but = !path.isEmpty && !onPath ? ", but proves nothing here" : ""
+                h += "<br>" + matched.map { "<span class=\"badge\">pin \(xml($0.rawValue)) matches\(but)</span>" }.joined()
             }
             h += "</div>\n"
         }
