@@ -24,7 +24,9 @@ struct LabListCommand: ParsableCommand {
         for l in TeachingLabs.all {
             print("\(l.number)  \(l.title.padding(toLength: 52, withPad: " ", startingAt: 0))  \(l.pagePath)")
         }
-        print("\nStart with `pinlab lab show 1`; grade with `pinlab lab check 1 -- python3 labs/starters/python/lab01_why_pin.py`.")
+        print(
+            "\nStart with `pinlab lab show 1`; grade with `pinlab lab check 1 -- python3 labs/starters/python/lab01_why_pin.py`."
+        )
     }
 }
 
@@ -45,7 +47,8 @@ struct LabShowCommand: AsyncParsableCommand {
         out += "The starter's mistake\n" + ExplainCommand.wrap(l.mistake) + "\n\n"
         out += "Scenarios (pinlab explain ID for each)\n"
         for s in l.scenarios {
-            out += "  \(s.padding(toLength: 30, withPad: " ", startingAt: 0))\(catalogue[s]?.title ?? "(not in this catalogue)")\n"
+            out +=
+                "  \(s.padding(toLength: 30, withPad: " ", startingAt: 0))\(catalogue[s]?.title ?? "(not in this catalogue)")\n"
         }
         out += "\nPin profiles graded: \(l.profiles.map(\.rawValue).joined(separator: ", "))\n"
         out += "Engines: both (openssl, gnutls)\n\n"
@@ -117,13 +120,16 @@ struct LabCheckCommand: AsyncParsableCommand {
             throw ValidationError("\(error)")
         }
         if client == nil && command.isEmpty {
-            throw ValidationError("give a client: a command after `--` (e.g. -- python3 \(lab(number).pythonStarterPath)), or --client \(BuiltInClients.names.joined(separator: "|")).")
+            throw ValidationError(
+                "give a client: a command after `--` (e.g. -- python3 \(lab(number).pythonStarterPath)), or --client \(BuiltInClients.names.joined(separator: "|"))."
+            )
         }
         if client != nil && !command.isEmpty {
             throw ValidationError("give either --client or a command after `--`, not both.")
         }
         if let client, BuiltInClients.named(client) == nil {
-            throw ValidationError("--client: '\(client)' is not a built-in client; use \(BuiltInClients.names.joined(separator: ", ")).")
+            throw ValidationError(
+                "--client: '\(client)' is not a built-in client; use \(BuiltInClients.names.joined(separator: ", ")).")
         }
         guard format == "text" || format == "json" else {
             throw ValidationError("--format: '\(format)' is not a format of lab check; use text or json.")
@@ -140,9 +146,10 @@ struct LabCheckCommand: AsyncParsableCommand {
             subject = .inProcess(c)
         } else {
             do {
-                subject = .command(CommandClient(
-                    name: name ?? command.joined(separator: " "), template: try CommandTemplate(command),
-                    timeout: .milliseconds(Int(timeout * 1000))))
+                subject = .command(
+                    CommandClient(
+                        name: name ?? command.joined(separator: " "), template: try CommandTemplate(command),
+                        timeout: .milliseconds(Int(timeout * 1000))))
             } catch {
                 fail("\(error)")
             }
@@ -158,8 +165,9 @@ struct LabCheckCommand: AsyncParsableCommand {
         let engines = try Engines.named(engine)
         let grade: LabGrade
         do {
-            grade = try await l.grade(subject, runner: runner, engines: engines, jobs: jobs,
-                                      timeout: .milliseconds(Int(timeout * 1000)))
+            grade = try await l.grade(
+                subject, runner: runner, engines: engines, jobs: jobs,
+                timeout: .milliseconds(Int(timeout * 1000)))
         } catch {
             fail("\(error)")
         }

@@ -35,7 +35,8 @@ struct LabTests {
         let python = try #require(python, "python3 is needed for the Python lab clients")
         let path = root.appendingPathComponent(file).path
         #expect(FileManager.default.fileExists(atPath: path), "\(path) is missing")
-        let r = try CLI.run(["lab", "check", String(lab.number), "--format", "json"] + CLI.dirArgs + ["--", python, path])
+        let r = try CLI.run(
+            ["lab", "check", String(lab.number), "--format", "json"] + CLI.dirArgs + ["--", python, path])
         let graded = try JSONDecoder().decode(Graded.self, from: Data(r.stdout.utf8))
         return (r, graded)
     }
@@ -70,7 +71,9 @@ struct LabTests {
         #expect(g.wrong == lab.starterFails.count * 2)
     }
 
-    @Test("the built-in teaching client makes the same mistake as the starter", arguments: TeachingLabs.all.filter { $0.teachingClient != nil }.map(\.number))
+    @Test(
+        "the built-in teaching client makes the same mistake as the starter",
+        arguments: TeachingLabs.all.filter { $0.teachingClient != nil }.map(\.number))
     func teachingClientFailsLikeTheStarter(_ number: Int) throws {
         let lab = try TeachingLabs.named(String(number))
         let name = try #require(lab.teachingClient)
@@ -88,8 +91,10 @@ struct LabTests {
         let starter = Self.root.appendingPathComponent(TeachingLabs.all[0].pythonStarterPath).path
         let r = try CLI.run(["lab", "check", "1", "--engine", "openssl"] + CLI.dirArgs + ["--", python, starter])
         #expect(r.status == 1)
-        for phrase in ["✗ intercepting-proxy under leaf-spki (openssl)", "What your client did: It trusted",
-                       "What it should have done: Refuse", "The reasoning it missed:", "What to try next:", "NOT YET"] {
+        for phrase in [
+            "✗ intercepting-proxy under leaf-spki (openssl)", "What your client did: It trusted",
+            "What it should have done: Refuse", "The reasoning it missed:", "What to try next:", "NOT YET",
+        ] {
             #expect(r.stdout.contains(phrase), "missing \(phrase) in\n\(r.stdout)")
         }
     }
@@ -114,8 +119,9 @@ struct LabTests {
         #expect(list.status == 0)
         for lab in TeachingLabs.all {
             #expect(list.stdout.contains(lab.title))
-            #expect(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(lab.pagePath).path),
-                    "\(lab.pagePath) is missing")
+            #expect(
+                FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(lab.pagePath).path),
+                "\(lab.pagePath) is missing")
             let show = try CLI.run(["lab", "show", String(lab.number)] + CLI.dirArgs)
             #expect(show.status == 0)
             #expect(show.stdout.contains(lab.gradeCommand))
@@ -124,8 +130,11 @@ struct LabTests {
             let page = try String(contentsOf: Self.root.appendingPathComponent(lab.pagePath), encoding: .utf8)
             #expect(page.contains(lab.gradeCommand), "\(lab.pagePath) does not give the grading command")
             for s in lab.scenarios { #expect(page.contains("`\(s)`"), "\(lab.pagePath) does not name \(s)") }
-            #expect(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(
-                "labs/instructor/\(lab.slug).md").path), "the instructor answers of lab \(lab.number) are missing")
+            #expect(
+                FileManager.default.fileExists(
+                    atPath: Self.root.appendingPathComponent(
+                        "labs/instructor/\(lab.slug).md"
+                    ).path), "the instructor answers of lab \(lab.number) are missing")
         }
     }
 
@@ -134,8 +143,9 @@ struct LabTests {
         let lab = try TeachingLabs.named("5")
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-lab5-\(UUID().uuidString).html")
         defer { try? FileManager.default.removeItem(at: out) }
-        let r = try CLI.run(["lab", "check", "5", "--engine", "openssl", "--html", out.path] + CLI.dirArgs
-                            + ["--", python, Self.root.appendingPathComponent(lab.pythonStarterPath).path])
+        let r = try CLI.run(
+            ["lab", "check", "5", "--engine", "openssl", "--html", out.path] + CLI.dirArgs
+                + ["--", python, Self.root.appendingPathComponent(lab.pythonStarterPath).path])
         #expect(r.status == 1)
         let html = try String(contentsOf: out, encoding: .utf8)
         for s in lab.scenarios { #expect(html.contains("id=\"s-\(s)\"")) }
@@ -149,8 +159,10 @@ struct LabTests {
     /// The picture renders in headless Chromium (Debian: `apt-get install -y chromium`) and is not blank. Without
     /// Chromium the test says so and checks nothing else; CI installs it.
     @Test func htmlPictureRendersInHeadlessChromium() throws {
-        guard let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
-            .first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        guard
+            let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+                .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+        else {
             print("skipping: Chromium is not installed (apt-get install -y chromium)")
             return
         }
@@ -161,11 +173,15 @@ struct LabTests {
         let html = dir.appendingPathComponent("lab6.html")
         let png = dir.appendingPathComponent("lab6.png")
         let lab = try TeachingLabs.named("6")
-        let r = try CLI.run(["lab", "check", "6", "--engine", "gnutls", "--html", html.path] + CLI.dirArgs
-                            + ["--", python, Self.root.appendingPathComponent(lab.pythonStarterPath).path])
+        let r = try CLI.run(
+            ["lab", "check", "6", "--engine", "gnutls", "--html", html.path] + CLI.dirArgs
+                + ["--", python, Self.root.appendingPathComponent(lab.pythonStarterPath).path])
         #expect(r.status == 1)
-        let shot = try run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                            "--window-size=1280,900", "--screenshot=\(png.path)", html.absoluteString], timeout: 120)
+        let shot = try run(
+            [
+                chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                "--window-size=1280,900", "--screenshot=\(png.path)", html.absoluteString,
+            ], timeout: 120)
         #expect(FileManager.default.fileExists(atPath: png.path), "no screenshot: \(shot.output)")
         let check = try run([python, Self.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path])
         #expect(check.status == 0, "\(check.output)")

@@ -7,14 +7,14 @@
 //   3. clientIdentity(cell:)                the client certificate to present, if any.
 //
 // Exit status: 0 = the client trusted the server and sent its request; 1 = it refused (reason on stderr).
+import Crypto
 import Foundation
 import NIOCore
 import NIOPosix
 public import NIOSSL
 import NIOTLS
-public import X509
-import Crypto
 import SwiftASN1
+public import X509
 
 /// The settings of one graded cell, from the environment `pinlab lab check` sets (PINLAB_HOST, PINLAB_PORT, ...).
 public struct Cell: Sendable {
@@ -160,7 +160,9 @@ public enum LabKit {
                         customVerificationCallbackWithMetadata: { presentedNIO, promise in
                             promise.completeWithTask {
                                 do {
-                                    let presented = try presentedNIO.map { try Certificate(derEncoded: $0.toDERBytes()) }
+                                    let presented = try presentedNIO.map {
+                                        try Certificate(derEncoded: $0.toDERBytes())
+                                    }
                                     let validated = try await client.validate(presented: presented, cell: cell)
                                     state.set(presented: presented, validated: validated)
                                     return .certificateVerified(VerificationMetadata(nil))

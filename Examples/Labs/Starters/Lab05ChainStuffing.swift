@@ -10,6 +10,8 @@ enum Lab05ChainStuffing: LabClient {
         // public certificates after its own leaf. Check the pins against `validated` — the chain the verifier built
         // from the leaf to a trusted root — instead.
         let hashes = try presented.map(LabKit.spkiSHA256)
-        if !hashes.contains(where: cell.pins.contains) { throw Refusal("pin mismatch: no key the server sent is pinned") }
+        if !hashes.contains(where: cell.pins.contains) {
+            throw Refusal("pin mismatch: no key the server sent is pinned")
+        }
     }
 }

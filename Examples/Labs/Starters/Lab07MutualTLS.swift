@@ -1,9 +1,8 @@
 // Lab 7 — Mutual TLS: client certificates.  STARTER (the lab's mistake is in place).
 // Grade it:  pinlab lab check 7 -- Examples/.build/debug/lab-starter 7
 import LabKit
-import X509
-
 import NIOSSL
+import X509
 
 enum Lab07MutualTLS: LabClient {
     static func clientIdentity(cell: Cell) throws -> ClientIdentity? {

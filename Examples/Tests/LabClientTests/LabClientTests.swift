@@ -22,8 +22,9 @@ struct LabClientTests {
 
     static func grade(_ lab: TeachingLab, executable name: String) async throws -> LabGrade {
         let path = try #require(try? executable(name), "\(name) was not built; run `swift build` in Examples first")
-        let client = CommandClient(name: "\(name) \(lab.number)", template: try CommandTemplate([path, String(lab.number)]),
-                                   timeout: .seconds(20))
+        let client = CommandClient(
+            name: "\(name) \(lab.number)", template: try CommandTemplate([path, String(lab.number)]),
+            timeout: .seconds(20))
         return try await lab.grade(.command(client), runner: try CheckRunner.lab(), jobs: 4, timeout: .seconds(20))
     }
 
@@ -37,7 +38,9 @@ struct LabClientTests {
         #expect(g.report.verdicts.filter { $0.status == .pass }.count == g.cellsRun)
     }
 
-    @Test("the Swift starter fails for exactly the lab's reason, on both engines", arguments: TeachingLabs.all.map(\.number))
+    @Test(
+        "the Swift starter fails for exactly the lab's reason, on both engines",
+        arguments: TeachingLabs.all.map(\.number))
     func starterFailsForTheLabsReason(_ number: Int) async throws {
         let lab = try TeachingLabs.named(String(number))
         let g = try await Self.grade(lab, executable: "lab-starter")

@@ -48,12 +48,14 @@ public struct LabGrade: Sendable {
                 guard let first = bad.first else { continue }
                 let explanation = lab.explanation(scenario: s, profile: p)
                 let expectation = first.expected == .accept ? "Accept" : "Refuse"
-                out.append(LabFailure(
-                    cell: LabCell(s, p), engines: bad.map(\.engine), status: first.status,
-                    did: Self.describe(first, sheet: sheets[s]),
-                    shouldHave: explanation?.shouldHave ?? "\(expectation): \(sheets[s]?.teaching ?? "see pinlab explain \(s)")",
-                    missed: explanation?.missed ?? lab.lesson,
-                    isTheLesson: lab.starterFails.contains(LabCell(s, p))))
+                out.append(
+                    LabFailure(
+                        cell: LabCell(s, p), engines: bad.map(\.engine), status: first.status,
+                        did: Self.describe(first, sheet: sheets[s]),
+                        shouldHave: explanation?.shouldHave
+                            ?? "\(expectation): \(sheets[s]?.teaching ?? "see pinlab explain \(s)")",
+                        missed: explanation?.missed ?? lab.lesson,
+                        isTheLesson: lab.starterFails.contains(LabCell(s, p))))
             }
         }
         failures = out
@@ -68,8 +70,10 @@ public struct LabGrade: Sendable {
         case .fail where v.observed == .accepted:
             s = "It trusted \(server) and sent its request (\(v.evidence?.requestLine ?? "application data"))."
         case .fail:
-            s = "It refused \(server): it "
-                + Verdict.refusalPhrase(evidence: v.evidence ?? .noConnection, category: v.category, alert: v.alert) + "."
+            s =
+                "It refused \(server): it "
+                + Verdict.refusalPhrase(evidence: v.evidence ?? .noConnection, category: v.category, alert: v.alert)
+                + "."
         case .disagree:
             s = "Its exit status says one thing and the server saw another: \(v.reason)."
         default:
@@ -93,9 +97,10 @@ public struct LabGrade: Sendable {
             var wrong: Int
             var failures: [LabFailure]
         }
-        let out = Out(lab: lab.number, slug: lab.slug, client: report.client, engines: report.engines, passed: passed,
-                      cells: cellsRun,
-                      wrong: report.summary.deviations, failures: failures)
+        let out = Out(
+            lab: lab.number, slug: lab.slug, client: report.client, engines: report.engines, passed: passed,
+            cells: cellsRun,
+            wrong: report.summary.deviations, failures: failures)
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try enc.encode(out), as: UTF8.self) + "\n"
@@ -106,7 +111,8 @@ public struct LabGrade: Sendable {
         func paint(_ s: String, _ code: String) -> String { color ? "\u{1B}[\(code)m\(s)\u{1B}[0m" : s }
         var out = "Lab \(lab.number) — \(lab.title)\n"
         out += "Client: \(report.client)\n"
-        out += "Cells: \(lab.scenarios.count) scenarios × \(lab.profiles.count) profiles × "
+        out +=
+            "Cells: \(lab.scenarios.count) scenarios × \(lab.profiles.count) profiles × "
             + "\(report.engines.count) engines (\(report.engines.joined(separator: ", ")))\n\n"
 
         let width = max(28, (lab.scenarios.map(\.count).max() ?? 0) + 2)
@@ -131,13 +137,15 @@ public struct LabGrade: Sendable {
                     default: m = "!"
                     }
                     cell += m
-                    painted += v?.status == .pass ? paint(m, "32") : (v?.status.isDeviation == true ? paint(m, "31") : m)
+                    painted +=
+                        v?.status == .pass ? paint(m, "32") : (v?.status.isDeviation == true ? paint(m, "31") : m)
                 }
                 out += painted + String(repeating: " ", count: max(1, colWidth - cell.count))
             }
             out += "\n"
         }
-        out += "(A: must accept, X: must refuse; then one mark per engine: ✓ as expected, ✗ wrong, ≠ claim and "
+        out +=
+            "(A: must accept, X: must refuse; then one mark per engine: ✓ as expected, ✗ wrong, ≠ claim and "
             + "server disagree, ! error, · not run)\n"
 
         if failures.isEmpty {
@@ -145,7 +153,8 @@ public struct LabGrade: Sendable {
             return out
         }
         for f in failures {
-            out += "\n" + paint("✗ \(f.cell.scenario) under \(f.cell.profile)", "1;31")
+            out +=
+                "\n" + paint("✗ \(f.cell.scenario) under \(f.cell.profile)", "1;31")
                 + " (\(f.engines.joined(separator: ", ")))\n"
             out += labWrap("What your client did: \(f.did)", indent: "  ")
             out += labWrap("What it should have done: \(f.shouldHave)", indent: "  ")
@@ -156,14 +165,17 @@ public struct LabGrade: Sendable {
         if lessons == failures.count {
             out += labWrap("These are the cells this lab is about: \(lab.mistake)", indent: "")
         } else if lessons > 0 {
-            out += labWrap("\(lessons) of these cells are this lab's lesson (\(lab.mistake)); the others show "
-                + "something else going wrong: fix those first.", indent: "")
+            out += labWrap(
+                "\(lessons) of these cells are this lab's lesson (\(lab.mistake)); the others show "
+                    + "something else going wrong: fix those first.", indent: "")
         } else {
-            out += labWrap("None of these cells is the one this lab is about: something else is wrong. Make the "
-                + "baseline pass first.", indent: "")
+            out += labWrap(
+                "None of these cells is the one this lab is about: something else is wrong. Make the "
+                    + "baseline pass first.", indent: "")
         }
         out += labWrap("What to try next: \(lab.tryNext)", indent: "")
-        out += paint("NOT YET", "1;31") + ": \(report.summary.deviations) of \(cellsRun) cells are "
+        out +=
+            paint("NOT YET", "1;31") + ": \(report.summary.deviations) of \(cellsRun) cells are "
             + "wrong (\(failures.count) scenario × profile pairs). Run the same command again after your change.\n"
         return out
     }

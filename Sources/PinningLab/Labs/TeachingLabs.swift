@@ -282,8 +282,10 @@ public enum TeachingLabs {
         number: 7, slug: "07-mutual-tls", title: "Mutual TLS: client certificates",
         goal: "Present a client certificate when the server requires one (PEM or PKCS#12), and understand what it "
             + "proves — and what it does not when every copy of the app carries the same one.",
-        scenarios: ["baseline", "mtls-required-valid", "mtls-required-missing", "mtls-optional-missing",
-                    "mtls-required-untrusted"],
+        scenarios: [
+            "baseline", "mtls-required-valid", "mtls-required-missing", "mtls-optional-missing",
+            "mtls-required-untrusted",
+        ],
         profiles: [.none, .leafSPKI],
         pythonFile: "lab07_mutual_tls.py",
         mistake: "The client never loads its client certificate.",
@@ -329,7 +331,8 @@ public enum TeachingLabs {
         scenarios: ["baseline", "ecdsa-p384", "rsa-2048", "ed25519"],
         profiles: [.leafSPKI],
         pythonFile: "lab08_hash_the_right_bytes.py",
-        mistake: "The client hashes the bare key (the BIT STRING's contents) instead of the whole SubjectPublicKeyInfo.",
+        mistake:
+            "The client hashes the bare key (the BIT STRING's contents) instead of the whole SubjectPublicKeyInfo.",
         starterFails: [
             LabCell("baseline", .leafSPKI), LabCell("ecdsa-p384", .leafSPKI), LabCell("rsa-2048", .leafSPKI),
             LabCell("ed25519", .leafSPKI),
