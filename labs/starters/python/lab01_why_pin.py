@@ -19,7 +19,7 @@ def main():
 
     # TODO: ...but the device also trusts whatever root its user installed (a proxy's). Check that the server's
     # key is one the app expects: hash the leaf's SubjectPublicKeyInfo (labtls.spki, labtls.sha256_b64) and
-    # refuse with labtls.refuse("pin mismatch: ...") unless it is one of cell.pins (no pins: no pinning).
+    # refuse with labtls.refuse("pin mismatch: ...", tls) unless it is one of cell.pins (no pins: no pinning).
 
     labtls.send_request(tls, cell)
 

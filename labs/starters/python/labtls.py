@@ -35,8 +35,10 @@ class Cell:
         self.scenario = env.get("PINLAB_SCENARIO", "")
 
 
-def refuse(message):
-    """Refuse the server: say why on stderr and exit 1, before any request was sent."""
+def refuse(message, tls=None):
+    """Refuse the server: close the connection (if given) without sending anything, say why on stderr, exit 1."""
+    if tls is not None:
+        close(tls)
     sys.stderr.write("refused: " + message + "\n")
     sys.exit(1)
 
