@@ -54,7 +54,7 @@ struct LabShowCommand: AsyncParsableCommand {
         out += "Engines: both (openssl, gnutls)\n\n"
         out += "Starter clients\n"
         out += "  Python: \(l.pythonStarterPath)\n"
-        out += "  Swift:  Examples/Labs/Starters/ (build once: cd Examples && swift build --product lab-starter)\n\n"
+        out += "  Swift:  \(l.swiftStarterPath) (build once: cd Examples && swift build --product lab-starter)\n\n"
         out += "Grade it\n"
         out += "  \(l.gradeCommand)\n"
         out += "  pinlab lab check \(l.number) -- \(l.swiftStarterCommand)\n"

@@ -119,6 +119,11 @@ struct LabTests {
         #expect(list.status == 0)
         for lab in TeachingLabs.all {
             #expect(list.stdout.contains(lab.title))
+            let solution = lab.swiftStarterPath.replacingOccurrences(of: "/Starters/", with: "/Instructor/")
+            for swift in [lab.swiftStarterPath, solution] {
+                #expect(
+                    FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(swift).path), "\(swift)")
+            }
             #expect(
                 FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(lab.pagePath).path),
                 "\(lab.pagePath) is missing")

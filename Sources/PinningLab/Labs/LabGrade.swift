@@ -174,6 +174,7 @@ public struct LabGrade: Sendable {
                     + "baseline pass first.", indent: "")
         }
         out += labWrap("What to try next: \(lab.tryNext)", indent: "")
+        out += labWrap("(In Swift: the TODO in \(lab.swiftStarterPath). The whole story: \(lab.pagePath).)", indent: "")
         out +=
             paint("NOT YET", "1;31") + ": \(report.summary.deviations) of \(cellsRun) cells are "
             + "wrong (\(failures.count) scenario × profile pairs). Run the same command again after your change.\n"

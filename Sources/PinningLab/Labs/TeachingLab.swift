@@ -57,7 +57,15 @@ public struct TeachingLab: Sendable, Hashable {
     public var pythonStarterPath: String { "labs/starters/python/\(pythonFile)" }
     /// `labs/instructor/python/lab01_why_pin.py`.
     public var pythonSolutionPath: String { "labs/instructor/python/\(pythonFile)" }
-    /// The Swift starter, run from the `Examples` package: `swift run lab-starter N`.
+    /// The Swift starter's file: `Examples/Labs/Starters/Lab01WhyPin.swift` (the solution has the same name under
+    /// `Examples/Labs/Instructor/`).
+    public var swiftStarterPath: String {
+        let words = slug.split(separator: "-").dropFirst().map { w in
+            w == "tls" ? "TLS" : w.prefix(1).uppercased() + w.dropFirst()
+        }
+        return "Examples/Labs/Starters/Lab\(slug.prefix(2))\(words.joined()).swift"
+    }
+    /// The Swift starter, built in the `Examples` package (`swift build --product lab-starter`).
     public var swiftStarterCommand: String { "Examples/.build/debug/lab-starter \(number)" }
 
     /// The command that grades the Python starter, as a learner types it from the repository root.
