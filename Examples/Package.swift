@@ -75,3 +75,56 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Teaching labs (labs/README.md): the Swift starter clients (Labs/Starters, the learner's) and the reference
+// solutions (Labs/Instructor), one file per lab in one executable each (`lab-starter N`, `lab-solution N`), on a
+// small shared plumbing target. Graded with `pinlab lab check N -- Examples/.build/debug/lab-starter N`.
+package.products += [
+    .executable(name: "lab-starter", targets: ["lab-starter"]),
+    .executable(name: "lab-solution", targets: ["lab-solution"]),
+]
+package.targets += [
+    .target(
+        name: "LabKit",
+        dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOTLS", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+        ],
+        path: "Labs/LabKit",
+        swiftSettings: swiftSettings
+    ),
+    .executableTarget(
+        name: "lab-starter",
+        dependencies: [
+            "LabKit",
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "X509", package: "swift-certificates"),
+        ],
+        path: "Labs/Starters",
+        swiftSettings: swiftSettings
+    ),
+    .executableTarget(
+        name: "lab-solution",
+        dependencies: [
+            "LabKit",
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "X509", package: "swift-certificates"),
+        ],
+        path: "Labs/Instructor",
+        swiftSettings: swiftSettings
+    ),
+    // Every Swift solution passes its lab and every starter fails in exactly its lab's cells, on both engines.
+    .testTarget(
+        name: "LabClientTests",
+        dependencies: [
+            "lab-starter", "lab-solution",
+            .product(name: "PinningLab", package: "PinningLab"),
+        ],
+        swiftSettings: swiftSettings
+    ),
+]

@@ -1,0 +1,195 @@
+import ArgumentParser
+import Foundation
+import PinningLab
+
+struct LabCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lab",
+        abstract: "The teaching labs: list them, show one, grade a learner's client on one.",
+        subcommands: [LabListCommand.self, LabShowCommand.self, LabCheckCommand.self])
+}
+
+func lab(_ text: String) -> TeachingLab {
+    do {
+        return try TeachingLabs.named(text)
+    } catch {
+        fail("\(error)")
+    }
+}
+
+struct LabListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the labs.")
+
+    func run() throws {
+        for l in TeachingLabs.all {
+            print("\(l.number)  \(l.title.padding(toLength: 52, withPad: " ", startingAt: 0))  \(l.pagePath)")
+        }
+        print(
+            "\nStart with `pinlab lab show 1`; grade with `pinlab lab check 1 -- python3 labs/starters/python/lab01_why_pin.py`."
+        )
+    }
+}
+
+struct LabShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "Show one lab: goal, scenarios, starter clients and the grading command.")
+
+    @OptionGroup var source: CatalogueOptions
+
+    @Argument(help: "The lab number (1-\(TeachingLabs.all.count)).")
+    var number: String
+
+    func run() async throws {
+        let l = lab(number)
+        let catalogue = try source.loadCatalogue()
+        var out = "Lab \(l.number) — \(l.title)\n\n"
+        out += "Goal\n" + ExplainCommand.wrap(l.goal) + "\n\n"
+        out += "The starter's mistake\n" + ExplainCommand.wrap(l.mistake) + "\n\n"
+        out += "Scenarios (pinlab explain ID for each)\n"
+        for s in l.scenarios {
+            out +=
+                "  \(s.padding(toLength: 30, withPad: " ", startingAt: 0))\(catalogue[s]?.title ?? "(not in this catalogue)")\n"
+        }
+        out += "\nPin profiles graded: \(l.profiles.map(\.rawValue).joined(separator: ", "))\n"
+        out += "Engines: both (openssl, gnutls)\n\n"
+        out += "Starter clients\n"
+        out += "  Python: \(l.pythonStarterPath)\n"
+        out += "  Swift:  \(l.swiftStarterPath) (build once: cd Examples && swift build --product lab-starter)\n\n"
+        out += "Grade it\n"
+        out += "  \(l.gradeCommand)\n"
+        out += "  pinlab lab check \(l.number) -- \(l.swiftStarterCommand)\n"
+        if let t = l.teachingClient {
+            out += "  pinlab lab check \(l.number) --client \(t)    (the built-in client that makes the same mistake)\n"
+        }
+        out += "\nThe whole page, with the background and the questions: \(l.pagePath)\n"
+        print(out, terminator: "")
+    }
+}
+
+struct LabCheckCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Grade a client on one lab's scenarios and explain every cell it got wrong.",
+        discussion: """
+            The client is a command after `--`, run once per cell with the placeholders and PINLAB_* environment \
+            variables of `pinlab check` (see `pinlab check --help`), or a built-in client (--client NAME). The lab \
+            clients in labs/ read the environment, so they need no placeholder:
+
+              pinlab lab check 1 -- python3 labs/starters/python/lab01_why_pin.py
+
+            A batch mode (one process answering every cell, for clients that are expensive to start) does not \
+            exist yet.
+
+            Exit status: 0 when every cell of the lab is as expected, 1 when any is wrong; 64 for a malformed \
+            command line (an unknown lab number lists the valid ones), 2 when the lab cannot be set up.
+            """)
+
+    @OptionGroup var source: CatalogueOptions
+
+    @Argument(help: "The lab number (1-\(TeachingLabs.all.count)).")
+    var number: String
+
+    @Option(help: "A built-in client: \(BuiltInClients.names.joined(separator: ", ")).")
+    var client: String?
+
+    @Option(help: "The client's name in the report (default: the command).")
+    var name: String?
+
+    @Option(help: "openssl, gnutls or both.")
+    var engine: String = "both"
+
+    @Option(help: "text, or json (the grade and every wrong cell, for scripts and tests).")
+    var format: String = "text"
+
+    @Option(help: "Also write the lab's picture (an HTML page: chains, pins, your row beside the correct row).")
+    var html: String?
+
+    @Option(help: "How many cells run at the same time.")
+    var jobs: Int = CheckOptions.defaultJobs
+
+    @Option(help: "Seconds one client run may take before it is killed.")
+    var timeout: Double = 10
+
+    @Argument(parsing: .postTerminator, help: "The learner's client command (after --).")
+    var command: [String] = []
+
+    func validate() throws {
+        do {
+            _ = try TeachingLabs.named(number)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        if client == nil && command.isEmpty {
+            throw ValidationError(
+                "give a client: a command after `--` (e.g. -- python3 \(lab(number).pythonStarterPath)), or --client \(BuiltInClients.names.joined(separator: "|"))."
+            )
+        }
+        if client != nil && !command.isEmpty {
+            throw ValidationError("give either --client or a command after `--`, not both.")
+        }
+        if let client, BuiltInClients.named(client) == nil {
+            throw ValidationError(
+                "--client: '\(client)' is not a built-in client; use \(BuiltInClients.names.joined(separator: ", ")).")
+        }
+        guard format == "text" || format == "json" else {
+            throw ValidationError("--format: '\(format)' is not a format of lab check; use text or json.")
+        }
+        guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1.") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
+        _ = try Engines.named(engine)
+    }
+
+    func run() async throws {
+        let l = lab(number)
+        let subject: ClientUnderTest
+        if let client, let c = BuiltInClients.named(client) {
+            subject = .inProcess(c)
+        } else {
+            do {
+                subject = .command(
+                    CommandClient(
+                        name: name ?? command.joined(separator: " "), template: try CommandTemplate(command),
+                        timeout: .milliseconds(Int(timeout * 1000))))
+            } catch {
+                fail("\(error)")
+            }
+        }
+        let catalogue = try source.loadCatalogue()
+        for s in l.scenarios where catalogue[s] == nil {
+            fail("lab \(l.number) needs the scenario '\(s)', which is not in this catalogue.")
+        }
+        let pki = try source.openPKI()
+        let interrupts = InterruptHandler.install()
+        defer { interrupts.cancel() }
+        let runner = CheckRunner(pki: pki, catalogue: catalogue)
+        let engines = try Engines.named(engine)
+        let grade: LabGrade
+        do {
+            grade = try await l.grade(
+                subject, runner: runner, engines: engines, jobs: jobs,
+                timeout: .milliseconds(Int(timeout * 1000)))
+        } catch {
+            fail("\(error)")
+        }
+        if format == "json" {
+            print(try grade.jsonString(), terminator: "")
+        } else {
+            print(grade.renderText(color: stdoutIsTerminal), terminator: "")
+        }
+        if let html {
+            let correct: CheckReport?
+            if let c = BuiltInClients.named("correct") {
+                correct = try? await runner.run(.inProcess(c), options: l.checkOptions(engines: engines, jobs: jobs))
+            } else {
+                correct = nil
+            }
+            do {
+                try LabReportHTML.render(grade, correct: correct).write(toFile: html, atomically: true, encoding: .utf8)
+            } catch {
+                fail("cannot write \(html): \(error.localizedDescription)")
+            }
+            if format == "text" { print("The lab's picture: \(html)") }
+        }
+        if !grade.passed { throw ExitCode(1) }
+    }
+}
