@@ -64,6 +64,9 @@ static inline int cpl_srv_ctx_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
 static inline void cpl_srv_ctx_set_servername_callback(SSL_CTX *ctx, int (*cb)(SSL *, int *, void *)) {
     SSL_CTX_set_tlsext_servername_callback(ctx, cb);
 }
+/// A fresh ex_data index for SSL objects (SSL_get_ex_new_index is a macro), so that the server session and the
+/// client's verify state never share a slot.
+static inline int cpl_ssl_ex_new_index(void) { return SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL); }
 static inline int cpl_srv_err_reason(unsigned long e) { return ERR_GET_REASON(e); }
 static inline int cpl_srv_err_is_sys(unsigned long e) { return ERR_SYSTEM_ERROR(e) ? 1 : 0; }
 static inline int cpl_srv_reason_unexpected_eof(void) { return SSL_R_UNEXPECTED_EOF_WHILE_READING; }

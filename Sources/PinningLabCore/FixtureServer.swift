@@ -411,13 +411,14 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
         // its engine context and its buffers (issue 8: ~12 KiB per stopped server before).
         workers.removeAll()
         threads.removeAll()
-        close(listenFD)
         var ready: [CheckedContinuation<Bool, Never>] = []
         var timers: [Task<Void, Never>] = []
         withLock { s in
             s.stopped = true
             collectReady(&s, &ready, &timers)
         }
+        // Closed only once `stopped` is set (under the lock): `satisfied` never polls a closed (or reused) descriptor.
+        close(listenFD)
         for t in timers { t.cancel() }
         for c in ready { c.resume(returning: true) }
     }

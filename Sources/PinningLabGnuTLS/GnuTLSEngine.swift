@@ -187,9 +187,12 @@ final class GnuTLSServerSession: TLSServerSession {
         guard rc >= 0, let s else { throw TLSEngineError(.library, "gnutls_init: \(gnutlsErrorText(rc))") }
         session = s
         details.identityIndex = 0
+        // From here on deinit frees the session.
         gnutls_session_set_ptr(s, Unmanaged.passUnretained(self).toOpaque())
-        _ = gnutls_priority_set(s, context.priority)
-        _ = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(context.credentials))
+        let prc = gnutls_priority_set(s, context.priority)
+        guard prc >= 0 else { throw TLSEngineError(.library, "gnutls_priority_set: \(gnutlsErrorText(prc))") }
+        let crc = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(context.credentials))
+        guard crc >= 0 else { throw TLSEngineError(.library, "gnutls_credentials_set: \(gnutlsErrorText(crc))") }
         switch context.configuration.clientAuthentication {
         case .required:
             gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUIRE)
@@ -226,11 +229,14 @@ final class GnuTLSServerSession: TLSServerSession {
             guard let ptr else { return -1 }
             return Unmanaged<GnuTLSServerSession>.fromOpaque(ptr).takeUnretainedValue().push(buffer, count)
         }
-        gnutls_transport_set_pull_timeout_function(s) { ptr, ms in
+        gnutls_transport_set_pull_timeout_function(s) { ptr, _ in
             guard let ptr else { return -1 }
             let me = Unmanaged<GnuTLSServerSession>.fromOpaque(ptr).takeUnretainedValue()
+            // Never wait here: the session is non-blocking and the worker's poll loop does the waiting (with the
+            // handshake and idle deadlines). A blocking wait (GnuTLS passes UINT_MAX for "indefinitely") would stall
+            // every connection of the worker.
             var p = pollfd(fd: me.fd, events: Int16(POLLIN), revents: 0)
-            return poll(&p, 1, ms == UInt32.max ? -1 : Int32(clamping: ms))
+            return poll(&p, 1, 0)
         }
     }
 

@@ -177,7 +177,9 @@ final class ClientSession {
         self.socket = socket
         self.deadline = deadline
 
-        SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(state).toOpaque())
+        guard SSL_set_ex_data(ssl, ClientVerifyState.exDataIndex, Unmanaged.passUnretained(state).toOpaque()) == 1 else {
+            throw ClientFailure(category: .other, detail: "SSL_set_ex_data: \(clientDrainOpenSSLErrors())")
+        }
         guard cpl_client_set_tlsext_host_name(ssl, host) == 1 else {
             throw ClientFailure(category: .other, detail: "SNI \"\(host)\": \(clientDrainOpenSSLErrors())")
         }

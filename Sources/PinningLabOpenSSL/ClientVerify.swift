@@ -132,6 +132,9 @@ struct ClientPolicy {
 /// What the callbacks of one connection learned. Created, mutated and read on the single thread that runs the
 /// connection (OpenSSL calls the callbacks synchronously from `SSL_connect`/`SSL_read`), so it is never shared.
 final class ClientVerifyState {
+    /// The client's ex_data index, obtained once from OpenSSL (never slot 0, never the server session's).
+    static let exDataIndex: Int32 = cpl_ssl_ex_new_index()
+
     let policy: ClientPolicy
     var verifyCallbackRan = false
     /// Set when the chain was acceptable but no pin matched.
@@ -204,7 +207,7 @@ private let clientCertVerifyCallback: @convention(c) (OpaquePointer?, UnsafeMuta
 
 /// OpenSSL's info callback: records alerts received and whether a client certificate was requested.
 private let clientInfoCallback: @convention(c) (OpaquePointer?, Int32, Int32) -> Void = { ssl, where_, value in
-    guard let ssl, let argument = SSL_get_ex_data(ssl, 0) else { return }
+    guard let ssl, let argument = SSL_get_ex_data(ssl, ClientVerifyState.exDataIndex) else { return }
     let state = Unmanaged<ClientVerifyState>.fromOpaque(argument).takeUnretainedValue()
     if where_ & SSL_CB_ALERT != 0 && where_ & SSL_CB_READ != 0 {
         let text =

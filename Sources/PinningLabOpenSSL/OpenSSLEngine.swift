@@ -177,18 +177,25 @@ final class OpenSSLServerSession: TLSServerSession {
         guard let ssl = SSL_new(context.contexts[0]) else {
             throw TLSEngineError(.library, "SSL_new: \(drainOpenSSLErrors())")
         }
-        self.ssl = ssl
+        self.ssl = ssl  // from here on deinit frees it
         details.identityIndex = 0
         SSL_set_accept_state(ssl)
-        SSL_set_fd(ssl, socket)
-        // Slot 0 (app data) points back at this session for the C callbacks; the session owns the SSL.
-        SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
+        guard SSL_set_fd(ssl, socket) == 1 else {
+            throw TLSEngineError(.library, "SSL_set_fd: \(drainOpenSSLErrors())")
+        }
+        // An ex_data slot of its own points back at this session for the C callbacks; the session owns the SSL.
+        guard SSL_set_ex_data(ssl, Self.exDataIndex, Unmanaged.passUnretained(self).toOpaque()) == 1 else {
+            throw TLSEngineError(.library, "SSL_set_ex_data: \(drainOpenSSLErrors())")
+        }
     }
+
+    /// This engine's ex_data index, obtained once from OpenSSL (never the shared slot 0).
+    static let exDataIndex: Int32 = cpl_ssl_ex_new_index()
 
     deinit { SSL_free(ssl) }
 
     static func from(_ ssl: OpaquePointer?) -> OpenSSLServerSession? {
-        guard let ssl, let p = SSL_get_ex_data(ssl, 0) else { return nil }
+        guard let ssl, let p = SSL_get_ex_data(ssl, exDataIndex) else { return nil }
         return Unmanaged<OpenSSLServerSession>.fromOpaque(p).takeUnretainedValue()
     }
 

@@ -90,13 +90,14 @@ public struct OpenSSLPKCS12: PKCS12Encoder {
         var key: OpaquePointer? = nil
         var cert: OpaquePointer? = nil
         var ca: OpaquePointer? = nil
-        guard PKCS12_parse(p12, password, &key, &cert, &ca) == 1, let key, let cert else {
-            throw PKIError(.pkcs12Failed, "cannot read the PKCS#12 contents: \(drainOpenSSLErrors())", file: file)
-        }
+        // Whatever PKCS12_parse returned is freed, including when only a key or only a certificate came back.
         defer {
-            EVP_PKEY_free(key)
-            X509_free(cert)
+            if let key { EVP_PKEY_free(key) }
+            if let cert { X509_free(cert) }
             if let ca { cpl_p12_sk_X509_pop_free(ca) }
+        }
+        guard PKCS12_parse(p12, password, &key, &cert, &ca) == 1, let key, let cert else {
+            throw PKIError(.pkcs12Failed, "cannot read the PKCS#12 contents (a key and a certificate are both needed): \(drainOpenSSLErrors())", file: file)
         }
         var chain: [[UInt8]] = []
         if let ca {
