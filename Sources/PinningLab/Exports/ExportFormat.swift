@@ -81,13 +81,10 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
         case .nsc: return NSCExport.render(e)
         case .curl: return CurlExport.render(e)
         case .mobileconfig: return MobileConfigExport.render(e)
-        default: throw try Self.unknown(self)
+        default:
+            _ = try Self.named(rawValue)  // throws for a format that is not in `all`, with the closest name
+            throw ExportError(.unknownFormat, argument: "FORMAT", problem: "'\(self)' has no generator.", fix: "report a bug.")
         }
-    }
-
-    private static func unknown(_ f: ExportFormat) throws(ExportError) -> ExportError {
-        do { _ = try named(f.rawValue) } catch { return error }
-        return ExportError(.unknownFormat, argument: "FORMAT", problem: "'\(f)' has no generator.", fix: "report a bug.")
     }
 }
 
