@@ -102,7 +102,8 @@ struct ExportCommand: AsyncParsableCommand {
         if f == .curl {
             export.trustFilePath = folder.map { $0.appendingPathComponent("trust.pem").path } ?? trustFileOutsideFolder(export, lab: lab)
         }
-        let files = try f.render(export)
+        var files = try f.render(export)
+        if f == .curl && folder == nil { files = Array(files.prefix(1)) }  // the flags name the PKI's own trust file
         try write(files, folder: folder)
     }
 

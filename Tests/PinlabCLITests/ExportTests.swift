@@ -351,6 +351,8 @@ struct ExportTests {
         #expect(scenario.contains("--scenario: 'basline' is not a scenario") && scenario.contains("did you mean 'baseline'?"), "\(scenario)")
         let profile = try failing(["curl", "--scenario", "baseline", "--profile", "leaf-spk"])
         #expect(profile.contains("--profile: 'leaf-spk' is not a pin profile") && profile.contains("did you mean 'leaf-spki'?"), "\(profile)")
+        let short = try failing(["curl", "--scenario", "baseline", "--profile", "leaf"])
+        #expect(short.contains("did you mean 'leaf-cert', 'leaf-spki' or 'leaf-spki+backup'?"), "\(short)")
         let name = try failing(["okhttp-java", "leaf-v9"])
         #expect(name.contains("NAMES: 'leaf-v9' is not an identity") && name.contains("did you mean 'leaf-v1'?") && name.contains("pinlab pki list"), "\(name)")
         let none = try failing(["okhttp-java", "--scenario", "baseline", "--profile", "none"])

@@ -45,12 +45,8 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
         let f = ExportFormat(rawValue: name.lowercased())
         if all.contains(f) { return f }
         let names = all.map(\.rawValue)
-        let close = names.filter { $0.hasPrefix(name.lowercased() + "-") }
-        let hint = close.count > 1
-            ? "did you mean \(close.map { "'\($0)'" }.joined(separator: " or "))? "
-            : suggestion(name, in: names).map { "did you mean '\($0)'? " } ?? ""
         throw ExportError(.unknownFormat, argument: "FORMAT", problem: "'\(name)' is not an export format.",
-                          fix: "\(hint)use one of \(names.joined(separator: ", ")).")
+                          fix: "\(didYouMean(name, names))use one of \(names.joined(separator: ", ")).")
     }
 
     /// The file the format's main text is usually saved as.
@@ -86,6 +82,20 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
             throw ExportError(.unknownFormat, argument: "FORMAT", problem: "'\(self)' has no generator.", fix: "report a bug.")
         }
     }
+}
+
+/// "did you mean 'x'? ", or every name that continues `word` with a dash ("did you mean 'trustkit-plist' or
+/// 'trustkit-swift'? "), or nothing.
+func didYouMean(_ word: String, _ names: [String]) -> String {
+    let close = names.filter { $0.lowercased().hasPrefix(word.lowercased() + "-") }
+    if close.count > 4 {
+        return "did you mean \(close.prefix(3).map { "'\($0)'" }.joined(separator: ", ")), … (\(close.count) names start with '\(word)-')? "
+    }
+    if close.count > 1 {
+        let quoted = close.map { "'\($0)'" }
+        return "did you mean \(quoted.dropLast().joined(separator: ", ")) or \(quoted.last!)? "
+    }
+    return suggestion(word, in: names).map { "did you mean '\($0)'? " } ?? ""
 }
 
 /// One file of an export: a name (no folders) and its bytes.

@@ -11,7 +11,7 @@ extension PinExport {
     ) throws(ExportError) {
         guard PinProfile.all.contains(profile) else {
             let names = PinProfile.all.map(\.rawValue)
-            let hint = suggestion(profile.rawValue, in: names).map { "did you mean '\($0)'? " } ?? ""
+            let hint = didYouMean(profile.rawValue, names)
             throw ExportError(.unknownProfile, argument: "--profile", problem: "'\(profile)' is not a pin profile.",
                               fix: "\(hint)use one of \(names.joined(separator: ", ")).")
         }
@@ -53,7 +53,7 @@ extension PinExport {
         var ids: [Identity] = []
         for n in chosen {
             guard let id = pki[n] else {
-                let hint = suggestion(n, in: pki.identities.map(\.name)).map { "did you mean '\($0)'? " } ?? ""
+                let hint = didYouMean(n, pki.identities.map(\.name))
                 throw ExportError(.unknownIdentity, argument: "NAMES",
                                   problem: "'\(n)' is not an identity of the PKI in \(pki.directory.path).",
                                   fix: "\(hint)`pinlab pki list` shows the names.")
@@ -76,7 +76,7 @@ extension Catalogue {
     /// The scenario `id` for an export, or an error naming `--scenario` and the closest id.
     public func exportScenario(_ id: String) throws(ExportError) -> Scenario {
         if let s = self[id] { return s }
-        let hint = suggestion(id, in: ids).map { "did you mean '\($0)'? " } ?? ""
+        let hint = didYouMean(id, ids)
         throw ExportError(.unknownScenario, argument: "--scenario", problem: "'\(id)' is not a scenario of the catalogue.",
                           fix: "\(hint)`pinlab scenarios list` shows the \(scenarios.count) ids.")
     }
