@@ -35,7 +35,10 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "Take the pins of this scenario's client (see `pinlab scenarios list`).")
     var scenario: String?
 
-    @Option(help: "The pin profile with --scenario: none, leaf-cert, leaf-spki, leaf-spki+backup, intermediate-spki, root-spki.")
+    @Option(
+        help:
+            "The pin profile with --scenario: none, leaf-cert, leaf-spki, leaf-spki+backup, intermediate-spki, root-spki."
+    )
     var profile: String?
 
     @Option(help: "The host the pins apply to.")
@@ -47,7 +50,9 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "The Android pin-set expiration, YYYY-MM-DD (default: the first pinned certificate's notAfter).")
     var expiration: String?
 
-    @Flag(name: .customLong("include-proxy-root"), help: "mobileconfig: also install proxy-root (the interception lessons).")
+    @Flag(
+        name: .customLong("include-proxy-root"),
+        help: "mobileconfig: also install proxy-root (the interception lessons).")
     var includeProxyRoot = false
 
     @Option(help: "Write to this file, or to this folder (with the .cer, .pem and README files).")
@@ -65,42 +70,51 @@ struct ExportCommand: AsyncParsableCommand {
     private func export() throws {
         let f = try ExportFormat.named(format)
         if scenario != nil && !names.isEmpty {
-            throw ExportError(.badArguments, argument: "NAMES",
-                              problem: "identities (\(names.joined(separator: " "))) and --scenario both choose the pins.",
-                              fix: "give either --scenario ID --profile P, or identity names.")
+            throw ExportError(
+                .badArguments, argument: "NAMES",
+                problem: "identities (\(names.joined(separator: " "))) and --scenario both choose the pins.",
+                fix: "give either --scenario ID --profile P, or identity names.")
         }
         if profile != nil && scenario == nil {
-            throw ExportError(.badArguments, argument: "--profile", problem: "a profile is relative to a scenario's client.",
-                              fix: "add --scenario ID (e.g. --scenario baseline), or name identities instead.")
+            throw ExportError(
+                .badArguments, argument: "--profile", problem: "a profile is relative to a scenario's client.",
+                fix: "add --scenario ID (e.g. --scenario baseline), or name identities instead.")
         }
         let day = try expiration.map(Self.parseDay)
         let lab = try reportingErrors { try pki.open() }
         var export: PinExport
         if let scenario {
             let s = try loadCatalogue().exportScenario(scenario)
-            export = try PinExport(scenario: s, profile: PinProfile(rawValue: profile ?? "leaf-spki+backup"), in: lab,
-                                   host: host, includeSubdomains: includeSubdomains)
+            export = try PinExport(
+                scenario: s, profile: PinProfile(rawValue: profile ?? "leaf-spki+backup"), in: lab,
+                host: host, includeSubdomains: includeSubdomains)
         } else {
             export = try PinExport(identities: names, in: lab, host: host, includeSubdomains: includeSubdomains)
         }
         export.expiration = day
         if includeProxyRoot {
             guard let proxy = lab["proxy-root"] else {
-                throw ExportError(.unknownIdentity, argument: "--include-proxy-root",
-                                  problem: "the PKI in \(lab.directory.path) has no identity 'proxy-root'.",
-                                  fix: "use the built-in spec, or drop the flag.")
+                throw ExportError(
+                    .unknownIdentity, argument: "--include-proxy-root",
+                    problem: "the PKI in \(lab.directory.path) has no identity 'proxy-root'.",
+                    fix: "use the built-in spec, or drop the flag.")
             }
             if !export.deviceRoots.contains(proxy) { export.deviceRoots.append(proxy) }
         }
         if let leaf = export.pins.first?.identity, leaf.role == .leaf, !leaf.hosts.contains(host) {
-            warn("\(leaf.name) names \(leaf.hosts.joined(separator: ", ")), not '\(host)': a client connecting to \(host) fails host verification before pinning.")
+            warn(
+                "\(leaf.name) names \(leaf.hosts.joined(separator: ", ")), not '\(host)': a client connecting to \(host) fails host verification before pinning."
+            )
         }
         if f == .nsc, let exp = export.effectiveExpiration, exp < Date() {
-            warn("the pin-set expiration \(exp) is in the past: Android does not enforce expired pin sets; pass --expiration YYYY-MM-DD.")
+            warn(
+                "the pin-set expiration \(exp) is in the past: Android does not enforce expired pin sets; pass --expiration YYYY-MM-DD."
+            )
         }
         let folder = outFolder()
         if f == .curl {
-            export.trustFilePath = folder.map { $0.appendingPathComponent("trust.pem").path } ?? trustFileOutsideFolder(export, lab: lab)
+            export.trustFilePath =
+                folder.map { $0.appendingPathComponent("trust.pem").path } ?? trustFileOutsideFolder(export, lab: lab)
         }
         var files = try f.render(export)
         if f == .curl && folder == nil { files = Array(files.prefix(1)) }  // the flags name the PKI's own trust file
@@ -121,7 +135,8 @@ struct ExportCommand: AsyncParsableCommand {
     /// of several roots written next to the PKI.
     private func trustFileOutsideFolder(_ e: PinExport, lab: LabPKI) -> String {
         if e.trustAnchors.count == 1 { return lab.files(for: e.trustAnchors[0].name).certificatePEM.path }
-        let url = lab.directory.appendingPathComponent("exports/trust-\(e.trustAnchors.map(\.name).joined(separator: "+")).pem")
+        let url = lab.directory.appendingPathComponent(
+            "exports/trust-\(e.trustAnchors.map(\.name).joined(separator: "+")).pem")
         try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try? Data(PEM.encode(e.trustAnchors.map(\.certificateDER)).utf8).write(to: url)
         return url.path
@@ -144,14 +159,16 @@ struct ExportCommand: AsyncParsableCommand {
         }
         if folder == nil, files.count > 1 {
             let others = files.dropFirst().map(\.name).joined(separator: ", ")
-            FileHandle.standardError.write(Data("note: \(others) not written; use --out DIR/ to write them next to \(main.name)\n".utf8))
+            FileHandle.standardError.write(
+                Data("note: \(others) not written; use --out DIR/ to write them next to \(main.name)\n".utf8))
         }
     }
 
     private func loadCatalogue() throws -> Catalogue {
         if let catalogue {
-            return try Catalogue.load(directory: URL(fileURLWithPath: catalogue, isDirectory: true),
-                                      displayPrefix: catalogue.hasSuffix("/") ? catalogue : catalogue + "/")
+            return try Catalogue.load(
+                directory: URL(fileURLWithPath: catalogue, isDirectory: true),
+                displayPrefix: catalogue.hasSuffix("/") ? catalogue : catalogue + "/")
         }
         return try Catalogue.bundled()
     }
@@ -162,8 +179,9 @@ struct ExportCommand: AsyncParsableCommand {
         f.timeZone = TimeZone(identifier: "UTC")
         f.dateFormat = "yyyy-MM-dd"
         guard text.count == 10, let d = f.date(from: text) else {
-            throw ExportError(.badArguments, argument: "--expiration", problem: "'\(text)' is not a date.",
-                              fix: "write it YYYY-MM-DD, e.g. 2027-06-30.")
+            throw ExportError(
+                .badArguments, argument: "--expiration", problem: "'\(text)' is not a date.",
+                fix: "write it YYYY-MM-DD, e.g. 2027-06-30.")
         }
         return d
     }

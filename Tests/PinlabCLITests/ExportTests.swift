@@ -20,13 +20,15 @@ struct ExportTests {
         return nil
     }
     static let okhttpJars = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
-    static let javaReady = tool("javac") != nil && tool("java") != nil
+    static let javaReady =
+        tool("javac") != nil && tool("java") != nil
         && okhttpJars.allSatisfy { FileManager.default.fileExists(atPath: $0) }
     static let pythonReady = tool("python3") != nil
     static let xmllintReady = tool("xmllint") != nil
 
     func tempDir(_ label: String) throws -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-export-\(label)-\(UUID().uuidString)")
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pinlab-export-\(label)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
         return d
     }
@@ -54,7 +56,10 @@ struct ExportTests {
     /// The SPKI pin of a certificate computed by the openssl CLI only (STYLE.md's command).
     func opensslPin(pem: String) throws -> String {
         let r = ChildProcess.runBlocking(
-            ["sh", "-c", "openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"],
+            [
+                "sh", "-c",
+                "openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64",
+            ],
             input: Array(pem.utf8), timeout: .seconds(20))
         #expect(r.status == 0, "\(r.stderrText)")
         return r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -77,7 +82,8 @@ struct ExportTests {
     @Test("pins in every pinning format equal the PKI's, and openssl's")
     func pinsEqualThePKIsAndOpenSSLs() throws {
         let pins = try pkiPins()
-        let k1 = try #require(pins["leaf-v1"]), k2 = try #require(pins["leaf-v3-rekey"])
+        let k1 = try #require(pins["leaf-v1"])
+        let k2 = try #require(pins["leaf-v3-rekey"])
         #expect(try opensslPin(pem: certificatePEM("leaf-v1")) == k1, "openssl agrees with the PKI on leaf-v1")
         #expect(try opensslPin(pem: certificatePEM("leaf-v3-rekey")) == k2)
         let intermediate = try #require(pins["lab-intermediate-a"])
@@ -86,17 +92,21 @@ struct ExportTests {
         let java = try export(["okhttp-java", "--scenario", "baseline", "--profile", "leaf-spki+backup"])
         #expect(pinLiterals(java, prefix: "sha256/") == [k1, k2], "\(java)")
         let kotlin = try export(["okhttp-kotlin", "--scenario", "baseline", "--profile", "leaf-spki+backup"])
-        #expect(pinLiterals(kotlin, prefix: "sha256/") == pinLiterals(java, prefix: "sha256/"),
-                "no kotlinc here: the Kotlin pinner's pins are checked against the Java one's")
-        #expect(kotlin.contains("CertificatePinner.Builder()") && kotlin.contains(".add(\"localhost\", \"sha256/\(k1)\")"))
+        #expect(
+            pinLiterals(kotlin, prefix: "sha256/") == pinLiterals(java, prefix: "sha256/"),
+            "no kotlinc here: the Kotlin pinner's pins are checked against the Java one's")
+        #expect(
+            kotlin.contains("CertificatePinner.Builder()") && kotlin.contains(".add(\"localhost\", \"sha256/\(k1)\")"))
 
         let curl = try export(["curl", "--scenario", "baseline", "--profile", "intermediate-spki"])
         #expect(curl.contains("--pinnedpubkey 'sha256//\(intermediate)'"), "\(curl)")
         #expect(!curl.contains(k2), "curl takes one pin: no backup is added")
 
         let swift = try export(["trustkit-swift", "leaf-v1", "leaf-v3-rekey"])
-        #expect(pinLiterals(swift, prefix: "") .filter { $0.count == 44 } == [k1, k2], "\(swift)")
-        #expect(swift.contains("kTSKPublicKeyHashes") && swift.contains("TrustKit.initSharedInstance(withConfiguration: trustKitConfig)"))
+        #expect(pinLiterals(swift, prefix: "").filter { $0.count == 44 } == [k1, k2], "\(swift)")
+        #expect(
+            swift.contains("kTSKPublicKeyHashes")
+                && swift.contains("TrustKit.initSharedInstance(withConfiguration: trustKitConfig)"))
     }
 
     /// The quoted strings of `text` that start with `prefix`, prefix removed.
@@ -113,15 +123,18 @@ struct ExportTests {
 
     // MARK: - TrustKit
 
-    @Test("trustkit-plist parses with plistlib; a single-pin profile gets K2 added, and says so",
-          .enabled(if: pythonReady, "python3 is not installed"))
+    @Test(
+        "trustkit-plist parses with plistlib; a single-pin profile gets K2 added, and says so",
+        .enabled(if: pythonReady, "python3 is not installed"))
     func trustKitPlist() throws {
         let pins = try pkiPins()
         let dir = try tempDir("trustkit")
         defer { try? FileManager.default.removeItem(at: dir) }
-        for (profile, expected) in [("leaf-spki+backup", ["leaf-v1", "leaf-v3-rekey"]),
-                                    ("intermediate-spki", ["lab-intermediate-a", "leaf-v3-rekey"]),
-                                    ("root-spki", ["lab-root", "leaf-v3-rekey"])] {
+        for (profile, expected) in [
+            ("leaf-spki+backup", ["leaf-v1", "leaf-v3-rekey"]),
+            ("intermediate-spki", ["lab-intermediate-a", "leaf-v3-rekey"]),
+            ("root-spki", ["lab-root", "leaf-v3-rekey"]),
+        ] {
             let file = dir.appendingPathComponent("\(profile).plist")
             _ = try export(["trustkit-plist", "--scenario", "baseline", "--profile", profile, "--out", file.path])
             let doc = try python("plist", file)
@@ -145,27 +158,34 @@ struct ExportTests {
         let pins = try pkiPins()
         let dir = try tempDir("alamofire")
         defer { try? FileManager.default.removeItem(at: dir) }
-        _ = try export(["alamofire", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/"])
+        _ = try export([
+            "alamofire", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/",
+        ])
         let swift = try String(contentsOf: dir.appendingPathComponent("PinningLabTrust.swift"), encoding: .utf8)
-        for needle in ["ServerTrustManager(evaluators: [", "PublicKeysTrustEvaluator(", "PinnedCertificatesTrustEvaluator(",
-                       ".af.publicKeys", "static let certificateNames = [\"leaf-v1\", \"leaf-v3-rekey\"]",
-                       "Session(serverTrustManager: publicKeysManager())"] {
+        for needle in [
+            "ServerTrustManager(evaluators: [", "PublicKeysTrustEvaluator(", "PinnedCertificatesTrustEvaluator(",
+            ".af.publicKeys", "static let certificateNames = [\"leaf-v1\", \"leaf-v3-rekey\"]",
+            "Session(serverTrustManager: publicKeysManager())",
+        ] {
             #expect(swift.contains(needle), "missing \(needle)")
         }
         for name in ["leaf-v1", "leaf-v3-rekey"] {
             let cer = dir.appendingPathComponent("\(name).cer")
-            let r = ChildProcess.runBlocking(["openssl", "x509", "-inform", "der", "-in", cer.path], timeout: .seconds(20))
+            let r = ChildProcess.runBlocking(
+                ["openssl", "x509", "-inform", "der", "-in", cer.path], timeout: .seconds(20))
             #expect(r.status == 0, "\(name).cer is DER: \(r.stderrText)")
             #expect(try opensslPin(pem: r.stdoutText) == pins[name], "\(name).cer carries the pinned key")
         }
         let cert = try export(["alamofire", "--scenario", "renewal-same-key", "--profile", "leaf-cert"])
-        #expect(cert.contains("Session(serverTrustManager: pinnedCertificatesManager())"), "leaf-cert pins certificates")
+        #expect(
+            cert.contains("Session(serverTrustManager: pinnedCertificatesManager())"), "leaf-cert pins certificates")
     }
 
     // MARK: - Android network security config
 
-    @Test("nsc parses with xmllint and xml.etree and obeys Android's element rules; a broken file is caught",
-          .enabled(if: pythonReady && xmllintReady, "python3 or xmllint (libxml2-utils) is not installed"))
+    @Test(
+        "nsc parses with xmllint and xml.etree and obeys Android's element rules; a broken file is caught",
+        .enabled(if: pythonReady && xmllintReady, "python3 or xmllint (libxml2-utils) is not installed"))
     func networkSecurityConfig() throws {
         let pins = try pkiPins()
         let dir = try tempDir("nsc")
@@ -191,7 +211,10 @@ struct ExportTests {
         let fixed = try tempDir("nsc-flag")
         defer { try? FileManager.default.removeItem(at: fixed) }
         let flagged = fixed.appendingPathComponent("n.xml")
-        _ = try export(["nsc", "--expiration", "2031-01-02", "--include-subdomains", "--host", "api.pinning.test", "--out", flagged.path])
+        _ = try export([
+            "nsc", "--expiration", "2031-01-02", "--include-subdomains", "--host", "api.pinning.test", "--out",
+            flagged.path,
+        ])
         let s2 = try python("nsc", flagged)
         #expect(s2["expiration"] as? String == "2031-01-02")
         #expect((s2["domains"] as? [[String: String]])?.first?["includeSubdomains"] == "true")
@@ -214,8 +237,9 @@ struct ExportTests {
 
     // MARK: - Apple configuration profile
 
-    @Test("mobileconfig parses with plistlib; its payloads carry lab-root's (and proxy-root's) DER; UUIDs are stable",
-          .enabled(if: pythonReady, "python3 is not installed"))
+    @Test(
+        "mobileconfig parses with plistlib; its payloads carry lab-root's (and proxy-root's) DER; UUIDs are stable",
+        .enabled(if: pythonReady, "python3 is not installed"))
     func mobileconfig() throws {
         let dir = try tempDir("mobileconfig")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -236,11 +260,15 @@ struct ExportTests {
         let payloads = try #require(plain["PayloadContent"] as? [[String: Any]])
         #expect(payloads.count == 1)
         #expect(payloads[0]["PayloadType"] as? String == "com.apple.security.root")
-        #expect((payloads[0]["PayloadContent"] as? [String: String])?["data"] == (try der("lab-root")),
-                "the payload's bytes are lab-root's DER")
+        #expect(
+            (payloads[0]["PayloadContent"] as? [String: String])?["data"] == (try der("lab-root")),
+            "the payload's bytes are lab-root's DER")
         let readme = try String(contentsOf: dir.appendingPathComponent("plain/README.md"), encoding: .utf8)
-        for step in ["VPN & Device Management", "Certificate Trust Settings", "xcrun simctl keychain booted add-root-cert lab-root.pem",
-                     "Encryption & credentials", "API 24"] {
+        for step in [
+            "VPN & Device Management", "Certificate Trust Settings",
+            "xcrun simctl keychain booted add-root-cert lab-root.pem",
+            "Encryption & credentials", "API 24",
+        ] {
             #expect(readme.contains(step), "README: \(step)")
         }
 
@@ -256,7 +284,9 @@ struct ExportTests {
         let uuid = { (d: [String: Any]) in d["PayloadUUID"] as? String }
         #expect(uuid(plain) == uuid(again), "stable PayloadUUID")
         #expect(uuid(plain) != uuid(withProxy), "another set of roots is another profile")
-        #expect(payloads[0]["PayloadUUID"] as? String == both[0]["PayloadUUID"] as? String, "lab-root's payload UUID is its own")
+        #expect(
+            payloads[0]["PayloadUUID"] as? String == both[0]["PayloadUUID"] as? String,
+            "lab-root's payload UUID is its own")
         let uuids = [uuid(plain), uuid(withProxy)] + both.map { $0["PayloadUUID"] as? String }
         for u in uuids { #expect(u.flatMap(UUID.init(uuidString:)) != nil, "\(u ?? "nil") is a UUID") }
     }
@@ -269,11 +299,15 @@ struct ExportTests {
         let dir = try tempDir("serve")
         let manifest = dir.appendingPathComponent("manifest.json")
         let server = try ChildProcess.spawnBackground(
-            [bin.path, "serve", "--scenario", "baseline", "--scenario", "intercepting-proxy", "--engine", "both",
-             "--manifest", manifest.path] + CLI.dirArgs)
+            [
+                bin.path, "serve", "--scenario", "baseline", "--scenario", "intercepting-proxy", "--engine", "both",
+                "--manifest", manifest.path,
+            ] + CLI.dirArgs)
         for _ in 0..<400 {  // complete once it parses; up to 20 s (the PKI may be issued first)
-            if let d = try? Data(contentsOf: manifest), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any],
-               let servers = o["servers"] as? [[String: Any]] {
+            if let d = try? Data(contentsOf: manifest),
+                let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any],
+                let servers = o["servers"] as? [[String: Any]]
+            {
                 return (server, servers, dir)
             }
             try await Task.sleep(for: .milliseconds(50))
@@ -283,52 +317,78 @@ struct ExportTests {
         throw CancellationError()
     }
 
-    @Test("curl with the exported flags accepts baseline and refuses intercepting-proxy (exit 90)",
-          .enabled(if: tool("curl") != nil, "curl is not installed"))
+    @Test(
+        "curl with the exported flags accepts baseline and refuses intercepting-proxy (exit 90)",
+        .enabled(if: tool("curl") != nil, "curl is not installed"))
     func curlFlagsAgainstServe() async throws {
         let (server, servers, dir) = try await serve()
-        defer { server.terminate(); try? FileManager.default.removeItem(at: dir) }
+        defer {
+            server.terminate()
+            try? FileManager.default.removeItem(at: dir)
+        }
         _ = try export(["curl", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/"])
         let text = try String(contentsOf: dir.appendingPathComponent("curl-flags.txt"), encoding: .utf8)
         let flags = try #require(text.split(separator: "\n").last { !$0.hasPrefix("#") }).description
-        #expect(flags.hasPrefix("--cacert '\(dir.standardizedFileURL.path)/trust.pem' --pinnedpubkey 'sha256//"), "\(flags)")
+        #expect(
+            flags.hasPrefix("--cacert '\(dir.standardizedFileURL.path)/trust.pem' --pinnedpubkey 'sha256//"), "\(flags)"
+        )
         for s in servers {
-            let id = s["id"] as! String, url = s["url"] as! String, trust = s["trustFile"] as! String
+            let id = s["id"] as! String
+            let url = s["url"] as! String
+            let trust = s["trustFile"] as! String
             // The scenario's trust store (intercepting-proxy: lab-root + proxy-root) replaces the export's own.
-            let line = "curl -s -o /dev/null --max-time 10 " + flags.replacingOccurrences(
-                of: "'\(dir.standardizedFileURL.path)/trust.pem'", with: "'\(trust)'") + " " + url
+            let line =
+                "curl -s -o /dev/null --max-time 10 "
+                + flags.replacingOccurrences(
+                    of: "'\(dir.standardizedFileURL.path)/trust.pem'", with: "'\(trust)'") + " " + url
             let r = ChildProcess.runBlocking(["sh", "-c", line], timeout: .seconds(20))
-            #expect(r.status == (id == "baseline" ? 0 : 90), "\(id) on \(s["engine"] ?? ""): \(line) → \(r.status) \(r.stderrText)")
+            #expect(
+                r.status == (id == "baseline" ? 0 : 90),
+                "\(id) on \(s["engine"] ?? ""): \(line) → \(r.status) \(r.stderrText)")
         }
     }
 
-    @Test("the exported OkHttp Java pinner compiles and accepts baseline, refuses intercepting-proxy",
-          .enabled(if: javaReady, "javac/java or Debian's libokhttp-java (/usr/share/java/okhttp.jar, okio.jar) is missing: apt-get install -y default-jdk-headless libokhttp-java"),
-          arguments: ["leaf-spki", "leaf-spki+backup", "intermediate-spki", "root-spki"])
+    @Test(
+        "the exported OkHttp Java pinner compiles and accepts baseline, refuses intercepting-proxy",
+        .enabled(
+            if: javaReady,
+            "javac/java or Debian's libokhttp-java (/usr/share/java/okhttp.jar, okio.jar) is missing: apt-get install -y default-jdk-headless libokhttp-java"
+        ),
+        arguments: ["leaf-spki", "leaf-spki+backup", "intermediate-spki", "root-spki"])
     func okHttpJavaAgainstServe(profile: String) async throws {
         let (server, servers, dir) = try await serve()
-        defer { server.terminate(); try? FileManager.default.removeItem(at: dir) }
+        defer {
+            server.terminate()
+            try? FileManager.default.removeItem(at: dir)
+        }
         let src = dir.appendingPathComponent("src", isDirectory: true)
         let classes = dir.appendingPathComponent("classes", isDirectory: true)
         try FileManager.default.createDirectory(at: classes, withIntermediateDirectories: true)
         _ = try export(["okhttp-java", "--scenario", "baseline", "--profile", profile, "--out", src.path + "/"])
-        try FileManager.default.copyItem(at: Self.fixtures.appendingPathComponent("PinCheck.java"),
-                                         to: src.appendingPathComponent("PinCheck.java"))
+        try FileManager.default.copyItem(
+            at: Self.fixtures.appendingPathComponent("PinCheck.java"),
+            to: src.appendingPathComponent("PinCheck.java"))
         let cp = Self.okhttpJars.joined(separator: ":")
         let javac = ChildProcess.runBlocking(
-            ["javac", "-nowarn", "-cp", cp, "-d", classes.path, src.appendingPathComponent("PinningLabPins.java").path,
-             src.appendingPathComponent("PinCheck.java").path], timeout: .seconds(120))
+            [
+                "javac", "-nowarn", "-cp", cp, "-d", classes.path,
+                src.appendingPathComponent("PinningLabPins.java").path,
+                src.appendingPathComponent("PinCheck.java").path,
+            ], timeout: .seconds(120))
         try #require(javac.status == 0, "javac: \(javac.output)")
         #expect(servers.count == 4, "baseline and intercepting-proxy on two engines")
         for s in servers {
-            let id = s["id"] as! String, url = s["url"] as! String, trust = s["trustFile"] as! String
-            let r = ChildProcess.runBlocking(["java", "-cp", classes.path + ":" + cp, "PinCheck", url, trust],
-                                             timeout: .seconds(60))
-            let where_ = "\(profile), \(id) on \(s["engine"] ?? "")"
+            let id = s["id"] as! String
+            let url = s["url"] as! String
+            let trust = s["trustFile"] as! String
+            let r = ChildProcess.runBlocking(
+                ["java", "-cp", classes.path + ":" + cp, "PinCheck", url, trust],
+                timeout: .seconds(60))
+            let cell = "\(profile), \(id) on \(s["engine"] ?? "")"
             if id == "baseline" {
-                #expect(r.status == 0 && r.stdoutText.hasPrefix("ACCEPT 200"), "\(where_): \(r.output)")
+                #expect(r.status == 0 && r.stdoutText.hasPrefix("ACCEPT 200"), "\(cell): \(r.output)")
             } else {
-                #expect(r.status == 3 && r.stdoutText.contains("Certificate pinning failure"), "\(where_): \(r.output)")
+                #expect(r.status == 3 && r.stdoutText.contains("Certificate pinning failure"), "\(cell): \(r.output)")
             }
         }
     }
@@ -344,17 +404,25 @@ struct ExportTests {
             return r.stderr
         }
         let prefix = try failing(["trustkit"])
-        #expect(prefix.contains("FORMAT: 'trustkit' is not an export format") && prefix.contains("did you mean 'trustkit-plist' or 'trustkit-swift'?"), "\(prefix)")
+        #expect(
+            prefix.contains("FORMAT: 'trustkit' is not an export format")
+                && prefix.contains("did you mean 'trustkit-plist' or 'trustkit-swift'?"), "\(prefix)")
         let typo = try failing(["okhtp-java"])
         #expect(typo.contains("did you mean 'okhttp-java'?"), "\(typo)")
         let scenario = try failing(["curl", "--scenario", "basline"])
-        #expect(scenario.contains("--scenario: 'basline' is not a scenario") && scenario.contains("did you mean 'baseline'?"), "\(scenario)")
+        #expect(
+            scenario.contains("--scenario: 'basline' is not a scenario")
+                && scenario.contains("did you mean 'baseline'?"), "\(scenario)")
         let profile = try failing(["curl", "--scenario", "baseline", "--profile", "leaf-spk"])
-        #expect(profile.contains("--profile: 'leaf-spk' is not a pin profile") && profile.contains("did you mean 'leaf-spki'?"), "\(profile)")
+        #expect(
+            profile.contains("--profile: 'leaf-spk' is not a pin profile")
+                && profile.contains("did you mean 'leaf-spki'?"), "\(profile)")
         let short = try failing(["curl", "--scenario", "baseline", "--profile", "leaf"])
         #expect(short.contains("did you mean 'leaf-cert', 'leaf-spki' or 'leaf-spki+backup'?"), "\(short)")
         let name = try failing(["okhttp-java", "leaf-v9"])
-        #expect(name.contains("NAMES: 'leaf-v9' is not an identity") && name.contains("did you mean 'leaf-v1'?") && name.contains("pinlab pki list"), "\(name)")
+        #expect(
+            name.contains("NAMES: 'leaf-v9' is not an identity") && name.contains("did you mean 'leaf-v1'?")
+                && name.contains("pinlab pki list"), "\(name)")
         let none = try failing(["okhttp-java", "--scenario", "baseline", "--profile", "none"])
         #expect(none.contains("--profile") && none.contains("no pins"), "\(none)")
         let cert = try failing(["nsc", "--scenario", "baseline", "--profile", "leaf-cert"])

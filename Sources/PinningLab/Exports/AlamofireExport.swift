@@ -11,13 +11,14 @@ enum AlamofireExport {
         let pins = e.spkiPins
         let names = pins.map { quoted(cerName($0)) }.joined(separator: ", ")
         let primaryIsCertificates = e.pinsCertificates
-        var s = slashComment(e.headerLines(.alamofire) + [
-            "Add these files to the app target (Copy Bundle Resources): "
-                + pins.map { cerName($0) + ".cer" }.joined(separator: ", ") + ".",
-            "They are loaded by name, not with Bundle.main.af.certificates (which takes every .cer/.crt/.der in the",
-            "bundle: a root certificate bundled for another reason would silently become a pin).",
-            "Default validation stays on: the device must trust the lab root (install the mobileconfig export).",
-        ])
+        var s = slashComment(
+            e.headerLines(.alamofire) + [
+                "Add these files to the app target (Copy Bundle Resources): "
+                    + pins.map { cerName($0) + ".cer" }.joined(separator: ", ") + ".",
+                "They are loaded by name, not with Bundle.main.af.certificates (which takes every .cer/.crt/.der in the",
+                "bundle: a root certificate bundled for another reason would silently become a pin).",
+                "Default validation stays on: the device must trust the lab root (install the mobileconfig export).",
+            ])
         s += """
             import Alamofire
             import Foundation

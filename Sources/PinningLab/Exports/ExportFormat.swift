@@ -45,8 +45,9 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
         let f = ExportFormat(rawValue: name.lowercased())
         if all.contains(f) { return f }
         let names = all.map(\.rawValue)
-        throw ExportError(.unknownFormat, argument: "FORMAT", problem: "'\(name)' is not an export format.",
-                          fix: "\(didYouMean(name, names))use one of \(names.joined(separator: ", ")).")
+        throw ExportError(
+            .unknownFormat, argument: "FORMAT", problem: "'\(name)' is not an export format.",
+            fix: "\(didYouMean(name, names))use one of \(names.joined(separator: ", ")).")
     }
 
     /// The file the format's main text is usually saved as.
@@ -79,7 +80,8 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
         case .mobileconfig: return MobileConfigExport.render(e)
         default:
             _ = try Self.named(rawValue)  // throws for a format that is not in `all`, with the closest name
-            throw ExportError(.unknownFormat, argument: "FORMAT", problem: "'\(self)' has no generator.", fix: "report a bug.")
+            throw ExportError(
+                .unknownFormat, argument: "FORMAT", problem: "'\(self)' has no generator.", fix: "report a bug.")
         }
     }
 }
@@ -89,7 +91,8 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
 func didYouMean(_ word: String, _ names: [String]) -> String {
     let close = names.filter { $0.lowercased().hasPrefix(word.lowercased() + "-") }
     if close.count > 4 {
-        return "did you mean \(close.prefix(3).map { "'\($0)'" }.joined(separator: ", ")), … (\(close.count) names start with '\(word)-')? "
+        return
+            "did you mean \(close.prefix(3).map { "'\($0)'" }.joined(separator: ", ")), … (\(close.count) names start with '\(word)-')? "
     }
     if close.count > 1 {
         let quoted = close.map { "'\($0)'" }
@@ -192,36 +195,46 @@ public struct PinExport: Sendable, Hashable {
     /// The export as `format` writes it: checked, with the backup key added where the format demands two pins.
     func prepared(for format: ExportFormat) throws(ExportError) -> PinExport {
         var e = self
-        guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" }) else {
-            throw ExportError(.badHost, argument: "--host", problem: "'\(host)' is not a host name.",
-                              fix: "give a DNS name such as localhost or api.pinning.test.")
+        guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" })
+        else {
+            throw ExportError(
+                .badHost, argument: "--host", problem: "'\(host)' is not a host name.",
+                fix: "give a DNS name such as localhost or api.pinning.test.")
         }
         guard format.carriesPins else { return e }
         if pins.isEmpty && format != .nsc && format != .curl {
-            throw ExportError(.noPins, argument: "--profile",
-                              problem: "the selection has no pins (profile none), and \(format) is a pinning configuration.",
-                              fix: "choose a pinning profile (--profile leaf-spki+backup), or name identities.")
+            throw ExportError(
+                .noPins, argument: "--profile",
+                problem: "the selection has no pins (profile none), and \(format) is a pinning configuration.",
+                fix: "choose a pinning profile (--profile leaf-spki+backup), or name identities.")
         }
         if pinsCertificates && !format.pinsCertificates {
-            throw ExportError(.certificatePinsUnsupported, argument: "--profile",
-                              problem: "leaf-cert pins the whole certificate; \(format) takes SPKI (public key) pins only.",
-                              fix: "use --profile leaf-spki or leaf-spki+backup, or the alamofire export (PinnedCertificatesTrustEvaluator).")
+            throw ExportError(
+                .certificatePinsUnsupported, argument: "--profile",
+                problem: "leaf-cert pins the whole certificate; \(format) takes SPKI (public key) pins only.",
+                fix:
+                    "use --profile leaf-spki or leaf-spki+backup, or the alamofire export (PinnedCertificatesTrustEvaluator)."
+            )
         }
         if format.requiresTwoPins {
             if includeSubdomains && !host.contains(".") {
-                throw ExportError(.badHost, argument: "--include-subdomains",
-                                  problem: "TrustKit refuses includeSubdomains for '\(host)', a name without a registrable domain.",
-                                  fix: "drop --include-subdomains, or pin a domain such as pinning.test.")
+                throw ExportError(
+                    .badHost, argument: "--include-subdomains",
+                    problem: "TrustKit refuses includeSubdomains for '\(host)', a name without a registrable domain.",
+                    fix: "drop --include-subdomains, or pin a domain such as pinning.test.")
             }
             if Set(e.pins.map(\.spkiBase64)).count < 2 {
                 guard let b = backup, !e.pins.contains(where: { $0.spkiBase64 == b.pins.spkiBase64 }) else {
-                    throw ExportError(.tooFewPins, argument: "NAMES",
-                                      problem: "TrustKit refuses a domain with fewer than two distinct pins, and there is no other backup key to add.",
-                                      fix: "name two identities with different keys, e.g. leaf-v1 leaf-v3-rekey.")
+                    throw ExportError(
+                        .tooFewPins, argument: "NAMES",
+                        problem:
+                            "TrustKit refuses a domain with fewer than two distinct pins, and there is no other backup key to add.",
+                        fix: "name two identities with different keys, e.g. leaf-v1 leaf-v3-rekey.")
                 }
                 e.pins.append(ExportPin(identity: b, reason: .addedBackup))
-                e.notes.append("TrustKit refuses a single pin, so the backup key \(b.keyName) (\(b.name)) was added: "
-                               + "this configuration also accepts a server that moved to \(b.keyName).")
+                e.notes.append(
+                    "TrustKit refuses a single pin, so the backup key \(b.keyName) (\(b.name)) was added: "
+                        + "this configuration also accepts a server that moved to \(b.keyName).")
             }
         }
         return e
@@ -239,13 +252,19 @@ public struct PinExport: Sendable, Hashable {
         if pins.isEmpty {
             lines.append("No pins: the profile pins nothing; only the trust anchors are configured.")
         } else {
-            lines.append(pinsCertificates ? "Pinned certificates (SHA-256 of the DER certificate):" : "Pins (SHA-256 of the DER SubjectPublicKeyInfo, base64):")
+            lines.append(
+                pinsCertificates
+                    ? "Pinned certificates (SHA-256 of the DER certificate):"
+                    : "Pins (SHA-256 of the DER SubjectPublicKeyInfo, base64):")
             for p in spkiPins {
-                lines.append("  " + (pinsCertificates ? p.identity.pins.certificateBase64 : p.spkiBase64) + "  " + p.label)
+                lines.append(
+                    "  " + (pinsCertificates ? p.identity.pins.certificateBase64 : p.spkiBase64) + "  " + p.label)
             }
         }
         lines += notes
-        lines.append("Check a pin: openssl x509 -in CERT.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64")
+        lines.append(
+            "Check a pin: openssl x509 -in CERT.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"
+        )
         return lines
     }
 }

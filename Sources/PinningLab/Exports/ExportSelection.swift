@@ -12,8 +12,9 @@ extension PinExport {
         guard PinProfile.all.contains(profile) else {
             let names = PinProfile.all.map(\.rawValue)
             let hint = didYouMean(profile.rawValue, names)
-            throw ExportError(.unknownProfile, argument: "--profile", problem: "'\(profile)' is not a pin profile.",
-                              fix: "\(hint)use one of \(names.joined(separator: ", ")).")
+            throw ExportError(
+                .unknownProfile, argument: "--profile", problem: "'\(profile)' is not a pin profile.",
+                fix: "\(hint)use one of \(names.joined(separator: ", ")).")
         }
         let ids: [Identity]
         let leaf: Identity
@@ -23,22 +24,25 @@ extension PinExport {
             leaf = try pki.identity(scenario.client.pinned)
             backup = pki[scenario.client.backup]
         } catch {
-            throw ExportError(.unknownIdentity, argument: "--scenario",
-                              problem: "scenario '\(scenario.id)' names an identity the PKI does not have: \(error)",
-                              fix: "open the PKI its spec was written for (--dir, --spec).")
+            throw ExportError(
+                .unknownIdentity, argument: "--scenario",
+                problem: "scenario '\(scenario.id)' names an identity the PKI does not have: \(error)",
+                fix: "open the PKI its spec was written for (--dir, --spec).")
         }
         let pins = ids.enumerated().map { i, id in
             ExportPin(identity: id, reason: profile == .leafSPKIBackup && i > 0 ? .backup : .pinned)
         }
         let anchor = pki[leaf.rootName].map { [$0] } ?? []
-        self.init(host: host, includeSubdomains: includeSubdomains, pins: pins,
-                  pinsCertificates: profile.pinsCertificates, backup: backup, trustAnchors: anchor,
-                  origin: "scenario \(scenario.id), profile \(profile)")
+        self.init(
+            host: host, includeSubdomains: includeSubdomains, pins: pins,
+            pinsCertificates: profile.pinsCertificates, backup: backup, trustAnchors: anchor,
+            origin: "scenario \(scenario.id), profile \(profile)")
         if scenario.client.trust.roots.count > 1 {
             let others = scenario.client.trust.roots.filter { $0 != leaf.rootName }
             deviceRoots = others.compactMap { pki[$0] }
-            notes.append("In this scenario the device also trusts \(others.joined(separator: ", ")) (a user-installed CA); "
-                         + "the app itself trusts only \(anchor.map(\.name).joined(separator: ", ")).")
+            notes.append(
+                "In this scenario the device also trusts \(others.joined(separator: ", ")) (a user-installed CA); "
+                    + "the app itself trusts only \(anchor.map(\.name).joined(separator: ", ")).")
         }
     }
 
@@ -54,9 +58,10 @@ extension PinExport {
         for n in chosen {
             guard let id = pki[n] else {
                 let hint = didYouMean(n, pki.identities.map(\.name))
-                throw ExportError(.unknownIdentity, argument: "NAMES",
-                                  problem: "'\(n)' is not an identity of the PKI in \(pki.directory.path).",
-                                  fix: "\(hint)`pinlab pki list` shows the names.")
+                throw ExportError(
+                    .unknownIdentity, argument: "NAMES",
+                    problem: "'\(n)' is not an identity of the PKI in \(pki.directory.path).",
+                    fix: "\(hint)`pinlab pki list` shows the names.")
             }
             ids.append(id)
         }
@@ -66,9 +71,12 @@ extension PinExport {
         let pins = ids.enumerated().map { i, id in
             ExportPin(identity: id, reason: isDefault && i == 1 ? .backup : .pinned)
         }
-        self.init(host: host, includeSubdomains: includeSubdomains, pins: pins, backup: pki[backupName],
-                  trustAnchors: roots,
-                  origin: isDefault ? "default pin set: leaf-v1 and the backup leaf-v3-rekey" : "identities \(chosen.joined(separator: ", "))")
+        self.init(
+            host: host, includeSubdomains: includeSubdomains, pins: pins, backup: pki[backupName],
+            trustAnchors: roots,
+            origin: isDefault
+                ? "default pin set: leaf-v1 and the backup leaf-v3-rekey"
+                : "identities \(chosen.joined(separator: ", "))")
     }
 }
 
@@ -77,7 +85,8 @@ extension Catalogue {
     public func exportScenario(_ id: String) throws(ExportError) -> Scenario {
         if let s = self[id] { return s }
         let hint = didYouMean(id, ids)
-        throw ExportError(.unknownScenario, argument: "--scenario", problem: "'\(id)' is not a scenario of the catalogue.",
-                          fix: "\(hint)`pinlab scenarios list` shows the \(scenarios.count) ids.")
+        throw ExportError(
+            .unknownScenario, argument: "--scenario", problem: "'\(id)' is not a scenario of the catalogue.",
+            fix: "\(hint)`pinlab scenarios list` shows the \(scenarios.count) ids.")
     }
 }

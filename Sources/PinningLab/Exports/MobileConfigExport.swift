@@ -12,7 +12,10 @@ enum MobileConfigExport {
         b[6] = (b[6] & 0x0f) | 0x80
         b[8] = (b[8] & 0x3f) | 0x80
         let hex = b.hexString.uppercased()
-        let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+        let parts = [
+            hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4),
+            hex.dropFirst(20),
+        ]
         return parts.joined(separator: "-")
     }
 
@@ -28,7 +31,12 @@ enum MobileConfigExport {
             .dictionary([
                 ("PayloadCertificateFileName", .string(r.name + ".cer")),
                 ("PayloadContent", .data(r.certificateDER)),
-                ("PayloadDescription", .string("Adds the PinningLab root '\(r.name)' (\(r.subject)). Lab use only: it is name-constrained to .test and localhost.")),
+                (
+                    "PayloadDescription",
+                    .string(
+                        "Adds the PinningLab root '\(r.name)' (\(r.subject)). Lab use only: it is name-constrained to .test and localhost."
+                    )
+                ),
                 ("PayloadDisplayName", .string(r.name)),
                 ("PayloadIdentifier", .string("\(identifierPrefix).root.\(r.pins.certificateHex.prefix(16))")),
                 ("PayloadType", .string("com.apple.security.root")),
@@ -41,7 +49,12 @@ enum MobileConfigExport {
         for r in roots { for i in 0..<32 { mixed[i] ^= r.pins.certificateSHA256[i] } }
         let profile: PropertyList = .dictionary([
             ("PayloadContent", .array(payloads)),
-            ("PayloadDescription", .string("Installs the PinningLab test roots: \(roots.map(\.name).joined(separator: ", ")). Unsigned. Remove it when the lab is over.")),
+            (
+                "PayloadDescription",
+                .string(
+                    "Installs the PinningLab test roots: \(roots.map(\.name).joined(separator: ", ")). Unsigned. Remove it when the lab is over."
+                )
+            ),
             ("PayloadDisplayName", .string("PinningLab roots (\(roots.map(\.name).joined(separator: " + ")))")),
             ("PayloadIdentifier", .string("\(identifierPrefix).profile.\(mixed.hexString.prefix(16))")),
             ("PayloadOrganization", .string("PinningLab")),

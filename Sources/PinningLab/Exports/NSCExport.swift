@@ -21,7 +21,8 @@ enum NSCExport {
         var s = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
         var comment = e.headerLines(.nsc)
         comment.append("Save as res/xml/network_security_config.xml; the manifest's <application> names it with")
-        comment.append("android:networkSecurityConfig=\"@xml/network_security_config\". The trust anchors are raw resources:")
+        comment.append(
+            "android:networkSecurityConfig=\"@xml/network_security_config\". The trust anchors are raw resources:")
         for a in e.trustAnchors { comment.append("  res/raw/\(rawName(a.name)).pem  (\(a.name))") }
         s += xmlComment(comment)
         s += "<network-security-config>\n"
@@ -33,7 +34,8 @@ enum NSCExport {
         if !e.pins.isEmpty {
             let exp = e.effectiveExpiration.map { " expiration=\"\(day($0))\"" } ?? ""
             if e.expiration == nil, let first = e.pins.first {
-                s += "        <!-- expiration: the notAfter of \(first.identity.name); after it the pins are not enforced -->\n"
+                s +=
+                    "        <!-- expiration: the notAfter of \(first.identity.name); after it the pins are not enforced -->\n"
             }
             s += "        <pin-set\(exp)>\n"
             for p in e.spkiPins {
@@ -43,11 +45,12 @@ enum NSCExport {
         }
         s += "    </domain-config>\n"
         s += "    <debug-overrides>\n"
-        s += xmlComment([
-            "Debug builds also trust user-installed CAs (Settings → Security → Encryption & credentials →",
-            "Install a certificate → CA certificate): apps targeting API 24+ ignore them otherwise.",
-            "overridePins=\"false\": the pins still apply, so an interception proxy's root is still refused.",
-        ], indent: "        ")
+        s += xmlComment(
+            [
+                "Debug builds also trust user-installed CAs (Settings → Security → Encryption & credentials →",
+                "Install a certificate → CA certificate): apps targeting API 24+ ignore them otherwise.",
+                "overridePins=\"false\": the pins still apply, so an interception proxy's root is still refused.",
+            ], indent: "        ")
         s += "        <trust-anchors>\n"
         for a in e.trustAnchors { s += "            <certificates src=\"@raw/\(rawName(a.name))\" />\n" }
         s += "            <certificates src=\"user\" overridePins=\"false\" />\n"

@@ -16,7 +16,8 @@ enum PropertyList: Hashable, Sendable {
     /// A whole plist document, with an optional comment after the DOCTYPE.
     func document(comment: [String] = []) -> String {
         var s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        s += "<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
+        s +=
+            "<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
         if !comment.isEmpty { s += xmlComment(comment) }
         return s + "<plist version=\"1.0\">\n" + xml(indent: 0) + "</plist>\n"
     }

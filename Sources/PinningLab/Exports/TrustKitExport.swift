@@ -10,10 +10,13 @@ enum TrustKitExport {
             ("TSKEnforcePinning", .bool(true)),
         ])
         let config: PropertyList = .dictionary([
-            ("TSKConfiguration", .dictionary([
-                ("TSKSwizzleNetworkDelegates", .bool(false)),
-                ("TSKPinnedDomains", .dictionary([(e.host, domain)])),
-            ])),
+            (
+                "TSKConfiguration",
+                .dictionary([
+                    ("TSKSwizzleNetworkDelegates", .bool(false)),
+                    ("TSKPinnedDomains", .dictionary([(e.host, domain)])),
+                ])
+            )
         ])
         var comment = e.headerLines(.trustKitPlist)
         comment.append("Merge the TSKConfiguration key into the app's Info.plist; TrustKit reads it at start-up.")
