@@ -121,6 +121,31 @@ struct ExportTests {
         return out
     }
 
+    /// TrustKit and Alamofire are Apple-only, so the Swift exports cannot be type-checked here; `swiftc -parse`
+    /// proves they are well-formed Swift (a broken literal fails).
+    @Test(
+        "the Swift exports (TrustKit, Alamofire) parse with swiftc -parse",
+        .enabled(if: tool("swiftc") != nil, "swiftc is not on PATH"))
+    func swiftExportsParse() throws {
+        let dir = try tempDir("swift")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (format, file) in [
+            ("trustkit-swift", "TrustKitConfiguration.swift"), ("alamofire", "PinningLabTrust.swift"),
+        ] {
+            for profile in ["leaf-spki+backup", "leaf-cert", "root-spki"]
+            where !(format == "trustkit-swift" && profile == "leaf-cert") {
+                let out = dir.appendingPathComponent("\(format)-\(profile)", isDirectory: true)
+                _ = try export([format, "--scenario", "baseline", "--profile", profile, "--out", out.path + "/"])
+                let r = ChildProcess.runBlocking(
+                    ["swiftc", "-parse", out.appendingPathComponent(file).path], timeout: .seconds(60))
+                #expect(r.status == 0, "\(format) \(profile): \(r.output)")
+            }
+        }
+        let broken = dir.appendingPathComponent("broken.swift")
+        try "let x = [\n".write(to: broken, atomically: true, encoding: .utf8)
+        #expect(ChildProcess.runBlocking(["swiftc", "-parse", broken.path], timeout: .seconds(60)).status != 0)
+    }
+
     // MARK: - TrustKit
 
     @Test(
