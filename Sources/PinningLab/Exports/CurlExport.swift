@@ -1,0 +1,25 @@
+import Foundation
+
+/// curl's flags: `--cacert FILE --pinnedpubkey 'sha256//A;sha256//B'` (curl pins SPKI SHA-256 only).
+enum CurlExport {
+    static let trustFileName = "trust.pem"
+
+    static func render(_ e: PinExport) -> [ExportFile] {
+        let ca = e.trustFilePath ?? trustFileName
+        var flags = "--cacert \(shellQuoted(ca))"
+        if !e.pins.isEmpty {
+            flags +=
+                " --pinnedpubkey " + shellQuoted(e.spkiPins.map { "sha256//" + $0.spkiBase64 }.joined(separator: ";"))
+        }
+        var lines = e.headerLines(.curl).map { "# " + $0 }
+        lines.append("# Use: curl \(flags) https://\(e.host):PORT/   (exit 90: the pin did not match)")
+        let text = lines.joined(separator: "\n") + "\n" + flags + "\n"
+        return [
+            ExportFile(name: ExportFormat.curl.fileName, text: text),
+            ExportFile(name: trustFileName, text: PEM.encode(e.trustAnchors.map(\.certificateDER))),
+        ]
+    }
+
+    /// Single-quoted for a POSIX shell.
+    static func shellQuoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+}

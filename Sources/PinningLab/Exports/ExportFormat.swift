@@ -1,0 +1,305 @@
+public import Foundation
+public import PinningLabPKI
+
+/// A configuration a pinning library or a device takes, written by `pinlab export FORMAT`. An open set: a struct
+/// with static members, so that formats can be added without breaking callers.
+public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// TrustKit's `TSKConfiguration` as Info.plist XML.
+    public static let trustKitPlist = ExportFormat(rawValue: "trustkit-plist")
+    /// TrustKit's configuration as a Swift dictionary literal for `TrustKit.initSharedInstance(withConfiguration:)`.
+    public static let trustKitSwift = ExportFormat(rawValue: "trustkit-swift")
+    /// Alamofire 5: a `ServerTrustManager` with `PublicKeysTrustEvaluator` and `PinnedCertificatesTrustEvaluator`,
+    /// plus the `.cer` files (DER) the evaluators load.
+    public static let alamofire = ExportFormat(rawValue: "alamofire")
+    /// OkHttp `CertificatePinner` in Kotlin.
+    public static let okHttpKotlin = ExportFormat(rawValue: "okhttp-kotlin")
+    /// OkHttp `CertificatePinner` in Java.
+    public static let okHttpJava = ExportFormat(rawValue: "okhttp-java")
+    /// Android `network_security_config.xml`, plus the lab root as a raw resource.
+    public static let nsc = ExportFormat(rawValue: "nsc")
+    /// curl's `--cacert FILE --pinnedpubkey 'sha256//…'` flags.
+    public static let curl = ExportFormat(rawValue: "curl")
+    /// An unsigned Apple configuration profile installing the lab root (and optionally `proxy-root`).
+    public static let mobileconfig = ExportFormat(rawValue: "mobileconfig")
+
+    public static let all: [ExportFormat] = [
+        .trustKitPlist, .trustKitSwift, .alamofire, .okHttpKotlin, .okHttpJava, .nsc, .curl, .mobileconfig,
+    ]
+    public var description: String { rawValue }
+
+    /// Whether the library refuses a configuration with fewer than two pins (TrustKit raises an exception:
+    /// a single pin without a backup can brick an app).
+    public var requiresTwoPins: Bool { self == .trustKitPlist || self == .trustKitSwift }
+
+    /// Whether the format carries pins at all (`mobileconfig` only installs trust anchors).
+    public var carriesPins: Bool { self != .mobileconfig }
+
+    /// Whether the format can pin whole certificates (`leaf-cert`), not only SPKIs.
+    public var pinsCertificates: Bool { self == .alamofire }
+
+    /// The format named `name`, or an error that names the closest format.
+    public static func named(_ name: String) throws(ExportError) -> ExportFormat {
+        let f = ExportFormat(rawValue: name.lowercased())
+        if all.contains(f) { return f }
+        let names = all.map(\.rawValue)
+        throw ExportError(
+            .unknownFormat, argument: "FORMAT", problem: "'\(name)' is not an export format.",
+            fix: "\(didYouMean(name, names))use one of \(names.joined(separator: ", ")).")
+    }
+
+    /// The file the format's main text is usually saved as.
+    public var fileName: String {
+        switch self {
+        case .trustKitPlist: return "TrustKit-Info.plist"
+        case .trustKitSwift: return "TrustKitConfiguration.swift"
+        case .alamofire: return "PinningLabTrust.swift"
+        case .okHttpKotlin: return "PinningLabPins.kt"
+        case .okHttpJava: return "PinningLabPins.java"
+        case .nsc: return "network_security_config.xml"
+        case .curl: return "curl-flags.txt"
+        case .mobileconfig: return "PinningLab.mobileconfig"
+        default: return rawValue + ".txt"
+        }
+    }
+
+    /// Writes the export. The main file comes first; the others (certificates, trust files, README) are the
+    /// material it refers to, written next to it when the caller writes to a folder.
+    public func render(_ export: PinExport) throws(ExportError) -> [ExportFile] {
+        let e = try export.prepared(for: self)
+        switch self {
+        case .trustKitPlist: return TrustKitExport.plist(e)
+        case .trustKitSwift: return TrustKitExport.swift(e)
+        case .alamofire: return AlamofireExport.render(e)
+        case .okHttpKotlin: return OkHttpExport.kotlin(e)
+        case .okHttpJava: return OkHttpExport.java(e)
+        case .nsc: return NSCExport.render(e)
+        case .curl: return CurlExport.render(e)
+        case .mobileconfig: return MobileConfigExport.render(e)
+        default:
+            _ = try Self.named(rawValue)  // throws for a format that is not in `all`, with the closest name
+            throw ExportError(
+                .unknownFormat, argument: "FORMAT", problem: "'\(self)' has no generator.", fix: "report a bug.")
+        }
+    }
+}
+
+/// "did you mean 'x'? ", or every name that continues `word` with a dash ("did you mean 'trustkit-plist' or
+/// 'trustkit-swift'? "), or nothing.
+func didYouMean(_ word: String, _ names: [String]) -> String {
+    let close = names.filter { $0.lowercased().hasPrefix(word.lowercased() + "-") }
+    if close.count > 4 {
+        return
+            "did you mean \(close.prefix(3).map { "'\($0)'" }.joined(separator: ", ")), … (\(close.count) names start with '\(word)-')? "
+    }
+    if close.count > 1 {
+        let quoted = close.map { "'\($0)'" }
+        return "did you mean \(quoted.dropLast().joined(separator: ", ")) or \(quoted.last!)? "
+    }
+    return suggestion(word, in: names).map { "did you mean '\($0)'? " } ?? ""
+}
+
+/// One file of an export: a name (no folders) and its bytes.
+public struct ExportFile: Sendable, Hashable {
+    public var name: String
+    public var bytes: [UInt8]
+    public init(name: String, bytes: [UInt8]) {
+        self.name = name
+        self.bytes = bytes
+    }
+    public init(name: String, text: String) { self.init(name: name, bytes: Array(text.utf8)) }
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// One pinned key (or, for certificate pins, one pinned certificate) and why it is there.
+public struct ExportPin: Sendable, Hashable {
+    /// Why this pin is in the set.
+    public struct Reason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// Pinned by the profile or named on the command line.
+        public static let pinned = Reason(rawValue: "pinned")
+        /// The published backup key of the profile `leaf-spki+backup`.
+        public static let backup = Reason(rawValue: "backup")
+        /// Added because the format refuses a single pin (TrustKit); not part of the profile.
+        public static let addedBackup = Reason(rawValue: "added-backup")
+        public var description: String { rawValue }
+    }
+
+    public var identity: Identity
+    public var reason: Reason
+    public init(identity: Identity, reason: Reason) {
+        self.identity = identity
+        self.reason = reason
+    }
+    /// Base64 SHA-256 of the DER SubjectPublicKeyInfo.
+    public var spkiBase64: String { identity.pins.spkiBase64 }
+    /// A one-line label for comments: `leaf-v1 (key K1, P-256)`, `leaf-v3-rekey (key K2, P-256), backup`.
+    public var label: String {
+        let base = "\(identity.name) (key \(identity.keyName), \(identity.keyType.displayName))"
+        switch reason {
+        case .backup: return base + ", backup key"
+        case .addedBackup: return base + ", backup key added because the library requires two pins"
+        default: return base
+        }
+    }
+}
+
+/// What an export is made from: the host, the pins, the trust anchors. Pure data; `ExportFormat.render` turns it
+/// into files. Build one with `PinExport(scenario:profile:in:)` or `PinExport(identities:in:)`, or by hand.
+public struct PinExport: Sendable, Hashable {
+    /// The host name the pins apply to (servers are reached as `localhost`).
+    public var host: String
+    public var includeSubdomains: Bool
+    /// The pins, primary first. Empty for the profile `none`.
+    public var pins: [ExportPin]
+    /// Whether the pins are whole certificates (`leaf-cert`) rather than SPKIs.
+    public var pinsCertificates: Bool
+    /// The key added when a format demands two pins and `pins` holds one (`leaf-v3-rekey`, K2, by default).
+    public var backup: Identity?
+    /// The roots the app trusts (written as `.cer`/`.pem` files, Android raw resources, profile payloads).
+    public var trustAnchors: [Identity]
+    /// Roots the user installs on the device besides the app's anchors: `proxy-root` for the interception lessons.
+    /// Only the `mobileconfig` export installs them.
+    public var deviceRoots: [Identity] = []
+    /// The Android `<pin-set expiration>` date: by default the primary pinned certificate's notAfter.
+    public var expiration: Date?
+    /// Where the pins came from, for the header comment: "scenario baseline, profile leaf-spki+backup".
+    public var origin: String
+    /// The trust file a command-line client should use (`curl --cacert`); `nil` means `trust.pem` next to the export.
+    public var trustFilePath: String?
+    /// A note for the header comment (e.g. why a pin was added).
+    public var notes: [String] = []
+
+    public init(
+        host: String = "localhost", includeSubdomains: Bool = false, pins: [ExportPin], pinsCertificates: Bool = false,
+        backup: Identity? = nil, trustAnchors: [Identity], expiration: Date? = nil, origin: String,
+        trustFilePath: String? = nil
+    ) {
+        self.host = host
+        self.includeSubdomains = includeSubdomains
+        self.pins = pins
+        self.pinsCertificates = pinsCertificates
+        self.backup = backup
+        self.trustAnchors = trustAnchors
+        self.expiration = expiration
+        self.origin = origin
+        self.trustFilePath = trustFilePath
+    }
+
+    /// The pin-set expiration: the given date, else the first pinned certificate's notAfter.
+    public var effectiveExpiration: Date? { expiration ?? pins.first?.identity.notAfter }
+
+    /// The export as `format` writes it: checked, with the backup key added where the format demands two pins.
+    func prepared(for format: ExportFormat) throws(ExportError) -> PinExport {
+        var e = self
+        guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" })
+        else {
+            throw ExportError(
+                .badHost, argument: "--host", problem: "'\(host)' is not a host name.",
+                fix: "give a DNS name such as localhost or api.pinning.test.")
+        }
+        guard format.carriesPins else { return e }
+        if pins.isEmpty && format != .nsc && format != .curl {
+            throw ExportError(
+                .noPins, argument: "--profile",
+                problem: "the selection has no pins (profile none), and \(format) is a pinning configuration.",
+                fix: "choose a pinning profile (--profile leaf-spki+backup), or name identities.")
+        }
+        if pinsCertificates && !format.pinsCertificates {
+            throw ExportError(
+                .certificatePinsUnsupported, argument: "--profile",
+                problem: "leaf-cert pins the whole certificate; \(format) takes SPKI (public key) pins only.",
+                fix:
+                    "use --profile leaf-spki or leaf-spki+backup, or the alamofire export (PinnedCertificatesTrustEvaluator)."
+            )
+        }
+        if format.requiresTwoPins {
+            if includeSubdomains && !host.contains(".") {
+                throw ExportError(
+                    .badHost, argument: "--include-subdomains",
+                    problem: "TrustKit refuses includeSubdomains for '\(host)', a name without a registrable domain.",
+                    fix: "drop --include-subdomains, or pin a domain such as pinning.test.")
+            }
+            if Set(e.pins.map(\.spkiBase64)).count < 2 {
+                guard let b = backup, !e.pins.contains(where: { $0.spkiBase64 == b.pins.spkiBase64 }) else {
+                    throw ExportError(
+                        .tooFewPins, argument: "NAMES",
+                        problem:
+                            "TrustKit refuses a domain with fewer than two distinct pins, and there is no other backup key to add.",
+                        fix: "name two identities with different keys, e.g. leaf-v1 leaf-v3-rekey.")
+                }
+                e.pins.append(ExportPin(identity: b, reason: .addedBackup))
+                e.notes.append(
+                    "TrustKit refuses a single pin, so the backup key \(b.keyName) (\(b.name)) was added: "
+                        + "this configuration also accepts a server that moved to \(b.keyName).")
+            }
+        }
+        return e
+    }
+
+    /// The distinct SPKI pins, in order.
+    var spkiPins: [ExportPin] {
+        var seen = Set<String>()
+        return pins.filter { seen.insert($0.spkiBase64).inserted }
+    }
+
+    /// The comment lines every export starts with.
+    func headerLines(_ format: ExportFormat) -> [String] {
+        var lines = ["Generated by `pinlab export \(format)` (\(origin)), host \(host)."]
+        if pins.isEmpty {
+            lines.append("No pins: the profile pins nothing; only the trust anchors are configured.")
+        } else {
+            lines.append(
+                pinsCertificates
+                    ? "Pinned certificates (SHA-256 of the DER certificate):"
+                    : "Pins (SHA-256 of the DER SubjectPublicKeyInfo, base64):")
+            for p in spkiPins {
+                lines.append(
+                    "  " + (pinsCertificates ? p.identity.pins.certificateBase64 : p.spkiBase64) + "  " + p.label)
+            }
+        }
+        lines += notes
+        lines.append(
+            "Check a pin: openssl x509 -in CERT.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"
+        )
+        return lines
+    }
+}
+
+/// An export that cannot be written: the argument at fault, what was wrong and what to do. Equality on the code.
+public struct ExportError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let unknownFormat = Code(rawValue: "unknown-format")
+        public static let unknownScenario = Code(rawValue: "unknown-scenario")
+        public static let unknownProfile = Code(rawValue: "unknown-profile")
+        public static let unknownIdentity = Code(rawValue: "unknown-identity")
+        public static let noPins = Code(rawValue: "no-pins")
+        public static let tooFewPins = Code(rawValue: "too-few-pins")
+        public static let certificatePinsUnsupported = Code(rawValue: "certificate-pins-unsupported")
+        public static let badHost = Code(rawValue: "bad-host")
+        public static let badArguments = Code(rawValue: "bad-arguments")
+        public var description: String { rawValue }
+    }
+
+    public var code: Code
+    /// The command-line argument at fault (`FORMAT`, `--scenario`, `--profile`, `NAMES`, `--host`).
+    public var argument: String
+    public var problem: String
+    public var fix: String
+
+    public init(_ code: Code, argument: String, problem: String, fix: String) {
+        self.code = code
+        self.argument = argument
+        self.problem = problem
+        self.fix = fix
+    }
+
+    public var description: String { "\(argument): \(problem) Fix: \(fix)" }
+    public static func == (a: ExportError, b: ExportError) -> Bool { a.code == b.code }
+    public func hash(into h: inout Hasher) { h.combine(code) }
+}

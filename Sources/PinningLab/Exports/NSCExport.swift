@@ -1,0 +1,66 @@
+import Foundation
+
+/// Android `res/xml/network_security_config.xml`: a `<domain-config>` for the host with the app's trust anchors
+/// (the lab root as a raw resource), the `<pin-set>` with its expiration, and `<debug-overrides>` trusting
+/// user-installed CAs in debug builds (apps targeting API 24+ ignore user CAs otherwise).
+enum NSCExport {
+    /// The raw resource name of a certificate: Android resource names take `[a-z0-9_]` only.
+    static func rawName(_ name: String) -> String {
+        String(name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
+    }
+
+    static func day(_ d: Date) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd"
+        return f.string(from: d)
+    }
+
+    static func render(_ e: PinExport) -> [ExportFile] {
+        var s = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+        var comment = e.headerLines(.nsc)
+        comment.append("Save as res/xml/network_security_config.xml; the manifest's <application> names it with")
+        comment.append(
+            "android:networkSecurityConfig=\"@xml/network_security_config\". The trust anchors are raw resources:")
+        for a in e.trustAnchors { comment.append("  res/raw/\(rawName(a.name)).pem  (\(a.name))") }
+        s += xmlComment(comment)
+        s += "<network-security-config>\n"
+        s += "    <domain-config cleartextTrafficPermitted=\"false\">\n"
+        s += "        <domain includeSubdomains=\"\(e.includeSubdomains)\">\(xmlEscape(e.host))</domain>\n"
+        s += "        <trust-anchors>\n"
+        for a in e.trustAnchors { s += "            <certificates src=\"@raw/\(rawName(a.name))\" />\n" }
+        s += "        </trust-anchors>\n"
+        if !e.pins.isEmpty {
+            let exp = e.effectiveExpiration.map { " expiration=\"\(day($0))\"" } ?? ""
+            if e.expiration == nil, let first = e.pins.first {
+                s +=
+                    "        <!-- expiration: the notAfter of \(first.identity.name); after it the pins are not enforced -->\n"
+            }
+            s += "        <pin-set\(exp)>\n"
+            for p in e.spkiPins {
+                s += "            <pin digest=\"SHA-256\">\(p.spkiBase64)</pin> <!-- \(xmlEscape(p.label)) -->\n"
+            }
+            s += "        </pin-set>\n"
+        }
+        s += "    </domain-config>\n"
+        s += "    <debug-overrides>\n"
+        s += xmlComment(
+            [
+                "Debug builds also trust user-installed CAs (Settings → Security → Encryption & credentials →",
+                "Install a certificate → CA certificate): apps targeting API 24+ ignore them otherwise.",
+                "overridePins=\"false\": the pins still apply, so an interception proxy's root is still refused.",
+            ], indent: "        ")
+        s += "        <trust-anchors>\n"
+        for a in e.trustAnchors { s += "            <certificates src=\"@raw/\(rawName(a.name))\" />\n" }
+        s += "            <certificates src=\"user\" overridePins=\"false\" />\n"
+        s += "        </trust-anchors>\n"
+        s += "    </debug-overrides>\n"
+        s += "</network-security-config>\n"
+        var files = [ExportFile(name: ExportFormat.nsc.fileName, text: s)]
+        for a in e.trustAnchors {
+            files.append(ExportFile(name: rawName(a.name) + ".pem", text: PEM.encode(a.certificateDER)))
+        }
+        return files
+    }
+}

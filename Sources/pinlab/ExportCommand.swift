@@ -1,0 +1,192 @@
+import ArgumentParser
+import Foundation
+import PinningLab
+
+struct ExportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Write pins and trust anchors in the form a pinning library or a device takes.",
+        discussion: """
+            Formats: \(ExportFormat.all.map(\.rawValue).joined(separator: ", ")).
+            Pins come from a scenario and a pin profile (--scenario baseline --profile leaf-spki+backup), or from \
+            identities named on the command line (default: leaf-v1 and its backup key's leaf-v3-rekey). TrustKit \
+            refuses a single pin: a single-pin profile gets the backup key K2 added, and the file says so.
+            With --out DIR (an existing folder or a path ending in /) the main file and the material it refers to \
+            (.cer files, raw resources, trust files, README) are written there; otherwise the main file goes to \
+            --out FILE or standard output.
+
+            Examples:
+              pinlab export okhttp-java --scenario baseline --profile leaf-spki+backup
+              pinlab export alamofire --out App/Pinning/
+              pinlab export mobileconfig --include-proxy-root --out profile/
+            """)
+
+    @OptionGroup var pki: PKIOptionsGroup
+
+    @Option(name: .long, help: "A folder of scenario files instead of the bundled catalogue.")
+    var catalogue: String?
+
+    @Argument(help: "The format: \(ExportFormat.all.map(\.rawValue).joined(separator: " | ")).")
+    var format: String
+
+    @Argument(help: "Identities whose keys to pin (default: leaf-v1 leaf-v3-rekey). Not with --scenario.")
+    var names: [String] = []
+
+    @Option(help: "Take the pins of this scenario's client (see `pinlab scenarios list`).")
+    var scenario: String?
+
+    @Option(
+        help:
+            "The pin profile with --scenario: none, leaf-cert, leaf-spki, leaf-spki+backup, intermediate-spki, root-spki."
+    )
+    var profile: String?
+
+    @Option(help: "The host the pins apply to.")
+    var host: String = "localhost"
+
+    @Flag(name: .customLong("include-subdomains"), help: "Apply the pins to subdomains of --host too.")
+    var includeSubdomains = false
+
+    @Option(help: "The Android pin-set expiration, YYYY-MM-DD (default: the first pinned certificate's notAfter).")
+    var expiration: String?
+
+    @Flag(
+        name: .customLong("include-proxy-root"),
+        help: "mobileconfig: also install proxy-root (the interception lessons).")
+    var includeProxyRoot = false
+
+    @Option(help: "Write to this file, or to this folder (with the .cer, .pem and README files).")
+    var out: String?
+
+    func run() async throws {
+        do {
+            try export()
+        } catch let e as ExportError {
+            FileHandle.standardError.write(Data("error: \(e)\n".utf8))
+            throw ExitCode(2)
+        }
+    }
+
+    private func export() throws {
+        let f = try ExportFormat.named(format)
+        if scenario != nil && !names.isEmpty {
+            throw ExportError(
+                .badArguments, argument: "NAMES",
+                problem: "identities (\(names.joined(separator: " "))) and --scenario both choose the pins.",
+                fix: "give either --scenario ID --profile P, or identity names.")
+        }
+        if profile != nil && scenario == nil {
+            throw ExportError(
+                .badArguments, argument: "--profile", problem: "a profile is relative to a scenario's client.",
+                fix: "add --scenario ID (e.g. --scenario baseline), or name identities instead.")
+        }
+        let day = try expiration.map(Self.parseDay)
+        let lab = try reportingErrors { try pki.open() }
+        var export: PinExport
+        if let scenario {
+            let s = try loadCatalogue().exportScenario(scenario)
+            export = try PinExport(
+                scenario: s, profile: PinProfile(rawValue: profile ?? "leaf-spki+backup"), in: lab,
+                host: host, includeSubdomains: includeSubdomains)
+        } else {
+            export = try PinExport(identities: names, in: lab, host: host, includeSubdomains: includeSubdomains)
+        }
+        export.expiration = day
+        if includeProxyRoot {
+            guard let proxy = lab["proxy-root"] else {
+                throw ExportError(
+                    .unknownIdentity, argument: "--include-proxy-root",
+                    problem: "the PKI in \(lab.directory.path) has no identity 'proxy-root'.",
+                    fix: "use the built-in spec, or drop the flag.")
+            }
+            if !export.deviceRoots.contains(proxy) { export.deviceRoots.append(proxy) }
+        }
+        if let leaf = export.pins.first?.identity, leaf.role == .leaf, !leaf.hosts.contains(host) {
+            warn(
+                "\(leaf.name) names \(leaf.hosts.joined(separator: ", ")), not '\(host)': a client connecting to \(host) fails host verification before pinning."
+            )
+        }
+        if f == .nsc, let exp = export.effectiveExpiration, exp < Date() {
+            warn(
+                "the pin-set expiration \(exp) is in the past: Android does not enforce expired pin sets; pass --expiration YYYY-MM-DD."
+            )
+        }
+        let folder = outFolder()
+        if f == .curl {
+            export.trustFilePath =
+                folder.map { $0.appendingPathComponent("trust.pem").path } ?? trustFileOutsideFolder(export, lab: lab)
+        }
+        var files = try f.render(export)
+        if f == .curl && folder == nil { files = Array(files.prefix(1)) }  // the flags name the PKI's own trust file
+        try write(files, folder: folder)
+    }
+
+    /// `--out` as a folder: an existing directory, or a path ending in `/`.
+    private func outFolder() -> URL? {
+        guard let out else { return nil }
+        var isDir: ObjCBool = false
+        if out.hasSuffix("/") || (FileManager.default.fileExists(atPath: out, isDirectory: &isDir) && isDir.boolValue) {
+            return URL(fileURLWithPath: out, isDirectory: true).standardizedFileURL
+        }
+        return nil
+    }
+
+    /// The trust file curl should read when no folder is written: the root's own PEM in the PKI, or a bundle
+    /// of several roots written next to the PKI.
+    private func trustFileOutsideFolder(_ e: PinExport, lab: LabPKI) -> String {
+        if e.trustAnchors.count == 1 { return lab.files(for: e.trustAnchors[0].name).certificatePEM.path }
+        let url = lab.directory.appendingPathComponent(
+            "exports/trust-\(e.trustAnchors.map(\.name).joined(separator: "+")).pem")
+        try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try? Data(PEM.encode(e.trustAnchors.map(\.certificateDER)).utf8).write(to: url)
+        return url.path
+    }
+
+    private func write(_ files: [ExportFile], folder: URL?) throws {
+        guard let main = files.first else { return }
+        if let folder {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            for file in files {
+                let url = folder.appendingPathComponent(file.name)
+                try Data(file.bytes).write(to: url)
+                FileHandle.standardError.write(Data("wrote \(url.path) (\(file.bytes.count) bytes)\n".utf8))
+            }
+        } else if let out {
+            try Data(main.bytes).write(to: URL(fileURLWithPath: out))
+            FileHandle.standardError.write(Data("wrote \(out) (\(main.bytes.count) bytes)\n".utf8))
+        } else {
+            FileHandle.standardOutput.write(Data(main.bytes))
+        }
+        if folder == nil, files.count > 1 {
+            let others = files.dropFirst().map(\.name).joined(separator: ", ")
+            FileHandle.standardError.write(
+                Data("note: \(others) not written; use --out DIR/ to write them next to \(main.name)\n".utf8))
+        }
+    }
+
+    private func loadCatalogue() throws -> Catalogue {
+        if let catalogue {
+            return try Catalogue.load(
+                directory: URL(fileURLWithPath: catalogue, isDirectory: true),
+                displayPrefix: catalogue.hasSuffix("/") ? catalogue : catalogue + "/")
+        }
+        return try Catalogue.bundled()
+    }
+
+    static func parseDay(_ text: String) throws(ExportError) -> Date {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd"
+        guard text.count == 10, let d = f.date(from: text) else {
+            throw ExportError(
+                .badArguments, argument: "--expiration", problem: "'\(text)' is not a date.",
+                fix: "write it YYYY-MM-DD, e.g. 2027-06-30.")
+        }
+        return d
+    }
+
+    private func warn(_ message: String) {
+        FileHandle.standardError.write(Data("warning: \(message)\n".utf8))
+    }
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Independent checks of `pinlab export` output, with Python's own parsers (no PinningLab code).
+
+  check_exports.py plist FILE    parse with plistlib; print the document as JSON (data as base64)
+  check_exports.py nsc FILE      parse with xml.etree, check Android's documented element rules, print a summary
+
+Exit 0 and JSON on stdout when the file is well-formed and valid; exit 1 with one line per problem otherwise.
+"""
+import base64
+import datetime
+import json
+import plistlib
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+
+def plist_to_json(value):
+    if isinstance(value, dict):
+        return {k: plist_to_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plist_to_json(v) for v in value]
+    if isinstance(value, bytes):
+        return {"data": base64.b64encode(value).decode()}
+    return value
+
+
+# Android's network security configuration, as documented at
+# https://developer.android.com/privacy-and-security/security-config#FileFormat:
+# element -> (allowed attributes, allowed children with (min, max) occurrences, whether text is allowed).
+UNBOUNDED = None
+NSC_RULES = {
+    "network-security-config": ({}, {"base-config": (0, 1), "domain-config": (0, UNBOUNDED), "debug-overrides": (0, 1)}, False),
+    "base-config": ({"cleartextTrafficPermitted": "bool"}, {"trust-anchors": (0, 1)}, False),
+    "domain-config": ({"cleartextTrafficPermitted": "bool"},
+                      {"domain": (1, UNBOUNDED), "trust-anchors": (0, 1), "pin-set": (0, 1), "domain-config": (0, UNBOUNDED)}, False),
+    "domain": ({"includeSubdomains": "bool"}, {}, True),
+    "debug-overrides": ({}, {"trust-anchors": (0, 1)}, False),
+    "trust-anchors": ({}, {"certificates": (0, UNBOUNDED)}, False),
+    "certificates": ({"src": "src", "overridePins": "bool"}, {}, False),
+    "pin-set": ({"expiration": "date"}, {"pin": (0, UNBOUNDED)}, False),
+    "pin": ({"digest": "digest"}, {}, True),
+}
+REQUIRED_ATTRIBUTES = {"certificates": ["src"], "pin": ["digest"]}
+HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$")
+
+
+def check_attribute(kind, value):
+    if kind == "bool":
+        return value in ("true", "false")
+    if kind == "src":
+        return value in ("system", "user") or re.fullmatch(r"@raw/[a-z0-9_]+", value) is not None
+    if kind == "date":
+        try:
+            datetime.date.fromisoformat(value)
+            return re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) is not None
+        except ValueError:
+            return False
+    if kind == "digest":
+        return value == "SHA-256"
+    return False
+
+
+def check_nsc(path):
+    problems = []
+    root = ET.parse(path).getroot()
+    if root.tag != "network-security-config":
+        problems.append(f"root element is <{root.tag}>, not <network-security-config>")
+
+    def walk(el, where):
+        rule = NSC_RULES.get(el.tag)
+        if rule is None:
+            problems.append(f"{where}: <{el.tag}> is not an element of the network security config")
+            return
+        attributes, children, text_allowed = rule
+        for name, value in el.attrib.items():
+            if name not in attributes:
+                problems.append(f"{where}: <{el.tag}> has no attribute '{name}'")
+            elif not check_attribute(attributes[name], value):
+                problems.append(f"{where}: <{el.tag} {name}=\"{value}\"> is not a valid {attributes[name]}")
+        for name in REQUIRED_ATTRIBUTES.get(el.tag, []):
+            if name not in el.attrib:
+                problems.append(f"{where}: <{el.tag}> needs the attribute '{name}'")
+        text = (el.text or "").strip()
+        if text and not text_allowed:
+            problems.append(f"{where}: <{el.tag}> holds text '{text}'")
+        if el.tag == "domain" and not HOST.match(text):
+            problems.append(f"{where}: <domain> '{text}' is not a host name")
+        if el.tag == "pin":
+            try:
+                if len(base64.b64decode(text, validate=True)) != 32:
+                    problems.append(f"{where}: <pin> '{text}' is not 32 bytes of base64 (SHA-256)")
+            except ValueError:
+                problems.append(f"{where}: <pin> '{text}' is not base64")
+        counts = {}
+        for child in el:
+            if child.tag not in children:
+                problems.append(f"{where}: <{child.tag}> is not allowed in <{el.tag}>")
+            counts[child.tag] = counts.get(child.tag, 0) + 1
+            walk(child, f"{where}/{child.tag}")
+        for tag, (low, high) in children.items():
+            n = counts.get(tag, 0)
+            if n < low or (high is not None and n > high):
+                problems.append(f"{where}: <{el.tag}> has {n} <{tag}>, allowed {low}..{high if high is not None else 'n'}")
+
+    walk(root, root.tag)
+    if problems:
+        print("\n".join(problems))
+        sys.exit(1)
+    domain_config = root.find("domain-config")
+    pin_set = domain_config.find("pin-set") if domain_config is not None else None
+    debug = root.find("debug-overrides")
+    summary = {
+        "domains": [{"host": d.text.strip(), "includeSubdomains": d.get("includeSubdomains")} for d in root.iter("domain")],
+        "pins": [p.text.strip() for p in pin_set.findall("pin")] if pin_set is not None else [],
+        "expiration": pin_set.get("expiration") if pin_set is not None else None,
+        "anchors": [c.get("src") for c in domain_config.find("trust-anchors")] if domain_config is not None else [],
+        "debugAnchors": [c.get("src") for c in debug.find("trust-anchors")] if debug is not None else [],
+    }
+    print(json.dumps(summary))
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in ("plist", "nsc"):
+        print(__doc__)
+        sys.exit(2)
+    kind, path = sys.argv[1], sys.argv[2]
+    if kind == "plist":
+        with open(path, "rb") as f:
+            print(json.dumps(plist_to_json(plistlib.load(f))))
+    else:
+        check_nsc(path)
+
+
+if __name__ == "__main__":
+    main()

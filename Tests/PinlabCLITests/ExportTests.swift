@@ -1,0 +1,469 @@
+import Foundation
+import PinningLabCore
+import Testing
+
+/// `pinlab export`: every format is parsed by an independent parser (Python's plistlib and xml.etree, xmllint),
+/// its pins are compared with the PKI's and with openssl's, the Android file is checked against the documented
+/// element rules, and the OkHttp Java pinner is compiled and run against `pinlab serve`.
+@Suite("pinlab export")
+struct ExportTests {
+    /// Tests/Exports: outside the test target's folder, so SwiftPM does not warn about unhandled .py/.java files.
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Exports")
+    static let checker = fixtures.appendingPathComponent("check_exports.py").path
+
+    static func tool(_ name: String) -> String? {
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
+            let p = "\(dir)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: p) { return p }
+        }
+        return nil
+    }
+    static let okhttpJars = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
+    static let javaReady =
+        tool("javac") != nil && tool("java") != nil
+        && okhttpJars.allSatisfy { FileManager.default.fileExists(atPath: $0) }
+    static let pythonReady = tool("python3") != nil
+    static let xmllintReady = tool("xmllint") != nil
+
+    func tempDir(_ label: String) throws -> URL {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pinlab-export-\(label)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    /// `pinlab export ARGS`; expects success and returns standard output.
+    func export(_ args: [String]) throws -> String {
+        let r = try CLI.run(["export"] + args + CLI.dirArgs)
+        #expect(r.status == 0, "pinlab export \(args.joined(separator: " ")): \(r.stderr)")
+        return r.stdout
+    }
+
+    /// Every pin of every identity, from `pinlab pki pins --format json` (the identity files' source).
+    func pkiPins() throws -> [String: String] {
+        let r = try CLI.run(["pki", "pins", "--format", "json"] + PKIIdentities.all + CLI.dirArgs)
+        #expect(r.status == 0, "\(r.stderr)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
+        var out: [String: String] = [:]
+        for row in rows {
+            let name = try #require(row["name"] as? String)
+            out[name] = try #require((row["spkiSHA256"] as? [String: Any])?["base64"] as? String)
+        }
+        return out
+    }
+
+    /// The SPKI pin of a certificate computed by the openssl CLI only (STYLE.md's command).
+    func opensslPin(pem: String) throws -> String {
+        let r = ChildProcess.runBlocking(
+            [
+                "sh", "-c",
+                "openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64",
+            ],
+            input: Array(pem.utf8), timeout: .seconds(20))
+        #expect(r.status == 0, "\(r.stderrText)")
+        return r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func certificatePEM(_ name: String) throws -> String {
+        let r = try CLI.run(["pki", "export", name, "--format", "pem"] + CLI.dirArgs)
+        #expect(r.status == 0, "\(r.stderr)")
+        return r.stdout
+    }
+
+    func python(_ kind: String, _ file: URL) throws -> [String: Any] {
+        let r = ChildProcess.runBlocking(["python3", Self.checker, kind, file.path], timeout: .seconds(30))
+        #expect(r.status == 0, "\(kind) \(file.lastPathComponent): \(r.output)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any], "\(r.output)")
+    }
+
+    // MARK: - Pins equal the PKI's
+
+    @Test("pins in every pinning format equal the PKI's, and openssl's")
+    func pinsEqualThePKIsAndOpenSSLs() throws {
+        let pins = try pkiPins()
+        let k1 = try #require(pins["leaf-v1"])
+        let k2 = try #require(pins["leaf-v3-rekey"])
+        #expect(try opensslPin(pem: certificatePEM("leaf-v1")) == k1, "openssl agrees with the PKI on leaf-v1")
+        #expect(try opensslPin(pem: certificatePEM("leaf-v3-rekey")) == k2)
+        let intermediate = try #require(pins["lab-intermediate-a"])
+        #expect(try opensslPin(pem: certificatePEM("lab-intermediate-a")) == intermediate)
+
+        let java = try export(["okhttp-java", "--scenario", "baseline", "--profile", "leaf-spki+backup"])
+        #expect(pinLiterals(java, prefix: "sha256/") == [k1, k2], "\(java)")
+        let kotlin = try export(["okhttp-kotlin", "--scenario", "baseline", "--profile", "leaf-spki+backup"])
+        #expect(
+            pinLiterals(kotlin, prefix: "sha256/") == pinLiterals(java, prefix: "sha256/"),
+            "no kotlinc here: the Kotlin pinner's pins are checked against the Java one's")
+        #expect(
+            kotlin.contains("CertificatePinner.Builder()") && kotlin.contains(".add(\"localhost\", \"sha256/\(k1)\")"))
+
+        let curl = try export(["curl", "--scenario", "baseline", "--profile", "intermediate-spki"])
+        #expect(curl.contains("--pinnedpubkey 'sha256//\(intermediate)'"), "\(curl)")
+        #expect(!curl.contains(k2), "curl takes one pin: no backup is added")
+
+        let swift = try export(["trustkit-swift", "leaf-v1", "leaf-v3-rekey"])
+        #expect(pinLiterals(swift, prefix: "").filter { $0.count == 44 } == [k1, k2], "\(swift)")
+        #expect(
+            swift.contains("kTSKPublicKeyHashes")
+                && swift.contains("TrustKit.initSharedInstance(withConfiguration: trustKitConfig)"))
+    }
+
+    /// The quoted strings of `text` that start with `prefix`, prefix removed.
+    func pinLiterals(_ text: String, prefix: String) -> [String] {
+        var out: [String] = []
+        for line in text.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+            let parts = line.split(separator: "\"", omittingEmptySubsequences: false)
+            for (i, p) in parts.enumerated() where i % 2 == 1 && p.hasPrefix(prefix) && p.hasSuffix("=") {
+                out.append(String(p.dropFirst(prefix.count)))
+            }
+        }
+        return out
+    }
+
+    /// TrustKit and Alamofire are Apple-only, so the Swift exports cannot be type-checked here; `swiftc -parse`
+    /// proves they are well-formed Swift (a broken literal fails).
+    @Test(
+        "the Swift exports (TrustKit, Alamofire) parse with swiftc -parse",
+        .enabled(if: tool("swiftc") != nil, "swiftc is not on PATH"))
+    func swiftExportsParse() throws {
+        let dir = try tempDir("swift")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (format, file) in [
+            ("trustkit-swift", "TrustKitConfiguration.swift"), ("alamofire", "PinningLabTrust.swift"),
+        ] {
+            for profile in ["leaf-spki+backup", "leaf-cert", "root-spki"]
+            where !(format == "trustkit-swift" && profile == "leaf-cert") {
+                let out = dir.appendingPathComponent("\(format)-\(profile)", isDirectory: true)
+                _ = try export([format, "--scenario", "baseline", "--profile", profile, "--out", out.path + "/"])
+                let r = ChildProcess.runBlocking(
+                    ["swiftc", "-parse", out.appendingPathComponent(file).path], timeout: .seconds(60))
+                #expect(r.status == 0, "\(format) \(profile): \(r.output)")
+            }
+        }
+        let broken = dir.appendingPathComponent("broken.swift")
+        try "let x = [\n".write(to: broken, atomically: true, encoding: .utf8)
+        #expect(ChildProcess.runBlocking(["swiftc", "-parse", broken.path], timeout: .seconds(60)).status != 0)
+    }
+
+    // MARK: - TrustKit
+
+    @Test(
+        "trustkit-plist parses with plistlib; a single-pin profile gets K2 added, and says so",
+        .enabled(if: pythonReady, "python3 is not installed"))
+    func trustKitPlist() throws {
+        let pins = try pkiPins()
+        let dir = try tempDir("trustkit")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (profile, expected) in [
+            ("leaf-spki+backup", ["leaf-v1", "leaf-v3-rekey"]),
+            ("intermediate-spki", ["lab-intermediate-a", "leaf-v3-rekey"]),
+            ("root-spki", ["lab-root", "leaf-v3-rekey"]),
+        ] {
+            let file = dir.appendingPathComponent("\(profile).plist")
+            _ = try export(["trustkit-plist", "--scenario", "baseline", "--profile", profile, "--out", file.path])
+            let doc = try python("plist", file)
+            let config = try #require(doc["TSKConfiguration"] as? [String: Any])
+            #expect(config["TSKSwizzleNetworkDelegates"] as? Bool == false)
+            let domains = try #require(config["TSKPinnedDomains"] as? [String: Any])
+            #expect(Array(domains.keys) == ["localhost"])
+            let domain = try #require(domains["localhost"] as? [String: Any])
+            #expect(domain["TSKPublicKeyHashes"] as? [String] == expected.map { pins[$0]! }, "\(profile)")
+            #expect(domain["TSKEnforcePinning"] as? Bool == true)
+            #expect(domain["TSKIncludeSubdomains"] as? Bool == false)
+            let text = try String(contentsOf: file, encoding: .utf8)
+            #expect(text.contains("TrustKit refuses a single pin") == (profile != "leaf-spki+backup"), "\(text)")
+        }
+    }
+
+    // MARK: - Alamofire
+
+    @Test("alamofire writes the evaluators and the .cer files whose keys are the pins")
+    func alamofire() throws {
+        let pins = try pkiPins()
+        let dir = try tempDir("alamofire")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try export([
+            "alamofire", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/",
+        ])
+        let swift = try String(contentsOf: dir.appendingPathComponent("PinningLabTrust.swift"), encoding: .utf8)
+        for needle in [
+            "ServerTrustManager(evaluators: [", "PublicKeysTrustEvaluator(", "PinnedCertificatesTrustEvaluator(",
+            ".af.publicKeys", "static let certificateNames = [\"leaf-v1\", \"leaf-v3-rekey\"]",
+            "Session(serverTrustManager: publicKeysManager())",
+        ] {
+            #expect(swift.contains(needle), "missing \(needle)")
+        }
+        for name in ["leaf-v1", "leaf-v3-rekey"] {
+            let cer = dir.appendingPathComponent("\(name).cer")
+            let r = ChildProcess.runBlocking(
+                ["openssl", "x509", "-inform", "der", "-in", cer.path], timeout: .seconds(20))
+            #expect(r.status == 0, "\(name).cer is DER: \(r.stderrText)")
+            #expect(try opensslPin(pem: r.stdoutText) == pins[name], "\(name).cer carries the pinned key")
+        }
+        let cert = try export(["alamofire", "--scenario", "renewal-same-key", "--profile", "leaf-cert"])
+        #expect(
+            cert.contains("Session(serverTrustManager: pinnedCertificatesManager())"), "leaf-cert pins certificates")
+    }
+
+    // MARK: - Android network security config
+
+    @Test(
+        "nsc parses with xmllint and xml.etree and obeys Android's element rules; a broken file is caught",
+        .enabled(if: pythonReady && xmllintReady, "python3 or xmllint (libxml2-utils) is not installed"))
+    func networkSecurityConfig() throws {
+        let pins = try pkiPins()
+        let dir = try tempDir("nsc")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try export(["nsc", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/"])
+        let file = dir.appendingPathComponent("network_security_config.xml")
+        let lint = ChildProcess.runBlocking(["xmllint", "--noout", file.path], timeout: .seconds(20))
+        #expect(lint.status == 0, "\(lint.output)")
+        let summary = try python("nsc", file)
+        #expect(summary["pins"] as? [String] == [pins["leaf-v1"]!, pins["leaf-v3-rekey"]!])
+        #expect(summary["anchors"] as? [String] == ["@raw/lab_root"])
+        #expect(summary["debugAnchors"] as? [String] == ["@raw/lab_root", "user"])
+        #expect((summary["domains"] as? [[String: String]])?.first?["host"] == "localhost")
+        // The expiration is leaf-v1's notAfter, as a day.
+        let show = try CLI.run(["pki", "list", "--format", "json"] + CLI.dirArgs)
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [[String: Any]])
+        let notAfter = try #require(rows.first { $0["name"] as? String == "leaf-v1" }?["notAfter"] as? String)
+        #expect(summary["expiration"] as? String == String(notAfter.prefix(10)))
+        // The raw resource is the lab root.
+        let raw = try String(contentsOf: dir.appendingPathComponent("lab_root.pem"), encoding: .utf8)
+        #expect(raw == (try certificatePEM("lab-root")))
+
+        let fixed = try tempDir("nsc-flag")
+        defer { try? FileManager.default.removeItem(at: fixed) }
+        let flagged = fixed.appendingPathComponent("n.xml")
+        _ = try export([
+            "nsc", "--expiration", "2031-01-02", "--include-subdomains", "--host", "api.pinning.test", "--out",
+            flagged.path,
+        ])
+        let s2 = try python("nsc", flagged)
+        #expect(s2["expiration"] as? String == "2031-01-02")
+        #expect((s2["domains"] as? [[String: String]])?.first?["includeSubdomains"] == "true")
+
+        // The checker rejects what Android rejects: an unknown attribute, a pin that is not SHA-256, a misplaced element.
+        let text = try String(contentsOf: file, encoding: .utf8)
+        for (label, broken) in [
+            ("attribute", text.replacingOccurrences(of: "<pin-set expiration=", with: "<pin-set expires=")),
+            ("digest", text.replacingOccurrences(of: "digest=\"SHA-256\"", with: "digest=\"SHA-1\"")),
+            ("element", text.replacingOccurrences(of: "<debug-overrides>", with: "<debug-overrides><pin-set/>")),
+            ("pin", text.replacingOccurrences(of: pins["leaf-v1"]!, with: "AAAA")),
+        ] {
+            #expect(broken != text, "\(label): the mutation applies")
+            let bad = dir.appendingPathComponent("broken-\(label).xml")
+            try broken.write(to: bad, atomically: true, encoding: .utf8)
+            let r = ChildProcess.runBlocking(["python3", Self.checker, "nsc", bad.path], timeout: .seconds(30))
+            #expect(r.status == 1, "\(label) is caught: \(r.output)")
+        }
+    }
+
+    // MARK: - Apple configuration profile
+
+    @Test(
+        "mobileconfig parses with plistlib; its payloads carry lab-root's (and proxy-root's) DER; UUIDs are stable",
+        .enabled(if: pythonReady, "python3 is not installed"))
+    func mobileconfig() throws {
+        let dir = try tempDir("mobileconfig")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func der(_ name: String) throws -> String {
+            let f = dir.appendingPathComponent("\(name).der")
+            let r = try CLI.run(["pki", "export", name, "--format", "der", "--out", f.path] + CLI.dirArgs)
+            #expect(r.status == 0, "\(r.stderr)")
+            return try Data(contentsOf: f).base64EncodedString()
+        }
+        func profile(_ args: [String], _ label: String) throws -> [String: Any] {
+            let out = dir.appendingPathComponent(label, isDirectory: true)
+            _ = try export(["mobileconfig"] + args + ["--out", out.path + "/"])
+            return try python("plist", out.appendingPathComponent("PinningLab.mobileconfig"))
+        }
+        let plain = try profile([], "plain")
+        #expect(plain["PayloadType"] as? String == "Configuration")
+        #expect(plain["PayloadVersion"] as? Int == 1)
+        let payloads = try #require(plain["PayloadContent"] as? [[String: Any]])
+        #expect(payloads.count == 1)
+        #expect(payloads[0]["PayloadType"] as? String == "com.apple.security.root")
+        #expect(
+            (payloads[0]["PayloadContent"] as? [String: String])?["data"] == (try der("lab-root")),
+            "the payload's bytes are lab-root's DER")
+        let readme = try String(contentsOf: dir.appendingPathComponent("plain/README.md"), encoding: .utf8)
+        for step in [
+            "VPN & Device Management", "Certificate Trust Settings",
+            "xcrun simctl keychain booted add-root-cert lab-root.pem",
+            "Encryption & credentials", "API 24",
+        ] {
+            #expect(readme.contains(step), "README: \(step)")
+        }
+
+        let withProxy = try profile(["--include-proxy-root"], "proxy")
+        let both = try #require(withProxy["PayloadContent"] as? [[String: Any]])
+        #expect(both.map { $0["PayloadDisplayName"] as? String } == ["lab-root", "proxy-root"])
+        #expect((both[1]["PayloadContent"] as? [String: String])?["data"] == (try der("proxy-root")))
+        // The intercepting-proxy scenario's device trusts proxy-root: its profile installs it without the flag.
+        let scenario = try profile(["--scenario", "intercepting-proxy"], "scenario")
+        #expect((scenario["PayloadContent"] as? [[String: Any]])?.count == 2)
+
+        let again = try profile([], "again")
+        let uuid = { (d: [String: Any]) in d["PayloadUUID"] as? String }
+        #expect(uuid(plain) == uuid(again), "stable PayloadUUID")
+        #expect(uuid(plain) != uuid(withProxy), "another set of roots is another profile")
+        #expect(
+            payloads[0]["PayloadUUID"] as? String == both[0]["PayloadUUID"] as? String,
+            "lab-root's payload UUID is its own")
+        let uuids = [uuid(plain), uuid(withProxy)] + both.map { $0["PayloadUUID"] as? String }
+        for u in uuids { #expect(u.flatMap(UUID.init(uuidString:)) != nil, "\(u ?? "nil") is a UUID") }
+    }
+
+    // MARK: - OkHttp and curl against pinlab serve
+
+    /// Starts `pinlab serve` on both engines for baseline and intercepting-proxy; returns the servers of the manifest.
+    func serve() async throws -> (ChildProcess.Background, [[String: Any]], URL) {
+        let bin = try #require(CLI.binary)
+        let dir = try tempDir("serve")
+        let manifest = dir.appendingPathComponent("manifest.json")
+        let server = try ChildProcess.spawnBackground(
+            [
+                bin.path, "serve", "--scenario", "baseline", "--scenario", "intercepting-proxy", "--engine", "both",
+                "--manifest", manifest.path,
+            ] + CLI.dirArgs)
+        for _ in 0..<400 {  // complete once it parses; up to 20 s (the PKI may be issued first)
+            if let d = try? Data(contentsOf: manifest),
+                let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any],
+                let servers = o["servers"] as? [[String: Any]]
+            {
+                return (server, servers, dir)
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        server.terminate()
+        Issue.record("pinlab serve wrote no manifest in 20 s")
+        throw CancellationError()
+    }
+
+    @Test(
+        "curl with the exported flags accepts baseline and refuses intercepting-proxy (exit 90)",
+        .enabled(if: tool("curl") != nil, "curl is not installed"))
+    func curlFlagsAgainstServe() async throws {
+        let (server, servers, dir) = try await serve()
+        defer {
+            server.terminate()
+            try? FileManager.default.removeItem(at: dir)
+        }
+        _ = try export(["curl", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/"])
+        let text = try String(contentsOf: dir.appendingPathComponent("curl-flags.txt"), encoding: .utf8)
+        let flags = try #require(text.split(separator: "\n").last { !$0.hasPrefix("#") }).description
+        #expect(
+            flags.hasPrefix("--cacert '\(dir.standardizedFileURL.path)/trust.pem' --pinnedpubkey 'sha256//"), "\(flags)"
+        )
+        for s in servers {
+            let id = s["id"] as! String
+            let url = s["url"] as! String
+            let trust = s["trustFile"] as! String
+            // The scenario's trust store (intercepting-proxy: lab-root + proxy-root) replaces the export's own.
+            let line =
+                "curl -s -o /dev/null --max-time 10 "
+                + flags.replacingOccurrences(
+                    of: "'\(dir.standardizedFileURL.path)/trust.pem'", with: "'\(trust)'") + " " + url
+            let r = ChildProcess.runBlocking(["sh", "-c", line], timeout: .seconds(20))
+            #expect(
+                r.status == (id == "baseline" ? 0 : 90),
+                "\(id) on \(s["engine"] ?? ""): \(line) → \(r.status) \(r.stderrText)")
+        }
+    }
+
+    @Test(
+        "the exported OkHttp Java pinner compiles and accepts baseline, refuses intercepting-proxy",
+        .enabled(
+            if: javaReady,
+            "javac/java or Debian's libokhttp-java (/usr/share/java/okhttp.jar, okio.jar) is missing: apt-get install -y default-jdk-headless libokhttp-java"
+        ),
+        arguments: ["leaf-spki", "leaf-spki+backup", "intermediate-spki", "root-spki"])
+    func okHttpJavaAgainstServe(profile: String) async throws {
+        let (server, servers, dir) = try await serve()
+        defer {
+            server.terminate()
+            try? FileManager.default.removeItem(at: dir)
+        }
+        let src = dir.appendingPathComponent("src", isDirectory: true)
+        let classes = dir.appendingPathComponent("classes", isDirectory: true)
+        try FileManager.default.createDirectory(at: classes, withIntermediateDirectories: true)
+        _ = try export(["okhttp-java", "--scenario", "baseline", "--profile", profile, "--out", src.path + "/"])
+        try FileManager.default.copyItem(
+            at: Self.fixtures.appendingPathComponent("PinCheck.java"),
+            to: src.appendingPathComponent("PinCheck.java"))
+        let cp = Self.okhttpJars.joined(separator: ":")
+        let javac = ChildProcess.runBlocking(
+            [
+                "javac", "-nowarn", "-cp", cp, "-d", classes.path,
+                src.appendingPathComponent("PinningLabPins.java").path,
+                src.appendingPathComponent("PinCheck.java").path,
+            ], timeout: .seconds(120))
+        try #require(javac.status == 0, "javac: \(javac.output)")
+        #expect(servers.count == 4, "baseline and intercepting-proxy on two engines")
+        for s in servers {
+            let id = s["id"] as! String
+            let url = s["url"] as! String
+            let trust = s["trustFile"] as! String
+            let r = ChildProcess.runBlocking(
+                ["java", "-cp", classes.path + ":" + cp, "PinCheck", url, trust],
+                timeout: .seconds(60))
+            let cell = "\(profile), \(id) on \(s["engine"] ?? "")"
+            if id == "baseline" {
+                #expect(r.status == 0 && r.stdoutText.hasPrefix("ACCEPT 200"), "\(cell): \(r.output)")
+            } else {
+                #expect(r.status == 3 && r.stdoutText.contains("Certificate pinning failure"), "\(cell): \(r.output)")
+            }
+        }
+    }
+
+    // MARK: - Errors
+
+    @Test("bad input names the argument and the fix")
+    func errors() throws {
+        func failing(_ args: [String]) throws -> String {
+            let r = try CLI.run(["export"] + args + CLI.dirArgs)
+            #expect(r.status == 2, "\(args): exit \(r.status) \(r.stderr)")
+            #expect(r.stdout.isEmpty, "nothing written to standard output on error")
+            return r.stderr
+        }
+        let prefix = try failing(["trustkit"])
+        #expect(
+            prefix.contains("FORMAT: 'trustkit' is not an export format")
+                && prefix.contains("did you mean 'trustkit-plist' or 'trustkit-swift'?"), "\(prefix)")
+        let typo = try failing(["okhtp-java"])
+        #expect(typo.contains("did you mean 'okhttp-java'?"), "\(typo)")
+        let scenario = try failing(["curl", "--scenario", "basline"])
+        #expect(
+            scenario.contains("--scenario: 'basline' is not a scenario")
+                && scenario.contains("did you mean 'baseline'?"), "\(scenario)")
+        let profile = try failing(["curl", "--scenario", "baseline", "--profile", "leaf-spk"])
+        #expect(
+            profile.contains("--profile: 'leaf-spk' is not a pin profile")
+                && profile.contains("did you mean 'leaf-spki'?"), "\(profile)")
+        let short = try failing(["curl", "--scenario", "baseline", "--profile", "leaf"])
+        #expect(short.contains("did you mean 'leaf-cert', 'leaf-spki' or 'leaf-spki+backup'?"), "\(short)")
+        let name = try failing(["okhttp-java", "leaf-v9"])
+        #expect(
+            name.contains("NAMES: 'leaf-v9' is not an identity") && name.contains("did you mean 'leaf-v1'?")
+                && name.contains("pinlab pki list"), "\(name)")
+        let none = try failing(["okhttp-java", "--scenario", "baseline", "--profile", "none"])
+        #expect(none.contains("--profile") && none.contains("no pins"), "\(none)")
+        let cert = try failing(["nsc", "--scenario", "baseline", "--profile", "leaf-cert"])
+        #expect(cert.contains("SPKI") && cert.contains("alamofire"), "\(cert)")
+        let both = try failing(["curl", "leaf-v1", "--scenario", "baseline"])
+        #expect(both.contains("NAMES"), "\(both)")
+        let orphan = try failing(["curl", "--profile", "leaf-spki"])
+        #expect(orphan.contains("--profile") && orphan.contains("--scenario"), "\(orphan)")
+        let day = try failing(["nsc", "--expiration", "31/12/2030"])
+        #expect(day.contains("--expiration") && day.contains("YYYY-MM-DD"), "\(day)")
+        let single = try failing(["trustkit-plist", "leaf-v3-rekey"])
+        #expect(single.contains("two distinct pins"), "K2 alone cannot get K2 as its backup: \(single)")
+    }
+}
+
+/// The identities whose pins the tests compare.
+enum PKIIdentities {
+    static let all = ["leaf-v1", "leaf-v3-rekey", "lab-intermediate-a", "lab-root", "proxy-root"]
+}
