@@ -33,7 +33,7 @@ struct CipherTests {
     // cases here threw `.unsupported` and TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA was served unrestricted by OpenSSL.
     @Test(arguments: cases, EngineKind.allCases)
     func negotiatesTheRestrictedSuite(_ c: CipherCase, _ kind: EngineKind) async throws {
-        let f = Fixtures.shared
+        let f = try Fixtures.load()
         var config = f.configuration([c.leaf] + c.chain)
         config.minimumVersion = c.version
         config.maximumVersion = c.version
@@ -51,7 +51,7 @@ struct CipherTests {
 
     @Test("a client offering only other suites is refused", arguments: EngineKind.allCases)
     func refusesOtherSuites(_ kind: EngineKind) async throws {
-        let f = Fixtures.shared
+        let f = try Fixtures.load()
         var config = f.configuration(["leaf-v1", "lab-intermediate-a"])
         config.maximumVersion = .tls12
         config.ciphers = try CipherPreferences(ianaSuites: ["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"])

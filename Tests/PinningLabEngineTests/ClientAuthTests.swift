@@ -7,7 +7,8 @@ import Testing
 /// the handshake — never an HTTP 400 — and the certificate a client presents is recorded.
 @Suite("client authentication")
 struct ClientAuthTests {
-    let f = Fixtures.shared
+    let f: Fixtures
+    init() throws { f = try Fixtures.load() }
 
     func config(_ mode: ClientAuthentication) -> ServerTLSConfiguration {
         var c = f.configuration(["leaf-v1", "lab-intermediate-a"])

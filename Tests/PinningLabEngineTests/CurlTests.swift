@@ -5,7 +5,8 @@ import Testing
 
 @Suite("curl against both engines")
 struct CurlTests {
-    let f = Fixtures.shared
+    let f: Fixtures
+    init() throws { f = try Fixtures.load() }
 
     func curl(_ server: FixtureServer, trust: String, pin: String, extra: [String] = []) async -> ProcessResult {
         await run(

@@ -18,7 +18,7 @@ struct LifecycleTests {
         weak var worker: AnyObject?
         do {
             let server = try await FixtureServer.start(
-                engine: kind.engine, configuration: Fixtures.shared.configuration(["leaf-v1", "lab-intermediate-a"]))
+                engine: kind.engine, configuration: try Fixtures.load().configuration(["leaf-v1", "lab-intermediate-a"]))
             core = server.core
             worker = server.core.workersForTesting.first
             // One connection, so that an observation and a session were made.
@@ -36,7 +36,7 @@ struct LifecycleTests {
     @Test("stop() does its blocking work on a thread of its own", arguments: EngineKind.allCases)
     func stopRunsOffThePool(_ kind: EngineKind) async throws {
         let server = try await FixtureServer.start(
-            engine: kind.engine, configuration: Fixtures.shared.configuration(["leaf-v1", "lab-intermediate-a"]))
+            engine: kind.engine, configuration: try Fixtures.load().configuration(["leaf-v1", "lab-intermediate-a"]))
         let before = Set(threadNames())
         await server.stop()
         #expect(server.core.shutdownThreadName == "pinninglab.stop", "shutdown ran on \(server.core.shutdownThreadName ?? "?")")

@@ -6,7 +6,8 @@ import Testing
 /// Hostile and stalled clients never block a good client or shutdown, and `stop()` frees every resource.
 @Suite("hostile clients and clean shutdown")
 struct RobustnessTests {
-    let f = Fixtures.shared
+    let f: Fixtures
+    init() throws { f = try Fixtures.load() }
 
     /// The first bytes of a real ClientHello record header claiming 512 bytes, then nothing more.
     static let truncatedClientHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]

@@ -5,7 +5,8 @@ import Testing
 
 @Suite("fixture server features")
 struct ServerFeatureTests {
-    let f = Fixtures.shared
+    let f: Fixtures
+    init() throws { f = try Fixtures.load() }
 
     func firstCertificate(port: Int, serverName: String) async -> [UInt8]? {
         let r = await run([

@@ -6,7 +6,8 @@ import Testing
 /// The reusable core of `pinlab serve`: servers on both engines and a manifest a client in any language can use.
 @Suite("server group and manifest")
 struct ServerGroupTests {
-    let f = Fixtures.shared
+    let f: Fixtures
+    init() throws { f = try Fixtures.load() }
 
     @Test("every manifest entry works with curl using only what the manifest says")
     func manifestIsUsable() async throws {

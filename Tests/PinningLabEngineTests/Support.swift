@@ -3,6 +3,7 @@ import PinningLab
 @testable import PinningLabCore
 import PinningLabGnuTLS
 import PinningLabOpenSSL
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -22,9 +23,10 @@ enum EngineKind: String, CaseIterable, Sendable, CustomStringConvertible {
 
 /// The lab PKI in a temporary folder (made once per test process) and PEM files for command-line clients.
 final class Fixtures: Sendable {
-    static let shared: Fixtures = {
-        do { return try Fixtures() } catch { fatalError("cannot build the test PKI: \(error)") }
-    }()
+    /// Built once per test process; a failure fails each suite that needs it (its init throws) instead of killing
+    /// the whole test process.
+    private static let shared = Result { try Fixtures() }
+    static func load() throws -> Fixtures { try shared.get() }
 
     let pki: LabPKI
     let directory: URL
@@ -49,9 +51,12 @@ final class Fixtures: Sendable {
 
     func file(_ name: String) -> URL { directory.appendingPathComponent(name) }
     func path(_ name: String) -> String { file(name).path }
-    func identity(_ name: String) -> Identity {
-        guard let id = pki[name] else { fatalError("no identity \(name) in the lab PKI") }
-        return id
+    /// The identity `name`; an unknown name fails the calling test (and returns the lab's first identity, so that
+    /// the test goes on to its end instead of killing the process).
+    func identity(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) -> Identity {
+        if let id = pki[name] { return id }
+        Issue.record("no identity \(name) in the lab PKI", sourceLocation: sourceLocation)
+        return pki.identities[0]
     }
     func der(_ name: String) -> [UInt8] { identity(name).certificateDER }
 
@@ -84,78 +89,19 @@ struct ProcessResult: Sendable {
     var timedOut: Bool
 }
 
-/// Runs a command-line client with a hard timeout; stdin is `input` then EOF.
-///
-/// posix_spawn and waitpid rather than Foundation's Process, and no reliance on pipe EOF: suites running in
-/// parallel spawn processes too, and a child of theirs can inherit a pipe end of ours, which would hold EOF back
-/// for as long as that child lives. Output is drained while the client runs and once more after it exits.
+/// Runs a command-line client with a hard timeout; stdin is `input` then EOF. Through the package's
+/// `ChildProcess` (pipes made close-on-exec atomically under its spawn lock, output drained on a dedicated thread),
+/// so a child another suite spawns at the same moment never inherits one of our pipe ends.
 func run(_ arguments: [String], input: String = "", timeout: Duration = .seconds(10)) async -> ProcessResult {
-    var inP: [Int32] = [-1, -1], outP: [Int32] = [-1, -1], errP: [Int32] = [-1, -1]
-    guard pipe(&inP) == 0, pipe(&outP) == 0, pipe(&errP) == 0 else {
-        return ProcessResult(status: -1, stdout: "", stderr: "pipe failed", timedOut: false)
+    let r = await ChildProcess.run(arguments, environment: childEnvironment, input: Array(input.utf8), timeout: timeout)
+    if let why = r.launchError {
+        return ProcessResult(status: -1, stdout: "", stderr: why, timedOut: false)
     }
-    for fd in inP + outP + errP { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-    for fd in [outP[0], errP[0], inP[1]] { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
-    let actions = UnsafeMutablePointer<posix_spawn_file_actions_t>.allocate(capacity: 1)
-    posix_spawn_file_actions_init(actions)
-    posix_spawn_file_actions_adddup2(actions, inP[0], 0)
-    posix_spawn_file_actions_adddup2(actions, outP[1], 1)
-    posix_spawn_file_actions_adddup2(actions, errP[1], 2)
-    let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    let envp: [UnsafeMutablePointer<CChar>?] = childEnvironment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    var pid: pid_t = 0
-    let rc = posix_spawnp(&pid, arguments[0], actions, nil, argv, envp)
-    posix_spawn_file_actions_destroy(actions)
-    actions.deallocate()
-    argv.forEach { free($0) }
-    envp.forEach { free($0) }
-    close(inP[0])
-    close(outP[1])
-    close(errP[1])
-    var out = Data(), err = Data()
-    func drain() {
-        var buf = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = read(outP[0], &buf, buf.count)
-            if n <= 0 { break }
-            out.append(contentsOf: buf[0..<n])
-        }
-        while true {
-            let n = read(errP[0], &buf, buf.count)
-            if n <= 0 { break }
-            err.append(contentsOf: buf[0..<n])
-        }
-    }
-    defer {
-        close(outP[0])
-        close(errP[0])
-    }
-    guard rc == 0 else {
-        close(inP[1])
-        return ProcessResult(status: -1, stdout: "", stderr: "posix_spawnp \(arguments[0]): \(rc)", timedOut: false)
-    }
-    let bytes = Array(input.utf8)
-    if !bytes.isEmpty { _ = bytes.withUnsafeBytes { write(inP[1], $0.baseAddress, $0.count) } }
-    close(inP[1])
-    let deadline = ContinuousClock.now + timeout
-    var timedOut = false
-    var status: Int32 = 0
-    while true {
-        drain()
-        let w = waitpid(pid, &status, WNOHANG)
-        if w == pid { break }
-        if ContinuousClock.now > deadline && !timedOut {
-            timedOut = true
-            kill(pid, SIGKILL)
-        }
-        try? await Task.sleep(for: .milliseconds(3))
-    }
-    drain()
-    let exit: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -(status & 0x7f)
-    return ProcessResult(
-        status: exit, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
-        timedOut: timedOut)
+    return ProcessResult(status: r.status, stdout: r.stdoutText, stderr: r.stderrText, timedOut: r.timedOut)
 }
+
+/// Whether a command-line tool is installed (for `.enabled(if:)` traits: a missing tool is a visible skip).
+func tool(_ name: String) -> Bool { ChildProcess.resolve(name, path: childEnvironment["PATH"]) != nil }
 
 /// Starts a process in the background with stdin, stdout and stderr on /dev/null; returns its pid.
 func spawnBackground(_ arguments: [String]) -> pid_t? {

@@ -6,7 +6,8 @@ import Testing
 /// What a capturing client sees on the wire is exactly the chain asked for, in order, on both engines.
 @Suite("wire check: exact chains")
 struct WireTests {
-    let f = Fixtures.shared
+    let f: Fixtures
+    init() throws { f = try Fixtures.load() }
 
     enum Shape: String, CaseIterable, Sendable, CustomStringConvertible {
         case normal, leafOnly = "leaf-only", reversed, stuffed
