@@ -103,28 +103,28 @@ struct TestingHelpersTests {
         let fd = open(dir.appendingPathComponent(".lock").path, O_RDWR)
         try #require(fd >= 0)
         try #require(flock(fd, LOCK_EX) == 0)
-        // The lock is released by a plain thread: when the test says so, or after 15 s whatever happens, so that a
-        // blocked pool (before the fix) shows up as a failure rather than a hang.
-        let release = DispatchSemaphore(value: 0)
-        Thread {
-            _ = release.wait(timeout: .now() + 15)
-            flock(fd, LOCK_UN)
-            close(fd)
-        }.start()
         let openings = Task {
             try await withThrowingTaskGroup(of: LabPKI.self) { group in
                 for _ in 0..<8 { group.addTask { try await Lab.openPKI(directory: dir, seed: seed) } }
                 return try await group.reduce(into: 0) { n, _ in n += 1 }
             }
         }
-        // Wait (off the pool) until the opener thread exists, at most 20 s.
-        var openers = 0
-        for _ in 0..<200 {
-            openers = threadNames().filter { $0 == "pinlab.pki-open" }.count
-            if openers > 0 { break }
-            await withCheckedContinuation { c in Thread { usleep(100_000); c.resume() }.start() }
+        // A plain thread watches the process's threads and then releases the lock, so that neither the watching
+        // nor the release depends on the cooperative pool (which other suites may keep busy, and which the
+        // openings themselves blocked before the fix). It waits up to 60 s for the openings to start.
+        let openers = await withCheckedContinuation { (c: CheckedContinuation<Int, Never>) in
+            Thread {
+                var seen = 0
+                for _ in 0..<600 {
+                    seen = threadNames().filter { $0 == "pinlab.pki-open" }.count
+                    if seen > 0 { break }
+                    usleep(100_000)
+                }
+                flock(fd, LOCK_UN)
+                close(fd)
+                c.resume(returning: seen)
+            }.start()
         }
-        release.signal()
         #expect(openers == 1, "expected one dedicated thread waiting for the PKI lock, found \(openers)")
         #expect(try await openings.value == 8)
     }
