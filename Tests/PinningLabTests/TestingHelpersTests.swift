@@ -111,11 +111,12 @@ struct TestingHelpersTests {
         }
         // A plain thread watches the process's threads and then releases the lock, so that neither the watching
         // nor the release depends on the cooperative pool (which other suites may keep busy, and which the
-        // openings themselves blocked before the fix). It waits up to 60 s for the openings to start.
+        // openings themselves blocked before the fix). It waits up to 300 s for the openings to start: a suite
+        // running many synchronous tests can keep both pool threads busy for a minute.
         let openers = await withCheckedContinuation { (c: CheckedContinuation<Int, Never>) in
             Thread {
                 var seen = 0
-                for _ in 0..<600 {
+                for _ in 0..<3000 {
                     seen = threadNames().filter { $0 == "pinlab.pki-open" }.count
                     if seen > 0 { break }
                     usleep(100_000)
