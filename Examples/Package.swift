@@ -7,6 +7,16 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// swift-nio-ssl on swift-nio, with swift-certificates for X.509: what every TLS client here is built on.
+let tlsClientStack: [Target.Dependency] = [
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "NIOTLS", package: "swift-nio"),
+    .product(name: "NIOSSL", package: "swift-nio-ssl"),
+    .product(name: "X509", package: "swift-certificates"),
+    .product(name: "SwiftASN1", package: "swift-asn1"),
+]
+
 let package = Package(
     name: "PinningLabExamples",
     platforms: [.macOS(.v13)],
@@ -29,15 +39,9 @@ let package = Package(
         // against the validated chain.
         .target(
             name: "PinningNIOClient",
-            dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "X509", package: "swift-certificates"),
+            dependencies: tlsClientStack + [
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -45,14 +49,7 @@ let package = Package(
         // swift-certificates' Verifier, speaking the suite's case protocol (Compatibility/README.md).
         .executableTarget(
             name: "compat-verify",
-            dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-            ],
+            dependencies: tlsClientStack,
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -83,38 +80,27 @@ package.products += [
     .executable(name: "lab-starter", targets: ["lab-starter"]),
     .executable(name: "lab-solution", targets: ["lab-solution"]),
 ]
+let labClientDependencies: [Target.Dependency] = [
+    "LabKit",
+    .product(name: "NIOSSL", package: "swift-nio-ssl"),
+    .product(name: "X509", package: "swift-certificates"),
+]
 package.targets += [
     .target(
         name: "LabKit",
-        dependencies: [
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOTLS", package: "swift-nio"),
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "X509", package: "swift-certificates"),
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "SwiftASN1", package: "swift-asn1"),
-        ],
+        dependencies: tlsClientStack + [.product(name: "Crypto", package: "swift-crypto")],
         path: "Labs/LabKit",
         swiftSettings: swiftSettings
     ),
     .executableTarget(
         name: "lab-starter",
-        dependencies: [
-            "LabKit",
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "X509", package: "swift-certificates"),
-        ],
+        dependencies: labClientDependencies,
         path: "Labs/Starters",
         swiftSettings: swiftSettings
     ),
     .executableTarget(
         name: "lab-solution",
-        dependencies: [
-            "LabKit",
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "X509", package: "swift-certificates"),
-        ],
+        dependencies: labClientDependencies,
         path: "Labs/Instructor",
         swiftSettings: swiftSettings
     ),
