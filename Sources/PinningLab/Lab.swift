@@ -75,7 +75,7 @@ final class PKICache: Sendable {
 
     private enum Entry {
         case ready(LabPKI, cachedAt: Date)
-        /// Async waiters; synchronous callers wait on `opened`.
+        /// An opening under way, with the async callers waiting for it (synchronous callers wait on `lock`).
         case opening([CheckedContinuation<LabPKI, any Error>])
     }
     private let lock = NSCondition()

@@ -19,8 +19,8 @@ public final class ScenarioServer: Sendable {
     /// The roots of the scenario's trust profile (DER), and the same as a PEM file.
     public let trustRootsDER: [[UInt8]]
     public let trustFile: URL
-    /// The same roots as PEM text (`-----BEGIN CERTIFICATE-----` blocks).
-    public var trustRootsPEM: String { trustRootsDER.map { PEM.encode($0) }.joined() }
+    /// The same roots as PEM text, one block per root.
+    public var trustRootsPEM: String { PEM.encode(trustRootsDER) }
     /// The client certificate the scenario says to present, with its files; `nil` when it presents none.
     public let clientCredentials: ClientCredentials?
     private let files: CellFiles
