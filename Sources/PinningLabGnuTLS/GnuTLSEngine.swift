@@ -74,11 +74,50 @@ final class GnuTLSIdentity {
     }
 }
 
+/// The one owner of a `gnutls_priority_t`.
+final class GnuTLSPriority {
+    let pointer: gnutls_priority_t
+
+    /// Parses `text`; on failure, the GnuTLS error code and the part of `text` where parsing stopped.
+    init(_ text: String) throws(GnuTLSPriorityError) {
+        var priority: gnutls_priority_t? = nil
+        var errorPosition: UnsafePointer<CChar>? = nil
+        let rc = gnutls_priority_init(&priority, text, &errorPosition)
+        guard rc >= 0, let priority else {
+            throw GnuTLSPriorityError(code: rc, at: errorPosition.map { String(cString: $0) } ?? "")
+        }
+        pointer = priority
+    }
+
+    deinit { gnutls_priority_deinit(pointer) }
+}
+
+struct GnuTLSPriorityError: Error {
+    var code: Int32
+    var at: String
+}
+
+/// The one owner of a `gnutls_certificate_credentials_t`.
+final class GnuTLSCredentials {
+    let pointer: gnutls_certificate_credentials_t
+
+    init() throws(TLSEngineError) {
+        var credentials: gnutls_certificate_credentials_t? = nil
+        let rc = gnutls_certificate_allocate_credentials(&credentials)
+        guard rc >= 0, let credentials else {
+            throw TLSEngineError(.library, "gnutls_certificate_allocate_credentials: \(gnutlsErrorText(rc))")
+        }
+        pointer = credentials
+    }
+
+    deinit { gnutls_certificate_free_credentials(pointer) }
+}
+
 final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // immutable after init; GnuTLS credentials and priority caches may be shared by sessions on several threads
     let configuration: ServerTLSConfiguration
     let identities: [GnuTLSIdentity]
-    let credentials: gnutls_certificate_credentials_t
-    let priority: gnutls_priority_t
+    let credentials: GnuTLSCredentials
+    let priority: GnuTLSPriority
     let priorityString: String
     /// ALPN protocol names as datums, pointing into `alpnStorage`.
     let alpn: UnsafeMutablePointer<gnutls_datum_t>
@@ -108,24 +147,15 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // imm
             ps += ":%VERIFY_ALLOW_SIGN_WITH_SHA1:+SIGN-ALL"
         }
         priorityString = ps
-        var prio: gnutls_priority_t? = nil
-        var errPos: UnsafePointer<CChar>? = nil
-        let prc = gnutls_priority_init(&prio, ps, &errPos)
-        guard prc >= 0, let prio else {
-            let at = errPos.map { String(cString: $0) } ?? ""
+        do {
+            priority = try GnuTLSPriority(ps)
+        } catch {
             throw TLSEngineError(
                 c.ciphers.gnuTLSPriority == nil ? .unsupported : .invalidConfiguration,
-                "GnuTLS rejects the priority string '\(ps)' at '\(at)': \(gnutlsErrorText(prc))")
+                "GnuTLS rejects the priority string '\(ps)' at '\(error.at)': \(gnutlsErrorText(error.code))")
         }
-        priority = prio
-
-        var cred: gnutls_certificate_credentials_t? = nil
-        guard gnutls_certificate_allocate_credentials(&cred) >= 0, let cred else {
-            gnutls_priority_deinit(prio)
-            throw TLSEngineError(.library, "gnutls_certificate_allocate_credentials failed")
-        }
-        credentials = cred
-        gnutls_certificate_set_retrieve_function2(cred) { session, _, _, _, _, pcert, length, key in
+        credentials = try GnuTLSCredentials()
+        gnutls_certificate_set_retrieve_function2(credentials.pointer) { session, _, _, _, _, pcert, length, key in
             guard let s = GnuTLSServerSession.from(session) else { return -1 }
             return s.retrieve(pcert, length, key)
         }
@@ -149,7 +179,7 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // imm
                 let rc = der.withUnsafeBufferPointer { buf -> Int32 in
                     var datum = gnutls_datum_t(
                         data: UnsafeMutablePointer(mutating: buf.baseAddress), size: UInt32(buf.count))
-                    return gnutls_certificate_set_x509_trust_mem(cred, &datum, GNUTLS_X509_FMT_DER)
+                    return gnutls_certificate_set_x509_trust_mem(credentials.pointer, &datum, GNUTLS_X509_FMT_DER)
                 }
                 guard rc >= 0 else {
                     throw TLSEngineError(.invalidConfiguration, "clientTrustRootsDER[\(i)] is not DER: \(gnutlsErrorText(rc))")
@@ -159,8 +189,6 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // imm
     }
 
     deinit {
-        gnutls_certificate_free_credentials(credentials)
-        gnutls_priority_deinit(priority)
         alpn.deallocate()
         alpnStorage.deallocate()
     }
@@ -189,9 +217,9 @@ final class GnuTLSServerSession: TLSServerSession {
         details.identityIndex = 0
         // From here on deinit frees the session.
         gnutls_session_set_ptr(s, Unmanaged.passUnretained(self).toOpaque())
-        let prc = gnutls_priority_set(s, context.priority)
+        let prc = gnutls_priority_set(s, context.priority.pointer)
         guard prc >= 0 else { throw TLSEngineError(.library, "gnutls_priority_set: \(gnutlsErrorText(prc))") }
-        let crc = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(context.credentials))
+        let crc = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(context.credentials.pointer))
         guard crc >= 0 else { throw TLSEngineError(.library, "gnutls_credentials_set: \(gnutlsErrorText(crc))") }
         switch context.configuration.clientAuthentication {
         case .required:

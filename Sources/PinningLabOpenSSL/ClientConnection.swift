@@ -158,16 +158,16 @@ final class ClientSession {
     {
         ERR_clear_error()
         guard let ssl = SSL_new(context.pointer) else {
-            throw ClientFailure(category: .other, detail: "SSL_new: \(clientDrainOpenSSLErrors())")
+            throw ClientFailure(category: .other, detail: "SSL_new: \(openSSLErrorQueue())")
         }
         guard let readBIO = BIO_new(BIO_s_mem()) else {
             SSL_free(ssl)
-            throw ClientFailure(category: .other, detail: "BIO_new: \(clientDrainOpenSSLErrors())")
+            throw ClientFailure(category: .other, detail: "BIO_new: \(openSSLErrorQueue())")
         }
         guard let writeBIO = BIO_new(BIO_s_mem()) else {
             BIO_free(readBIO)
             SSL_free(ssl)
-            throw ClientFailure(category: .other, detail: "BIO_new: \(clientDrainOpenSSLErrors())")
+            throw ClientFailure(category: .other, detail: "BIO_new: \(openSSLErrorQueue())")
         }
         _ = cpl_client_bio_set_mem_eof_return(readBIO, -1)  // empty means "retry" until the socket reports EOF
         SSL_set_bio(ssl, readBIO, writeBIO)  // ssl owns both BIOs now
@@ -178,14 +178,14 @@ final class ClientSession {
         self.deadline = deadline
 
         guard SSL_set_ex_data(ssl, ClientVerifyState.exDataIndex, Unmanaged.passUnretained(state).toOpaque()) == 1 else {
-            throw ClientFailure(category: .other, detail: "SSL_set_ex_data: \(clientDrainOpenSSLErrors())")
+            throw ClientFailure(category: .other, detail: "SSL_set_ex_data: \(openSSLErrorQueue())")
         }
         guard cpl_client_set_tlsext_host_name(ssl, host) == 1 else {
-            throw ClientFailure(category: .other, detail: "SNI \"\(host)\": \(clientDrainOpenSSLErrors())")
+            throw ClientFailure(category: .other, detail: "SNI \"\(host)\": \(openSSLErrorQueue())")
         }
         if state.policy.checksHostname {
             guard SSL_set1_host(ssl, host) == 1 else {
-                throw ClientFailure(category: .other, detail: "host check \"\(host)\": \(clientDrainOpenSSLErrors())")
+                throw ClientFailure(category: .other, detail: "host check \"\(host)\": \(openSSLErrorQueue())")
             }
         }
     }
@@ -198,7 +198,7 @@ final class ClientSession {
             ERR_clear_error()
             let result = operation(ssl)
             let code = SSL_get_error(ssl, result)
-            let errors = result > 0 ? "" : clientDrainOpenSSLErrors()  // drained right where it failed
+            let errors = result > 0 ? "" : openSSLErrorQueue()  // drained right where it failed
             do {
                 try flush()
             } catch {
@@ -243,7 +243,7 @@ final class ClientSession {
         }
         let written = bytes.withUnsafeBytes { BIO_write(readBIO, $0.baseAddress, Int32($0.count)) }
         if written != Int32(bytes.count) {
-            throw ClientFailure(category: .other, detail: "BIO_write: \(clientDrainOpenSSLErrors())")
+            throw ClientFailure(category: .other, detail: "BIO_write: \(openSSLErrorQueue())")
         }
     }
 

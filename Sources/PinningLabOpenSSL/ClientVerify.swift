@@ -10,36 +10,14 @@ struct ClientFailure: Error {
     var detail: String
 }
 
-/// Drains this thread's OpenSSL error queue into one line ("" when empty).
-func clientDrainOpenSSLErrors() -> String {
-    var messages: [String] = []
-    while case let code = ERR_get_error(), code != 0 {
-        var buffer = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &buffer, buffer.count)
-        messages.append(String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+/// A certificate the run was handed, parsed; `what` names the field for the error.
+func clientCertificate(_ der: [UInt8], what: String) throws(ClientFailure) -> X509Handle {
+    ERR_clear_error()
+    guard let certificate = X509Handle(der: der) else {
+        throw ClientFailure(
+            category: .other, detail: "\(what): not a DER certificate (\(der.count) bytes): \(openSSLErrorQueue())")
     }
-    return messages.joined(separator: "; ")
-}
-
-/// The one owner of an `X509*` parsed from DER.
-final class ClientX509 {
-    let pointer: OpaquePointer
-
-    init(der: [UInt8], what: String) throws(ClientFailure) {
-        ERR_clear_error()
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_X509(nil, &cursor, buffer.count)
-        }
-        guard let parsed else {
-            throw ClientFailure(
-                category: .other,
-                detail: "\(what): not a DER certificate (\(der.count) bytes): \(clientDrainOpenSSLErrors())")
-        }
-        pointer = parsed
-    }
-
-    deinit { X509_free(pointer) }
+    return certificate
 }
 
 /// SHA-256 of `bytes` with OpenSSL's EVP interface.
@@ -221,30 +199,32 @@ private let clientInfoCallback: @convention(c) (OpaquePointer?, Int32, Int32) ->
     }
 }
 
-/// The one owner of a run's `SSL_CTX*` (which owns its `X509_STORE`). Configured once, then only read.
+/// A run's `SSL_CTX*` (which owns its `X509_STORE`), configured for the target. Configured once, then only read.
 final class ClientContext {
-    let pointer: OpaquePointer
+    private let handle: SSLContextHandle
+    var pointer: OpaquePointer { handle.pointer }
 
     init(target: ClientTarget, state: ClientVerifyState) throws(ClientFailure) {
         ERR_clear_error()
-        guard let context = SSL_CTX_new(TLS_client_method()) else {
-            throw ClientFailure(category: .other, detail: "SSL_CTX_new failed: \(clientDrainOpenSSLErrors())")
+        guard let handle = SSLContextHandle(server: false) else {
+            throw ClientFailure(category: .other, detail: "SSL_CTX_new failed: \(openSSLErrorQueue())")
         }
-        pointer = context  // from here on deinit frees it, whatever fails below
+        self.handle = handle  // from here on the handle frees it, whatever fails below
+        let context = handle.pointer
         SSL_CTX_set_security_level(context, 2)
         guard cpl_client_ctx_set_min_proto_version(context, cpl_client_tls1_2_version()) == 1 else {
-            throw ClientFailure(category: .other, detail: "cannot require TLS 1.2: \(clientDrainOpenSSLErrors())")
+            throw ClientFailure(category: .other, detail: "cannot require TLS 1.2: \(openSSLErrorQueue())")
         }
 
         // Trust exactly the target's roots.
         guard let store = X509_STORE_new() else {
-            throw ClientFailure(category: .other, detail: "X509_STORE_new failed: \(clientDrainOpenSSLErrors())")
+            throw ClientFailure(category: .other, detail: "X509_STORE_new failed: \(openSSLErrorQueue())")
         }
         SSL_CTX_set_cert_store(context, store)  // the context owns the store now
         for (index, der) in target.trustRootsDER.enumerated() {
-            let root = try ClientX509(der: der, what: "trustRootsDER[\(index)]")
+            let root = try clientCertificate(der, what: "trustRootsDER[\(index)]")
             guard X509_STORE_add_cert(store, root.pointer) == 1 else {
-                let errors = clientDrainOpenSSLErrors()
+                let errors = openSSLErrorQueue()
                 if errors.contains("cert already in hash table") { continue }
                 throw ClientFailure(category: .other, detail: "trustRootsDER[\(index)]: X509_STORE_add_cert: \(errors)")
             }
@@ -266,47 +246,30 @@ final class ClientContext {
         guard let leafDER = credentials.certificateChainDER.first else {
             throw ClientFailure(category: .other, detail: "clientCredentials.certificateChainDER is empty")
         }
-        let leaf = try ClientX509(der: leafDER, what: "clientCredentials.certificateChainDER[0]")
+        let leaf = try clientCertificate(leafDER, what: "clientCredentials.certificateChainDER[0]")
         guard SSL_CTX_use_certificate(context, leaf.pointer) == 1 else {
-            throw ClientFailure(category: .other, detail: "SSL_CTX_use_certificate: \(clientDrainOpenSSLErrors())")
+            throw ClientFailure(category: .other, detail: "SSL_CTX_use_certificate: \(openSSLErrorQueue())")
         }
         for (index, der) in credentials.certificateChainDER.enumerated().dropFirst() {
-            let issuer = try ClientX509(der: der, what: "clientCredentials.certificateChainDER[\(index)]")
+            let issuer = try clientCertificate(der, what: "clientCredentials.certificateChainDER[\(index)]")
             guard cpl_client_ctx_add1_chain_cert(context, issuer.pointer) == 1 else {
                 throw ClientFailure(
                     category: .other,
-                    detail: "clientCredentials.certificateChainDER[\(index)]: \(clientDrainOpenSSLErrors())")
+                    detail: "clientCredentials.certificateChainDER[\(index)]: \(openSSLErrorQueue())")
             }
         }
-        let key = try ClientPrivateKey(pkcs8DER: credentials.privateKeyPKCS8DER)
+        ERR_clear_error()
+        guard let key = PrivateKeyHandle(der: credentials.privateKeyPKCS8DER) else {
+            throw ClientFailure(
+                category: .other,
+                detail: "clientCredentials.privateKeyPKCS8DER: not a DER PKCS#8 private key: \(openSSLErrorQueue())")
+        }
         guard SSL_CTX_use_PrivateKey(context, key.pointer) == 1, SSL_CTX_check_private_key(context) == 1 else {
             throw ClientFailure(
                 category: .other,
                 detail: "clientCredentials.privateKeyPKCS8DER does not fit the client certificate: "
-                    + clientDrainOpenSSLErrors())
+                    + openSSLErrorQueue())
         }
     }
 
-    deinit { SSL_CTX_free(pointer) }
-}
-
-/// The one owner of an `EVP_PKEY*` parsed from PKCS#8 DER.
-final class ClientPrivateKey {
-    let pointer: OpaquePointer
-
-    init(pkcs8DER: [UInt8]) throws(ClientFailure) {
-        ERR_clear_error()
-        let parsed: OpaquePointer? = pkcs8DER.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_AutoPrivateKey(nil, &cursor, buffer.count)
-        }
-        guard let parsed else {
-            throw ClientFailure(
-                category: .other,
-                detail: "clientCredentials.privateKeyPKCS8DER: not a DER PKCS#8 private key: \(clientDrainOpenSSLErrors())")
-        }
-        pointer = parsed
-    }
-
-    deinit { EVP_PKEY_free(pointer) }
 }

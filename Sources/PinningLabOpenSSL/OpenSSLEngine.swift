@@ -28,7 +28,7 @@ public struct OpenSSLEngine: TLSEngine {
 
 /// One `SSL_CTX` per identity, configured identically but for the certificate.
 final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // immutable after init; SSL_new on a shared SSL_CTX is thread-safe
-    let contexts: [OpaquePointer]
+    let contexts: [SSLContextHandle]
     let configuration: ServerTLSConfiguration
     /// ALPN protocols in wire format (length-prefixed), kept for the select callback's output pointer.
     let alpnWire: UnsafeMutableBufferPointer<UInt8>
@@ -47,18 +47,17 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
         }
         alpnWire = .allocate(capacity: max(wire.count, 1))
         _ = alpnWire.initialize(from: wire)
-        var built: [OpaquePointer] = []
+        var built: [SSLContextHandle] = []
         do {
             for identity in configuration.identities {
                 built.append(try Self.makeContext(configuration, identity))
             }
         } catch {
-            built.forEach { SSL_CTX_free($0) }
             alpnWire.deallocate()
             throw error
         }
         contexts = built
-        for ctx in contexts {
+        for ctx in contexts.map(\.pointer) {
             SSL_CTX_set_msg_callback(ctx, openSSLMessageCallback)
             cpl_srv_ctx_set_servername_callback(ctx, openSSLServerNameCallback)
             if !configuration.alpnProtocols.isEmpty {
@@ -67,10 +66,7 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
         }
     }
 
-    deinit {
-        contexts.forEach { SSL_CTX_free($0) }
-        alpnWire.deallocate()
-    }
+    deinit { alpnWire.deallocate() }
 
     static func version(_ v: TLSVersion) -> Int32 {
         switch v {
@@ -82,14 +78,13 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
     }
 
     private static func makeContext(_ c: ServerTLSConfiguration, _ identity: ServerIdentity) throws(TLSEngineError)
-        -> OpaquePointer
+        -> SSLContextHandle
     {
         ERR_clear_error()
-        guard let ctx = SSL_CTX_new(TLS_server_method()) else {
+        guard let handle = SSLContextHandle(server: true) else {
             throw TLSEngineError(.library, "SSL_CTX_new: \(drainOpenSSLErrors())")
         }
-        var ok = false
-        defer { if !ok { SSL_CTX_free(ctx) } }
+        let ctx = handle.pointer  // the handle frees it, whatever fails below
         let label = identity.name.isEmpty ? "the identity" : "identity '\(identity.name)'"
         cpl_srv_ctx_defaults(ctx)
         // Security level 0: a fixture serves weak keys, SHA-1 signatures and TLS 1.0/1.1 on purpose (OpenSSL 3
@@ -115,20 +110,18 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
         guard let first = DecodedObjects.shared.certificate(identity.chainDER[0]) else {
             throw TLSEngineError(.invalidConfiguration, "\(label): certificate 1 is not DER: \(drainOpenSSLErrors())")
         }
-        defer { X509_free(first) }
         guard let key = DecodedObjects.shared.key(identity.privateKeyPKCS8DER) else {
             throw TLSEngineError(
                 .invalidConfiguration, "\(label): the private key is not PKCS#8 DER: \(drainOpenSSLErrors())")
         }
-        defer { EVP_PKEY_free(key) }
-        guard X509_check_private_key(first, key) == 1 else {
+        guard X509_check_private_key(first.pointer, key.pointer) == 1 else {
             ERR_clear_error()
             throw TLSEngineError(
                 .unsupported,
                 "\(label): the private key does not belong to the first certificate of the chain; OpenSSL signs the handshake with the key of the certificate it sends first"
             )
         }
-        guard SSL_CTX_use_certificate(ctx, first) == 1, SSL_CTX_use_PrivateKey(ctx, key) == 1 else {
+        guard SSL_CTX_use_certificate(ctx, first.pointer) == 1, SSL_CTX_use_PrivateKey(ctx, key.pointer) == 1 else {
             throw TLSEngineError(.unsupported, "\(label): OpenSSL refused the certificate or key: \(drainOpenSSLErrors())")
         }
         for (i, der) in identity.chainDER.dropFirst().enumerated() {
@@ -136,8 +129,7 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
                 throw TLSEngineError(
                     .invalidConfiguration, "\(label): certificate \(i + 2) is not DER: \(drainOpenSSLErrors())")
             }
-            defer { X509_free(x) }
-            guard cpl_srv_ctx_add1_chain_cert(ctx, x) == 1 else {
+            guard cpl_srv_ctx_add1_chain_cert(ctx, x.pointer) == 1 else {
                 throw TLSEngineError(.library, "\(label): SSL_CTX_add0_chain_cert: \(drainOpenSSLErrors())")
             }
         }
@@ -149,15 +141,13 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
                     throw TLSEngineError(
                         .invalidConfiguration, "clientTrustRootsDER[\(i)] is not DER: \(drainOpenSSLErrors())")
                 }
-                defer { X509_free(x) }
-                X509_STORE_add_cert(store, x)
-                SSL_CTX_add_client_CA(ctx, x)
+                X509_STORE_add_cert(store, x.pointer)
+                SSL_CTX_add_client_CA(ctx, x.pointer)
             }
             SSL_CTX_set_verify(ctx, cpl_srv_verify_peer(c.clientAuthentication == .required ? 1 : 0), nil)
         }
         ERR_clear_error()
-        ok = true
-        return ctx
+        return handle
     }
 
     func makeSession(socket: Int32) throws(TLSEngineError) -> any TLSServerSession {
@@ -174,7 +164,7 @@ final class OpenSSLServerSession: TLSServerSession {
     init(context: OpenSSLServerContext, socket: Int32) throws(TLSEngineError) {
         self.context = context
         ERR_clear_error()
-        guard let ssl = SSL_new(context.contexts[0]) else {
+        guard let ssl = SSL_new(context.contexts[0].pointer) else {
             throw TLSEngineError(.library, "SSL_new: \(drainOpenSSLErrors())")
         }
         self.ssl = ssl  // from here on deinit frees it
@@ -236,7 +226,7 @@ final class OpenSSLServerSession: TLSServerSession {
         case SSL_ERROR_ZERO_RETURN:
             return .closed(TLSTermination(.closeNotify))
         case SSL_ERROR_SYSCALL:
-            let detail = drainOpenSSLErrorsOrEmpty()
+            let detail = openSSLErrorQueue()
             if savedErrno == ECONNRESET || savedErrno == EPIPE {
                 return .closed(TLSTermination(.reset, String(cString: strerror(savedErrno))))
             }
@@ -255,10 +245,6 @@ final class OpenSSLServerSession: TLSServerSession {
             }
             return .closed(TLSTermination(.protocolError, detail))
         }
-    }
-
-    private func drainOpenSSLErrorsOrEmpty() -> String {
-        ERR_peek_error() == 0 ? "" : drainOpenSSLErrors()
     }
 
     private func recordNegotiated() {
@@ -308,7 +294,7 @@ final class OpenSSLServerSession: TLSServerSession {
         let index = context.configuration.identityIndex(forServerName: name)
         details.identityIndex = index
         if index != 0 {
-            SSL_set_SSL_CTX(ssl, context.contexts[index])
+            SSL_set_SSL_CTX(ssl, context.contexts[index].pointer)
         }
     }
 }
@@ -343,42 +329,34 @@ private let openSSLALPNCallback:
     }
 
 /// Decoded certificates and keys, shared between contexts: decoding a PKCS#8 key in OpenSSL 3 costs most of a
-/// millisecond, and most scenarios share keys and intermediates. `X509` and `EVP_PKEY` are reference-counted and
-/// not modified once decoded; every getter returns a new reference the caller frees.
+/// millisecond, and most scenarios share keys and intermediates. The cache holds handles; a context that uses one
+/// takes OpenSSL's own reference (`SSL_CTX_use_certificate` and friends up-ref), so evicting is always safe.
 final class DecodedObjects: @unchecked Sendable {  // `certificates` and `keys` are only touched under `lock`
     static let shared = DecodedObjects()
     private let lock = NSLock()
-    private var certificates: [[UInt8]: OpaquePointer] = [:]
-    private var keys: [[UInt8]: OpaquePointer] = [:]
+    private var certificates: [[UInt8]: X509Handle] = [:]
+    private var keys: [[UInt8]: PrivateKeyHandle] = [:]
     private let capacity = 256
 
-    /// A new reference (X509_free it), or nil when `der` is not a certificate.
-    func certificate(_ der: [UInt8]) -> OpaquePointer? {
-        lock.lock()
-        defer { lock.unlock() }
-        if let x = certificates[der] {
-            X509_up_ref(x)
+    /// The certificate, or nil when `der` is not one (the reason is on the error queue).
+    func certificate(_ der: [UInt8]) -> X509Handle? {
+        lock.withLock {
+            if let x = certificates[der] { return x }
+            guard let x = X509Handle(der: der) else { return nil }
+            if certificates.count >= capacity { certificates.removeAll() }
+            certificates[der] = x
             return x
         }
-        guard let x = decodeCertificate(der) else { return nil }
-        if certificates.count >= capacity { certificates.values.forEach { X509_free($0) }; certificates.removeAll() }
-        certificates[der] = x
-        X509_up_ref(x)
-        return x
     }
 
-    /// A new reference (EVP_PKEY_free it), or nil when `der` is not a PKCS#8 key.
-    func key(_ der: [UInt8]) -> OpaquePointer? {
-        lock.lock()
-        defer { lock.unlock() }
-        if let k = keys[der] {
-            EVP_PKEY_up_ref(k)
+    /// The key, or nil when `der` is not a PKCS#8 key.
+    func key(_ der: [UInt8]) -> PrivateKeyHandle? {
+        lock.withLock {
+            if let k = keys[der] { return k }
+            guard let k = PrivateKeyHandle(der: der) else { return nil }
+            if keys.count >= capacity { keys.removeAll() }
+            keys[der] = k
             return k
         }
-        guard let k = decodeKey(der) else { return nil }
-        if keys.count >= capacity { keys.values.forEach { EVP_PKEY_free($0) }; keys.removeAll() }
-        keys[der] = k
-        EVP_PKEY_up_ref(k)
-        return k
     }
 }

@@ -1,0 +1,170 @@
+// The one owner class per OpenSSL handle, shared by the fixture server, the reference clients and PKCS#12: each
+// wraps one pointer, frees it in `deinit`, and hands `pointer` to OpenSSL calls that take their own reference
+// (`SSL_CTX_use_certificate`, `X509_STORE_add_cert`, `sk_X509_push` after an up-ref …).
+internal import CPinningLabOpenSSL
+
+/// Drains this thread's OpenSSL error queue into one line ("" when the queue is empty). Call it in the same
+/// synchronous call that failed: the queue is per thread and the next OpenSSL call may clear it.
+func openSSLErrorQueue() -> String {
+    var parts: [String] = []
+    while case let code = ERR_get_error(), code != 0 {
+        var buffer = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &buffer, buffer.count)
+        parts.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+    return parts.joined(separator: "; ")
+}
+
+/// The drained error queue, or "unknown OpenSSL error" when OpenSSL left nothing in it.
+func drainOpenSSLErrors() -> String {
+    let text = openSSLErrorQueue()
+    return text.isEmpty ? "unknown OpenSSL error" : text
+}
+
+/// The one owner of an `X509*`. Certificates are not modified once parsed, and OpenSSL's reference counts are
+/// atomic, so a handle may be shared between threads (the decoded-object cache does).
+final class X509Handle: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    /// Parses DER; nil when `der` is not a certificate (the reason is on the error queue).
+    init?(der: [UInt8]) {
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_X509(nil, &cursor, buffer.count)
+        }
+        guard let parsed else { return nil }
+        pointer = parsed
+    }
+
+    /// Adopts a certificate the caller owned; this handle frees it.
+    init(adopting owned: OpaquePointer) { pointer = owned }
+
+    /// Takes a reference: `borrowed` stays owned by whoever held it, this handle holds one more.
+    init(retaining borrowed: OpaquePointer) {
+        X509_up_ref(borrowed)
+        pointer = borrowed
+    }
+
+    deinit { X509_free(pointer) }
+
+    /// The certificate in DER.
+    var der: [UInt8] {
+        let length = i2d_X509(pointer, nil)
+        guard length > 0 else { return [] }
+        var out = [UInt8](repeating: 0, count: Int(length))
+        _ = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            return i2d_X509(pointer, &cursor)
+        }
+        return out
+    }
+}
+
+/// The one owner of an `EVP_PKEY*`. Not modified once parsed; shareable like `X509Handle`.
+final class PrivateKeyHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    /// Parses a PKCS#8 (or traditional) DER private key; nil when it is not one.
+    init?(der: [UInt8]) {
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_AutoPrivateKey(nil, &cursor, buffer.count)
+        }
+        guard let parsed else { return nil }
+        pointer = parsed
+    }
+
+    /// Adopts a key the caller owned; this handle frees it.
+    init(adopting owned: OpaquePointer) { pointer = owned }
+
+    deinit { EVP_PKEY_free(pointer) }
+
+    /// The key as PKCS#8 DER, or nil when OpenSSL cannot encode it.
+    var pkcs8DER: [UInt8]? {
+        guard let info = EVP_PKEY2PKCS8(pointer) else { return nil }
+        defer { PKCS8_PRIV_KEY_INFO_free(info) }
+        let length = i2d_PKCS8_PRIV_KEY_INFO(info, nil)
+        guard length > 0 else { return nil }
+        var out = [UInt8](repeating: 0, count: Int(length))
+        _ = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            return i2d_PKCS8_PRIV_KEY_INFO(info, &cursor)
+        }
+        return out
+    }
+}
+
+/// The one owner of an `SSL_CTX*` (which owns its `X509_STORE`). Configured on one thread, then only read:
+/// `SSL_new` on a shared context is thread-safe.
+final class SSLContextHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    /// A new context for the server or the client side; nil when OpenSSL cannot allocate one.
+    init?(server: Bool) {
+        guard let context = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method()) else { return nil }
+        pointer = context
+    }
+
+    deinit { SSL_CTX_free(pointer) }
+}
+
+/// The one owner of a `STACK_OF(X509)` and of the references it holds.
+final class X509StackHandle {
+    let pointer: OpaquePointer
+
+    init?() {
+        guard let stack = cpl_p12_sk_X509_new_null() else { return nil }
+        pointer = stack
+    }
+
+    /// Adopts a stack the caller owned (with its certificates).
+    init(adopting owned: OpaquePointer) { pointer = owned }
+
+    deinit { cpl_p12_sk_X509_pop_free(pointer) }
+
+    /// Pushes one more reference to `certificate`; false when OpenSSL could not grow the stack.
+    func push(_ certificate: X509Handle) -> Bool {
+        X509_up_ref(certificate.pointer)
+        guard cpl_p12_sk_X509_push(pointer, certificate.pointer) > 0 else {
+            X509_free(certificate.pointer)
+            return false
+        }
+        return true
+    }
+
+    /// Each certificate, as a handle of its own.
+    var certificates: [X509Handle] {
+        (0..<cpl_p12_sk_X509_num(pointer)).compactMap { i in
+            cpl_p12_sk_X509_value(pointer, i).map { X509Handle(retaining: $0) }
+        }
+    }
+}
+
+/// The one owner of a `PKCS12*`.
+final class PKCS12Handle {
+    let pointer: OpaquePointer
+
+    init?(der: [UInt8]) {
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PKCS12(nil, &cursor, buffer.count)
+        }
+        guard let parsed else { return nil }
+        pointer = parsed
+    }
+
+    init(adopting owned: OpaquePointer) { pointer = owned }
+
+    deinit { PKCS12_free(pointer) }
+
+    var der: [UInt8]? {
+        let length = i2d_PKCS12(pointer, nil)
+        guard length > 0 else { return nil }
+        var out = [UInt8](repeating: 0, count: Int(length))
+        let written = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            return i2d_PKCS12(pointer, &cursor)
+        }
+        return written == length ? out : nil
+    }
+}
