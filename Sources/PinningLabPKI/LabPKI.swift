@@ -112,6 +112,11 @@ public final class LabPKI: Sendable {
 
     public subscript(name: String) -> Identity? { byName[name].map { identities[$0] } }
 
+    /// The identities above `identity` by issuer name, nearest first, ending with its root (empty for a root).
+    public func issuers(of identity: Identity) -> [Identity] {
+        issuerWalk(from: identity.name) { self[$0]?.issuerName }.compactMap { self[$0] }
+    }
+
     /// The identity named `name`, or an error listing the names there are.
     public func identity(_ name: String) throws -> Identity {
         guard let i = self[name] else {
@@ -539,14 +544,9 @@ struct Builder {
                 throw PKIError(.keyFileCorrupt, "the state names a key \(e.keyName) the spec does not", file: stateURL.path,
                                fix: "delete it; certificates will be issued again")
             }
-            var chain: [[UInt8]] = []
-            var top = e
-            var guardCount = 0
-            while top.issuerName != top.name, let up = byName[top.issuerName], guardCount < 16 {
-                top = up
-                guardCount += 1
-                if top.issuerName != top.name { chain.append(ders[top.name]!) }
-            }
+            let above = issuerWalk(from: e.name) { byName[$0]?.issuerName }
+            let top = above.last.flatMap { byName[$0] } ?? e
+            let chain = above.dropLast().map { ders[$0]! }
             return Identity(
                 name: e.name, role: Role(rawValue: e.role), issuerName: e.issuerName, keyName: e.keyName,
                 keyType: KeyType(rawValue: e.keyType), certificateDER: ders[e.name]!, privateKeyPKCS8DER: key.pkcs8DER,
@@ -670,6 +670,19 @@ func hexBytes(_ s: String) -> [UInt8] {
         default: continue
         }
         if let h = hi { out.append(h << 4 | v); hi = nil } else { hi = v }
+    }
+    return out
+}
+
+/// The names above `name`, nearest first, following `issuer` until a self-issued name (included: the root) or a
+/// name whose issuer is unknown; at most 16 steps, so a loop in a hand-edited state cannot hang. The one issuer
+/// walk of the package: the PKI's chains, `pinlab pki show`, the serve manifest.
+package func issuerWalk(from name: String, issuer: (String) -> String?) -> [String] {
+    var out: [String] = []
+    var current = name
+    while out.count < 16, let up = issuer(current), up != current, issuer(up) != nil {
+        out.append(up)
+        current = up
     }
     return out
 }

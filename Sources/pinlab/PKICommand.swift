@@ -111,9 +111,7 @@ extension PKICommand {
                 if let sig = s.signature { out += "  signature  \(sig)\n" }
                 if let t = s.twinOf { out += "  twin of    \(t) (same subject and key identifier, another key)\n" }
             }
-            var chain = [id.name]
-            var cur = id
-            while !cur.isSelfSigned, let up = pki[cur.issuerName] { chain.append(up.name); cur = up }
+            let chain = [id.name] + pki.issuers(of: id).map(\.name)
             out += "  chain      \(chain.joined(separator: " ← "))\n"
             out += "  pins\n"
             out += "    SPKI SHA-256         \(id.pins.spkiBase64)\n"

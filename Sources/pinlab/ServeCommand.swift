@@ -193,12 +193,6 @@ private final class SignalOnce: @unchecked Sendable {  // all access on the one 
 extension Identity {
     /// The PKI identities of this identity's issuers, nearest first, without the root.
     func issuerChainIdentities(in lab: LabPKI) -> [Identity] {
-        var out: [Identity] = []
-        var current = self
-        while current.issuerName != current.name, let issuer = lab[current.issuerName], issuer.name != rootName {
-            out.append(issuer)
-            current = issuer
-        }
-        return out
+        lab.issuers(of: self).filter { $0.name != rootName }
     }
 }
