@@ -12,26 +12,26 @@ import Darwin
 /// test process full of servers is. Pipes are created close-on-exec, so a process spawned concurrently by another
 /// thread never inherits them, and output is read until the child exits, not until EOF, so a grandchild holding a
 /// pipe open cannot stall the caller.
-public enum ChildProcess {
+package enum ChildProcess {
     /// How a child ended.
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// The exit code, or minus the signal number that ended it; 127 when it could not be started.
-        public var status: Int32
-        public var stdout: [UInt8]
-        public var stderr: [UInt8]
+        package var status: Int32
+        package var stdout: [UInt8]
+        package var stderr: [UInt8]
         /// Killed because its time ran out.
-        public var timedOut: Bool
+        package var timedOut: Bool
         /// Why it could not be started, if it could not.
-        public var launchError: String?
-        public var milliseconds: Double
-        public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
-        public var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+        package var launchError: String?
+        package var milliseconds: Double
+        package var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+        package var stderrText: String { String(decoding: stderr, as: UTF8.self) }
         /// Standard output then standard error.
-        public var output: String { stdoutText + stderrText }
+        package var output: String { stdoutText + stderrText }
     }
 
     /// Finds `command` in `PATH` (or takes it as is when it contains a slash).
-    public static func resolve(_ command: String, path: String? = nil) -> String? {
+    package static func resolve(_ command: String, path: String? = nil) -> String? {
         if command.contains("/") { return access(command, X_OK) == 0 ? command : nil }
         let search = path ?? ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         for dir in search.split(separator: ":") where access("\(dir)/\(command)", X_OK) == 0 {
@@ -41,7 +41,7 @@ public enum ChildProcess {
     }
 
     /// Runs `arguments` to completion on a dedicated thread (off the cooperative pool).
-    public static func run(
+    package static func run(
         _ arguments: [String], environment: [String: String]? = nil, input: [UInt8] = [],
         timeout: Duration = .seconds(30), newProcessGroup: Bool = false, outputLimit: Int = 8 << 20
     ) async -> Result {
@@ -57,7 +57,7 @@ public enum ChildProcess {
 
     /// Runs `arguments` to completion on the calling thread. On overrun the child (and its process group when
     /// `newProcessGroup`) gets SIGTERM, then SIGKILL 500 ms later.
-    public static func runBlocking(
+    package static func runBlocking(
         _ arguments: [String], environment: [String: String]? = nil, input: [UInt8] = [],
         timeout: Duration = .seconds(30), newProcessGroup: Bool = false, outputLimit: Int = 8 << 20
     ) -> Result {
@@ -152,18 +152,18 @@ public enum ChildProcess {
     }
 
     /// A child running in the background, its output going to files (or /dev/null). Stop it with ``terminate()``.
-    public final class Background: Sendable {
-        public let pid: Int32
+    package final class Background: Sendable {
+        package let pid: Int32
         init(pid: Int32) { self.pid = pid }
 
         /// Whether it is still running (reaps it if it has ended).
-        public var isRunning: Bool {
+        package var isRunning: Bool {
             var status: Int32 = 0
             return waitpid(pid, &status, WNOHANG) == 0
         }
 
         /// SIGKILL, then reap. Safe to call more than once.
-        public func terminate() {
+        package func terminate() {
             kill(pid, SIGKILL)
             var status: Int32 = 0
             _ = waitpid(pid, &status, 0)
@@ -173,7 +173,7 @@ public enum ChildProcess {
     /// Starts `arguments` in the background with standard input from /dev/null and its output appended to the
     /// given files (/dev/null when nil).
     /// With `newProcessGroup`, the child leads a process group of its own, so `kill(-pid, …)` reaches its children.
-    public static func spawnBackground(
+    package static func spawnBackground(
         _ arguments: [String], stdoutFile: String? = nil, stderrFile: String? = nil,
         environment: [String: String]? = nil, newProcessGroup: Bool = false
     ) throws(ChildProcessError) -> Background {
@@ -257,9 +257,9 @@ public enum ChildProcess {
 }
 
 /// A child process could not be started.
-public struct ChildProcessError: Error, CustomStringConvertible, Sendable {
-    public var reason: String
-    public var description: String { reason }
+package struct ChildProcessError: Error, CustomStringConvertible, Sendable {
+    package var reason: String
+    package var description: String { reason }
 }
 
 #if canImport(Glibc)

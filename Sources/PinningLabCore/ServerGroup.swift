@@ -40,8 +40,8 @@ public struct ServeManifest: Codable, Sendable, Hashable {
             spkiSHA256Hex = identity.pins.spkiHex
             certificateSHA256Base64 = identity.pins.certificateBase64
             certificateSHA256Hex = identity.pins.certificateHex
-            okhttp = "sha256/" + identity.pins.spkiBase64
-            curl = "sha256//" + identity.pins.spkiBase64
+            okhttp = PinFormat.okhttpPin(identity.pins.spkiBase64)
+            curl = PinFormat.curlPin(identity.pins.spkiBase64)
         }
     }
 

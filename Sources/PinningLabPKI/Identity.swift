@@ -66,7 +66,7 @@ public struct Pins: Sendable, Hashable, Codable {
 
 extension [UInt8] {
     /// Lower-case hexadecimal, no separators.
-    public var hexString: String {
+    package var hexString: String {
         let digits = [Character]("0123456789abcdef")
         var s = ""
         s.reserveCapacity(count * 2)

@@ -117,20 +117,20 @@ let ed25519PKCS8Prefix: [UInt8] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x0
 // MARK: - PEM
 
 /// PEM armour: base64 in 64-column lines between BEGIN and END lines.
-public enum PEM {
+package enum PEM {
     /// One PEM block.
-    public static func encode(_ der: [UInt8], label: String = "CERTIFICATE") -> String {
+    package static func encode(_ der: [UInt8], label: String = "CERTIFICATE") -> String {
         let b64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
         return "-----BEGIN \(label)-----\n\(b64)\n-----END \(label)-----\n"
     }
 
     /// Several blocks, concatenated (a chain).
-    public static func encode(_ ders: [[UInt8]], label: String = "CERTIFICATE") -> String {
+    package static func encode(_ ders: [[UInt8]], label: String = "CERTIFICATE") -> String {
         ders.map { encode($0, label: label) }.joined()
     }
 
     /// The DER of every block with `label` in `text`, in order.
-    public static func decodeAll(_ text: String, label: String = "CERTIFICATE") -> [[UInt8]] {
+    package static func decodeAll(_ text: String, label: String = "CERTIFICATE") -> [[UInt8]] {
         var out: [[UInt8]] = []
         var rest = text[...]
         let begin = "-----BEGIN \(label)-----", end = "-----END \(label)-----"
@@ -143,6 +143,6 @@ public enum PEM {
     }
 
     /// The DER of the first block with `label`, or nil.
-    public static func decode(_ text: String, label: String) -> [UInt8]? { decodeAll(text, label: label).first }
+    package static func decode(_ text: String, label: String) -> [UInt8]? { decodeAll(text, label: label).first }
 }
 

@@ -671,7 +671,7 @@ func isDNSName(_ s: String) -> Bool {
 }
 
 /// Parses an IPv4 or IPv6 literal into network-order bytes.
-public func parseIP(_ s: String) -> [UInt8]? {
+package func parseIP(_ s: String) -> [UInt8]? {
     var v4 = in_addr()
     if inet_pton(AF_INET, s, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
     var v6 = in6_addr()

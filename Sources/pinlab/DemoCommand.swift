@@ -42,7 +42,7 @@ struct DemoCommand: AsyncParsableCommand {
         var clients: [(ClientUnderTest, String)] = BuiltInClients.all.map {
             (.inProcess($0), BuiltInClients.explanation($0.name))
         }
-        if !noCurl, ProcessInfoPath.find("curl") != nil {
+        if !noCurl, ChildProcess.resolve("curl") != nil {
             clients.append((.command(try CommandClient.curl()),
                             "the system curl with --cacert and --pinnedpubkey (pins only the server's own key)"))
         }
@@ -85,12 +85,3 @@ extension String {
     func leftPadded(to n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
 }
 
-enum ProcessInfoPath {
-    static func find(_ command: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for dir in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(dir)/\(command)") {
-            return "\(dir)/\(command)"
-        }
-        return nil
-    }
-}

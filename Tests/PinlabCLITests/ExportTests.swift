@@ -13,11 +13,7 @@ struct ExportTests {
     static let checker = fixtures.appendingPathComponent("check_exports.py").path
 
     static func tool(_ name: String) -> String? {
-        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
-            let p = "\(dir)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: p) { return p }
-        }
-        return nil
+        ChildProcess.resolve(name)
     }
     static let okhttpJars = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
     static let javaReady =

@@ -20,8 +20,7 @@ func run(_ args: [String], stdin: String? = nil, timeout: TimeInterval = 30) thr
 enum Tool {
     /// The executable `name` on the PATH, if there is one.
     static func path(_ name: String) -> String? {
-        let dirs = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-        return dirs.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        ChildProcess.resolve(name)
     }
 
     /// CI installs every tool these tests call (openssl, certtool, curl, xmllint, python3 with jsonschema).

@@ -9,7 +9,7 @@ enum CurlExport {
         var flags = "--cacert \(shellQuoted(ca))"
         if !e.pins.isEmpty {
             flags +=
-                " --pinnedpubkey " + shellQuoted(e.spkiPins.map { "sha256//" + $0.spkiBase64 }.joined(separator: ";"))
+                " --pinnedpubkey " + shellQuoted(e.spkiPins.map { PinFormat.curlPin($0.spkiBase64) }.joined(separator: ";"))
         }
         var lines = e.headerLines(.curl).map { "# " + $0 }
         lines.append("# Use: curl \(flags) https://\(e.host):PORT/   (exit 90: the pin did not match)")

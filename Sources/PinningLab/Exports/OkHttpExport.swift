@@ -24,7 +24,7 @@ enum OkHttpExport {
             """
         for pattern in patterns(e) {
             for p in e.spkiPins {
-                s += "            .add(\(quoted(pattern)), \(quoted("sha256/" + p.spkiBase64)))  // \(p.label)\n"
+                s += "            .add(\(quoted(pattern)), \(quoted(PinFormat.okhttpPin(p.spkiBase64))))  // \(p.label)\n"
             }
         }
         s += """
@@ -50,7 +50,7 @@ enum OkHttpExport {
             """
         for pattern in patterns(e) {
             for p in e.spkiPins {
-                s += "        .add(\(quoted(pattern)), \(quoted("sha256/" + p.spkiBase64)))  // \(p.label)\n"
+                s += "        .add(\(quoted(pattern)), \(quoted(PinFormat.okhttpPin(p.spkiBase64))))  // \(p.label)\n"
             }
         }
         s += "        .build()\n}\n"
