@@ -267,47 +267,55 @@ final class Connection {
             requestLine = String(decoding: line.prefix(1024), as: UTF8.self)
         }
         let d = session?.details ?? TLSSessionDetails()
-        var json = "{"
-        func field(_ k: String, _ v: String?, last: Bool = false) {
-            json += "\"\(k)\":" + (v.map(Self.jsonString) ?? "null") + (last ? "" : ",")
-        }
-        field("scenario", core.label)
-        field("engine", core.engineName)
-        json += "\"connection\":\(id),"
-        field("tls_version", d.version?.rawValue)
-        field("cipher", d.cipherSuite)
-        field("alpn", d.alpn)
-        field("sni", d.serverName)
-        field("client_certificate_subject", d.clientCertificates.first?.subject)
-        field("request", requestLine, last: true)
-        json += "}\n"
-        let body = Array(json.utf8)
+        let summary = ResponseBody(
+            scenario: core.label, engine: core.engineName, connection: id, tlsVersion: d.version?.rawValue,
+            cipher: d.cipherSuite, alpn: d.alpn, sni: d.serverName,
+            clientCertificateSubject: d.clientCertificates.first?.subject, request: requestLine)
+        let body = ((try? Self.encoder.encode(summary)) ?? Data("{}".utf8)) + Data("\n".utf8)
         let header =
             "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\nServer: pinninglab-\(core.engineName)\r\n\r\n"
-        response = Array(header.utf8) + body
+        response = Array(header.utf8) + Array(body)
         written = 0
         phase = .response
     }
 
-    static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 {
-                    out += String(format: "\\u%04x", u.value)
-                } else {
-                    out.unicodeScalars.append(u)
-                }
-            }
+    /// What the fixture server answers: the connection as the server saw it (every key present, null when unknown).
+    struct ResponseBody: Encodable {
+        var scenario: String
+        var engine: String
+        var connection: Int
+        var tlsVersion: String?
+        var cipher: String?
+        var alpn: String?
+        var sni: String?
+        var clientCertificateSubject: String?
+        var request: String?
+
+        enum CodingKeys: String, CodingKey {
+            case scenario, engine, connection, cipher, alpn, sni, request
+            case tlsVersion = "tls_version"
+            case clientCertificateSubject = "client_certificate_subject"
         }
-        return out + "\""
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(scenario, forKey: .scenario)
+            try c.encode(engine, forKey: .engine)
+            try c.encode(connection, forKey: .connection)
+            try c.encode(tlsVersion, forKey: .tlsVersion)
+            try c.encode(cipher, forKey: .cipher)
+            try c.encode(alpn, forKey: .alpn)
+            try c.encode(sni, forKey: .sni)
+            try c.encode(clientCertificateSubject, forKey: .clientCertificateSubject)
+            try c.encode(request, forKey: .request)
+        }
     }
+
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.withoutEscapingSlashes]
+        return e
+    }()
 
     /// Reads (and discards) what the client already sent so that closing does not turn into a reset that could
     /// destroy the response in the client's receive buffer.

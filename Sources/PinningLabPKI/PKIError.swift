@@ -123,7 +123,16 @@ package func editDistance(_ a: String, _ b: String) -> Int {
     return prev[b.count]
 }
 
-func didYouMean(_ word: String, _ candidates: some Sequence<String>) -> String {
-    if let c = suggestion(word, in: candidates) { return "did you mean '\(c)'?" }
-    return ""
+/// "did you mean 'x'?", or every candidate that continues `word` with a dash ("did you mean 'trustkit-plist' or
+/// 'trustkit-swift'?"), or "" — the one hint of every "unknown name" error (spec, scenarios, exports, CLI).
+package func didYouMean(_ word: String, _ candidates: some Sequence<String>) -> String {
+    let family = candidates.filter { $0.lowercased().hasPrefix(word.lowercased() + "-") }
+    if family.count > 4 {
+        return "did you mean \(family.prefix(3).map { "'\($0)'" }.joined(separator: ", ")), … (\(family.count) names start with '\(word)-')?"
+    }
+    if family.count > 1 {
+        let quoted = family.map { "'\($0)'" }
+        return "did you mean \(quoted.dropLast().joined(separator: ", ")) or \(quoted.last!)?"
+    }
+    return suggestion(word, in: candidates).map { "did you mean '\($0)'?" } ?? ""
 }

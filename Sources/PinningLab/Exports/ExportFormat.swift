@@ -47,7 +47,7 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
         let names = all.map(\.rawValue)
         throw ExportError(
             .unknownFormat, argument: "FORMAT", problem: "'\(name)' is not an export format.",
-            fix: "\(didYouMean(name, names))use one of \(names.joined(separator: ", ")).")
+            fix: "use one of \(names.joined(separator: ", ")). \(didYouMean(name, names))")
     }
 
     /// The file the format's main text is usually saved as.
@@ -84,21 +84,6 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
                 .unknownFormat, argument: "FORMAT", problem: "'\(self)' has no generator.", fix: "report a bug.")
         }
     }
-}
-
-/// "did you mean 'x'? ", or every name that continues `word` with a dash ("did you mean 'trustkit-plist' or
-/// 'trustkit-swift'? "), or nothing.
-func didYouMean(_ word: String, _ names: [String]) -> String {
-    let close = names.filter { $0.lowercased().hasPrefix(word.lowercased() + "-") }
-    if close.count > 4 {
-        return
-            "did you mean \(close.prefix(3).map { "'\($0)'" }.joined(separator: ", ")), … (\(close.count) names start with '\(word)-')? "
-    }
-    if close.count > 1 {
-        let quoted = close.map { "'\($0)'" }
-        return "did you mean \(quoted.dropLast().joined(separator: ", ")) or \(quoted.last!)? "
-    }
-    return suggestion(word, in: names).map { "did you mean '\($0)'? " } ?? ""
 }
 
 /// One file of an export: a name (no folders) and its bytes.

@@ -14,7 +14,7 @@ extension PinExport {
             let hint = didYouMean(profile.rawValue, names)
             throw ExportError(
                 .unknownProfile, argument: "--profile", problem: "'\(profile)' is not a pin profile.",
-                fix: "\(hint)use one of \(names.joined(separator: ", ")).")
+                fix: "use one of \(names.joined(separator: ", ")). \(hint)")
         }
         let ids: [Identity]
         let leaf: Identity
@@ -61,7 +61,7 @@ extension PinExport {
                 throw ExportError(
                     .unknownIdentity, argument: "NAMES",
                     problem: "'\(n)' is not an identity of the PKI in \(pki.directory.path).",
-                    fix: "\(hint)`pinlab pki list` shows the names.")
+                    fix: "`pinlab pki list` shows the names. \(hint)")
             }
             ids.append(id)
         }
@@ -87,6 +87,6 @@ extension Catalogue {
         let hint = didYouMean(id, ids)
         throw ExportError(
             .unknownScenario, argument: "--scenario", problem: "'\(id)' is not a scenario of the catalogue.",
-            fix: "\(hint)`pinlab scenarios list` shows the \(scenarios.count) ids.")
+            fix: "`pinlab scenarios list` shows the \(scenarios.count) ids. \(hint)")
     }
 }

@@ -27,7 +27,7 @@ enum NSCExport {
         s += xmlComment(comment)
         s += "<network-security-config>\n"
         s += "    <domain-config cleartextTrafficPermitted=\"false\">\n"
-        s += "        <domain includeSubdomains=\"\(e.includeSubdomains)\">\(xmlEscape(e.host))</domain>\n"
+        s += "        <domain includeSubdomains=\"\(e.includeSubdomains)\">\(xml(e.host))</domain>\n"
         s += "        <trust-anchors>\n"
         for a in e.trustAnchors { s += "            <certificates src=\"@raw/\(rawName(a.name))\" />\n" }
         s += "        </trust-anchors>\n"
@@ -39,7 +39,7 @@ enum NSCExport {
             }
             s += "        <pin-set\(exp)>\n"
             for p in e.spkiPins {
-                s += "            <pin digest=\"SHA-256\">\(p.spkiBase64)</pin> <!-- \(xmlEscape(p.label)) -->\n"
+                s += "            <pin digest=\"SHA-256\">\(p.spkiBase64)</pin> <!-- \(xml(p.label)) -->\n"
             }
             s += "        </pin-set>\n"
         }

@@ -25,7 +25,7 @@ enum PropertyList: Hashable, Sendable {
     func xml(indent: Int) -> String {
         let pad = String(repeating: "\t", count: indent)
         switch self {
-        case .string(let v): return "\(pad)<string>\(xmlEscape(v))</string>\n"
+        case .string(let v): return "\(pad)<string>\(PinningLab.xml(v))</string>\n"
         case .bool(let v): return "\(pad)<\(v ? "true" : "false")/>\n"
         case .integer(let v): return "\(pad)<integer>\(v)</integer>\n"
         case .data(let v):
@@ -38,27 +38,12 @@ enum PropertyList: Hashable, Sendable {
         case .dictionary(let entries):
             if entries.isEmpty { return "\(pad)<dict/>\n" }
             var s = "\(pad)<dict>\n"
-            for (k, v) in entries { s += "\(pad)\t<key>\(xmlEscape(k))</key>\n" + v.xml(indent: indent + 1) }
+            for (k, v) in entries { s += "\(pad)\t<key>\(PinningLab.xml(k))</key>\n" + v.xml(indent: indent + 1) }
             return s + "\(pad)</dict>\n"
         }
     }
 }
 
-/// Escapes text for XML element content and attribute values.
-func xmlEscape(_ s: String) -> String {
-    var out = ""
-    for c in s {
-        switch c {
-        case "&": out += "&amp;"
-        case "<": out += "&lt;"
-        case ">": out += "&gt;"
-        case "\"": out += "&quot;"
-        case "'": out += "&apos;"
-        default: out.append(c)
-        }
-    }
-    return out
-}
 
 /// An XML comment block; `--` is not allowed inside a comment, so it is written `- -`.
 func xmlComment(_ lines: [String], indent: String = "") -> String {
