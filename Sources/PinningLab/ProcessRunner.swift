@@ -1,10 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The end of one child process.
 struct ProcessResult: Sendable {
     var exitStatus: Int32

@@ -1,12 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A local TLS server that serves one configuration through one engine, answers each HTTP/1.1 request with a
 /// small JSON document and closes, and records an `Observation` per connection.

@@ -1,12 +1,6 @@
 import CPinningLabSystem
+internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Thin POSIX helpers for the fixture server. Everything here is non-blocking and closes what it opens on
 /// failure.

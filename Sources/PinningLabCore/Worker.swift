@@ -1,12 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// One worker thread of a fixture server: a `poll` loop over a wake-up pipe, the shared listening socket (while
 /// below the connection cap) and the connections this worker accepted.
@@ -149,49 +142,12 @@ final class Connection {
     func advance(buffer: UnsafeMutableRawBufferPointer) {
         guard let session else { return }
         while true {
+            let step: TLSStep
             switch phase {
             case .handshake:
-                switch session.handshake() {
-                case .done, .bytes:
-                    handshakeNanos = Sockets.now()
-                    phase = .request
-                    deadline = handshakeNanos! &+ core.idleTimeout
-                case .wantRead:
-                    events = Int16(POLLIN)
-                    return
-                case .wantWrite:
-                    events = Int16(POLLOUT)
-                    return
-                case .closed(let t):
-                    finish(Self.closure(t, handshakeDone: false, sawData: false), error: t.detail)
-                    return
-                }
+                step = session.handshake()
             case .request:
-                switch session.read(into: buffer) {
-                case .bytes(let n):
-                    // The deadline set at the end of the handshake bounds the whole request: a client trickling
-                    // bytes cannot hold the connection longer than the idle timeout.
-                    bytesReceived += n
-                    if request.count < Self.maxRequest {
-                        request.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                    }
-                    if let end = Self.headerEnd(request) {
-                        prepareResponse(status: "200 OK", headerBytes: end)
-                    } else if request.count >= Self.maxRequest {
-                        prepareResponse(status: "431 Request Header Fields Too Large", headerBytes: request.count)
-                    }
-                case .done:
-                    continue
-                case .wantRead:
-                    events = Int16(POLLIN)
-                    return
-                case .wantWrite:
-                    events = Int16(POLLOUT)
-                    return
-                case .closed(let t):
-                    finish(Self.closure(t, handshakeDone: true, sawData: bytesReceived > 0), error: t.detail)
-                    return
-                }
+                step = session.read(into: buffer)
             case .response:
                 if written >= response.count {
                     session.shutdown()
@@ -199,28 +155,58 @@ final class Connection {
                     finish(.responseSent, error: nil)
                     return
                 }
-                let step = response.withUnsafeBytes { all in
+                step = response.withUnsafeBytes { all in
                     session.write(UnsafeRawBufferPointer(rebasing: all[written...]))
-                }
-                switch step {
-                case .bytes(let n):
-                    written += n
-                    deadline = Sockets.now() &+ core.idleTimeout
-                case .done:
-                    continue
-                case .wantRead:
-                    events = Int16(POLLIN)
-                    return
-                case .wantWrite:
-                    events = Int16(POLLOUT)
-                    return
-                case .closed(let t):
-                    finish(Self.closure(t, handshakeDone: true, sawData: true), error: t.detail)
-                    return
                 }
             case .finished:
                 return
             }
+            switch step {
+            case .wantRead:
+                events = Int16(POLLIN)
+                return
+            case .wantWrite:
+                events = Int16(POLLOUT)
+                return
+            case .closed(let t):
+                let handshakeDone = phase != .handshake
+                let sawData = phase == .response || bytesReceived > 0
+                finish(Self.closure(t, handshakeDone: handshakeDone, sawData: sawData), error: t.detail)
+                return
+            case .done where phase != .handshake:
+                continue
+            case .done, .bytes:
+                progressed(step, buffer: buffer)
+            }
+        }
+    }
+
+    /// A step that moved: the handshake finished, request bytes arrived, or response bytes left.
+    private func progressed(_ step: TLSStep, buffer: UnsafeMutableRawBufferPointer) {
+        let n: Int
+        if case .bytes(let count) = step { n = count } else { n = 0 }
+        switch phase {
+        case .handshake:
+            handshakeNanos = Sockets.now()
+            phase = .request
+            deadline = handshakeNanos! &+ core.idleTimeout
+        case .request:
+            // The deadline set at the end of the handshake bounds the whole request: a client trickling bytes
+            // cannot hold the connection longer than the idle timeout.
+            bytesReceived += n
+            if request.count < Self.maxRequest {
+                request.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            }
+            if let end = Self.headerEnd(request) {
+                prepareResponse(status: "200 OK", headerBytes: end)
+            } else if request.count >= Self.maxRequest {
+                prepareResponse(status: "431 Request Header Fields Too Large", headerBytes: request.count)
+            }
+        case .response:
+            written += n
+            deadline = Sockets.now() &+ core.idleTimeout
+        case .finished:
+            break
         }
     }
 

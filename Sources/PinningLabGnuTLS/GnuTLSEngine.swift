@@ -1,13 +1,7 @@
 internal import CPinningLabGnuTLS
 public import PinningLabCore
+internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
 
-#if canImport(Glibc)
-internal import Glibc
-#elseif canImport(Musl)
-internal import Musl
-#elseif canImport(Darwin)
-internal import Darwin
-#endif
 
 /// The GnuTLS (3.7) fixture engine.
 ///

@@ -4,13 +4,6 @@ internal import CPinningLabOpenSSL
 internal import PinningLabCore
 internal import Foundation
 
-#if canImport(Glibc)
-internal import Glibc
-#elseif canImport(Musl)
-internal import Musl
-#elseif canImport(Darwin)
-internal import Darwin
-#endif
 
 /// The instant after which a run gives up.
 struct ClientDeadline {

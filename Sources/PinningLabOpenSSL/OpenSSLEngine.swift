@@ -2,13 +2,6 @@ internal import CPinningLabOpenSSL
 internal import Foundation
 public import PinningLabCore
 
-#if canImport(Glibc)
-internal import Glibc
-#elseif canImport(Musl)
-internal import Musl
-#elseif canImport(Darwin)
-internal import Darwin
-#endif
 
 /// The OpenSSL (libssl 3) fixture engine.
 ///

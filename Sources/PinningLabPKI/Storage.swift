@@ -1,11 +1,5 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-#if canImport(Glibc)
 private let systemRead = Glibc.read
 private let systemWrite = Glibc.write
 #else
