@@ -1,0 +1,215 @@
+// Opening a PKI folder: the state file, keys kept or generated, certificates issued afresh when stale.
+internal import Foundation
+internal import Crypto
+internal import _CryptoExtras
+internal import X509
+internal import SwiftASN1
+
+// MARK: - State file
+
+struct StateFile: Codable {
+    struct Key: Codable { var type: String; var origin: String }
+    struct Entry: Codable {
+        var name: String
+        var role: String
+        var issuerName: String
+        var keyName: String
+        var keyType: String
+        var der: String
+        var subject: String
+        var issuer: String
+        var serial: String
+        var notBefore: Double
+        var notAfter: Double
+        var hosts: [String]
+        var spki: String
+        var cert: String
+        var raw: String
+    }
+    var version: Int = 1
+    var specFingerprint: String
+    var seedFingerprint: String?
+    var issuedAt: Double
+    var reissueBy: Double
+    var pkcs12Password: String?
+    var keys: [String: Key]
+    var identities: [Entry]
+}
+
+// MARK: - Builder
+
+struct Builder {
+    let spec: PKISpec
+    let options: PKIOptions
+    var dir: URL { options.directory }
+    var keysDir: URL { dir.appendingPathComponent("keys", isDirectory: true) }
+    var stateURL: URL { dir.appendingPathComponent("state.json") }
+
+    func keyFile(_ name: String) -> URL { keysDir.appendingPathComponent("\(name).pem") }
+
+    var seedFingerprint: String? {
+        options.seed.map { Array(SHA256.hash(data: Data("PinningLab seed|\($0)".utf8))).hexString }
+    }
+
+    func run() throws -> LabPKI {
+        let trace = ProcessInfo.processInfo.environment["PINNINGLAB_TRACE"] != nil
+        var t0 = DispatchTime.now().uptimeNanoseconds
+        func mark(_ what: String) {
+            guard trace else { return }
+            let t = DispatchTime.now().uptimeNanoseconds
+            FileHandle.standardError.write(Data("pki: \(what) \(Double(t - t0) / 1e6) ms\n".utf8))
+            t0 = t
+        }
+        try Storage.makeDirectory(keysDir, mode: 0o700)
+        let oldState: StateFile? = try? Storage.readFile(stateURL).flatMap { try JSONDecoder().decode(StateFile.self, from: Data($0)) }
+        var refresh = PKIRefresh()
+
+        // Keys: every key name used by an entity.
+        var keyTypes: [String: KeyType] = [:]
+        for e in spec.entities { keyTypes[e.keyName] = e.keyType }
+        var keys: [String: LabKey] = [:]
+        var keyOrigins: [String: StateFile.Key] = [:]
+        let wantedOrigin = seedFingerprint.map { "seed:" + $0.prefix(16) }
+        // Keys are read or made concurrently (RSA generation and file creation dominate); results keep name order.
+        let work = keyTypes.sorted(by: { $0.key < $1.key })
+        let keySlots = ResultSlots<(LabKey, StateFile.Key, Bool)>(count: work.count)
+        DispatchQueue.concurrentPerform(iterations: work.count) { i in
+            let (name, type) = work[i]
+            keySlots.set(i) {
+                let url = keyFile(name)
+                let derivedOrigin = type.isDeterministic ? wantedOrigin : nil
+                let previous = oldState?.keys[name]
+                // A seeded key whose seed changed is re-derived; everything else kept is read.
+                if !options.regenerateKeys, Storage.exists(url), derivedOrigin == nil || previous?.origin == derivedOrigin {
+                    return (try readKey(url, name: name, type: type),
+                            previous ?? StateFile.Key(type: type.rawValue, origin: "random"), false)
+                }
+                let key: LabKey
+                let origin: StateFile.Key
+                if let seed = options.seed, type.isDeterministic {
+                    key = try LabKey.derive(type, seed: seed, name: name)
+                    origin = StateFile.Key(type: type.rawValue, origin: derivedOrigin!)
+                } else {
+                    if type.isRSA, let p = options.progress { p("generating \(type.displayName) key \(name)…") }
+                    key = try LabKey.generate(type)
+                    origin = StateFile.Key(type: type.rawValue, origin: "random")
+                }
+                try Storage.writeAtomically(PEM.encode(key.pkcs8DER, label: "PRIVATE KEY"), to: url, mode: 0o600)
+                return (key, origin, true)
+            }
+        }
+        for (i, result) in try keySlots.values().enumerated() {
+            let name = work[i].key
+            keys[name] = result.0
+            keyOrigins[name] = result.1
+            if result.2 { refresh.generatedKeys.append(name) }
+        }
+
+        mark("keys")
+        // Are the kept certificates still good?
+        let now = options.now
+        var reason: String? = nil
+        if options.reissue || options.regenerateKeys { reason = "asked to re-issue" }
+        else if oldState == nil { reason = "no certificates yet" }
+        else if oldState!.specFingerprint != spec.fingerprint { reason = "the spec changed" }
+        else if oldState!.seedFingerprint != seedFingerprint { reason = "the seed changed" }
+        else if !refresh.generatedKeys.isEmpty { reason = "new keys" }
+        else if now.timeIntervalSince1970 >= oldState!.reissueBy { reason = "validity windows moved" }
+        else if now.timeIntervalSince1970 < oldState!.issuedAt - 300 { reason = "the clock went back" }
+        else if oldState!.pkcs12Password != (options.pkcs12Encoder == nil ? oldState!.pkcs12Password : options.pkcs12Password) {
+            reason = "the PKCS#12 password changed"
+        } else if Set(oldState!.identities.map(\.name)) != Set(spec.names) { reason = "the entities changed" }
+
+        let identities: [Identity]
+        let state: StateFile
+        if let reason {
+            refresh.reissued = true
+            refresh.reason = reason
+            mark("check")
+            (identities, state) = try issueAll(keys: keys, keyOrigins: keyOrigins, now: now)
+            mark("issue")
+            // Files are rewritten in place under the lock; without a state file a crash half-way means
+            // "no certificates yet" to the next run, never a mix of old and new.
+            unlink(stateURL.path)
+            if options.writeIdentityFiles { try writer.write(identities, onlyStale: false) }
+            mark("outputs")
+            let json = try JSONEncoder().encode(state)
+            try Storage.writeAtomically(Array(json), to: stateURL, mode: 0o600)
+            mark("state")
+        } else {
+            refresh.reason = "kept certificates are fresh"
+            state = oldState!
+            identities = try assemble(state: state, keys: keys)
+            if options.writeIdentityFiles { try writer.write(identities, onlyStale: true) }
+        }
+        return LabPKI(spec: spec, directory: dir, identities: identities, refresh: refresh,
+                      password: state.pkcs12Password ?? options.pkcs12Password,
+                      issuedAt: Date(timeIntervalSince1970: state.issuedAt), pkcs12Encoder: options.pkcs12Encoder)
+    }
+
+    var writer: IdentityWriter {
+        IdentityWriter(directory: dir, pkcs12Encoder: options.pkcs12Encoder, pkcs12Password: options.pkcs12Password,
+                       pkcs12Roles: options.pkcs12Roles)
+    }
+
+    func readKey(_ url: URL, name: String, type: KeyType) throws -> LabKey {
+        if let m = Storage.mode(url), m & 0o077 != 0 {
+            throw PKIError(.keyFileTooOpen,
+                           "the private key is readable by others (mode \(String(m, radix: 8)))", file: url.path,
+                           entity: name, fix: "run `chmod 600 \(url.path)`")
+        }
+        guard let bytes = try Storage.readFile(url) else {
+            throw PKIError(.keyFileUnreadable, "the key file disappeared", file: url.path, entity: name)
+        }
+        guard let der = PEM.decode(String(decoding: bytes, as: UTF8.self), label: "PRIVATE KEY") else {
+            throw PKIError(.keyFileCorrupt, "not a PKCS#8 PEM private key", file: url.path, entity: name,
+                           fix: "delete it to generate a new key (its pins will change), or restore it from a backup")
+        }
+        do {
+            return try LabKey.read(pkcs8: der, type: type)
+        } catch let e as PKIError where e.code == .keyTypeChanged {
+            throw PKIError(.keyTypeChanged, "the kept key is \(LabKey.sniffType(pkcs8: der)) but the spec says \(type.displayName)",
+                           file: url.path, entity: name,
+                           fix: "run `pinlab pki init --force` to replace keys (pins change), or restore the spec")
+        } catch {
+            let actual = LabKey.sniffType(pkcs8: der)
+            if actual != "unreadable" && actual != type.displayName {
+                throw PKIError(.keyTypeChanged, "the kept key is \(actual) but the spec says \(type.displayName)",
+                               file: url.path, entity: name,
+                               fix: "run `pinlab pki init --force` to replace keys (pins change), or restore the spec")
+            }
+            throw PKIError(.keyFileCorrupt, "the key cannot be read as \(type.displayName): \(error)", file: url.path,
+                           entity: name, fix: "delete it to generate a new key (its pins will change)")
+        }
+    }
+
+    /// Identities from a state file and the kept keys.
+    func assemble(state: StateFile, keys: [String: LabKey]) throws -> [Identity] {
+        var byName: [String: StateFile.Entry] = [:]
+        var ders: [String: [UInt8]] = [:]
+        for e in state.identities {
+            byName[e.name] = e
+            guard let d = Data(base64Encoded: e.der) else {
+                throw PKIError(.keyFileCorrupt, "the state file is damaged", file: stateURL.path,
+                               fix: "delete it; certificates will be issued again")
+            }
+            ders[e.name] = Array(d)
+        }
+        return try state.identities.map { e in
+            guard let key = keys[e.keyName] else {
+                throw PKIError(.keyFileCorrupt, "the state names a key \(e.keyName) the spec does not", file: stateURL.path,
+                               fix: "delete it; certificates will be issued again")
+            }
+            let above = issuerWalk(from: e.name) { byName[$0]?.issuerName }
+            let top = above.last.flatMap { byName[$0] } ?? e
+            let chain = above.dropLast().map { ders[$0]! }
+            return Identity(
+                name: e.name, role: Role(rawValue: e.role), issuerName: e.issuerName, keyName: e.keyName,
+                keyType: KeyType(rawValue: e.keyType), certificateDER: ders[e.name]!, privateKeyPKCS8DER: key.pkcs8DER,
+                issuerChainDER: chain, rootDER: ders[top.name]!, rootName: top.name, subject: e.subject,
+                issuer: e.issuer, serialHex: e.serial, notBefore: Date(timeIntervalSince1970: e.notBefore),
+                notAfter: Date(timeIntervalSince1970: e.notAfter), hosts: e.hosts,
+                pins: Pins(spkiSHA256: hexBytes(e.spki), certificateSHA256: hexBytes(e.cert), rawKeySHA256: hexBytes(e.raw)))
+        }
+    }
+}
