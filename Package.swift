@@ -109,7 +109,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabClientTests",
-            dependencies: ["PinningLabOpenSSL", "PinningLabCore"],
+            dependencies: ["PinningLabOpenSSL", "PinningLabCore", "PinningLab"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import PinningLabCore
+import PinningLab
 import Testing
 
 /// `pinlab export`: every format is parsed by an independent parser (Python's plistlib and xml.etree, xmllint),

@@ -1,5 +1,6 @@
 import Foundation
 import PinningLabCore
+import PinningLab
 
 /// Output of a finished command.
 struct Run {

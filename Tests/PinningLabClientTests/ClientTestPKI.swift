@@ -2,6 +2,7 @@
 // so the clients' own hashing is checked against an independent implementation.
 import Foundation
 import PinningLabCore
+import PinningLab
 
 struct ClientTestPKIError: Error, CustomStringConvertible {
     var description: String

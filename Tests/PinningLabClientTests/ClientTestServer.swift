@@ -2,6 +2,7 @@
 // given, answers one connection, and its message trace tells whether application data arrived (the oracle).
 import Foundation
 import PinningLabCore
+import PinningLab
 
 /// How one test server is configured.
 struct ClientTestServerConfig: Sendable, CustomStringConvertible {

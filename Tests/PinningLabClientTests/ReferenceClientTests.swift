@@ -2,6 +2,7 @@
 // the oracle: an accepting client must have sent application data, a refusing one must not have.
 import Foundation
 import PinningLabCore
+import PinningLab
 import PinningLabOpenSSL
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import PinningLabCore
+import PinningLab
 import Testing
 
 @Suite("ChildProcess")

@@ -1,4 +1,5 @@
 import Foundation
+
 /// Child processes started with `posix_spawnp`, for the CLIs PinningLab drives (clients under test, openssl, curl).
 ///
 /// Foundation's `Process` is not used: on Linux its `run()` can crash reading `/proc/self/fd` (an over-read in
