@@ -196,14 +196,7 @@ extension FixtureServer {
         _ body: (FixtureServer) async throws -> T
     ) async throws -> T {
         let server = try await start(engine: engine, configuration: configuration, options: options, label: label)
-        do {
-            let result = try await body(server)
-            await server.stop()
-            return result
-        } catch {
-            await server.stop()
-            throw error
-        }
+        return try await stopping(server, stop: { await $0.stop() }, body)
     }
 }
 
@@ -454,5 +447,20 @@ final class ContextCache: @unchecked Sendable {  // `entries` and `clock` are on
             }
         }
         return context
+    }
+}
+
+/// Runs `body` with `server`, then `stop`s it whether `body` returned or threw: the one scope of every
+/// `withServer`.
+package func stopping<Server, T>(
+    _ server: Server, stop: (Server) async -> Void, _ body: (Server) async throws -> T
+) async throws -> T {
+    do {
+        let result = try await body(server)
+        await stop(server)
+        return result
+    } catch {
+        await stop(server)
+        throw error
     }
 }

@@ -21,6 +21,28 @@ func drainOpenSSLErrors() -> String {
     return text.isEmpty ? "unknown OpenSSL error" : text
 }
 
+/// Runs an OpenSSL `d2i_*` decoder over all of `der`; nil when it fails (the reason is on the error queue).
+func decodeDER(
+    _ der: [UInt8], _ d2i: (UnsafeMutablePointer<UnsafePointer<UInt8>?>, Int) -> OpaquePointer?
+) -> OpaquePointer? {
+    der.withUnsafeBufferPointer { buffer in
+        var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+        return d2i(&cursor, buffer.count)
+    }
+}
+
+/// Runs an OpenSSL `i2d_*` encoder twice (length, then bytes); nil when it fails or the lengths disagree.
+func encodeDER(_ i2d: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> [UInt8]? {
+    let length = i2d(nil)
+    guard length > 0 else { return nil }
+    var out = [UInt8](repeating: 0, count: Int(length))
+    let written = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
+        var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+        return i2d(&cursor)
+    }
+    return written == length ? out : nil
+}
+
 /// The one owner of an `X509*`. Certificates are not modified once parsed, and OpenSSL's reference counts are
 /// atomic, so a handle may be shared between threads (the decoded-object cache does).
 final class X509Handle: @unchecked Sendable {
@@ -28,11 +50,7 @@ final class X509Handle: @unchecked Sendable {
 
     /// Parses DER; nil when `der` is not a certificate (the reason is on the error queue).
     init?(der: [UInt8]) {
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_X509(nil, &cursor, buffer.count)
-        }
-        guard let parsed else { return nil }
+        guard let parsed = decodeDER(der, { d2i_X509(nil, $0, $1) }) else { return nil }
         pointer = parsed
     }
 
@@ -48,16 +66,7 @@ final class X509Handle: @unchecked Sendable {
     deinit { X509_free(pointer) }
 
     /// The certificate in DER.
-    var der: [UInt8] {
-        let length = i2d_X509(pointer, nil)
-        guard length > 0 else { return [] }
-        var out = [UInt8](repeating: 0, count: Int(length))
-        _ = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_X509(pointer, &cursor)
-        }
-        return out
-    }
+    var der: [UInt8] { encodeDER { i2d_X509(pointer, $0) } ?? [] }
 }
 
 /// The one owner of an `EVP_PKEY*`. Not modified once parsed; shareable like `X509Handle`.
@@ -66,11 +75,7 @@ final class PrivateKeyHandle: @unchecked Sendable {
 
     /// Parses a PKCS#8 (or traditional) DER private key; nil when it is not one.
     init?(der: [UInt8]) {
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_AutoPrivateKey(nil, &cursor, buffer.count)
-        }
-        guard let parsed else { return nil }
+        guard let parsed = decodeDER(der, { d2i_AutoPrivateKey(nil, $0, $1) }) else { return nil }
         pointer = parsed
     }
 
@@ -83,14 +88,7 @@ final class PrivateKeyHandle: @unchecked Sendable {
     var pkcs8DER: [UInt8]? {
         guard let info = EVP_PKEY2PKCS8(pointer) else { return nil }
         defer { PKCS8_PRIV_KEY_INFO_free(info) }
-        let length = i2d_PKCS8_PRIV_KEY_INFO(info, nil)
-        guard length > 0 else { return nil }
-        var out = [UInt8](repeating: 0, count: Int(length))
-        _ = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_PKCS8_PRIV_KEY_INFO(info, &cursor)
-        }
-        return out
+        return encodeDER { i2d_PKCS8_PRIV_KEY_INFO(info, $0) }
     }
 }
 
@@ -145,11 +143,7 @@ final class PKCS12Handle {
     let pointer: OpaquePointer
 
     init?(der: [UInt8]) {
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_PKCS12(nil, &cursor, buffer.count)
-        }
-        guard let parsed else { return nil }
+        guard let parsed = decodeDER(der, { d2i_PKCS12(nil, $0, $1) }) else { return nil }
         pointer = parsed
     }
 
@@ -157,14 +151,5 @@ final class PKCS12Handle {
 
     deinit { PKCS12_free(pointer) }
 
-    var der: [UInt8]? {
-        let length = i2d_PKCS12(pointer, nil)
-        guard length > 0 else { return nil }
-        var out = [UInt8](repeating: 0, count: Int(length))
-        let written = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_PKCS12(pointer, &cursor)
-        }
-        return written == length ? out : nil
-    }
+    var der: [UInt8]? { encodeDER { i2d_PKCS12(pointer, $0) } }
 }

@@ -198,14 +198,7 @@ extension Lab {
     ) async throws -> T {
         let runner = try await runner(catalogue: catalogue, pkiDirectory: pkiDirectory)
         let server = try await runner.startServer(id.rawValue, engine: engine.engine, workDirectory: TestingLab.work)
-        do {
-            let result = try await body(server)
-            await server.stop()
-            return result
-        } catch {
-            await server.stop()
-            throw error
-        }
+        return try await stopping(server, stop: { await $0.stop() }, body)
     }
 
     /// Runs an in-process client through the whole catalogue (or `scenarios`) on both engines (or `engines`) and
