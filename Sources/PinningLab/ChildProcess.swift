@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabPKI
 
 /// Child processes started with `posix_spawnp`, for the CLIs PinningLab drives (clients under test, openssl, curl).
 ///
@@ -94,7 +95,7 @@ package enum ChildProcess {
         var buf = [UInt8](repeating: 0, count: 65536)
         func drain(_ fd: Int32, into data: inout [UInt8]) -> Bool {  // false at EOF
             while true {
-                let n = buf.withUnsafeMutableBytes { Glibc_read(fd, $0.baseAddress, $0.count) }
+                let n = buf.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
                 if n > 0 {
                     if data.count < outputLimit { data.append(contentsOf: buf[0..<min(n, outputLimit - data.count)]) }
                     continue
@@ -111,7 +112,7 @@ package enum ChildProcess {
         var outOpen = true, errOpen = true
         while true {
             if inputFD >= 0 {
-                let n = pendingInput.withUnsafeBytes { Glibc_write(inputFD, $0.baseAddress, $0.count) }
+                let n = pendingInput.withUnsafeBytes { systemWrite(inputFD, $0.baseAddress, $0.count) }
                 if n > 0 { pendingInput = pendingInput.dropFirst(n) }
                 if pendingInput.isEmpty || (n < 0 && errno != EAGAIN && errno != EINTR) {
                     close(inputFD)
@@ -257,10 +258,3 @@ package struct ChildProcessError: Error, CustomStringConvertible, Sendable {
     package var description: String { reason }
 }
 
-#if canImport(Glibc)
-private let Glibc_read = Glibc.read
-private let Glibc_write = Glibc.write
-#else
-private let Glibc_read = Darwin.read
-private let Glibc_write = Darwin.write
-#endif

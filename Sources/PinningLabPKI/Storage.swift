@@ -1,10 +1,11 @@
 import Foundation
+/// The C library's read(2) and write(2), named apart from Swift methods called `read`/`write`.
 #if canImport(Glibc)
-private let systemRead = Glibc.read
-private let systemWrite = Glibc.write
+package let systemRead = Glibc.read
+package let systemWrite = Glibc.write
 #else
-private let systemRead = Darwin.read
-private let systemWrite = Darwin.write
+package let systemRead = Darwin.read
+package let systemWrite = Darwin.write
 #endif
 
 /// File operations of the PKI directory: atomic writes with a mode, an exclusive lock, permission checks.
