@@ -160,7 +160,9 @@ public final class ControlServer: Sendable {
             }
         }
         let routes = api.routes
-        await http.appendRoute(HTTPRoute("*")) { request in
+        // FlyingFox matches a route's methods from a set: the fallback takes every method of the IANA registry,
+        // so that an unsupported one gets a JSON 405 (or 404) rather than FlyingFox's empty 404.
+        await http.appendRoute(HTTPRoute(methods: Self.registeredMethods.map { HTTPMethod($0) }, path: "*")) { request in
             Self.fallback(request, routes: routes, allowRemotePeers: allowRemotePeers)
         }
         let task = Task<Void, Never> { _ = try? await http.run() }
@@ -217,6 +219,14 @@ public final class ControlServer: Sendable {
     }
 
     static let maxBodyBytes = 64 * 1024
+
+    /// The IANA HTTP method registry (RFC 9110, WebDAV, the QUERY draft…).
+    static let registeredMethods = [
+        "ACL", "BASELINE-CONTROL", "BIND", "CHECKIN", "CHECKOUT", "CONNECT", "COPY", "DELETE", "GET", "HEAD", "LABEL",
+        "LINK", "LOCK", "MERGE", "MKACTIVITY", "MKCALENDAR", "MKCOL", "MKREDIRECTREF", "MKWORKSPACE", "MOVE", "OPTIONS",
+        "ORDERPATCH", "PATCH", "POST", "PRI", "PROPFIND", "PROPPATCH", "PUT", "QUERY", "REBIND", "REPORT", "SEARCH",
+        "TRACE", "UNBIND", "UNCHECKOUT", "UNLINK", "UNLOCK", "UPDATE", "UPDATEREDIRECTREF", "VERSION-CONTROL",
+    ]
 
     static func respond(to request: HTTPRequest, route: ControlAPI.Route, allowRemotePeers: Bool) async -> HTTPResponse {
         guard peerAllowed(request.remoteAddress, allowRemotePeers: allowRemotePeers) else { return forbidden(request) }
