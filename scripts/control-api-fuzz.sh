@@ -28,7 +28,7 @@ echo "control-api-fuzz: schemathesis against ${url}openapi.yaml"
 
 status=0
 timeout 600 st run "${url}openapi.yaml" --url "${url%/}" \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method \
+  --checks "${CHECKS:-not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method}" \
   --max-examples "${MAX_EXAMPLES:-25}" --workers 1 --request-timeout 30 \
   --seed "${SEED:-20261123}" --generation-database none --no-color || status=$?
 

@@ -46,13 +46,13 @@ final class ControlAPI: Sendable {
             },
             Route(method: "GET", path: "/scenarios/{id}/pins") { [self] r throws(ControlError) in try scenarioPins(r) },
             Route(method: "GET", path: "/identities") { [self] _ in
-                .json(ListView(key: "identities", items: pki.identities.map(IdentityView.init)))
+                .json(["identities": pki.identities.map(IdentityView.init)])
             },
             Route(method: "GET", path: "/identities/{name}") { [self] r throws(ControlError) in try await identity(r) },
             Route(method: "GET", path: "/pins") { [self] r throws(ControlError) in try pins(r) },
             Route(method: "GET", path: "/trust/{profile}") { [self] r throws(ControlError) in try trust(r) },
             Route(method: "GET", path: "/servers") { [self] _ in
-                .json(ListView(key: "servers", items: await registry.all.map { ServerView($0, index: index) }))
+                .json(["servers": await registry.all.map { ServerView($0, index: index) }])
             },
             Route(method: "POST", path: "/servers") { [self] r throws(ControlError) in try await startServer(r) },
             Route(method: "GET", path: "/servers/{id}") { [self] r throws(ControlError) in
@@ -78,7 +78,7 @@ final class ControlAPI: Sendable {
     func scenarios(_ r: ControlRequest) throws(ControlError) -> ControlReply {
         var list = catalogue.scenarios
         if let tag = r.query["tag"] { list = list.filter { $0.tags.contains(tag) } }
-        return .json(ListView(key: "scenarios", items: list))
+        return .json(["scenarios": list])
     }
 
     func scenario(_ id: String, field: String = "id") throws(ControlError) -> Scenario {

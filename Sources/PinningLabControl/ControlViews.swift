@@ -183,19 +183,3 @@ struct HealthView: Encodable, Sendable {
     var servers: Int
     var pkiDirectory: String
 }
-
-struct ListView<T: Encodable & Sendable>: Encodable, Sendable {
-    var key: String
-    var items: [T]
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(_ s: String) { stringValue = s }
-        init?(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: Key.self)
-        try c.encode(items, forKey: Key(key))
-    }
-}
