@@ -27,10 +27,11 @@ done
 echo "control-api-fuzz: schemathesis against ${url}openapi.yaml"
 
 status=0
-timeout 600 st run "${url}openapi.yaml" --url "${url%/}" \
+# From the scratch folder: schemathesis writes its own folder (.schemathesis/) where it runs.
+(cd "$work" && timeout 600 st run "${url}openapi.yaml" --url "${url%/}" \
   --checks "${CHECKS:-not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method}" \
   --max-examples "${MAX_EXAMPLES:-25}" --workers 1 --request-timeout 30 \
-  --seed "${SEED:-20261123}" --generation-database none --no-color || status=$?
+  --seed "${SEED:-20261123}" --generation-database none --no-color) || status=$?
 
 if ! kill -0 "$pid" 2>/dev/null; then
   echo "control-api-fuzz: pinlab serve died during the run:"; cat "$work/stderr"; exit 1
