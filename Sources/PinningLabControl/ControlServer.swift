@@ -165,14 +165,26 @@ public final class ControlServer: Sendable {
         await http.appendRoute(HTTPRoute(methods: Self.registeredMethods.map { HTTPMethod($0) }, path: "*")) { request in
             Self.fallback(request, routes: routes, allowRemotePeers: allowRemotePeers)
         }
-        let task = Task<Void, Never> { _ = try? await http.run() }
-        do {
-            try await http.waitUntilListening(timeout: 10)
-        } catch {
+        // run() returns only when the server stops; a bind failure ends it at once, and is reported at once.
+        let runError = RunError()
+        let task = Task<Void, Never> {
+            do { try await http.run() } catch { runError.set(error) }
+        }
+        var listening = false
+        for _ in 0..<1000 where !listening {  // 10 s at most
+            if let error = runError.get() {
+                await registry.stopAll()
+                try? FileManager.default.removeItem(at: work)
+                throw ControlServerError("the control API cannot listen on \(host):\(options.port): \(error)")
+            }
+            listening = await http.isListening
+            if !listening { try? await Task.sleep(for: .milliseconds(10)) }
+        }
+        guard listening else {
             task.cancel()
             await registry.stopAll()
             try? FileManager.default.removeItem(at: work)
-            throw ControlServerError("the control API could not listen on \(host):\(options.port) (is the port in use?)")
+            throw ControlServerError("the control API did not start listening on \(host):\(options.port) within 10 s")
         }
         let port: UInt16
         switch await http.listeningAddress {
@@ -300,4 +312,12 @@ public struct ControlServerError: Error, Sendable, CustomStringConvertible, Loca
     public init(_ reason: String) { self.reason = reason }
     public var description: String { reason }
     public var errorDescription: String? { reason }
+}
+
+/// The error that ended the HTTP server's run loop, if any (set once by its task, read by `start`).
+private final class RunError: @unchecked Sendable {  // `error` is only touched under `lock`
+    private let lock = NSLock()
+    private var error: (any Error)?
+    func set(_ e: any Error) { lock.withLock { error = e } }
+    func get() -> (any Error)? { lock.withLock { error } }
 }

@@ -277,6 +277,21 @@ struct ControlAPITests {
         #expect(bad.host == "localhost" && bad.port == 8080)
     }
 
+    /// A port in use is reported with the bind error (not as a listening timeout).
+    @Test func aPortInUseIsAClearError() async throws {
+        try await ControlTestLab.withControl { first, pki in
+            var o = ControlServer.Options()
+            o.port = first.port
+            do {
+                let second = try await ControlServer.start(pki: pki, catalogue: try Catalogue.bundled(), options: o)
+                await second.stop()
+                Issue.record("a second control API started on port \(first.port)")
+            } catch let e as ControlServerError {
+                #expect(e.reason.contains("cannot listen on 127.0.0.1:\(first.port)"), "\(e.reason)")
+            }
+        }
+    }
+
     @Test func loopbackPeersOnly() {
         for ip in ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "::FFFF:127.0.0.1"] {
             #expect(ControlServer.isLoopbackPeer(ip), "\(ip)")
