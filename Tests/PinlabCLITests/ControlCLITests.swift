@@ -18,15 +18,7 @@ struct ControlCLITests {
             [bin.path, "serve", "--scenario", "baseline", "--engine", "openssl", "--control", "127.0.0.1:0",
              "--manifest", manifest.path] + CLI.dirArgs)
         defer { server.terminate() }
-        var parsed: [String: Any]?
-        for _ in 0..<600 {  // the manifest is complete once it parses
-            if let d = try? Data(contentsOf: manifest), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] {
-                parsed = o
-                break
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        let object = try #require(parsed, "no complete manifest after 30 s")
+        let object = try #require(await CLI.manifest(manifest, waitingUpTo: .seconds(30)), "no complete manifest after 30 s")
         #expect((object["servers"] as? [[String: Any]])?.first?["id"] as? String == "baseline")
         let control = try #require(object["control"] as? [String: Any])
         let port = try #require(control["port"] as? Int)
