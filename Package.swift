@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        // The control API's HTTP server; only PinningLabControl (linked by the pinlab executable alone) uses it.
+        .package(url: "https://github.com/swhitty/FlyingFox.git", from: "0.27.1"),
     ],
     targets: [
         .systemLibrary(
@@ -76,10 +78,22 @@ let package = Package(
             dependencies: ["PinningLab"],
             swiftSettings: swiftSettings
         ),
+        // `pinlab serve --control`: HTTP+JSON over FlyingFox. Not part of any library product, so packages that
+        // depend on PinningLab or PinningLabTesting never build FlyingFox.
+        .target(
+            name: "PinningLabControl",
+            dependencies: [
+                "PinningLab", "PinningLabOpenSSL",
+                .product(name: "FlyingFox", package: "FlyingFox"),
+                .product(name: "FlyingSocks", package: "FlyingFox"),
+            ],
+            resources: [.copy("openapi.yaml")],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "pinlab",
             dependencies: [
-                "PinningLab",
+                "PinningLab", "PinningLabControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -115,6 +129,11 @@ let package = Package(
         .testTarget(
             name: "PinningLabTests",
             dependencies: ["PinningLab", "PinningLabTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PinningLabControlTests",
+            dependencies: ["PinningLabControl", "PinningLab", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -21,7 +21,7 @@ package enum Sockets {
         String(cString: strerror(code))
     }
 
-    static func isLoopback(_ address: String) -> Bool {
+    package static func isLoopback(_ address: String) -> Bool {
         address == "::1" || address.hasPrefix("127.") || address == "localhost"
     }
 

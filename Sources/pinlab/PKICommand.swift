@@ -136,27 +136,13 @@ extension PKICommand {
         func run() async throws {
             let pki = try reportingErrors { try options.open() }
             let id = try reportingErrors { try pki.identity(name) }
-            let bytes: [UInt8]
-            let pem = { (ders: [[UInt8]]) in Array(ders.map { pemText($0, "CERTIFICATE") }.joined().utf8) }
-            switch format {
-            case "pem": bytes = pem([id.certificateDER])
-            case "der", "cer": bytes = id.certificateDER
-            case "chain": bytes = pem(id.servedChainDER)
-            case "fullchain": bytes = pem(id.isSelfSigned ? id.servedChainDER : id.servedChainDER + [id.rootDER])
-            case "root": bytes = pem([id.rootDER])
-            case "key": bytes = Array(pemText(id.privateKeyPKCS8DER, "PRIVATE KEY").utf8)
-            case "p12", "pkcs12":
-                bytes = try reportingErrors {
-                    try OpenSSLPKCS12().encode(
-                        privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
-                        chainDER: id.issuerChainDER, friendlyName: id.name, password: password ?? pki.pkcs12Password)
-                }
-            default:
+            guard let exportFormat = IdentityExportFormat(parsing: format) else {
                 throw ValidationError("--format must be pem, der, chain, fullchain, root, key or p12, not '\(format)'")
             }
-            let binary = format == "der" || format == "cer" || format == "p12" || format == "pkcs12"
+            let bytes = try reportingErrors { try pki.export(id, as: exportFormat, password: password) }
+            let binary = exportFormat.isBinary
             if let out {
-                let secret = format == "key" || format.hasPrefix("p")
+                let secret = exportFormat.isSecret
                 let url = URL(fileURLWithPath: out)
                 _ = FileManager.default.createFile(atPath: url.path, contents: nil,
                                                attributes: [.posixPermissions: NSNumber(value: secret ? 0o600 : 0o644)])
@@ -193,8 +179,6 @@ extension PKICommand {
 }
 
 // MARK: - Text helpers
-
-func pemText(_ der: [UInt8], _ label: String) -> String { PEM.encode(der, label: label) }
 
 func iso(_ d: Date) -> String {
     let f = ISO8601DateFormatter()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabControl
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +16,12 @@ struct ServeCommand: AsyncParsableCommand {
             consecutive ports from it). The table of URLs goes to standard output; --manifest writes JSON with \
             URLs, trust files and pins in every format. Stops on SIGINT/SIGTERM.
 
+            --control 127.0.0.1:PORT also serves the control API (HTTP+JSON, described at /openapi.yaml): list \
+            scenarios, start, stop and rotate scenario servers, read their observations, fetch trust anchors, pins \
+            and client identities. Port 0 picks a free port; the URL is printed and written to the manifest.
+
             Example: pinlab serve --identity leaf-v1 --engine both --manifest servers.json --log
+            Example: pinlab serve --control 127.0.0.1:0 --manifest control.json
             """)
 
     @OptionGroup var pki: PKIOptionsGroup
@@ -59,9 +65,27 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Stream observations as JSON lines on standard output.")
     var log = false
 
+    @Option(help: "Serve the control API (HTTP+JSON) on HOST:PORT, e.g. 127.0.0.1:0 (0: a free port).")
+    var control: String?
+
+    @Flag(name: .customLong("control-allow-remote"),
+          help: "Let the control API listen on a non-loopback address and answer non-loopback peers (prints a warning).")
+    var controlAllowRemote = false
+
     func validate() throws {
-        guard !identities.isEmpty || !scenarioIDs.isEmpty || allScenarios else {
-            throw ValidationError("give at least one --identity (e.g. --identity leaf-v1), --scenario ID, or --all")
+        guard !identities.isEmpty || !scenarioIDs.isEmpty || allScenarios || control != nil else {
+            throw ValidationError(
+                "give at least one --identity (e.g. --identity leaf-v1), --scenario ID, --all, or --control 127.0.0.1:0")
+        }
+        if let control {
+            var o = ControlServer.Options()
+            do { try o.setAddress(control) } catch { throw ValidationError("--control: \(error)") }
+            if !o.hostIsLoopback && !controlAllowRemote {
+                throw ValidationError(
+                    "--control \(control): refusing a non-loopback address; the control API starts servers and hands out keys, so it listens on 127.0.0.1 or ::1 unless --control-allow-remote is given")
+            }
+        } else if controlAllowRemote {
+            throw ValidationError("--control-allow-remote applies to --control HOST:PORT; add --control or drop it")
         }
         if chain != nil && identities.count > 1 {
             throw ValidationError("--chain applies to one --identity; serve several identities without it")
@@ -94,15 +118,52 @@ struct ServeCommand: AsyncParsableCommand {
         } catch let e as TLSEngineError {
             throw ValidationError("cannot start the servers: \(e.reason)")
         }
+        let controlServer: ControlServer?
+        do {
+            controlServer = try await startControl(lab: lab, serverOptions: options)
+        } catch {
+            await group.stop()
+            throw error
+        }
         var text = ServeCommand.table(group.manifest) + "\n"
+        if let controlServer {
+            text += "control: \(controlServer.url) (OpenAPI: \(controlServer.url)openapi.yaml)\n"
+        }
         if let manifest {
-            try group.manifest.json().write(to: URL(fileURLWithPath: manifest))
+            let data = try controlServer.map { try ControlManifest(group.manifest, control: $0).json() } ?? group.manifest.json()
+            try data.write(to: URL(fileURLWithPath: manifest))
             text += "manifest: \(manifest)\n"
         }
         // Unbuffered, so that a parent process reading a pipe sees the URLs at once.
         FileHandle.standardOutput.write(Data(text.utf8))
         await ServeCommand.waitForTermination()
+        await controlServer?.stop()
         await group.stop()
+    }
+
+    /// Starts the control API when --control is given. Servers it starts use the fixture options (bind address,
+    /// --log) on ephemeral ports.
+    func startControl(lab: LabPKI, serverOptions: FixtureServer.Options) async throws -> ControlServer? {
+        guard let control else { return nil }
+        var o = ControlServer.Options(allowRemoteBind: controlAllowRemote, allowRemotePeers: controlAllowRemote)
+        do {
+            try o.setAddress(control)
+        } catch {
+            throw ValidationError("--control: \(error)")
+        }
+        o.serverOptions = serverOptions
+        o.serverOptions.port = 0
+        let catalogue: Catalogue
+        do {
+            catalogue = try Catalogue.bundled()
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        do {
+            return try await ControlServer.start(pki: lab, catalogue: catalogue, options: o)
+        } catch let e as ControlServerError {
+            throw ValidationError("--control \(control): \(e.reason)")
+        }
     }
 
     /// The engines named by --engine.
@@ -174,6 +235,32 @@ struct ServeCommand: AsyncParsableCommand {
             once.keep(sources)
         }
     }
+}
+
+/// The serve manifest with the control API's address next to the servers (`--control` with `--manifest`).
+struct ControlManifest: Encodable {
+    struct Endpoint: Encodable {
+        var url: String
+        var host: String
+        var port: Int
+        var openapi: String
+    }
+    var manifest: ServeManifest
+    var control: Endpoint
+
+    init(_ manifest: ServeManifest, control: ControlServer) {
+        self.manifest = manifest
+        self.control = Endpoint(url: control.url, host: control.host, port: control.port, openapi: control.url + "openapi.yaml")
+    }
+
+    enum CodingKeys: String, CodingKey { case control }
+    func encode(to encoder: any Encoder) throws {
+        try manifest.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(control, forKey: .control)
+    }
+
+    func json() throws -> Data { try JSONOutput.encoder().encode(self) }
 }
 
 /// Resumes the waiting continuation once, whichever signal comes first.

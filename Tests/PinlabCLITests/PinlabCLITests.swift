@@ -163,15 +163,7 @@ struct PinlabCLITests {
         let server = try ChildProcess.spawnBackground(
             [bin.path, "serve", "--scenario", "rekey", "--engine", "openssl", "--manifest", manifest.path] + CLI.dirArgs)
         defer { server.terminate() }
-        var parsed: [String: Any]?
-        for _ in 0..<200 {  // the manifest is complete once it parses
-            if let d = try? Data(contentsOf: manifest), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] {
-                parsed = o
-                break
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        let object = try #require(parsed, "no complete manifest after 10 s")
+        let object = try #require(await CLI.manifest(manifest, waitingUpTo: .seconds(10)), "no complete manifest after 10 s")
         let servers = try #require(object["servers"] as? [[String: Any]])
         let s = try #require(servers.first)
         #expect(s["id"] as? String == "rekey")

@@ -31,3 +31,17 @@ enum Tool {
     /// when the tool is on the PATH, so that a developer without it sees the test reported as skipped.
     static func runs(needing name: String) -> Bool { inCI || path(name) != nil }
 }
+
+extension CLI {
+    /// The JSON manifest `pinlab serve --manifest` writes, once it is complete (it parses), or `nil` after `limit`.
+    static func manifest(_ url: URL, waitingUpTo limit: Duration) async -> [String: Any]? {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if let d = try? Data(contentsOf: url), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] {
+                return o
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return nil
+    }
+}

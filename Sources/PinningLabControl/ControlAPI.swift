@@ -1,0 +1,264 @@
+import Foundation
+import PinningLab
+
+/// The control API's routes and handlers, independent of the HTTP server that carries them.
+///
+/// Every route is one row of `routes`: the HTTP server registers exactly these, and a test compares them with the
+/// paths and operations of openapi.yaml in both directions.
+final class ControlAPI: Sendable {
+    struct Route: Sendable {
+        var method: String
+        /// OpenAPI form: `/servers/{id}`.
+        var path: String
+        var handle: @Sendable (ControlRequest) async throws(ControlError) -> ControlReply
+
+        /// Path parameter names, in order.
+        var parameterNames: [String] {
+            path.split(separator: "/").filter { $0.hasPrefix("{") }.map { String($0.dropFirst().dropLast()) }
+        }
+    }
+
+    let pki: LabPKI
+    let catalogue: Catalogue
+    let registry: ServerRegistry
+    let index: IdentityIndex
+    let openAPIDocument: String
+    /// Longest wait of `GET /servers/{id}/observations?wait=`.
+    static let maxWaitSeconds = 10
+
+    init(pki: LabPKI, catalogue: Catalogue, registry: ServerRegistry, openAPIDocument: String) {
+        self.pki = pki
+        self.catalogue = catalogue
+        self.registry = registry
+        self.index = IdentityIndex(pki)
+        self.openAPIDocument = openAPIDocument
+    }
+
+    var routes: [Route] {
+        [
+            Route(method: "GET", path: "/health") { [self] _ in await health() },
+            Route(method: "GET", path: "/openapi.yaml") { [self] _ in
+                .text(openAPIDocument, contentType: "application/yaml")
+            },
+            Route(method: "GET", path: "/scenarios") { [self] r throws(ControlError) in try scenarios(r) },
+            Route(method: "GET", path: "/scenarios/{id}") { [self] r throws(ControlError) in
+                .json(try scenario(r.parameter("id")))
+            },
+            Route(method: "GET", path: "/scenarios/{id}/pins") { [self] r throws(ControlError) in try scenarioPins(r) },
+            Route(method: "GET", path: "/identities") { [self] _ in
+                .json(["identities": pki.identities.map(IdentityView.init)])
+            },
+            Route(method: "GET", path: "/identities/{name}") { [self] r throws(ControlError) in try await identity(r) },
+            Route(method: "GET", path: "/pins") { [self] r throws(ControlError) in try pins(r) },
+            Route(method: "GET", path: "/trust/{profile}") { [self] r throws(ControlError) in try trust(r) },
+            Route(method: "GET", path: "/servers") { [self] _ in
+                .json(["servers": await registry.all.map { ServerView($0, index: index) }])
+            },
+            Route(method: "POST", path: "/servers") { [self] r throws(ControlError) in try await startServer(r) },
+            Route(method: "GET", path: "/servers/{id}") { [self] r throws(ControlError) in
+                .json(ServerView(try await registry.entry(r.parameter("id")), index: index))
+            },
+            Route(method: "DELETE", path: "/servers/{id}") { [self] r throws(ControlError) in
+                .json(ServerView(try await registry.stop(r.parameter("id")), index: index))
+            },
+            Route(method: "POST", path: "/servers/{id}/rotate") { [self] r throws(ControlError) in try await rotate(r) },
+            Route(method: "GET", path: "/servers/{id}/observations") { [self] r throws(ControlError) in
+                try await observations(r)
+            },
+        ]
+    }
+
+    // MARK: - Handlers
+
+    func health() async -> ControlReply {
+        .json(HealthView(engines: Engines.names, scenarios: catalogue.scenarios.count,
+                         servers: await registry.all.count, pkiDirectory: pki.directory.path))
+    }
+
+    func scenarios(_ r: ControlRequest) throws(ControlError) -> ControlReply {
+        var list = catalogue.scenarios
+        if let tag = r.query["tag"] { list = list.filter { $0.tags.contains(tag) } }
+        return .json(["scenarios": list])
+    }
+
+    func scenario(_ id: String, field: String = "id") throws(ControlError) -> Scenario {
+        guard let s = catalogue[id] else {
+            throw .notFound(field, "no scenario has the id '\(id)'.", fix: "GET /scenarios lists all \(catalogue.scenarios.count) ids.")
+        }
+        return s
+    }
+
+    func identityNamed(_ name: String, field: String) throws(ControlError) -> Identity {
+        guard let id = pki[name] else {
+            throw .notFound(field, "the lab PKI has no identity named '\(name)'.", fix: "GET /identities lists them.")
+        }
+        return id
+    }
+
+    func scenarioPins(_ r: ControlRequest) throws(ControlError) -> ControlReply {
+        let s = try scenario(r.parameter("id"))
+        guard let profileName = r.query["profile"] else {
+            throw .badRequest("profile", "the query parameter 'profile' is missing.",
+                              fix: "add ?profile= one of \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
+        }
+        let profileNames = PinProfile.all.map(\.rawValue)
+        _ = try r.choice("profile", profileNames, default: profileName)
+        let profile = PinProfile(rawValue: profileName)
+        let format = try r.choice("format", PinFormat.all.map(\.rawValue), default: PinFormat.json.rawValue)
+        do {
+            if format == PinFormat.json.rawValue {
+                let entries = try s.pinEntries(for: profile, in: pki)
+                return .json(ScenarioPinsView(
+                    scenario: s.id, profile: profile.rawValue, expect: s.expected(profile).rawValue,
+                    pins: entries.map { PinView(identity: $0.identity, key: $0.keyName, kind: $0.kind.rawValue,
+                                                base64: $0.base64, hex: $0.hex) }))
+            }
+            if profile.pinsCertificates {
+                throw ControlError.badRequest(
+                    "format", "'\(format)' writes SPKI pins, and the profile \(profile) pins the whole certificate.",
+                    fix: "use format=json for certificate pins.")
+            }
+            return .text(PinFormat(rawValue: format).render(try s.pinnedIdentities(for: profile, in: pki)))
+        } catch let e as ControlError {
+            throw e
+        } catch {
+            throw ControlError(500, field: nil, "the pins of '\(s.id)' could not be resolved: \(error)")
+        }
+    }
+
+    func pins(_ r: ControlRequest) throws(ControlError) -> ControlReply {
+        let format = try r.choice("format", PinFormat.all.map(\.rawValue), default: PinFormat.json.rawValue)
+        let names = (r.query["names"] ?? "leaf-v1,leaf-v3-rekey").split(separator: ",", omittingEmptySubsequences: false)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !names.contains(where: \.isEmpty) else {
+            throw .badRequest("names", "'names' holds an empty name.", fix: "names=leaf-v1,leaf-v3-rekey (comma-separated, no empty entries).")
+        }
+        var ids: [Identity] = []
+        for n in names { ids.append(try identityNamed(n, field: "names")) }
+        let text = PinFormat(rawValue: format).render(ids)
+        return format == PinFormat.json.rawValue ? .text(text, contentType: "application/json") : .text(text)
+    }
+
+    func trust(_ r: ControlRequest) throws(ControlError) -> ControlReply {
+        let profile = TrustProfile(rawValue: r.parameter("profile"))
+        let format = try r.choice("format", ["pem", "der"], default: "pem")
+        var roots: [Identity] = []
+        for name in profile.roots {
+            guard let id = pki[name], id.role == .root else {
+                throw .notFound("profile", "'\(profile)' is not a trust profile: '\(name)' is not a root of the lab PKI.",
+                                fix: "use lab-root or lab-root+proxy-root (roots joined by '+'); GET /identities lists the roots.")
+            }
+            roots.append(id)
+        }
+        if format == "der" {
+            guard roots.count == 1 else {
+                throw .badRequest("format", "DER holds one certificate and '\(profile)' has \(roots.count) roots.",
+                                  fix: "use format=pem, or fetch each root: GET /trust/lab-root?format=der.")
+            }
+            return ControlReply(status: 200, contentType: IdentityExportFormat.der.mediaType, body: Data(roots[0].certificateDER))
+        }
+        return .text(PEM.encode(roots.map(\.certificateDER)), contentType: IdentityExportFormat.pem.mediaType)
+    }
+
+    func identity(_ r: ControlRequest) async throws(ControlError) -> ControlReply {
+        let id = try identityNamed(r.parameter("name"), field: "name")
+        let formatName = try r.choice("format", IdentityExportFormat.all.map(\.rawValue), default: "pem")
+        let format = IdentityExportFormat(rawValue: formatName)
+        if format.isSecret && !(id.role == .leaf || id.role == .client) {
+            throw .badRequest("format", "'\(id.name)' is a \(id.role): its key is not handed out.",
+                              fix: "keys and PKCS#12 files are served for leaf and client identities only.")
+        }
+        let password = r.query["password"]
+        if let password, password.isEmpty || password.count > 128 {
+            throw .badRequest("password", "the PKCS#12 password must have 1 to 128 characters.",
+                              fix: "leave it out for the lab's password, 'pinninglab'.")
+        }
+        if password != nil && format != .p12 {
+            throw .badRequest("password", "'password' applies to format=p12 only.", fix: "add format=p12 or drop password.")
+        }
+        let pki = self.pki
+        let bytes: [UInt8]
+        do {
+            // PKCS#12 encryption is a C call of tens of milliseconds: off the cooperative pool.
+            bytes = try await OffPool.run { try pki.export(id, as: format, password: password) }
+        } catch {
+            throw ControlError(500, field: nil, "'\(id.name)' could not be exported as \(format): \(error)")
+        }
+        var reply = ControlReply(status: 200, contentType: format.mediaType, body: Data(bytes))
+        let ext = ["der": "cer", "p12": "p12", "key": "key.pem"][format.rawValue] ?? "pem"
+        reply.headers["Content-Disposition"] = "attachment; filename=\"\(id.name).\(ext)\""
+        return reply
+    }
+
+    func startServer(_ r: ControlRequest) async throws(ControlError) -> ControlReply {
+        let body = try r.jsonObject(allowed: ["scenario", "engine"])
+        let scenarioID = try ControlRequest.string(body, "scenario", required: true, example: "rekey") ?? ""
+        let engineName = try ControlRequest.string(body, "engine", required: true, example: "gnutls") ?? ""
+        let s = try scenario(scenarioID, field: "scenario")
+        guard let engine = Engines.all.first(where: { $0.name == engineName }) else {
+            throw .notFound("engine", "there is no engine named '\(engineName)'.",
+                            fix: "use one of: \(Engines.names.joined(separator: ", ")).")
+        }
+        let entry = try await registry.start(scenario: s.id, engine: engine)
+        var reply = ControlReply.json(ServerView(entry, index: index), status: 201)
+        reply.headers["Location"] = "/servers/\(entry.id)"
+        return reply
+    }
+
+    func rotate(_ r: ControlRequest) async throws(ControlError) -> ControlReply {
+        let entry = try await registry.entry(r.parameter("id"))
+        let body = try r.jsonObject(allowed: ["identity", "chain"])
+        let identityName = try ControlRequest.string(body, "identity", required: false, example: "leaf-v1")
+        let chainNames = try ControlRequest.strings(body, "chain", maxCount: 10, example: "[\"leaf-v1\", \"lab-intermediate-a\"]")
+        guard let keyName = identityName ?? chainNames?.first else {
+            throw .badRequest("identity", "give 'identity' (its key and usual chain), 'chain' (the exact chain), or both.",
+                              fix: "e.g. {\"identity\": \"leaf-v1\"}.")
+        }
+        let key = try identityNamed(keyName, field: identityName == nil ? "chain" : "identity")
+        var chain: [[UInt8]]? = nil
+        if let chainNames {
+            var ders: [[UInt8]] = []
+            for n in chainNames { ders.append(try identityNamed(n, field: "chain").certificateDER) }
+            guard chainNames.contains(key.name) else {
+                throw .badRequest("chain", "the chain does not hold '\(key.name)', whose key the server would use.",
+                                  fix: "include '\(key.name)' in 'chain', or name the identity the chain is for.")
+            }
+            chain = ders
+        }
+        var config = entry.server.server.configuration.0
+        var served = ServerIdentity(key, chain: chain)
+        served.name = key.name
+        config.identities = [served]
+        do {
+            try entry.server.server.rotate(to: config)
+        } catch {
+            let status = error.code == .unsupported ? 422 : 400
+            throw ControlError(status, field: chainNames == nil ? "identity" : "chain",
+                               "\(entry.server.engine) cannot serve that: \(error.reason)",
+                               fix: "choose another identity or chain; the server keeps serving what it served.")
+        }
+        return .json(ServerView(entry, index: index))
+    }
+
+    func observations(_ r: ControlRequest) async throws(ControlError) -> ControlReply {
+        let entry = try await registry.entry(r.parameter("id"))
+        let after = try r.integer("after", in: 0...Int(Int32.max), default: 0)
+        let wait = try r.integer("wait", in: 0...Self.maxWaitSeconds, default: 0)
+        let server = entry.server.server
+        if wait > 0 { _ = await server.settle(timeout: .seconds(wait)) }
+        return .json(ObservationsView(
+            server: entry.id, connectionsAccepted: server.connectionsAccepted,
+            observations: server.observations(after: after).map { ObservationView($0, index: index) }))
+    }
+}
+
+/// Runs blocking work (a lock wait, a long C call) on a thread of its own, never on Swift's cooperative pool.
+enum OffPool {
+    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
+            let t = Thread { c.resume(with: Result { try body() }) }
+            t.name = "pinlab.control.blocking"
+            t.start()
+        }
+    }
+}

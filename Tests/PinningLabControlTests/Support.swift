@@ -1,0 +1,71 @@
+import Foundation
+import PinningLab
+@testable import PinningLabControl
+import Testing
+
+/// The lab PKI these tests share with the other suites (a temporary folder; keys are made once and kept there).
+enum ControlTestLab {
+    static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-catalogue-tests")
+
+    static func pki() async throws -> LabPKI { try await Lab.openPKI(directory: directory) }
+
+    /// Starts a control server on 127.0.0.1 and an ephemeral port, runs `body`, and stops it.
+    static func withControl<T>(
+        _ options: ControlServer.Options = .init(), _ body: (ControlServer, LabPKI) async throws -> T
+    ) async throws -> T {
+        let pki = try await pki()
+        let control = try await ControlServer.start(pki: pki, catalogue: try Catalogue.bundled(), options: options)
+        do {
+            let result = try await body(control, pki)
+            await control.stop()
+            return result
+        } catch {
+            await control.stop()
+            throw error
+        }
+    }
+}
+
+/// The tools these tests call, found on the PATH.
+enum Tool {
+    static func path(_ name: String) -> String? {
+        let dirs = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        return dirs.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// CI installs every tool these tests call; elsewhere a test needing a missing tool is reported as skipped.
+    static func runs(needing name: String) -> Bool { ProcessInfo.processInfo.environment["CI"] != nil || path(name) != nil }
+}
+
+/// One HTTP exchange made with the curl command-line tool.
+struct CurlReply {
+    var status: Int
+    var contentType: String
+    var body: [UInt8]
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// The body as a JSON object.
+    func json(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+                     "not a JSON object: \(text)", sourceLocation: sourceLocation)
+    }
+}
+
+enum Curl {
+    /// `curl -X METHOD URL` with an optional JSON body; the body goes to stdout, the status and media type to stderr.
+    static func request(_ method: String, _ url: String, json body: String? = nil) async throws -> CurlReply {
+        var args = ["curl", "-s", "-S", "--max-time", "30", "-X", method, "-w", "%{stderr}%{http_code}\n%{content_type}"]
+        if body != nil { args += ["-H", "Content-Type: application/json", "--data-binary", "@-"] }
+        args.append(url)
+        let r = await ChildProcess.run(args, input: Array((body ?? "").utf8), timeout: .seconds(40))
+        let tail = r.stderrText.split(separator: "\n", omittingEmptySubsequences: false)
+        guard r.status == 0, tail.count >= 2, let code = Int(tail[tail.count - 2]) else {
+            throw CurlError(description: "curl \(method) \(url) failed (\(r.status)): \(r.stderrText)")
+        }
+        return CurlReply(status: code, contentType: String(tail[tail.count - 1]), body: r.stdout)
+    }
+
+    static func get(_ url: String) async throws -> CurlReply { try await request("GET", url) }
+}
+
+struct CurlError: Error, CustomStringConvertible { var description: String }
