@@ -29,6 +29,40 @@ public final class PinlabBatch {
     /** Connects, validates, pins; sends GET / only when all is right. Returns {claim, category, detail}. */
     static String[] judge(String url, String trustFile, List<String> pins, String p12, String password, double timeout) {
         try {
+            Tls tls = TLS.computeIfAbsent(trustFile + "|" + p12, k -> tls(trustFile, p12, password));
+            HttpUrl target = HttpUrl.get(url);
+            CertificatePinner.Builder pinner = new CertificatePinner.Builder();
+            for (String p : pins) pinner.add(target.host(), p);
+            long ms = (long) (timeout * 1000);
+            OkHttpClient client = BASE.newBuilder()
+                .sslSocketFactory(tls.context.getSocketFactory(), tls.trust)
+                .certificatePinner(pinner.build())
+                .connectTimeout(ms, TimeUnit.MILLISECONDS).readTimeout(ms, TimeUnit.MILLISECONDS)
+                .build();
+            try (Response r = client.newCall(new Request.Builder().url(target).build()).execute()) {
+                return new String[] {"accepted", null, "HTTP " + r.code()};
+            }
+        } catch (SSLPeerUnverifiedException e) {
+            String m = String.valueOf(e.getMessage());
+            return new String[] {"refused", m.contains("pinning") ? "pin-mismatch" : "hostname", m};
+        } catch (SSLHandshakeException e) {
+            String m = String.valueOf(e.getMessage());
+            return new String[] {"refused", m.contains("path") || m.contains("certificate") ? "chain-invalid" : "protocol", m};
+        } catch (java.net.SocketTimeoutException e) {
+            return new String[] {"refused", "timeout", String.valueOf(e.getMessage())};
+        } catch (Exception e) {
+            return new String[] {"refused", "other", e.toString()};
+        }
+    }
+
+    /** A trust manager holding only the roots of a trust file, and the client identity of a PKCS#12 file. */
+    record Tls(SSLContext context, X509TrustManager trust) {}
+
+    /** One per trust file and client identity: the cells of a batch share them (building one takes milliseconds). */
+    static final ConcurrentHashMap<String, Tls> TLS = new ConcurrentHashMap<>();
+
+    static Tls tls(String trustFile, String p12, String password) {
+        try {
             KeyStore trust = KeyStore.getInstance(KeyStore.getDefaultType());
             trust.load(null, null);
             try (InputStream in = new FileInputStream(trustFile)) {
@@ -46,30 +80,11 @@ public final class PinlabBatch {
                 kmf.init(id, password.toCharArray());
                 kms = kmf.getKeyManagers();
             }
-            SSLContext tls = SSLContext.getInstance("TLS");
-            tls.init(kms, new TrustManager[] {tm}, null);
-            HttpUrl target = HttpUrl.get(url);
-            CertificatePinner.Builder pinner = new CertificatePinner.Builder();
-            for (String p : pins) pinner.add(target.host(), p);
-            long ms = (long) (timeout * 1000);
-            OkHttpClient client = BASE.newBuilder()
-                .sslSocketFactory(tls.getSocketFactory(), tm)
-                .certificatePinner(pinner.build())
-                .connectTimeout(ms, TimeUnit.MILLISECONDS).readTimeout(ms, TimeUnit.MILLISECONDS)
-                .build();
-            try (Response r = client.newCall(new Request.Builder().url(target).build()).execute()) {
-                return new String[] {"accepted", null, "HTTP " + r.code()};
-            }
-        } catch (SSLPeerUnverifiedException e) {
-            String m = String.valueOf(e.getMessage());
-            return new String[] {"refused", m.contains("pinning") ? "pin-mismatch" : "hostname", m};
-        } catch (SSLHandshakeException e) {
-            String m = String.valueOf(e.getMessage());
-            return new String[] {"refused", m.contains("path") || m.contains("certificate") ? "chain-invalid" : "protocol", m};
-        } catch (java.net.SocketTimeoutException e) {
-            return new String[] {"refused", "timeout", String.valueOf(e.getMessage())};
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(kms, new TrustManager[] {tm}, null);
+            return new Tls(context, tm);
         } catch (Exception e) {
-            return new String[] {"refused", "other", e.toString()};
+            throw new IllegalStateException("cannot load " + trustFile + (p12 == null ? "" : " or " + p12) + ": " + e, e);
         }
     }
 

@@ -12,8 +12,8 @@ Both modes judge a cell with the same function, `judge`: validate the chain and 
 then match the pins against the *validated* chain (the chain OpenSSL built to a trusted root, not the chain the
 server sent), and only then send the request. The validated chain comes from `SSLSocket.get_verified_chain()`
 (public from Python 3.13; the same C method, `_sslobj.get_verified_chain()`, exists since 3.10). On older Pythons
-only the leaf certificate is available (`getpeercert(binary_form=True)`): this harness then refuses to run cells whose
-pins are not the leaf's own (intermediate-spki, root-spki), answering them "refused" with the reason.
+only the leaf certificate is available (`getpeercert(binary_form=True)`): this harness then matches leaf pins against
+it and answers cells pinning an intermediate or root "refused", with the reason.
 """
 import base64
 import hashlib
@@ -65,8 +65,9 @@ def verified_chain_der(tls):
     return [c if isinstance(c, bytes) else c.public_bytes(ssl._ssl.ENCODING_DER) for c in chain]
 
 
-def judge(host, port, ca, pins, certificate_pins, cert=None, key=None, timeout=10.0):
+def judge(host, port, ca, profile, pins, cert=None, key=None, timeout=10.0):
     """Connects, validates, pins, and sends GET / only when all is right. Returns (claim, category, detail)."""
+    certificate_pins = profile == "leaf-cert"
     ctx = ssl.create_default_context(cafile=ca)
     if cert and key:
         ctx.load_cert_chain(cert, key)
@@ -76,9 +77,9 @@ def judge(host, port, ca, pins, certificate_pins, cert=None, key=None, timeout=1
                 if pins:
                     chain = verified_chain_der(tls)
                     if chain is None:
+                        if profile not in ("leaf-cert", "leaf-spki", "leaf-spki+backup"):
+                            return "refused", "other", "this Python gives the leaf only (no get_verified_chain): cannot match %s pins" % profile
                         chain = [tls.getpeercert(binary_form=True)]
-                        if not certificate_pins:
-                            return "refused", "other", "this Python gives the leaf only (no get_verified_chain): cannot check pins on the validated chain"
                     have = {base64.b64encode(hashlib.sha256(c if certificate_pins else spki_der(c)).digest()).decode() for c in chain}
                     if not have & set(pins):
                         return "refused", "pin-mismatch", "no pin matches the validated chain"
@@ -102,8 +103,8 @@ def judge_cell(cell, timeout):
     identity = cell.get("clientIdentity") or {}
     t0 = time.monotonic()
     claim, category, detail = judge(
-        cell["host"], cell["port"], cell["trustFile"], cell["pins"]["base64"],
-        cell["pins"]["kind"] == "certificate-sha256", identity.get("certificateFile"), identity.get("keyFile"), timeout)
+        cell["host"], cell["port"], cell["trustFile"], cell["profile"], cell["pins"]["base64"],
+        identity.get("certificateFile"), identity.get("keyFile"), timeout)
     answer = {"id": cell["id"], "claim": claim, "detail": detail, "milliseconds": (time.monotonic() - t0) * 1000}
     if category:
         answer["category"] = category
@@ -131,8 +132,8 @@ def cell(args):
     opts = dict(zip(args[3::2], args[4::2]))
     parts = urlsplit(url)
     claim, category, detail = judge(
-        parts.hostname, parts.port, ca, [p for p in opts.get("--pins", "").split(",") if p],
-        profile == "leaf-cert", opts.get("--cert"), opts.get("--key"))
+        parts.hostname, parts.port, ca, profile, [p for p in opts.get("--pins", "").split(",") if p],
+        opts.get("--cert"), opts.get("--key"))
     print("%s (%s): %s" % (claim, category or "-", detail), file=sys.stderr)
     return 0 if claim == "accepted" else 1
 
