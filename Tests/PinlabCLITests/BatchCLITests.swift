@@ -64,7 +64,7 @@ struct BatchCLITests {
         #expect(client.status != 0 && client.stderr.contains("--batch runs a command"), "\(client.stderr)")
         let shard = try CLI.run(["check", "--client", "correct", "--shard", "5/4"])
         #expect(shard.status != 0 && shard.stderr.contains("1 ≤ K ≤ N"), "\(shard.stderr)")
-        let missing = try CLI.run(CLI.dirArgs + ["check", "--batch", "--scenarios", "baseline", "--", "no-such-harness-command"])
+        let missing = try CLI.run(["check"] + CLI.dirArgs + ["--batch", "--scenarios", "baseline", "--", "no-such-harness-command"])
         #expect(missing.status == 1 && missing.stderr.contains("could not be started"), "\(missing.stderr)")
         #expect(missing.stdout.contains("never") || missing.stdout.contains("could not be started"))
     }
@@ -74,11 +74,11 @@ struct BatchCLITests {
     func pythonBatchMatchesPerCell() throws {
         let batchJSON = Self.temporary("python-batch.json"), perCellJSON = Self.temporary("python-cell.json")
         defer { for f in [batchJSON, perCellJSON] { try? FileManager.default.removeItem(at: f) } }
-        let batch = try Self.pinlab(CLI.dirArgs + ["check", "--batch", "--format", "json", "--output", batchJSON.path,
+        let batch = try Self.pinlab(["check"] + CLI.dirArgs + ["--batch", "--format", "json", "--output", batchJSON.path,
                                                    "--", "python3", Self.python])
         #expect(batch.status == 0, "\(batch.stdout) \(batch.stderr)")
-        let perCell = try Self.pinlab(CLI.dirArgs + [
-            "check", "--format", "json", "--output", perCellJSON.path, "--timeout", "30", "--",
+        let perCell = try Self.pinlab(["check"] + CLI.dirArgs + [
+            "--format", "json", "--output", perCellJSON.path, "--timeout", "30", "--",
             "python3", Self.python, "--cell", "{url}", "{ca}", "{profile}", "[--pins {pins}]",
             "[--cert {client.cert}]", "[--key {client.key}]"])
         #expect(perCell.status == 0, "\(perCell.stdout) \(perCell.stderr)")
@@ -98,11 +98,11 @@ struct BatchCLITests {
         let javac = ChildProcess.runBlocking(["javac", "-cp", cp, "-d", classes.path, Self.java], timeout: .seconds(300))
         try #require(javac.status == 0, "javac: \(javac.output)")
         let java = ["java", "-cp", classes.path + ":" + cp, "PinlabBatch"]
-        let batch = try Self.pinlab(CLI.dirArgs + ["check", "--batch", "--profiles", Self.okhttpProfiles, "--format", "json",
+        let batch = try Self.pinlab(["check"] + CLI.dirArgs + ["--batch", "--profiles", Self.okhttpProfiles, "--format", "json",
                                                    "--output", batchJSON.path, "--"] + java)
         #expect(batch.stderr.isEmpty, "no harness problem: \(batch.stderr)")
-        let perCell = try Self.pinlab(CLI.dirArgs + [
-            "check", "--profiles", Self.okhttpProfiles, "--format", "json", "--output", perCellJSON.path,
+        let perCell = try Self.pinlab(["check"] + CLI.dirArgs + [
+            "--profiles", Self.okhttpProfiles, "--format", "json", "--output", perCellJSON.path,
             "--timeout", "60", "--jobs", "4", "--"] + java + [
             "--cell", "{url}", "{ca}", "[--pins {pins.okhttp}]", "[--p12 {client.p12}]", "[--password {client.password}]"])
         #expect(perCell.status == batch.status, "\(perCell.stderr)")
@@ -118,7 +118,7 @@ struct BatchCLITests {
         let whole = Self.temporary("whole.json"), a = Self.temporary("a.json"), b = Self.temporary("b.json"),
             merged = Self.temporary("merged.json")
         defer { for f in [whole, a, b, merged] { try? FileManager.default.removeItem(at: f) } }
-        let common = CLI.dirArgs + ["check", "--client", "correct", "--scenarios", "baseline,rekey,chain-stuffing", "--format", "json"]
+        let common = ["check"] + CLI.dirArgs + ["--client", "correct", "--scenarios", "baseline,rekey,chain-stuffing", "--format", "json"]
         #expect(try CLI.run(common + ["--output", whole.path]).status == 0)
         #expect(try CLI.run(common + ["--shard", "1/2", "--output", a.path]).status == 0)
         #expect(try CLI.run(common + ["--shard", "2/2", "--output", b.path]).status == 0)
@@ -140,7 +140,7 @@ struct BatchCLITests {
     @Test("progress is drawn on a terminal and absent when piped", .enabled(if: Tool.runs(needing: "script")))
     func progressOnATerminalOnly() throws {
         let bin = try #require(CLI.binary)
-        let args = CLI.dirArgs + ["check", "--client", "correct", "--scenarios", "baseline,rekey", "--format", "json"]
+        let args = ["check"] + CLI.dirArgs + ["--client", "correct", "--scenarios", "baseline,rekey", "--format", "json"]
         let piped = try CLI.run(args)
         #expect(!piped.stderr.contains("cells,"), "quiet when not a terminal: \(piped.stderr)")
         let command = ([bin.path] + args).map { "'\($0)'" }.joined(separator: " ") + " >/dev/null"
