@@ -133,13 +133,9 @@ public struct CheckRunner: Sendable {
 
     /// Runs `client` through the selected scenarios, profiles and engines.
     public func run(_ client: ClientUnderTest, options: CheckOptions = CheckOptions()) async throws -> CheckReport {
-        let started = Date()
-        let clock = ContinuousClock.now
-        let selected = try catalogue.selecting(options.scenarios)
-        let work = try options.workDirectory ?? makeTemporaryDirectory()
-        let ownsWork = options.workDirectory == nil
-        defer { if ownsWork { try? FileManager.default.removeItem(at: work) } }
-        let files = try CellFiles(pki: pki, directory: work)
+        let start = try RunStart(self, options)
+        defer { start.cleanUp() }
+        let (started, clock, selected, files) = (start.date, start.clock, start.selected, start.files)
         let supported = options.profiles ?? client.supportedProfiles
 
         var jobs: [CellScheduler.Job] = []

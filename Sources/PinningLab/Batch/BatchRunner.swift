@@ -86,13 +86,9 @@ extension CheckRunner {
     /// claim; a cell never answered, answered twice, or answered with a malformed line is an error verdict.
     public func runBatch(_ harness: BatchHarness, options: CheckOptions = CheckOptions(),
                          batch: BatchOptions = BatchOptions()) async throws -> BatchRun {
-        let started = Date()
-        let clock = ContinuousClock.now
-        let selected = try catalogue.selecting(options.scenarios)
-        let work = try options.workDirectory ?? makeTemporaryDirectory()
-        let ownsWork = options.workDirectory == nil
-        defer { if ownsWork { try? FileManager.default.removeItem(at: work) } }
-        let files = try CellFiles(pki: pki, directory: work)
+        let start = try RunStart(self, options)
+        defer { start.cleanUp() }
+        let (started, clock, selected, files, work) = (start.date, start.clock, start.selected, start.files, start.files.directory)
         let client = harness.name
 
         // Every cell of the run in report order; the runnable ones get a server.
@@ -248,6 +244,30 @@ extension CheckRunner {
         /// Set when the cell is not run (skipped, unsupported, server error).
         var verdict: Verdict?
     }
+}
+
+/// What every run starts with: the time, the selected scenarios, and the folder of its trust and client files (a
+/// temporary one unless `options.workDirectory` is set, removed by `cleanUp()`).
+struct RunStart {
+    let date = Date()
+    let clock = ContinuousClock.now
+    let selected: Catalogue
+    let files: CellFiles
+    private let ownsWork: Bool
+
+    init(_ runner: CheckRunner, _ options: CheckOptions) throws {
+        selected = try runner.catalogue.selecting(options.scenarios)
+        ownsWork = options.workDirectory == nil
+        let work = try options.workDirectory ?? makeTemporaryDirectory()
+        do {
+            files = try CellFiles(pki: runner.pki, directory: work)
+        } catch {
+            if ownsWork { try? FileManager.default.removeItem(at: work) }
+            throw error
+        }
+    }
+
+    func cleanUp() { if ownsWork { try? FileManager.default.removeItem(at: files.directory) } }
 }
 
 /// Stops servers concurrently (each stop joins its threads on a thread of its own).
