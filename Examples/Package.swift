@@ -59,6 +59,7 @@ let package = Package(
                 .product(name: "PinningLabTesting", package: "PinningLab"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "SwiftBatchHarness",
             ],
             swiftSettings: swiftSettings
         ),
@@ -111,6 +112,23 @@ package.targets += [
             "lab-starter", "lab-solution",
             .product(name: "PinningLab", package: "PinningLab"),
         ],
+        swiftSettings: swiftSettings
+    ),
+]
+
+// Batch harnesses (the BatchHarnesses article): the Swift one judges every cell of `pinlab check --batch`'s document
+// with the swift-nio-ssl client (Foundation + SwiftASN1 only: the template for an XCTest in the Simulator);
+// `swift-batch` runs it as a command (`pinlab check --batch -- swift-batch`) or in-process (`swift-batch --in-process`).
+package.products += [.executable(name: "swift-batch", targets: ["swift-batch"])]
+package.targets += [
+    .target(
+        name: "SwiftBatchHarness",
+        dependencies: ["PinningNIOClient", .product(name: "SwiftASN1", package: "swift-asn1")],
+        swiftSettings: swiftSettings
+    ),
+    .executableTarget(
+        name: "swift-batch",
+        dependencies: ["SwiftBatchHarness", .product(name: "PinningLab", package: "PinningLab")],
         swiftSettings: swiftSettings
     ),
 ]

@@ -166,11 +166,11 @@ package enum ChildProcess {
         }
     }
 
-    /// Starts `arguments` in the background with standard input from /dev/null and its output appended to the
-    /// given files (/dev/null when nil).
+    /// Starts `arguments` in the background with standard input from `stdinFile` (/dev/null when nil) and its
+    /// output appended to the given files (/dev/null when nil).
     /// With `newProcessGroup`, the child leads a process group of its own, so `kill(-pid, …)` reaches its children.
     package static func spawnBackground(
-        _ arguments: [String], stdoutFile: String? = nil, stderrFile: String? = nil,
+        _ arguments: [String], stdinFile: String? = nil, stdoutFile: String? = nil, stderrFile: String? = nil,
         environment: [String: String]? = nil, newProcessGroup: Bool = false
     ) throws(ChildProcessError) -> Background {
         guard let exe = arguments.first else { throw ChildProcessError(reason: "no command") }
@@ -181,7 +181,7 @@ package enum ChildProcess {
         func openFile(_ p: String?, _ flags: Int32) -> Int32 {
             open(p ?? "/dev/null", flags | O_CLOEXEC, 0o600)
         }
-        let i = openFile(nil, O_RDONLY)
+        let i = openFile(stdinFile, O_RDONLY)
         let o = openFile(stdoutFile, O_WRONLY | O_CREAT | O_APPEND)
         let e = stderrFile == stdoutFile ? o : openFile(stderrFile, O_WRONLY | O_CREAT | O_APPEND)
         defer {

@@ -10,6 +10,8 @@ struct ProcessResult: Sendable {
     var stderrTail: String
     var stdoutTail: String
     var milliseconds: Double
+    /// Why `stop` ended it early, if it did.
+    var stopReason: String? = nil
 }
 
 /// Runs a client command with a time limit, with `posix_spawn` (Foundation's `Process` is avoided: on Linux it can
@@ -21,8 +23,13 @@ struct ProcessResult: Sendable {
 /// open can never stall the runner. A dedicated thread blocks in `waitpid` for exactly this child, so the end of
 /// the child is seen at once.
 enum ProcessRunner {
+    ///
+    /// `stdinFile` becomes its standard input; with `stdoutFile` its standard output goes to that file, which the
+    /// caller owns and may read while the child runs; `stop`, asked every 50 ms, ends the child early when it
+    /// returns a reason (counted as a time-out, the reason in `stopReason`).
     static func run(
-        _ arguments: [String], extraEnvironment: [String: String] = [:], timeout: Duration, scratch: URL
+        _ arguments: [String], extraEnvironment: [String: String] = [:], timeout: Duration, scratch: URL,
+        stdinFile: String? = nil, stdoutFile: String? = nil, stop: (@Sendable () -> String?)? = nil
     ) async -> ProcessResult {
         let start = ContinuousClock.now
         func elapsed() -> Double { milliseconds(ContinuousClock.now - start) }
@@ -34,16 +41,16 @@ enum ProcessRunner {
                                  stderrTail: "", stdoutTail: "", milliseconds: elapsed())
         }
         let token = UUID().uuidString.prefix(8)
-        let outPath = scratch.appendingPathComponent("out-\(token).txt").path
+        let outPath = stdoutFile ?? scratch.appendingPathComponent("out-\(token).txt").path
         let errPath = scratch.appendingPathComponent("err-\(token).txt").path
         defer {
-            unlink(outPath)
+            if stdoutFile == nil { unlink(outPath) }
             unlink(errPath)
         }
         let pid: pid_t
         do {
-            pid = try ChildProcess.spawnBackground(arguments, stdoutFile: outPath, stderrFile: errPath, environment: env,
-                                                   newProcessGroup: true).pid
+            pid = try ChildProcess.spawnBackground(arguments, stdinFile: stdinFile, stdoutFile: outPath, stderrFile: errPath,
+                                                   environment: env, newProcessGroup: true).pid
         } catch {
             return ProcessResult(exitStatus: 126, timedOut: false, launchError: error.reason, stderrTail: "",
                                  stdoutTail: "", milliseconds: elapsed())
@@ -52,7 +59,18 @@ enum ProcessRunner {
         defer { LiveChildren.shared.remove(pid) }
         let state = RunState()
         let watchdog = Task.detached {
-            try? await Task.sleep(for: timeout)
+            if let stop {
+                let deadline = ContinuousClock.now + timeout
+                while ContinuousClock.now < deadline, !Task.isCancelled, !state.isFinished {
+                    if let why = stop() {
+                        state.stopReason = why
+                        break
+                    }
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+            } else {
+                try? await Task.sleep(for: timeout)
+            }
             guard !Task.isCancelled, !state.isFinished else { return }
             state.timedOut = true
             kill(-pid, SIGTERM)
@@ -76,7 +94,8 @@ enum ProcessRunner {
         watchdog.cancel()
         if state.timedOut { kill(-pid, SIGKILL) }  // leave no grandchild behind
         return ProcessResult(exitStatus: status, timedOut: state.timedOut, launchError: nil,
-                             stderrTail: tail(errPath), stdoutTail: tail(outPath), milliseconds: elapsed())
+                             stderrTail: tail(errPath), stdoutTail: tail(outPath), milliseconds: elapsed(),
+                             stopReason: state.stopReason)
     }
 
     /// The gist of a client's output (its first 2 kB and last 2 kB): the first two lines, where command-line
@@ -120,9 +139,14 @@ private final class RunState: @unchecked Sendable {
     private let lock = NSLock()
     private var _finished = false
     private var _timedOut = false
+    private var _stopReason: String?
 
     func finish() { lock.lock(); _finished = true; lock.unlock() }
     var isFinished: Bool { lock.lock(); defer { lock.unlock() }; return _finished }
+    var stopReason: String? {
+        get { lock.lock(); defer { lock.unlock() }; return _stopReason }
+        set { lock.lock(); _stopReason = newValue; lock.unlock() }
+    }
     var timedOut: Bool {
         get { lock.lock(); defer { lock.unlock() }; return _timedOut }
         set { lock.lock(); _timedOut = newValue; lock.unlock() }

@@ -60,11 +60,18 @@ public struct CheckOptions: Sendable {
     public var timeout: Duration
     /// Where trust files and client certificate files are written; a fresh temporary folder when `nil`.
     public var workDirectory: URL?
+    /// Run only this part of the cells (`--shard K/N`); the report holds only its cells.
+    public var shard: CellShard?
+    /// Called after each judged cell (from any task; keep it short).
+    public var progress: (@Sendable (CheckProgress) -> Void)?
 
     public init(
         engines: [any TLSEngine] = Engines.all, profiles: Set<PinProfile>? = nil, scenarios: [String] = [],
-        jobs: Int = CheckOptions.defaultJobs, timeout: Duration = .seconds(10), workDirectory: URL? = nil
+        jobs: Int = CheckOptions.defaultJobs, timeout: Duration = .seconds(10), workDirectory: URL? = nil,
+        shard: CellShard? = nil, progress: (@Sendable (CheckProgress) -> Void)? = nil
     ) {
+        self.shard = shard
+        self.progress = progress
         self.engines = engines
         self.profiles = profiles
         self.scenarios = scenarios
@@ -126,23 +133,20 @@ public struct CheckRunner: Sendable {
 
     /// Runs `client` through the selected scenarios, profiles and engines.
     public func run(_ client: ClientUnderTest, options: CheckOptions = CheckOptions()) async throws -> CheckReport {
-        let started = Date()
-        let clock = ContinuousClock.now
-        let selected = try catalogue.selecting(options.scenarios)
-        let work = try options.workDirectory ?? makeTemporaryDirectory()
-        let ownsWork = options.workDirectory == nil
-        defer { if ownsWork { try? FileManager.default.removeItem(at: work) } }
-        let files = try CellFiles(pki: pki, directory: work)
+        let start = try RunStart(self, options)
+        defer { start.cleanUp() }
+        let (started, clock, selected, files) = (start.date, start.clock, start.selected, start.files)
         let supported = options.profiles ?? client.supportedProfiles
 
         var jobs: [CellScheduler.Job] = []
         for sc in selected.scenarios {
             for e in options.engines {
-                let runnable = PinProfile.all.filter { supported?.contains($0) ?? true }
-                jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable))
+                let inShard = PinProfile.all.filter { options.shard?.contains(scenario: sc.id, profile: $0, engine: e.name) ?? true }
+                let runnable = inShard.filter { supported?.contains($0) ?? true }
+                jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable, inShard: inShard))
             }
         }
-        let scheduler = CellScheduler(jobs)
+        let scheduler = CellScheduler(jobs, progress: options.progress)
         let workers = min(options.jobs, max(1, jobs.reduce(0) { $0 + $1.profiles.count }))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<workers {
@@ -230,6 +234,8 @@ actor CellScheduler {
         var engine: any TLSEngine
         /// The profiles to run (the client's supported ones).
         var profiles: [PinProfile]
+        /// The profiles of this run's shard (all without `--shard`): the report lists only these.
+        var inShard: [PinProfile] = PinProfile.all
     }
     struct Assignment: Sendable {
         var index: Int
@@ -250,9 +256,24 @@ actor CellScheduler {
     private var states: [State]
     private var nextUnstarted = 0
 
-    init(_ jobs: [Job]) {
+    private let progress: (@Sendable (CheckProgress) -> Void)?
+    private let total: Int
+    private var done = 0
+    private var deviations = 0
+    private let clock = ContinuousClock.now
+
+    init(_ jobs: [Job], progress: (@Sendable (CheckProgress) -> Void)? = nil) {
         self.jobs = jobs
         self.states = jobs.map { State(remaining: $0.profiles) }
+        self.progress = progress
+        self.total = jobs.reduce(0) { $0 + $1.profiles.count }
+    }
+
+    private func report(_ cells: Int, deviating: Int) {
+        done += cells
+        deviations += deviating
+        progress?(CheckProgress(done: done, total: total, deviations: deviations,
+                                elapsedSeconds: seconds(ContinuousClock.now - clock)))
     }
 
     func take() -> Assignment? {
@@ -280,6 +301,7 @@ actor CellScheduler {
     func finish(_ i: Int, _ p: PinProfile, _ v: Verdict, server: FixtureServer) -> FixtureServer? {
         states[i].verdicts[p] = v
         states[i].server = server
+        report(1, deviating: v.status.isDeviation ? 1 : 0)
         states[i].busy = false
         if states[i].remaining.isEmpty {
             states[i].server = nil
@@ -291,6 +313,8 @@ actor CellScheduler {
     /// The job's server could not start: every cell of it is not run.
     func abandon(_ i: Int, status: Verdict.Status, reason: String) {
         states[i].abandoned = (status, reason)
+        let left = states[i].remaining.count + 1
+        report(left, deviating: status.isDeviation ? left : 0)
         states[i].remaining = []
         states[i].busy = false
     }
@@ -300,7 +324,7 @@ actor CellScheduler {
         var out: [Verdict] = []
         for (job, st) in zip(jobs, states) {
             let s = job.scenario
-            for p in PinProfile.all {
+            for p in job.inShard {
                 if let v = st.verdicts[p] {
                     out.append(v)
                 } else if !(supported?.contains(p) ?? true) {

@@ -104,8 +104,20 @@ struct CheckCommand: AsyncParsableCommand {
     @Option(help: "Seconds one client run may take before it is killed.")
     var timeout: Double = 10
 
-    @Option(help: "Print the schema of a report format (json or junit) and exit.")
+    @Option(help: "Print a schema and exit: json or junit (reports), batch-in or batch-out (the batch protocol).")
     var printSchema: String?
+
+    @Flag(help: "Run the command once for every cell: the cells as one JSON document on standard input and in $PINLAB_BATCH, one JSON answer per cell on its standard output (see --print-schema batch-in|batch-out).")
+    var batch = false
+
+    @Option(help: "With --batch: seconds the whole harness run may take, start-up included.")
+    var batchTimeout: Double = 300
+
+    @Option(help: "With --batch: seconds one cell may take (servers close silent connections then; the harness is stopped when no answer arrives for twice this). Default: --timeout.")
+    var cellTimeout: Double?
+
+    @Option(help: "Run only part K of N of the cells (e.g. 2/4): a deterministic, stable split; join the JSON reports with `pinlab report merge`.")
+    var shard: String?
 
     @Argument(parsing: .postTerminator, help: "The client command template (after --).")
     var command: [String] = []
@@ -126,6 +138,14 @@ struct CheckCommand: AsyncParsableCommand {
         }
         guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1.") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
+        if batch {
+            guard client == nil else { throw ValidationError("--batch runs a command: give the harness command after `--`, not --client.") }
+            guard batchTimeout > 0, (cellTimeout ?? 1) > 0 else { throw ValidationError("--batch-timeout and --cell-timeout must be positive.") }
+            if let w = command.first(where: { w in CommandTemplate.placeholders.contains { w.contains("{\($0)}") } }) {
+                throw ValidationError("--batch runs the harness once, so '\(w)' has no value: remove the placeholders; the harness reads every cell's URL, trust file and pins from the batch document (standard input or $PINLAB_BATCH).")
+            }
+        }
+        if let shard { _ = try CellShard(parsing: shard) }
         _ = try Engines.named(engine)
         _ = try parseProfiles(profiles)
     }
@@ -135,7 +155,9 @@ struct CheckCommand: AsyncParsableCommand {
             switch printSchema {
             case "json": print(ReportSchemas.json)
             case "junit": print(ReportSchemas.junitXSD)
-            default: throw ValidationError("--print-schema: use json or junit.")
+            case "batch-in": print(BatchSchemas.input)
+            case "batch-out": print(BatchSchemas.output)
+            default: throw ValidationError("--print-schema: use json, junit, batch-in or batch-out.")
             }
             return
         }
@@ -154,28 +176,26 @@ struct CheckCommand: AsyncParsableCommand {
         let pki = try source.openPKI()
         let interrupts = InterruptHandler.install()
         defer { interrupts.cancel() }
+        let progress = ProgressLine()
         let options = CheckOptions(
             engines: try Engines.named(engine), profiles: try parseProfiles(profiles), scenarios: parseList(scenarios),
-            jobs: jobs, timeout: .milliseconds(Int(timeout * 1000)))
+            jobs: jobs, timeout: .milliseconds(Int(timeout * 1000)), shard: try shard.map(CellShard.init(parsing:)),
+            progress: progress.update)
         let report: CheckReport
+        var harnessProblems: [String] = []
         do {
-            report = try await CheckRunner(pki: pki, catalogue: catalogue).run(subject, options: options)
+            if batch {
+                (report, harnessProblems) = try await runBatch(CheckRunner(pki: pki, catalogue: catalogue), options: options)
+            } else {
+                report = try await CheckRunner(pki: pki, catalogue: catalogue).run(subject, options: options)
+            }
         } catch {
+            progress.finish()
             fail("\(error)")
         }
-        let fmt = ReportFormat(rawValue: format) ?? .text
-        let text = try report.render(fmt, color: output == nil && fmt == .text && stdoutIsTerminal)
-        if let output {
-            do {
-                try text.write(toFile: output, atomically: true, encoding: .utf8)
-            } catch {
-                fail("cannot write \(output): \(error.localizedDescription)")
-            }
-            print(report.summaryLine)
-        } else {
-            print(text, terminator: "")
-        }
-        if report.deviates { throw ExitCode(1) }
+        progress.finish()
+        try emit(report, format: format, output: output)
+        if report.deviates || !harnessProblems.isEmpty { throw ExitCode(1) }
     }
 }
 

@@ -170,3 +170,16 @@ public struct PinningClientError: Error, CustomStringConvertible, Sendable {
     }
     public var description: String { "\(code): \(reason)" }
 }
+
+extension PinningClientError {
+    /// The refusal category of PinningLab's reports (`pin-mismatch`, `chain-invalid`, `hostname`, `timeout`,
+    /// `other`), and the detail to show with it.
+    public var refusal: (category: String, detail: String) {
+        switch code {
+        case .pinMismatch: return ("pin-mismatch", reason)
+        case .untrusted: return (reason.contains("host") ? "hostname" : "chain-invalid", reason)
+        case .timeout: return ("timeout", reason)
+        default: return ("other", description)
+        }
+    }
+}

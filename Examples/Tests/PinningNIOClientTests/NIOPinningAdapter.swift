@@ -37,12 +37,7 @@ struct NIOPinningClient: PinningClient {
             let response = try await client.get(host: target.host, port: target.port, address: target.ip)
             return .accepted(response.statusLine)
         } catch let e as PinningClientError {
-            switch e.code {
-            case .pinMismatch: return .refused(.pinMismatch, e.reason)
-            case .untrusted: return .refused(e.reason.contains("host") ? .hostname : .chainInvalid, e.reason)
-            case .timeout: return .refused(.timeout, e.reason)
-            default: return .refused(.other, e.description)
-            }
+            return .refused(RefusalCategory(rawValue: e.refusal.category), e.refusal.detail)
         } catch {
             return .refused(.other, "\(error)")
         }

@@ -1,0 +1,198 @@
+// An OkHttp client with CertificatePinner, as a PinningLab batch harness and as a per-cell command.
+//
+// Build (Debian's libokhttp-java; OkHttp 3 is Java, it needs only okio):
+//   javac -cp /usr/share/java/okhttp.jar:/usr/share/java/okio.jar -d build PinlabBatch.java
+// Batch (one JVM for every cell):
+//   pinlab check --batch --profiles none,leaf-spki,leaf-spki+backup,intermediate-spki,root-spki -- \
+//     java -cp build:/usr/share/java/okhttp.jar:/usr/share/java/okio.jar PinlabBatch
+// Per cell (one JVM per cell; exit status 0 = accepted, 1 = refused):
+//   pinlab check --profiles … -- java -cp … PinlabBatch --cell {url} {ca} '[--pins {pins.okhttp}]' \
+//     '[--p12 {client.p12}]' '[--password {client.password}]'
+//
+// Both modes judge a cell with the same method, judge(): a trust manager holding only the roots of the cell's trust
+// file, OkHttp's host-name verifier, and a CertificatePinner with the cell's pins — which OkHttp matches against the
+// chain its CertificateChainCleaner builds to a trusted root, not the chain the server sent. OkHttp pins SPKI hashes
+// only, so the harness declares no leaf-cert support (run it with --profiles as above).
+import java.io.*;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.*;
+import java.security.KeyStore;
+import java.security.cert.*;
+import java.util.*;
+import java.util.concurrent.*;
+import javax.net.ssl.*;
+import okhttp3.*;
+
+public final class PinlabBatch {
+    static final OkHttpClient BASE = new OkHttpClient.Builder().retryOnConnectionFailure(false).build();
+
+    /** Connects, validates, pins; sends GET / only when all is right. Returns {claim, category, detail}. */
+    static String[] judge(String url, String trustFile, List<String> pins, String p12, String password, double timeout) {
+        try {
+            Tls tls = TLS.computeIfAbsent(trustFile + "|" + p12, k -> tls(trustFile, p12, password));
+            HttpUrl target = HttpUrl.get(url);
+            CertificatePinner.Builder pinner = new CertificatePinner.Builder();
+            for (String p : pins) pinner.add(target.host(), p);
+            long ms = (long) (timeout * 1000);
+            OkHttpClient client = BASE.newBuilder()
+                .sslSocketFactory(tls.context.getSocketFactory(), tls.trust)
+                .certificatePinner(pinner.build())
+                .connectTimeout(ms, TimeUnit.MILLISECONDS).readTimeout(ms, TimeUnit.MILLISECONDS)
+                .build();
+            try (Response r = client.newCall(new Request.Builder().url(target).build()).execute()) {
+                return new String[] {"accepted", null, "HTTP " + r.code()};
+            }
+        } catch (SSLPeerUnverifiedException e) {
+            String m = String.valueOf(e.getMessage());
+            return new String[] {"refused", m.contains("pinning") ? "pin-mismatch" : "hostname", m};
+        } catch (SSLHandshakeException e) {
+            String m = String.valueOf(e.getMessage());
+            return new String[] {"refused", m.contains("path") || m.contains("certificate") ? "chain-invalid" : "protocol", m};
+        } catch (java.net.SocketTimeoutException e) {
+            return new String[] {"refused", "timeout", String.valueOf(e.getMessage())};
+        } catch (Exception e) {
+            return new String[] {"refused", "other", e.toString()};
+        }
+    }
+
+    /** A trust manager holding only the roots of a trust file, and the client identity of a PKCS#12 file. */
+    record Tls(SSLContext context, X509TrustManager trust) {}
+
+    /** One per trust file and client identity: the cells of a batch share them (building one takes milliseconds). */
+    static final ConcurrentHashMap<String, Tls> TLS = new ConcurrentHashMap<>();
+
+    static Tls tls(String trustFile, String p12, String password) {
+        try {
+            KeyStore trust = KeyStore.getInstance(KeyStore.getDefaultType());
+            trust.load(null, null);
+            try (InputStream in = new FileInputStream(trustFile)) {
+                int i = 0;
+                for (Certificate c : CertificateFactory.getInstance("X.509").generateCertificates(in)) trust.setCertificateEntry("root" + i++, c);
+            }
+            TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            tmf.init(trust);
+            X509TrustManager tm = (X509TrustManager) tmf.getTrustManagers()[0];
+            KeyManager[] kms = null;
+            if (p12 != null) {
+                KeyStore id = KeyStore.getInstance("PKCS12");
+                try (InputStream in = new FileInputStream(p12)) { id.load(in, password.toCharArray()); }
+                KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+                kmf.init(id, password.toCharArray());
+                kms = kmf.getKeyManagers();
+            }
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(kms, new TrustManager[] {tm}, null);
+            return new Tls(context, tm);
+        } catch (Exception e) {
+            throw new IllegalStateException("cannot load " + trustFile + (p12 == null ? "" : " or " + p12) + ": " + e, e);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("--cell")) {
+            Map<String, String> o = new HashMap<>();
+            for (int i = 3; i + 1 < args.length; i += 2) o.put(args[i], args[i + 1]);
+            List<String> pins = o.containsKey("--pins") ? Arrays.asList(o.get("--pins").split(",")) : List.of();
+            String[] r = judge(args[1], args[2], pins, o.get("--p12"), o.get("--password"), 10);
+            System.err.println(r[0] + " (" + r[1] + "): " + r[2]);
+            System.exit(r[0].equals("accepted") ? 0 : 1);
+        }
+        String path = System.getenv("PINLAB_BATCH");
+        String text = path != null ? Files.readString(Path.of(path)) : new String(System.in.readAllBytes(), StandardCharsets.UTF_8);
+        Map<?, ?> doc = (Map<?, ?>) new Json(text).value();
+        double timeout = ((Number) doc.get("cellTimeoutSeconds")).doubleValue();
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        List<Future<?>> all = new ArrayList<>();
+        for (Object o : (List<?>) doc.get("cells")) {
+            Map<?, ?> cell = (Map<?, ?>) o;
+            all.add(pool.submit(() -> {
+                Map<?, ?> pins = (Map<?, ?>) cell.get("pins");
+                Map<?, ?> id = (Map<?, ?>) cell.get("clientIdentity");
+                List<String> okhttp = new ArrayList<>();
+                for (Object p : (List<?>) pins.get("okhttp")) okhttp.add((String) p);
+                long t0 = System.nanoTime();
+                String[] r = judge((String) cell.get("url"), (String) cell.get("trustFile"), okhttp,
+                    id == null ? null : (String) id.get("pkcs12File"), id == null ? null : (String) id.get("pkcs12Password"), timeout);
+                StringBuilder line = new StringBuilder("{\"id\":").append(Json.quote((String) cell.get("id")))
+                    .append(",\"claim\":\"").append(r[0]).append("\",\"detail\":").append(Json.quote(r[2]))
+                    .append(",\"milliseconds\":").append((System.nanoTime() - t0) / 1e6);
+                if (r[1] != null) line.append(",\"category\":\"").append(r[1]).append('"');
+                synchronized (System.out) { System.out.println(line.append('}')); System.out.flush(); }
+            }));
+        }
+        for (Future<?> f : all) f.get();
+        pool.shutdown();
+        BASE.dispatcher().executorService().shutdown();
+        BASE.connectionPool().evictAll();
+    }
+
+    /** Just enough JSON for the batch document: objects, arrays, strings, numbers, true/false/null. */
+    static final class Json {
+        private final String s;
+        private int i;
+        Json(String s) { this.s = s; }
+        Object value() {
+            ws();
+            char c = s.charAt(i);
+            if (c == '{') {
+                Map<String, Object> m = new LinkedHashMap<>();
+                i++; ws();
+                if (s.charAt(i) == '}') { i++; return m; }
+                while (true) {
+                    ws(); String k = string(); ws(); expect(':'); m.put(k, value()); ws();
+                    if (s.charAt(i++) == '}') return m;
+                }
+            }
+            if (c == '[') {
+                List<Object> l = new ArrayList<>();
+                i++; ws();
+                if (s.charAt(i) == ']') { i++; return l; }
+                while (true) {
+                    l.add(value()); ws();
+                    if (s.charAt(i++) == ']') return l;
+                }
+            }
+            if (c == '"') return string();
+            if (s.startsWith("true", i)) { i += 4; return true; }
+            if (s.startsWith("false", i)) { i += 5; return false; }
+            if (s.startsWith("null", i)) { i += 4; return null; }
+            int start = i;
+            while (i < s.length() && "+-0123456789.eE".indexOf(s.charAt(i)) >= 0) i++;
+            return Double.parseDouble(s.substring(start, i));
+        }
+        private String string() {
+            expect('"');
+            StringBuilder b = new StringBuilder();
+            while (true) {
+                char c = s.charAt(i++);
+                if (c == '"') return b.toString();
+                if (c != '\\') { b.append(c); continue; }
+                char e = s.charAt(i++);
+                switch (e) {
+                    case 'n': b.append('\n'); break;
+                    case 't': b.append('\t'); break;
+                    case 'r': b.append('\r'); break;
+                    case 'b': b.append('\b'); break;
+                    case 'f': b.append('\f'); break;
+                    case 'u': b.append((char) Integer.parseInt(s.substring(i, i + 4), 16)); i += 4; break;
+                    default: b.append(e);
+                }
+            }
+        }
+        private void ws() { while (i < s.length() && Character.isWhitespace(s.charAt(i))) i++; }
+        private void expect(char c) {
+            if (s.charAt(i) != c) throw new IllegalArgumentException("JSON: expected '" + c + "' at offset " + i);
+            i++;
+        }
+        static String quote(String v) {
+            if (v == null) return "\"\"";
+            StringBuilder b = new StringBuilder("\"");
+            for (char c : v.toCharArray()) {
+                if (c == '"' || c == '\\') b.append('\\').append(c);
+                else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+                else b.append(c);
+            }
+            return b.append('"').toString();
+        }
+    }
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""A pinning HTTPS client in Python's `ssl`, as a PinningLab batch harness and as a per-cell command.
+
+Batch (one process for every cell):   pinlab check --batch -- python3 pinlab_batch.py
+    reads the batch document on standard input (or from the file named by $PINLAB_BATCH) and prints one JSON answer
+    per cell on standard output: {"id": …, "claim": "accepted"|"refused", "detail": …, "category": …}.
+Per cell (one process per cell):      pinlab check -- python3 pinlab_batch.py --cell {url} {ca} {profile} \
+                                          '[--pins {pins}]' '[--cert {client.cert}]' '[--key {client.key}]'
+    exit status 0 = accepted, 1 = refused.
+
+Both modes judge a cell with the same function, `judge`: validate the chain and the host name with the trust file,
+then match the pins against the *validated* chain (the chain OpenSSL built to a trusted root, not the chain the
+server sent), and only then send the request. The validated chain comes from `SSLSocket.get_verified_chain()`
+(public from Python 3.13; the same C method, `_sslobj.get_verified_chain()`, exists since 3.10). On older Pythons
+only the leaf certificate is available (`getpeercert(binary_form=True)`): this harness then matches leaf pins against
+it and answers cells pinning an intermediate or root "refused", with the reason.
+"""
+import base64
+import hashlib
+import json
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
+
+
+def _der_element(data, i):
+    """(tag, start of content, end of content) of the DER element at i."""
+    tag = data[i]
+    length = data[i + 1]
+    i += 2
+    if length & 0x80:
+        n = length & 0x7F
+        length = int.from_bytes(data[i:i + n], "big")
+        i += n
+    return tag, i, i + length
+
+
+def spki_der(cert_der):
+    """The SubjectPublicKeyInfo (DER) of a DER certificate: the 7th field of tbsCertificate (6th without version)."""
+    _, c, _ = _der_element(cert_der, 0)          # Certificate SEQUENCE
+    _, t, t_end = _der_element(cert_der, c)      # tbsCertificate SEQUENCE
+    fields = []
+    i = t
+    while i < t_end:
+        tag, s, e = _der_element(cert_der, i)
+        fields.append((tag, i, e))
+        i = e
+    if fields[0][0] == 0xA0:                      # [0] version
+        fields = fields[1:]
+    _, start, end = fields[5]                     # serial, signature, issuer, validity, subject, spki
+    return cert_der[start:end]
+
+
+def verified_chain_der(tls):
+    """The validated chain, leaf first, as DER; None when this Python cannot give it."""
+    getter = getattr(tls, "get_verified_chain", None) or getattr(getattr(tls, "_sslobj", None), "get_verified_chain", None)
+    if getter is None:
+        return None
+    chain = getter()
+    return [c if isinstance(c, bytes) else c.public_bytes(ssl._ssl.ENCODING_DER) for c in chain]
+
+
+def judge(host, port, ca, profile, pins, cert=None, key=None, timeout=10.0):
+    """Connects, validates, pins, and sends GET / only when all is right. Returns (claim, category, detail)."""
+    certificate_pins = profile == "leaf-cert"
+    ctx = ssl.create_default_context(cafile=ca)
+    if cert and key:
+        ctx.load_cert_chain(cert, key)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+            with ctx.wrap_socket(raw, server_hostname=host) as tls:
+                if pins:
+                    chain = verified_chain_der(tls)
+                    if chain is None:
+                        if profile not in ("leaf-cert", "leaf-spki", "leaf-spki+backup"):
+                            return "refused", "other", "this Python gives the leaf only (no get_verified_chain): cannot match %s pins" % profile
+                        chain = [tls.getpeercert(binary_form=True)]
+                    have = {base64.b64encode(hashlib.sha256(c if certificate_pins else spki_der(c)).digest()).decode() for c in chain}
+                    if not have & set(pins):
+                        return "refused", "pin-mismatch", "no pin matches the validated chain"
+                tls.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host).encode())
+                status = tls.recv(4096).split(b"\r\n", 1)[0].decode(errors="replace")
+                if not status.startswith("HTTP/"):
+                    return "refused", "other", "no HTTP response (%r)" % status
+                return "accepted", None, status
+    except ssl.SSLCertVerificationError as e:
+        category = "hostname" if "hostname" in str(e).lower() or "match" in str(e).lower() else "chain-invalid"
+        return "refused", category, str(e)
+    except ssl.SSLError as e:
+        return "refused", "protocol", str(e)
+    except (socket.timeout, TimeoutError) as e:
+        return "refused", "timeout", str(e) or "timed out"
+    except OSError as e:
+        return "refused", "other", str(e)
+
+
+def judge_cell(cell, timeout):
+    identity = cell.get("clientIdentity") or {}
+    t0 = time.monotonic()
+    claim, category, detail = judge(
+        cell["host"], cell["port"], cell["trustFile"], cell["profile"], cell["pins"]["base64"],
+        identity.get("certificateFile"), identity.get("keyFile"), timeout)
+    answer = {"id": cell["id"], "claim": claim, "detail": detail, "milliseconds": (time.monotonic() - t0) * 1000}
+    if category:
+        answer["category"] = category
+    return answer
+
+
+def batch():
+    path = os.environ.get("PINLAB_BATCH")
+    document = json.load(open(path)) if path else json.load(sys.stdin)
+    timeout = float(document.get("cellTimeoutSeconds", 10))
+    lock = threading.Lock()
+
+    def run(cell):
+        answer = judge_cell(cell, timeout)
+        with lock:                                # one whole line at a time
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(run, document["cells"]))
+
+
+def cell(args):
+    url, ca, profile = args[0], args[1], args[2]
+    opts = dict(zip(args[3::2], args[4::2]))
+    parts = urlsplit(url)
+    claim, category, detail = judge(
+        parts.hostname, parts.port, ca, profile, [p for p in opts.get("--pins", "").split(",") if p],
+        opts.get("--cert"), opts.get("--key"))
+    print("%s (%s): %s" % (claim, category or "-", detail), file=sys.stderr)
+    return 0 if claim == "accepted" else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--cell":
+        sys.exit(cell(sys.argv[2:]))
+    batch()

@@ -1,0 +1,102 @@
+public import Foundation
+import PinningLabCore
+import PinningLabPKI
+
+/// A set of reports that cannot be merged, or a file that is not a report.
+public struct ReportMergeError: Error, Sendable, CustomStringConvertible, LocalizedError {
+    public var file: String
+    public var problem: String
+    public var fix: String
+    public var description: String { "\(file): \(problem) Fix: \(fix)" }
+    public var errorDescription: String? { description }
+}
+
+extension CheckReport {
+    /// Reads a report written by `pinlab check --format json`. `file` names it in errors.
+    public static func decode(json: Data, file: String) throws -> CheckReport {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        do {
+            let report = try decoder.decode(CheckReport.self, from: json)
+            guard report.tool == "pinlab", report.formatVersion == 1 else {
+                throw ReportMergeError(file: file, problem: "it is not a pinlab check report of format version 1.",
+                                       fix: "give the JSON reports of `pinlab check --format json`.")
+            }
+            return report
+        } catch let e as ReportMergeError {
+            throw e
+        } catch let DecodingError.keyNotFound(key, ctx) {
+            throw ReportMergeError(file: file, problem: "the field \(path(ctx.codingPath + [key])) is missing.",
+                                   fix: "give the JSON reports of `pinlab check --format json`, unedited.")
+        } catch let DecodingError.typeMismatch(_, ctx), let DecodingError.valueNotFound(_, ctx) {
+            throw ReportMergeError(file: file, problem: "the field \(path(ctx.codingPath)) has the wrong type (\(ctx.debugDescription)).",
+                                   fix: "give the JSON reports of `pinlab check --format json`, unedited.")
+        } catch {
+            throw ReportMergeError(file: file, problem: "it is not JSON (\(error.localizedDescription)).",
+                                   fix: "give the JSON reports of `pinlab check --format json`.")
+        }
+    }
+
+    private static func path(_ keys: [any CodingKey]) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(in: ["."])
+    }
+
+    /// Joins reports of disjoint parts of one run (`pinlab check --shard K/N`, or runs on different engines or
+    /// scenarios) into one. The reports must come from the same client and catalogue (the same scenarios with the
+    /// same expected rows); a cell may appear in one report only. Cells are listed in catalogue order.
+    public static func merge(_ reports: [(file: String, report: CheckReport)]) throws -> CheckReport {
+        guard let (firstFile, first) = reports.first else {
+            throw ReportMergeError(file: "pinlab report merge", problem: "no report was given.",
+                                   fix: "give the JSON reports to join: pinlab report merge a.json b.json.")
+        }
+        func catalogue(_ r: CheckReport) -> [String: [String: Expectation]] {
+            Dictionary(r.scenarios.map { ($0.id, $0.expected) }, uniquingKeysWith: { a, _ in a })
+        }
+        let reference = catalogue(first)
+        var owner: [String: String] = [:]
+        var sheets: [String: ScenarioSheet] = [:]
+        var order: [String] = first.scenarios.map(\.id)
+        var engines: [String] = []
+        var verdicts: [Verdict] = []
+        for (file, r) in reports {
+            if r.client != first.client {
+                throw ReportMergeError(file: file, problem: "it judges the client '\(r.client)', \(firstFile) judges '\(first.client)'.",
+                                       fix: "merge the shards of one client's run only.")
+            }
+            let mine = catalogue(r)
+            for (id, row) in mine where reference[id] != nil && reference[id] != row {
+                throw ReportMergeError(file: file, problem: "its catalogue differs from \(firstFile)'s: scenario '\(id)' expects other outcomes.",
+                                       fix: "merge reports made with the same catalogue (the same pinlab version and --catalogue).")
+            }
+            if Set(mine.keys) != Set(reference.keys) {
+                let missing = Set(reference.keys).symmetricDifference(mine.keys).sorted().prefix(5).joined(separator: ", ")
+                throw ReportMergeError(file: file, problem: "its catalogue differs from \(firstFile)'s: the scenarios differ (\(missing)).",
+                                       fix: "run every shard with the same catalogue and the same --scenarios.")
+            }
+            for s in r.scenarios where sheets[s.id] == nil { sheets[s.id] = s }
+            for s in r.scenarios.map(\.id) where !order.contains(s) { order.append(s) }
+            for e in r.engines where !engines.contains(e) { engines.append(e) }
+            for v in r.verdicts {
+                let id = BatchCell.id(scenario: v.scenario, profile: v.profile, engine: v.engine)
+                if let other = owner[id] {
+                    throw ReportMergeError(file: file, problem: "the cell \(id) is also in \(other): the reports overlap.",
+                                           fix: "merge disjoint parts only, e.g. the N reports of --shard 1/N … N/N.")
+                }
+                owner[id] = file
+                verdicts.append(v)
+            }
+        }
+        let scenarioRank = Dictionary(uniqueKeysWithValues: order.enumerated().map { ($1, $0) })
+        let engineRank = Dictionary(uniqueKeysWithValues: engines.enumerated().map { ($1, $0) })
+        let profileRank = Dictionary(uniqueKeysWithValues: PinProfile.all.enumerated().map { ($1, $0) })
+        verdicts.sort {
+            (scenarioRank[$0.scenario] ?? .max, engineRank[$0.engine] ?? .max, profileRank[$0.profile] ?? .max)
+                < (scenarioRank[$1.scenario] ?? .max, engineRank[$1.engine] ?? .max, profileRank[$1.profile] ?? .max)
+        }
+        return CheckReport(
+            client: first.client, engines: engines, profiles: first.profiles,
+            startedAt: reports.map(\.report.startedAt).min() ?? first.startedAt,
+            durationSeconds: reports.map(\.report.durationSeconds).reduce(0, +), verdicts: verdicts,
+            scenarios: order.compactMap { sheets[$0] })
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import PinningLab
+
+extension CheckCommand {
+    /// `pinlab check --batch`: one harness run for every cell. The problems that belong to no cell (an unknown id, a
+    /// line that is not JSON, a non-zero exit) go to standard error; the caller exits 1 when there are any.
+    func runBatch(_ runner: CheckRunner, options: CheckOptions) async throws -> (CheckReport, [String]) {
+        let batchOptions = BatchOptions(cellTimeout: .milliseconds(Int((cellTimeout ?? timeout) * 1000)),
+                                        batchTimeout: .milliseconds(Int(batchTimeout * 1000)))
+        let run = try await runner.runBatch(.command(name: name, arguments: command), options: options, batch: batchOptions)
+        for p in run.problems { FileHandle.standardError.write(Data("batch harness: \(p)\n".utf8)) }
+        return (run.report, run.problems)
+    }
+}
+
+/// `pinlab check`'s progress on a terminal: cells done of total, failures so far, time left — on standard error, one
+/// line redrawn at most ten times a second; nothing when standard error is not a terminal.
+final class ProgressLine: @unchecked Sendable {
+    // @unchecked: `last` and `drawn` are touched under `lock`.
+    private let enabled = isatty(STDERR_FILENO) == 1
+    private let lock = NSLock()
+    private var last = ContinuousClock.now - .seconds(1)
+    private var drawn = false
+
+    var update: @Sendable (CheckProgress) -> Void {
+        { [self] p in draw(p) }
+    }
+
+    private func draw(_ p: CheckProgress) {
+        guard enabled else { return }
+        lock.withLock {
+            let now = ContinuousClock.now
+            guard p.done == p.total || now - last >= .milliseconds(100) else { return }
+            last = now
+            drawn = true
+            let left = p.estimatedSecondsLeft.map { String(format: ", about %.0f s left", $0) } ?? ""
+            let failing = p.deviations == 0 ? "no deviation" : "\(p.deviations) deviating"
+            FileHandle.standardError.write(Data("\r\u{1B}[K\(p.done)/\(p.total) cells, \(failing)\(left)".utf8))
+        }
+    }
+
+    /// Clears the line.
+    func finish() {
+        lock.withLock {
+            if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            drawn = false
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import PinningLab
+
+struct ReportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Work with JSON reports of `pinlab check`.",
+        subcommands: [Merge.self]
+    )
+
+    struct Merge: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Join the JSON reports of disjoint runs (e.g. --shard 1/N … N/N) into one, in any report format.",
+            discussion: """
+                The reports must judge the same client with the same catalogue, and no cell may be in two of them.
+                Exit status: 0 when every cell is as expected, 1 when any cell deviates, 2 when the reports cannot be merged.
+                """)
+
+        @Argument(help: "JSON reports written by `pinlab check --format json`.")
+        var reports: [String]
+
+        @Option(help: "text, json, junit, markdown or html.")
+        var format: String = "text"
+
+        @Option(name: [.short, .customLong("output")], help: "Write the merged report to this file.")
+        var output: String?
+
+        func validate() throws {
+            guard !reports.isEmpty else { throw ValidationError("give the JSON reports to join: pinlab report merge a.json b.json.") }
+            guard ReportFormat(rawValue: format) != nil else {
+                throw ValidationError("--format: '\(format)' is not a format; use \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+        }
+
+        func run() async throws {
+            var loaded: [(file: String, report: CheckReport)] = []
+            for path in reports {
+                guard let data = FileManager.default.contents(atPath: path) else { fail("\(path): cannot be read (is the path right?).") }
+                do {
+                    loaded.append((path, try CheckReport.decode(json: data, file: path)))
+                } catch {
+                    fail("\(error)")
+                }
+            }
+            let merged: CheckReport
+            do {
+                merged = try CheckReport.merge(loaded)
+            } catch {
+                fail("\(error)")
+            }
+            try emit(merged, format: format, output: output)
+            if merged.deviates { throw ExitCode(1) }
+        }
+    }
+}
+
+/// Prints a report in `format` on standard output, or writes it to `output` and prints its summary line.
+func emit(_ report: CheckReport, format: String, output: String?) throws {
+    let fmt = ReportFormat(rawValue: format) ?? .text
+    let text = try report.render(fmt, color: output == nil && fmt == .text && stdoutIsTerminal)
+    if let output {
+        do {
+            try text.write(toFile: output, atomically: true, encoding: .utf8)
+        } catch {
+            fail("cannot write \(output): \(error.localizedDescription)")
+        }
+        print(report.summaryLine)
+    } else {
+        print(text, terminator: "")
+    }
+}
