@@ -19,20 +19,20 @@ package enum Sockets {
 
     /// Ignores SIGPIPE once per process: a client that resets while the server writes must not kill the process.
     /// Both TLS libraries write to the socket with plain `write`/`send`.
-    static let ignoreSIGPIPE: Void = {
+    package static let ignoreSIGPIPE: Void = {
         signal(SIGPIPE, SIG_IGN)
     }()
 
-    static func errnoText(_ code: Int32 = errno) -> String {
+    package static func errnoText(_ code: Int32 = errno) -> String {
         String(cString: strerror(code))
     }
 
-    static func isLoopback(_ address: String) -> Bool {
+    package static func isLoopback(_ address: String) -> Bool {
         address == "::1" || address.hasPrefix("127.") || address == "localhost"
     }
 
     /// Opens a non-blocking listening socket bound to `address:port` and returns it with the bound port.
-    static func listen(address: String, port: Int, backlog: Int32) throws(TLSEngineError) -> (fd: Int32, port: Int) {
+    package static func listen(address: String, port: Int, backlog: Int32) throws(TLSEngineError) -> (fd: Int32, port: Int) {
         let host = address == "localhost" ? "127.0.0.1" : address
         let isV6 = host.contains(":")
         let fd = socket(isV6 ? AF_INET6 : AF_INET, stream | closeOnExecFlag, 0)
@@ -111,19 +111,19 @@ package enum Sockets {
     }
 
     /// A pipe whose ends are close-on-exec (atomically on Linux) and non-blocking.
-    static func makePipe() -> (read: Int32, write: Int32)? {
+    package static func makePipe() -> (read: Int32, write: Int32)? {
         var fds: [Int32] = [0, 0]
         guard cpinninglab_pipe2_nonblock_cloexec(&fds) == 0 else { return nil }
         return (fds[0], fds[1])
     }
 
-    static func setNonBlocking(_ fd: Int32) -> Bool {
+    package static func setNonBlocking(_ fd: Int32) -> Bool {
         let flags = fcntl(fd, F_GETFL, 0)
         return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0
     }
 
     /// Accepts one connection (non-blocking, close-on-exec, TCP_NODELAY); `nil` when none is pending.
-    static func accept(_ listenFD: Int32) -> (fd: Int32, peer: String)? {
+    package static func accept(_ listenFD: Int32) -> (fd: Int32, peer: String)? {
         var storage = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let fd: Int32 = withUnsafeMutablePointer(to: &storage) {
@@ -153,7 +153,7 @@ package enum Sockets {
     }
 
     /// Whether a connection waits in the listen queue.
-    static func hasPendingConnection(_ listenFD: Int32) -> Bool {
+    package static func hasPendingConnection(_ listenFD: Int32) -> Bool {
         var p = pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)
         return poll(&p, 1, 0) > 0 && (p.revents & Int16(POLLIN)) != 0
     }
@@ -183,13 +183,13 @@ package enum Sockets {
     }
 
     /// Monotonic nanoseconds.
-    static func now() -> UInt64 {
+    package static func now() -> UInt64 {
         var ts = timespec(tv_sec: 0, tv_nsec: 0)
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
 
-    static func nanoseconds(_ d: Duration) -> UInt64 {
+    package static func nanoseconds(_ d: Duration) -> UInt64 {
         let c = d.components
         if c.seconds < 0 { return 0 }
         return UInt64(c.seconds) &* 1_000_000_000 &+ UInt64(c.attoseconds / 1_000_000_000)

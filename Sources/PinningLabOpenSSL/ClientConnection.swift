@@ -274,7 +274,12 @@ enum ClientConnection {
         throws(ClientFailure) -> ClientOutcome
     {
         let context = try ClientContext(target: target, state: state)
-        let socket = try ClientSocket(ip: target.ip, port: target.port, deadline: deadline)
+        let socket: ClientSocket
+        if let proxy = target.proxy {
+            socket = try tunnel(through: proxy, to: target, deadline: deadline)
+        } else {
+            socket = try ClientSocket(ip: target.ip, port: target.port, deadline: deadline)
+        }
         let session = try ClientSession(
             context: context, socket: socket, host: target.host, state: state, deadline: deadline)
 
@@ -329,6 +334,44 @@ enum ClientConnection {
         detail += " (\(response.count) bytes, \(ending))"
         if let pinMatch = state.pinMatch { detail += "; \(pinMatch)" }
         return .accepted(detail)
+    }
+
+    /// Connects to an HTTP proxy and asks it (CONNECT) for a tunnel to `target.host:target.port`.
+    private static func tunnel(through proxy: String, to target: ClientTarget, deadline: ClientDeadline)
+        throws(ClientFailure) -> ClientSocket
+    {
+        guard let colon = proxy.lastIndex(of: ":"), let port = Int(proxy[proxy.index(after: colon)...]) else {
+            throw ClientFailure(category: .other, detail: "target.proxy \"\(proxy)\" is not IP:PORT (e.g. 127.0.0.1:8080)")
+        }
+        let ip = proxy[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let socket = try ClientSocket(ip: ip, port: port, deadline: deadline)
+        let authority = target.host.contains(":") ? "[\(target.host)]:\(target.port)" : "\(target.host):\(target.port)"
+        try socket.sendAll(Array("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n".utf8), deadline: deadline)
+        var reply: [UInt8] = []
+        // Read byte-wise up to the end of the reply's header: nothing of the tunnel may be consumed here.
+        while !reply.suffix(4).elementsEqual([13, 10, 13, 10]) {
+            guard reply.count < 16 * 1024 else {
+                throw ClientFailure(category: .protocolError, detail: "the proxy's reply to CONNECT is over 16 KiB")
+            }
+            var byte: UInt8 = 0
+            let n = recv(socket.descriptor, &byte, 1, 0)
+            if n == 1 {
+                reply.append(byte)
+            } else if n == 0 {
+                throw ClientFailure(category: .protocolError, detail: "the proxy closed the connection before answering CONNECT")
+            } else if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                guard try ClientSocket.waitFor(socket.descriptor, events: Int16(POLLIN), deadline: deadline) else {
+                    throw ClientFailure(category: .timeout, detail: "timed out waiting for the proxy's reply to CONNECT")
+                }
+            } else {
+                throw ClientFailure(category: .protocolError, detail: "recv from the proxy: \(String(cString: strerror(errno)))")
+            }
+        }
+        let status = String(decoding: reply, as: UTF8.self).split(separator: "\r\n").first.map(String.init) ?? ""
+        guard status.split(separator: " ").dropFirst().first == "200" else {
+            throw ClientFailure(category: .other, detail: "the proxy refused CONNECT \(authority): \(status)")
+        }
+        return socket
     }
 
     /// A handshake that did not complete: our own decision (pins, chain, hostname), the server's alert, the

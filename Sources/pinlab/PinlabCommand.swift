@@ -6,6 +6,7 @@ struct Pinlab: AsyncParsableCommand {
         commandName: "pinlab",
         abstract: "A private PKI, misbehaving TLS servers and a verdict matrix for certificate pinning.",
         subcommands: [PKICommand.self, ServeCommand.self, ScenariosCommand.self, ExplainCommand.self, LabCommand.self,
-                      CheckCommand.self, DemoCommand.self, BenchCommand.self, ExportCommand.self]
+                      CheckCommand.self, DemoCommand.self, BenchCommand.self, ExportCommand.self,
+                      InterceptCommand.self]
     )
 }
