@@ -336,6 +336,27 @@ enum ClientConnection {
         return .accepted(detail)
     }
 
+    /// Connects to `target`, runs the handshake as far as the server's certificates, and returns the chain the
+    /// server sent (whether or not it would be trusted), or why there is none.
+    static func presentedChain(target: ClientTarget) -> Result<[[UInt8]], ClientFailure> {
+        let deadline = ClientDeadline(after: target.timeout)
+        let state = ClientVerifyState(policy: ClientPolicy(mistake: .none, pins: .empty))
+        return withExtendedLifetime(state) { () -> Result<[[UInt8]], ClientFailure> in
+            do {
+                let context = try ClientContext(target: target, state: state)
+                let socket = try ClientSocket(ip: target.ip, port: target.port, deadline: deadline)
+                let session = try ClientSession(context: context, socket: socket, host: target.host, state: state, deadline: deadline)
+                _ = try? session.drive { SSL_connect($0) }
+            } catch {
+                return .failure(error)
+            }
+            if state.presentedChainDER.isEmpty {
+                return .failure(ClientFailure(category: .protocolError, detail: "the server sent no certificate"))
+            }
+            return .success(state.presentedChainDER)
+        }
+    }
+
     /// Connects to an HTTP proxy and asks it (CONNECT) for a tunnel to `target.host:target.port`.
     private static func tunnel(through proxy: String, to target: ClientTarget, deadline: ClientDeadline)
         throws(ClientFailure) -> ClientSocket

@@ -40,7 +40,7 @@ struct InterceptCommand: AsyncParsableCommand {
     @Option(help: "Where passthrough goes: HOST:PORT (every host) or PATTERN=HOST:PORT; repeatable. Default: the CONNECT authority.")
     var upstream: [String] = []
 
-    @Option(help: "A PEM file with the genuine chain the stuff policy appends (default: leaf-v1, lab-intermediate-a, lab-root).")
+    @Option(help: "What the stuff policy appends: a PEM file with a real server's chain, or 'upstream' (the chain the upstream presents, fetched once per host). Default: leaf-v1, lab-intermediate-a, lab-root.")
     var genuineChain: String?
 
     @Option(help: "openssl or gnutls: the engine that terminates TLS.")
@@ -93,7 +93,9 @@ struct InterceptCommand: AsyncParsableCommand {
         configuration.bindAddress = address
         configuration.port = port
         configuration.allowNonLoopback = allowNonLoopback
-        if let genuineChain {
+        if genuineChain == "upstream" {
+            configuration.genuineChainFromUpstream = true
+        } else if let genuineChain {
             guard let text = try? String(contentsOfFile: genuineChain, encoding: .utf8) else {
                 throw ValidationError("--genuine-chain: cannot read \(genuineChain).")
             }
@@ -121,8 +123,9 @@ struct InterceptCommand: AsyncParsableCommand {
         }
         let started = Date()
         let stopper = StopSignal.install()
-        let rootFile = (try? pki.materialize("proxy-root"))?.certificatePEM.path ?? "(see pinlab pki)"
-        print("pinlab intercept: listening on \(proxy.address) (\(engine)); proxy root to install: \(rootFile)")
+        let rootFile = (try? pki.materialize("proxy-root"))?.certificatePEM.path ?? "(see pinlab pki show proxy-root)"
+        let labRootFile = (try? pki.materialize("lab-root"))?.certificatePEM.path ?? "(see pinlab pki show lab-root)"
+        print("pinlab intercept: listening on \(proxy.address) (\(engine)); the device trusts lab-root (\(labRootFile)) and the installed proxy root (\(rootFile))")
         print("  policy: \(policySummary(configuration.policies)); pinned: \(configuration.pinned.isEmpty ? "(none)" : configuration.pinned.map(\.text).joined(separator: ", "))")
         fflush(nil)  // the address line must reach a pipe before any client starts
         if let readyFile {

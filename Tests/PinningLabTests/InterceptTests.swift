@@ -183,6 +183,44 @@ struct InterceptTests {
         #expect(seen.count == 1 && seen.first?.applicationDataReceived == true && seen.first?.serverName == "api.pinning.test")
     }
 
+    /// `stuff` with the genuine chain fetched from the upstream: a fixture server presenting leaf-from-
+    /// intermediate-b + lab-intermediate-b stands in for the real server. A presented-chain client pinning
+    /// lab-intermediate-b finds it only in the fetched chain (the lab default appends lab-intermediate-a): refused
+    /// with the default, NOT PINNED with the upstream's chain. The observation says where the chain came from.
+    @Test func stuffingWithTheUpstreamsChain() async throws {
+        let pki = try TestLab.pki()
+        let server = try await FixtureServer.start(
+            engine: Engines.gnutls, configuration: .makeServerConfiguration(try #require(pki["leaf-from-intermediate-b"])),
+            label: "real-server")
+        let route = UpstreamRoute(host: "127.0.0.1", port: server.port)
+        let app = App(client: "pin-presented-chain", pinsHosts: ["api.pinning.test"], pinnedIdentity: "lab-intermediate-b")
+        let lab = try await Self.drive(app, hosts: ["api.pinning.test"], pinned: "api.pinning.test", policies: ["stuff"], upstreams: [route])
+        #expect(Self.statuses(lab) == ["api.pinning.test": .refused])
+        #expect(lab.connections.first?.genuineChain == "lab")
+
+        let pkiRoutes = try TestLab.pki()
+        var configuration = InterceptProxy.Configuration(
+            pinned: [try HostPattern(parsing: "api.pinning.test")], policies: PolicyTable(defaultPolicy: .stuff),
+            upstreams: [route], genuineChainFromUpstream: true)
+        configuration.port = 0
+        let proxy = try InterceptProxy.start(pki: pkiRoutes, configuration: configuration)
+        let pin = try #require(pki["lab-intermediate-b"]).pins.spkiSHA256
+        let trust = [try #require(pki["lab-root"]).certificateDER, try #require(pki["proxy-root"]).certificateDER]
+        let client = try #require(BuiltInClients.named("pin-presented-chain"))
+        let outcome = await client.run(ClientTarget(
+            host: "api.pinning.test", port: 443, trustRootsDER: trust, pins: PinSet(kind: .spkiSHA256, hashes: [pin]),
+            scenario: "intercept", profile: .intermediateSPKI, timeout: .seconds(20), proxy: proxy.address))
+        #expect(await proxy.settle())
+        let report = proxy.report()
+        let served = try proxy.chain(for: "api.pinning.test", policy: .stuff)
+        await proxy.stop()
+        await server.stop()
+        #expect(outcome.claim == .accepted, "\(outcome)")
+        #expect(Self.statuses(report) == ["api.pinning.test": .notPinned])
+        #expect(report.connections.first?.genuineChain == "upstream 127.0.0.1:\(server.port)")
+        #expect(Array(served.dropFirst()) == [try #require(pki["leaf-from-intermediate-b"]).certificateDER, try #require(pki["lab-intermediate-b"]).certificateDER])
+    }
+
     /// Bad input: a clear answer, never a hang. A GET to the proxy, a CONNECT without a port, garbage.
     @Test func badRequestsGetAClearAnswer() async throws {
         let proxy = try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(port: 0))

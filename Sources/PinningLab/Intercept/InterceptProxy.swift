@@ -1,5 +1,6 @@
 public import Foundation
 import PinningLabCore
+import PinningLabOpenSSL
 public import PinningLabPKI
 
 #if canImport(Glibc)
@@ -46,6 +47,10 @@ public final class InterceptProxy: Sendable {
         /// The genuine chain the `stuff` policy appends (DER); empty: the lab's `leaf-v1`, `lab-intermediate-a`,
         /// `lab-root` (what the chain-stuffing scenario appends).
         public var genuineChainDER: [[UInt8]]
+        /// `stuff` appends the chain the upstream itself presents (fetched once per host from the matching
+        /// `upstreams` route, else the CONNECT authority), instead of `genuineChainDER`; when the fetch fails, the
+        /// connection's observation says so and `genuineChainDER` (or the lab's chain) is appended.
+        public var genuineChainFromUpstream: Bool
         /// `openssl` (default) or `gnutls`: the engine that terminates TLS.
         public var engine: String
         /// From accept to the end of the TLS handshake (CONNECT included).
@@ -59,7 +64,7 @@ public final class InterceptProxy: Sendable {
         public init(
             bindAddress: String = "127.0.0.1", allowNonLoopback: Bool = false, port: Int = 0,
             pinned: [HostPattern] = [], policies: PolicyTable = PolicyTable(), upstreams: [UpstreamRoute] = [],
-            genuineChainDER: [[UInt8]] = [], engine: String = "openssl", handshakeTimeout: Duration = .seconds(10),
+            genuineChainDER: [[UInt8]] = [], genuineChainFromUpstream: Bool = false, engine: String = "openssl", handshakeTimeout: Duration = .seconds(10),
             idleTimeout: Duration = .seconds(30), maxConnections: Int = 2048, workerThreads: Int = 2
         ) {
             self.bindAddress = bindAddress
@@ -69,6 +74,7 @@ public final class InterceptProxy: Sendable {
             self.policies = policies
             self.upstreams = upstreams
             self.genuineChainDER = genuineChainDER
+            self.genuineChainFromUpstream = genuineChainFromUpstream
             self.engine = engine
             self.handshakeTimeout = handshakeTimeout
             self.idleTimeout = idleTimeout
@@ -225,6 +231,9 @@ public struct InterceptObservation: Sendable, Hashable, Codable {
     /// How it ended: `response-sent`, `alert`, `eof-before-handshake`, `tunnel-closed`, `not-connect`, …
     public var closure: String
     public var error: String?
+    /// Where the appended genuine chain came from (`stuff`): `lab`, `file`, `upstream 127.0.0.1:8443`, or why the
+    /// upstream's could not be fetched.
+    public var genuineChain: String?
     public var totalMilliseconds: Double
 }
 
@@ -244,6 +253,10 @@ final class ProxyCore: @unchecked Sendable {  // mutable state only under `lock`
         var stopping = false
         var lastActivity = Date()
         var contexts: [String: any TLSServerContext] = [:]
+        /// Chains fetched from upstreams (`genuineChainFromUpstream`), with where they came from; a host being
+        /// fetched has no entry yet and is in `fetching`.
+        var fetched: [String: (chain: [[UInt8]], source: String)] = [:]
+        var fetching: Set<String> = []
     }
 
     let listenFD: Int32
@@ -315,10 +328,65 @@ final class ProxyCore: @unchecked Sendable {  // mutable state only under `lock`
     func chain(host: String, policy: InterceptPolicy) throws -> [[UInt8]] {
         switch policy {
         case .mint: return [try minters.proxy.mint(host: host)]
-        case .stuff: return [try minters.proxy.mint(host: host)] + minters.genuine
+        case .stuff: return [try minters.proxy.mint(host: host)] + genuine(for: host).chain
         case .collision: return [try minters.twin.mint(host: host)] + minters.twinChain
         case .passthrough: return []
         }
+    }
+
+    /// The genuine chain appended for `host` and where it came from.
+    func genuine(for host: String) -> (chain: [[UInt8]], source: String) {
+        if configuration.genuineChainFromUpstream, let f = withLock({ $0.fetched[host] }) { return f }
+        return (minters.genuine, configuration.genuineChainDER.isEmpty ? "lab" : "file")
+    }
+
+    /// Whether `host`'s genuine chain is ready; starts fetching it (on a thread of its own) when not.
+    func genuineReady(host: String, authorityHost: String, authorityPort: Int) -> Bool {
+        guard configuration.genuineChainFromUpstream else { return true }
+        let start = withLock { s -> Bool in
+            if s.fetched[host] != nil || s.fetching.contains(host) { return false }
+            s.fetching.insert(host)
+            return true
+        }
+        if start {
+            let (upHost, upPort) = upstream(host: host, authorityHost: authorityHost, authorityPort: authorityPort)
+            let fallback = minters.genuine
+            let t = Thread { [self] in
+                Sockets.nameCurrentThread("pli-fetch")
+                let result: (chain: [[UInt8]], source: String)
+                do {
+                    let ip = try Self.numericAddress(upHost)
+                    let chain = try PresentedChain.fetch(ip: ip, port: upPort, serverName: host)
+                    result = (chain, "upstream \(upHost):\(upPort)")
+                } catch {
+                    result = (fallback, "the upstream's chain could not be fetched (\(error)); appended the \(configuration.genuineChainDER.isEmpty ? "lab" : "file")'s")
+                }
+                withLock {
+                    $0.fetched[host] = result
+                    $0.fetching.remove(host)
+                }
+            }
+            t.start()
+        }
+        return withLock { $0.fetched[host] != nil }
+    }
+
+    /// A numeric address for `host` (resolved when it is a name).
+    static func numericAddress(_ host: String) throws -> String {
+        if parseIP(host) != nil { return host }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        let status = getaddrinfo(host, nil, &hints, &list)
+        guard status == 0, let a = list else {
+            throw InterceptError("--upstream", "cannot resolve \(host): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(list) }
+        var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        guard getnameinfo(a.pointee.ai_addr, a.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 else {
+            throw InterceptError("--upstream", "cannot resolve \(host)")
+        }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The engine context for `host` under `policy`: minted on first use, then cached (like mitmproxy).

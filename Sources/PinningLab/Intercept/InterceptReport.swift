@@ -303,7 +303,8 @@ public struct InterceptReport: Sendable, Codable {
             "handshakeCompleted": {"type": "boolean"}, "applicationDataReceived": {"type": "boolean"},
             "bytesFromClient": {"type": "integer", "minimum": 0}, "bytesFromUpstream": {"type": "integer", "minimum": 0},
             "requestLine": {"type": "string"}, "alertReceived": {"type": "string"}, "tlsVersion": {"type": "string"},
-            "closure": {"type": "string"}, "error": {"type": "string"}, "totalMilliseconds": {"type": "number", "minimum": 0}
+            "closure": {"type": "string"}, "error": {"type": "string"}, "genuineChain": {"type": "string"},
+            "totalMilliseconds": {"type": "number", "minimum": 0}
           }
         }}
       },

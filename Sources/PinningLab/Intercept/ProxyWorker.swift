@@ -86,7 +86,7 @@ final class ProxyWorker: @unchecked Sendable {  // `connections` is touched only
 
 /// One client connection: the CONNECT request, then an intercepted TLS session or a TCP tunnel.
 final class ProxyConnection {
-    enum Phase { case connectRequest, connectReply, hello, handshake, request, response, dialing, tunnel, finished }
+    enum Phase { case connectRequest, connectReply, hello, fetching, handshake, request, response, dialing, tunnel, finished }
 
     let fd: Int32
     private(set) var upstreamFD: Int32 = -1
@@ -127,12 +127,13 @@ final class ProxyConnection {
             id: id, startedAt: started, peer: peer, authority: nil, host: nil, serverName: nil, policy: nil,
             upstream: nil, handshakeCompleted: false, applicationDataReceived: false, bytesFromClient: 0,
             bytesFromUpstream: 0, requestLine: nil, alertReceived: nil, tlsVersion: nil, closure: "", error: nil,
-            totalMilliseconds: 0)
+            genuineChain: nil, totalMilliseconds: 0)
     }
 
     func timedOut() {
         switch phase {
         case .connectRequest, .connectReply, .hello, .handshake: finish("handshake-timeout", error: nil)
+        case .fetching: finish("upstream-timeout", error: "the upstream's chain was not fetched in time")
         case .dialing: finish("upstream-timeout", error: "no connection to \(observation.upstream ?? "the upstream")")
         case .request, .response, .tunnel: finish("idle-timeout", error: nil)
         case .finished: return
@@ -155,6 +156,14 @@ final class ProxyConnection {
                 if phase == .dialing { dial() }
             case .hello:
                 guard peekHello() else { return }
+            case .fetching:
+                guard let host = observation.host,
+                    core.genuineReady(host: host, authorityHost: authorityHost, authorityPort: authorityPort)
+                else {
+                    retryAt = Sockets.now() &+ 5_000_000
+                    return
+                }
+                guard openSession(host: host, policy: .stuff) else { return }
             case .handshake:
                 guard let session else { return }
                 switch session.handshake() {
@@ -346,15 +355,28 @@ final class ProxyConnection {
                 dial()
                 return true
             }
-            do {
-                session = try core.context(host: host, policy: policy).makeSession(socket: fd)
-            } catch {
-                finish("proxy-error", error: "cannot serve \(host): \(error)")
+            if policy == .stuff && !core.genuineReady(host: host, authorityHost: authorityHost, authorityPort: authorityPort) {
+                phase = .fetching
+                clientEvents = 0
+                retryAt = Sockets.now() &+ 5_000_000
                 return false
             }
-            phase = .handshake
-            return true
+            return openSession(host: host, policy: policy)
         }
+    }
+
+    /// Starts the intercepted TLS session; `false` when it could not.
+    private func openSession(host: String, policy: InterceptPolicy) -> Bool {
+        if policy == .stuff { observation.genuineChain = core.genuine(for: host).source }
+        do {
+            session = try core.context(host: host, policy: policy).makeSession(socket: fd)
+        } catch {
+            finish("proxy-error", error: "cannot serve \(host): \(error)")
+            return false
+        }
+        clientEvents = Int16(POLLIN)
+        phase = .handshake
+        return true
     }
 
     // MARK: Intercepted request
