@@ -182,6 +182,29 @@ package enum Sockets {
         }
     }
 
+    /// The `poll` timeout in milliseconds until `nearest` (monotonic nanoseconds; `.max`: none, -1), at most a
+    /// minute, rounded up so that a loop never wakes just before its deadline.
+    package static func pollTimeout(until nearest: UInt64) -> Int32 {
+        guard nearest != .max else { return -1 }
+        let now = now()
+        return nearest <= now ? 0 : Int32(min((nearest - now + 999_999) / 1_000_000, 60_000))
+    }
+
+    /// Empties a non-blocking wake-up pipe.
+    package static func drain(_ fd: Int32) {
+        var sink = [UInt8](repeating: 0, count: 64)
+        while read(fd, &sink, sink.count) > 0 {}
+    }
+
+    /// `getaddrinfo` hints for a TCP stream of any address family.
+    package static func streamHints(numericHost: Bool) -> addrinfo {
+        var hints = addrinfo()
+        hints.ai_flags = numericHost ? AI_NUMERICHOST | AI_NUMERICSERV : 0
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = stream
+        return hints
+    }
+
     /// Monotonic nanoseconds.
     package static func now() -> UInt64 {
         var ts = timespec(tv_sec: 0, tv_nsec: 0)

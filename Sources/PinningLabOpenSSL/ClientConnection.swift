@@ -37,14 +37,7 @@ final class ClientSocket {
     let descriptor: Int32
 
     init(ip: String, port: Int, deadline: ClientDeadline) throws(ClientFailure) {
-        var hints = addrinfo()
-        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
-        hints.ai_family = AF_UNSPEC
-        #if canImport(Darwin)
-        hints.ai_socktype = SOCK_STREAM
-        #else
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #endif
+        var hints = Sockets.streamHints(numericHost: true)
         var list: UnsafeMutablePointer<addrinfo>? = nil
         let status = getaddrinfo(ip, String(port), &hints, &list)
         guard status == 0, let address = list else {

@@ -47,17 +47,9 @@ final class ProxyWorker: @unchecked Sendable {  // `connections` is touched only
                 pollFDs.append(pollfd(fd: c.upstreamEvents == 0 ? -1 : c.upstreamFD, events: c.upstreamEvents, revents: 0))
                 nearest = min(nearest, c.deadline, c.retryAt)
             }
-            var timeout: Int32 = -1
-            if nearest != .max {
-                let now = Sockets.now()
-                timeout = nearest <= now ? 0 : Int32(min((nearest - now + 999_999) / 1_000_000, 60_000))
-            }
-            let n = poll(&pollFDs, nfds_t(pollFDs.count), timeout)
+            let n = poll(&pollFDs, nfds_t(pollFDs.count), Sockets.pollTimeout(until: nearest))
             if n < 0 && errno != EINTR { break }
-            if pollFDs[0].revents != 0 {
-                var sink = [UInt8](repeating: 0, count: 64)
-                while read(wakeRead, &sink, sink.count) > 0 {}
-            }
+            if pollFDs[0].revents != 0 { Sockets.drain(wakeRead) }
             let now = Sockets.now()
             var finishedAny = false
             for (i, c) in connections.enumerated() {
@@ -234,7 +226,7 @@ final class ProxyConnection {
             return false
         }
         if n < 0 {
-            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { clientEvents = Int16(POLLIN); return false }
+            if Self.wouldBlock { clientEvents = Int16(POLLIN); return false }
             finish("reset", error: Sockets.errnoText())
             return false
         }
@@ -300,7 +292,7 @@ final class ProxyConnection {
         while written < outbound.count {
             let n = outbound.withUnsafeBytes { send(fd, $0.baseAddress! + written, outbound.count - written, Self.noSignal) }
             if n < 0 {
-                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { clientEvents = Int16(POLLOUT); return false }
+                if Self.wouldBlock { clientEvents = Int16(POLLOUT); return false }
                 finish("reset", error: Sockets.errnoText())
                 return false
             }
@@ -317,7 +309,7 @@ final class ProxyConnection {
         let n = recv(fd, &buffer, buffer.count, Int32(MSG_PEEK))
         if n == 0 { finish("closed-before-hello", error: nil); return false }
         if n < 0 {
-            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { clientEvents = Int16(POLLIN); return false }
+            if Self.wouldBlock { clientEvents = Int16(POLLIN); return false }
             finish("reset", error: Sockets.errnoText())
             return false
         }
@@ -409,13 +401,7 @@ final class ProxyConnection {
         let (host, port) = core.upstream(host: observation.host ?? authorityHost, authorityHost: authorityHost, authorityPort: authorityPort)
         observation.upstream = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         // Name resolution blocks this worker for a real upstream name; loopback routes are numeric.
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        #if canImport(Darwin)
-        hints.ai_socktype = SOCK_STREAM
-        #else
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #endif
+        var hints = Sockets.streamHints(numericHost: false)
         var list: UnsafeMutablePointer<addrinfo>? = nil
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let a = list else {
@@ -484,7 +470,7 @@ final class ProxyConnection {
             if !buffer.isEmpty {
                 let n = buffer.withUnsafeBytes { send(sink, $0.baseAddress! + offset, buffer.count - offset, Self.noSignal) }
                 if n < 0 {
-                    if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return true }
+                    if Self.wouldBlock { return true }
                     finish("tunnel-reset", error: Sockets.errnoText())
                     return false
                 }
@@ -505,7 +491,7 @@ final class ProxyConnection {
                 return true
             }
             if n < 0 {
-                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return true }
+                if Self.wouldBlock { return true }
                 finish("tunnel-reset", error: Sockets.errnoText())
                 return false
             }
@@ -516,6 +502,9 @@ final class ProxyConnection {
         }
         return true
     }
+
+    /// Whether the last failed socket call only means "not now".
+    static var wouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
 
     #if os(Linux)
     static let noSignal = Int32(MSG_NOSIGNAL)
