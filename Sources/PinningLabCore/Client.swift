@@ -77,12 +77,16 @@ public struct ClientTarget: Sendable {
     public var profile: PinProfile
     /// How long the client may take in all before it is stopped and counted as refused.
     public var timeout: Duration
+    /// An HTTP CONNECT proxy (`127.0.0.1:PORT`) to reach `host:port` through, as a device configured with a proxy
+    /// does (`pinlab intercept`); `nil`: connect to `ip:port` directly.
+    public var proxy: String?
 
     public init(
         host: String = "localhost", ip: String = "127.0.0.1", port: Int, trustRootsDER: [[UInt8]],
         trustFile: String? = nil, pins: PinSet, clientCredentials: ClientCredentials? = nil, scenario: String,
-        profile: PinProfile, timeout: Duration = .seconds(10)
+        profile: PinProfile, timeout: Duration = .seconds(10), proxy: String? = nil
     ) {
+        self.proxy = proxy
         self.host = host
         self.ip = ip
         self.port = port

@@ -13,11 +13,11 @@ package enum Sockets {
 
     /// Ignores SIGPIPE once per process: a client that resets while the server writes must not kill the process.
     /// Both TLS libraries write to the socket with plain `write`/`send`.
-    static let ignoreSIGPIPE: Void = {
+    package static let ignoreSIGPIPE: Void = {
         signal(SIGPIPE, SIG_IGN)
     }()
 
-    static func errnoText(_ code: Int32 = errno) -> String {
+    package static func errnoText(_ code: Int32 = errno) -> String {
         String(cString: strerror(code))
     }
 
@@ -26,7 +26,7 @@ package enum Sockets {
     }
 
     /// Opens a non-blocking listening socket bound to `address:port` and returns it with the bound port.
-    static func listen(address: String, port: Int, backlog: Int32) throws(TLSEngineError) -> (fd: Int32, port: Int) {
+    package static func listen(address: String, port: Int, backlog: Int32) throws(TLSEngineError) -> (fd: Int32, port: Int) {
         let host = address == "localhost" ? "127.0.0.1" : address
         let isV6 = host.contains(":")
         let fd = socket(isV6 ? AF_INET6 : AF_INET, stream | closeOnExecFlag, 0)
@@ -105,19 +105,19 @@ package enum Sockets {
     }
 
     /// A pipe whose ends are close-on-exec (atomically on Linux) and non-blocking.
-    static func makePipe() -> (read: Int32, write: Int32)? {
+    package static func makePipe() -> (read: Int32, write: Int32)? {
         var fds: [Int32] = [0, 0]
         guard cpinninglab_pipe2_nonblock_cloexec(&fds) == 0 else { return nil }
         return (fds[0], fds[1])
     }
 
-    static func setNonBlocking(_ fd: Int32) -> Bool {
+    package static func setNonBlocking(_ fd: Int32) -> Bool {
         let flags = fcntl(fd, F_GETFL, 0)
         return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0
     }
 
     /// Accepts one connection (non-blocking, close-on-exec, TCP_NODELAY); `nil` when none is pending.
-    static func accept(_ listenFD: Int32) -> (fd: Int32, peer: String)? {
+    package static func accept(_ listenFD: Int32) -> (fd: Int32, peer: String)? {
         var storage = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let fd: Int32 = withUnsafeMutablePointer(to: &storage) {
@@ -147,7 +147,7 @@ package enum Sockets {
     }
 
     /// Whether a connection waits in the listen queue.
-    static func hasPendingConnection(_ listenFD: Int32) -> Bool {
+    package static func hasPendingConnection(_ listenFD: Int32) -> Bool {
         var p = pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)
         return poll(&p, 1, 0) > 0 && (p.revents & Int16(POLLIN)) != 0
     }
@@ -176,14 +176,74 @@ package enum Sockets {
         }
     }
 
+    /// The `poll` timeout in milliseconds until `nearest` (monotonic nanoseconds; `.max`: none, -1), at most a
+    /// minute, rounded up so that a loop never wakes just before its deadline.
+    package static func pollTimeout(until nearest: UInt64) -> Int32 {
+        guard nearest != .max else { return -1 }
+        let now = now()
+        return nearest <= now ? 0 : Int32(min((nearest - now + 999_999) / 1_000_000, 60_000))
+    }
+
+    /// Empties a non-blocking wake-up pipe.
+    package static func drain(_ fd: Int32) {
+        var sink = [UInt8](repeating: 0, count: 64)
+        while read(fd, &sink, sink.count) > 0 {}
+    }
+
+    /// Why a connect could not be started: the step that failed and the system's words.
+    package struct ConnectStartFailure: Error {
+        package enum Step: Sendable { case resolve, socket, configure, connect }
+        package let step: Step
+        package let reason: String
+    }
+
+    /// Resolves `host` (a numeric address only when `numericHost`; a name resolution blocks the caller) and starts a
+    /// non-blocking, close-on-exec, no-delay TCP connect to it. Returns the socket, which the caller owns from here,
+    /// and whether the connect is still in progress (wait for POLLOUT, then read SO_ERROR).
+    package static func startConnect(host: String, port: Int, numericHost: Bool) throws(ConnectStartFailure) -> (fd: Int32, inProgress: Bool) {
+        var hints = addrinfo()
+        hints.ai_flags = numericHost ? AI_NUMERICHOST | AI_NUMERICSERV : 0
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = stream
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let address = list else {
+            throw ConnectStartFailure(step: .resolve, reason: String(cString: gai_strerror(status)))
+        }
+        defer { freeaddrinfo(list) }
+        let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype, address.pointee.ai_protocol)
+        guard fd >= 0 else { throw ConnectStartFailure(step: .socket, reason: errnoText()) }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        #if canImport(Darwin)
+        var noSigpipe: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &noSigpipe, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        guard setNonBlocking(fd) else {
+            let reason = errnoText()
+            close(fd)
+            throw ConnectStartFailure(step: .configure, reason: reason)
+        }
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        if connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) != 0 {
+            let code = errno
+            guard code == EINPROGRESS else {
+                close(fd)
+                throw ConnectStartFailure(step: .connect, reason: errnoText(code))
+            }
+            return (fd, true)
+        }
+        return (fd, false)
+    }
+
     /// Monotonic nanoseconds.
-    static func now() -> UInt64 {
+    package static func now() -> UInt64 {
         var ts = timespec(tv_sec: 0, tv_nsec: 0)
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
 
-    static func nanoseconds(_ d: Duration) -> UInt64 {
+    package static func nanoseconds(_ d: Duration) -> UInt64 {
         let c = d.components
         if c.seconds < 0 { return 0 }
         return UInt64(c.seconds) &* 1_000_000_000 &+ UInt64(c.attoseconds / 1_000_000_000)

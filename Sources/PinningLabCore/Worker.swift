@@ -46,17 +46,9 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
                 pollFDs.append(pollfd(fd: c.fd, events: c.events, revents: 0))
                 nearest = min(nearest, c.deadline)
             }
-            var timeout: Int32 = -1
-            if nearest != .max {
-                let now = Sockets.now()
-                timeout = nearest <= now ? 0 : Int32(min((nearest - now + 999_999) / 1_000_000, 60_000))
-            }
-            let n = poll(&pollFDs, nfds_t(pollFDs.count), timeout)
+            let n = poll(&pollFDs, nfds_t(pollFDs.count), Sockets.pollTimeout(until: nearest))
             if n < 0 && errno != EINTR { break }
-            if pollFDs[0].revents != 0 {
-                var sink = [UInt8](repeating: 0, count: 64)
-                while read(wakeRead, &sink, sink.count) > 0 {}
-            }
+            if pollFDs[0].revents != 0 { Sockets.drain(wakeRead) }
             // Existing connections first (their pollfd entries line up with `connections`).
             let now = Sockets.now()
             var finishedAny = false

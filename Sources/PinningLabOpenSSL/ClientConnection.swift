@@ -30,37 +30,20 @@ final class ClientSocket {
     let descriptor: Int32
 
     init(ip: String, port: Int, deadline: ClientDeadline) throws(ClientFailure) {
-        var hints = addrinfo()
-        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
-        hints.ai_family = AF_UNSPEC
-        #if canImport(Darwin)
-        hints.ai_socktype = SOCK_STREAM
-        #else
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #endif
-        var list: UnsafeMutablePointer<addrinfo>? = nil
-        let status = getaddrinfo(ip, String(port), &hints, &list)
-        guard status == 0, let address = list else {
-            throw ClientFailure(category: .other, detail: "target.ip \"\(ip)\" is not a numeric address: \(String(cString: gai_strerror(status)))")
-        }
-        defer { freeaddrinfo(list) }
-
-        let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype, address.pointee.ai_protocol)
-        guard fd >= 0 else {
-            throw ClientFailure(category: .other, detail: "socket: \(String(cString: strerror(errno)))")
-        }
-        descriptor = fd  // from here on deinit closes it
-        #if canImport(Darwin)
-        var one: Int32 = 1
-        _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-        #endif
-        guard fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK) == 0 else {
-            throw ClientFailure(category: .other, detail: "fcntl(O_NONBLOCK): \(String(cString: strerror(errno)))")
-        }
-        if connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) != 0 {
-            guard errno == EINPROGRESS else {
-                throw ClientFailure(category: .other, detail: "connect to \(ip):\(port): \(String(cString: strerror(errno)))")
+        let started: (fd: Int32, inProgress: Bool)
+        do {
+            started = try Sockets.startConnect(host: ip, port: port, numericHost: true)
+        } catch {
+            switch error.step {
+            case .resolve: throw ClientFailure(category: .other, detail: "target.ip \"\(ip)\" is not a numeric address: \(error.reason)")
+            case .socket: throw ClientFailure(category: .other, detail: "socket: \(error.reason)")
+            case .configure: throw ClientFailure(category: .other, detail: "fcntl(O_NONBLOCK): \(error.reason)")
+            case .connect: throw ClientFailure(category: .other, detail: "connect to \(ip):\(port): \(error.reason)")
             }
+        }
+        let fd = started.fd
+        descriptor = fd  // from here on deinit closes it
+        if started.inProgress {
             guard try Self.waitFor(fd, events: Int16(POLLOUT), deadline: deadline) else {
                 throw ClientFailure(category: .timeout, detail: "timed out connecting to \(ip):\(port)")
             }
@@ -267,7 +250,12 @@ enum ClientConnection {
         throws(ClientFailure) -> ClientOutcome
     {
         let context = try ClientContext(target: target, state: state)
-        let socket = try ClientSocket(ip: target.ip, port: target.port, deadline: deadline)
+        let socket: ClientSocket
+        if let proxy = target.proxy {
+            socket = try tunnel(through: proxy, to: target, deadline: deadline)
+        } else {
+            socket = try ClientSocket(ip: target.ip, port: target.port, deadline: deadline)
+        }
         let session = try ClientSession(
             context: context, socket: socket, host: target.host, state: state, deadline: deadline)
 
@@ -322,6 +310,65 @@ enum ClientConnection {
         detail += " (\(response.count) bytes, \(ending))"
         if let pinMatch = state.pinMatch { detail += "; \(pinMatch)" }
         return .accepted(detail)
+    }
+
+    /// Connects to `target`, runs the handshake as far as the server's certificates, and returns the chain the
+    /// server sent (whether or not it would be trusted), or why there is none.
+    static func presentedChain(target: ClientTarget) -> Result<[[UInt8]], ClientFailure> {
+        let deadline = ClientDeadline(after: target.timeout)
+        let state = ClientVerifyState(policy: ClientPolicy(mistake: .none, pins: .empty))
+        return withExtendedLifetime(state) { () -> Result<[[UInt8]], ClientFailure> in
+            do throws(ClientFailure) {
+                let context = try ClientContext(target: target, state: state)
+                let socket = try ClientSocket(ip: target.ip, port: target.port, deadline: deadline)
+                let session = try ClientSession(context: context, socket: socket, host: target.host, state: state, deadline: deadline)
+                _ = try? session.drive { SSL_connect($0) }
+            } catch {
+                return .failure(error)
+            }
+            if state.presentedChainDER.isEmpty {
+                return .failure(ClientFailure(category: .protocolError, detail: "the server sent no certificate"))
+            }
+            return .success(state.presentedChainDER)
+        }
+    }
+
+    /// Connects to an HTTP proxy and asks it (CONNECT) for a tunnel to `target.host:target.port`.
+    private static func tunnel(through proxy: String, to target: ClientTarget, deadline: ClientDeadline)
+        throws(ClientFailure) -> ClientSocket
+    {
+        guard let colon = proxy.lastIndex(of: ":"), let port = Int(proxy[proxy.index(after: colon)...]) else {
+            throw ClientFailure(category: .other, detail: "target.proxy \"\(proxy)\" is not IP:PORT (e.g. 127.0.0.1:8080)")
+        }
+        let ip = proxy[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let socket = try ClientSocket(ip: ip, port: port, deadline: deadline)
+        let authority = target.host.contains(":") ? "[\(target.host)]:\(target.port)" : "\(target.host):\(target.port)"
+        try socket.sendAll(Array("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n".utf8), deadline: deadline)
+        var reply: [UInt8] = []
+        // Read byte-wise up to the end of the reply's header: nothing of the tunnel may be consumed here.
+        while !reply.suffix(4).elementsEqual([13, 10, 13, 10]) {
+            guard reply.count < 16 * 1024 else {
+                throw ClientFailure(category: .protocolError, detail: "the proxy's reply to CONNECT is over 16 KiB")
+            }
+            var byte: UInt8 = 0
+            let n = recv(socket.descriptor, &byte, 1, 0)
+            if n == 1 {
+                reply.append(byte)
+            } else if n == 0 {
+                throw ClientFailure(category: .protocolError, detail: "the proxy closed the connection before answering CONNECT")
+            } else if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                guard try ClientSocket.waitFor(socket.descriptor, events: Int16(POLLIN), deadline: deadline) else {
+                    throw ClientFailure(category: .timeout, detail: "timed out waiting for the proxy's reply to CONNECT")
+                }
+            } else {
+                throw ClientFailure(category: .protocolError, detail: "recv from the proxy: \(String(cString: strerror(errno)))")
+            }
+        }
+        let status = String(decoding: reply, as: UTF8.self).split(separator: "\r\n").first.map(String.init) ?? ""
+        guard status.split(separator: " ").dropFirst().first == "200" else {
+            throw ClientFailure(category: .other, detail: "the proxy refused CONNECT \(authority): \(status)")
+        }
+        return socket
     }
 
     /// A handshake that did not complete: our own decision (pins, chain, hostname), the server's alert, the

@@ -117,3 +117,24 @@ public enum ReferenceClients {
         ReferenceClient.Mistake(clientName: name).map { ReferenceClient(mistake: $0) }
     }
 }
+
+/// The certificate chain a TLS server presents, as captured by an OpenSSL client (what `openssl s_client
+/// -showcerts` prints), for tools that replay a real server's chain (`pinlab intercept --genuine-chain upstream`).
+public enum PresentedChain {
+    /// Connects to `ip:port` (numeric) with SNI `serverName`, and returns the DER certificates the server sent,
+    /// in order, whether or not they would be trusted. Blocks the calling thread for at most `timeout`: call it
+    /// from a dedicated thread. Throws a message naming the address when there is no chain.
+    public static func fetch(ip: String, port: Int, serverName: String, timeout: Duration = .seconds(5)) throws(PresentedChainError) -> [[UInt8]] {
+        let target = ClientTarget(
+            host: serverName, ip: ip, port: port, trustRootsDER: [], pins: .empty, scenario: "presented-chain",
+            profile: .none, timeout: timeout)
+        switch ClientConnection.presentedChain(target: target) {
+        case .success(let chain): return chain
+        case .failure(let f): throw PresentedChainError(description: "\(ip):\(port) (SNI \(serverName)): \(f.detail)")
+        }
+    }
+}
+
+public struct PresentedChainError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+}

@@ -120,6 +120,8 @@ final class ClientVerifyState {
     /// Which certificate matched, for the outcome's detail.
     var pinMatch: String?
     var presentedChainLength = 0
+    /// The certificates the server sent (DER, in order), captured before any decision.
+    var presentedChainDER: [[UInt8]] = []
     /// The alert the server sent us (`SSL_CB_READ_ALERT`), as OpenSSL's long description, and its code.
     var alertReceived: (code: Int32, text: String)?
     /// Whether the server sent a CertificateRequest.
@@ -139,6 +141,11 @@ final class ClientVerifyState {
         verifyCallbackRan = true
         let presented = X509_STORE_CTX_get0_untrusted(storeContext)
         presentedChainLength = presented.map { Int(cpl_client_sk_X509_num($0)) } ?? 0
+        if let presented {
+            presentedChainDER = (0..<Int32(presentedChainLength)).compactMap { i in
+                cpl_client_sk_X509_value(presented, i).map(ClientCertificateBytes.certificate)
+            }
+        }
 
         if policy.pinReplacesValidation {
             if let index = policy.firstPinnedIndex(in: presented) {

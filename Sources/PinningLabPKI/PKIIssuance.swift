@@ -24,7 +24,7 @@ extension Builder {
         return DistinguishedName(rdns)
     }
 
-    func signatureAlgorithm(signer: KeyType, hash: SignatureHash?) -> Certificate.SignatureAlgorithm {
+    static func signatureAlgorithm(signer: KeyType, hash: SignatureHash?) -> Certificate.SignatureAlgorithm {
         switch signer {
         case .p256: return hash == .sha384 ? .ecdsaWithSHA384 : hash == .sha512 ? .ecdsaWithSHA512 : .ecdsaWithSHA256
         case .p384: return hash == .sha256 ? .ecdsaWithSHA256 : hash == .sha512 ? .ecdsaWithSHA512 : .ecdsaWithSHA384
@@ -131,7 +131,7 @@ extension Builder {
                     cert = try Certificate(
                         version: .v3, serialNumber: .init(bytes: serial), publicKey: publicKey,
                         notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN, subject: subject,
-                        signatureAlgorithm: signatureAlgorithm(signer: signer.type, hash: e.signature),
+                        signatureAlgorithm: Self.signatureAlgorithm(signer: signer.type, hash: e.signature),
                         extensions: ext, issuerPrivateKey: signer.certificatePrivateKey)
                 } catch {
                     throw PKIError(.issuanceFailed, "cannot issue the certificate: \(error)", file: spec.file,

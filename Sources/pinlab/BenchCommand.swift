@@ -6,7 +6,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure PinningLab side by side with the tools people use instead; prints medians and ratios.",
-        subcommands: [PKI.self, Batch.self]
+        subcommands: [PKI.self, Batch.self, Intercept.self]
     )
 }
 

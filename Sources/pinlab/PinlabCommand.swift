@@ -7,6 +7,6 @@ struct Pinlab: AsyncParsableCommand {
         abstract: "A private PKI, misbehaving TLS servers and a verdict matrix for certificate pinning.",
         subcommands: [PKICommand.self, ServeCommand.self, ScenariosCommand.self, ExplainCommand.self, LabCommand.self,
                       CheckCommand.self, DemoCommand.self, BenchCommand.self, ExportCommand.self,
-                      ReportCommand.self]
+                      ReportCommand.self, InterceptCommand.self]
     )
 }

@@ -1,0 +1,314 @@
+public import Foundation
+
+/// The verdict for one host the client talked to through the proxy.
+public struct HostVerdict: Sendable, Hashable, Codable {
+    public enum Status: String, Sendable, Hashable, Codable, CaseIterable {
+        /// Declared pinned, intercepted, and no request was sent: the pinning held.
+        case refused
+        /// Declared pinned, intercepted, and the request was sent anyway.
+        case notPinned = "not-pinned"
+        /// Not declared pinned, intercepted, and the request was sent: as declared.
+        case allowed
+        /// Not declared pinned, intercepted, and no request was sent: the client pins more than declared, or it
+        /// does not trust the proxy root (is it installed?).
+        case unexpectedRefusal = "unexpected-refusal"
+        /// Tunnelled to the upstream without interception: nothing to judge.
+        case passedThrough = "passed-through"
+
+        /// Whether this host deviates from the declaration (`pinlab intercept` then exits non-zero).
+        public var isDeviation: Bool { self == .notPinned || self == .unexpectedRefusal }
+
+        public var message: String {
+            switch self {
+            case .refused: return "refused interception: good"
+            case .notPinned: return "sent its request to an intercepting proxy: NOT PINNED"
+            case .allowed: return "not pinned, allowed through (as declared)"
+            case .unexpectedRefusal:
+                return "refused interception although not declared pinned (pins more than declared, or the proxy root is not trusted)"
+            case .passedThrough: return "passed through to the upstream, not intercepted: no verdict"
+            }
+        }
+    }
+
+    public var host: String
+    /// Whether a `--pinned` pattern covers the host, and which one.
+    public var declaredPinned: Bool
+    public var pinnedBy: String?
+    public var policy: InterceptPolicy
+    public var connections: Int
+    public var handshakesCompleted: Int
+    /// Connections on which the client sent application data (its request) through the intercepted session.
+    public var requestsSent: Int
+    public var status: Status
+    public var message: String
+    /// The client's alerts, e.g. `bad_certificate`, and how connections ended.
+    public var alerts: [String]
+    public var closures: [String]
+    public var requestLines: [String]
+
+    /// Judges one host from its connections.
+    public init(host: String, pinned: [HostPattern], observations: [InterceptObservation]) {
+        self.host = host
+        let pattern = pinned.first { $0.matches(host) }
+        declaredPinned = pattern != nil
+        pinnedBy = pattern?.text
+        policy = observations.compactMap(\.policy).first ?? .mint
+        connections = observations.count
+        handshakesCompleted = observations.filter(\.handshakeCompleted).count
+        requestsSent = observations.filter(\.applicationDataReceived).count
+        alerts = Array(Set(observations.compactMap(\.alertReceived))).sorted()
+        closures = Array(Set(observations.map(\.closure))).sorted()
+        requestLines = Array(Set(observations.compactMap { $0.applicationDataReceived ? $0.requestLine : nil })).sorted()
+        let intercepted = observations.contains { $0.policy?.intercepts ?? false }
+        if !intercepted {
+            status = .passedThrough
+        } else if requestsSent > 0 {
+            status = declaredPinned ? .notPinned : .allowed
+        } else {
+            status = declaredPinned ? .refused : .unexpectedRefusal
+        }
+        message = status.message
+    }
+}
+
+/// Counts of host verdicts.
+public struct InterceptSummary: Sendable, Hashable, Codable {
+    public var hosts: Int
+    public var refused: Int
+    public var notPinned: Int
+    public var allowed: Int
+    public var unexpectedRefusal: Int
+    public var passedThrough: Int
+    /// Connections that never named a host (no CONNECT, bad request).
+    public var otherConnections: Int
+
+    init(_ hosts: [HostVerdict], other: Int) {
+        self.hosts = hosts.count
+        refused = hosts.filter { $0.status == .refused }.count
+        notPinned = hosts.filter { $0.status == .notPinned }.count
+        allowed = hosts.filter { $0.status == .allowed }.count
+        unexpectedRefusal = hosts.filter { $0.status == .unexpectedRefusal }.count
+        passedThrough = hosts.filter { $0.status == .passedThrough }.count
+        otherConnections = other
+    }
+
+    public var line: String {
+        "\(hosts) hosts: \(refused) refused (good), \(notPinned) NOT PINNED, \(allowed) allowed (as declared), \(unexpectedRefusal) unexpected refusals, \(passedThrough) passed through"
+    }
+}
+
+/// The result of an interception session: a verdict per host, and every connection as seen.
+public struct InterceptReport: Sendable, Codable {
+    public var tool: String = "pinlab"
+    public var kind: String = "intercept"
+    public var formatVersion: Int = 1
+    /// `127.0.0.1:PORT`.
+    public var proxy: String
+    public var engine: String
+    public var pinned: [String]
+    public var policies: PolicyTable
+    public var startedAt: Date
+    public var durationSeconds: Double
+    public var summary: InterceptSummary
+    public var deviates: Bool
+    public var hosts: [HostVerdict]
+    public var connections: [InterceptObservation]
+
+    public init(
+        proxy: String, engine: String, pinned: [HostPattern], policies: PolicyTable, startedAt: Date,
+        durationSeconds: Double, observations: [InterceptObservation]
+    ) {
+        self.proxy = proxy
+        self.engine = engine
+        self.pinned = pinned.map(\.text)
+        self.policies = policies
+        self.startedAt = startedAt
+        self.durationSeconds = durationSeconds
+        var order: [String] = []
+        var byHost: [String: [InterceptObservation]] = [:]
+        for o in observations {
+            guard let h = o.host else { continue }
+            if byHost[h] == nil { order.append(h) }
+            byHost[h, default: []].append(o)
+        }
+        hosts = order.map { HostVerdict(host: $0, pinned: pinned, observations: byHost[$0]!) }
+        summary = InterceptSummary(hosts, other: observations.filter { $0.host == nil }.count)
+        deviates = hosts.contains { $0.status.isDeviation }
+        connections = observations
+    }
+
+    public func verdict(for host: String) -> HostVerdict? { hosts.first { $0.host == host } }
+
+    /// One line: `NOT PINNED — 3 hosts: …`.
+    public var summaryLine: String {
+        (deviates ? "DEVIATES from the declared pins" : "as declared") + " — " + summary.line
+    }
+
+    /// Renders the report in one of `pinlab check`'s formats.
+    public func render(_ format: ReportFormat, color: Bool = false) throws -> String {
+        switch format {
+        case .text: return renderText(color: color)
+        case .json: return try JSONOutput.string(self) + "\n"
+        case .junit: return renderJUnit()
+        case .markdown: return renderMarkdown()
+        case .html: return renderHTML()
+        }
+    }
+
+    func mark(_ s: HostVerdict.Status) -> String {
+        switch s {
+        case .refused, .allowed: return "ok  "
+        case .notPinned, .unexpectedRefusal: return "FAIL"
+        case .passedThrough: return "--  "
+        }
+    }
+
+    public func renderText(color: Bool = false) -> String {
+        func paint(_ s: String, _ status: HostVerdict.Status) -> String {
+            guard color else { return s }
+            let code = status.isDeviation ? "31;1" : status == .passedThrough ? "2" : "32"
+            return "\u{1B}[\(code)m\(s)\u{1B}[0m"
+        }
+        var out = "pinlab intercept on \(proxy) (\(engine)) — pinned: \(pinned.isEmpty ? "(none declared)" : pinned.joined(separator: ", "))\n"
+        let width = max(4, hosts.map(\.host.count).max() ?? 4)
+        for h in hosts {
+            let scope = h.pinnedBy.map { "pinned by \($0)" } ?? "not pinned"
+            let detail = "\(h.policy), \(h.connections) conn, \(h.requestsSent) sent"
+                + (h.alerts.isEmpty ? "" : ", alert \(h.alerts.joined(separator: "/"))")
+            out += paint("\(mark(h.status)) ", h.status) + h.host.padding(toLength: width, withPad: " ", startingAt: 0)
+                + "  \(scope.padding(toLength: 26, withPad: " ", startingAt: 0)) \(paint(h.message, h.status))  [\(detail)]\n"
+        }
+        if hosts.isEmpty { out += "(no client connected through the proxy)\n" }
+        if summary.otherConnections > 0 { out += "\(summary.otherConnections) connection(s) named no host (not CONNECT, or closed first)\n" }
+        out += summaryLine + "\n"
+        return out
+    }
+
+    public func renderJUnit() -> String {
+        let failures = hosts.filter(\.status.isDeviation).count
+        let skipped = hosts.filter { $0.status == .passedThrough }.count
+        var x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        x += "<testsuites name=\"pinlab intercept\" tests=\"\(hosts.count)\" failures=\"\(failures)\" errors=\"0\" skipped=\"\(skipped)\" time=\"\(String(format: "%.3f", durationSeconds))\">\n"
+        x += "  <testsuite name=\"intercept \(xml(proxy))\" tests=\"\(hosts.count)\" failures=\"\(failures)\" errors=\"0\" skipped=\"\(skipped)\" time=\"\(String(format: "%.3f", durationSeconds))\">\n"
+        for h in hosts {
+            x += "    <testcase classname=\"intercept.\(xml(h.policy.rawValue))\" name=\"\(xml(h.host))\" time=\"0\">\n"
+            let detail = "\(h.message); pinned by: \(h.pinnedBy ?? "nothing"); connections: \(h.connections); requests sent: \(h.requestsSent); alerts: \(h.alerts.joined(separator: ", ")); closures: \(h.closures.joined(separator: ", "))"
+            if h.status.isDeviation {
+                x += "      <failure message=\"\(xml(h.message))\" type=\"\(h.status.rawValue)\">\(xml(detail))</failure>\n"
+            } else if h.status == .passedThrough {
+                x += "      <skipped message=\"\(xml(h.message))\"/>\n"
+            }
+            x += "      <system-out>\(xml(detail))</system-out>\n    </testcase>\n"
+        }
+        x += "  </testsuite>\n</testsuites>\n"
+        return x
+    }
+
+    public func renderMarkdown() -> String {
+        var m = "# pinlab intercept\n\n\(summaryLine)\n\n| host | declared | policy | connections | requests sent | verdict |\n|---|---|---|---|---|---|\n"
+        for h in hosts {
+            m += "| `\(h.host)` | \(h.pinnedBy.map { "pinned (`\($0)`)" } ?? "not pinned") | \(h.policy) | \(h.connections) | \(h.requestsSent) | \(h.status.isDeviation ? "**\(h.message)**" : h.message) |\n"
+        }
+        return m
+    }
+
+    public func renderHTML() -> String {
+        var h = """
+        <!DOCTYPE html>
+        <html lang="en"><head><meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>pinlab intercept: \(xml(proxy))</title>
+        <style>
+        body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;background:#fbfbfd}
+        h1{font-size:22px;margin:0 0 4px} code{font-family:"SF Mono",Menlo,"DejaVu Sans Mono",monospace;font-size:12px}
+        .summary{padding:10px 14px;border-radius:8px;margin:12px 0;font-weight:600}
+        .ok{background:#e3f6e8;color:#14532d} .bad{background:#fde8e8;color:#7f1d1d} .none{background:#eef1f6;color:#475467}
+        table{border-collapse:collapse;margin:8px 0} th,td{border:1px solid #d7dbe3;padding:4px 8px;text-align:left}
+        th{background:#eef1f6}
+        </style></head><body>
+        <h1>pinlab intercept</h1>
+        <p>Proxy <code>\(xml(proxy))</code> (\(xml(engine))), declared pinned: <code>\(xml(pinned.isEmpty ? "(none)" : pinned.joined(separator: ", ")))</code></p>
+        <div class="summary \(deviates ? "bad" : "ok")">\(xml(summaryLine))</div>
+        <table><tr><th>host</th><th>declared</th><th>policy</th><th>connections</th><th>handshakes</th><th>requests sent</th><th>alerts</th><th>verdict</th></tr>
+
+        """
+        for v in hosts {
+            let cls = v.status.isDeviation ? "bad" : v.status == .passedThrough ? "none" : "ok"
+            h += "<tr><td><code>\(xml(v.host))</code></td><td>\(xml(v.pinnedBy.map { "pinned by \($0)" } ?? "not pinned"))</td><td>\(v.policy)</td>"
+            h += "<td>\(v.connections)</td><td>\(v.handshakesCompleted)</td><td>\(v.requestsSent)</td><td>\(xml(v.alerts.joined(separator: ", ")))</td>"
+            h += "<td class=\"\(cls)\">\(xml(v.message))</td></tr>\n"
+        }
+        h += "</table>\n</body></html>\n"
+        return h
+    }
+
+    /// The JSON Schema (draft 2020-12) of the JSON report.
+    public static let jsonSchema: String = #"""
+    {
+      "$schema": "https://json-schema.org/draft/2020-12/schema",
+      "$id": "https://pinninglab.test/schemas/intercept-report-1.json",
+      "title": "pinlab intercept report",
+      "type": "object",
+      "required": ["tool", "kind", "formatVersion", "proxy", "engine", "pinned", "policies", "startedAt", "durationSeconds", "summary", "deviates", "hosts", "connections"],
+      "additionalProperties": false,
+      "properties": {
+        "tool": {"const": "pinlab"},
+        "kind": {"const": "intercept"},
+        "formatVersion": {"const": 1},
+        "proxy": {"type": "string"},
+        "engine": {"enum": ["openssl", "gnutls"]},
+        "pinned": {"type": "array", "items": {"type": "string"}},
+        "policies": {
+          "type": "object", "required": ["defaultPolicy", "rules"], "additionalProperties": false,
+          "properties": {
+            "defaultPolicy": {"$ref": "#/$defs/policy"},
+            "rules": {"type": "array", "items": {"type": "object", "required": ["pattern", "policy"], "additionalProperties": false,
+              "properties": {"pattern": {"type": "string"}, "policy": {"$ref": "#/$defs/policy"}}}}
+          }
+        },
+        "startedAt": {"type": "string", "format": "date-time"},
+        "durationSeconds": {"type": "number", "minimum": 0},
+        "deviates": {"type": "boolean"},
+        "summary": {
+          "type": "object", "additionalProperties": false,
+          "required": ["hosts", "refused", "notPinned", "allowed", "unexpectedRefusal", "passedThrough", "otherConnections"],
+          "properties": {
+            "hosts": {"type": "integer", "minimum": 0}, "refused": {"type": "integer", "minimum": 0},
+            "notPinned": {"type": "integer", "minimum": 0}, "allowed": {"type": "integer", "minimum": 0},
+            "unexpectedRefusal": {"type": "integer", "minimum": 0}, "passedThrough": {"type": "integer", "minimum": 0},
+            "otherConnections": {"type": "integer", "minimum": 0}
+          }
+        },
+        "hosts": {"type": "array", "items": {
+          "type": "object", "additionalProperties": false,
+          "required": ["host", "declaredPinned", "policy", "connections", "handshakesCompleted", "requestsSent", "status", "message", "alerts", "closures", "requestLines"],
+          "properties": {
+            "host": {"type": "string"}, "declaredPinned": {"type": "boolean"}, "pinnedBy": {"type": "string"},
+            "policy": {"$ref": "#/$defs/policy"}, "connections": {"type": "integer", "minimum": 1},
+            "handshakesCompleted": {"type": "integer", "minimum": 0}, "requestsSent": {"type": "integer", "minimum": 0},
+            "status": {"enum": ["refused", "not-pinned", "allowed", "unexpected-refusal", "passed-through"]},
+            "message": {"type": "string"},
+            "alerts": {"type": "array", "items": {"type": "string"}},
+            "closures": {"type": "array", "items": {"type": "string"}},
+            "requestLines": {"type": "array", "items": {"type": "string"}}
+          }
+        }},
+        "connections": {"type": "array", "items": {
+          "type": "object", "additionalProperties": false,
+          "required": ["id", "startedAt", "peer", "handshakeCompleted", "applicationDataReceived", "bytesFromClient", "bytesFromUpstream", "closure", "totalMilliseconds"],
+          "properties": {
+            "id": {"type": "integer"}, "startedAt": {"type": "string", "format": "date-time"}, "peer": {"type": "string"},
+            "authority": {"type": "string"}, "host": {"type": "string"}, "serverName": {"type": "string"},
+            "policy": {"$ref": "#/$defs/policy"}, "upstream": {"type": "string"},
+            "handshakeCompleted": {"type": "boolean"}, "applicationDataReceived": {"type": "boolean"},
+            "bytesFromClient": {"type": "integer", "minimum": 0}, "bytesFromUpstream": {"type": "integer", "minimum": 0},
+            "requestLine": {"type": "string"}, "alertReceived": {"type": "string"}, "tlsVersion": {"type": "string"},
+            "closure": {"type": "string"}, "error": {"type": "string"}, "genuineChain": {"type": "string"},
+            "totalMilliseconds": {"type": "number", "minimum": 0}
+          }
+        }}
+      },
+      "$defs": {"policy": {"enum": ["mint", "stuff", "collision", "passthrough"]}}
+    }
+    """#
+}

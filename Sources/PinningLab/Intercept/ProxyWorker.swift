@@ -1,0 +1,574 @@
+import Foundation
+import PinningLabCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One worker thread of the interception proxy: a `poll` loop over a wake-up pipe, the shared listening socket
+/// and the connections it accepted (two descriptors each: the client and, for a tunnel, the upstream).
+final class ProxyWorker: @unchecked Sendable {  // `connections` is touched only by the worker's own thread
+    private let core: ProxyCore
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private var connections: [ProxyConnection] = []
+    private var pollFDs: [pollfd] = []
+
+    init(core: ProxyCore) throws(TLSEngineError) {
+        self.core = core
+        guard let (r, w) = Sockets.makePipe() else { throw TLSEngineError(.io, "pipe(): \(Sockets.errnoText())") }
+        wakeRead = r
+        wakeWrite = w
+    }
+
+    func wake() {
+        var b: UInt8 = 1
+        _ = write(wakeWrite, &b, 1)
+    }
+
+    func closePipe() {
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    func run() {
+        while !core.withLock({ $0.stopping }) {
+            let listening = core.mayAccept()
+            pollFDs.removeAll(keepingCapacity: true)
+            pollFDs.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+            pollFDs.append(pollfd(fd: listening ? core.listenFD : -1, events: Int16(POLLIN), revents: 0))
+            var nearest = UInt64.max
+            for c in connections {
+                pollFDs.append(pollfd(fd: c.clientEvents == 0 ? -1 : c.fd, events: c.clientEvents, revents: 0))
+                pollFDs.append(pollfd(fd: c.upstreamEvents == 0 ? -1 : c.upstreamFD, events: c.upstreamEvents, revents: 0))
+                nearest = min(nearest, c.deadline, c.retryAt)
+            }
+            let n = poll(&pollFDs, nfds_t(pollFDs.count), Sockets.pollTimeout(until: nearest))
+            if n < 0 && errno != EINTR { break }
+            if pollFDs[0].revents != 0 { Sockets.drain(wakeRead) }
+            let now = Sockets.now()
+            var finishedAny = false
+            for (i, c) in connections.enumerated() {
+                let a = pollFDs[2 + 2 * i].revents, b = pollFDs[3 + 2 * i].revents
+                if a != 0 || b != 0 || c.retryAt <= now {
+                    c.advance()
+                } else if c.deadline <= now {
+                    c.timedOut()
+                }
+                if c.isFinished { finishedAny = true }
+            }
+            if finishedAny { connections.removeAll { $0.isFinished } }
+            if listening && pollFDs[1].revents != 0 {
+                for _ in 0..<32 {
+                    guard let (fd, peer, id) = core.acceptOne() else { break }
+                    let c = ProxyConnection(core: core, fd: fd, peer: peer, id: id)
+                    c.advance()
+                    if !c.isFinished { connections.append(c) }
+                }
+            }
+        }
+        for c in connections { c.finish("proxy-stopped", error: nil) }
+        connections.removeAll()
+    }
+}
+
+/// One client connection: the CONNECT request, then an intercepted TLS session or a TCP tunnel.
+final class ProxyConnection {
+    enum Phase { case connectRequest, connectReply, hello, fetching, handshake, request, response, dialing, tunnel, finished }
+
+    let fd: Int32
+    private(set) var upstreamFD: Int32 = -1
+    private let core: ProxyCore
+    private let started = Date()
+    private let startNanos = Sockets.now()
+    private(set) var phase = Phase.connectRequest
+    private(set) var clientEvents = Int16(POLLIN)
+    private(set) var upstreamEvents: Int16 = 0
+    private(set) var deadline: UInt64
+    private(set) var retryAt = UInt64.max
+    private var inbound: [UInt8] = []
+    private var outbound: [UInt8] = []
+    private var written = 0
+    private var afterReply = Phase.hello
+    private var session: (any TLSServerSession)?
+    private var observation: InterceptObservation
+    private var authorityHost = ""
+    private var authorityPort = 0
+    // Tunnel buffers: client → upstream and upstream → client, with their read offsets.
+    private var toUpstream: [UInt8] = []
+    private var toUpstreamOffset = 0
+    private var toClient: [UInt8] = []
+    private var toClientOffset = 0
+    private var clientEOF = false
+    private var upstreamEOF = false
+
+    static let maxHeader = 16 * 1024
+    static let bufferSize = 64 * 1024
+
+    var isFinished: Bool { phase == .finished }
+
+    init(core: ProxyCore, fd: Int32, peer: String, id: Int) {
+        self.core = core
+        self.fd = fd
+        deadline = startNanos &+ core.handshakeTimeout
+        observation = InterceptObservation(
+            id: id, startedAt: started, peer: peer, authority: nil, host: nil, serverName: nil, policy: nil,
+            upstream: nil, handshakeCompleted: false, applicationDataReceived: false, bytesFromClient: 0,
+            bytesFromUpstream: 0, requestLine: nil, alertReceived: nil, tlsVersion: nil, closure: "", error: nil,
+            genuineChain: nil, totalMilliseconds: 0)
+    }
+
+    func timedOut() {
+        switch phase {
+        case .connectRequest, .connectReply, .hello, .handshake: finish("handshake-timeout", error: nil)
+        case .fetching: finish("upstream-timeout", error: "the upstream's chain was not fetched in time")
+        case .dialing: finish("upstream-timeout", error: "no connection to \(observation.upstream ?? "the upstream")")
+        case .request, .response, .tunnel: finish("idle-timeout", error: nil)
+        case .finished: return
+        }
+    }
+
+    func advance() {
+        retryAt = .max
+        while true {
+            switch phase {
+            case .connectRequest:
+                guard readConnect() else { return }
+            case .connectReply:
+                guard writeOutbound() else { return }
+                if afterReply == .finished {
+                    finish(observation.closure, error: observation.error)
+                    return
+                }
+                phase = afterReply
+                if phase == .dialing { dial() }
+            case .hello:
+                guard peekHello() else { return }
+            case .fetching:
+                guard let host = observation.host,
+                    core.genuineReady(host: host, authorityHost: authorityHost, authorityPort: authorityPort)
+                else {
+                    retryAt = Sockets.now() &+ 5_000_000
+                    return
+                }
+                guard openSession(host: host, policy: .stuff) else { return }
+            case .handshake:
+                guard let session else { return }
+                switch session.handshake() {
+                case .done, .bytes:
+                    observation.handshakeCompleted = true
+                    observation.tlsVersion = session.details.version?.rawValue
+                    phase = .request
+                    deadline = Sockets.now() &+ core.idleTimeout
+                case .wantRead: clientEvents = Int16(POLLIN); return
+                case .wantWrite: clientEvents = Int16(POLLOUT); return
+                case .closed(let t):
+                    finish(t.kind == .alertReceived || t.kind == .closeNotify ? "alert" : "handshake-failed:\(t.kind)", error: t.detail)
+                    return
+                }
+            case .request:
+                guard let session else { return }
+                var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+                let step = chunk.withUnsafeMutableBytes { session.read(into: $0) }
+                switch step {
+                case .bytes(let n):
+                    observation.applicationDataReceived = true
+                    observation.bytesFromClient += n
+                    if inbound.count < Self.maxHeader { inbound += chunk.prefix(n) }
+                    if let end = Self.headerEnd(inbound) ?? (inbound.count >= Self.maxHeader ? inbound.count : nil) {
+                        prepareResponse(headerBytes: end)
+                    }
+                case .done: continue
+                case .wantRead: clientEvents = Int16(POLLIN); return
+                case .wantWrite: clientEvents = Int16(POLLOUT); return
+                case .closed(let t):
+                    finish(observation.applicationDataReceived ? "closed-during-request" : "closed-after-handshake", error: t.detail)
+                    return
+                }
+            case .response:
+                guard let session else { return }
+                if written >= outbound.count {
+                    session.shutdown()
+                    finish("response-sent", error: nil)
+                    return
+                }
+                let step = outbound.withUnsafeBytes { session.write(UnsafeRawBufferPointer(rebasing: $0[written...])) }
+                switch step {
+                case .bytes(let n): written += n
+                case .done: continue
+                case .wantRead: clientEvents = Int16(POLLIN); return
+                case .wantWrite: clientEvents = Int16(POLLOUT); return
+                case .closed(let t): finish("closed-during-response", error: t.detail); return
+                }
+            case .dialing:
+                guard finishDial() else { return }
+            case .tunnel:
+                relay()
+                return
+            case .finished:
+                return
+            }
+        }
+    }
+
+    // MARK: CONNECT
+
+    /// Reads the CONNECT request; `true` when the phase moved on.
+    private func readConnect() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let n = read(fd, &chunk, chunk.count)
+        if n == 0 {
+            finish(inbound.isEmpty ? "closed-before-connect" : "closed-during-connect", error: nil)
+            return false
+        }
+        if n < 0 {
+            if Self.wouldBlock { clientEvents = Int16(POLLIN); return false }
+            finish("reset", error: Sockets.errnoText())
+            return false
+        }
+        inbound += chunk.prefix(n)
+        guard let end = Self.headerEnd(inbound) else {
+            if inbound.count >= Self.maxHeader { reject("431 Request Header Fields Too Large", "the CONNECT request is over 16 KiB") }
+            return inbound.count >= Self.maxHeader
+        }
+        let head = String(decoding: inbound.prefix(end), as: UTF8.self)
+        let line = head.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
+        let words = line.split(separator: " ").map(String.init)
+        observation.requestLine = String(line.prefix(1024))
+        inbound.removeFirst(end)
+        guard words.count == 3, words[2].hasPrefix("HTTP/1.") else {
+            reject("400 Bad Request", "not an HTTP/1.x request line")
+            return true
+        }
+        guard words[0] == "CONNECT" else {
+            reject("405 Method Not Allowed", "pinlab intercept is an HTTPS proxy: it handles CONNECT only, not \(words[0]) (plain HTTP is not proxied)")
+            return true
+        }
+        guard let (host, port) = Authority.split(words[1]) else {
+            reject("400 Bad Request", "'\(words[1])' is not a CONNECT authority (host:port)")
+            return true
+        }
+        observation.authority = words[1]
+        authorityHost = host
+        authorityPort = port
+        if !inbound.isEmpty {
+            // The client sent TLS bytes before our 200: they were consumed with the header; a TLS engine reading
+            // the socket would miss them. No real client does this (it must wait for the 200).
+            reject("400 Bad Request", "data sent before the proxy's 200 reply")
+            return true
+        }
+        // A passthrough host named by the authority is dialled at once (server-speaks-first protocols work);
+        // otherwise the ClientHello's SNI decides.
+        let isIP = parseIP(host) != nil
+        if !isIP && core.configuration.policies.policy(for: host) == .passthrough {
+            observation.host = host
+            observation.policy = .passthrough
+            afterReply = .dialing
+        } else {
+            afterReply = .hello
+        }
+        outbound = Array("HTTP/1.1 200 Connection established\r\nProxy-Agent: pinlab-intercept\r\n\r\n".utf8)
+        written = 0
+        phase = .connectReply
+        return true
+    }
+
+    private func reject(_ status: String, _ why: String) {
+        observation.closure = "not-connect"
+        observation.error = why
+        let body = why + "\n"
+        outbound = Array("HTTP/1.1 \(status)\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
+        written = 0
+        afterReply = .finished
+        phase = .connectReply
+    }
+
+    /// Writes `outbound` in plain text; `true` when all of it is written.
+    private func writeOutbound() -> Bool {
+        while written < outbound.count {
+            let n = outbound.withUnsafeBytes { send(fd, $0.baseAddress! + written, outbound.count - written, Self.noSignal) }
+            if n < 0 {
+                if Self.wouldBlock { clientEvents = Int16(POLLOUT); return false }
+                finish("reset", error: Sockets.errnoText())
+                return false
+            }
+            written += n
+        }
+        return true
+    }
+
+    // MARK: ClientHello
+
+    /// Peeks at the ClientHello for the SNI, then picks the policy; `true` when the phase moved on.
+    private func peekHello() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024 + 5)
+        let n = recv(fd, &buffer, buffer.count, Int32(MSG_PEEK))
+        if n == 0 { finish("closed-before-hello", error: nil); return false }
+        if n < 0 {
+            if Self.wouldBlock { clientEvents = Int16(POLLIN); return false }
+            finish("reset", error: Sockets.errnoText())
+            return false
+        }
+        let hello = ClientHello.parse(buffer.prefix(n))
+        switch hello {
+        case .incomplete:
+            // Part of the record is here: poll would report the socket readable at once, so look again shortly.
+            clientEvents = 0
+            retryAt = Sockets.now() &+ 1_000_000
+            return false
+        case .notTLS:
+            observation.host = authorityHost
+            let policy = core.configuration.policies.policy(for: authorityHost)
+            observation.policy = policy
+            if policy == .passthrough {
+                phase = .dialing
+                dial()
+                return true
+            }
+            // Plain text inside the tunnel: the request left in clear, which no pinning can excuse.
+            let line = buffer.prefix(n).split(separator: 0x0A, maxSplits: 1).first.map { String(decoding: $0.prefix(1024), as: UTF8.self) }
+            observation.applicationDataReceived = true
+            observation.bytesFromClient = n
+            observation.requestLine = line?.trimmingCharacters(in: .whitespacesAndNewlines)
+            finish("not-tls", error: "the client sent plain text through the tunnel, not a TLS ClientHello")
+            return false
+        case .hello(let sni):
+            let host = sni.map { HostPattern.normalize($0) } ?? authorityHost
+            observation.serverName = sni
+            observation.host = host
+            let policy = core.configuration.policies.policy(for: host)
+            observation.policy = policy
+            if policy == .passthrough {
+                phase = .dialing
+                dial()
+                return true
+            }
+            if policy == .stuff && !core.genuineReady(host: host, authorityHost: authorityHost, authorityPort: authorityPort) {
+                phase = .fetching
+                clientEvents = 0
+                retryAt = Sockets.now() &+ 5_000_000
+                return false
+            }
+            return openSession(host: host, policy: policy)
+        }
+    }
+
+    /// Starts the intercepted TLS session; `false` when it could not.
+    private func openSession(host: String, policy: InterceptPolicy) -> Bool {
+        if policy == .stuff { observation.genuineChain = core.genuine(for: host).source }
+        do {
+            session = try core.context(host: host, policy: policy).makeSession(socket: fd)
+        } catch {
+            finish("proxy-error", error: "cannot serve \(host): \(error)")
+            return false
+        }
+        clientEvents = Int16(POLLIN)
+        phase = .handshake
+        return true
+    }
+
+    // MARK: Intercepted request
+
+    private func prepareResponse(headerBytes: Int) {
+        let head = inbound.prefix(headerBytes)
+        if let lineEnd = head.firstIndex(of: 0x0A) {
+            var line = head[..<lineEnd]
+            if line.last == 0x0D { line = line.dropLast() }
+            observation.requestLine = String(decoding: line.prefix(1024), as: UTF8.self)
+        }
+        let fields: [(String, String?)] = [
+            ("intercepted_by", "pinlab intercept"), ("host", observation.host), ("policy", observation.policy?.rawValue),
+            ("request", observation.requestLine),
+        ]
+        let body = "{" + fields.map { "\"\($0.0)\":" + ($0.1.map(ProxyConnection.jsonString) ?? "null") }.joined(separator: ",") + "}\n"
+        outbound = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\nServer: pinlab-intercept\r\n\r\n\(body)".utf8)
+        written = 0
+        phase = .response
+        deadline = Sockets.now() &+ core.idleTimeout
+    }
+
+    static func jsonString(_ s: String) -> String {
+        (try? JSONOutput.string(s)) ?? "\"\""
+    }
+
+    // MARK: Tunnel
+
+    private func dial() {
+        let (host, port) = core.upstream(host: observation.host ?? authorityHost, authorityHost: authorityHost, authorityPort: authorityPort)
+        observation.upstream = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        // Name resolution blocks this worker for a real upstream name; loopback routes are numeric.
+        do {
+            let started = try Sockets.startConnect(host: host, port: port, numericHost: false)
+            upstreamFD = started.fd  // owned from here: finish closes it
+        } catch {
+            let what = error.step == .resolve ? "cannot resolve \(host)" : "connect \(observation.upstream!)"
+            finish("upstream-unreachable", error: "\(what): \(error.reason)")
+            return
+        }
+        phase = .dialing
+        clientEvents = 0
+        upstreamEvents = Int16(POLLOUT)
+        deadline = Sockets.now() &+ core.handshakeTimeout
+    }
+
+    private func finishDial() -> Bool {
+        var err: Int32 = 0
+        var len = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(upstreamFD, SOL_SOCKET, SO_ERROR, &err, &len)
+        if err == EINPROGRESS || err == EALREADY { return false }
+        if err != 0 {
+            finish("upstream-unreachable", error: "connect \(observation.upstream ?? ""): \(Sockets.errnoText(err))")
+            return false
+        }
+        var probe = pollfd(fd: upstreamFD, events: Int16(POLLOUT), revents: 0)
+        guard poll(&probe, 1, 0) > 0 else { upstreamEvents = Int16(POLLOUT); return false }
+        phase = .tunnel
+        deadline = Sockets.now() &+ core.idleTimeout
+        return true
+    }
+
+    /// Moves bytes both ways until both sides closed.
+    private func relay() {
+        var progressed = false
+        // client → upstream
+        if !move(from: fd, to: upstreamFD, buffer: &toUpstream, offset: &toUpstreamOffset, eof: &clientEOF,
+                 count: &observation.bytesFromClient, progressed: &progressed) { return }
+        if !move(from: upstreamFD, to: fd, buffer: &toClient, offset: &toClientOffset, eof: &upstreamEOF,
+                 count: &observation.bytesFromUpstream, progressed: &progressed) { return }
+        if clientEOF && upstreamEOF && toUpstream.isEmpty && toClient.isEmpty {
+            finish("tunnel-closed", error: nil)
+            return
+        }
+        if progressed { deadline = Sockets.now() &+ core.idleTimeout }
+        clientEvents = (toUpstream.isEmpty && !clientEOF ? Int16(POLLIN) : 0) | (toClient.isEmpty ? 0 : Int16(POLLOUT))
+        upstreamEvents = (toClient.isEmpty && !upstreamEOF ? Int16(POLLIN) : 0) | (toUpstream.isEmpty ? 0 : Int16(POLLOUT))
+        if clientEvents == 0 && upstreamEvents == 0 { finish("tunnel-closed", error: nil) }
+    }
+
+    /// One direction of the tunnel: flush what is pending, else read more. `false` when the connection ended.
+    private func move(
+        from source: Int32, to sink: Int32, buffer: inout [UInt8], offset: inout Int, eof: inout Bool, count: inout Int,
+        progressed: inout Bool
+    ) -> Bool {
+        for _ in 0..<4 {
+            if !buffer.isEmpty {
+                let n = buffer.withUnsafeBytes { send(sink, $0.baseAddress! + offset, buffer.count - offset, Self.noSignal) }
+                if n < 0 {
+                    if Self.wouldBlock { return true }
+                    finish("tunnel-reset", error: Sockets.errnoText())
+                    return false
+                }
+                progressed = true
+                offset += n
+                if offset < buffer.count { return true }
+                buffer.removeAll(keepingCapacity: true)
+                offset = 0
+                if eof { shutdown(sink, Int32(SHUT_WR)) }
+            }
+            if eof { return true }
+            var chunk = [UInt8](repeating: 0, count: Self.bufferSize)
+            let n = read(source, &chunk, chunk.count)
+            if n == 0 {
+                eof = true
+                progressed = true
+                shutdown(sink, Int32(SHUT_WR))
+                return true
+            }
+            if n < 0 {
+                if Self.wouldBlock { return true }
+                finish("tunnel-reset", error: Sockets.errnoText())
+                return false
+            }
+            progressed = true
+            count += n
+            buffer = Array(chunk.prefix(n))
+            offset = 0
+        }
+        return true
+    }
+
+    /// Whether the last failed socket call only means "not now".
+    static var wouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
+
+    #if os(Linux)
+    static let noSignal = Int32(MSG_NOSIGNAL)
+    #else
+    static let noSignal: Int32 = 0
+    #endif
+
+    // MARK: End
+
+    func finish(_ closure: String, error: String?) {
+        guard phase != .finished else { return }
+        phase = .finished
+        if let d = session?.details {
+            if observation.alertReceived == nil { observation.alertReceived = d.alertReceived?.name }
+            if observation.tlsVersion == nil { observation.tlsVersion = d.version?.rawValue }
+            if observation.serverName == nil { observation.serverName = d.serverName }
+        }
+        session = nil  // frees the engine's session before its descriptor is closed
+        close(fd)
+        if upstreamFD >= 0 { close(upstreamFD) }
+        upstreamFD = -1
+        observation.closure = closure
+        if let error, !error.isEmpty { observation.error = error }
+        observation.totalMilliseconds = Double(Sockets.now() - startNanos) / 1e6
+        core.record(observation)
+    }
+
+    static func headerEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for i in 3..<bytes.count where bytes[i] == 0x0A && bytes[i - 1] == 0x0D && bytes[i - 2] == 0x0A && bytes[i - 3] == 0x0D {
+            return i + 1
+        }
+        return nil
+    }
+}
+
+/// Just enough of a TLS ClientHello to read the SNI (RFC 8446 §4.1.2, RFC 6066 §3).
+enum ClientHello: Equatable {
+    case incomplete
+    case notTLS
+    case hello(serverName: String?)
+
+    static func parse(_ bytes: ArraySlice<UInt8>) -> ClientHello {
+        let b = Array(bytes)
+        guard let first = b.first else { return .incomplete }
+        guard first == 0x16 else { return .notTLS }
+        guard b.count >= 5 else { return .incomplete }
+        let recordLength = Int(b[3]) << 8 | Int(b[4])
+        guard recordLength <= 16 * 1024 + 256 else { return .notTLS }
+        guard b.count >= 5 + recordLength else { return .incomplete }
+        var i = 5
+        func need(_ n: Int) -> Bool { i + n <= 5 + recordLength }
+        guard need(4), b[i] == 0x01 else { return .hello(serverName: nil) }
+        i += 4 + 2 + 32  // handshake header, legacy_version, random
+        guard need(1) else { return .hello(serverName: nil) }
+        i += 1 + Int(b[i])  // session id
+        guard need(2) else { return .hello(serverName: nil) }
+        i += 2 + (Int(b[i]) << 8 | Int(b[i + 1]))  // cipher suites
+        guard need(1) else { return .hello(serverName: nil) }
+        i += 1 + Int(b[i])  // compression methods
+        guard need(2) else { return .hello(serverName: nil) }
+        let extensionsEnd = min(i + 2 + (Int(b[i]) << 8 | Int(b[i + 1])), 5 + recordLength)
+        i += 2
+        while i + 4 <= extensionsEnd {
+            let type = Int(b[i]) << 8 | Int(b[i + 1])
+            let length = Int(b[i + 2]) << 8 | Int(b[i + 3])
+            i += 4
+            guard i + length <= extensionsEnd else { break }
+            if type == 0, length >= 5, b[i + 2] == 0 {
+                let nameLength = Int(b[i + 3]) << 8 | Int(b[i + 4])
+                guard i + 5 + nameLength <= i + length else { break }
+                let name = String(decoding: b[(i + 5)..<(i + 5 + nameLength)], as: UTF8.self)
+                return .hello(serverName: name.isEmpty ? nil : name)
+            }
+            i += length
+        }
+        return .hello(serverName: nil)
+    }
+}

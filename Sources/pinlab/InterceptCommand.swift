@@ -1,0 +1,219 @@
+import ArgumentParser
+import Foundation
+import PinningLab
+
+struct InterceptCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "intercept",
+        abstract: "An interception proxy (HTTP CONNECT) with a verdict per host against the pins you declare.",
+        discussion: """
+            Point a client, device or Simulator at the proxy (with proxy-root installed: `pinlab export \
+            mobileconfig`), use the app, stop the proxy (Ctrl-C, --duration or --until-idle) and read the verdict \
+            per host: "refused interception: good", "sent its request to an intercepting proxy: NOT PINNED", or for \
+            hosts you did not declare pinned "not pinned, allowed through (as declared)". Exit status 1 when a host \
+            deviates from the declaration.
+
+            Host patterns (--pinned, --policy, --upstream) follow OkHttp's CertificatePinner: api.example.test (that \
+            host), *.example.test (exactly one more label), **.example.test (the domain and every subdomain).
+
+            Policies: mint (a leaf for the host from proxy-root, like Charles/mitmproxy/Burp), stuff (the same with \
+            the genuine chain appended), collision (a leaf from twin-intermediate-a, a CA with lab-intermediate-a's \
+            name and key identifier), passthrough (a plain TCP tunnel to the upstream, not intercepted).
+
+            Example: pinlab intercept --pinned 'api.pinning.test,**.api.pinning.test' --policy stuff --until-idle 3
+                     curl -x http://127.0.0.1:8080 --cacert proxy-root.pem https://api.pinning.test/
+            """
+    )
+
+    @Option(help: "Hosts the client is declared to pin, comma-separated (api.x.test, *.x.test, **.x.test).")
+    var pinned: String = ""
+
+    @Option(help: "The address to listen on, 127.0.0.1:PORT (port 0 picks a free one).")
+    var listen: String = "127.0.0.1:8080"
+
+    @Flag(help: "Allow --listen on a non-loopback address (a device on the network); prints a warning.")
+    var allowNonLoopback = false
+
+    @Option(help: "mint, stuff, collision or passthrough, alone (the default) or HOST=POLICY; repeatable or comma-separated.")
+    var policy: [String] = []
+
+    @Option(help: "Where passthrough goes: HOST:PORT (every host) or PATTERN=HOST:PORT; repeatable. Default: the CONNECT authority.")
+    var upstream: [String] = []
+
+    @Option(help: "What the stuff policy appends: a PEM file with a real server's chain, or 'upstream' (the chain the upstream presents, fetched once per host). Default: leaf-v1, lab-intermediate-a, lab-root.")
+    var genuineChain: String?
+
+    @Option(help: "openssl or gnutls: the engine that terminates TLS.")
+    var engine: String = "openssl"
+
+    @Option(help: "Report formats, comma-separated: text (standard output), json, junit, markdown, html (files in --output-dir).")
+    var report: String = "text"
+
+    @Option(help: "The folder the json/junit/markdown/html reports are written to.")
+    var outputDir: String = ".pinninglab/intercept"
+
+    @Option(help: "Stop after this many seconds.")
+    var duration: Double?
+
+    @Option(help: "Stop once connections were seen and none has been open for this many seconds.")
+    var untilIdle: Double?
+
+    @Option(help: "Write the proxy's address (127.0.0.1:PORT) to this file once it listens (for scripts).")
+    var readyFile: String?
+
+    @Option(name: .long, help: "The PKI folder (created if needed; keys are kept here).")
+    var dir: String = ".pinninglab"
+
+    @Option(help: "Print the JSON Schema of the json report and exit.")
+    var printSchema: String?
+
+    func validate() throws {
+        if let duration, !(duration > 0) { throw ValidationError("--duration: \(duration) is not a positive number of seconds.") }
+        if let untilIdle, !(untilIdle > 0) { throw ValidationError("--until-idle: \(untilIdle) is not a positive number of seconds.") }
+    }
+
+    func run() async throws {
+        if let printSchema {
+            guard printSchema == "json" else { throw ValidationError("--print-schema: only json has a schema here (the JUnit XSD is `pinlab check --print-schema junit`).") }
+            print(InterceptReport.jsonSchema)
+            return
+        }
+        let formats = try parseFormats(report)
+        var configuration = InterceptProxy.Configuration(engine: engine)
+        do {
+            configuration.pinned = try HostPattern.parseList(pinned, option: "--pinned")
+            configuration.policies = try PolicyTable.parse(policy, option: "--policy")
+            configuration.upstreams = try upstream.map { try UpstreamRoute.parse($0, option: "--upstream") }
+        } catch let error as InterceptError {
+            throw ValidationError(error.description)
+        }
+        guard let (address, port) = splitListen(listen) else {
+            throw ValidationError("--listen: '\(listen)' is not ADDRESS:PORT (e.g. 127.0.0.1:8080, [::1]:8080, 127.0.0.1:0 for a free port).")
+        }
+        configuration.bindAddress = address
+        configuration.port = port
+        configuration.allowNonLoopback = allowNonLoopback
+        if genuineChain == "upstream" {
+            configuration.genuineChainFromUpstream = true
+        } else if let genuineChain {
+            guard let text = try? String(contentsOfFile: genuineChain, encoding: .utf8) else {
+                throw ValidationError("--genuine-chain: cannot read \(genuineChain).")
+            }
+            let ders = PEM.decodeAll(text)
+            guard !ders.isEmpty else {
+                throw ValidationError("--genuine-chain: \(genuineChain) has no PEM certificate blocks (export the server's chain as PEM, e.g. with openssl s_client -showcerts).")
+            }
+            configuration.genuineChainDER = ders
+        }
+        if configuration.pinned.isEmpty {
+            FileHandle.standardError.write(Data("warning: no --pinned hosts declared: every intercepted host is judged as not pinned\n".utf8))
+        }
+
+        let pki: LabPKI
+        do {
+            pki = try await Lab.openPKI(directory: URL(fileURLWithPath: dir, isDirectory: true))
+        } catch {
+            fail("cannot open the lab PKI in \(dir): \(error)")
+        }
+        let proxy: InterceptProxy
+        do {
+            proxy = try InterceptProxy.start(pki: pki, configuration: configuration)
+        } catch let error as InterceptError {
+            throw ValidationError(error.description)
+        }
+        let started = Date()
+        let stopper = StopSignal.install()
+        let rootFile = (try? pki.materialize("proxy-root"))?.certificatePEM.path ?? "(see pinlab pki show proxy-root)"
+        let labRootFile = (try? pki.materialize("lab-root"))?.certificatePEM.path ?? "(see pinlab pki show lab-root)"
+        print("pinlab intercept: listening on \(proxy.address) (\(engine)); the device trusts lab-root (\(labRootFile)) and the installed proxy root (\(rootFile))")
+        print("  policy: \(policySummary(configuration.policies)); pinned: \(configuration.pinned.isEmpty ? "(none)" : configuration.pinned.map(\.text).joined(separator: ", "))")
+        fflush(nil)  // the address line must reach a pipe before any client starts
+        if let readyFile {
+            do {
+                try (proxy.address + "\n").write(toFile: readyFile, atomically: true, encoding: .utf8)
+            } catch {
+                fail("--ready-file: cannot write \(readyFile): \(error.localizedDescription)")
+            }
+        }
+        while true {
+            try? await Task.sleep(for: .milliseconds(100))
+            if stopper.fired { break }
+            if let duration, Date().timeIntervalSince(started) >= duration { break }
+            if let untilIdle, proxy.connectionsAccepted > 0, proxy.connectionsOpen == 0,
+                Date().timeIntervalSince(proxy.lastActivity) >= untilIdle
+            {
+                break
+            }
+        }
+        await proxy.stop()
+        stopper.cancel()
+        let result = proxy.report(startedAt: started, durationSeconds: Date().timeIntervalSince(started))
+        for format in formats {
+            let text = try result.render(format, color: format == .text && stdoutIsTerminal)
+            if format == .text {
+                print(text, terminator: "")
+                continue
+            }
+            let url = URL(fileURLWithPath: outputDir, isDirectory: true).appendingPathComponent("intercept.\(format.fileExtension)")
+            do {
+                try FileManager.default.createDirectory(atPath: outputDir, withIntermediateDirectories: true)
+                try text.write(to: url, atomically: true, encoding: .utf8)
+                print("wrote \(url.path)")
+            } catch {
+                fail("--output-dir: cannot write \(url.path): \(error.localizedDescription)")
+            }
+        }
+        if !formats.contains(.text) { print(result.summaryLine) }
+        if result.deviates { throw ExitCode(1) }
+    }
+
+    private func parseFormats(_ text: String) throws -> [ReportFormat] {
+        var out: [ReportFormat] = []
+        for item in parseList(text) {
+            guard let f = ReportFormat(rawValue: item.lowercased()) else {
+                throw ValidationError("--report: '\(item)' is not a format; use text, json, junit, markdown, html (comma-separated).")
+            }
+            if !out.contains(f) { out.append(f) }
+        }
+        return out.isEmpty ? [.text] : out
+    }
+
+    private func splitListen(_ text: String) -> (String, Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port)
+        else { return nil }
+        let host = text[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return host.isEmpty ? nil : (host, port)
+    }
+
+    private func policySummary(_ t: PolicyTable) -> String {
+        ([t.defaultPolicy.rawValue] + t.rules.map { "\($0.pattern)=\($0.policy)" }).joined(separator: ", ")
+    }
+}
+
+/// SIGINT/SIGTERM end an interception session normally: the report is still printed.
+final class StopSignal: @unchecked Sendable {  // `flag` only under `lock`
+    private let lock = NSLock()
+    private var flag = false
+    private var sources: [any DispatchSourceSignal] = []
+
+    static func install() -> StopSignal {
+        let s = StopSignal()
+        let queue = DispatchQueue(label: "pinlab.intercept.signals")
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { [s] in s.lock.withLock { s.flag = true } }
+            source.resume()
+            s.sources.append(source)
+        }
+        return s
+    }
+
+    var fired: Bool { lock.withLock { flag } }
+
+    func cancel() {
+        for s in sources { s.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import PinningLab
+import Testing
+
+/// `pinlab intercept` as a user runs it: the binary in the background, real clients pointed at it with their own
+/// proxy settings (curl `-x`, a JVM `java.net.Proxy`), the verdicts read from its reports. Each expected row is
+/// written by reasoning about what the client checks.
+@Suite("pinlab intercept (command line)", .serialized)
+struct InterceptCLITests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Intercept")
+    static let jars = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
+    static var javaReady: Bool {
+        Tool.path("javac") != nil && Tool.path("java") != nil && jars.allSatisfy { FileManager.default.fileExists(atPath: $0) }
+    }
+
+    struct Session {
+        var status: Int32
+        var stdout: String
+        var report: [String: Any]
+        var dir: URL
+        /// Host → status from the JSON report.
+        var verdicts: [String: String] {
+            Dictionary(uniqueKeysWithValues: ((report["hosts"] as? [[String: Any]]) ?? []).map {
+                ($0["host"] as! String, $0["status"] as! String)
+            })
+        }
+    }
+
+    static func tempDir(_ label: String) throws -> URL {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-intercept-\(label)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    /// The roots of a device with the proxy's root installed: lab-root and proxy-root, as one PEM file.
+    static func trustFile(in dir: URL) throws -> String {
+        let pki = try Lab.pki(directory: CLI.pkiDirectory)
+        let url = dir.appendingPathComponent("trust.pem")
+        try PEM.encode([try #require(pki["lab-root"]).certificateDER, try #require(pki["proxy-root"]).certificateDER])
+            .write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    static func spki(_ name: String) throws -> String {
+        try #require(try Lab.pki(directory: CLI.pkiDirectory)[name]).pins.spkiBase64
+    }
+
+    /// Runs `pinlab intercept ARGS --until-idle 1.5` in the background, runs `clients(port)` once it listens,
+    /// waits for it to stop on its own and returns its output and JSON report.
+    static func session(_ args: [String], label: String, _ clients: (Int, URL) throws -> Void) async throws -> Session {
+        let bin = try #require(CLI.binary, "run `swift build` first")
+        let dir = try tempDir(label)
+        let ready = dir.appendingPathComponent("ready").path
+        let out = dir.appendingPathComponent("stdout").path
+        let status = dir.appendingPathComponent("status").path
+        // Through sh to keep the exit status (the background handle reaps without it).
+        let command = ([bin.path, "intercept", "--listen", "127.0.0.1:0", "--ready-file", ready, "--until-idle", "1.5",
+                        "--report", "text,json,junit,html", "--output-dir", dir.path] + args + CLI.dirArgs)
+            .map { "'\($0)'" }.joined(separator: " ")
+        var env = ProcessInfo.processInfo.environment
+        env["NO_COLOR"] = "1"
+        let proxy = try ChildProcess.spawnBackground(["sh", "-c", "\(command) > '\(out)' 2>&1; echo $? > '\(status)'"], environment: env)
+        defer { proxy.terminate() }
+        var address = ""
+        for _ in 0..<600 where address.isEmpty {  // up to 60 s: the PKI may be issued first
+            address = ((try? String(contentsOfFile: ready, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            if address.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let port = try #require(Int(address.split(separator: ":").last ?? ""), "pinlab intercept did not start: \((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")")
+        try clients(port, dir)
+        for _ in 0..<300 where !FileManager.default.fileExists(atPath: status) { try await Task.sleep(for: .milliseconds(100)) }
+        let code = Int32(((try? String(contentsOfFile: status, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        let stdout = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        let json = try Data(contentsOf: dir.appendingPathComponent("intercept.json"))
+        let report = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        return Session(status: code, stdout: stdout, report: report, dir: dir)
+    }
+
+    static func curl(_ port: Int, _ trust: String, _ host: String, pin: String? = nil) -> Int32 {
+        var args = ["curl", "-s", "-o", "/dev/null", "--max-time", "10", "-x", "http://127.0.0.1:\(port)", "--cacert", trust]
+        if let pin { args += ["--pinnedpubkey", "sha256//\(pin)"] }
+        return ChildProcess.runBlocking(args + ["https://\(host)/"], timeout: .seconds(20)).status
+    }
+
+    /// curl without a pin trusts the installed proxy root and sends everywhere; curl with `--pinnedpubkey` on
+    /// leaf-v1 (curl checks the leaf's key only) refuses the minted leaf on api — even when the genuine leaf-v1
+    /// is stuffed behind it, because curl looks at the leaf the session uses, not at extra certificates.
+    @Test(.enabled(if: Tool.runs(needing: "curl")))
+    func curlThroughTheProxy() async throws {
+        let leaf = try Self.spki("leaf-v1")
+        let unpinned = try await Self.session(["--pinned", "api.pinning.test", "--policy", "stuff"], label: "curl-none") { port, dir in
+            let trust = try Self.trustFile(in: dir)
+            #expect(Self.curl(port, trust, "api.pinning.test") == 0)
+            #expect(Self.curl(port, trust, "cdn.pinning.test") == 0)
+        }
+        #expect(unpinned.verdicts["api.pinning.test"] == "not-pinned" && unpinned.verdicts["cdn.pinning.test"] == "allowed")
+        #expect(unpinned.status == 1, "exit 1 when a host deviates: \(unpinned.stdout)")
+        #expect(unpinned.stdout.contains("api.pinning.test") && unpinned.stdout.contains("sent its request to an intercepting proxy: NOT PINNED"))
+
+        let pinned = try await Self.session(["--pinned", "api.pinning.test", "--policy", "stuff"], label: "curl-pinned") { port, dir in
+            let trust = try Self.trustFile(in: dir)
+            #expect(Self.curl(port, trust, "api.pinning.test", pin: leaf) == 90)  // CURLE_SSL_PINNEDPUBKEYNOTMATCH
+            #expect(Self.curl(port, trust, "cdn.pinning.test") == 0)
+        }
+        #expect(pinned.verdicts == ["api.pinning.test": "refused", "cdn.pinning.test": "allowed"], "\(pinned.stdout)")
+        #expect(pinned.status == 0, "\(pinned.stdout)")
+        #expect(pinned.stdout.contains("refused interception: good") && pinned.stdout.contains("not pinned, allowed through (as declared)"))
+        try Self.checkReportFiles(pinned)
+    }
+
+    /// The JSON report validates against the schema `--print-schema json` prints; JUnit has one failure per
+    /// deviating host; HTML names every host.
+    static func checkReportFiles(_ s: Session) throws {
+        let schema = s.dir.appendingPathComponent("schema.json")
+        let printed = try CLI.run(["intercept", "--print-schema", "json"])
+        try printed.stdout.write(to: schema, atomically: true, encoding: .utf8)
+        if ChildProcess.runBlocking(["python3", "-c", "import jsonschema"], timeout: .seconds(20)).status == 0 || Tool.inCI {
+            let v = ChildProcess.runBlocking(
+                ["python3", "-c", "import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))",
+                 s.dir.appendingPathComponent("intercept.json").path, schema.path], timeout: .seconds(30))
+            #expect(v.status == 0, "\(v.output)")
+        }
+        let junit = try String(contentsOf: s.dir.appendingPathComponent("intercept.xml"), encoding: .utf8)
+        let deviating = s.verdicts.values.filter { $0 == "not-pinned" || $0 == "unexpected-refusal" }.count
+        #expect(junit.components(separatedBy: "<failure ").count - 1 == deviating)
+        let html = try String(contentsOf: s.dir.appendingPathComponent("intercept.html"), encoding: .utf8)
+        for host in s.verdicts.keys { #expect(html.contains(host)) }
+    }
+
+    /// A JVM app through a `java.net.Proxy`, pinning lab-intermediate-a on api.pinning.test:
+    /// - no pins (HttpsURLConnection): sends everywhere → api NOT PINNED;
+    /// - OkHttp's CertificatePinner checks the cleaned chain (minted leaf → proxy-root): no int-a → refuses on
+    ///   api under both mint and stuff;
+    /// - a TrustManager that looks for the pin in the chain the server sent: refuses the plain minted leaf
+    ///   (looks pinned) but finds the appended genuine int-a under stuff → caught: NOT PINNED.
+    @Test(.enabled(if: Self.javaReady, "javac/java or /usr/share/java/okhttp.jar, okio.jar missing"))
+    func jvmClientsThroughTheProxy() async throws {
+        let dir = try Self.tempDir("javac")
+        let cp = Self.jars.joined(separator: ":")
+        let javac = ChildProcess.runBlocking(
+            ["javac", "-nowarn", "-cp", cp, "-d", dir.path, Self.fixtures.appendingPathComponent("InterceptClient.java").path],
+            timeout: .seconds(180))
+        try #require(javac.status == 0, "javac: \(javac.output)")
+        let pin = try Self.spki("lab-intermediate-a")
+        let hosts = ["api.pinning.test", "cdn.pinning.test"]
+        func java(_ mode: String, _ port: Int, _ trust: String) -> String {
+            let r = ChildProcess.runBlocking(
+                ["java", "-cp", dir.path + ":" + cp, "InterceptClient", mode, String(port), trust, pin, "api.pinning.test"] + hosts,
+                timeout: .seconds(120))
+            return r.output
+        }
+        let expected: [(String, String, [String: String])] = [
+            ("none", "mint", ["api.pinning.test": "not-pinned", "cdn.pinning.test": "allowed"]),
+            ("okhttp", "mint", ["api.pinning.test": "refused", "cdn.pinning.test": "allowed"]),
+            ("okhttp", "stuff", ["api.pinning.test": "refused", "cdn.pinning.test": "allowed"]),
+            ("presented", "mint", ["api.pinning.test": "refused", "cdn.pinning.test": "allowed"]),
+            ("presented", "stuff", ["api.pinning.test": "not-pinned", "cdn.pinning.test": "allowed"]),
+        ]
+        for (mode, policy, rows) in expected {
+            var output = ""
+            let s = try await Self.session(["--pinned", "api.pinning.test", "--policy", policy], label: "jvm-\(mode)") { port, d in
+                output = java(mode, port, try Self.trustFile(in: d))
+            }
+            #expect(s.verdicts == rows, "\(mode) under \(policy): \(output)\n\(s.stdout)")
+        }
+    }
+
+    @Test func badOptionsNameTheOptionAndTheFix() throws {
+        func failing(_ args: [String]) throws -> String {
+            let r = try CLI.run(["intercept"] + args + CLI.dirArgs)
+            #expect(r.status != 0 && r.status != 1, "\(args): exit \(r.status)")
+            return r.stderr
+        }
+        #expect(try failing(["--pinned", "a.*.test"]).contains("--pinned: 'a.*.test' has a wildcard"))
+        #expect(try failing(["--policy", "mitm"]).contains("--policy: 'mitm' is not a policy"))
+        #expect(try failing(["--listen", "8080"]).contains("--listen: '8080' is not ADDRESS:PORT"))
+        #expect(try failing(["--listen", "0.0.0.0:0"]).contains("--allow-non-loopback"))
+        #expect(try failing(["--upstream", "nowhere"]).contains("--upstream: 'nowhere' is not HOST:PORT"))
+        #expect(try failing(["--report", "pdf"]).contains("--report: 'pdf' is not a format"))
+        #expect(try failing(["--genuine-chain", "/nonexistent.pem"]).contains("--genuine-chain: cannot read"))
+        #expect(try failing(["--duration", "-1"]).contains("--duration"))
+    }
+}
