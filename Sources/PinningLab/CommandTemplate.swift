@@ -19,6 +19,9 @@ public struct CellContext: Sendable, Hashable {
     public var clientKeyFile: String?
     public var clientPKCS12File: String?
     public var clientPKCS12Password: String?
+    /// A hosts-format file (`IP HOST`) that maps the cell's host name to the server's address, for resolvers that
+    /// read one (the JVM's `-Djdk.net.hosts.file`). Written by ``CommandClient`` before the run when `nil`.
+    public var hostsFile: String?
 
     public init(
         scenario: String, profile: PinProfile, host: String = "localhost", ip: String = "127.0.0.1", port: Int,
@@ -39,7 +42,13 @@ public struct CellContext: Sendable, Hashable {
         self.clientPKCS12Password = clientPKCS12Password
     }
 
+    /// The contents of ``hostsFile``: one line, `IP HOST`.
+    public var hostsFileContents: String { "\(ip) \(host)\n" }
+
     public var url: String { "https://\(host):\(port)/" }
+
+    /// `HOST:PORT:IP`, curl's `--resolve` entry that sends the scenario's host name to the fixture server.
+    public var resolve: String { "\(host):\(port):\(ip.contains(":") ? "[\(ip)]" : ip)" }
 
     /// The value of every placeholder (without braces). See the CommandTemplates article for the exact meaning.
     public var values: [String: String] {
@@ -49,6 +58,8 @@ public struct CellContext: Sendable, Hashable {
             "host": host,
             "port": String(port),
             "ip": ip,
+            "resolve": resolve,
+            "hosts.file": hostsFile ?? "",
             "ca": caFile,
             "pins": b64.joined(separator: ","),
             "pins.curl": PinFormat.curlPins(b64),
@@ -84,7 +95,7 @@ public struct CellContext: Sendable, Hashable {
 public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
     /// The placeholders, in the order the documentation lists them.
     public static let placeholders = [
-        "url", "host", "port", "ip", "ca", "pins", "pins.curl", "pins.okhttp", "pins.hex", "certpins.hex",
+        "url", "host", "port", "ip", "resolve", "hosts.file", "ca", "pins", "pins.curl", "pins.okhttp", "pins.hex", "certpins.hex",
         "client.cert", "client.key", "client.p12", "client.password", "scenario", "profile",
     ]
 

@@ -395,7 +395,7 @@ struct CellFiles: Sendable {
     func target(for s: Scenario, profile: PinProfile, port: Int, timeout: Duration) throws -> ClientTarget {
         let trust = try trustFile(s)
         return ClientTarget(
-            host: "localhost", ip: "127.0.0.1", port: port, trustRootsDER: trust.roots, trustFile: trust.path,
+            host: s.client.host, ip: "127.0.0.1", port: port, trustRootsDER: trust.roots, trustFile: trust.path,
             pins: try s.pinSet(for: profile, in: pki), clientCredentials: try credentials(s), scenario: s.id,
             profile: profile, timeout: timeout)
     }
@@ -404,7 +404,7 @@ struct CellFiles: Sendable {
         let trust = try trustFile(s)
         let creds = try credentials(s)
         return CellContext(
-            scenario: s.id, profile: profile, host: "localhost", ip: "127.0.0.1", port: port, caFile: trust.path,
+            scenario: s.id, profile: profile, host: s.client.host, ip: "127.0.0.1", port: port, caFile: trust.path,
             pins: try s.pinSet(for: profile, in: pki).hashes,
             certificatePins: try s.pinnedIdentities(for: profile, in: pki).map(\.pins.certificateSHA256),
             clientCertificateFile: creds?.certificateFile, clientKeyFile: creds?.keyFile,

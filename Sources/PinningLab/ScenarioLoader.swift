@@ -13,7 +13,7 @@ public enum ScenarioLoader {
     static let serverFields = ["chain", "tls", "client-auth"]
     static let tlsFields = ["versions", "ciphers"]
     static let clientAuthFields = ["mode", "trust"]
-    static let clientFields = ["trust", "pinned", "backup", "present"]
+    static let clientFields = ["trust", "pinned", "backup", "present", "host"]
 
     /// Parses one scenario.
     /// - Parameters:
@@ -383,7 +383,36 @@ private struct Reader {
             }
             present = name
         }
-        return Scenario.Client(trust: TrustProfile(rawValue: trustText), pinned: pinned, backup: backup, present: present)
+        var host = Scenario.defaultHost
+        if let h = m["host"]?.value {
+            host = try hostName(h)
+        }
+        return Scenario.Client(trust: TrustProfile(rawValue: trustText), pinned: pinned, backup: backup, present: present,
+                               host: host)
+    }
+
+    /// `client.host`: a lower-case DNS name that lab-root's name constraints permit (`localhost`, or a name ending
+    /// in `.test` or `.localhost`), so that a lab certificate can be issued for it and no real site is named.
+    func hostName(_ node: Node) throws -> String {
+        let fix = "write a DNS name under .test, e.g. `host: other.pinning.test` (lab-root may only certify localhost and names under test or localhost)."
+        let text = try nonEmptyString(node, "client.host", fix: fix)
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        let wellFormed = labels.allSatisfy { label in
+            !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
+                && label.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }
+        } && !(labels.last ?? "").allSatisfy(\.isNumber)
+        guard wellFormed else {
+            throw fail(.badHost, node, "client.host",
+                       "'\(text)' is not a DNS host name (lower-case letters, digits and dashes in dot-separated labels; no IP address, port, scheme or wildcard).",
+                       fix: fix)
+        }
+        let permitted = text == "localhost" || text.hasSuffix(".test") || text.hasSuffix(".localhost")
+        guard permitted else {
+            throw fail(.badHost, node, "client.host",
+                       "'\(text)' is outside lab-root's name constraints, so no lab certificate can be valid for it.",
+                       fix: fix)
+        }
+        return text
     }
 
     func expectations(_ node: Node) throws -> [PinProfile: Expectation] {

@@ -10,12 +10,13 @@ public final class ScenarioServer: Sendable {
     public let pki: LabPKI
     /// The engine's name: `openssl` or `gnutls`.
     public var engine: String { server.engineName }
-    /// Clients reach every server as `localhost`.
-    public var host: String { "localhost" }
+    /// The host name the client asks for (the scenario's `client.host`, `localhost` unless it says otherwise); the
+    /// client connects to `ip`, whatever the name.
+    public var host: String { scenario.client.host }
     public var ip: String { server.host }
     public var port: Int { server.port }
-    /// `https://localhost:PORT/`.
-    public var url: URL { URL(string: "https://localhost:\(server.port)/")! }
+    /// `https://HOST:PORT/`.
+    public var url: URL { URL(string: "https://\(host):\(server.port)/")! }
     /// The roots of the scenario's trust profile (DER), and the same as a PEM file.
     public let trustRootsDER: [[UInt8]]
     public let trustFile: URL
