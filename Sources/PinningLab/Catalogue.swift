@@ -73,7 +73,7 @@ public struct Catalogue: Sendable, Hashable {
             for other in group.dropFirst() {
                 errors.append(ScenarioError(
                     .duplicateScenario, file: other.source ?? other.id, line: 1, field: "",
-                    problem: "the scenario '\(other.id)' shows exactly what \(first) shows: the same chain, trust, TLS versions, ciphers, client authentication, host and expected row.",
+                    problem: "the scenario '\(other.id)' shows exactly what \(first) shows: the same chain, trust, TLS versions, ciphers, client authentication, host, pin scope and expected row.",
                     fix: "make it show something no other scenario does (change what the server presents, what the client trusts or asks for), or remove it."))
             }
         }
@@ -83,7 +83,7 @@ public struct Catalogue: Sendable, Hashable {
 
     /// Groups of scenarios (two or more, by id) that show the same thing: the same chain on the wire, trust
     /// profile, TLS versions, cipher suites, client authentication (mode, trusted CAs, certificate presented),
-    /// host name and expected row. Empty for a good catalogue; `load(directory:)` refuses a catalogue that has one.
+    /// host name, pin scope and expected row. Empty for a good catalogue; `load(directory:)` refuses a catalogue that has one.
     public var identicalScenarios: [[String]] { Self.identicalGroups(scenarios).map { $0.map(\.id) } }
 
     private struct Substance: Hashable {
@@ -95,6 +95,7 @@ public struct Catalogue: Sendable, Hashable {
         var clientAuthTrust: [String]
         var present: String?
         var host: String
+        var pinScope: PinScope?
         var row: String
 
         init(_ s: Scenario) {
@@ -106,6 +107,7 @@ public struct Catalogue: Sendable, Hashable {
             clientAuthTrust = s.server.clientAuthTrust
             present = s.client.present
             host = s.client.host
+            pinScope = s.client.pinScope
             row = s.expectedRow
         }
     }
@@ -163,6 +165,7 @@ public struct Catalogue: Sendable, Hashable {
         "renewal-same-key", "rekey", "emergency-rekey", "intermediate-renewed-same-key", "sibling-intermediate",
         "expired-leaf", "not-yet-valid-leaf", "expired-intermediate",
         "wrong-host", "pinned-cert-other-host",
+        "pin-scope-exact-host", "pin-scope-subdomain-included", "pin-scope-subdomain-excluded", "pin-scope-unpinned-host",
         "self-signed-pinned-key", "untrusted-rogue", "intercepting-proxy", "chain-stuffing",
         "name-collision-intermediate", "name-collision-root",
         "incomplete-chain", "reversed-chain", "non-ca-signer", "pathlen-violation",

@@ -75,7 +75,8 @@ extension CommandClient: PinningClient {
             caFile: target.trustFile ?? "", pins: target.pins.hashes,
             certificatePins: target.pins.kind == .certificateSHA256 ? target.pins.hashes : [],
             clientCertificateFile: creds?.certificateFile, clientKeyFile: creds?.keyFile,
-            clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password)
+            clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password,
+            pinScope: target.pinScope)
         return await run(ctx, scratch: FileManager.default.temporaryDirectory).outcome
     }
 }

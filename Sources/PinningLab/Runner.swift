@@ -397,7 +397,7 @@ struct CellFiles: Sendable {
         return ClientTarget(
             host: s.client.host, ip: "127.0.0.1", port: port, trustRootsDER: trust.roots, trustFile: trust.path,
             pins: try s.pinSet(for: profile, in: pki), clientCredentials: try credentials(s), scenario: s.id,
-            profile: profile, timeout: timeout)
+            profile: profile, timeout: timeout, pinScope: s.client.pinScope)
     }
 
     func context(for s: Scenario, profile: PinProfile, port: Int) throws -> CellContext {
@@ -408,7 +408,8 @@ struct CellFiles: Sendable {
             pins: try s.pinSet(for: profile, in: pki).hashes,
             certificatePins: try s.pinnedIdentities(for: profile, in: pki).map(\.pins.certificateSHA256),
             clientCertificateFile: creds?.certificateFile, clientKeyFile: creds?.keyFile,
-            clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password)
+            clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password,
+            pinScope: s.client.pinScope)
     }
 }
 

@@ -40,8 +40,13 @@ public final class ScenarioServer: Sendable {
     /// What a correct client does under `profile`.
     public func expected(_ profile: PinProfile) -> Expectation { scenario.expected(profile) }
 
-    /// The pins a client built for this scenario holds under `profile`.
+    /// The pins a client built for this scenario holds under `profile` (declared for ``pinScope``).
     public func pins(_ profile: PinProfile) throws -> PinSet { try scenario.pinSet(for: profile, in: pki) }
+
+    /// The hosts the pins are declared for; `nil` declares them for ``host`` itself.
+    public var pinScope: PinScope? { scenario.client.pinScope }
+    /// Whether the pins are declared for ``host``: a client that models scopes pins only then.
+    public var pinsApply: Bool { scenario.client.pinsApply }
 
     /// The target to hand a `PinningClient` for `profile`.
     public func target(_ profile: PinProfile, timeout: Duration = .seconds(10)) throws -> ClientTarget {

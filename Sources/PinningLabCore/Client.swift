@@ -58,6 +58,32 @@ public struct ClientCredentials: Sendable, Hashable {
     }
 }
 
+/// The host names a client's pins are declared for, as a pinning library configures them per host (OkHttp
+/// `CertificatePinner` patterns `api.example.com` / `**.api.example.com`, TrustKit's `kTSKIncludeSubdomains`,
+/// Alamofire's `ServerTrustManager` evaluators): `domain` itself and, with `includeSubdomains`, every name below
+/// it. A host outside the scope is not pinned: a correct client validates it normally and ignores the pins.
+public struct PinScope: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var domain: String
+    public var includeSubdomains: Bool
+
+    public init(domain: String, includeSubdomains: Bool) {
+        self.domain = domain
+        self.includeSubdomains = includeSubdomains
+    }
+
+    /// Whether pins declared for this scope apply to `host` (DNS names compare case-insensitively).
+    public func covers(_ host: String) -> Bool {
+        let h = host.lowercased()
+        let d = domain.lowercased()
+        return h == d || (includeSubdomains && h.hasSuffix("." + d))
+    }
+
+    /// OkHttp's `CertificatePinner` pattern for this scope: `api.pinning.test` or `**.api.pinning.test`.
+    public var okHttpPattern: String { includeSubdomains ? "**." + domain : domain }
+
+    public var description: String { includeSubdomains ? "\(domain) and its subdomains" : domain }
+}
+
 /// Everything a client under test is told for one cell (scenario × pin profile × engine).
 public struct ClientTarget: Sendable {
     /// The host name the client must use and verify: `localhost`.
@@ -77,11 +103,16 @@ public struct ClientTarget: Sendable {
     public var profile: PinProfile
     /// How long the client may take in all before it is stopped and counted as refused.
     public var timeout: Duration
+    /// The hosts `pins` are declared for; `nil` declares them for `host` itself. A client that supports scopes
+    /// applies its pins only when ``pinsApply``.
+    public var pinScope: PinScope?
+    /// Whether the pins are declared for `host` (always, without a scope).
+    public var pinsApply: Bool { pinScope?.covers(host) ?? true }
 
     public init(
         host: String = "localhost", ip: String = "127.0.0.1", port: Int, trustRootsDER: [[UInt8]],
         trustFile: String? = nil, pins: PinSet, clientCredentials: ClientCredentials? = nil, scenario: String,
-        profile: PinProfile, timeout: Duration = .seconds(10)
+        profile: PinProfile, timeout: Duration = .seconds(10), pinScope: PinScope? = nil
     ) {
         self.host = host
         self.ip = ip
@@ -93,6 +124,7 @@ public struct ClientTarget: Sendable {
         self.scenario = scenario
         self.profile = profile
         self.timeout = timeout
+        self.pinScope = pinScope
     }
 }
 

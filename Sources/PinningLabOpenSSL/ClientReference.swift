@@ -8,7 +8,7 @@ internal import Foundation
 /// Every variant connects to `target.ip:target.port`, sends SNI `target.host` (and verifies the certificate for that
 /// name, whatever the address), trusts exactly `target.trustRootsDER` (never the system store) at OpenSSL security
 /// level 2 with TLS 1.2 or later and forward-secret suites only (ECDHE in TLS 1.2: App Transport Security's
-/// floor), presents
+/// floor), applies its pins only when they are declared for `target.host` (`target.pinsApply`), presents
 /// `target.clientCredentials` when given, and bounds everything by `target.timeout`. When it trusts the server it
 /// sends `GET / HTTP/1.1` with `Host: <target.host>` and `Connection: close` and reads the response; when it
 /// refuses it closes (after OpenSSL's alert, since every decision is taken inside the handshake) without sending
@@ -46,10 +46,13 @@ public struct ReferenceClient: PinningClient {
         /// instead of the validated chain: a rogue issuer that copies a pinned CA's name leads it to the genuine,
         /// pinned CA sent alongside.
         public static let pinsByIssuerName = Mistake("pins-by-issuer-name")
+        /// Like `correct`, but applies its pins to every host it connects to, ignoring the scope they were
+        /// declared for (`target.pinScope`): a host outside it (a CDN, a forced-update check) is refused.
+        public static let pinsEveryHost = Mistake("pins-every-host")
 
         public static let all: [Mistake] = [
             .none, .pinPresentedChain, .pinReplacesValidation, .noHostnameCheck, .rawKeyHash, .noPinning,
-            .pinsByIssuerName,
+            .pinsByIssuerName, .pinsEveryHost,
         ]
 
         /// The mistake whose client name is `name`, if there is one.
@@ -73,6 +76,8 @@ public struct ReferenceClient: PinningClient {
                 return "hashes the bare key bytes (SecKeyCopyExternalRepresentation) instead of the SPKI DER"
             case .noPinning:
                 return "validates chain and hostname but ignores pins"
+            case .pinsEveryHost:
+                return "applies its pins to every host, also to hosts outside the scope they were declared for"
             case .pinsByIssuerName:
                 return "matches pins against a path built by following issuer names through the sent certificates, not the validated chain"
             default:
@@ -95,6 +100,7 @@ public struct ReferenceClient: PinningClient {
     public static let rawKeyHash = ReferenceClient(mistake: .rawKeyHash)
     public static let noPinning = ReferenceClient(mistake: .noPinning)
     public static let pinsByIssuerName = ReferenceClient(mistake: .pinsByIssuerName)
+    public static let pinsEveryHost = ReferenceClient(mistake: .pinsEveryHost)
 
     /// Runs one connection on a dedicated thread and resumes with its outcome.
     public func run(_ target: ClientTarget) async -> ClientOutcome {
@@ -123,7 +129,7 @@ public enum ReferenceClients {
     public static var names: [String] { ReferenceClient.Mistake.all.map(\.rawValue) }
 
     /// The reference client called `name` (`correct`, `pin-presented-chain`, `pin-replaces-validation`,
-    /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`), or `nil`.
+    /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`, `pins-every-host`), or `nil`.
     public static func named(_ name: String) -> (any PinningClient)? {
         ReferenceClient.Mistake(clientName: name).map { ReferenceClient(mistake: $0) }
     }

@@ -37,6 +37,15 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     public static let wrongHost = ScenarioID("wrong-host")
     /// `pinned-cert-other-host`: The exact pinned certificate, presented for a host name it does not cover.
     public static let pinnedCertOtherHost = ScenarioID("pinned-cert-other-host")
+    /// `pin-scope-exact-host`: Pins declared for api.pinning.test: the proxy intercepts api.pinning.test.
+    public static let pinScopeExactHost = ScenarioID("pin-scope-exact-host")
+    /// `pin-scope-subdomain-included`: Pins declared for api.pinning.test and its subdomains: the proxy intercepts
+    /// v2.api.pinning.test.
+    public static let pinScopeSubdomainIncluded = ScenarioID("pin-scope-subdomain-included")
+    /// `pin-scope-subdomain-excluded`: Pins declared for api.pinning.test only: v2.api.pinning.test is not pinned.
+    public static let pinScopeSubdomainExcluded = ScenarioID("pin-scope-subdomain-excluded")
+    /// `pin-scope-unpinned-host`: A host outside the pin scope: the genuine cdn.pinning.test.
+    public static let pinScopeUnpinnedHost = ScenarioID("pin-scope-unpinned-host")
     /// `self-signed-pinned-key`: A self-signed certificate carrying the pinned key.
     public static let selfSignedPinnedKey = ScenarioID("self-signed-pinned-key")
     /// `untrusted-rogue`: A certificate from a CA the device does not trust.
@@ -103,7 +112,8 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     public static let all: [ScenarioID] = [
         .baseline, .rootNotSent, .renewalSameKey, .rekey, .emergencyRekey, .intermediateRenewedSameKey,
         .siblingIntermediate, .expiredLeaf, .notYetValidLeaf, .expiredIntermediate, .wrongHost,
-        .pinnedCertOtherHost, .selfSignedPinnedKey, .untrustedRogue, .interceptingProxy, .chainStuffing,
+        .pinnedCertOtherHost, .pinScopeExactHost, .pinScopeSubdomainIncluded, .pinScopeSubdomainExcluded,
+        .pinScopeUnpinnedHost, .selfSignedPinnedKey, .untrustedRogue, .interceptingProxy, .chainStuffing,
         .nameCollisionIntermediate, .nameCollisionRoot, .incompleteChain, .reversedChain, .nonCASigner,
         .pathlenViolation, .weakRSA1024, .sha1Signature, .tlsV1_0, .tlsV1_1, .tlsV1_2, .tlsV1_2NoForwardSecrecy,
         .atsFloor, .ecdsaP384, .rsa2048, .rsa3072, .rsa4096, .ed25519, .mtlsRequiredValid,
@@ -163,6 +173,7 @@ public struct BuiltInClient: PinningClient {
     public static let rawKeyHash = BuiltInClient("raw-key-hash")
     public static let noPinning = BuiltInClient("no-pinning")
     public static let pinsByIssuerName = BuiltInClient("pins-by-issuer-name")
+    public static let pinsEveryHost = BuiltInClient("pins-every-host")
     /// `correct` first, then the teaching clients.
     public static var all: [BuiltInClient] { BuiltInClients.names.map(BuiltInClient.init) }
 }
@@ -175,6 +186,7 @@ extension PinningClient where Self == BuiltInClient {
     public static var rawKeyHash: BuiltInClient { BuiltInClient.rawKeyHash }
     public static var noPinning: BuiltInClient { BuiltInClient.noPinning }
     public static var pinsByIssuerName: BuiltInClient { BuiltInClient.pinsByIssuerName }
+    public static var pinsEveryHost: BuiltInClient { BuiltInClient.pinsEveryHost }
 }
 
 /// Shared state of the helpers: one work folder per process.

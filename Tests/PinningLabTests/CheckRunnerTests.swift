@@ -55,12 +55,17 @@ enum Predictions {
             .union(cells(["rekey"], [.leafCert, .leafSPKI]))
             .union(cells(["emergency-rekey"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             .union(cells(["sibling-intermediate"], [.leafCert, .intermediateSPKI]))
-            .union(cells(["intercepting-proxy", "chain-stuffing", "name-collision-intermediate", "name-collision-root"],
-                         pinnedProfiles)),
+            .union(cells(["intercepting-proxy", "chain-stuffing", "name-collision-intermediate", "name-collision-root",
+                          "pin-scope-exact-host", "pin-scope-subdomain-included"], pinnedProfiles)),
         // Issuer names lead from twin-root-leaf to the genuine lab-intermediate-a that was sent with it, and from
         // there to lab-root in the trust store. Everywhere else the names lead along the validated chain
         // (name-collision-intermediate's twin is sent itself, so the walk finds the twin, not the genuine CA).
         "pins-by-issuer-name": cells(["name-collision-root"], [.intermediateSPKI, .rootSPKI]),
+        // Pins applied outside their declared scope: the proxy for v2.api.pinning.test (declared for
+        // api.pinning.test only) is refused, and so is the genuine CDN — except under root-spki, whose lab-root
+        // also anchors the CDN's chain.
+        "pins-every-host": cells(["pin-scope-subdomain-excluded"], pinnedProfiles)
+            .union(cells(["pin-scope-unpinned-host"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
     ]
 }
 

@@ -18,7 +18,7 @@ struct CommandTemplateTests {
 
     static let everyPlaceholder = [
         "{url}", "{host}", "{port}", "{ip}", "{resolve}", "{hosts.file}", "{ca}", "{pins}", "{pins.curl}", "{pins.okhttp}",
-        "{pins.hex}", "{certpins.hex}", "{client.cert}", "{client.key}", "{client.p12}", "{client.password}",
+        "{pins.hex}", "{pins.domain}", "{pins.subdomains}", "{pins.okhttp.pattern}", "{certpins.hex}", "{client.cert}", "{client.key}", "{client.p12}", "{client.password}",
         "{scenario}", "{profile}",
     ]
 
@@ -34,6 +34,7 @@ struct CommandTemplateTests {
             "/tmp/ca.pem",
             "\(b1),\(b2)", "sha256//\(b1);sha256//\(b2)", "sha256/\(b1),sha256/\(b2)",
             String(repeating: "11", count: 32) + "," + String(repeating: "22", count: 32),
+            "localhost", "false", "localhost",
             String(repeating: "ab", count: 32), "/tmp/c.pem", "/tmp/c.key", "/tmp/c.p12", "pinninglab",
             "rekey", "leaf-spki+backup", "--pin=" + String(repeating: "11", count: 32) + "," + String(repeating: "22", count: 32),
         ])
@@ -53,6 +54,11 @@ struct CommandTemplateTests {
         #expect(c.environment["PINLAB_HOSTS_FILE"] == "/tmp/hosts")
         #expect(c.environment["PINLAB_IP"] == "127.0.0.1")
         #expect(c.hostsFileContents == "127.0.0.1 other.pinning.test\n")
+        // Pins declared for a scope: the domain, whether subdomains are covered, and OkHttp's pattern.
+        c.pinScope = PinScope(domain: "api.pinning.test", includeSubdomains: true)
+        let scoped = try CommandTemplate(["c", "{pins.domain}", "{pins.subdomains}", "{pins.okhttp.pattern}"])
+        #expect(scoped.arguments(for: c) == ["c", "api.pinning.test", "true", "**.api.pinning.test"])
+        #expect(c.environment["PINLAB_PINS_OKHTTP_PATTERN"] == "**.api.pinning.test")
         c.ip = "::1"
         #expect(c.resolve == "other.pinning.test:40123:[::1]")
     }
@@ -166,7 +172,9 @@ struct CurlTests {
     @Test func curlConformsOnItsDeclaredProfiles() async throws {
         try #require(Tool.path("curl") != nil, "curl is not on the PATH (apt-get install curl)")
         let report = try await TestLab.runner().run(.command(try CommandClient.curl()), options: CheckOptions(jobs: 8))
+        // curl has no pin scope: it applies --pinnedpubkey to whatever host it is sent to.
         let predicted = cells(["tls-v1-2-no-forward-secrecy"], [.none, .leafSPKI, .leafSPKIBackup])
+            .union(cells(["pin-scope-subdomain-excluded", "pin-scope-unpinned-host"], [.leafSPKI, .leafSPKIBackup]))
         for engine in ["openssl", "gnutls"] {
             let failed = report.cells(.fail, engine: engine)
             #expect(failed == predicted, "\(engine): unpredicted \(failed.subtracting(predicted).sorted()), missing \(predicted.subtracting(failed).sorted())")
@@ -200,6 +208,7 @@ struct CurlTests {
         let acceptAll = Predictions.allAcceptRootNotSent + Predictions.allAcceptRootSent
         let predicted = cells(acceptAll, [.leafCert, .intermediateSPKI, .rootSPKI])
             .union(cells(["tls-v1-2-no-forward-secrecy"], [.none, .leafSPKI, .leafSPKIBackup]))
+            .union(cells(["pin-scope-subdomain-excluded", "pin-scope-unpinned-host"], Predictions.pinnedProfiles))
             .union(cells(["renewal-same-key", "rekey", "emergency-rekey"], [.intermediateSPKI, .rootSPKI]))
             .union(cells(["sibling-intermediate"], [.rootSPKI]))
             .subtracting(report.cells(.unsupported, engine: "openssl"))

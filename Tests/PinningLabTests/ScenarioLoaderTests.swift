@@ -110,6 +110,12 @@ let malformedCases: [MalformedCase] = [
                   code: .badHost, line: 10, field: "client.host", mentions: ["no IP address, port"]),
     MalformedCase(name: "host in capitals", yaml: replacing("trust: lab-root", "trust: lab-root\n  host: Other.Pinning.Test"),
                   code: .badHost, line: 10, field: "client.host", mentions: ["lower-case"]),
+    MalformedCase(name: "pin scope without a domain", yaml: replacing("trust: lab-root", "trust: lab-root\n  pin-scope: {subdomains: true}"),
+                  code: .missingField, line: 10, field: "client.pin-scope.domain", mentions: ["'domain'", "api.pinning.test"]),
+    MalformedCase(name: "pin scope subdomains not a boolean", yaml: replacing("trust: lab-root", "trust: lab-root\n  pin-scope: {domain: api.pinning.test, subdomains: all}"),
+                  code: .wrongType, line: 10, field: "client.pin-scope.subdomains", mentions: ["'all'", "subdomains: true"]),
+    MalformedCase(name: "pin scope for a real domain", yaml: replacing("trust: lab-root", "trust: lab-root\n  pin-scope: {domain: example.com}"),
+                  code: .badHost, line: 10, field: "client.pin-scope.domain", mentions: ["name constraints"]),
     MalformedCase(name: "notes for an unknown profile", yaml: validScenarioYAML + "\nnotes:\n  leaf-key: \"x\"",
                   code: .unknownProfile, line: 18, field: "notes.leaf-key", mentions: ["not a pin profile"]),
 ]
@@ -232,7 +238,7 @@ struct BundledCatalogueTests {
     /// host, expected row), and the teaching order lists every bundled scenario.
     @Test func noTwoScenariosAreTheSame() throws {
         let c = try Catalogue.bundled()
-        #expect(c.scenarios.count == 40)
+        #expect(c.scenarios.count == 44)
         #expect(c.identicalScenarios.isEmpty, "\(c.identicalScenarios)")
         #expect(Set(Catalogue.canonicalOrder) == Set(c.ids))
         let baseline = try #require(c["baseline"])
@@ -245,7 +251,17 @@ struct BundledCatalogueTests {
         let c = try Catalogue.bundled()
         #expect(c["pinned-cert-other-host"]?.client.host == "other.pinning.test")
         #expect(c["pinned-cert-other-host"]?.server.chain.first == c["pinned-cert-other-host"]?.client.pinned)
-        #expect(c.scenarios.filter { $0.client.host != "localhost" }.map(\.id) == ["pinned-cert-other-host"])
+        #expect(c.scenarios.filter { $0.client.host != "localhost" }.map(\.id) == [
+            "pinned-cert-other-host", "pin-scope-exact-host", "pin-scope-subdomain-included",
+            "pin-scope-subdomain-excluded", "pin-scope-unpinned-host",
+        ])
+        // The pin-scope rows: the pins apply exactly where the declared scope covers the host asked for.
+        let applies = c.scenarios.filter { $0.client.pinScope != nil }.map { "\($0.id) \($0.client.pinsApply)" }
+        #expect(applies == [
+            "pin-scope-exact-host true", "pin-scope-subdomain-included true", "pin-scope-subdomain-excluded false",
+            "pin-scope-unpinned-host false",
+        ])
+        #expect(c["pin-scope-subdomain-included"]?.client.pinScope == PinScope(domain: "api.pinning.test", includeSubdomains: true))
     }
 
     /// DESIGN.md's canonical expectations, in `PinProfile.all` order (none, leaf-cert, leaf-spki,
@@ -277,6 +293,10 @@ struct BundledCatalogueTests {
         ("tls-v1-1", "X X X X X X"),
         ("tls-v1-2-no-forward-secrecy", "X X X X X X"),
         ("ats-floor", "A A A A A A"),
+        ("pin-scope-exact-host", "A X X X X X"),
+        ("pin-scope-subdomain-included", "A X X X X X"),
+        ("pin-scope-subdomain-excluded", "A A A A A A"),
+        ("pin-scope-unpinned-host", "A A A A A A"),
     ])
     func matchesTheDesignTable(id: String, row: String) throws {
         let s = try #require(try Catalogue.bundled()[id])
