@@ -68,8 +68,59 @@ public struct Catalogue: Sendable, Hashable {
                 errors.append(e)
             }
         }
+        for group in identicalGroups(scenarios) {
+            let first = group[0].source ?? group[0].id
+            for other in group.dropFirst() {
+                errors.append(ScenarioError(
+                    .duplicateScenario, file: other.source ?? other.id, line: 1, field: "",
+                    problem: "the scenario '\(other.id)' shows exactly what \(first) shows: the same chain, trust, TLS versions, ciphers, client authentication, host, pin scope and expected row.",
+                    fix: "make it show something no other scenario does (change what the server presents, what the client trusts or asks for), or remove it."))
+            }
+        }
         if !errors.isEmpty { throw CatalogueError(errors: errors) }
         return Catalogue(scenarios: scenarios)
+    }
+
+    /// Groups of scenarios (two or more, by id) that show the same thing: the same chain on the wire, trust
+    /// profile, TLS versions, cipher suites, client authentication (mode, trusted CAs, certificate presented),
+    /// host name, pin scope and expected row. Empty for a good catalogue; `load(directory:)` refuses a catalogue that has one.
+    public var identicalScenarios: [[String]] { Self.identicalGroups(scenarios).map { $0.map(\.id) } }
+
+    private struct Substance: Hashable {
+        var chain: [String]
+        var trust: String
+        var versions: [TLSProtocolVersion]
+        var ciphers: [String]
+        var clientAuth: ClientAuthMode
+        var clientAuthTrust: [String]
+        var present: String?
+        var host: String
+        var pinScope: PinScope?
+        var row: String
+
+        init(_ s: Scenario) {
+            chain = s.server.chain
+            trust = s.client.trust.rawValue
+            versions = s.server.tlsVersions
+            ciphers = s.server.cipherSuites
+            clientAuth = s.server.clientAuth
+            clientAuthTrust = s.server.clientAuthTrust
+            present = s.client.present
+            host = s.client.host
+            pinScope = s.client.pinScope
+            row = s.expectedRow
+        }
+    }
+
+    private static func identicalGroups(_ scenarios: [Scenario]) -> [[Scenario]] {
+        var groups: [Substance: [Scenario]] = [:]
+        var order: [Substance] = []
+        for s in scenarios.sorted(by: teachingOrder) {
+            let key = Substance(s)
+            if groups[key] == nil { order.append(key) }
+            groups[key, default: []].append(s)
+        }
+        return order.compactMap { groups[$0]!.count > 1 ? groups[$0]! : nil }
     }
 
     /// Checks that ids are unique across already parsed scenarios (for catalogues built in code).
@@ -113,11 +164,13 @@ public struct Catalogue: Sendable, Hashable {
         "baseline", "root-not-sent",
         "renewal-same-key", "rekey", "emergency-rekey", "intermediate-renewed-same-key", "sibling-intermediate",
         "expired-leaf", "not-yet-valid-leaf", "expired-intermediate",
-        "wrong-host",
+        "wrong-host", "pinned-cert-other-host",
+        "pin-scope-exact-host", "pin-scope-subdomain-included", "pin-scope-subdomain-excluded", "pin-scope-unpinned-host",
         "self-signed-pinned-key", "untrusted-rogue", "intercepting-proxy", "chain-stuffing",
-        "name-collision-intermediate",
+        "name-collision-intermediate", "name-collision-root",
         "incomplete-chain", "reversed-chain", "non-ca-signer", "pathlen-violation",
-        "weak-rsa-1024", "sha1-signature", "tls-v1-0", "tls-v1-2",
+        "weak-rsa-1024", "sha1-signature", "tls-v1-0", "tls-v1-1", "tls-v1-2", "tls-v1-2-no-forward-secrecy",
+        "ats-floor",
         "ecdsa-p384", "rsa-2048", "rsa-3072", "rsa-4096", "ed25519",
         "mtls-required-valid", "mtls-required-missing", "mtls-required-untrusted", "mtls-required-expired",
         "mtls-required-wrong-eku", "mtls-optional-missing",

@@ -23,10 +23,12 @@ public struct CommandClient: Sendable {
 
     /// The system `curl`, pinning with `--pinnedpubkey` (which only pins the server's own key, so it declares
     /// `none`, `leaf-spki` and `leaf-spki+backup`) and presenting a client certificate when the scenario has one.
+    /// `--resolve {resolve}` sends the scenario's host name (`{url}`, SNI, `Host`) to the fixture server on
+    /// 127.0.0.1.
     public static func curl(executable: String = "curl", timeout: Duration = .seconds(10)) throws -> CommandClient {
         let t = try CommandTemplate([
             executable, "--silent", "--show-error", "--fail", "--output", "/dev/null", "--max-time", "8",
-            "--noproxy", "*", "--cacert", "{ca}", "[--pinnedpubkey {pins.curl}]",
+            "--noproxy", "*", "--resolve", "{resolve}", "--cacert", "{ca}", "[--pinnedpubkey {pins.curl}]",
             "[--cert {client.cert}]", "[--key {client.key}]", "{url}",
         ])
         return CommandClient(name: "curl", template: t, supportedProfiles: [.none, .leafSPKI, .leafSPKIBackup],
@@ -39,6 +41,13 @@ public struct CommandClient: Sendable {
 
     /// Runs the command for one cell.
     public func run(_ context: CellContext, scratch: URL) async -> (outcome: ClientOutcome, milliseconds: Double) {
+        var context = context
+        if context.hostsFile == nil {
+            let file = scratch.appendingPathComponent("hosts-\(context.host)-\(context.ip)")
+            if (try? context.hostsFileContents.write(to: file, atomically: true, encoding: .utf8)) != nil {
+                context.hostsFile = file.path
+            }
+        }
         let args = template.arguments(for: context)
         let r = await ProcessRunner.run(args, extraEnvironment: context.environment, timeout: timeout, scratch: scratch)
         if let e = r.launchError {
@@ -66,7 +75,8 @@ extension CommandClient: PinningClient {
             caFile: target.trustFile ?? "", pins: target.pins.hashes,
             certificatePins: target.pins.kind == .certificateSHA256 ? target.pins.hashes : [],
             clientCertificateFile: creds?.certificateFile, clientKeyFile: creds?.keyFile,
-            clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password)
+            clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password,
+            pinScope: target.pinScope)
         return await run(ctx, scratch: FileManager.default.temporaryDirectory).outcome
     }
 }

@@ -19,11 +19,17 @@ public struct CellContext: Sendable, Hashable {
     public var clientKeyFile: String?
     public var clientPKCS12File: String?
     public var clientPKCS12Password: String?
+    /// A hosts-format file (`IP HOST`) that maps the cell's host name to the server's address, for resolvers that
+    /// read one (the JVM's `-Djdk.net.hosts.file`). Written by ``CommandClient`` before the run when `nil`.
+    public var hostsFile: String?
+    /// The hosts the pins are declared for; `nil` declares them for `host` itself.
+    public var pinScope: PinScope?
 
     public init(
         scenario: String, profile: PinProfile, host: String = "localhost", ip: String = "127.0.0.1", port: Int,
         caFile: String, pins: [[UInt8]], certificatePins: [[UInt8]], clientCertificateFile: String? = nil,
-        clientKeyFile: String? = nil, clientPKCS12File: String? = nil, clientPKCS12Password: String? = nil
+        clientKeyFile: String? = nil, clientPKCS12File: String? = nil, clientPKCS12Password: String? = nil,
+        pinScope: PinScope? = nil
     ) {
         self.scenario = scenario
         self.profile = profile
@@ -37,9 +43,19 @@ public struct CellContext: Sendable, Hashable {
         self.clientKeyFile = clientKeyFile
         self.clientPKCS12File = clientPKCS12File
         self.clientPKCS12Password = clientPKCS12Password
+        self.pinScope = pinScope
     }
 
+    /// The scope of the pins, spelled out: the declared one, or `host` alone.
+    public var effectivePinScope: PinScope { pinScope ?? PinScope(domain: host, includeSubdomains: false) }
+
+    /// The contents of ``hostsFile``: one line, `IP HOST`.
+    public var hostsFileContents: String { "\(ip) \(host)\n" }
+
     public var url: String { "https://\(host):\(port)/" }
+
+    /// `HOST:PORT:IP`, curl's `--resolve` entry that sends the scenario's host name to the fixture server.
+    public var resolve: String { "\(host):\(port):\(ip.contains(":") ? "[\(ip)]" : ip)" }
 
     /// The value of every placeholder (without braces). See the CommandTemplates article for the exact meaning.
     public var values: [String: String] {
@@ -49,11 +65,16 @@ public struct CellContext: Sendable, Hashable {
             "host": host,
             "port": String(port),
             "ip": ip,
+            "resolve": resolve,
+            "hosts.file": hostsFile ?? "",
             "ca": caFile,
             "pins": b64.joined(separator: ","),
             "pins.curl": PinFormat.curlPins(b64),
             "pins.okhttp": b64.map(PinFormat.okhttpPin).joined(separator: ","),
             "pins.hex": pins.map(\.hexString).joined(separator: ","),
+            "pins.domain": pins.isEmpty ? "" : effectivePinScope.domain,
+            "pins.subdomains": pins.isEmpty ? "" : String(effectivePinScope.includeSubdomains),
+            "pins.okhttp.pattern": pins.isEmpty ? "" : effectivePinScope.okHttpPattern,
             "certpins.hex": certificatePins.map(\.hexString).joined(separator: ","),
             "client.cert": clientCertificateFile ?? "",
             "client.key": clientKeyFile ?? "",
@@ -84,7 +105,8 @@ public struct CellContext: Sendable, Hashable {
 public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
     /// The placeholders, in the order the documentation lists them.
     public static let placeholders = [
-        "url", "host", "port", "ip", "ca", "pins", "pins.curl", "pins.okhttp", "pins.hex", "certpins.hex",
+        "url", "host", "port", "ip", "resolve", "hosts.file", "ca", "pins", "pins.curl", "pins.okhttp", "pins.hex", "pins.domain", "pins.subdomains",
+        "pins.okhttp.pattern", "certpins.hex",
         "client.cert", "client.key", "client.p12", "client.password", "scenario", "profile",
     ]
 

@@ -419,20 +419,21 @@ struct CellFiles: Sendable {
     func target(for s: Scenario, profile: PinProfile, port: Int, timeout: Duration) throws -> ClientTarget {
         let trust = try trustFile(s)
         return ClientTarget(
-            host: "localhost", ip: "127.0.0.1", port: port, trustRootsDER: trust.roots, trustFile: trust.path,
+            host: s.client.host, ip: "127.0.0.1", port: port, trustRootsDER: trust.roots, trustFile: trust.path,
             pins: try s.pinSet(for: profile, in: pki), clientCredentials: try credentials(s), scenario: s.id,
-            profile: profile, timeout: timeout)
+            profile: profile, timeout: timeout, pinScope: s.client.pinScope)
     }
 
     func context(for s: Scenario, profile: PinProfile, port: Int) throws -> CellContext {
         let trust = try trustFile(s)
         let creds = try credentials(s)
         return CellContext(
-            scenario: s.id, profile: profile, host: "localhost", ip: "127.0.0.1", port: port, caFile: trust.path,
+            scenario: s.id, profile: profile, host: s.client.host, ip: "127.0.0.1", port: port, caFile: trust.path,
             pins: try s.pinSet(for: profile, in: pki).hashes,
             certificatePins: try s.pinnedIdentities(for: profile, in: pki).map(\.pins.certificateSHA256),
             clientCertificateFile: creds?.certificateFile, clientKeyFile: creds?.keyFile,
-            clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password)
+            clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password,
+            pinScope: s.client.pinScope)
     }
 }
 

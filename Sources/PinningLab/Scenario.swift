@@ -84,18 +84,32 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         public var backup: String
         /// The client identity the client presents when the server asks for one; `nil` presents nothing.
         public var present: String?
+        /// The host name the client asks for: it is in the URL, the SNI and the `Host` header, and the certificate
+        /// is verified against it. The client still connects to the fixture server on 127.0.0.1 (curl
+        /// `--resolve`, a custom DNS hook; see the CommandTemplates article), so no `/etc/hosts` entry is needed.
+        public var host: String
+        /// The hosts the client's pins are declared for; `nil` declares them for `host` itself.
+        public var pinScope: PinScope?
 
         public init(
             trust: TrustProfile = .labRoot, pinned: String = Scenario.defaultPinnedIdentity,
-            backup: String = Scenario.defaultBackupIdentity, present: String? = nil
+            backup: String = Scenario.defaultBackupIdentity, present: String? = nil,
+            host: String = Scenario.defaultHost, pinScope: PinScope? = nil
         ) {
             self.trust = trust
             self.pinned = pinned
             self.backup = backup
             self.present = present
+            self.host = host
+            self.pinScope = pinScope
         }
+
+        /// Whether the pins are declared for `host`.
+        public var pinsApply: Bool { pinScope?.covers(host) ?? true }
     }
 
+    /// The host name clients ask for unless a scenario says otherwise.
+    public static let defaultHost = "localhost"
     /// The identity clients are built for unless a scenario says otherwise.
     public static let defaultPinnedIdentity = "leaf-v1"
     /// The identity whose key (K2) is shipped as the backup pin unless a scenario says otherwise.
@@ -152,7 +166,7 @@ extension Scenario: Encodable {
         case id, title, tags, teaching, server, client, refusal, expect, notes, source
     }
     private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust" }
-    private enum ClientKeys: String, CodingKey { case trust, pinned, backup, present }
+    private enum ClientKeys: String, CodingKey { case trust, pinned, backup, present, host, pinScope = "pin-scope" }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -171,6 +185,8 @@ extension Scenario: Encodable {
         try cl.encode(client.pinned, forKey: .pinned)
         try cl.encode(client.backup, forKey: .backup)
         try cl.encodeIfPresent(client.present, forKey: .present)
+        try cl.encode(client.host, forKey: .host)
+        try cl.encodeIfPresent(client.pinScope, forKey: .pinScope)
         try c.encodeIfPresent(refusal, forKey: .refusal)
         var e = c.nestedContainer(keyedBy: AnyKey.self, forKey: .expect)
         for p in PinProfile.all { try e.encode(expected(p), forKey: AnyKey(p.rawValue)) }

@@ -31,6 +31,8 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
             case unreadable = "unreadable-file"
             case unknownScenario = "unknown-scenario"
             case badRefusal = "bad-refusal-category"
+            case badHost = "bad-host"
+            case duplicateScenario = "duplicate-scenario"
         }
         fileprivate var base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -84,6 +86,11 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
         public static let unreadable = Code(.unreadable)
         /// `refusal` is not a refusal category, or names one in a scenario that expects no refusal.
         public static let badRefusal = Code(.badRefusal)
+        /// `client.host` is not a DNS name the lab root may certify (`localhost`, or a name under `test`/`localhost`).
+        public static let badHost = Code(.badHost)
+        /// Two scenarios of a catalogue show the same thing (chain, trust, versions, ciphers, client authentication,
+        /// host and expected row).
+        public static let duplicateScenario = Code(.duplicateScenario)
         /// No scenario of the catalogue has this id.
         public static let unknownScenario = Code(.unknownScenario)
     }

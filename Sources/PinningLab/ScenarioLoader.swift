@@ -13,7 +13,8 @@ public enum ScenarioLoader {
     static let serverFields = ["chain", "tls", "client-auth"]
     static let tlsFields = ["versions", "ciphers"]
     static let clientAuthFields = ["mode", "trust"]
-    static let clientFields = ["trust", "pinned", "backup", "present"]
+    static let clientFields = ["trust", "pinned", "backup", "present", "host", "pin-scope"]
+    static let pinScopeFields = ["domain", "subdomains"]
 
     /// Parses one scenario.
     /// - Parameters:
@@ -383,7 +384,55 @@ private struct Reader {
             }
             present = name
         }
-        return Scenario.Client(trust: TrustProfile(rawValue: trustText), pinned: pinned, backup: backup, present: present)
+        var host = Scenario.defaultHost
+        if let h = m["host"]?.value {
+            host = try hostName(h, "client.host")
+        }
+        var scope: PinScope?
+        if let p = m["pin-scope"]?.value {
+            let sm = try mapping(p, "client.pin-scope", allowed: ScenarioLoader.pinScopeFields)
+            let domain = try hostName(
+                try required(sm, "domain", in: p, "client.pin-scope", hint: "add `domain: api.pinning.test`, the host the pins are declared for."),
+                "client.pin-scope.domain")
+            var subdomains = false
+            if let sd = sm["subdomains"]?.value {
+                let text = try string(sd, "client.pin-scope.subdomains", fix: "write `subdomains: true` or `subdomains: false`.")
+                switch text {
+                case "true", "yes": subdomains = true
+                case "false", "no": subdomains = false
+                default:
+                    throw fail(.wrongType, sd, "client.pin-scope.subdomains", "'\(text)' is not true or false.",
+                               fix: "write `subdomains: true` (the pins also cover every name below the domain) or `subdomains: false`.")
+                }
+            }
+            scope = PinScope(domain: domain, includeSubdomains: subdomains)
+        }
+        return Scenario.Client(trust: TrustProfile(rawValue: trustText), pinned: pinned, backup: backup, present: present,
+                               host: host, pinScope: scope)
+    }
+
+    /// `client.host` or `client.pin-scope.domain`: a lower-case DNS name that lab-root's name constraints permit (`localhost`, or a name ending
+    /// in `.test` or `.localhost`), so that a lab certificate can be issued for it and no real site is named.
+    func hostName(_ node: Node, _ field: String) throws -> String {
+        let fix = "write a DNS name under .test, e.g. `host: other.pinning.test` (lab-root may only certify localhost and names under test or localhost)."
+        let text = try nonEmptyString(node, field, fix: fix)
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        let wellFormed = labels.allSatisfy { label in
+            !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
+                && label.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }
+        } && !(labels.last ?? "").allSatisfy(\.isNumber)
+        guard wellFormed else {
+            throw fail(.badHost, node, field,
+                       "'\(text)' is not a DNS host name (lower-case letters, digits and dashes in dot-separated labels; no IP address, port, scheme or wildcard).",
+                       fix: fix)
+        }
+        let permitted = text == "localhost" || text.hasSuffix(".test") || text.hasSuffix(".localhost")
+        guard permitted else {
+            throw fail(.badHost, node, field,
+                       "'\(text)' is outside lab-root's name constraints, so no lab certificate can be valid for it.",
+                       fix: fix)
+        }
+        return text
     }
 
     func expectations(_ node: Node) throws -> [PinProfile: Expectation] {

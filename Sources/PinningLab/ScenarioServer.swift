@@ -10,12 +10,13 @@ public final class ScenarioServer: Sendable {
     public let pki: LabPKI
     /// The engine's name: `openssl` or `gnutls`.
     public var engine: String { server.engineName }
-    /// Clients reach every server as `localhost`.
-    public var host: String { "localhost" }
+    /// The host name the client asks for (the scenario's `client.host`, `localhost` unless it says otherwise); the
+    /// client connects to `ip`, whatever the name.
+    public var host: String { scenario.client.host }
     public var ip: String { server.host }
     public var port: Int { server.port }
-    /// `https://localhost:PORT/`.
-    public var url: URL { URL(string: "https://localhost:\(server.port)/")! }
+    /// `https://HOST:PORT/`.
+    public var url: URL { URL(string: "https://\(host):\(server.port)/")! }
     /// The roots of the scenario's trust profile (DER), and the same as a PEM file.
     public let trustRootsDER: [[UInt8]]
     public let trustFile: URL
@@ -39,8 +40,13 @@ public final class ScenarioServer: Sendable {
     /// What a correct client does under `profile`.
     public func expected(_ profile: PinProfile) -> Expectation { scenario.expected(profile) }
 
-    /// The pins a client built for this scenario holds under `profile`.
+    /// The pins a client built for this scenario holds under `profile` (declared for ``pinScope``).
     public func pins(_ profile: PinProfile) throws -> PinSet { try scenario.pinSet(for: profile, in: pki) }
+
+    /// The hosts the pins are declared for; `nil` declares them for ``host`` itself.
+    public var pinScope: PinScope? { scenario.client.pinScope }
+    /// Whether the pins are declared for ``host``: a client that models scopes pins only then.
+    public var pinsApply: Bool { scenario.client.pinsApply }
 
     /// The target to hand a `PinningClient` for `profile`.
     public func target(_ profile: PinProfile, timeout: Duration = .seconds(10)) throws -> ClientTarget {

@@ -58,6 +58,32 @@ public struct ClientCredentials: Sendable, Hashable {
     }
 }
 
+/// The host names a client's pins are declared for, as a pinning library configures them per host (OkHttp
+/// `CertificatePinner` patterns `api.example.com` / `**.api.example.com`, TrustKit's `kTSKIncludeSubdomains`,
+/// Alamofire's `ServerTrustManager` evaluators): `domain` itself and, with `includeSubdomains`, every name below
+/// it. A host outside the scope is not pinned: a correct client validates it normally and ignores the pins.
+public struct PinScope: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var domain: String
+    public var includeSubdomains: Bool
+
+    public init(domain: String, includeSubdomains: Bool) {
+        self.domain = domain
+        self.includeSubdomains = includeSubdomains
+    }
+
+    /// Whether pins declared for this scope apply to `host` (DNS names compare case-insensitively).
+    public func covers(_ host: String) -> Bool {
+        let h = host.lowercased()
+        let d = domain.lowercased()
+        return h == d || (includeSubdomains && h.hasSuffix("." + d))
+    }
+
+    /// OkHttp's `CertificatePinner` pattern for this scope: `api.pinning.test` or `**.api.pinning.test`.
+    public var okHttpPattern: String { includeSubdomains ? "**." + domain : domain }
+
+    public var description: String { includeSubdomains ? "\(domain) and its subdomains" : domain }
+}
+
 /// Everything a client under test is told for one cell (scenario × pin profile × engine).
 public struct ClientTarget: Sendable {
     /// The host name the client must use and verify: `localhost`.
@@ -80,11 +106,16 @@ public struct ClientTarget: Sendable {
     /// An HTTP CONNECT proxy (`127.0.0.1:PORT`) to reach `host:port` through, as a device configured with a proxy
     /// does (`pinlab intercept`); `nil`: connect to `ip:port` directly.
     public var proxy: String?
+    /// The hosts `pins` are declared for; `nil` declares them for `host` itself. A client that supports scopes
+    /// applies its pins only when ``pinsApply``.
+    public var pinScope: PinScope?
+    /// Whether the pins are declared for `host` (always, without a scope).
+    public var pinsApply: Bool { pinScope?.covers(host) ?? true }
 
     public init(
         host: String = "localhost", ip: String = "127.0.0.1", port: Int, trustRootsDER: [[UInt8]],
         trustFile: String? = nil, pins: PinSet, clientCredentials: ClientCredentials? = nil, scenario: String,
-        profile: PinProfile, timeout: Duration = .seconds(10), proxy: String? = nil
+        profile: PinProfile, timeout: Duration = .seconds(10), proxy: String? = nil, pinScope: PinScope? = nil
     ) {
         self.proxy = proxy
         self.host = host
@@ -97,6 +128,7 @@ public struct ClientTarget: Sendable {
         self.scenario = scenario
         self.profile = profile
         self.timeout = timeout
+        self.pinScope = pinScope
     }
 }
 

@@ -236,7 +236,9 @@ enum ClientConnection {
 
     static func run(target: ClientTarget, mistake: ReferenceClient.Mistake) -> ClientOutcome {
         let deadline = ClientDeadline(after: target.timeout)
-        let state = ClientVerifyState(policy: ClientPolicy(mistake: mistake, pins: target.pins))
+        // Pins declared for other hosts do not apply here (unless the mistake is to ignore their scope).
+        let pins = target.pinsApply || mistake == .pinsEveryHost ? target.pins : .empty
+        let state = ClientVerifyState(policy: ClientPolicy(mistake: mistake, pins: pins))
         do {
             return try withExtendedLifetime(state) { () throws(ClientFailure) -> ClientOutcome in
                 try connect(target: target, state: state, deadline: deadline)

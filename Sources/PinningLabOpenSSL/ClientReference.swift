@@ -5,8 +5,10 @@ internal import Foundation
 
 /// An in-process TLS client built on OpenSSL (libssl 3), either correct or with exactly one classic mistake.
 ///
-/// Every variant connects to `target.ip:target.port`, sends SNI `target.host`, trusts exactly
-/// `target.trustRootsDER` (never the system store) at OpenSSL security level 2 with TLS 1.2 or later, presents
+/// Every variant connects to `target.ip:target.port`, sends SNI `target.host` (and verifies the certificate for that
+/// name, whatever the address), trusts exactly `target.trustRootsDER` (never the system store) at OpenSSL security
+/// level 2 with TLS 1.2 or later and forward-secret suites only (ECDHE in TLS 1.2: App Transport Security's
+/// floor), applies its pins only when they are declared for `target.host` (`target.pinsApply`), presents
 /// `target.clientCredentials` when given, and bounds everything by `target.timeout`. When it trusts the server it
 /// sends `GET / HTTP/1.1` with `Host: <target.host>` and `Connection: close` and reads the response; when it
 /// refuses it closes (after OpenSSL's alert, since every decision is taken inside the handshake) without sending
@@ -39,9 +41,18 @@ public struct ReferenceClient: PinningClient {
         public static let rawKeyHash = Mistake("raw-key-hash")
         /// Validates chain and hostname, ignores pins.
         public static let noPinning = Mistake("no-pinning")
+        /// Validates chain and hostname like `correct`, but matches pins against a path it builds itself by
+        /// following issuer *names* from the leaf through the certificates the server sent (then the trusted roots),
+        /// instead of the validated chain: a rogue issuer that copies a pinned CA's name leads it to the genuine,
+        /// pinned CA sent alongside.
+        public static let pinsByIssuerName = Mistake("pins-by-issuer-name")
+        /// Like `correct`, but applies its pins to every host it connects to, ignoring the scope they were
+        /// declared for (`target.pinScope`): a host outside it (a CDN, a forced-update check) is refused.
+        public static let pinsEveryHost = Mistake("pins-every-host")
 
         public static let all: [Mistake] = [
             .none, .pinPresentedChain, .pinReplacesValidation, .noHostnameCheck, .rawKeyHash, .noPinning,
+            .pinsByIssuerName, .pinsEveryHost,
         ]
 
         /// The mistake whose client name is `name`, if there is one.
@@ -65,6 +76,10 @@ public struct ReferenceClient: PinningClient {
                 return "hashes the bare key bytes (SecKeyCopyExternalRepresentation) instead of the SPKI DER"
             case .noPinning:
                 return "validates chain and hostname but ignores pins"
+            case .pinsEveryHost:
+                return "applies its pins to every host, also to hosts outside the scope they were declared for"
+            case .pinsByIssuerName:
+                return "matches pins against a path built by following issuer names through the sent certificates, not the validated chain"
             default:
                 return "validates chain and hostname, then matches pins against the validated chain"
             }
@@ -84,6 +99,8 @@ public struct ReferenceClient: PinningClient {
     public static let noHostnameCheck = ReferenceClient(mistake: .noHostnameCheck)
     public static let rawKeyHash = ReferenceClient(mistake: .rawKeyHash)
     public static let noPinning = ReferenceClient(mistake: .noPinning)
+    public static let pinsByIssuerName = ReferenceClient(mistake: .pinsByIssuerName)
+    public static let pinsEveryHost = ReferenceClient(mistake: .pinsEveryHost)
 
     /// Runs one connection on a dedicated thread and resumes with its outcome.
     public func run(_ target: ClientTarget) async -> ClientOutcome {
@@ -112,7 +129,7 @@ public enum ReferenceClients {
     public static var names: [String] { ReferenceClient.Mistake.all.map(\.rawValue) }
 
     /// The reference client called `name` (`correct`, `pin-presented-chain`, `pin-replaces-validation`,
-    /// `no-hostname-check`, `raw-key-hash`, `no-pinning`), or `nil`.
+    /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`, `pins-every-host`), or `nil`.
     public static func named(_ name: String) -> (any PinningClient)? {
         ReferenceClient.Mistake(clientName: name).map { ReferenceClient(mistake: $0) }
     }

@@ -98,12 +98,36 @@ struct ClientPolicy {
     /// The index in `chain` (a borrowed `STACK_OF(X509)*`) of the first certificate matching a pin.
     func firstPinnedIndex(in chain: OpaquePointer?) -> Int? {
         guard let chain else { return nil }
+        return firstPinnedIndex(in: (0..<Int(cpl_client_sk_X509_num(chain))).compactMap {
+            cpl_client_sk_X509_value(chain, Int32($0))
+        })
+    }
+
+    /// The index in `certificates` (borrowed `X509*`) of the first certificate matching a pin.
+    func firstPinnedIndex(in certificates: [OpaquePointer]) -> Int? {
         let wanted = Set(pins.hashes)
-        for index in 0..<Int(cpl_client_sk_X509_num(chain)) {
-            guard let certificate = cpl_client_sk_X509_value(chain, Int32(index)) else { continue }
-            if wanted.contains(pinHash(of: certificate)) { return index }
+        return certificates.firstIndex { wanted.contains(pinHash(of: $0)) }
+    }
+
+    /// The `pins-by-issuer-name` mistake: from `leaf`, repeatedly take the first certificate among `presented`
+    /// (then `roots`) whose subject name equals the current certificate's issuer name, until a self-issued
+    /// certificate or no match. Names only: no signature or key identifier is looked at. Pointers are borrowed.
+    static func pathByIssuerName(leaf: OpaquePointer, presented: OpaquePointer?, roots: [OpaquePointer]) -> [OpaquePointer] {
+        let sent: [OpaquePointer] = presented.map { stack in
+            (0..<Int(cpl_client_sk_X509_num(stack))).compactMap { cpl_client_sk_X509_value(stack, Int32($0)) }
+        } ?? []
+        var path = [leaf]
+        var current = leaf
+        while path.count < 10, X509_NAME_cmp(X509_get_issuer_name(current), X509_get_subject_name(current)) != 0 {
+            let issuerName = X509_get_issuer_name(current)
+            let candidates = sent + roots
+            guard let next = candidates.first(where: { candidate in
+                !path.contains(candidate) && X509_NAME_cmp(X509_get_subject_name(candidate), issuerName) == 0
+            }) else { break }
+            path.append(next)
+            current = next
         }
-        return nil
+        return path
     }
 }
 
@@ -114,6 +138,8 @@ final class ClientVerifyState {
     static let exDataIndex: Int32 = cpl_ssl_ex_new_index()
 
     let policy: ClientPolicy
+    /// The trusted roots, kept for the `pins-by-issuer-name` walk (the store owns its own references).
+    var trustRoots: [X509Handle] = []
     var verifyCallbackRan = false
     /// Set when the chain was acceptable but no pin matched.
     var pinFailure: String?
@@ -163,6 +189,15 @@ final class ClientVerifyState {
             return false
         }
         guard policy.checksPins else { return true }
+
+        if policy.mistake == .pinsByIssuerName, let leaf = X509_STORE_CTX_get0_cert(storeContext) {
+            let path = ClientPolicy.pathByIssuerName(leaf: leaf, presented: presented, roots: trustRoots.map(\.pointer))
+            if let index = policy.firstPinnedIndex(in: path) {
+                pinMatch = "certificate #\(index) of the path built by issuer names matched a pin"
+                return true
+            }
+            return failPins(storeContext, chainName: "path built by issuer names", length: path.count)
+        }
 
         let chainName = policy.mistake == .pinPresentedChain ? "presented chain" : "verified chain"
         let chain = policy.mistake == .pinPresentedChain ? presented : X509_STORE_CTX_get0_chain(storeContext)
@@ -222,6 +257,10 @@ final class ClientContext {
         guard cpl_client_ctx_set_min_proto_version(context, cpl_client_tls1_2_version()) == 1 else {
             throw ClientFailure(category: .other, detail: "cannot require TLS 1.2: \(openSSLErrorQueue())")
         }
+        // App Transport Security's floor: forward secrecy (ECDHE) in TLS 1.2; TLS 1.3 suites are all forward-secret.
+        guard SSL_CTX_set_cipher_list(context, "ECDHE+AESGCM:ECDHE+CHACHA20:ECDHE+AES") == 1 else {
+            throw ClientFailure(category: .other, detail: "cannot restrict to ECDHE suites: \(openSSLErrorQueue())")
+        }
 
         // Trust exactly the target's roots.
         guard let store = X509_STORE_new() else {
@@ -230,6 +269,7 @@ final class ClientContext {
         SSL_CTX_set_cert_store(context, store)  // the context owns the store now
         for (index, der) in target.trustRootsDER.enumerated() {
             let root = try clientCertificate(der, what: "trustRootsDER[\(index)]")
+            state.trustRoots.append(root)
             guard X509_STORE_add_cert(store, root.pointer) == 1 else {
                 let errors = openSSLErrorQueue()
                 if errors.contains("cert already in hash table") { continue }

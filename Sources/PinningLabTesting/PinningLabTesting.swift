@@ -13,7 +13,7 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     public init(stringLiteral value: String) { self.rawValue = value }
     public var description: String { rawValue }
 
-    /// `baseline`: The certificate the app was built for.
+    /// `baseline`: The certificate the app was built for, with its whole chain.
     public static let baseline = ScenarioID("baseline")
     /// `root-not-sent`: A root pin must match a root the server never sends.
     public static let rootNotSent = ScenarioID("root-not-sent")
@@ -35,6 +35,17 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     public static let expiredIntermediate = ScenarioID("expired-intermediate")
     /// `wrong-host`: A certificate with the pinned key for another host name.
     public static let wrongHost = ScenarioID("wrong-host")
+    /// `pinned-cert-other-host`: The exact pinned certificate, presented for a host name it does not cover.
+    public static let pinnedCertOtherHost = ScenarioID("pinned-cert-other-host")
+    /// `pin-scope-exact-host`: Pins declared for api.pinning.test: the proxy intercepts api.pinning.test.
+    public static let pinScopeExactHost = ScenarioID("pin-scope-exact-host")
+    /// `pin-scope-subdomain-included`: Pins declared for api.pinning.test and its subdomains: the proxy intercepts
+    /// v2.api.pinning.test.
+    public static let pinScopeSubdomainIncluded = ScenarioID("pin-scope-subdomain-included")
+    /// `pin-scope-subdomain-excluded`: Pins declared for api.pinning.test only: v2.api.pinning.test is not pinned.
+    public static let pinScopeSubdomainExcluded = ScenarioID("pin-scope-subdomain-excluded")
+    /// `pin-scope-unpinned-host`: A host outside the pin scope: the genuine cdn.pinning.test.
+    public static let pinScopeUnpinnedHost = ScenarioID("pin-scope-unpinned-host")
     /// `self-signed-pinned-key`: A self-signed certificate carrying the pinned key.
     public static let selfSignedPinnedKey = ScenarioID("self-signed-pinned-key")
     /// `untrusted-rogue`: A certificate from a CA the device does not trust.
@@ -45,6 +56,8 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     public static let chainStuffing = ScenarioID("chain-stuffing")
     /// `name-collision-intermediate`: A rogue intermediate with the pinned intermediate's name.
     public static let nameCollisionIntermediate = ScenarioID("name-collision-intermediate")
+    /// `name-collision-root`: A rogue root with the pinned intermediate's name, sent with the genuine intermediate.
+    public static let nameCollisionRoot = ScenarioID("name-collision-root")
     /// `incomplete-chain`: The server forgot to send its intermediate.
     public static let incompleteChain = ScenarioID("incomplete-chain")
     /// `reversed-chain`: The issuers arrive in reverse order.
@@ -59,8 +72,14 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     public static let sha1Signature = ScenarioID("sha1-signature")
     /// `tls-v1-0`: A server that offers only TLS 1.0.
     public static let tlsV1_0 = ScenarioID("tls-v1-0")
+    /// `tls-v1-1`: A server that offers only TLS 1.1.
+    public static let tlsV1_1 = ScenarioID("tls-v1-1")
     /// `tls-v1-2`: A server that speaks only TLS 1.2.
     public static let tlsV1_2 = ScenarioID("tls-v1-2")
+    /// `tls-v1-2-no-forward-secrecy`: TLS 1.2 with static RSA key exchange only (no forward secrecy).
+    public static let tlsV1_2NoForwardSecrecy = ScenarioID("tls-v1-2-no-forward-secrecy")
+    /// `ats-floor`: Exactly at the App Transport Security floor.
+    public static let atsFloor = ScenarioID("ats-floor")
     /// `ecdsa-p384`: A leaf with an ECDSA P-384 key.
     public static let ecdsaP384 = ScenarioID("ecdsa-p384")
     /// `rsa-2048`: A leaf with an RSA-2048 key.
@@ -93,9 +112,11 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     public static let all: [ScenarioID] = [
         .baseline, .rootNotSent, .renewalSameKey, .rekey, .emergencyRekey, .intermediateRenewedSameKey,
         .siblingIntermediate, .expiredLeaf, .notYetValidLeaf, .expiredIntermediate, .wrongHost,
-        .selfSignedPinnedKey, .untrustedRogue, .interceptingProxy, .chainStuffing, .nameCollisionIntermediate,
-        .incompleteChain, .reversedChain, .nonCASigner, .pathlenViolation, .weakRSA1024, .sha1Signature,
-        .tlsV1_0, .tlsV1_2, .ecdsaP384, .rsa2048, .rsa3072, .rsa4096, .ed25519, .mtlsRequiredValid,
+        .pinnedCertOtherHost, .pinScopeExactHost, .pinScopeSubdomainIncluded, .pinScopeSubdomainExcluded,
+        .pinScopeUnpinnedHost, .selfSignedPinnedKey, .untrustedRogue, .interceptingProxy, .chainStuffing,
+        .nameCollisionIntermediate, .nameCollisionRoot, .incompleteChain, .reversedChain, .nonCASigner,
+        .pathlenViolation, .weakRSA1024, .sha1Signature, .tlsV1_0, .tlsV1_1, .tlsV1_2, .tlsV1_2NoForwardSecrecy,
+        .atsFloor, .ecdsaP384, .rsa2048, .rsa3072, .rsa4096, .ed25519, .mtlsRequiredValid,
         .mtlsRequiredMissing, .mtlsRequiredUntrusted, .mtlsRequiredExpired, .mtlsRequiredWrongEKU,
         .mtlsOptionalMissing
     ]
@@ -151,6 +172,8 @@ public struct BuiltInClient: PinningClient {
     public static let noHostnameCheck = BuiltInClient("no-hostname-check")
     public static let rawKeyHash = BuiltInClient("raw-key-hash")
     public static let noPinning = BuiltInClient("no-pinning")
+    public static let pinsByIssuerName = BuiltInClient("pins-by-issuer-name")
+    public static let pinsEveryHost = BuiltInClient("pins-every-host")
     /// `correct` first, then the teaching clients.
     public static var all: [BuiltInClient] { BuiltInClients.names.map(BuiltInClient.init) }
 }
@@ -162,6 +185,8 @@ extension PinningClient where Self == BuiltInClient {
     public static var noHostnameCheck: BuiltInClient { BuiltInClient.noHostnameCheck }
     public static var rawKeyHash: BuiltInClient { BuiltInClient.rawKeyHash }
     public static var noPinning: BuiltInClient { BuiltInClient.noPinning }
+    public static var pinsByIssuerName: BuiltInClient { BuiltInClient.pinsByIssuerName }
+    public static var pinsEveryHost: BuiltInClient { BuiltInClient.pinsEveryHost }
 }
 
 /// Shared state of the helpers: one work folder per process.

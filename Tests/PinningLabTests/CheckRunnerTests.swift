@@ -10,9 +10,11 @@ enum Predictions {
 
     /// Scenarios where every profile must accept and the server does not send lab-root.
     static let allAcceptRootNotSent = [
-        "baseline", "root-not-sent", "intermediate-renewed-same-key", "tls-v1-2", "ecdsa-p384", "rsa-2048",
+        "root-not-sent", "intermediate-renewed-same-key", "tls-v1-2", "ats-floor", "ecdsa-p384", "rsa-2048",
         "rsa-3072", "rsa-4096", "ed25519", "mtls-required-valid", "mtls-optional-missing",
     ]
+    /// Scenarios where every profile must accept and the server sends the whole chain, lab-root included.
+    static let allAcceptRootSent = ["baseline", "reversed-chain"]
     /// Scenarios whose root-spki cell must accept although lab-root is not on the wire.
     static let rootPinAcceptedRootNotSent = allAcceptRootNotSent
         + ["renewal-same-key", "rekey", "emergency-rekey", "sibling-intermediate"]
@@ -21,9 +23,11 @@ enum Predictions {
     static let failures: [String: Set<Cell>] = [
         "correct": [],
         // Pins are looked for among the certificates the server sent: a root pin never matches when the root is
-        // not sent, and the stuffed chain carries every genuine pinned certificate.
+        // not sent, the stuffed chain carries every genuine pinned certificate, and the name-collision root's
+        // server sends the genuine lab-intermediate-a next to its leaf.
         "pin-presented-chain": cells(rootPinAcceptedRootNotSent, [.rootSPKI])
-            .union(cells(["chain-stuffing"], pinnedProfiles)),
+            .union(cells(["chain-stuffing"], pinnedProfiles))
+            .union(cells(["name-collision-root"], [.intermediateSPKI])),
         // A pin match among the sent certificates replaces validation (profile none still validates).
         "pin-replaces-validation": cells(rootPinAcceptedRootNotSent, [.rootSPKI])
             .union(cells(["chain-stuffing"], pinnedProfiles))
@@ -32,12 +36,17 @@ enum Predictions {
             .union(cells(["expired-intermediate", "self-signed-pinned-key"], [.leafSPKI, .leafSPKIBackup]))
             .union(cells(["incomplete-chain"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             .union(cells(["non-ca-signer", "weak-rsa-1024", "sha1-signature"],
-                         [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
+                         [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
+            // leaf-v1 itself and lab-intermediate-a are sent, for a name leaf-v1 does not cover: no host check.
+            .union(cells(["pinned-cert-other-host"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
+            .union(cells(["name-collision-root"], [.intermediateSPKI])),
         // The certificate for other.pinning.test is accepted wherever its key or chain is pinned (its bytes are
-        // not leaf-v1's, so leaf-cert still refuses).
-        "no-hostname-check": cells(["wrong-host"], [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]),
+        // not leaf-v1's, so leaf-cert still refuses); leaf-v1 asked for as other.pinning.test is accepted
+        // everywhere, even by certificate.
+        "no-hostname-check": cells(["wrong-host"], [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI])
+            .union(cells(["pinned-cert-other-host"], PinProfile.all)),
         // SPKI pins are compared with the hash of the bare key: no SPKI pin ever matches.
-        "raw-key-hash": cells(allAcceptRootNotSent + ["reversed-chain", "renewal-same-key"], spkiProfiles)
+        "raw-key-hash": cells(allAcceptRootNotSent + allAcceptRootSent + ["renewal-same-key"], spkiProfiles)
             .union(cells(["rekey"], [.leafSPKIBackup, .intermediateSPKI, .rootSPKI]))
             .union(cells(["emergency-rekey"], [.intermediateSPKI, .rootSPKI]))
             .union(cells(["sibling-intermediate"], [.leafSPKI, .leafSPKIBackup, .rootSPKI])),
@@ -46,7 +55,17 @@ enum Predictions {
             .union(cells(["rekey"], [.leafCert, .leafSPKI]))
             .union(cells(["emergency-rekey"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             .union(cells(["sibling-intermediate"], [.leafCert, .intermediateSPKI]))
-            .union(cells(["intercepting-proxy", "chain-stuffing", "name-collision-intermediate"], pinnedProfiles)),
+            .union(cells(["intercepting-proxy", "chain-stuffing", "name-collision-intermediate", "name-collision-root",
+                          "pin-scope-exact-host", "pin-scope-subdomain-included"], pinnedProfiles)),
+        // Issuer names lead from twin-root-leaf to the genuine lab-intermediate-a that was sent with it, and from
+        // there to lab-root in the trust store. Everywhere else the names lead along the validated chain
+        // (name-collision-intermediate's twin is sent itself, so the walk finds the twin, not the genuine CA).
+        "pins-by-issuer-name": cells(["name-collision-root"], [.intermediateSPKI, .rootSPKI]),
+        // Pins applied outside their declared scope: the proxy for v2.api.pinning.test (declared for
+        // api.pinning.test only) is refused, and so is the genuine CDN — except under root-spki, whose lab-root
+        // also anchors the CDN's chain.
+        "pins-every-host": cells(["pin-scope-subdomain-excluded"], pinnedProfiles)
+            .union(cells(["pin-scope-unpinned-host"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
     ]
 }
 
@@ -65,7 +84,10 @@ extension Predictions {
             .union(cells(["incomplete-chain"], [.intermediateSPKI, .rootSPKI]))
             .union(cells(["non-ca-signer", "weak-rsa-1024", "sha1-signature"], [.rootSPKI]))
             .union(cells(["untrusted-rogue"], pinnedProfiles))
-            .union(cells(mtlsRefused, [.rootSPKI])),
+            .union(cells(mtlsRefused, [.rootSPKI]))
+            // No host check and no validation: leaf-v1 asked for as other.pinning.test is refused only because
+            // lab-root is not among the sent certificates (a pin mismatch, where a correct client sees the name).
+            .union(cells(["pinned-cert-other-host"], [.rootSPKI])),
         // The certificate for another host is refused only where its pin does not match: leaf-cert.
         "no-hostname-check": cells(["wrong-host"], [.leafCert]),
         // SPKI pins never match, so it refuses on pins before the server can check its client certificate.

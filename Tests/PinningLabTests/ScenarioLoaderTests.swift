@@ -102,6 +102,20 @@ let malformedCases: [MalformedCase] = [
                   code: .badRefusal, line: 10, field: "refusal", mentions: ["Did you mean 'pin-mismatch'"]),
     MalformedCase(name: "refusal in a scenario that never refuses", yaml: replacing("expect:", "refusal: hostname\nexpect:"),
                   code: .badRefusal, line: 10, field: "refusal", mentions: ["expects no refusal"]),
+    MalformedCase(name: "host outside the lab root's name constraints", yaml: replacing("trust: lab-root", "trust: lab-root\n  host: api.example.com"),
+                  code: .badHost, line: 10, field: "client.host", mentions: ["'api.example.com'", "name constraints", "other.pinning.test"]),
+    MalformedCase(name: "host is an address", yaml: replacing("trust: lab-root", "trust: lab-root\n  host: 127.0.0.1"),
+                  code: .badHost, line: 10, field: "client.host", mentions: ["'127.0.0.1'", "not a DNS host name"]),
+    MalformedCase(name: "host with a port", yaml: replacing("trust: lab-root", "trust: lab-root\n  host: \"other.pinning.test:443\""),
+                  code: .badHost, line: 10, field: "client.host", mentions: ["no IP address, port"]),
+    MalformedCase(name: "host in capitals", yaml: replacing("trust: lab-root", "trust: lab-root\n  host: Other.Pinning.Test"),
+                  code: .badHost, line: 10, field: "client.host", mentions: ["lower-case"]),
+    MalformedCase(name: "pin scope without a domain", yaml: replacing("trust: lab-root", "trust: lab-root\n  pin-scope: {subdomains: true}"),
+                  code: .missingField, line: 10, field: "client.pin-scope.domain", mentions: ["'domain'", "api.pinning.test"]),
+    MalformedCase(name: "pin scope subdomains not a boolean", yaml: replacing("trust: lab-root", "trust: lab-root\n  pin-scope: {domain: api.pinning.test, subdomains: all}"),
+                  code: .wrongType, line: 10, field: "client.pin-scope.subdomains", mentions: ["'all'", "subdomains: true"]),
+    MalformedCase(name: "pin scope for a real domain", yaml: replacing("trust: lab-root", "trust: lab-root\n  pin-scope: {domain: example.com}"),
+                  code: .badHost, line: 10, field: "client.pin-scope.domain", mentions: ["name constraints"]),
     MalformedCase(name: "notes for an unknown profile", yaml: validScenarioYAML + "\nnotes:\n  leaf-key: \"x\"",
                   code: .unknownProfile, line: 18, field: "notes.leaf-key", mentions: ["not a pin profile"]),
 ]
@@ -118,6 +132,40 @@ struct ScenarioLoaderTests {
         #expect(s.client.backup == "leaf-v3-rekey")
         #expect(s.expectedRow == "A A A A A A")
         #expect(s.refusal == nil)
+        #expect(s.client.host == "localhost")
+        let other = try ScenarioLoader.parse(
+            yaml: replacing("trust: lab-root", "trust: lab-root\n  host: v2.api.pinning.test"), file: "scenarios/sample.yaml")
+        #expect(other.client.host == "v2.api.pinning.test")
+    }
+
+    /// A copy of a scenario under another id is refused by the loader, naming both files: this is the check that
+    /// caught `root-not-sent` repeating `baseline`.
+    @Test func identicalScenariosAreRefused() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-same-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try validScenarioYAML.write(to: dir.appendingPathComponent("sample.yaml"), atomically: true, encoding: .utf8)
+        try replacing("id: sample", "id: sample-copy").replacingOccurrences(of: "title: A sample", with: "title: Other words")
+            .write(to: dir.appendingPathComponent("sample-copy.yaml"), atomically: true, encoding: .utf8)
+        do {
+            _ = try Catalogue.load(directory: dir, displayPrefix: "scenarios/")
+            Issue.record("two identical scenarios loaded")
+        } catch let e as CatalogueError {
+            let e = try #require(e.errors.first { $0.code == .duplicateScenario }, "\(e)")
+            #expect(e.file == "scenarios/sample.yaml" || e.file == "scenarios/sample-copy.yaml")
+            #expect(e.description.contains("scenarios/sample"), "\(e)")
+            #expect(e.description.contains("chain, trust"), "\(e)")
+        }
+        // Asking for another host name is enough to make it a scenario of its own.
+        try replacing("id: sample", "id: sample-copy").replacingOccurrences(of: "trust: lab-root", with: "trust: lab-root\n  host: other.pinning.test")
+            .write(to: dir.appendingPathComponent("sample-copy.yaml"), atomically: true, encoding: .utf8)
+        let c = try Catalogue.load(directory: dir)
+        #expect(c.scenarios.count == 2)
+        #expect(c.identicalScenarios.isEmpty)
+        let copy = try #require(c["sample"])
+        var twin = copy
+        twin.id = "twin"
+        #expect(Catalogue(scenarios: [copy, twin]).identicalScenarios == [["sample", "twin"]])
     }
 
     @Test(arguments: malformedCases)
@@ -186,6 +234,36 @@ struct BundledCatalogueTests {
         #expect(Set(c.ids).count == c.ids.count)
     }
 
+    /// Every scenario shows something no other one does (chain, trust, versions, ciphers, client authentication,
+    /// host, expected row), and the teaching order lists every bundled scenario.
+    @Test func noTwoScenariosAreTheSame() throws {
+        let c = try Catalogue.bundled()
+        #expect(c.scenarios.count == 44)
+        #expect(c.identicalScenarios.isEmpty, "\(c.identicalScenarios)")
+        #expect(Set(Catalogue.canonicalOrder) == Set(c.ids))
+        let baseline = try #require(c["baseline"])
+        let rootNotSent = try #require(c["root-not-sent"])
+        #expect(baseline.server.chain == ["leaf-v1", "lab-intermediate-a", "lab-root"])
+        #expect(rootNotSent.server.chain == ["leaf-v1", "lab-intermediate-a"])
+    }
+
+    @Test func hostAwareScenariosAskForTheirHost() throws {
+        let c = try Catalogue.bundled()
+        #expect(c["pinned-cert-other-host"]?.client.host == "other.pinning.test")
+        #expect(c["pinned-cert-other-host"]?.server.chain.first == c["pinned-cert-other-host"]?.client.pinned)
+        #expect(c.scenarios.filter { $0.client.host != "localhost" }.map(\.id) == [
+            "pinned-cert-other-host", "pin-scope-exact-host", "pin-scope-subdomain-included",
+            "pin-scope-subdomain-excluded", "pin-scope-unpinned-host",
+        ])
+        // The pin-scope rows: the pins apply exactly where the declared scope covers the host asked for.
+        let applies = c.scenarios.filter { $0.client.pinScope != nil }.map { "\($0.id) \($0.client.pinsApply)" }
+        #expect(applies == [
+            "pin-scope-exact-host true", "pin-scope-subdomain-included true", "pin-scope-subdomain-excluded false",
+            "pin-scope-unpinned-host false",
+        ])
+        #expect(c["pin-scope-subdomain-included"]?.client.pinScope == PinScope(domain: "api.pinning.test", includeSubdomains: true))
+    }
+
     /// DESIGN.md's canonical expectations, in `PinProfile.all` order (none, leaf-cert, leaf-spki,
     /// leaf-spki+backup, intermediate-spki, root-spki).
     @Test(arguments: [
@@ -210,6 +288,15 @@ struct BundledCatalogueTests {
         ("mtls-required-valid", "A A A A A A"),
         ("mtls-required-missing", "X X X X X X"),
         ("mtls-optional-missing", "A A A A A A"),
+        ("pinned-cert-other-host", "X X X X X X"),
+        ("name-collision-root", "A X X X X X"),
+        ("tls-v1-1", "X X X X X X"),
+        ("tls-v1-2-no-forward-secrecy", "X X X X X X"),
+        ("ats-floor", "A A A A A A"),
+        ("pin-scope-exact-host", "A X X X X X"),
+        ("pin-scope-subdomain-included", "A X X X X X"),
+        ("pin-scope-subdomain-excluded", "A A A A A A"),
+        ("pin-scope-unpinned-host", "A A A A A A"),
     ])
     func matchesTheDesignTable(id: String, row: String) throws {
         let s = try #require(try Catalogue.bundled()[id])
@@ -221,6 +308,9 @@ struct BundledCatalogueTests {
             #expect(s.refusal != nil, "\(s.id) expects refusals but names no refusal category")
         }
         #expect(try Catalogue.bundled()["wrong-host"]?.refusal == .hostname)
+        #expect(try Catalogue.bundled()["pinned-cert-other-host"]?.refusal == .hostname)
+        #expect(try Catalogue.bundled()["name-collision-root"]?.refusal == .pinMismatch)
+        #expect(try Catalogue.bundled()["tls-v1-2-no-forward-secrecy"]?.refusal == .protocolError)
         #expect(try Catalogue.bundled()["mtls-required-missing"]?.refusal == .clientAuth)
     }
 

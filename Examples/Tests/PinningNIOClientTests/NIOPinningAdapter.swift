@@ -4,10 +4,12 @@ import PinningLabTesting
 import PinningNIOClient
 
 extension PinningHTTPSClient {
-    /// The client an app built for `server`'s scenario would hold under `profile`.
+    /// The client an app built for `server`'s scenario would hold under `profile`: its pins, where they are
+    /// declared for the host it asks for (`pinsApply`; pins declared for other hosts are not configured).
     init(for server: ScenarioServer, profile: PinProfile, pinMatching: PinMatching = .validatedChain) throws {
+        let pins = server.pinsApply ? Set(try server.pins(profile).nioPins) : []
         try self.init(
-            trustRootsDER: server.trustRootsDER, pins: Set(try server.pins(profile).nioPins), pinMatching: pinMatching,
+            trustRootsDER: server.trustRootsDER, pins: pins, pinMatching: pinMatching,
             clientIdentity: server.clientCredentials.map {
                 ClientIdentity(certificateChainDER: $0.certificateChainDER, privateKeyPKCS8DER: $0.privateKeyPKCS8DER)
             },
@@ -29,7 +31,8 @@ struct NIOPinningClient: PinningClient {
     func run(_ target: ClientTarget) async -> ClientOutcome {
         do {
             let client = try PinningHTTPSClient(
-                trustRootsDER: target.trustRootsDER, pins: Set(target.pins.nioPins), pinMatching: pinMatching,
+                trustRootsDER: target.trustRootsDER, pins: target.pinsApply ? Set(target.pins.nioPins) : [],
+                pinMatching: pinMatching,
                 clientIdentity: target.clientCredentials.map {
                     .init(certificateChainDER: $0.certificateChainDER, privateKeyPKCS8DER: $0.privateKeyPKCS8DER)
                 },

@@ -190,13 +190,13 @@ public enum TeachingLabs {
     static let chainStuffing = TeachingLab(
         number: 5, slug: "05-chain-stuffing", title: "Chain stuffing and name collisions",
         goal: "Check pins against the validated chain, never against the certificates the server presented.",
-        scenarios: ["baseline", "intercepting-proxy", "chain-stuffing", "name-collision-intermediate"],
+        scenarios: ["root-not-sent", "intercepting-proxy", "chain-stuffing", "name-collision-intermediate"],
         profiles: [.leafSPKI, .intermediateSPKI, .rootSPKI],
         pythonFile: "lab05_chain_stuffing.py",
         mistake: "The client looks for a pinned key among the certificates the server sent.",
         starterFails: [
             LabCell("chain-stuffing", .leafSPKI), LabCell("chain-stuffing", .intermediateSPKI),
-            LabCell("chain-stuffing", .rootSPKI), LabCell("baseline", .rootSPKI),
+            LabCell("chain-stuffing", .rootSPKI), LabCell("root-not-sent", .rootSPKI),
         ],
         explanations: [
             CellExplanation(
@@ -207,7 +207,7 @@ public enum TeachingLabs {
                     + "built, so they prove nothing. Checking the presented chain is the bug OkHttp fixed in "
                     + "CVE-2016-2402 (it now cleans the chain before matching pins)."),
             CellExplanation(
-                "baseline", .rootSPKI,
+                "root-not-sent", .rootSPKI,
                 shouldHave: "Accept: the validated chain ends at the pinned lab-root, from the trust store.",
                 missed: "The server does not send its root, so a client that only looks at the presented "
                     + "certificates never finds a root pin. The validated chain has it."),
@@ -221,14 +221,14 @@ public enum TeachingLabs {
                 shouldHave: "Refuse: the proxy's chain validates on this device, but no key in it is pinned.",
                 missed: "See lab 1: the pin is what tells a trusted proxy from the real server."),
             CellExplanation(
-                "baseline",
+                "root-not-sent",
                 shouldHave: "Accept: the chain is the one the app was built for.",
                 missed: "Hash the certificates of the validated chain, leaf to root."),
         ],
         lesson: "Only the validated chain is evidence: each certificate in it is signed by the next, up to a root "
             + "you trust. Anything else on the wire is decoration an attacker chooses.",
         tryNext: "Replace labtls.presented_chain(tls) with labtls.validated_chain(tls), and say (question 2) why "
-            + "that also fixes baseline under root-spki.",
+            + "that also fixes root-not-sent under root-spki.",
         teachingClient: "pin-presented-chain")
 
     // MARK: 6
