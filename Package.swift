@@ -93,7 +93,9 @@ let package = Package(
         .target(name: "CFuzzDriver", path: "Benchmarks/fuzz/CFuzzDriver"),
         .executableTarget(
             name: "pinlab-fuzz",
-            dependencies: ["PinningLab", "PinningLabOpenSSL", "CFuzzDriver"],
+            dependencies: [
+                "PinningLab", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL", "CFuzzDriver",
+            ],
             path: "Benchmarks/fuzz/Fuzz",
             swiftSettings: swiftSettings
         ),

@@ -5,8 +5,11 @@
 // file through TARGET and prints a summary (CI replays the seed corpus this way). Built with libFuzzer
 // (Benchmarks/fuzz/run.sh: `-Xswiftc -DPINLAB_FUZZ -Xswiftc -sanitize=fuzzer,address`), the target comes from
 // `$PINLAB_FUZZ_TARGET`.
+import CPinningLabOpenSSL
 import Foundation
 import PinningLab
+import PinningLabCore
+import PinningLabGnuTLS
 import PinningLabOpenSSL
 
 #if canImport(Glibc)
@@ -26,6 +29,10 @@ enum FuzzTarget: String, CaseIterable {
     case pkcs12
     /// A kept key file (`keys/K1.pem`) read by the PKI.
     case keyfile
+    /// The fixture server's connection path on the OpenSSL engine (ServerPathFuzz.swift).
+    case serverOpenSSL = "server-openssl"
+    /// The same on the GnuTLS engine.
+    case serverGnuTLS = "server-gnutls"
 }
 
 /// What a run of one input ended in.
@@ -51,6 +58,10 @@ func fuzzOne(_ target: FuzzTarget, _ bytes: [UInt8]) -> FuzzResult {
             _ = try OpenSSLPKCS12.open(bytes, password: "pinninglab", file: "fuzz.p12")
         case .keyfile:
             try KeyFileHarness.shared.open(with: bytes)
+        case .serverOpenSSL:
+            ServerPathFuzz.openssl.run(bytes)
+        case .serverGnuTLS:
+            ServerPathFuzz.gnutls.run(bytes)
         }
         return .ok
     } catch let e as PKIError {
