@@ -90,6 +90,12 @@ let package = Package(
             path: "Benchmarks/serve/ServeBench",
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "pinlab-reliability",
+            dependencies: ["PinningLab", "PinningLabTesting", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL"],
+            path: "Benchmarks/reliability/Reliability",
+            swiftSettings: swiftSettings
+        ),
         .target(name: "CFuzzDriver", path: "Benchmarks/fuzz/CFuzzDriver"),
         .executableTarget(
             name: "pinlab-fuzz",
