@@ -104,10 +104,18 @@ let package = Package(
             path: "Benchmarks/serve/ServeBench",
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "pinlab-reliability",
+            dependencies: ["PinningLab", "PinningLabTesting", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL"],
+            path: "Benchmarks/reliability/Reliability",
+            swiftSettings: swiftSettings
+        ),
         .target(name: "CFuzzDriver", path: "Benchmarks/fuzz/CFuzzDriver"),
         .executableTarget(
             name: "pinlab-fuzz",
-            dependencies: ["PinningLab", "PinningLabOpenSSL", "CFuzzDriver"],
+            dependencies: [
+                "PinningLab", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL", "CFuzzDriver",
+            ],
             path: "Benchmarks/fuzz/Fuzz",
             swiftSettings: swiftSettings
         ),

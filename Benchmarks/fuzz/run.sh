@@ -2,15 +2,19 @@
 # Coverage-guided fuzzing of PinningLab's parsers with libFuzzer (+ AddressSanitizer).
 #
 #   Benchmarks/fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]     default: 60 s each, every target
+#   FUZZ_RUNS=1000000 Benchmarks/fuzz/run.sh 0 server-openssl   a fixed number of executions instead of a time
 #
-# Targets: spec scenario template pem pkcs12 keyfile (see Fuzz/PinlabFuzz.swift). Seeds are made fresh from the
-# built-in lab PKI spec, the catalogue's scenario files, a generated PKI's PEM and PKCS#12 files and command
-# templates; nothing generated is committed. Prints one line per target: executions, crashes, time.
+# Targets: spec scenario template pem pkcs12 keyfile server-openssl server-gnutls (see Fuzz/PinlabFuzz.swift and
+# Fuzz/ServerPathFuzz.swift). Seeds are made fresh from the built-in lab PKI spec, the catalogue's scenario files, a
+# generated PKI's PEM and PKCS#12 files and command templates; the server targets' seeds are real clients' bytes
+# (openssl s_client, gnutls-cli, curl; TLS 1.2/1.3, SNI or not, ALPN, client certificates) captured by
+# capture_seeds.py against `pinlab serve`. Nothing generated is committed. Prints one line per target: executions,
+# crashes, time, and for the server targets how many good clients were served between batches.
 # A crash leaves its input in $OUT/TARGET/crash-* and makes the script exit 1.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECONDS_PER_TARGET="${1:-60}"; shift || true
-TARGETS=("$@"); [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(spec scenario template pem pkcs12 keyfile)
+TARGETS=("$@"); [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(spec scenario template pem pkcs12 keyfile server-openssl server-gnutls)
 OUT="${FUZZ_OUT:-$(mktemp -d /tmp/pinlab-fuzz.XXXXXX)}"
 
 swift build --product pinlab-fuzz -c release --scratch-path .build-fuzz \
@@ -23,6 +27,11 @@ swift build --product pinlab >/dev/null
 PINLAB=.build/debug/pinlab
 "$PINLAB" pki init --dir "$OUT/pki" >/dev/null
 mkdir -p "$OUT/seeds"/{spec,scenario,template,pem,pkcs12,keyfile}
+case " ${TARGETS[*]} " in *" server-"*)
+    python3 Benchmarks/fuzz/capture_seeds.py "$PINLAB" "$OUT/pki" "$OUT/seeds/server" >"$OUT/capture.log" 2>&1 \
+        || { cat "$OUT/capture.log"; exit 1; }
+    ln -sfn server "$OUT/seeds/server-openssl"; ln -sfn server "$OUT/seeds/server-gnutls" ;;
+esac
 cp pki/lab.yaml "$OUT/seeds/spec/"
 cp scenarios/*.yaml "$OUT/seeds/scenario/"
 printf 'curl\n-sf\n--cacert\n{ca}\n[--pinnedpubkey {pins.curl}]\n{url}\n' >"$OUT/seeds/template/curl"
@@ -39,13 +48,20 @@ for t in "${TARGETS[@]}"; do
     mkdir -p "$OUT/$t/corpus"
     log="$OUT/$t/fuzz.log"
     set +e
-    PINLAB_FUZZ_TARGET="$t" "$BIN" "$OUT/$t/corpus" "$OUT/seeds/$t" -max_total_time="$SECONDS_PER_TARGET" \
-        -timeout=5 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 -artifact_prefix="$OUT/$t/" >"$log" 2>&1
+    if [ -n "${FUZZ_RUNS:-}" ]; then limit=(-runs="$FUZZ_RUNS"); else limit=(-max_total_time="$SECONDS_PER_TARGET"); fi
+    max_len=65536; case "$t" in server-*) max_len=20000 ;; esac
+    PINLAB_FUZZ_TARGET="$t" "$BIN" "$OUT/$t/corpus" "$OUT/seeds/$t" "${limit[@]}" \
+        -timeout=5 -rss_limit_mb=4096 -max_len=$max_len -print_final_stats=1 -artifact_prefix="$OUT/$t/" >"$log" 2>&1
     rc=$?
     set -e
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
     crashes=$( (ls "$OUT/$t"/crash-* "$OUT/$t"/timeout-* "$OUT/$t"/oom-* 2>/dev/null || true) | wc -l)
-    echo "fuzz $t: $execs executions in ${SECONDS_PER_TARGET} s, $crashes crashes/timeouts (exit $rc; log $log)"
+    secs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o '[0-9]* second' | grep -o '[0-9]*' || echo "$SECONDS_PER_TARGET")
+    good=""
+    case "$t" in server-*)
+        good=", good clients served between batches: $(grep -c 'good client #' "$log" || true)" ;;
+    esac
+    echo "fuzz $t: $execs executions in ${secs} s, $crashes crashes/timeouts$good (exit $rc; log $log)"
     [ "$rc" -eq 0 ] && [ "$crashes" -eq 0 ] || status=1
 done
 exit $status

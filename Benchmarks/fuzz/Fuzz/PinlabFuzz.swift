@@ -5,8 +5,11 @@
 // file through TARGET and prints a summary (CI replays the seed corpus this way). Built with libFuzzer
 // (Benchmarks/fuzz/run.sh: `-Xswiftc -DPINLAB_FUZZ -Xswiftc -sanitize=fuzzer,address`), the target comes from
 // `$PINLAB_FUZZ_TARGET`.
+import CPinningLabOpenSSL
 import Foundation
 import PinningLab
+import PinningLabCore
+import PinningLabGnuTLS
 import PinningLabOpenSSL
 
 #if canImport(Glibc)
@@ -26,6 +29,10 @@ enum FuzzTarget: String, CaseIterable {
     case pkcs12
     /// A kept key file (`keys/K1.pem`) read by the PKI.
     case keyfile
+    /// The fixture server's connection path on the OpenSSL engine (ServerPathFuzz.swift).
+    case serverOpenSSL = "server-openssl"
+    /// The same on the GnuTLS engine.
+    case serverGnuTLS = "server-gnutls"
 }
 
 /// What a run of one input ended in.
@@ -51,6 +58,10 @@ func fuzzOne(_ target: FuzzTarget, _ bytes: [UInt8]) -> FuzzResult {
             _ = try OpenSSLPKCS12.open(bytes, password: "pinninglab", file: "fuzz.p12")
         case .keyfile:
             try KeyFileHarness.shared.open(with: bytes)
+        case .serverOpenSSL:
+            ServerPathFuzz.openssl.run(bytes)
+        case .serverGnuTLS:
+            ServerPathFuzz.gnutls.run(bytes)
         }
         return .ok
     } catch let e as PKIError {
@@ -120,16 +131,62 @@ func LLVMFuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     return 0
 }
 #else
+/// A small deterministic PRNG (SplitMix64), so that a mutation run can be repeated exactly.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// libFuzzer-like byte mutations: flips, random bytes, interesting values, insertions, deletions, truncation,
+/// duplication of a block, and splicing with another seed; 1 to 4 of them per input.
+enum Mutator {
+    static func mutate(_ seed: [UInt8], _ seeds: [[UInt8]], _ rng: inout SplitMix) -> [UInt8] {
+        var b = seed
+        for _ in 0...(rng.next() % 4) {
+            let pos = b.isEmpty ? 0 : Int(rng.next() % UInt64(b.count))
+            switch rng.next() % 8 {
+            case 0 where !b.isEmpty: b[pos] ^= UInt8(1 << (rng.next() % 8))
+            case 1 where !b.isEmpty: b[pos] = UInt8(truncatingIfNeeded: rng.next())
+            case 2 where !b.isEmpty: b[pos] = [0x00, 0x01, 0x7F, 0x80, 0xFF, 0x16, 0x03, 0x0A, 0x0D][Int(rng.next() % 9)]
+            case 3: b.insert(UInt8(truncatingIfNeeded: rng.next()), at: pos)
+            case 4 where !b.isEmpty: b.removeSubrange(pos..<min(b.count, pos + 1 + Int(rng.next() % 16)))
+            case 5: b = Array(b.prefix(pos))
+            case 6 where !b.isEmpty:
+                let block = b[pos..<min(b.count, pos + 1 + Int(rng.next() % 64))]
+                b.insert(contentsOf: block, at: Int(rng.next() % UInt64(b.count + 1)))
+            default:
+                let other = seeds[Int(rng.next() % UInt64(seeds.count))]
+                let cut = other.isEmpty ? 0 : Int(rng.next() % UInt64(other.count))
+                b = Array(b.prefix(pos)) + other[cut...]
+            }
+        }
+        return Array(b.prefix(20_000))
+    }
+}
+
 @main
 struct Replay {
     static func main() {
         let args = CommandLine.arguments.dropFirst()
         guard let first = args.first, let target = FuzzTarget(rawValue: first), args.count >= 2 else {
-            print("usage: pinlab-fuzz \(FuzzTarget.allCases.map(\.rawValue).joined(separator: "|")) FILE|DIR...")
+            print("usage: pinlab-fuzz \(FuzzTarget.allCases.map(\.rawValue).joined(separator: "|")) [--mutate N] FILE|DIR...")
             exit(2)
         }
+        var rest = Array(args.dropFirst())
+        var mutations = 0
+        if rest.first == "--mutate", rest.count >= 3, let n = Int(rest[1]) {
+            mutations = n
+            rest.removeFirst(2)
+        }
         var files: [URL] = []
-        for a in args.dropFirst() {
+        for a in rest {
             let u = URL(fileURLWithPath: a)
             var isDir: ObjCBool = false
             if FileManager.default.fileExists(atPath: a, isDirectory: &isDir), isDir.boolValue {
@@ -139,14 +196,25 @@ struct Replay {
             }
         }
         var ok = 0, errors = 0
-        for f in files {
-            guard let d = try? Data(contentsOf: f) else { continue }
-            switch fuzzOne(target, Array(d)) {
+        let seeds = files.compactMap { try? Data(contentsOf: $0) }.map { Array($0) }
+        for d in seeds {
+            switch fuzzOne(target, d) {
             case .ok: ok += 1
             case .projectError: errors += 1
             }
         }
         print("\(target.rawValue): \(files.count) inputs, \(ok) accepted, \(errors) refused with a clear error, 0 crashes")
+        guard mutations > 0, !seeds.isEmpty else { return }
+        // Without libFuzzer: random mutations of the seeds (not coverage-guided), the same checks per input.
+        var rng = SplitMix(seed: 0x5EED)
+        let started = Date()
+        for i in 0..<mutations {
+            _ = fuzzOne(target, Mutator.mutate(seeds[Int(rng.next() % UInt64(seeds.count))], seeds, &rng))
+            if (i + 1) % 100_000 == 0 {
+                print("\(target.rawValue): \(i + 1) mutated inputs, \(String(format: "%.0f", Date().timeIntervalSince(started))) s, 0 crashes")
+            }
+        }
+        print("\(target.rawValue): \(mutations) mutated inputs (seed 0x5EED) in \(String(format: "%.0f", Date().timeIntervalSince(started))) s, 0 crashes, 0 findings")
     }
 }
 #endif
