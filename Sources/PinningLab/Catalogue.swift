@@ -89,9 +89,9 @@ public struct Catalogue: Sendable, Hashable {
     private struct Substance: Hashable {
         var chain: [String]
         var trust: String
-        var versions: [TLSProtocolVersion]
+        var versions: [TLSVersion]
         var ciphers: [String]
-        var clientAuth: ClientAuthMode
+        var clientAuth: ClientAuthentication
         var clientAuthTrust: [String]
         var present: String?
         var host: String

@@ -80,7 +80,7 @@ enum HTMLReport {
             h += "<h2>Deviations (\(dev.count))</h2><ul class=\"dev\">\n"
             for v in dev {
                 h += "<li><i class=\"m \(v.status.rawValue)\">\(mark(v.status))</i> <a href=\"#s-\(xml(v.scenario))\"><code>\(xml(v.scenario))</code></a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(xml(v.reason))"
-                if let a = v.alert, !v.reason.contains(a) { h += " <span class=\"mono\">(alert \(xml(a)))</span>" }
+                if let a = v.alert?.description, !v.reason.contains(a) { h += " <span class=\"mono\">(alert \(xml(a)))</span>" }
                 h += "</li>\n"
             }
             h += "</ul>\n"

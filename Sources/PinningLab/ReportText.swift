@@ -70,7 +70,7 @@ enum TextReport {
             let shown = maxDeviations.map { Array(dev.prefix($0)) } ?? dev
             for v in shown {
                 out += "  \(painted(v.status)) \(v.scenario) × \(v.profile) × \(v.engine): \(v.reason)"
-                if let a = v.alert, !v.reason.contains(a) { out += " (alert \(a))" }
+                if let a = v.alert?.description, !v.reason.contains(a) { out += " (alert \(a))" }
                 out += "\n"
             }
             if shown.count < dev.count { out += "  … and \(dev.count - shown.count) more (a full `pinlab check` lists them all)\n" }

@@ -108,27 +108,14 @@ public struct CheckRunner: Sendable {
         var identity = ServerIdentity(chain[0], chain: chain.map(\.certificateDER), serverNames: [])
         identity.name = s.id
         var c = ServerTLSConfiguration(identities: [identity])
-        let versions = s.server.tlsVersions.map(tlsVersion)
+        let versions = s.server.tlsVersions
         c.minimumVersion = versions.min() ?? .tls12
         c.maximumVersion = versions.max() ?? .tls13
         // Every IANA name maps on both engines, or this throws: a restriction never silently disappears.
         c.ciphers = try CipherPreferences(ianaSuites: s.server.cipherSuites)
-        switch s.server.clientAuth {
-        case .none: c.clientAuthentication = .none
-        case .optional: c.clientAuthentication = .optional
-        case .required: c.clientAuthentication = .required
-        }
+        c.clientAuthentication = s.server.clientAuth
         c.clientTrustRootsDER = try s.server.clientAuthTrust.map { try pki.identity($0).certificateDER }
         return c
-    }
-
-    func tlsVersion(_ v: TLSProtocolVersion) -> TLSVersion {
-        switch v {
-        case .tls10: return .tls10
-        case .tls11: return .tls11
-        case .tls12: return .tls12
-        default: return .tls13
-        }
     }
 
     /// Runs `client` through the selected scenarios, profiles and engines.
@@ -361,7 +348,8 @@ extension ServerEvidence {
             return
         }
         let o = observations.first { $0.applicationDataReceived } ?? observations.last!
-        func alert(_ a: TLSAlert?) -> String? { a.flatMap { $0.isCloseNotify ? nil : $0.description } }
+        // close_notify is an orderly end, not a refusal; the level is not part of the evidence.
+        func alert(_ a: TLSAlert?) -> TLSAlert? { a.flatMap { $0.isCloseNotify ? nil : TLSAlert(code: $0.code) } }
         self.init(
             connected: true, handshakeCompleted: o.handshakeCompleted,
             applicationDataReceived: o.applicationDataReceived, requestLine: o.requestLine,

@@ -9,30 +9,6 @@ public enum Expectation: String, Sendable, Hashable, Codable, CaseIterable, Cust
     public var description: String { rawValue }
 }
 
-/// A TLS protocol version a scenario's server offers.
-public struct TLSProtocolVersion: RawRepresentable, Hashable, Sendable, Codable, Comparable, CustomStringConvertible {
-    public var rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public static let tls10 = TLSProtocolVersion(rawValue: "tls1.0")
-    public static let tls11 = TLSProtocolVersion(rawValue: "tls1.1")
-    public static let tls12 = TLSProtocolVersion(rawValue: "tls1.2")
-    public static let tls13 = TLSProtocolVersion(rawValue: "tls1.3")
-    /// Every version a scenario may name, oldest first.
-    public static let all: [TLSProtocolVersion] = [.tls10, .tls11, .tls12, .tls13]
-    public var description: String { rawValue }
-    public static func < (a: TLSProtocolVersion, b: TLSProtocolVersion) -> Bool {
-        (all.firstIndex(of: a) ?? Int.max) < (all.firstIndex(of: b) ?? Int.max)
-    }
-}
-
-/// Whether the scenario's server asks the client for a certificate.
-public enum ClientAuthMode: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
-    case none
-    case optional
-    case required
-    public var description: String { rawValue }
-}
-
 /// What the client's trust store holds: one or more roots of the PKI, written `lab-root` or
 /// `lab-root+proxy-root` (DESIGN.md, "Trust profile").
 public struct TrustProfile: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
@@ -56,16 +32,16 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         /// key is the server's key.
         public var chain: [String]
         /// The TLS versions the server offers, oldest first.
-        public var tlsVersions: [TLSProtocolVersion]
+        public var tlsVersions: [TLSVersion]
         /// IANA cipher suite names (`TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`); empty means the engine's default.
         public var cipherSuites: [String]
-        public var clientAuth: ClientAuthMode
+        public var clientAuth: ClientAuthentication
         /// Identity names of the CAs the server accepts client certificates from.
         public var clientAuthTrust: [String]
 
         public init(
-            chain: [String], tlsVersions: [TLSProtocolVersion] = [.tls12, .tls13], cipherSuites: [String] = [],
-            clientAuth: ClientAuthMode = .none, clientAuthTrust: [String] = []
+            chain: [String], tlsVersions: [TLSVersion] = [.tls12, .tls13], cipherSuites: [String] = [],
+            clientAuth: ClientAuthentication = .none, clientAuthTrust: [String] = []
         ) {
             self.chain = chain
             self.tlsVersions = tlsVersions
@@ -176,7 +152,7 @@ extension Scenario: Encodable {
         try c.encode(teaching, forKey: .teaching)
         var s = c.nestedContainer(keyedBy: ServerKeys.self, forKey: .server)
         try s.encode(server.chain, forKey: .chain)
-        try s.encode(server.tlsVersions, forKey: .tlsVersions)
+        try s.encode(server.tlsVersions.map(\.scenarioName), forKey: .tlsVersions)
         try s.encode(server.cipherSuites, forKey: .cipherSuites)
         try s.encode(server.clientAuth, forKey: .clientAuth)
         try s.encode(server.clientAuthTrust, forKey: .clientAuthTrust)

@@ -270,12 +270,12 @@ private struct Reader {
             chain.append(name)
         }
 
-        var versions: [TLSProtocolVersion] = [.tls12, .tls13]
+        var versions: [TLSVersion] = [.tls12, .tls13]
         var ciphers: [String] = []
         if let t = m["tls"]?.value {
             let tm = try mapping(t, "server.tls", allowed: ScenarioLoader.tlsFields)
             if let v = tm["versions"]?.value {
-                let all = TLSProtocolVersion.all.map(\.rawValue)
+                let all = TLSVersion.all.map(\.scenarioName)
                 let items = try list(v, "server.tls.versions", fix: "e.g. `versions: [tls1.2, tls1.3]`.")
                 guard !items.isEmpty else {
                     throw fail(.badTLSVersion, v, "server.tls.versions", "the list of TLS versions is empty.",
@@ -283,12 +283,12 @@ private struct Reader {
                 }
                 versions = []
                 for (i, (name, n)) in items.enumerated() {
-                    guard all.contains(name) else {
+                    guard let version = TLSVersion(scenarioName: name) else {
                         let hint = suggestion(name, in: all).map { "Did you mean '\($0)'? " } ?? ""
                         throw fail(.badTLSVersion, n, "server.tls.versions[\(i)]", "'\(name)' is not a TLS version this lab knows.",
                                    fix: "\(hint)Use \(all.joined(separator: ", ")).")
                     }
-                    versions.append(TLSProtocolVersion(rawValue: name))
+                    versions.append(version)
                 }
                 versions = Array(Set(versions)).sorted()
             }
@@ -311,14 +311,14 @@ private struct Reader {
             }
         }
 
-        var mode = ClientAuthMode.none
+        var mode = ClientAuthentication.none
         var trust: [String] = []
         if let ca = m["client-auth"]?.value {
             let cm = try mapping(ca, "server.client-auth", allowed: ScenarioLoader.clientAuthFields)
-            let modes = ClientAuthMode.allCases.map(\.rawValue)
+            let modes = ClientAuthentication.all.map(\.rawValue)
             let modeNode = try required(cm, "mode", in: ca, "server.client-auth", hint: "add `mode: required` (or optional, none).")
             let modeText = try string(modeNode, "server.client-auth.mode", fix: "use one of \(modes.joined(separator: ", ")).")
-            guard let parsed = ClientAuthMode(rawValue: modeText) else {
+            guard let parsed = ClientAuthentication.all.first(where: { $0.rawValue == modeText }) else {
                 let hint = suggestion(modeText, in: modes).map { "Did you mean '\($0)'? " } ?? ""
                 throw fail(.badClientAuthMode, modeNode, "server.client-auth.mode", "'\(modeText)' is not a client authentication mode.",
                            fix: "\(hint)Use one of \(modes.joined(separator: ", ")).")

@@ -22,10 +22,10 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
     public var applicationDataReceived: Bool
     /// The request line the server read, e.g. `GET / HTTP/1.1`.
     public var requestLine: String?
-    /// The alert the client sent, e.g. `bad_certificate (42)`.
-    public var alertReceived: String?
-    /// The alert the server sent, e.g. `certificate_required (116)`.
-    public var alertSent: String?
+    /// The alert the client sent, e.g. `bad_certificate (42)` (never close_notify).
+    public var alertReceived: TLSAlert?
+    /// The alert the server sent, e.g. `certificate_required (116)` (never close_notify).
+    public var alertSent: TLSAlert?
     /// The server's own error, e.g. the reason it rejected a client certificate.
     public var serverError: String?
     public var negotiatedVersion: String?
@@ -38,7 +38,7 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
 
     public init(
         connected: Bool, handshakeCompleted: Bool = false, applicationDataReceived: Bool = false,
-        requestLine: String? = nil, alertReceived: String? = nil, alertSent: String? = nil,
+        requestLine: String? = nil, alertReceived: TLSAlert? = nil, alertSent: TLSAlert? = nil,
         serverError: String? = nil, negotiatedVersion: String? = nil, cipherSuite: String? = nil,
         sni: String? = nil, clientCertificateSubject: String? = nil, handshakeMilliseconds: Double? = nil
     ) {
@@ -60,6 +60,57 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
     public static let noConnection = ServerEvidence(connected: false)
 
     public var outcome: ObservedOutcome { applicationDataReceived ? .accepted : .refused }
+
+    // Reports write an alert as its text, `bad_certificate (42)`; the code is read back from it.
+    private enum CodingKeys: String, CodingKey {
+        case connected, handshakeCompleted, applicationDataReceived, requestLine, alertReceived, alertSent,
+             serverError, negotiatedVersion, cipherSuite, sni, clientCertificateSubject, handshakeMilliseconds
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            connected: try c.decode(Bool.self, forKey: .connected),
+            handshakeCompleted: try c.decode(Bool.self, forKey: .handshakeCompleted),
+            applicationDataReceived: try c.decode(Bool.self, forKey: .applicationDataReceived),
+            requestLine: try c.decodeIfPresent(String.self, forKey: .requestLine),
+            alertReceived: try c.decodeAlert(forKey: .alertReceived), alertSent: try c.decodeAlert(forKey: .alertSent),
+            serverError: try c.decodeIfPresent(String.self, forKey: .serverError),
+            negotiatedVersion: try c.decodeIfPresent(String.self, forKey: .negotiatedVersion),
+            cipherSuite: try c.decodeIfPresent(String.self, forKey: .cipherSuite),
+            sni: try c.decodeIfPresent(String.self, forKey: .sni),
+            clientCertificateSubject: try c.decodeIfPresent(String.self, forKey: .clientCertificateSubject),
+            handshakeMilliseconds: try c.decodeIfPresent(Double.self, forKey: .handshakeMilliseconds))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(connected, forKey: .connected)
+        try c.encode(handshakeCompleted, forKey: .handshakeCompleted)
+        try c.encode(applicationDataReceived, forKey: .applicationDataReceived)
+        try c.encodeIfPresent(requestLine, forKey: .requestLine)
+        try c.encodeIfPresent(alertReceived?.description, forKey: .alertReceived)
+        try c.encodeIfPresent(alertSent?.description, forKey: .alertSent)
+        try c.encodeIfPresent(serverError, forKey: .serverError)
+        try c.encodeIfPresent(negotiatedVersion, forKey: .negotiatedVersion)
+        try c.encodeIfPresent(cipherSuite, forKey: .cipherSuite)
+        try c.encodeIfPresent(sni, forKey: .sni)
+        try c.encodeIfPresent(clientCertificateSubject, forKey: .clientCertificateSubject)
+        try c.encodeIfPresent(handshakeMilliseconds, forKey: .handshakeMilliseconds)
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// An alert written as `name (code)` (the report form); `nil` when absent.
+    func decodeAlert(forKey key: Key) throws -> TLSAlert? {
+        guard let text = try decodeIfPresent(String.self, forKey: key) else { return nil }
+        guard text.hasSuffix(")"), let open = text.lastIndex(of: "("),
+              let code = UInt8(text[text.index(after: open)..<text.index(before: text.endIndex)]) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: self, debugDescription: "'\(text)' is not an alert written as `name (code)`, e.g. `bad_certificate (42)`")
+        }
+        return TLSAlert(code: code)
+    }
 }
 
 /// The verdict of one cell (scenario × pin profile × engine): expected against observed, with the reason.
@@ -122,7 +173,7 @@ public struct Verdict: Sendable, Hashable, Codable {
     /// ("rejected for the wrong reason"). Reported, not counted as a deviation: classification is heuristic.
     public var wrongReason: Bool
     /// The alert seen on the wire (sent by the client, or by the server when it refused a client certificate).
-    public var alert: String?
+    public var alert: TLSAlert?
     /// The client's detail text (error message or exit status).
     public var clientDetail: String?
     public var evidence: ServerEvidence?
@@ -132,7 +183,7 @@ public struct Verdict: Sendable, Hashable, Codable {
         scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
         observed: ObservedOutcome?, claim: ClientOutcome.Claim?, status: Status, reason: String,
         category: RefusalCategory? = nil, expectedCategory: RefusalCategory? = nil, wrongReason: Bool = false,
-        alert: String? = nil, clientDetail: String? = nil, evidence: ServerEvidence? = nil,
+        alert: TLSAlert? = nil, clientDetail: String? = nil, evidence: ServerEvidence? = nil,
         timings: Timings = Timings()
     ) {
         self.scenario = scenario
@@ -165,7 +216,7 @@ public struct Verdict: Sendable, Hashable, Codable {
     /// Judges one cell from the server's evidence and, when the adapter reports one, the client's outcome.
     public static func judge(
         scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
-        evidence: ServerEvidence, outcome: ClientOutcome?, clientAuth: ClientAuthMode = .none,
+        evidence: ServerEvidence, outcome: ClientOutcome?, clientAuth: ClientAuthentication = .none,
         expectedCategory: RefusalCategory? = nil, clientMilliseconds: Double = 0
     ) -> Verdict {
         let observed = evidence.outcome
@@ -221,7 +272,7 @@ public struct Verdict: Sendable, Hashable, Codable {
         return parts.joined(separator: ": ")
     }
 
-    static func refusalPhrase(evidence: ServerEvidence, category: RefusalCategory?, alert: String?) -> String {
+    static func refusalPhrase(evidence: ServerEvidence, category: RefusalCategory?, alert: TLSAlert?) -> String {
         var s: String
         if !evidence.connected {
             s = "never connected"
@@ -240,23 +291,24 @@ public struct Verdict: Sendable, Hashable, Codable {
 
     /// Classifies a refusal: the client's own category first, then the alerts on the wire.
     public static func classify(
-        evidence: ServerEvidence, outcome: ClientOutcome?, clientAuth: ClientAuthMode = .none
+        evidence: ServerEvidence, outcome: ClientOutcome?, clientAuth: ClientAuthentication = .none
     ) -> RefusalCategory? {
         // The server itself refused the client's certificate (or its absence).
         if clientAuth != .none, evidence.alertReceived == nil, evidence.alertSent != nil || evidence.serverError != nil {
             return .clientAuth
         }
         if let c = outcome?.category { return c }
-        let alert = (evidence.alertReceived ?? evidence.alertSent ?? "").lowercased()
-        if alert.contains("certificate_required") { return .clientAuth }
-        if alert.contains("unknown_ca") || alert.contains("certificate_expired") || alert.contains("bad_certificate")
-            || alert.contains("unsupported_certificate") || alert.contains("certificate_revoked")
-            || alert.contains("certificate_unknown") {
+        switch (evidence.alertReceived ?? evidence.alertSent)?.code {
+        case TLSAlert.certificateRequired:
+            return .clientAuth
+        case TLSAlert.unknownCA, TLSAlert.certificateExpired, TLSAlert.badCertificate, TLSAlert.unsupportedCertificate,
+             TLSAlert.certificateRevoked, TLSAlert.certificateUnknown:
             return .chainInvalid
-        }
-        if alert.contains("protocol_version") || alert.contains("insufficient_security")
-            || alert.contains("handshake_failure") || alert.contains("illegal_parameter") || alert.contains("decode_error") {
+        case TLSAlert.protocolVersion, TLSAlert.insufficientSecurity, TLSAlert.handshakeFailure, TLSAlert.illegalParameter,
+             TLSAlert.decodeError:
             return .protocolError
+        default:
+            break
         }
         if let d = outcome?.detail.lowercased() {
             if d.contains("pinned") || d.contains(" pin ") || d.contains(" pins") || d.contains("pin mismatch")

@@ -23,10 +23,14 @@ public struct TLSAlert: Hashable, Sendable, Codable, CustomStringConvertible {
     public static let badCertificate: UInt8 = 42
     public static let unsupportedCertificate: UInt8 = 43
     public static let certificateExpired: UInt8 = 45
+    public static let certificateRevoked: UInt8 = 44
     public static let certificateUnknown: UInt8 = 46
+    public static let illegalParameter: UInt8 = 47
     public static let unknownCA: UInt8 = 48
+    public static let decodeError: UInt8 = 50
     public static let decryptError: UInt8 = 51
     public static let protocolVersion: UInt8 = 70
+    public static let insufficientSecurity: UInt8 = 71
     public static let certificateRequired: UInt8 = 116
 
     /// Names of the alerts of RFC 5246, 8446 and their extensions.

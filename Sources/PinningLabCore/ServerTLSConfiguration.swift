@@ -51,6 +51,15 @@ public struct TLSVersion: RawRepresentable, Hashable, Sendable, Codable, Compara
         }
     }
 
+    /// How scenario files and the scenario JSON write it: `tls1.0`, `tls1.1`, `tls1.2`, `tls1.3`.
+    public var scenarioName: String { "tls" + shortName }
+
+    /// The version a scenario file names (`tls1.2`), exactly in that spelling; `nil` for anything else.
+    public init?(scenarioName: String) {
+        guard let v = TLSVersion.all.first(where: { $0.scenarioName == scenarioName }) else { return nil }
+        self = v
+    }
+
     public var isLegacy: Bool { self < .tls12 }
     public var description: String { rawValue }
     public static func < (a: TLSVersion, b: TLSVersion) -> Bool {

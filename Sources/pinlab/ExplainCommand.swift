@@ -57,7 +57,7 @@ struct ExplainCommand: AsyncParsableCommand {
             if !link.matchedBy.isEmpty { out += " ← pinned by \(link.matchedBy.map(\.rawValue).joined(separator: ", "))" }
             out += "\n"
         }
-        let versions = s.server.tlsVersions.map(\.rawValue).joined(separator: ", ")
+        let versions = s.server.tlsVersions.map(\.scenarioName).joined(separator: ", ")
         out += "  TLS versions: \(versions); client authentication: \(s.server.clientAuth)"
         if s.server.clientAuth != .none { out += " (CAs: \(s.server.clientAuthTrust.joined(separator: ", ")))" }
         out += "\n\n"

@@ -45,7 +45,7 @@ struct TestingHelpersTests {
             let v = try await server.verdict(.leafSPKI, running: BuiltInClient.correct)
             #expect(v.status == .pass, "\(v.reason)")
             #expect(v.observed == .refused)
-            #expect(v.alert?.contains("unknown_ca") == true, "\(v.alert ?? "no alert")")
+            #expect(v.alert?.code == TLSAlert.unknownCA, "\(v.alert?.description ?? "no alert")")
         }
     }
 
