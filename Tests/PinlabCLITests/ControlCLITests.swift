@@ -18,7 +18,7 @@ struct ControlCLITests {
             [bin.path, "serve", "--scenario", "baseline", "--engine", "openssl", "--control", "127.0.0.1:0",
              "--manifest", manifest.path] + CLI.dirArgs)
         defer { server.terminate() }
-        let object = try #require(await CLI.manifest(manifest, waitingUpTo: .seconds(30)), "no complete manifest after 30 s")
+        let object = try #require(await CLI.manifest(manifest, waitingUpTo: .seconds(120)), "no complete manifest after 120 s")
         #expect((object["servers"] as? [[String: Any]])?.first?["id"] as? String == "baseline")
         let control = try #require(object["control"] as? [String: Any])
         let port = try #require(control["port"] as? Int)

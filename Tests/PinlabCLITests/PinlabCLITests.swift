@@ -163,7 +163,7 @@ struct PinlabCLITests {
         let server = try ChildProcess.spawnBackground(
             [bin.path, "serve", "--scenario", "rekey", "--engine", "openssl", "--manifest", manifest.path] + CLI.dirArgs)
         defer { server.terminate() }
-        let object = try #require(await CLI.manifest(manifest, waitingUpTo: .seconds(10)), "no complete manifest after 10 s")
+        let object = try #require(await CLI.manifest(manifest, waitingUpTo: .seconds(120)), "no complete manifest after 120 s")
         let servers = try #require(object["servers"] as? [[String: Any]])
         let s = try #require(servers.first)
         #expect(s["id"] as? String == "rekey")
