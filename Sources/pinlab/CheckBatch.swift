@@ -5,9 +5,9 @@ extension CheckCommand {
     /// `pinlab check --batch`: one harness run for every cell. The problems that belong to no cell (an unknown id, a
     /// line that is not JSON, a non-zero exit) go to standard error; the caller exits 1 when there are any.
     func runBatch(_ runner: CheckRunner, options: CheckOptions) async throws -> (CheckReport, [String]) {
-        let batchOptions = BatchOptions(cellTimeout: .milliseconds(Int((cellTimeout ?? timeout) * 1000)),
+        let batchOptions = BatchOptions(cellTimeout: .milliseconds(Int((cellTimeout ?? clientOptions.timeout) * 1000)),
                                         batchTimeout: .milliseconds(Int(batchTimeout * 1000)))
-        let run = try await runner.runBatch(.command(name: name, arguments: command), options: options, batch: batchOptions)
+        let run = try await runner.runBatch(.command(name: clientOptions.name, arguments: command), options: options, batch: batchOptions)
         for p in run.problems { FileHandle.standardError.write(Data("batch harness: \(p)\n".utf8)) }
         return (run.report, run.problems)
     }

@@ -77,14 +77,7 @@ struct CheckCommand: AsyncParsableCommand {
 
     @OptionGroup var source: CatalogueOptions
 
-    @Option(help: "A built-in client: \(BuiltInClients.names.joined(separator: ", ")).")
-    var client: String?
-
-    @Option(help: "The client's name in reports (default: the command's name).")
-    var name: String?
-
-    @Option(help: "openssl, gnutls or both.")
-    var engine: String = "both"
+    @OptionGroup var clientOptions: ClientRunOptions
 
     @Option(help: "The pin profiles the client supports (comma-separated); other cells are skipped.")
     var profiles: String?
@@ -97,12 +90,6 @@ struct CheckCommand: AsyncParsableCommand {
 
     @Option(help: "Write the report to this file (the summary line still goes to standard output).")
     var output: String?
-
-    @Option(help: "How many cells run at the same time (each server serves one cell at a time).")
-    var jobs: Int = CheckOptions.defaultJobs
-
-    @Option(help: "Seconds one client run may take before it is killed.")
-    var timeout: Double = 10
 
     @Option(help: "Print a schema and exit: json or junit (reports), batch-in or batch-out (the batch protocol).")
     var printSchema: String?
@@ -124,29 +111,19 @@ struct CheckCommand: AsyncParsableCommand {
 
     func validate() throws {
         if printSchema != nil { return }
-        if client == nil && command.isEmpty {
-            throw ValidationError("give a client: --client \(BuiltInClients.names.joined(separator: "|")), or a command template after `--`.")
-        }
-        if client != nil && !command.isEmpty {
-            throw ValidationError("give either --client or a command template, not both.")
-        }
-        if let client, BuiltInClients.named(client) == nil {
-            throw ValidationError("--client: '\(client)' is not a built-in client; use \(BuiltInClients.names.joined(separator: ", ")).")
-        }
+        try clientOptions.requireOneClient(
+            command: command, missing: "give a client: --client \(BuiltInClients.names.joined(separator: "|")), or a command template after `--`.")
         guard ReportFormat(rawValue: format) != nil else {
             throw ValidationError("--format: '\(format)' is not a format; use \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
-        guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1.") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
         if batch {
-            guard client == nil else { throw ValidationError("--batch runs a command: give the harness command after `--`, not --client.") }
+            guard clientOptions.client == nil else { throw ValidationError("--batch runs a command: give the harness command after `--`, not --client.") }
             guard batchTimeout > 0, (cellTimeout ?? 1) > 0 else { throw ValidationError("--batch-timeout and --cell-timeout must be positive.") }
             if let w = command.first(where: { w in CommandTemplate.placeholders.contains { w.contains("{\($0)}") } }) {
                 throw ValidationError("--batch runs the harness once, so '\(w)' has no value: remove the placeholders; the harness reads every cell's URL, trust file and pins from the batch document (standard input or $PINLAB_BATCH).")
             }
         }
         if let shard { _ = try CellShard(parsing: shard) }
-        _ = try Engines.named(engine)
         _ = try parseProfiles(profiles)
     }
 
@@ -161,25 +138,15 @@ struct CheckCommand: AsyncParsableCommand {
             }
             return
         }
-        let subject: ClientUnderTest
-        if let client, let c = BuiltInClients.named(client) {
-            subject = .inProcess(c)
-        } else {
-            do {
-                subject = .command(CommandClient(name: name, template: try CommandTemplate(command),
-                                                 timeout: .milliseconds(Int(timeout * 1000))))
-            } catch {
-                fail("\(error)")
-            }
-        }
+        let subject = clientOptions.subject(command: command)
         let catalogue = try source.loadCatalogue()
         let pki = try source.openPKI()
         let interrupts = InterruptHandler.install()
         defer { interrupts.cancel() }
         let progress = ProgressLine()
         let options = CheckOptions(
-            engines: try Engines.named(engine), profiles: try parseProfiles(profiles), scenarios: parseList(scenarios),
-            jobs: jobs, timeout: .milliseconds(Int(timeout * 1000)), shard: try shard.map(CellShard.init(parsing:)),
+            engines: try clientOptions.engines(), profiles: try parseProfiles(profiles), scenarios: parseList(scenarios),
+            jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration, shard: try shard.map(CellShard.init(parsing:)),
             progress: progress.update)
         let report: CheckReport
         var harnessProblems: [String] = []

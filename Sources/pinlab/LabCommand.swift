@@ -77,9 +77,6 @@ struct LabCheckCommand: AsyncParsableCommand {
 
               pinlab lab check 1 -- python3 labs/starters/python/lab01_why_pin.py
 
-            A batch mode (one process answering every cell, for clients that are expensive to start) does not \
-            exist yet.
-
             Exit status: 0 when every cell of the lab is as expected, 1 when any is wrong; 64 for a malformed \
             command line (an unknown lab number lists the valid ones), 2 when the lab cannot be set up.
             """)
@@ -89,26 +86,13 @@ struct LabCheckCommand: AsyncParsableCommand {
     @Argument(help: "The lab number (1-\(TeachingLabs.all.count)).")
     var number: String
 
-    @Option(help: "A built-in client: \(BuiltInClients.names.joined(separator: ", ")).")
-    var client: String?
-
-    @Option(help: "The client's name in the report (default: the command).")
-    var name: String?
-
-    @Option(help: "openssl, gnutls or both.")
-    var engine: String = "both"
+    @OptionGroup var clientOptions: ClientRunOptions
 
     @Option(help: "text, or json (the grade and every wrong cell, for scripts and tests).")
     var format: String = "text"
 
     @Option(help: "Also write the lab's picture (an HTML page: chains, pins, your row beside the correct row).")
     var html: String?
-
-    @Option(help: "How many cells run at the same time.")
-    var jobs: Int = CheckOptions.defaultJobs
-
-    @Option(help: "Seconds one client run may take before it is killed.")
-    var timeout: Double = 10
 
     @Argument(parsing: .postTerminator, help: "The learner's client command (after --).")
     var command: [String] = []
@@ -119,41 +103,17 @@ struct LabCheckCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(error)")
         }
-        if client == nil && command.isEmpty {
-            throw ValidationError(
-                "give a client: a command after `--` (e.g. -- python3 \(lab(number).pythonStarterPath)), or --client \(BuiltInClients.names.joined(separator: "|"))."
-            )
-        }
-        if client != nil && !command.isEmpty {
-            throw ValidationError("give either --client or a command after `--`, not both.")
-        }
-        if let client, BuiltInClients.named(client) == nil {
-            throw ValidationError(
-                "--client: '\(client)' is not a built-in client; use \(BuiltInClients.names.joined(separator: ", ")).")
-        }
+        try clientOptions.requireOneClient(
+            command: command,
+            missing: "give a client: a command after `--` (e.g. -- python3 \(lab(number).pythonStarterPath)), or --client \(BuiltInClients.names.joined(separator: "|")).")
         guard format == "text" || format == "json" else {
             throw ValidationError("--format: '\(format)' is not a format of lab check; use text or json.")
         }
-        guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1.") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
-        _ = try Engines.named(engine)
     }
 
     func run() async throws {
         let l = lab(number)
-        let subject: ClientUnderTest
-        if let client, let c = BuiltInClients.named(client) {
-            subject = .inProcess(c)
-        } else {
-            do {
-                subject = .command(
-                    CommandClient(
-                        name: name ?? command.joined(separator: " "), template: try CommandTemplate(command),
-                        timeout: .milliseconds(Int(timeout * 1000))))
-            } catch {
-                fail("\(error)")
-            }
-        }
+        let subject = clientOptions.subject(command: command, defaultName: command.joined(separator: " "))
         let catalogue = try source.loadCatalogue()
         for s in l.scenarios where catalogue[s] == nil {
             fail("lab \(l.number) needs the scenario '\(s)', which is not in this catalogue.")
@@ -162,12 +122,11 @@ struct LabCheckCommand: AsyncParsableCommand {
         let interrupts = InterruptHandler.install()
         defer { interrupts.cancel() }
         let runner = CheckRunner(pki: pki, catalogue: catalogue)
-        let engines = try Engines.named(engine)
+        let engines = try clientOptions.engines()
         let grade: LabGrade
         do {
             grade = try await l.grade(
-                subject, runner: runner, engines: engines, jobs: jobs,
-                timeout: .milliseconds(Int(timeout * 1000)))
+                subject, runner: runner, engines: engines, jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration)
         } catch {
             fail("\(error)")
         }
@@ -179,7 +138,7 @@ struct LabCheckCommand: AsyncParsableCommand {
         if let html {
             let correct: CheckReport?
             if let c = BuiltInClients.named("correct") {
-                correct = try? await runner.run(.inProcess(c), options: l.checkOptions(engines: engines, jobs: jobs))
+                correct = try? await runner.run(.inProcess(c), options: l.checkOptions(engines: engines, jobs: clientOptions.jobs))
             } else {
                 correct = nil
             }
