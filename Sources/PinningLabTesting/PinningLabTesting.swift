@@ -108,18 +108,8 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     /// The user-installed proxy case (`intercepting-proxy`).
     public static let proxy = interceptingProxy
 
-    /// Every bundled scenario, in teaching order.
-    public static let all: [ScenarioID] = [
-        .baseline, .rootNotSent, .renewalSameKey, .rekey, .emergencyRekey, .intermediateRenewedSameKey,
-        .siblingIntermediate, .expiredLeaf, .notYetValidLeaf, .expiredIntermediate, .wrongHost,
-        .pinnedCertOtherHost, .pinScopeExactHost, .pinScopeSubdomainIncluded, .pinScopeSubdomainExcluded,
-        .pinScopeUnpinnedHost, .selfSignedPinnedKey, .untrustedRogue, .interceptingProxy, .chainStuffing,
-        .nameCollisionIntermediate, .nameCollisionRoot, .incompleteChain, .reversedChain, .nonCASigner,
-        .pathlenViolation, .weakRSA1024, .sha1Signature, .tlsV1_0, .tlsV1_1, .tlsV1_2, .tlsV1_2NoForwardSecrecy,
-        .atsFloor, .ecdsaP384, .rsa2048, .rsa3072, .rsa4096, .ed25519, .mtlsRequiredValid,
-        .mtlsRequiredMissing, .mtlsRequiredUntrusted, .mtlsRequiredExpired, .mtlsRequiredWrongEKU,
-        .mtlsOptionalMissing
-    ]
+    /// Every bundled scenario, in teaching order (the one list of it, `Catalogue.canonicalOrder`).
+    public static let all: [ScenarioID] = Catalogue.canonicalOrder.map { ScenarioID($0) }
 }
 
 /// The TLS engine a fixture server runs on: `.openssl` (libssl) or `.gnutls`. Both serve exactly the chain a
