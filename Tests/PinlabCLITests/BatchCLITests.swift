@@ -16,11 +16,11 @@ struct BatchCLITests {
     static let okhttpProfiles = "none,leaf-spki,leaf-spki+backup,intermediate-spki,root-spki"
 
     /// Runs the binary with a long time limit (a whole catalogue of JVMs per cell takes minutes on a loaded machine).
-    static func pinlab(_ args: [String], timeout: Duration = .seconds(1500)) throws -> CLI.Result {
+    static func pinlab(_ args: [String], timeout: Duration = .seconds(1500)) async throws -> CLI.Result {
         let bin = try #require(CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
-        let r = ChildProcess.runBlocking([bin.path] + args, environment: env, timeout: timeout)
+        let r = await ChildProcess.run([bin.path] + args, environment: env, timeout: timeout)
         return CLI.Result(status: r.status, stdout: r.stdoutText, stderr: r.stderrText)
     }
 
@@ -48,36 +48,36 @@ struct BatchCLITests {
         #expect(!batch.verdicts.contains { $0.status == .error }, "\(batch.verdicts.filter { $0.status == .error }.map(\.reason).prefix(3))")
     }
 
-    @Test func printSchemaPrintsTheBatchSchemas() throws {
-        let input = try CLI.run(["check", "--print-schema", "batch-in"])
+    @Test func printSchemaPrintsTheBatchSchemas() async throws {
+        let input = try await CLI.run(["check", "--print-schema", "batch-in"])
         #expect(input.status == 0 && input.stdout == BatchSchemas.input + "\n")
-        let output = try CLI.run(["check", "--print-schema", "batch-out"])
+        let output = try await CLI.run(["check", "--print-schema", "batch-out"])
         #expect(output.status == 0 && output.stdout == BatchSchemas.output + "\n")
-        let bad = try CLI.run(["check", "--print-schema", "batch"])
+        let bad = try await CLI.run(["check", "--print-schema", "batch"])
         #expect(bad.status != 0 && bad.stderr.contains("batch-in or batch-out"), "\(bad.stderr)")
     }
 
-    @Test func badBatchAndShardOptionsAreClearErrors() throws {
-        let placeholders = try CLI.run(["check", "--batch", "--", "curl", "{url}"])
+    @Test func badBatchAndShardOptionsAreClearErrors() async throws {
+        let placeholders = try await CLI.run(["check", "--batch", "--", "curl", "{url}"])
         #expect(placeholders.status != 0 && placeholders.stderr.contains("'{url}' has no value"), "\(placeholders.stderr)")
-        let client = try CLI.run(["check", "--batch", "--client", "correct"])
+        let client = try await CLI.run(["check", "--batch", "--client", "correct"])
         #expect(client.status != 0 && client.stderr.contains("--batch runs a command"), "\(client.stderr)")
-        let shard = try CLI.run(["check", "--client", "correct", "--shard", "5/4"])
+        let shard = try await CLI.run(["check", "--client", "correct", "--shard", "5/4"])
         #expect(shard.status != 0 && shard.stderr.contains("1 ≤ K ≤ N"), "\(shard.stderr)")
-        let missing = try CLI.run(["check"] + CLI.dirArgs + ["--batch", "--scenarios", "baseline", "--", "no-such-harness-command"])
+        let missing = try await CLI.run(["check"] + CLI.dirArgs + ["--batch", "--scenarios", "baseline", "--", "no-such-harness-command"])
         #expect(missing.status == 1 && missing.stderr.contains("could not be started"), "\(missing.stderr)")
         #expect(missing.stdout.contains("never") || missing.stdout.contains("could not be started"))
     }
 
     @Test("the Python harness in one process gets the verdicts of the same client run per cell, whole catalogue",
           .enabled(if: Tool.runs(needing: "python3")))
-    func pythonBatchMatchesPerCell() throws {
+    func pythonBatchMatchesPerCell() async throws {
         let batchJSON = Self.temporary("python-batch.json"), perCellJSON = Self.temporary("python-cell.json")
         defer { for f in [batchJSON, perCellJSON] { try? FileManager.default.removeItem(at: f) } }
-        let batch = try Self.pinlab(["check"] + CLI.dirArgs + ["--batch", "--format", "json", "--output", batchJSON.path,
+        let batch = try await Self.pinlab(["check"] + CLI.dirArgs + ["--batch", "--format", "json", "--output", batchJSON.path,
                                                    "--", "python3", Self.python])
         #expect(batch.status == 0, "\(batch.stdout) \(batch.stderr)")
-        let perCell = try Self.pinlab(["check"] + CLI.dirArgs + [
+        let perCell = try await Self.pinlab(["check"] + CLI.dirArgs + [
             "--format", "json", "--output", perCellJSON.path, "--timeout", "30", "--",
             "python3", Self.python, "--cell", "{url}", "{ca}", "{profile}", "[--pins {pins}]",
             "[--cert {client.cert}]", "[--key {client.key}]"])
@@ -90,18 +90,18 @@ struct BatchCLITests {
 
     @Test("the OkHttp harness in one JVM gets the verdicts of the same client run per cell, whole catalogue",
           .enabled(if: Tool.runs(needing: "javac") && (Tool.inCI || FileManager.default.fileExists(atPath: "/usr/share/java/okhttp.jar"))))
-    func okhttpBatchMatchesPerCell() throws {
+    func okhttpBatchMatchesPerCell() async throws {
         let classes = Self.temporary("okhttp-classes")
         let batchJSON = Self.temporary("okhttp-batch.json"), perCellJSON = Self.temporary("okhttp-cell.json")
         defer { for f in [classes, batchJSON, perCellJSON] { try? FileManager.default.removeItem(at: f) } }
         let cp = Self.okhttpJars.joined(separator: ":")
-        let javac = ChildProcess.runBlocking(["javac", "-cp", cp, "-d", classes.path, Self.java], timeout: .seconds(300))
+        let javac = await ChildProcess.run(["javac", "-cp", cp, "-d", classes.path, Self.java], timeout: .seconds(300))
         try #require(javac.status == 0, "javac: \(javac.output)")
         let java = ["java", "-cp", classes.path + ":" + cp, "PinlabBatch"]
-        let batch = try Self.pinlab(["check"] + CLI.dirArgs + ["--batch", "--profiles", Self.okhttpProfiles, "--format", "json",
+        let batch = try await Self.pinlab(["check"] + CLI.dirArgs + ["--batch", "--profiles", Self.okhttpProfiles, "--format", "json",
                                                    "--output", batchJSON.path, "--"] + java)
         #expect(batch.stderr.isEmpty, "no harness problem: \(batch.stderr)")
-        let perCell = try Self.pinlab(["check"] + CLI.dirArgs + [
+        let perCell = try await Self.pinlab(["check"] + CLI.dirArgs + [
             "--profiles", Self.okhttpProfiles, "--format", "json", "--output", perCellJSON.path,
             "--timeout", "60", "--jobs", "4", "--"] + java + [
             "--cell", "{url}", "{ca}", "[--pins {pins.okhttp}]", "[--p12 {client.p12}]", "[--password {client.password}]"])
@@ -114,37 +114,37 @@ struct BatchCLITests {
         print("okhttp: batch \(b.durationSeconds) s, per cell \(p.durationSeconds) s; \(b.summaryLine)")
     }
 
-    @Test func shardsMergeIntoTheWholeRun() throws {
+    @Test func shardsMergeIntoTheWholeRun() async throws {
         let whole = Self.temporary("whole.json"), a = Self.temporary("a.json"), b = Self.temporary("b.json"),
             merged = Self.temporary("merged.json")
         defer { for f in [whole, a, b, merged] { try? FileManager.default.removeItem(at: f) } }
         let common = ["check"] + CLI.dirArgs + ["--client", "correct", "--scenarios", "baseline,rekey,chain-stuffing", "--format", "json"]
-        #expect(try CLI.run(common + ["--output", whole.path]).status == 0)
-        #expect(try CLI.run(common + ["--shard", "1/2", "--output", a.path]).status == 0)
-        #expect(try CLI.run(common + ["--shard", "2/2", "--output", b.path]).status == 0)
-        let r = try CLI.run(["report", "merge", a.path, b.path, "--format", "json", "-o", merged.path])
+        await #expect(try CLI.run(common + ["--output", whole.path]).status == 0)
+        await #expect(try CLI.run(common + ["--shard", "1/2", "--output", a.path]).status == 0)
+        await #expect(try CLI.run(common + ["--shard", "2/2", "--output", b.path]).status == 0)
+        let r = try await CLI.run(["report", "merge", a.path, b.path, "--format", "json", "-o", merged.path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("36 cells"), "\(r.stdout)")
         let m = try Self.report(merged), w = try Self.report(whole), ra = try Self.report(a), rb = try Self.report(b)
         #expect(ra.verdicts.count + rb.verdicts.count == w.verdicts.count && !ra.verdicts.isEmpty && !rb.verdicts.isEmpty)
         #expect(m.verdicts.map { "\($0.scenario)/\($0.profile)/\($0.engine)" } == w.verdicts.map { "\($0.scenario)/\($0.profile)/\($0.engine)" })
         #expect(m.verdicts.map(\.status) == w.verdicts.map(\.status))
-        let text = try CLI.run(["report", "merge", a.path, b.path])
+        let text = try await CLI.run(["report", "merge", a.path, b.path])
         #expect(text.status == 0 && text.stdout.contains("chain-stuffing"))
-        let overlap = try CLI.run(["report", "merge", a.path, whole.path])
+        let overlap = try await CLI.run(["report", "merge", a.path, whole.path])
         #expect(overlap.status == 2 && overlap.stderr.contains("overlap") && overlap.stderr.contains(whole.path), "\(overlap.stderr)")
-        let notJSON = try CLI.run(["report", "merge", Self.python])
+        let notJSON = try await CLI.run(["report", "merge", Self.python])
         #expect(notJSON.status == 2 && notJSON.stderr.contains("not JSON"), "\(notJSON.stderr)")
     }
 
     @Test("progress is drawn on a terminal and absent when piped", .enabled(if: Tool.runs(needing: "script")))
-    func progressOnATerminalOnly() throws {
+    func progressOnATerminalOnly() async throws {
         let bin = try #require(CLI.binary)
         let args = ["check"] + CLI.dirArgs + ["--client", "correct", "--scenarios", "baseline,rekey", "--format", "json"]
-        let piped = try CLI.run(args)
+        let piped = try await CLI.run(args)
         #expect(!piped.stderr.contains("cells,"), "quiet when not a terminal: \(piped.stderr)")
         let command = ([bin.path] + args).map { "'\($0)'" }.joined(separator: " ") + " >/dev/null"
-        let tty = ChildProcess.runBlocking(["script", "-qec", command, "/dev/null"], timeout: .seconds(120))
+        let tty = await ChildProcess.run(["script", "-qec", command, "/dev/null"], timeout: .seconds(120))
         #expect(tty.stdoutText.contains("24/24 cells"), "\(tty.stdoutText)")
     }
 }

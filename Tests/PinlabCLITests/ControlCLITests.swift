@@ -26,30 +26,30 @@ struct ControlCLITests {
         #expect(control["url"] as? String == "http://127.0.0.1:\(port)/")
         #expect(control["openapi"] as? String == "http://127.0.0.1:\(port)/openapi.yaml")
 
-        func curl(_ args: [String]) -> ChildProcess.Result {
-            ChildProcess.runBlocking([curlPath, "-s", "-S", "--max-time", "30"] + args, timeout: .seconds(40))
+        func curl(_ args: [String]) async -> ChildProcess.Result {
+            await ChildProcess.run([curlPath, "-s", "-S", "--max-time", "30"] + args, timeout: .seconds(40))
         }
-        let health = curl(["http://127.0.0.1:\(port)/health"])
+        let health = await curl(["http://127.0.0.1:\(port)/health"])
         #expect(health.status == 0 && health.stdoutText.contains("\"ok\""), "\(health.output)")
-        let started = curl(["-X", "POST", "-H", "Content-Type: application/json", "--data", #"{"scenario":"baseline","engine":"gnutls"}"#,
+        let started = await curl(["-X", "POST", "-H", "Content-Type: application/json", "--data", #"{"scenario":"baseline","engine":"gnutls"}"#,
                             "http://127.0.0.1:\(port)/servers"])
         let s = try #require(try JSONSerialization.jsonObject(with: Data(started.stdout)) as? [String: Any], "\(started.output)")
         let url = try #require(s["url"] as? String)
         let trust = try #require(s["trustFile"] as? String)
-        #expect(curl(["-o", "/dev/null", "--cacert", trust, url]).status == 0)
+        await #expect(curl(["-o", "/dev/null", "--cacert", trust, url]).status == 0)
     }
 
-    @Test func nonLoopbackControlAddressIsRefused() throws {
+    @Test func nonLoopbackControlAddressIsRefused() async throws {
         for address in ["0.0.0.0:0", "192.0.2.2:8080", "[::]:0"] {
-            let r = try CLI.run(["serve", "--control", address] + CLI.dirArgs)
+            let r = try await CLI.run(["serve", "--control", address] + CLI.dirArgs)
             #expect(r.status != 0, "\(address)")
             #expect(r.stderr.contains("--control") && r.stderr.contains("loopback") && r.stderr.contains("--control-allow-remote"),
                     "\(address): \(r.stderr)")
         }
-        let bad = try CLI.run(["serve", "--control", "localhost"] + CLI.dirArgs)
+        let bad = try await CLI.run(["serve", "--control", "localhost"] + CLI.dirArgs)
         #expect(bad.status != 0)
         #expect(bad.stderr.contains("--control") && bad.stderr.contains("HOST:PORT"), "\(bad.stderr)")
-        let stray = try CLI.run(["serve", "--identity", "leaf-v1", "--control-allow-remote"] + CLI.dirArgs)
+        let stray = try await CLI.run(["serve", "--identity", "leaf-v1", "--control-allow-remote"] + CLI.dirArgs)
         #expect(stray.status != 0)
         #expect(stray.stderr.contains("--control-allow-remote applies to --control"), "\(stray.stderr)")
     }

@@ -31,15 +31,15 @@ struct ExportTests {
     }
 
     /// `pinlab export ARGS`; expects success and returns standard output.
-    func export(_ args: [String]) throws -> String {
-        let r = try CLI.run(["export"] + args + CLI.dirArgs)
+    func export(_ args: [String]) async throws -> String {
+        let r = try await CLI.run(["export"] + args + CLI.dirArgs)
         #expect(r.status == 0, "pinlab export \(args.joined(separator: " ")): \(r.stderr)")
         return r.stdout
     }
 
     /// Every pin of every identity, from `pinlab pki pins --format json` (the identity files' source).
-    func pkiPins() throws -> [String: String] {
-        let r = try CLI.run(["pki", "pins", "--format", "json"] + PKIIdentities.all + CLI.dirArgs)
+    func pkiPins() async throws -> [String: String] {
+        let r = try await CLI.run(["pki", "pins", "--format", "json"] + PKIIdentities.all + CLI.dirArgs)
         #expect(r.status == 0, "\(r.stderr)")
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
         var out: [String: String] = [:]
@@ -51,8 +51,8 @@ struct ExportTests {
     }
 
     /// The SPKI pin of a certificate computed by the openssl CLI only (STYLE.md's command).
-    func opensslPin(pem: String) throws -> String {
-        let r = ChildProcess.runBlocking(
+    func opensslPin(pem: String) async throws -> String {
+        let r = await ChildProcess.run(
             [
                 "sh", "-c",
                 "openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64",
@@ -62,14 +62,14 @@ struct ExportTests {
         return r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    func certificatePEM(_ name: String) throws -> String {
-        let r = try CLI.run(["pki", "export", name, "--format", "pem"] + CLI.dirArgs)
+    func certificatePEM(_ name: String) async throws -> String {
+        let r = try await CLI.run(["pki", "export", name, "--format", "pem"] + CLI.dirArgs)
         #expect(r.status == 0, "\(r.stderr)")
         return r.stdout
     }
 
-    func python(_ kind: String, _ file: URL) throws -> [String: Any] {
-        let r = ChildProcess.runBlocking(["python3", Self.checker, kind, file.path], timeout: .seconds(30))
+    func python(_ kind: String, _ file: URL) async throws -> [String: Any] {
+        let r = await ChildProcess.run(["python3", Self.checker, kind, file.path], timeout: .seconds(30))
         #expect(r.status == 0, "\(kind) \(file.lastPathComponent): \(r.output)")
         return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any], "\(r.output)")
     }
@@ -77,29 +77,29 @@ struct ExportTests {
     // MARK: - Pins equal the PKI's
 
     @Test("pins in every pinning format equal the PKI's, and openssl's")
-    func pinsEqualThePKIsAndOpenSSLs() throws {
-        let pins = try pkiPins()
+    func pinsEqualThePKIsAndOpenSSLs() async throws {
+        let pins = try await pkiPins()
         let k1 = try #require(pins["leaf-v1"])
         let k2 = try #require(pins["leaf-v3-rekey"])
-        #expect(try opensslPin(pem: certificatePEM("leaf-v1")) == k1, "openssl agrees with the PKI on leaf-v1")
-        #expect(try opensslPin(pem: certificatePEM("leaf-v3-rekey")) == k2)
+        await #expect(try opensslPin(pem: certificatePEM("leaf-v1")) == k1, "openssl agrees with the PKI on leaf-v1")
+        await #expect(try opensslPin(pem: certificatePEM("leaf-v3-rekey")) == k2)
         let intermediate = try #require(pins["lab-intermediate-a"])
-        #expect(try opensslPin(pem: certificatePEM("lab-intermediate-a")) == intermediate)
+        await #expect(try opensslPin(pem: certificatePEM("lab-intermediate-a")) == intermediate)
 
-        let java = try export(["okhttp-java", "--scenario", "baseline", "--profile", "leaf-spki+backup"])
+        let java = try await export(["okhttp-java", "--scenario", "baseline", "--profile", "leaf-spki+backup"])
         #expect(pinLiterals(java, prefix: "sha256/") == [k1, k2], "\(java)")
-        let kotlin = try export(["okhttp-kotlin", "--scenario", "baseline", "--profile", "leaf-spki+backup"])
+        let kotlin = try await export(["okhttp-kotlin", "--scenario", "baseline", "--profile", "leaf-spki+backup"])
         #expect(
             pinLiterals(kotlin, prefix: "sha256/") == pinLiterals(java, prefix: "sha256/"),
             "no kotlinc here: the Kotlin pinner's pins are checked against the Java one's")
         #expect(
             kotlin.contains("CertificatePinner.Builder()") && kotlin.contains(".add(\"localhost\", \"sha256/\(k1)\")"))
 
-        let curl = try export(["curl", "--scenario", "baseline", "--profile", "intermediate-spki"])
+        let curl = try await export(["curl", "--scenario", "baseline", "--profile", "intermediate-spki"])
         #expect(curl.contains("--pinnedpubkey 'sha256//\(intermediate)'"), "\(curl)")
         #expect(!curl.contains(k2), "curl takes one pin: no backup is added")
 
-        let swift = try export(["trustkit-swift", "leaf-v1", "leaf-v3-rekey"])
+        let swift = try await export(["trustkit-swift", "leaf-v1", "leaf-v3-rekey"])
         #expect(pinLiterals(swift, prefix: "").filter { $0.count == 44 } == [k1, k2], "\(swift)")
         #expect(
             swift.contains("kTSKPublicKeyHashes")
@@ -123,7 +123,7 @@ struct ExportTests {
     @Test(
         "the Swift exports (TrustKit, Alamofire) parse with swiftc -parse",
         .enabled(if: tool("swiftc") != nil, "swiftc is not on PATH"))
-    func swiftExportsParse() throws {
+    func swiftExportsParse() async throws {
         let dir = try tempDir("swift")
         defer { try? FileManager.default.removeItem(at: dir) }
         for (format, file) in [
@@ -132,15 +132,15 @@ struct ExportTests {
             for profile in ["leaf-spki+backup", "leaf-cert", "root-spki"]
             where !(format == "trustkit-swift" && profile == "leaf-cert") {
                 let out = dir.appendingPathComponent("\(format)-\(profile)", isDirectory: true)
-                _ = try export([format, "--scenario", "baseline", "--profile", profile, "--out", out.path + "/"])
-                let r = ChildProcess.runBlocking(
+                _ = try await export([format, "--scenario", "baseline", "--profile", profile, "--out", out.path + "/"])
+                let r = await ChildProcess.run(
                     ["swiftc", "-parse", out.appendingPathComponent(file).path], timeout: .seconds(60))
                 #expect(r.status == 0, "\(format) \(profile): \(r.output)")
             }
         }
         let broken = dir.appendingPathComponent("broken.swift")
         try "let x = [\n".write(to: broken, atomically: true, encoding: .utf8)
-        #expect(ChildProcess.runBlocking(["swiftc", "-parse", broken.path], timeout: .seconds(60)).status != 0)
+        #expect(await ChildProcess.run(["swiftc", "-parse", broken.path], timeout: .seconds(60)).status != 0)
     }
 
     // MARK: - TrustKit
@@ -148,8 +148,8 @@ struct ExportTests {
     @Test(
         "trustkit-plist parses with plistlib; a single-pin profile gets K2 added, and says so",
         .enabled(if: pythonReady, "python3 is not installed"))
-    func trustKitPlist() throws {
-        let pins = try pkiPins()
+    func trustKitPlist() async throws {
+        let pins = try await pkiPins()
         let dir = try tempDir("trustkit")
         defer { try? FileManager.default.removeItem(at: dir) }
         for (profile, expected) in [
@@ -158,8 +158,8 @@ struct ExportTests {
             ("root-spki", ["lab-root", "leaf-v3-rekey"]),
         ] {
             let file = dir.appendingPathComponent("\(profile).plist")
-            _ = try export(["trustkit-plist", "--scenario", "baseline", "--profile", profile, "--out", file.path])
-            let doc = try python("plist", file)
+            _ = try await export(["trustkit-plist", "--scenario", "baseline", "--profile", profile, "--out", file.path])
+            let doc = try await python("plist", file)
             let config = try #require(doc["TSKConfiguration"] as? [String: Any])
             #expect(config["TSKSwizzleNetworkDelegates"] as? Bool == false)
             let domains = try #require(config["TSKPinnedDomains"] as? [String: Any])
@@ -176,11 +176,11 @@ struct ExportTests {
     // MARK: - Alamofire
 
     @Test("alamofire writes the evaluators and the .cer files whose keys are the pins")
-    func alamofire() throws {
-        let pins = try pkiPins()
+    func alamofire() async throws {
+        let pins = try await pkiPins()
         let dir = try tempDir("alamofire")
         defer { try? FileManager.default.removeItem(at: dir) }
-        _ = try export([
+        _ = try await export([
             "alamofire", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/",
         ])
         let swift = try String(contentsOf: dir.appendingPathComponent("PinningLabTrust.swift"), encoding: .utf8)
@@ -193,12 +193,12 @@ struct ExportTests {
         }
         for name in ["leaf-v1", "leaf-v3-rekey"] {
             let cer = dir.appendingPathComponent("\(name).cer")
-            let r = ChildProcess.runBlocking(
+            let r = await ChildProcess.run(
                 ["openssl", "x509", "-inform", "der", "-in", cer.path], timeout: .seconds(20))
             #expect(r.status == 0, "\(name).cer is DER: \(r.stderrText)")
-            #expect(try opensslPin(pem: r.stdoutText) == pins[name], "\(name).cer carries the pinned key")
+            await #expect(try opensslPin(pem: r.stdoutText) == pins[name], "\(name).cer carries the pinned key")
         }
-        let cert = try export(["alamofire", "--scenario", "renewal-same-key", "--profile", "leaf-cert"])
+        let cert = try await export(["alamofire", "--scenario", "renewal-same-key", "--profile", "leaf-cert"])
         #expect(
             cert.contains("Session(serverTrustManager: pinnedCertificatesManager())"), "leaf-cert pins certificates")
     }
@@ -208,36 +208,36 @@ struct ExportTests {
     @Test(
         "nsc parses with xmllint and xml.etree and obeys Android's element rules; a broken file is caught",
         .enabled(if: pythonReady && xmllintReady, "python3 or xmllint (libxml2-utils) is not installed"))
-    func networkSecurityConfig() throws {
-        let pins = try pkiPins()
+    func networkSecurityConfig() async throws {
+        let pins = try await pkiPins()
         let dir = try tempDir("nsc")
         defer { try? FileManager.default.removeItem(at: dir) }
-        _ = try export(["nsc", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/"])
+        _ = try await export(["nsc", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/"])
         let file = dir.appendingPathComponent("network_security_config.xml")
-        let lint = ChildProcess.runBlocking(["xmllint", "--noout", file.path], timeout: .seconds(20))
+        let lint = await ChildProcess.run(["xmllint", "--noout", file.path], timeout: .seconds(20))
         #expect(lint.status == 0, "\(lint.output)")
-        let summary = try python("nsc", file)
+        let summary = try await python("nsc", file)
         #expect(summary["pins"] as? [String] == [pins["leaf-v1"]!, pins["leaf-v3-rekey"]!])
         #expect(summary["anchors"] as? [String] == ["@raw/lab_root"])
         #expect(summary["debugAnchors"] as? [String] == ["@raw/lab_root", "user"])
         #expect((summary["domains"] as? [[String: String]])?.first?["host"] == "localhost")
         // The expiration is leaf-v1's notAfter, as a day.
-        let show = try CLI.run(["pki", "list", "--format", "json"] + CLI.dirArgs)
+        let show = try await CLI.run(["pki", "list", "--format", "json"] + CLI.dirArgs)
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [[String: Any]])
         let notAfter = try #require(rows.first { $0["name"] as? String == "leaf-v1" }?["notAfter"] as? String)
         #expect(summary["expiration"] as? String == String(notAfter.prefix(10)))
         // The raw resource is the lab root.
         let raw = try String(contentsOf: dir.appendingPathComponent("lab_root.pem"), encoding: .utf8)
-        #expect(raw == (try certificatePEM("lab-root")))
+        await #expect(raw == (try certificatePEM("lab-root")))
 
         let fixed = try tempDir("nsc-flag")
         defer { try? FileManager.default.removeItem(at: fixed) }
         let flagged = fixed.appendingPathComponent("n.xml")
-        _ = try export([
+        _ = try await export([
             "nsc", "--expiration", "2031-01-02", "--include-subdomains", "--host", "api.pinning.test", "--out",
             flagged.path,
         ])
-        let s2 = try python("nsc", flagged)
+        let s2 = try await python("nsc", flagged)
         #expect(s2["expiration"] as? String == "2031-01-02")
         #expect((s2["domains"] as? [[String: String]])?.first?["includeSubdomains"] == "true")
 
@@ -252,7 +252,7 @@ struct ExportTests {
             #expect(broken != text, "\(label): the mutation applies")
             let bad = dir.appendingPathComponent("broken-\(label).xml")
             try broken.write(to: bad, atomically: true, encoding: .utf8)
-            let r = ChildProcess.runBlocking(["python3", Self.checker, "nsc", bad.path], timeout: .seconds(30))
+            let r = await ChildProcess.run(["python3", Self.checker, "nsc", bad.path], timeout: .seconds(30))
             #expect(r.status == 1, "\(label) is caught: \(r.output)")
         }
     }
@@ -262,27 +262,27 @@ struct ExportTests {
     @Test(
         "mobileconfig parses with plistlib; its payloads carry lab-root's (and proxy-root's) DER; UUIDs are stable",
         .enabled(if: pythonReady, "python3 is not installed"))
-    func mobileconfig() throws {
+    func mobileconfig() async throws {
         let dir = try tempDir("mobileconfig")
         defer { try? FileManager.default.removeItem(at: dir) }
-        func der(_ name: String) throws -> String {
+        func der(_ name: String) async throws -> String {
             let f = dir.appendingPathComponent("\(name).der")
-            let r = try CLI.run(["pki", "export", name, "--format", "der", "--out", f.path] + CLI.dirArgs)
+            let r = try await CLI.run(["pki", "export", name, "--format", "der", "--out", f.path] + CLI.dirArgs)
             #expect(r.status == 0, "\(r.stderr)")
             return try Data(contentsOf: f).base64EncodedString()
         }
-        func profile(_ args: [String], _ label: String) throws -> [String: Any] {
+        func profile(_ args: [String], _ label: String) async throws -> [String: Any] {
             let out = dir.appendingPathComponent(label, isDirectory: true)
-            _ = try export(["mobileconfig"] + args + ["--out", out.path + "/"])
-            return try python("plist", out.appendingPathComponent("PinningLab.mobileconfig"))
+            _ = try await export(["mobileconfig"] + args + ["--out", out.path + "/"])
+            return try await python("plist", out.appendingPathComponent("PinningLab.mobileconfig"))
         }
-        let plain = try profile([], "plain")
+        let plain = try await profile([], "plain")
         #expect(plain["PayloadType"] as? String == "Configuration")
         #expect(plain["PayloadVersion"] as? Int == 1)
         let payloads = try #require(plain["PayloadContent"] as? [[String: Any]])
         #expect(payloads.count == 1)
         #expect(payloads[0]["PayloadType"] as? String == "com.apple.security.root")
-        #expect(
+        await #expect(
             (payloads[0]["PayloadContent"] as? [String: String])?["data"] == (try der("lab-root")),
             "the payload's bytes are lab-root's DER")
         let readme = try String(contentsOf: dir.appendingPathComponent("plain/README.md"), encoding: .utf8)
@@ -294,15 +294,15 @@ struct ExportTests {
             #expect(readme.contains(step), "README: \(step)")
         }
 
-        let withProxy = try profile(["--include-proxy-root"], "proxy")
+        let withProxy = try await profile(["--include-proxy-root"], "proxy")
         let both = try #require(withProxy["PayloadContent"] as? [[String: Any]])
         #expect(both.map { $0["PayloadDisplayName"] as? String } == ["lab-root", "proxy-root"])
-        #expect((both[1]["PayloadContent"] as? [String: String])?["data"] == (try der("proxy-root")))
+        await #expect((both[1]["PayloadContent"] as? [String: String])?["data"] == (try der("proxy-root")))
         // The intercepting-proxy scenario's device trusts proxy-root: its profile installs it without the flag.
-        let scenario = try profile(["--scenario", "intercepting-proxy"], "scenario")
+        let scenario = try await profile(["--scenario", "intercepting-proxy"], "scenario")
         #expect((scenario["PayloadContent"] as? [[String: Any]])?.count == 2)
 
-        let again = try profile([], "again")
+        let again = try await profile([], "again")
         let uuid = { (d: [String: Any]) in d["PayloadUUID"] as? String }
         #expect(uuid(plain) == uuid(again), "stable PayloadUUID")
         #expect(uuid(plain) != uuid(withProxy), "another set of roots is another profile")
@@ -348,7 +348,7 @@ struct ExportTests {
             server.terminate()
             try? FileManager.default.removeItem(at: dir)
         }
-        _ = try export(["curl", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/"])
+        _ = try await export(["curl", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/"])
         let text = try String(contentsOf: dir.appendingPathComponent("curl-flags.txt"), encoding: .utf8)
         let flags = try #require(text.split(separator: "\n").last { !$0.hasPrefix("#") }).description
         #expect(
@@ -363,7 +363,7 @@ struct ExportTests {
                 "curl -s -o /dev/null --max-time 10 "
                 + flags.replacingOccurrences(
                     of: "'\(dir.standardizedFileURL.path)/trust.pem'", with: "'\(trust)'") + " " + url
-            let r = ChildProcess.runBlocking(["sh", "-c", line], timeout: .seconds(20))
+            let r = await ChildProcess.run(["sh", "-c", line], timeout: .seconds(20))
             #expect(
                 r.status == (id == "baseline" ? 0 : 90),
                 "\(id) on \(s["engine"] ?? ""): \(line) → \(r.status) \(r.stderrText)")
@@ -386,12 +386,12 @@ struct ExportTests {
         let src = dir.appendingPathComponent("src", isDirectory: true)
         let classes = dir.appendingPathComponent("classes", isDirectory: true)
         try FileManager.default.createDirectory(at: classes, withIntermediateDirectories: true)
-        _ = try export(["okhttp-java", "--scenario", "baseline", "--profile", profile, "--out", src.path + "/"])
+        _ = try await export(["okhttp-java", "--scenario", "baseline", "--profile", profile, "--out", src.path + "/"])
         try FileManager.default.copyItem(
             at: Self.fixtures.appendingPathComponent("PinCheck.java"),
             to: src.appendingPathComponent("PinCheck.java"))
         let cp = Self.okhttpJars.joined(separator: ":")
-        let javac = ChildProcess.runBlocking(
+        let javac = await ChildProcess.run(
             [
                 "javac", "-nowarn", "-cp", cp, "-d", classes.path,
                 src.appendingPathComponent("PinningLabPins.java").path,
@@ -403,7 +403,7 @@ struct ExportTests {
             let id = s["id"] as! String
             let url = s["url"] as! String
             let trust = s["trustFile"] as! String
-            let r = ChildProcess.runBlocking(
+            let r = await ChildProcess.run(
                 ["java", "-cp", classes.path + ":" + cp, "PinCheck", url, trust],
                 timeout: .seconds(60))
             let cell = "\(profile), \(id) on \(s["engine"] ?? "")"
@@ -418,44 +418,44 @@ struct ExportTests {
     // MARK: - Errors
 
     @Test("bad input names the argument and the fix")
-    func errors() throws {
-        func failing(_ args: [String]) throws -> String {
-            let r = try CLI.run(["export"] + args + CLI.dirArgs)
+    func errors() async throws {
+        func failing(_ args: [String]) async throws -> String {
+            let r = try await CLI.run(["export"] + args + CLI.dirArgs)
             #expect(r.status == 2, "\(args): exit \(r.status) \(r.stderr)")
             #expect(r.stdout.isEmpty, "nothing written to standard output on error")
             return r.stderr
         }
-        let prefix = try failing(["trustkit"])
+        let prefix = try await failing(["trustkit"])
         #expect(
             prefix.contains("FORMAT: 'trustkit' is not an export format")
                 && prefix.contains("did you mean 'trustkit-plist' or 'trustkit-swift'?"), "\(prefix)")
-        let typo = try failing(["okhtp-java"])
+        let typo = try await failing(["okhtp-java"])
         #expect(typo.contains("did you mean 'okhttp-java'?"), "\(typo)")
-        let scenario = try failing(["curl", "--scenario", "basline"])
+        let scenario = try await failing(["curl", "--scenario", "basline"])
         #expect(
             scenario.contains("--scenario: 'basline' is not a scenario")
                 && scenario.contains("did you mean 'baseline'?"), "\(scenario)")
-        let profile = try failing(["curl", "--scenario", "baseline", "--profile", "leaf-spk"])
+        let profile = try await failing(["curl", "--scenario", "baseline", "--profile", "leaf-spk"])
         #expect(
             profile.contains("--profile: 'leaf-spk' is not a pin profile")
                 && profile.contains("did you mean 'leaf-spki'?"), "\(profile)")
-        let short = try failing(["curl", "--scenario", "baseline", "--profile", "leaf"])
+        let short = try await failing(["curl", "--scenario", "baseline", "--profile", "leaf"])
         #expect(short.contains("did you mean 'leaf-cert', 'leaf-spki' or 'leaf-spki+backup'?"), "\(short)")
-        let name = try failing(["okhttp-java", "leaf-v9"])
+        let name = try await failing(["okhttp-java", "leaf-v9"])
         #expect(
             name.contains("NAMES: 'leaf-v9' is not an identity") && name.contains("did you mean 'leaf-v1'?")
                 && name.contains("pinlab pki list"), "\(name)")
-        let none = try failing(["okhttp-java", "--scenario", "baseline", "--profile", "none"])
+        let none = try await failing(["okhttp-java", "--scenario", "baseline", "--profile", "none"])
         #expect(none.contains("--profile") && none.contains("no pins"), "\(none)")
-        let cert = try failing(["nsc", "--scenario", "baseline", "--profile", "leaf-cert"])
+        let cert = try await failing(["nsc", "--scenario", "baseline", "--profile", "leaf-cert"])
         #expect(cert.contains("SPKI") && cert.contains("alamofire"), "\(cert)")
-        let both = try failing(["curl", "leaf-v1", "--scenario", "baseline"])
+        let both = try await failing(["curl", "leaf-v1", "--scenario", "baseline"])
         #expect(both.contains("NAMES"), "\(both)")
-        let orphan = try failing(["curl", "--profile", "leaf-spki"])
+        let orphan = try await failing(["curl", "--profile", "leaf-spki"])
         #expect(orphan.contains("--profile") && orphan.contains("--scenario"), "\(orphan)")
-        let day = try failing(["nsc", "--expiration", "31/12/2030"])
+        let day = try await failing(["nsc", "--expiration", "31/12/2030"])
         #expect(day.contains("--expiration") && day.contains("YYYY-MM-DD"), "\(day)")
-        let single = try failing(["trustkit-plist", "leaf-v3-rekey"])
+        let single = try await failing(["trustkit-plist", "leaf-v3-rekey"])
         #expect(single.contains("two distinct pins"), "K2 alone cannot get K2 as its backup: \(single)")
     }
 }

@@ -48,7 +48,7 @@ struct InterceptCLITests {
 
     /// Runs `pinlab intercept ARGS --until-idle 1.5` in the background, runs `clients(port)` once it listens,
     /// waits for it to stop on its own and returns its output and JSON report.
-    static func session(_ args: [String], label: String, _ clients: (Int, URL) throws -> Void) async throws -> Session {
+    static func session(_ args: [String], label: String, _ clients: (Int, URL) async throws -> Void) async throws -> Session {
         let bin = try #require(CLI.binary, "run `swift build` first")
         let dir = try tempDir(label)
         let ready = dir.appendingPathComponent("ready").path
@@ -68,7 +68,7 @@ struct InterceptCLITests {
             if address.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
         }
         let port = try #require(Int(address.split(separator: ":").last ?? ""), "pinlab intercept did not start: \((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")")
-        try clients(port, dir)
+        try await clients(port, dir)
         for _ in 0..<300 where !FileManager.default.fileExists(atPath: status) { try await Task.sleep(for: .milliseconds(100)) }
         let code = Int32(((try? String(contentsOfFile: status, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         let stdout = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
@@ -77,10 +77,10 @@ struct InterceptCLITests {
         return Session(status: code, stdout: stdout, report: report, dir: dir)
     }
 
-    static func curl(_ port: Int, _ trust: String, _ host: String, pin: String? = nil) -> Int32 {
+    static func curl(_ port: Int, _ trust: String, _ host: String, pin: String? = nil) async -> Int32 {
         var args = ["curl", "-s", "-o", "/dev/null", "--max-time", "10", "-x", "http://127.0.0.1:\(port)", "--cacert", trust]
         if let pin { args += ["--pinnedpubkey", "sha256//\(pin)"] }
-        return ChildProcess.runBlocking(args + ["https://\(host)/"], timeout: .seconds(20)).status
+        return await ChildProcess.run(args + ["https://\(host)/"], timeout: .seconds(20)).status
     }
 
     /// curl without a pin trusts the installed proxy root and sends everywhere; curl with `--pinnedpubkey` on
@@ -91,8 +91,8 @@ struct InterceptCLITests {
         let leaf = try Self.spki("leaf-v1")
         let unpinned = try await Self.session(["--pinned", "api.pinning.test", "--policy", "stuff"], label: "curl-none") { port, dir in
             let trust = try Self.trustFile(in: dir)
-            #expect(Self.curl(port, trust, "api.pinning.test") == 0)
-            #expect(Self.curl(port, trust, "cdn.pinning.test") == 0)
+            #expect(await Self.curl(port, trust, "api.pinning.test") == 0)
+            #expect(await Self.curl(port, trust, "cdn.pinning.test") == 0)
         }
         #expect(unpinned.verdicts["api.pinning.test"] == "not-pinned" && unpinned.verdicts["cdn.pinning.test"] == "allowed")
         #expect(unpinned.status == 1, "exit 1 when a host deviates: \(unpinned.stdout)")
@@ -100,23 +100,23 @@ struct InterceptCLITests {
 
         let pinned = try await Self.session(["--pinned", "api.pinning.test", "--policy", "stuff"], label: "curl-pinned") { port, dir in
             let trust = try Self.trustFile(in: dir)
-            #expect(Self.curl(port, trust, "api.pinning.test", pin: leaf) == 90)  // CURLE_SSL_PINNEDPUBKEYNOTMATCH
-            #expect(Self.curl(port, trust, "cdn.pinning.test") == 0)
+            #expect(await Self.curl(port, trust, "api.pinning.test", pin: leaf) == 90)  // CURLE_SSL_PINNEDPUBKEYNOTMATCH
+            #expect(await Self.curl(port, trust, "cdn.pinning.test") == 0)
         }
         #expect(pinned.verdicts == ["api.pinning.test": "refused", "cdn.pinning.test": "allowed"], "\(pinned.stdout)")
         #expect(pinned.status == 0, "\(pinned.stdout)")
         #expect(pinned.stdout.contains("refused interception: good") && pinned.stdout.contains("not pinned, allowed through (as declared)"))
-        try Self.checkReportFiles(pinned)
+        try await Self.checkReportFiles(pinned)
     }
 
     /// The JSON report validates against the schema `--print-schema json` prints; JUnit has one failure per
     /// deviating host; HTML names every host.
-    static func checkReportFiles(_ s: Session) throws {
+    static func checkReportFiles(_ s: Session) async throws {
         let schema = s.dir.appendingPathComponent("schema.json")
-        let printed = try CLI.run(["intercept", "--print-schema", "json"])
+        let printed = try await CLI.run(["intercept", "--print-schema", "json"])
         try printed.stdout.write(to: schema, atomically: true, encoding: .utf8)
-        if ChildProcess.runBlocking(["python3", "-c", "import jsonschema"], timeout: .seconds(20)).status == 0 || Tool.inCI {
-            let v = ChildProcess.runBlocking(
+        if await ChildProcess.run(["python3", "-c", "import jsonschema"], timeout: .seconds(20)).status == 0 || Tool.inCI {
+            let v = await ChildProcess.run(
                 ["python3", "-c", "import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))",
                  s.dir.appendingPathComponent("intercept.json").path, schema.path], timeout: .seconds(30))
             #expect(v.status == 0, "\(v.output)")
@@ -138,14 +138,14 @@ struct InterceptCLITests {
     func jvmClientsThroughTheProxy() async throws {
         let dir = try Self.tempDir("javac")
         let cp = Self.jars.joined(separator: ":")
-        let javac = ChildProcess.runBlocking(
+        let javac = await ChildProcess.run(
             ["javac", "-nowarn", "-cp", cp, "-d", dir.path, Self.fixtures.appendingPathComponent("InterceptClient.java").path],
             timeout: .seconds(180))
         try #require(javac.status == 0, "javac: \(javac.output)")
         let pin = try Self.spki("lab-intermediate-a")
         let hosts = ["api.pinning.test", "cdn.pinning.test"]
-        func java(_ mode: String, _ port: Int, _ trust: String) -> String {
-            let r = ChildProcess.runBlocking(
+        func java(_ mode: String, _ port: Int, _ trust: String) async -> String {
+            let r = await ChildProcess.run(
                 ["java", "-cp", dir.path + ":" + cp, "InterceptClient", mode, String(port), trust, pin, "api.pinning.test"] + hosts,
                 timeout: .seconds(120))
             return r.output
@@ -160,25 +160,25 @@ struct InterceptCLITests {
         for (mode, policy, rows) in expected {
             var output = ""
             let s = try await Self.session(["--pinned", "api.pinning.test", "--policy", policy], label: "jvm-\(mode)") { port, d in
-                output = java(mode, port, try Self.trustFile(in: d))
+                output = await java(mode, port, try Self.trustFile(in: d))
             }
             #expect(s.verdicts == rows, "\(mode) under \(policy): \(output)\n\(s.stdout)")
         }
     }
 
-    @Test func badOptionsNameTheOptionAndTheFix() throws {
-        func failing(_ args: [String]) throws -> String {
-            let r = try CLI.run(["intercept"] + args + CLI.dirArgs)
+    @Test func badOptionsNameTheOptionAndTheFix() async throws {
+        func failing(_ args: [String]) async throws -> String {
+            let r = try await CLI.run(["intercept"] + args + CLI.dirArgs)
             #expect(r.status != 0 && r.status != 1, "\(args): exit \(r.status)")
             return r.stderr
         }
-        #expect(try failing(["--pinned", "a.*.test"]).contains("--pinned: 'a.*.test' has a wildcard"))
-        #expect(try failing(["--policy", "mitm"]).contains("--policy: 'mitm' is not a policy"))
-        #expect(try failing(["--listen", "8080"]).contains("--listen: '8080' is not ADDRESS:PORT"))
-        #expect(try failing(["--listen", "0.0.0.0:0"]).contains("--allow-non-loopback"))
-        #expect(try failing(["--upstream", "nowhere"]).contains("--upstream: 'nowhere' is not HOST:PORT"))
-        #expect(try failing(["--report", "pdf"]).contains("--report: 'pdf' is not a format"))
-        #expect(try failing(["--genuine-chain", "/nonexistent.pem"]).contains("--genuine-chain: cannot read"))
-        #expect(try failing(["--duration", "-1"]).contains("--duration"))
+        #expect(try await failing(["--pinned", "a.*.test"]).contains("--pinned: 'a.*.test' has a wildcard"))
+        #expect(try await failing(["--policy", "mitm"]).contains("--policy: 'mitm' is not a policy"))
+        #expect(try await failing(["--listen", "8080"]).contains("--listen: '8080' is not ADDRESS:PORT"))
+        #expect(try await failing(["--listen", "0.0.0.0:0"]).contains("--allow-non-loopback"))
+        #expect(try await failing(["--upstream", "nowhere"]).contains("--upstream: 'nowhere' is not HOST:PORT"))
+        #expect(try await failing(["--report", "pdf"]).contains("--report: 'pdf' is not a format"))
+        #expect(try await failing(["--genuine-chain", "/nonexistent.pem"]).contains("--genuine-chain: cannot read"))
+        #expect(try await failing(["--duration", "-1"]).contains("--duration"))
     }
 }

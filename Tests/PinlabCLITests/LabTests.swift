@@ -31,11 +31,11 @@ struct LabTests {
         var failures: [Failure]
     }
 
-    static func grade(_ lab: TeachingLab, file: String) throws -> (CLI.Result, Graded) {
+    static func grade(_ lab: TeachingLab, file: String) async throws -> (CLI.Result, Graded) {
         let python = try #require(python, "python3 is needed for the Python lab clients")
         let path = root.appendingPathComponent(file).path
         #expect(FileManager.default.fileExists(atPath: path), "\(path) is missing")
-        let r = try CLI.run(
+        let r = try await CLI.run(
             ["lab", "check", String(lab.number), "--format", "json"] + CLI.dirArgs + ["--", python, path])
         let graded = try JSONDecoder().decode(Graded.self, from: Data(r.stdout.utf8))
         return (r, graded)
@@ -44,9 +44,9 @@ struct LabTests {
     static var numbers: [Int] { TeachingLabs.all.map(\.number) }
 
     @Test("the reference solution passes", arguments: numbers)
-    func referenceSolutionPasses(_ number: Int) throws {
+    func referenceSolutionPasses(_ number: Int) async throws {
         let lab = try TeachingLabs.named(String(number))
-        let (r, g) = try Self.grade(lab, file: lab.pythonSolutionPath)
+        let (r, g) = try await Self.grade(lab, file: lab.pythonSolutionPath)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(g.passed && g.wrong == 0 && g.failures.isEmpty)
         #expect(g.engines == ["openssl", "gnutls"])
@@ -54,10 +54,10 @@ struct LabTests {
     }
 
     @Test("the starter fails for exactly the lab's reason, on both engines", arguments: numbers)
-    func starterFailsForTheLabsReason(_ number: Int) throws {
+    func starterFailsForTheLabsReason(_ number: Int) async throws {
         let lab = try TeachingLabs.named(String(number))
         #expect(!lab.starterFails.isEmpty)
-        let (r, g) = try Self.grade(lab, file: lab.pythonStarterPath)
+        let (r, g) = try await Self.grade(lab, file: lab.pythonStarterPath)
         #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
         #expect(!g.passed)
         #expect(Set(g.failures.map(\.cell)) == lab.starterFails)
@@ -74,22 +74,22 @@ struct LabTests {
     @Test(
         "the built-in teaching client makes the same mistake as the starter",
         arguments: TeachingLabs.all.filter { $0.teachingClient != nil }.map(\.number))
-    func teachingClientFailsLikeTheStarter(_ number: Int) throws {
+    func teachingClientFailsLikeTheStarter(_ number: Int) async throws {
         let lab = try TeachingLabs.named(String(number))
         let name = try #require(lab.teachingClient)
-        let r = try CLI.run(["lab", "check", String(lab.number), "--client", name, "--format", "json"] + CLI.dirArgs)
+        let r = try await CLI.run(["lab", "check", String(lab.number), "--client", name, "--format", "json"] + CLI.dirArgs)
         #expect(r.status == 1)
         let g = try JSONDecoder().decode(Graded.self, from: Data(r.stdout.utf8))
         #expect(Set(g.failures.map(\.cell)) == lab.starterFails)
-        let correct = try CLI.run(["lab", "check", String(lab.number), "--client", "correct"] + CLI.dirArgs)
+        let correct = try await CLI.run(["lab", "check", String(lab.number), "--client", "correct"] + CLI.dirArgs)
         #expect(correct.status == 0, "\(correct.stdout)")
         #expect(correct.stdout.contains("PASSED"))
     }
 
-    @Test func textGradeExplainsEachWrongCell() throws {
+    @Test func textGradeExplainsEachWrongCell() async throws {
         let python = try #require(Self.python)
         let starter = Self.root.appendingPathComponent(TeachingLabs.all[0].pythonStarterPath).path
-        let r = try CLI.run(["lab", "check", "1", "--engine", "openssl"] + CLI.dirArgs + ["--", python, starter])
+        let r = try await CLI.run(["lab", "check", "1", "--engine", "openssl"] + CLI.dirArgs + ["--", python, starter])
         #expect(r.status == 1)
         for phrase in [
             "✗ intercepting-proxy under leaf-spki (openssl)", "What your client did: It trusted",
@@ -99,23 +99,23 @@ struct LabTests {
         }
     }
 
-    @Test func unknownLabNamesTheValidOnes() throws {
+    @Test func unknownLabNamesTheValidOnes() async throws {
         for bad in ["9", "0", "rotation"] {
-            let r = try CLI.run(["lab", "show", bad])
+            let r = try await CLI.run(["lab", "show", bad])
             #expect(r.status == 2 || r.status == 64, "\(r.status)")
             #expect(r.stderr.contains("'\(bad)' is not a lab"), "\(r.stderr)")
             #expect(r.stderr.contains("1 (01-why-pin)") && r.stderr.contains("8 (08-hash-the-right-bytes)"))
         }
-        let unknown = try CLI.run(["lab", "check", "9", "--", "true"])
+        let unknown = try await CLI.run(["lab", "check", "9", "--", "true"])
         #expect(unknown.status != 0 && unknown.status != 1, "an unknown lab must not look like a failed grade")
         #expect(unknown.stderr.contains("'9' is not a lab") && unknown.stderr.contains("8 (08-hash-the-right-bytes)"))
-        let noClient = try CLI.run(["lab", "check", "2"])
+        let noClient = try await CLI.run(["lab", "check", "2"])
         #expect(noClient.status != 0 && noClient.status != 1)
         #expect(noClient.stderr.contains("give a client"))
     }
 
-    @Test func listAndShowPointAtPagesThatExist() throws {
-        let list = try CLI.run(["lab", "list"])
+    @Test func listAndShowPointAtPagesThatExist() async throws {
+        let list = try await CLI.run(["lab", "list"])
         #expect(list.status == 0)
         for lab in TeachingLabs.all {
             #expect(list.stdout.contains(lab.title))
@@ -127,7 +127,7 @@ struct LabTests {
             #expect(
                 FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(lab.pagePath).path),
                 "\(lab.pagePath) is missing")
-            let show = try CLI.run(["lab", "show", String(lab.number)] + CLI.dirArgs)
+            let show = try await CLI.run(["lab", "show", String(lab.number)] + CLI.dirArgs)
             #expect(show.status == 0)
             #expect(show.stdout.contains(lab.gradeCommand))
             for s in lab.scenarios { #expect(show.stdout.contains(s)) }
@@ -143,12 +143,12 @@ struct LabTests {
         }
     }
 
-    @Test func htmlPictureShowsTheChainThePinsAndBothRows() throws {
+    @Test func htmlPictureShowsTheChainThePinsAndBothRows() async throws {
         let python = try #require(Self.python)
         let lab = try TeachingLabs.named("5")
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-lab5-\(UUID().uuidString).html")
         defer { try? FileManager.default.removeItem(at: out) }
-        let r = try CLI.run(
+        let r = try await CLI.run(
             ["lab", "check", "5", "--engine", "openssl", "--html", out.path] + CLI.dirArgs
                 + ["--", python, Self.root.appendingPathComponent(lab.pythonStarterPath).path])
         #expect(r.status == 1)
@@ -163,7 +163,7 @@ struct LabTests {
 
     /// The picture renders in headless Chromium (Debian: `apt-get install -y chromium`) and is not blank. Without
     /// Chromium the test says so and checks nothing else; CI installs it.
-    @Test func htmlPictureRendersInHeadlessChromium() throws {
+    @Test func htmlPictureRendersInHeadlessChromium() async throws {
         guard
             let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
                 .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
@@ -178,17 +178,17 @@ struct LabTests {
         let html = dir.appendingPathComponent("lab6.html")
         let png = dir.appendingPathComponent("lab6.png")
         let lab = try TeachingLabs.named("6")
-        let r = try CLI.run(
+        let r = try await CLI.run(
             ["lab", "check", "6", "--engine", "gnutls", "--html", html.path] + CLI.dirArgs
                 + ["--", python, Self.root.appendingPathComponent(lab.pythonStarterPath).path])
         #expect(r.status == 1)
-        let shot = try run(
+        let shot = try await run(
             [
                 chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                 "--window-size=1280,900", "--screenshot=\(png.path)", html.absoluteString,
             ], timeout: 120)
         #expect(FileManager.default.fileExists(atPath: png.path), "no screenshot: \(shot.output)")
-        let check = try run([python, Self.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path])
+        let check = try await run([python, Self.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path])
         #expect(check.status == 0, "\(check.output)")
         #expect(check.stdout.contains("1280x900"))
     }

@@ -30,11 +30,11 @@ enum CLI {
 
     /// Runs the binary with `posix_spawn` (Foundation's `Process` can crash in a test process with many
     /// descriptors open, as one full of servers is).
-    static func run(_ args: [String]) throws -> Result {
+    static func run(_ args: [String]) async throws -> Result {
         let bin = try #require(binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
-        let r = ChildProcess.runBlocking([bin.path] + args, environment: env, timeout: .seconds(120))
+        let r = await ChildProcess.run([bin.path] + args, environment: env, timeout: .seconds(120))
         return Result(status: r.status, stdout: r.stdoutText, stderr: r.stderrText)
     }
 
@@ -43,8 +43,8 @@ enum CLI {
 
 @Suite("pinlab command line", .serialized)
 struct PinlabCLITests {
-    @Test func scenariosListPrintsOneLinePerScenarioStartingWithItsID() throws {
-        let r = try CLI.run(["scenarios", "list"])
+    @Test func scenariosListPrintsOneLinePerScenarioStartingWithItsID() async throws {
+        let r = try await CLI.run(["scenarios", "list"])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n")
         let ids = try Catalogue.bundled().ids
@@ -52,14 +52,14 @@ struct PinlabCLITests {
         for (line, id) in zip(lines, ids) { #expect(line.hasPrefix(id + " "), "\(line)") }
         let first = try #require(try Catalogue.bundled().scenarios.first)
         #expect(lines.first?.contains(first.expectedRow) == true, "the row printed is the catalogue's")
-        let mtls = try CLI.run(["scenarios", "list", "--tag", "mutual-tls"])
+        let mtls = try await CLI.run(["scenarios", "list", "--tag", "mutual-tls"])
         let tagged = try Catalogue.bundled().scenarios.filter { $0.tags.contains("mutual-tls") }.map(\.id)
         try #require(!tagged.isEmpty, "the catalogue tags no scenario mutual-tls")
         #expect(mtls.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) } == tagged)
     }
 
-    @Test func scenariosListAsJSON() throws {
-        let r = try CLI.run(["scenarios", "list", "--format", "json"])
+    @Test func scenariosListAsJSON() async throws {
+        let r = try await CLI.run(["scenarios", "list", "--format", "json"])
         #expect(r.status == 0)
         let array = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
         #expect(array.count == (try Catalogue.bundled().scenarios.count))
@@ -72,38 +72,38 @@ struct PinlabCLITests {
         #expect((rekey["server"] as? [String: Any])?["chain"] as? [String] == scenario.server.chain)
     }
 
-    @Test func explainTellsTheStoryOfARow() throws {
-        let r = try CLI.run(["explain", "rekey"] + CLI.dirArgs)
+    @Test func explainTellsTheStoryOfARow() async throws {
+        let r = try await CLI.run(["explain", "rekey"] + CLI.dirArgs)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.hasPrefix("rekey — "))
         #expect(r.stdout.contains("backup pin"))
         #expect(r.stdout.contains("1. leaf-v3-rekey"))
         #expect(r.stdout.contains("spki of leaf-v3-rekey (K2)"))
         #expect(r.stdout.contains(try Catalogue.bundled().scenario("rekey").expectedRow))
-        let typo = try CLI.run(["explain", "rekee"] + CLI.dirArgs)
+        let typo = try await CLI.run(["explain", "rekee"] + CLI.dirArgs)
         #expect(typo.status == 2)
         #expect(typo.stderr.contains("Did you mean 'rekey'"))
     }
 
-    @Test func checkExitStatusFollowsTheVerdicts() throws {
-        let ok = try CLI.run(["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline,rekey,chain-stuffing"] + CLI.dirArgs)
+    @Test func checkExitStatusFollowsTheVerdicts() async throws {
+        let ok = try await CLI.run(["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline,rekey,chain-stuffing"] + CLI.dirArgs)
         #expect(ok.status == 0, "\(ok.stdout)\(ok.stderr)")
         let cells = 3 * PinProfile.all.count
         #expect(ok.stdout.contains("correct: conforms — \(cells) cells: \(cells) pass"), "\(ok.stdout)")
-        let bad = try CLI.run(["check", "--client", "no-pinning", "--engine", "gnutls", "--scenarios", "rekey"] + CLI.dirArgs)
+        let bad = try await CLI.run(["check", "--client", "no-pinning", "--engine", "gnutls", "--scenarios", "rekey"] + CLI.dirArgs)
         #expect(bad.status == 1)
         #expect(bad.stdout.contains("rekey × leaf-spki × gnutls: expected refuse"))
-        let usage = try CLI.run(["check", "--client", "bogus"] + CLI.dirArgs)
+        let usage = try await CLI.run(["check", "--client", "bogus"] + CLI.dirArgs)
         #expect(usage.status != 0 && usage.status != 1)
         #expect(usage.stderr.contains("not a built-in client"))
-        let none = try CLI.run(["check"] + CLI.dirArgs)
+        let none = try await CLI.run(["check"] + CLI.dirArgs)
         #expect(none.status != 0 && none.status != 1)
     }
 
-    @Test func checkWritesReportsToAFile() throws {
+    @Test func checkWritesReportsToAFile() async throws {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-junit-\(UUID().uuidString).xml")
         defer { try? FileManager.default.removeItem(at: out) }
-        let r = try CLI.run(["check", "--client", "correct", "--scenarios", "baseline", "--format", "junit", "--output", out.path] + CLI.dirArgs)
+        let r = try await CLI.run(["check", "--client", "correct", "--scenarios", "baseline", "--format", "junit", "--output", out.path] + CLI.dirArgs)
         #expect(r.status == 0)
         #expect(r.stdout.contains("conforms"))
         let xml = try String(contentsOf: out, encoding: .utf8)
@@ -112,9 +112,9 @@ struct PinlabCLITests {
     }
 
     @Test(.enabled(if: Tool.runs(needing: "curl"), "curl is not installed (apt-get install curl)"))
-    func checkRunsACommandTemplate() throws {
+    func checkRunsACommandTemplate() async throws {
         try #require(Tool.path("curl") != nil, "curl is not on the PATH (apt-get install curl)")
-        let r = try CLI.run(["check", "--profiles", "none,leaf-spki,leaf-spki+backup", "--scenarios", "rekey,intercepting-proxy",
+        let r = try await CLI.run(["check", "--profiles", "none,leaf-spki,leaf-spki+backup", "--scenarios", "rekey,intercepting-proxy",
                              "--format", "json"] + CLI.dirArgs
                             + ["--", "curl", "-sf", "-o", "/dev/null", "--cacert", "{ca}", "[--pinnedpubkey {pins.curl}]", "{url}"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
@@ -126,7 +126,7 @@ struct PinlabCLITests {
         #expect(summary["skipped"] == 2 * 2 * (PinProfile.all.count - 3), "\(summary)")
     }
 
-    @Test func validateNamesTheFileLineAndField() throws {
+    @Test func validateNamesTheFileLineAndField() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-cli-scen-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -134,21 +134,21 @@ struct PinlabCLITests {
         let text = try String(contentsOf: bundled.appendingPathComponent("rekey.yaml"), encoding: .utf8)
         try text.replacingOccurrences(of: "trust: lab-root", with: "trust: lab-rot")
             .write(to: dir.appendingPathComponent("rekey.yaml"), atomically: true, encoding: .utf8)
-        let r = try CLI.run(["scenarios", "validate", dir.path])
+        let r = try await CLI.run(["scenarios", "validate", dir.path])
         #expect(r.status == 2)
         let line = text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains("trust: lab-root") }.map { $0 + 1 }
         #expect(r.stderr.contains("rekey.yaml:\(line ?? 0):"), "\(r.stderr)")
         #expect(r.stderr.contains("client.trust"))
         #expect(r.stderr.contains("Did you mean 'lab-root'"))
-        let good = try CLI.run(["scenarios", "validate"])
+        let good = try await CLI.run(["scenarios", "validate"])
         #expect(good.status == 0 && good.stdout.contains("all valid"))
     }
 
-    @Test func printsTheReportSchemas() throws {
-        let json = try CLI.run(["check", "--print-schema", "json"])
+    @Test func printsTheReportSchemas() async throws {
+        let json = try await CLI.run(["check", "--print-schema", "json"])
         #expect(json.status == 0)
         #expect((try? JSONSerialization.jsonObject(with: Data(json.stdout.utf8))) != nil)
-        let xsd = try CLI.run(["check", "--print-schema", "junit"])
+        let xsd = try await CLI.run(["check", "--print-schema", "junit"])
         #expect(xsd.stdout.contains("<xs:schema"))
     }
 
@@ -173,12 +173,12 @@ struct PinlabCLITests {
         let trust = try #require(s["trustFile"] as? String)
         let leaf = try #require(pins[0]["curl"] as? String)
         let backup = try #require(pins[1]["curl"] as? String)
-        func curl(_ pin: String) -> Int32 {
-            ChildProcess.runBlocking([curlPath, "-s", "-o", "/dev/null", "--cacert", trust, "--pinnedpubkey", pin, url],
+        func curl(_ pin: String) async -> Int32 {
+            await ChildProcess.run([curlPath, "-s", "-o", "/dev/null", "--cacert", trust, "--pinnedpubkey", pin, url],
                                      timeout: .seconds(20)).status
         }
-        #expect(curl(leaf) == 90, "K1 alone does not match the re-keyed server")
-        #expect(curl(leaf + ";" + backup) == 0, "the backup pin K2 matches")
+        await #expect(curl(leaf) == 90, "K1 alone does not match the re-keyed server")
+        await #expect(curl(leaf + ";" + backup) == 0, "the backup pin K2 matches")
     }
 
     /// Client commands lead their own process groups, so an interrupted `pinlab check` must end them itself.
@@ -189,13 +189,13 @@ struct PinlabCLITests {
             [bin.path, "check", "--scenarios", "baseline", "--engine", "openssl", "--profiles", "none", "--timeout", "120"]
                 + CLI.dirArgs + ["--", "sh", "-c", "sleep \(marker); exit 0"])
         defer { check.terminate() }
-        func sleeping() -> Bool { ChildProcess.runBlocking(["pgrep", "-f", "^sleep \(marker)$"]).status == 0 }
-        for _ in 0..<100 where !sleeping() { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(sleeping(), "the client command started")
+        func sleeping() async -> Bool { await ChildProcess.run(["pgrep", "-f", "^sleep \(marker)$"]).status == 0 }
+        for _ in 0..<100 where await !sleeping() { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(await sleeping(), "the client command started")
         kill(check.pid, SIGINT)
         for _ in 0..<100 where check.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!check.isRunning, "pinlab exited on SIGINT")
         try await Task.sleep(for: .milliseconds(200))
-        #expect(!sleeping(), "no client process is left behind")
+        #expect(await !sleeping(), "no client process is left behind")
     }
 }

@@ -73,13 +73,13 @@ let nameConstraintCases: [NameConstraintCase] = [
 @Suite("The lab root's name constraints, judged by openssl verify")
 struct NameConstraintTests {
     @Test("lab-root permits localhost, .test and loopback only")
-    func rootConstraints() throws {
+    func rootConstraints() async throws {
         let pki = try AttackerPKI.pki.get()
         let dir = temporaryDirectory("nc-root")
         defer { try? FileManager.default.removeItem(at: dir) }
         let root = dir.appendingPathComponent("root.pem").path
         try pem(try pki.identity("lab-root").certificateDER).write(toFile: root, atomically: true, encoding: .utf8)
-        let r = try run(["openssl", "x509", "-in", root, "-noout", "-ext", "nameConstraints"])
+        let r = try await run(["openssl", "x509", "-in", root, "-noout", "-ext", "nameConstraints"])
         #expect(r.status == 0, "\(r.output)")
         let permitted = r.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         #expect(permitted.contains("DNS:localhost") && permitted.contains("DNS:test"), "\(r.stdout)")
@@ -89,26 +89,26 @@ struct NameConstraintTests {
     }
 
     @Test("the lab's own leaves name no IP address", arguments: ["leaf-v1", "leaf-v2-renewal", "leaf-v3-rekey", "proxy-leaf"])
-    func noAddressSANs(_ name: String) throws {
+    func noAddressSANs(_ name: String) async throws {
         let pki = try AttackerPKI.pki.get()
         let dir = temporaryDirectory("nc-san")
         defer { try? FileManager.default.removeItem(at: dir) }
         let files = try ChainFiles(try pki.identity(name), in: dir)
-        let r = try run(["openssl", "x509", "-in", files.cert, "-noout", "-ext", "subjectAltName"])
+        let r = try await run(["openssl", "x509", "-in", files.cert, "-noout", "-ext", "subjectAltName"])
         #expect(r.status == 0, "\(r.output)")
         #expect(r.stdout.contains("DNS:localhost"), "\(r.stdout)")
         #expect(!r.stdout.contains("IP Address"), "\(r.stdout)")
     }
 
     @Test(arguments: nameConstraintCases)
-    func verify(_ c: NameConstraintCase) throws {
+    func verify(_ c: NameConstraintCase) async throws {
         let pki = try AttackerPKI.pki.get()
         let dir = temporaryDirectory("nc")
         defer { try? FileManager.default.removeItem(at: dir) }
         let files = try ChainFiles(try pki.identity(c.name), in: dir)
         let root = dir.appendingPathComponent("root.pem").path
         try pem(try pki.identity("lab-root").certificateDER).write(toFile: root, atomically: true, encoding: .utf8)
-        let r = try run(["openssl", "verify", "-CAfile", root, "-untrusted", files.untrusted] + c.check + [files.cert])
+        let r = try await run(["openssl", "verify", "-CAfile", root, "-untrusted", files.untrusted] + c.check + [files.cert])
         if let code = c.error {
             #expect(r.status != 0, "\(r.output)")
             #expect(r.output.contains("error \(code) "), "expected OpenSSL error \(code), got: \(r.output)")

@@ -9,7 +9,7 @@ import Testing
 @Suite("PKCS#12 inputs")
 struct PKCS12InputTests {
     @Test(arguments: [["-nokeys"], ["-nocerts"]])
-    func aBundleWithoutKeyOrCertificateIsAClearError(_ flags: [String]) throws {
+    func aBundleWithoutKeyOrCertificateIsAClearError(_ flags: [String]) async throws {
         let pki = try SharedPKI.pki()
         let dir = temporaryDirectory("p12-input")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -18,7 +18,7 @@ struct PKCS12InputTests {
         try PEM.encode(try pki.identity("client-valid").privateKeyPKCS8DER, label: "PRIVATE KEY")
             .write(toFile: key, atomically: true, encoding: .utf8)
         let out = dir.appendingPathComponent("half.p12").path
-        let r = try run(["openssl", "pkcs12", "-export", "-in", files.cert, "-inkey", key, "-out", out,
+        let r = try await run(["openssl", "pkcs12", "-export", "-in", files.cert, "-inkey", key, "-out", out,
                          "-passout", "pass:pinninglab"] + flags)
         try #require(r.status == 0, "\(r.output)")
         let data = try Array(Data(contentsOf: URL(fileURLWithPath: out)))

@@ -202,7 +202,7 @@ struct BatchTests {
                 if V(sout).is_valid(b): print("accepted a bad answer", b); sys.exit(3)
             print("ok", len(doc["cells"]))
             """
-        let r = try TestLab.run(["python3", "-c", script, dir.path])
+        let r = try await TestLab.run(["python3", "-c", script, dir.path])
         #expect(r.status == 0, "\(r.output)")
         #expect(r.output.contains("ok \(doc.cells.count)"))
     }

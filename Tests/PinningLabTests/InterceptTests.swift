@@ -72,19 +72,19 @@ struct InterceptTests {
         #expect(try UpstreamRoute.parse("api.pinning.test=[::1]:8443") == UpstreamRoute(pattern: try HostPattern(parsing: "api.pinning.test"), host: "::1", port: 8443))
     }
 
-    @Test func mintedLeavesAreForTheHostAndSignedByProxyRoot() throws {
+    @Test func mintedLeavesAreForTheHostAndSignedByProxyRoot() async throws {
         let pki = try TestLab.pki()
         let minter = try LeafMinter(issuer: try #require(pki["proxy-root"]))
         let a = try minter.mint(host: "api.pinning.test")
         let b = try minter.mint(host: "api.pinning.test")
         #expect(a != b)  // fresh serials
-        let text = try TestLab.run(["openssl", "x509", "-inform", "DER", "-noout", "-text", "-in", Self.write(a)]).output
+        let text = try await TestLab.run(["openssl", "x509", "-inform", "DER", "-noout", "-text", "-in", Self.write(a)]).output
         #expect(text.contains("DNS:api.pinning.test"))
         #expect(text.contains("Issuer: CN=Interception Proxy CA") || text.contains("Issuer: CN = Interception Proxy CA"))
         // openssl verify against proxy-root alone: the minted leaf chains to it.
         let rootFile = try Self.writePEM([try #require(pki["proxy-root"]).certificateDER])
         let leafFile = try Self.writePEM([a])
-        let verify = try TestLab.run(["openssl", "verify", "-CAfile", rootFile, "-verify_hostname", "api.pinning.test", leafFile])
+        let verify = try await TestLab.run(["openssl", "verify", "-CAfile", rootFile, "-verify_hostname", "api.pinning.test", leafFile])
         #expect(verify.status == 0, "\(verify.output)")
         #expect(throws: (any Error).self) { try LeafMinter(issuer: try #require(pki["leaf-v1"])) }
     }
@@ -238,15 +238,10 @@ struct InterceptTests {
         #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(engine: "boringssl")) }
     }
 
-    /// One plain-text exchange on a dedicated thread (a blocking socket never runs on the cooperative pool).
+    /// One plain-text exchange (ChildProcess.run waits on a thread of its own, never on the cooperative pool).
     static func rawExchange(port: Int, _ request: String) async throws -> String {
-        await withCheckedContinuation { (done: CheckedContinuation<String, Never>) in
-            Thread {
-                let r = ChildProcess.runBlocking(
-                    ["python3", "-c", "import socket,sys;s=socket.create_connection(('127.0.0.1',\(port)),timeout=10);s.sendall(sys.stdin.buffer.read());print(s.recv(4096).decode(errors='replace'))"],
-                    input: Array(request.utf8), timeout: .seconds(20))
-                done.resume(returning: r.stdoutText)
-            }.start()
-        }
+        await ChildProcess.run(
+            ["python3", "-c", "import socket,sys;s=socket.create_connection(('127.0.0.1',\(port)),timeout=10);s.sendall(sys.stdin.buffer.read());print(s.recv(4096).decode(errors='replace'))"],
+            input: Array(request.utf8), timeout: .seconds(20)).stdoutText
     }
 }

@@ -57,7 +57,7 @@ struct ReportFormatTests {
 
     /// Judged by an independent validator (python's jsonschema), which must also reject a bad document.
     @Test(.enabled(if: Tool.inCI || Tool.hasJSONSchema, "python3 with the jsonschema module is not installed (pip install jsonschema)"))
-    func jsonValidatesAgainstItsSchema() throws {
+    func jsonValidatesAgainstItsSchema() async throws {
         try #require(Tool.hasJSONSchema, "python3 with the jsonschema module is not installed (pip install jsonschema)")
         let report = try syntheticReport()
         let json = try report.render(.json)
@@ -75,7 +75,7 @@ struct ReportFormatTests {
             except jsonschema.ValidationError:
                 print("ok")
             """
-        let r = try TestLab.run(["python3", "-c", script, schema.path, doc.path])
+        let r = try await TestLab.run(["python3", "-c", script, schema.path, doc.path])
         #expect(r.status == 0, "\(r.output)")
         #expect(r.output.contains("ok"))
     }
@@ -90,7 +90,7 @@ struct ReportFormatTests {
 
     /// Judged by an independent validator (xmllint), which must also reject a bad document.
     @Test(.enabled(if: Tool.runs(needing: "xmllint"), "xmllint is not installed (apt-get install libxml2-utils)"))
-    func junitValidatesAgainstTheXSD() throws {
+    func junitValidatesAgainstTheXSD() async throws {
         let xmllint = try #require(Tool.path("xmllint"), "xmllint is not on the PATH (apt-get install libxml2-utils)")
         let report = try syntheticReport()
         let xml = try report.render(.junit)
@@ -98,10 +98,10 @@ struct ReportFormatTests {
         let doc = try writeTemporary(xml, "xml")
         let broken = try writeTemporary(xml.replacingOccurrences(of: "tests=\"", with: "tests=\"x"), "xml")
         defer { for u in [xsd, doc, broken] { try? FileManager.default.removeItem(at: u) } }
-        let r = try TestLab.run([xmllint, "--noout", "--schema", xsd.path, doc.path])
+        let r = try await TestLab.run([xmllint, "--noout", "--schema", xsd.path, doc.path])
         #expect(r.status == 0, "\(r.output)")
         #expect(r.output.contains("validates"))
-        let bad = try TestLab.run([xmllint, "--noout", "--schema", xsd.path, broken.path])
+        let bad = try await TestLab.run([xmllint, "--noout", "--schema", xsd.path, broken.path])
         #expect(bad.status != 0, "the XSD rejects a non-numeric count")
     }
 

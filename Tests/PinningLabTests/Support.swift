@@ -13,8 +13,8 @@ enum TestLab {
 
     /// Runs a tool and returns its exit status and combined output (with `posix_spawn`, not Foundation's
     /// `Process`, which can crash in a test process with many descriptors open).
-    static func run(_ args: [String]) throws -> (status: Int32, output: String) {
-        let r = ChildProcess.runBlocking(args, timeout: .seconds(60))
+    static func run(_ args: [String]) async throws -> (status: Int32, output: String) {
+        let r = await ChildProcess.run(args, timeout: .seconds(60))
         if let e = r.launchError { throw ToolError(description: e) }
         return (r.status, r.output)
     }
@@ -37,7 +37,8 @@ enum Tool {
     /// python3 with the `jsonschema` module, as `pip install jsonschema` provides.
     static let hasJSONSchema: Bool = {
         guard path("python3") != nil else { return false }
-        return (try? TestLab.run(["python3", "-c", "import jsonschema"]))?.status == 0
+        // Evaluated once, for a trait (synchronous): a short blocking probe.
+        return ChildProcess.runBlocking(["python3", "-c", "import jsonschema"], timeout: .seconds(60)).status == 0
     }()
 }
 
