@@ -78,9 +78,9 @@ struct InterceptCLITests {
     }
 
     static func curl(_ port: Int, _ trust: String, _ host: String, pin: String? = nil) async -> Int32 {
-        var args = ["curl", "-s", "-o", "/dev/null", "--max-time", "10", "-x", "http://127.0.0.1:\(port)", "--cacert", trust]
+        var args = ["curl", "-s", "-o", "/dev/null", "--max-time", "30", "-x", "http://127.0.0.1:\(port)", "--cacert", trust]
         if let pin { args += ["--pinnedpubkey", "sha256//\(pin)"] }
-        return await ChildProcess.run(args + ["https://\(host)/"], timeout: .seconds(20)).status
+        return await ChildProcess.run(args + ["https://\(host)/"], timeout: .seconds(40)).status
     }
 
     /// curl without a pin trusts the installed proxy root and sends everywhere; curl with `--pinnedpubkey` on

@@ -63,7 +63,8 @@ struct RobustnessTests {
         #expect(threadNames().contains { $0.hasPrefix("pl\(port)-") })
         let stopStart = ContinuousClock.now
         await server.stop()
-        #expect(ContinuousClock.now - stopStart < .seconds(5))
+        // Bounded (no hang on 200 open connections), not timed: 6.7 s was seen at load 18.
+        #expect(ContinuousClock.now - stopStart < .seconds(30))
         #expect(openSocketInodes().intersection(serverInodes).isEmpty)
         #expect(zip(ownBefore, targets(of: own)).allSatisfy { $0 != $1 }, "listener and pipes closed")
         #expect(!threadNames().contains { $0.hasPrefix("pl\(port)-") })
