@@ -101,7 +101,7 @@ public final class PinlabBatch {
         String text = path != null ? Files.readString(Path.of(path)) : new String(System.in.readAllBytes(), StandardCharsets.UTF_8);
         Map<?, ?> doc = (Map<?, ?>) new Json(text).value();
         double timeout = ((Number) doc.get("cellTimeoutSeconds")).doubleValue();
-        ExecutorService pool = Executors.newFixedThreadPool(8);
+        ExecutorService pool = Executors.newFixedThreadPool(Integer.getInteger("pinlab.threads", 8));
         List<Future<?>> all = new ArrayList<>();
         for (Object o : (List<?>) doc.get("cells")) {
             Map<?, ?> cell = (Map<?, ?>) o;
