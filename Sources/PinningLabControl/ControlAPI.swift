@@ -311,7 +311,7 @@ final class ControlAPI: Sendable {
         let document: BatchDocument
         do {
             document = try runner.batchDocument(addresses, workDirectory: registry.workDirectory,
-                                                cellTimeout: .milliseconds(Int((cellTimeout * 1000).rounded())))
+                                                cellTimeout: .milliseconds(max(1, Int((cellTimeout * 1000).rounded()))))
         } catch {
             _ = try? await registry.stopBatch(started.id)
             throw ControlError(500, field: nil, "the batch document could not be written: \(error)",

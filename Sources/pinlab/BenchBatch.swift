@@ -61,12 +61,14 @@ extension BenchCommand {
             for round in 0..<max(runs, perCellRuns) {
                 if round < perCellRuns {
                     var t = ContinuousClock.now
-                    var r = try await perCell(java + ["--cell", "{url}", "{ca}", "[--pins {pins.okhttp}]", "[--p12 {client.p12}]",
+                    var r = try await perCell(java + ["--cell", "{url}", "{ca}", "--ip", "{ip}", "[--pins {pins.okhttp}]",
+                                                      "[--pin-domain {pins.domain}]", "[--pin-subdomains {pins.subdomains}]", "[--p12 {client.p12}]",
                                                       "[--password {client.password}]"], okhttpProfiles)
                     record(0, r, wall: seconds(ContinuousClock.now - t))
                     t = ContinuousClock.now
                     r = try await perCell(python + ["--cell", "{url}", "{ca}", "{profile}", "[--pins {pins}]",
-                                                    "[--cert {client.cert}]", "[--key {client.key}]"], nil)
+                                                    "[--cert {client.cert}]", "[--key {client.key}]", "[--pin-domain {pins.domain}]",
+                                                    "[--pin-subdomains {pins.subdomains}]"], nil)
                     record(2, r, wall: seconds(ContinuousClock.now - t))
                 }
                 if round < runs {
