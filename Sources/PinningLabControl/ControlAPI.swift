@@ -21,6 +21,7 @@ final class ControlAPI: Sendable {
     let pki: LabPKI
     let catalogue: Catalogue
     let registry: ServerRegistry
+    let runner: CheckRunner
     let index: IdentityIndex
     let openAPIDocument: String
     /// Longest wait of `GET /servers/{id}/observations?wait=`.
@@ -30,6 +31,7 @@ final class ControlAPI: Sendable {
         self.pki = pki
         self.catalogue = catalogue
         self.registry = registry
+        self.runner = CheckRunner(pki: pki, catalogue: catalogue)
         self.index = IdentityIndex(pki)
         self.openAPIDocument = openAPIDocument
     }
@@ -64,6 +66,11 @@ final class ControlAPI: Sendable {
             Route(method: "POST", path: "/servers/{id}/rotate") { [self] r throws(ControlError) in try await rotate(r) },
             Route(method: "GET", path: "/servers/{id}/observations") { [self] r throws(ControlError) in
                 try await observations(r)
+            },
+            Route(method: "POST", path: "/batch") { [self] r throws(ControlError) in try await startBatch(r) },
+            Route(method: "DELETE", path: "/batch/{id}") { [self] r throws(ControlError) in
+                let stopped = try await registry.stopBatch(r.parameter("id"))
+                return .json(StoppedBatchView(batch: r.parameter("id"), servers: stopped.map { ServerView($0, index: index) }))
             },
         ]
     }
@@ -238,6 +245,93 @@ final class ControlAPI: Sendable {
                                fix: "choose another identity or chain; the server keeps serving what it served.")
         }
         return .json(ServerView(entry, index: index))
+    }
+
+    /// Longest `cellTimeoutSeconds` of `POST /batch`.
+    static let maxCellTimeoutSeconds = 300.0
+
+    /// `POST /batch`: one server per selected cell, registered under a batch id, and the batch document a harness
+    /// reads (`pinlab check --print-schema batch-in`), with which server serves which cell.
+    func startBatch(_ r: ControlRequest) async throws(ControlError) -> ControlReply {
+        let body = try r.jsonObject(allowed: ["scenarios", "profiles", "engines", "cellTimeoutSeconds"])
+        let all = catalogue.scenarios
+        var scenarios: [Scenario] = all
+        if let ids = try ControlRequest.strings(body, "scenarios", maxCount: all.count, example: "[\"baseline\", \"rekey\"]") {
+            scenarios = []
+            for id in try Self.unique(ids, field: "scenarios") { scenarios.append(try scenario(id, field: "scenarios")) }
+        }
+        var profiles = PinProfile.all
+        if let names = try ControlRequest.strings(body, "profiles", maxCount: PinProfile.all.count,
+                                                  example: "[\"leaf-spki\", \"root-spki\"]") {
+            profiles = []
+            for name in try Self.unique(names, field: "profiles") {
+                guard let p = PinProfile.all.first(where: { $0.rawValue == name }) else {
+                    throw .badRequest("profiles", "'\(name)' is not a pin profile.",
+                                      fix: "use any of: \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
+                }
+                profiles.append(p)
+            }
+        }
+        var engines: [any TLSEngine] = Engines.all
+        if let names = try ControlRequest.strings(body, "engines", maxCount: Engines.all.count, example: "[\"openssl\"]") {
+            engines = []
+            for name in try Self.unique(names, field: "engines") {
+                guard let e = Engines.all.first(where: { $0.name == name }) else {
+                    throw .notFound("engines", "there is no engine named '\(name)'.",
+                                    fix: "use any of: \(Engines.names.joined(separator: ", ")).")
+                }
+                engines.append(e)
+            }
+        }
+        var cellTimeout = 10.0
+        if body["cellTimeoutSeconds"] != nil {
+            struct Field: Decodable { var cellTimeoutSeconds: Double }
+            guard let t = try? JSONDecoder().decode(Field.self, from: r.body).cellTimeoutSeconds,
+                  t > 0, t <= Self.maxCellTimeoutSeconds else {
+                throw .badRequest("cellTimeoutSeconds", "'cellTimeoutSeconds' must be a number of seconds above 0 and at most \(Int(Self.maxCellTimeoutSeconds)).",
+                                  fix: "e.g. \"cellTimeoutSeconds\": 10 (the default).")
+            }
+            cellTimeout = t
+        }
+        // Report order, as `pinlab check --batch` lists cells: scenario, then engine, then profile.
+        var cells: [ServerRegistry.BatchCellRequest] = []
+        for s in scenarios {
+            for e in engines {
+                for p in PinProfile.all where profiles.contains(p) {
+                    cells.append(.init(scenario: s.id, profile: p, engine: e))
+                }
+            }
+        }
+        let started = try await registry.startBatch(cells)
+        let byID = Dictionary(cells.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let addresses = started.entries.compactMap { e -> BatchCellAddress? in
+            guard let cell = e.cell.flatMap({ byID[$0] }) else { return nil }
+            return BatchCellAddress(scenario: cell.scenario, profile: cell.profile, engine: cell.engine.name, port: e.server.port)
+        }
+        let document: BatchDocument
+        do {
+            document = try runner.batchDocument(addresses, workDirectory: registry.workDirectory,
+                                                cellTimeout: .milliseconds(max(1, Int((cellTimeout * 1000).rounded()))))
+        } catch {
+            _ = try? await registry.stopBatch(started.id)
+            throw ControlError(500, field: nil, "the batch document could not be written: \(error)",
+                               fix: "the servers of this batch are stopped; try again.")
+        }
+        var reply = ControlReply.json(BatchView(
+            batch: started.id, document: document,
+            servers: started.entries.map { BatchView.CellServer(cell: $0.cell ?? "", server: $0.id, port: $0.server.port) },
+            unsupported: started.unsupported.map { BatchView.Unsupported(cell: $0.cell, reason: $0.reason) }), status: 201)
+        reply.headers["Location"] = "/batch/\(started.id)"
+        return reply
+    }
+
+    /// The list without duplicates, or a 400 naming the field and the repeated entry.
+    static func unique(_ list: [String], field: String) throws(ControlError) -> [String] {
+        var seen = Set<String>()
+        for x in list where !seen.insert(x).inserted {
+            throw .badRequest(field, "'\(x)' appears twice in '\(field)'.", fix: "name each entry once.")
+        }
+        return list
     }
 
     func observations(_ r: ControlRequest) async throws(ControlError) -> ControlReply {

@@ -71,6 +71,9 @@ struct ServerView: Encodable, Sendable {
     var expect: [String: String]
     var connectionsAccepted: Int
     var startedAt: Date
+    /// The batch that started it (`POST /batch`) and the cell it serves; absent for `POST /servers`.
+    var batch: String?
+    var cell: String?
 
     init(_ e: ServerRegistry.Entry, index: IdentityIndex) {
         let s = e.server
@@ -98,6 +101,8 @@ struct ServerView: Encodable, Sendable {
         expect = Dictionary(uniqueKeysWithValues: PinProfile.all.map { ($0.rawValue, s.expected($0).rawValue) })
         connectionsAccepted = s.server.connectionsAccepted
         startedAt = e.startedAt
+        batch = e.batch
+        cell = e.cell
     }
 }
 
@@ -182,4 +187,30 @@ struct HealthView: Encodable, Sendable {
     var scenarios: Int
     var servers: Int
     var pkiDirectory: String
+}
+
+/// `POST /batch`: the batch's id, the document a harness reads, which server serves which cell, and the cells left
+/// out because their engine cannot serve them exactly.
+struct BatchView: Encodable, Sendable {
+    struct CellServer: Encodable, Sendable {
+        /// The cell's id in the document: `rekey/leaf-spki/openssl`.
+        var cell: String
+        /// The server's id in this API: `GET /servers/{id}/observations` reads what it saw.
+        var server: String
+        var port: Int
+    }
+    struct Unsupported: Encodable, Sendable {
+        var cell: String
+        var reason: String
+    }
+    var batch: String
+    var document: BatchDocument
+    var servers: [CellServer]
+    var unsupported: [Unsupported]
+}
+
+/// `DELETE /batch/{id}`: the servers it stopped, as they were.
+struct StoppedBatchView: Encodable, Sendable {
+    var batch: String
+    var servers: [ServerView]
 }

@@ -7,16 +7,38 @@ actor ServerRegistry {
         let id: String
         let server: ScenarioServer
         let startedAt: Date
+        /// The batch (`POST /batch`) that started it, when one did: `batch-1`.
+        var batch: String? = nil
+        /// The batch cell it serves (`rekey/leaf-spki/openssl`), when a batch started it.
+        var cell: String? = nil
+    }
+
+    /// One cell of a batch to start: a server of its own for (scenario, profile, engine).
+    struct BatchCellRequest: Sendable {
+        var scenario: String
+        var profile: PinProfile
+        var engine: any TLSEngine
+        var id: String { BatchCell.id(scenario: scenario, profile: profile, engine: engine.name) }
+    }
+
+    /// What `startBatch` started: the servers of the runnable cells (in request order) and the cells the engine
+    /// cannot serve, with the reason.
+    struct StartedBatch: Sendable {
+        var id: String
+        var entries: [Entry]
+        var unsupported: [(cell: String, reason: String)]
     }
 
     private let runner: CheckRunner
-    private let workDirectory: URL
+    /// Where the servers' trust and client files go (and the batch documents' files).
+    nonisolated let workDirectory: URL
     private let options: FixtureServer.Options
     private let maxServers: Int
     private var entries: [Entry] = []
     /// Starts under way, counted against `maxServers`.
     private var starting = 0
     private var counter = 0
+    private var batchCounter = 0
     private var stopped = false
 
     init(runner: CheckRunner, workDirectory: URL, options: FixtureServer.Options, maxServers: Int) {
@@ -71,6 +93,69 @@ actor ServerRegistry {
         return entry
     }
 
+    /// Starts one server per cell, as `pinlab check --batch` does (each cell on a port of its own, so a connection
+    /// belongs to exactly one cell), and registers each under the batch's id: `DELETE /servers/{id}` stops one,
+    /// `DELETE /batch/{id}` all of them. All or nothing: the whole batch must fit under `maxServers` (409
+    /// otherwise), and when a server fails to start for a reason other than the engine not supporting the
+    /// scenario, those already started are stopped. Cells the engine cannot serve exactly are left out and
+    /// reported. The servers use the registry's options with one worker thread each (a batch may start hundreds).
+    func startBatch(_ cells: [BatchCellRequest]) async throws(ControlError) -> StartedBatch {
+        guard !stopped else { throw ControlError(503, field: nil, "the control server is shutting down.") }
+        let free = maxServers - entries.count - starting
+        guard cells.count <= free else {
+            throw ControlError(
+                409, field: nil,
+                "the batch needs \(cells.count) servers (one per cell) and \(max(free, 0)) of the \(maxServers) this control server runs at once are free.",
+                fix: "select fewer cells (scenarios, profiles, engines), stop servers (DELETE /servers/{id}, DELETE /batch/{id}), or start pinlab serve with a larger --control-max-servers.")
+        }
+        starting += cells.count
+        defer { starting -= cells.count }
+        batchCounter += 1
+        let batchID = "batch-\(batchCounter)"
+        var batchOptions = options
+        batchOptions.workerThreads = 1
+        var started: [Entry] = []
+        var unsupported: [(cell: String, reason: String)] = []
+        for cell in cells {
+            do {
+                let server = try await runner.startServer(cell.scenario, engine: cell.engine, workDirectory: workDirectory,
+                                                          options: batchOptions)
+                counter += 1
+                started.append(Entry(id: "\(cell.scenario)-\(cell.engine.name)-\(counter)", server: server, startedAt: Date(),
+                                     batch: batchID, cell: cell.id))
+            } catch let e as TLSEngineError where e.code == .unsupported {
+                unsupported.append((cell.id, "\(cell.engine.name) cannot serve '\(cell.scenario)' exactly: \(e.reason)"))
+            } catch {
+                for e in started { await e.server.stop() }
+                throw ControlError(500, field: nil, "the server of the cell \(cell.id) did not start: \(error)",
+                                   fix: "the servers this batch had started are stopped; try again.")
+            }
+        }
+        if stopped {
+            for e in started { await e.server.stop() }
+            throw ControlError(503, field: nil, "the control server is shutting down.")
+        }
+        entries += started
+        return StartedBatch(id: batchID, entries: started, unsupported: unsupported)
+    }
+
+    /// Removes and stops every server of a batch still running (those stopped one by one are gone already).
+    func stopBatch(_ id: String) async throws(ControlError) -> [Entry] {
+        let members = entries.filter { $0.batch == id }
+        guard !members.isEmpty else {
+            let known = Set(entries.compactMap(\.batch)).sorted()
+            throw .notFound(
+                "id", "no running server belongs to a batch with the id '\(id)'.",
+                fix: known.isEmpty ? "start one with POST /batch {\"scenarios\": [\"baseline\"]}."
+                    : "batches with running servers: \(known.joined(separator: ", ")).")
+        }
+        entries.removeAll { $0.batch == id }
+        await withTaskGroup(of: Void.self) { group in
+            for e in members { group.addTask { await e.server.stop() } }
+        }
+        return members
+    }
+
     /// Removes and stops one server.
     func stop(_ id: String) async throws(ControlError) -> Entry {
         let e = try entry(id)
@@ -84,6 +169,8 @@ actor ServerRegistry {
         stopped = true
         let all = entries
         entries = []
-        for e in all { await e.server.stop() }
+        await withTaskGroup(of: Void.self) { group in
+            for e in all { group.addTask { await e.server.stop() } }
+        }
     }
 }

@@ -19,6 +19,8 @@ extension BenchCommand {
         @Option(help: "The PKI folder.") var dir = ".pinninglab"
         @Option(help: "Examples/Batch of this repository.") var harnesses = "Examples/Batch"
         @Option(help: "The built swift-batch executable of the Examples package (skipped when absent).") var swiftBatch: String?
+        @Option(help: "JVM options of both OkHttp runs (per cell and batch): a short-lived JVM spends less CPU with C1 alone and the serial collector.")
+        var jvmOptions = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
         func run() async throws {
             let work = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-bench-batch-\(getpid())")
@@ -29,7 +31,7 @@ extension BenchCommand {
             let cp = "\(work.path):/usr/share/java/okhttp.jar:/usr/share/java/okio.jar"
             let javac = try timedProcess(["javac", "-cp", cp, "-d", work.path, "\(harnesses)/okhttp/PinlabBatch.java"])
             guard javac.status == 0 else { fail("javac failed (is libokhttp-java installed?)") }
-            let java = ["java", "-cp", cp, "PinlabBatch"]
+            let java = ["java"] + jvmOptions.split(separator: " ").map(String.init) + ["-cp", cp, "PinlabBatch"]
             let python = ["python3", "\(harnesses)/python/pinlab_batch.py"]
             let okhttpProfiles: Set<PinProfile> = [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]
 
@@ -59,12 +61,14 @@ extension BenchCommand {
             for round in 0..<max(runs, perCellRuns) {
                 if round < perCellRuns {
                     var t = ContinuousClock.now
-                    var r = try await perCell(java + ["--cell", "{url}", "{ca}", "[--pins {pins.okhttp}]", "[--p12 {client.p12}]",
+                    var r = try await perCell(java + ["--cell", "{url}", "{ca}", "--ip", "{ip}", "[--pins {pins.okhttp}]",
+                                                      "[--pin-domain {pins.domain}]", "[--pin-subdomains {pins.subdomains}]", "[--p12 {client.p12}]",
                                                       "[--password {client.password}]"], okhttpProfiles)
                     record(0, r, wall: seconds(ContinuousClock.now - t))
                     t = ContinuousClock.now
                     r = try await perCell(python + ["--cell", "{url}", "{ca}", "{profile}", "[--pins {pins}]",
-                                                    "[--cert {client.cert}]", "[--key {client.key}]"], nil)
+                                                    "[--cert {client.cert}]", "[--key {client.key}]", "[--pin-domain {pins.domain}]",
+                                                    "[--pin-subdomains {pins.subdomains}]"], nil)
                     record(2, r, wall: seconds(ContinuousClock.now - t))
                 }
                 if round < runs {
@@ -89,7 +93,7 @@ extension BenchCommand {
             func ratio(_ slow: [Double], _ fast: [Double]) -> String {
                 slow.isEmpty || fast.isEmpty ? "" : String(format: "%.1f× faster", median(slow) / median(fast))
             }
-            print("\nMachine: \(ProcessInfo.processInfo.activeProcessorCount) cores. Whole catalogue, both engines. Medians of \(runs) batch and \(perCellRuns) per-cell runs.\n")
+            print("\nMachine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage()). Whole catalogue, both engines. Medians of \(runs) batch and \(perCellRuns) per-cell runs. JVM: \(java.joined(separator: " "))\n")
             print(table([
                 ["measurement", "median", "vs per-cell", "cells"],
                 [rows[0].name, f(rows[0].seconds), "", rows[0].summary],
@@ -100,6 +104,10 @@ extension BenchCommand {
             ]), terminator: "")
         }
     }
+}
+
+private func loadAverage() -> String {
+    ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
 }
 
 private func seconds(_ d: Duration) -> Double {

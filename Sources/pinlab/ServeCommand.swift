@@ -72,6 +72,10 @@ struct ServeCommand: AsyncParsableCommand {
           help: "Let the control API listen on a non-loopback address and answer non-loopback peers (prints a warning).")
     var controlAllowRemote = false
 
+    @Option(name: .customLong("control-max-servers"),
+            help: "Scenario servers the control API runs at once (POST /servers, and POST /batch: one per cell); the whole catalogue on both engines is about 500 cells.")
+    var controlMaxServers = 32
+
     func validate() throws {
         guard !identities.isEmpty || !scenarioIDs.isEmpty || allScenarios || control != nil else {
             throw ValidationError(
@@ -84,6 +88,7 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ValidationError(
                     "--control \(control): refusing a non-loopback address; the control API starts servers and hands out keys, so it listens on 127.0.0.1 or ::1 unless --control-allow-remote is given")
             }
+            guard controlMaxServers >= 1 else { throw ValidationError("--control-max-servers must be at least 1") }
         } else if controlAllowRemote {
             throw ValidationError("--control-allow-remote applies to --control HOST:PORT; add --control or drop it")
         }
@@ -153,6 +158,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         o.serverOptions = serverOptions
         o.serverOptions.port = 0
+        o.maxServers = controlMaxServers
         let catalogue: Catalogue
         do {
             catalogue = try Catalogue.bundled()

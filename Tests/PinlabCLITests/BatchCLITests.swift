@@ -76,15 +76,19 @@ struct BatchCLITests {
         defer { for f in [batchJSON, perCellJSON] { try? FileManager.default.removeItem(at: f) } }
         let batch = try await Self.pinlab(["check"] + CLI.dirArgs + ["--batch", "--format", "json", "--output", batchJSON.path,
                                                    "--", "python3", Self.python])
-        #expect(batch.status == 0, "\(batch.stdout) \(batch.stderr)")
+        #expect(batch.stderr.isEmpty, "no harness problem: \(batch.stderr)")
         let perCell = try await Self.pinlab(["check"] + CLI.dirArgs + [
             "--format", "json", "--output", perCellJSON.path, "--timeout", "30", "--",
             "python3", Self.python, "--cell", "{url}", "{ca}", "{profile}", "[--pins {pins}]",
-            "[--cert {client.cert}]", "[--key {client.key}]"])
-        #expect(perCell.status == 0, "\(perCell.stdout) \(perCell.stderr)")
+            "[--cert {client.cert}]", "[--key {client.key}]", "[--pin-domain {pins.domain}]", "[--pin-subdomains {pins.subdomains}]"])
+        #expect(perCell.status == batch.status, "\(perCell.stdout) \(perCell.stderr)")
         let b = try Self.report(batchJSON), p = try Self.report(perCellJSON)
         Self.expectSameVerdicts(b, p, profiles: 6)
-        #expect(b.summary.pass == b.verdicts.count, "the Python client pins the validated chain: every cell passes")
+        // The Python client pins the validated chain, for the hosts in the pins' scope: every cell passes but
+        // ats-floor, whose only suite (ECDHE-RSA-AES128-SHA, CBC with an HMAC-SHA1 MAC) Python's default context
+        // leaves out (`!SHA1` in its cipher string) — a finding about the client, the same per cell and in batch.
+        let failing = Set(b.verdicts.filter { $0.status != .pass }.map(\.scenario))
+        #expect(failing.isSubset(of: ["ats-floor"]), "\(b.verdicts.filter { $0.status != .pass }.prefix(5).map { "\($0.scenario) \($0.profile) \($0.engine): \($0.reason)" })")
         print("python: batch \(b.durationSeconds) s, per cell \(p.durationSeconds) s")
     }
 
@@ -104,7 +108,8 @@ struct BatchCLITests {
         let perCell = try await Self.pinlab(["check"] + CLI.dirArgs + [
             "--profiles", Self.okhttpProfiles, "--format", "json", "--output", perCellJSON.path,
             "--timeout", "60", "--jobs", "4", "--"] + java + [
-            "--cell", "{url}", "{ca}", "[--pins {pins.okhttp}]", "[--p12 {client.p12}]", "[--password {client.password}]"])
+            "--cell", "{url}", "{ca}", "--ip", "{ip}", "[--pins {pins.okhttp}]", "[--pin-domain {pins.domain}]",
+            "[--pin-subdomains {pins.subdomains}]", "[--p12 {client.p12}]", "[--password {client.password}]"])
         #expect(perCell.status == batch.status, "\(perCell.stderr)")
         let b = try Self.report(batchJSON), p = try Self.report(perCellJSON)
         Self.expectSameVerdicts(b, p, profiles: 5)

@@ -5,9 +5,12 @@
 // Batch (one JVM for every cell):
 //   pinlab check --batch --profiles none,leaf-spki,leaf-spki+backup,intermediate-spki,root-spki -- \
 //     java -cp build:/usr/share/java/okhttp.jar:/usr/share/java/okio.jar PinlabBatch
+// Cells judged at a time: -Dpinlab.threads=N (default 8). A JVM that lives seconds spends about 30 % less CPU with
+// -XX:TieredStopAtLevel=1 -XX:+UseSerialGC (what `pinlab bench batch` passes to both modes).
 // Per cell (one JVM per cell; exit status 0 = accepted, 1 = refused):
-//   pinlab check --profiles … -- java -cp … PinlabBatch --cell {url} {ca} '[--pins {pins.okhttp}]' \
-//     '[--p12 {client.p12}]' '[--password {client.password}]'
+//   pinlab check --profiles … -- java -cp … PinlabBatch --cell {url} {ca} --ip {ip} '[--pins {pins.okhttp}]' \
+//     '[--pin-domain {pins.domain}]' '[--pin-subdomains {pins.subdomains}]' '[--p12 {client.p12}]' \
+//     '[--password {client.password}]'
 //
 // Both modes judge a cell with the same method, judge(): a trust manager holding only the roots of the cell's trust
 // file, OkHttp's host-name verifier, and a CertificatePinner with the cell's pins — which OkHttp matches against the
@@ -27,16 +30,26 @@ public final class PinlabBatch {
     static final OkHttpClient BASE = new OkHttpClient.Builder().retryOnConnectionFailure(false).build();
 
     /** Connects, validates, pins; sends GET / only when all is right. Returns {claim, category, detail}. */
-    static String[] judge(String url, String trustFile, List<String> pins, String p12, String password, double timeout) {
+    static String[] judge(String url, String ip, String trustFile, List<String> pins, String domain, boolean subdomains,
+                          String p12, String password, double timeout) {
         try {
             Tls tls = TLS.computeIfAbsent(trustFile + "|" + p12, k -> tls(trustFile, p12, password));
             HttpUrl target = HttpUrl.get(url);
             CertificatePinner.Builder pinner = new CertificatePinner.Builder();
-            for (String p : pins) pinner.add(target.host(), p);
+            // The pins are declared for `domain` (the cell's host unless the scenario scopes them elsewhere), and for
+            // its subdomains when `subdomains`: OkHttp 3's pattern for those is `*.domain` (one level; `**.` is OkHttp 4).
+            String scope = domain == null || domain.isEmpty() ? target.host() : domain;
+            for (String p : pins) {
+                pinner.add(scope, p);
+                if (subdomains) pinner.add("*." + scope, p);
+            }
             long ms = (long) (timeout * 1000);
             OkHttpClient client = BASE.newBuilder()
                 .sslSocketFactory(tls.context.getSocketFactory(), tls.trust)
                 .certificatePinner(pinner.build())
+                // The cell's host name (localhost, api.pinning.test, …) is reached at the cell's address, as an app's
+                // test would map it; the name still decides SNI, the host-name check and the pins.
+                .dns(host -> List.of(java.net.InetAddress.getByName(ip == null ? "127.0.0.1" : ip)))
                 .connectTimeout(ms, TimeUnit.MILLISECONDS).readTimeout(ms, TimeUnit.MILLISECONDS)
                 .build();
             try (Response r = client.newCall(new Request.Builder().url(target).build()).execute()) {
@@ -93,7 +106,8 @@ public final class PinlabBatch {
             Map<String, String> o = new HashMap<>();
             for (int i = 3; i + 1 < args.length; i += 2) o.put(args[i], args[i + 1]);
             List<String> pins = o.containsKey("--pins") ? Arrays.asList(o.get("--pins").split(",")) : List.of();
-            String[] r = judge(args[1], args[2], pins, o.get("--p12"), o.get("--password"), 10);
+            String[] r = judge(args[1], o.get("--ip"), args[2], pins, o.get("--pin-domain"), "true".equals(o.get("--pin-subdomains")),
+                o.get("--p12"), o.get("--password"), 10);
             System.err.println(r[0] + " (" + r[1] + "): " + r[2]);
             System.exit(r[0].equals("accepted") ? 0 : 1);
         }
@@ -101,7 +115,7 @@ public final class PinlabBatch {
         String text = path != null ? Files.readString(Path.of(path)) : new String(System.in.readAllBytes(), StandardCharsets.UTF_8);
         Map<?, ?> doc = (Map<?, ?>) new Json(text).value();
         double timeout = ((Number) doc.get("cellTimeoutSeconds")).doubleValue();
-        ExecutorService pool = Executors.newFixedThreadPool(8);
+        ExecutorService pool = Executors.newFixedThreadPool(Integer.getInteger("pinlab.threads", 8));
         List<Future<?>> all = new ArrayList<>();
         for (Object o : (List<?>) doc.get("cells")) {
             Map<?, ?> cell = (Map<?, ?>) o;
@@ -111,7 +125,8 @@ public final class PinlabBatch {
                 List<String> okhttp = new ArrayList<>();
                 for (Object p : (List<?>) pins.get("okhttp")) okhttp.add((String) p);
                 long t0 = System.nanoTime();
-                String[] r = judge((String) cell.get("url"), (String) cell.get("trustFile"), okhttp,
+                String[] r = judge((String) cell.get("url"), (String) cell.get("ip"), (String) cell.get("trustFile"), okhttp,
+                    (String) pins.get("domain"), Boolean.TRUE.equals(pins.get("includeSubdomains")),
                     id == null ? null : (String) id.get("pkcs12File"), id == null ? null : (String) id.get("pkcs12Password"), timeout);
                 StringBuilder line = new StringBuilder("{\"id\":").append(Json.quote((String) cell.get("id")))
                     .append(",\"claim\":\"").append(r[0]).append("\",\"detail\":").append(Json.quote(r[2]))

@@ -5,11 +5,13 @@ Batch (one process for every cell):   pinlab check --batch -- python3 pinlab_bat
     reads the batch document on standard input (or from the file named by $PINLAB_BATCH) and prints one JSON answer
     per cell on standard output: {"id": …, "claim": "accepted"|"refused", "detail": …, "category": …}.
 Per cell (one process per cell):      pinlab check -- python3 pinlab_batch.py --cell {url} {ca} {profile} \
-                                          '[--pins {pins}]' '[--cert {client.cert}]' '[--key {client.key}]'
+                                          '[--pins {pins}]' '[--cert {client.cert}]' '[--key {client.key}]' \
+                                          '[--pin-domain {pins.domain}]' '[--pin-subdomains {pins.subdomains}]'
     exit status 0 = accepted, 1 = refused.
 
 Both modes judge a cell with the same function, `judge`: validate the chain and the host name with the trust file,
-then match the pins against the *validated* chain (the chain OpenSSL built to a trusted root, not the chain the
+then — when the host is in the pins' scope (`pins.domain`, `pins.includeSubdomains`) — match the pins against the
+*validated* chain (the chain OpenSSL built to a trusted root, not the chain the
 server sent), and only then send the request. The validated chain comes from `SSLSocket.get_verified_chain()`
 (public from Python 3.13; the same C method, `_sslobj.get_verified_chain()`, exists since 3.10). On older Pythons
 only the leaf certificate is available (`getpeercert(binary_form=True)`): this harness then matches leaf pins against
@@ -65,9 +67,20 @@ def verified_chain_der(tls):
     return [c if isinstance(c, bytes) else c.public_bytes(ssl._ssl.ENCODING_DER) for c in chain]
 
 
-def judge(host, port, ca, profile, pins, cert=None, key=None, timeout=10.0):
-    """Connects, validates, pins, and sends GET / only when all is right. Returns (claim, category, detail)."""
+def in_scope(host, domain, include_subdomains):
+    """Whether pins declared for `domain` (and its subdomains when `include_subdomains`) apply to `host`."""
+    if not domain:
+        return True
+    host, domain = host.lower().rstrip("."), domain.lower().rstrip(".")
+    return host == domain or (include_subdomains and host.endswith("." + domain))
+
+
+def judge(host, port, ca, profile, pins, cert=None, key=None, timeout=10.0, domain="", include_subdomains=False):
+    """Connects, validates, pins (when `host` is in the pins' scope), and sends GET / only when all is right.
+    Returns (claim, category, detail)."""
     certificate_pins = profile == "leaf-cert"
+    if not in_scope(host, domain, include_subdomains):
+        pins = []                                 # pinned for other hosts: this one is validated only
     ctx = ssl.create_default_context(cafile=ca)
     if cert and key:
         ctx.load_cert_chain(cert, key)
@@ -104,7 +117,8 @@ def judge_cell(cell, timeout):
     t0 = time.monotonic()
     claim, category, detail = judge(
         cell["host"], cell["port"], cell["trustFile"], cell["profile"], cell["pins"]["base64"],
-        identity.get("certificateFile"), identity.get("keyFile"), timeout)
+        identity.get("certificateFile"), identity.get("keyFile"), timeout,
+        cell["pins"].get("domain", ""), cell["pins"].get("includeSubdomains", False))
     answer = {"id": cell["id"], "claim": claim, "detail": detail, "milliseconds": (time.monotonic() - t0) * 1000}
     if category:
         answer["category"] = category
@@ -133,7 +147,8 @@ def cell(args):
     parts = urlsplit(url)
     claim, category, detail = judge(
         parts.hostname, parts.port, ca, profile, [p for p in opts.get("--pins", "").split(",") if p],
-        opts.get("--cert"), opts.get("--key"))
+        opts.get("--cert"), opts.get("--key"), domain=opts.get("--pin-domain", ""),
+        include_subdomains=opts.get("--pin-subdomains") == "true")
     print("%s (%s): %s" % (claim, category or "-", detail), file=sys.stderr)
     return 0 if claim == "accepted" else 1
 

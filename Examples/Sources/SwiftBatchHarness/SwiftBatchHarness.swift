@@ -6,7 +6,7 @@
 // the iOS Simulator: the test reads the document from the file `pinlab check --batch` names in $PINLAB_BATCH (pass
 // it to the Simulator with `SIMCTL_CHILD_PINLAB_BATCH`), calls `answers(for:)` with its own client instead of
 // `judge(_:timeout:)`, and prints the lines. The servers, not these answers, decide the verdicts.
-import Foundation
+public import Foundation
 import PinningNIOClient
 import SwiftASN1
 

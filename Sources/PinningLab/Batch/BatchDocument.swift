@@ -73,7 +73,8 @@ public struct BatchCell: Sendable, Hashable, Codable {
 }
 
 /// The pins of one cell, in the forms of the command-template placeholders ({pins}, {pins.curl}, {pins.okhttp},
-/// {pins.hex}, {certpins.hex}).
+/// {pins.hex}, {certpins.hex}), and the hosts they are declared for ({pins.domain}, {pins.subdomains},
+/// {pins.okhttp.pattern}).
 public struct BatchPins: Sendable, Hashable, Codable {
     /// `spki-sha256` (every profile but `leaf-cert`) or `certificate-sha256` (`leaf-cert`).
     public var kind: String
@@ -87,14 +88,26 @@ public struct BatchPins: Sendable, Hashable, Codable {
     public var hex: [String]
     /// {certpins.hex}: SHA-256 of the DER certificates of the pinned identities, hex (whatever the profile pins).
     public var certificateHex: [String]
+    /// {pins.domain}: the host the pins are declared for (the scenario's pin scope; `host` unless it says
+    /// otherwise). Empty for `none`. A client that models pin scopes applies the pins only to hosts in scope.
+    public var domain: String
+    /// {pins.subdomains}: whether the pins also apply to every subdomain of `domain`.
+    public var includeSubdomains: Bool
+    /// {pins.okhttp.pattern}: the scope as an OkHttp `CertificatePinner` pattern (`api.pinning.test`,
+    /// `**.api.pinning.test`). Empty for `none`.
+    public var okhttpPattern: String
 
-    public init(kind: String, base64: [String], curl: String, okhttp: [String], hex: [String], certificateHex: [String]) {
+    public init(kind: String, base64: [String], curl: String, okhttp: [String], hex: [String], certificateHex: [String],
+                domain: String = "", includeSubdomains: Bool = false, okhttpPattern: String = "") {
         self.kind = kind
         self.base64 = base64
         self.curl = curl
         self.okhttp = okhttp
         self.hex = hex
         self.certificateHex = certificateHex
+        self.domain = domain
+        self.includeSubdomains = includeSubdomains
+        self.okhttpPattern = okhttpPattern
     }
 
     /// The values the command template would substitute for this cell.
@@ -103,7 +116,8 @@ public struct BatchPins: Sendable, Hashable, Codable {
         func list(_ key: String) -> [String] { (v[key] ?? "").split(separator: ",").map(String.init) }
         self.init(kind: kind == .certificateSHA256 ? "certificate-sha256" : "spki-sha256", base64: list("pins"),
                   curl: v["pins.curl"] ?? "", okhttp: list("pins.okhttp"), hex: list("pins.hex"),
-                  certificateHex: list("certpins.hex"))
+                  certificateHex: list("certpins.hex"), domain: v["pins.domain"] ?? "",
+                  includeSubdomains: v["pins.subdomains"] == "true", okhttpPattern: v["pins.okhttp.pattern"] ?? "")
     }
 }
 

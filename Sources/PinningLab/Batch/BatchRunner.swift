@@ -127,113 +127,126 @@ extension CheckRunner {
             await stopAll(slots.compactMap(\.server))
             throw error
         }
+        // The servers are stopped (and their threads joined) before this returns, whatever happens: a stop still
+        // under way when the process exits races the engines' exit-time cleanup (OpenSSL's atexit handler, GnuTLS's
+        // destructor), which corrupted the heap at the end of `pinlab bench batch`.
         let servers = slots.compactMap(\.server)
-        defer { Task { await stopAll(servers) } }
-
-        let addresses = slots.compactMap { sl in
-            sl.server.map { BatchCellAddress(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine, port: $0.port) }
+        let run: BatchRun
+        do {
+            run = try await harnessAndJudge()
+        } catch {
+            await stopAll(servers)
+            throw error
         }
-        let document = try batchDocument(addresses, files: files, cellTimeout: batch.cellTimeout)
-        let index = Dictionary(uniqueKeysWithValues: slots.enumerated().compactMap { i, sl in
-            sl.server == nil ? nil : (BatchCell.id(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine), i)
-        })
-        let tally = AnswerTally(index: index, progress: options.progress, total: addresses.count)
+        await stopAll(servers)
+        return run
 
-        // Run the harness.
-        var problems: [String] = []
-        var unanswered = "the harness never reported this cell"
-        switch harness {
-        case .command(_, let arguments):
-            let docURL = work.appendingPathComponent("batch.json")
-            try document.jsonData().write(to: docURL)
-            let outURL = work.appendingPathComponent("batch-out.jsonl")
-            _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-            let reader = LineReader(path: outURL.path)
-            let stall = batch.cellTimeout * 2
-            let r = await ProcessRunner.run(
-                arguments, extraEnvironment: [batch.environmentVariable: docURL.path], timeout: batch.batchTimeout,
-                scratch: work, stdinFile: docURL.path, stdoutFile: outURL.path,
-                stop: {
-                    tally.takeText(reader.newLines())
-                    if tally.complete { return nil }
-                    if let last = tally.lastAnswer, ContinuousClock.now - last > stall {
-                        return "no answer for \(stall) (twice the cell timeout) after the previous one"
-                    }
-                    return nil
-                })
-            tally.takeText(reader.newLines(final: true))
-            if let e = r.launchError {
-                problems.append("the harness could not be started: \(e)")
-                unanswered = "the harness could not be started: \(e)"
-            } else if let why = r.stopReason {
-                problems.append("the harness was stopped: \(why)")
-                unanswered = "the harness was stopped before reporting this cell: \(why)"
-            } else if r.timedOut {
-                problems.append("the harness was killed after the batch timeout (\(batch.batchTimeout))")
-                unanswered = "the harness was killed after the batch timeout (\(batch.batchTimeout)) before reporting this cell"
-            } else if r.exitStatus != 0 {
-                problems.append("the harness exited with status \(r.exitStatus)" + (r.stderrTail.isEmpty ? "" : ": \(r.stderrTail)"))
-                unanswered = "the harness exited with status \(r.exitStatus) without reporting this cell"
-                    + (r.stderrTail.isEmpty ? "" : " (\(r.stderrTail))")
+        func harnessAndJudge() async throws -> BatchRun {
+            let addresses = slots.compactMap { sl in
+                sl.server.map { BatchCellAddress(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine, port: $0.port) }
             }
-        case .inProcess(_, let run):
-            let answers: [BatchResult]? = await withTaskGroup(of: [BatchResult]?.self) { group in
-                group.addTask { await run(document) }
-                group.addTask {
-                    try? await Task.sleep(for: batch.batchTimeout)
-                    return nil
+            let document = try batchDocument(addresses, files: files, cellTimeout: batch.cellTimeout)
+            let index = Dictionary(uniqueKeysWithValues: slots.enumerated().compactMap { i, sl in
+                sl.server == nil ? nil : (BatchCell.id(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine), i)
+            })
+            let tally = AnswerTally(index: index, progress: options.progress, total: addresses.count)
+
+            // Run the harness.
+            var problems: [String] = []
+            var unanswered = "the harness never reported this cell"
+            switch harness {
+            case .command(_, let arguments):
+                let docURL = work.appendingPathComponent("batch.json")
+                try document.jsonData().write(to: docURL)
+                let outURL = work.appendingPathComponent("batch-out.jsonl")
+                _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+                let reader = LineReader(path: outURL.path)
+                let stall = batch.cellTimeout * 2
+                let r = await ProcessRunner.run(
+                    arguments, extraEnvironment: [batch.environmentVariable: docURL.path], timeout: batch.batchTimeout,
+                    scratch: work, stdinFile: docURL.path, stdoutFile: outURL.path,
+                    stop: {
+                        tally.takeText(reader.newLines())
+                        if tally.complete { return nil }
+                        if let last = tally.lastAnswer, ContinuousClock.now - last > stall {
+                            return "no answer for \(stall) (twice the cell timeout) after the previous one"
+                        }
+                        return nil
+                    })
+                tally.takeText(reader.newLines(final: true))
+                if let e = r.launchError {
+                    problems.append("the harness could not be started: \(e)")
+                    unanswered = "the harness could not be started: \(e)"
+                } else if let why = r.stopReason {
+                    problems.append("the harness was stopped: \(why)")
+                    unanswered = "the harness was stopped before reporting this cell: \(why)"
+                } else if r.timedOut {
+                    problems.append("the harness was killed after the batch timeout (\(batch.batchTimeout))")
+                    unanswered = "the harness was killed after the batch timeout (\(batch.batchTimeout)) before reporting this cell"
+                } else if r.exitStatus != 0 {
+                    problems.append("the harness exited with status \(r.exitStatus)" + (r.stderrTail.isEmpty ? "" : ": \(r.stderrTail)"))
+                    unanswered = "the harness exited with status \(r.exitStatus) without reporting this cell"
+                        + (r.stderrTail.isEmpty ? "" : " (\(r.stderrTail))")
                 }
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                return first
+            case .inProcess(_, let run):
+                let answers: [BatchResult]? = await withTaskGroup(of: [BatchResult]?.self) { group in
+                    group.addTask { await run(document) }
+                    group.addTask {
+                        try? await Task.sleep(for: batch.batchTimeout)
+                        return nil
+                    }
+                    let first = await group.next() ?? nil
+                    group.cancelAll()
+                    return first
+                }
+                if let answers {
+                    tally.take(answers.enumerated().map { ($0.offset + 1, AnswerLine.decoded($0.element)) })
+                } else {
+                    problems.append("the harness did not finish within the batch timeout (\(batch.batchTimeout))")
+                    unanswered = "the harness did not finish within the batch timeout (\(batch.batchTimeout))"
+                }
             }
-            if let answers {
-                tally.take(answers.enumerated().map { ($0.offset + 1, AnswerLine.decoded($0.element)) })
-            } else {
-                problems.append("the harness did not finish within the batch timeout (\(batch.batchTimeout))")
-                unanswered = "the harness did not finish within the batch timeout (\(batch.batchTimeout))"
-            }
-        }
-        problems += tally.problems
+            problems += tally.problems
 
-        // Judge: each cell on its own server's observations.
-        let evidence = await withTaskGroup(of: (Int, [Observation]).self) { group in
+            // Judge: each cell on its own server's observations.
+            let evidence = await withTaskGroup(of: (Int, [Observation]).self) { group in
+                for (i, sl) in slots.enumerated() {
+                    guard let server = sl.server else { continue }
+                    group.addTask { (i, await server.settle(timeout: .seconds(5)) ?? server.observations()) }
+                }
+                var out: [Int: [Observation]] = [:]
+                for await (i, o) in group { out[i] = o }
+                return out
+            }
+            let answers = tally.answers
+            var verdicts: [Verdict] = []
             for (i, sl) in slots.enumerated() {
-                guard let server = sl.server else { continue }
-                group.addTask { (i, await server.settle(timeout: .seconds(5)) ?? server.observations()) }
+                if let v = sl.verdict {
+                    verdicts.append(v)
+                    continue
+                }
+                let s = sl.scenario
+                switch answers[i] {
+                case .answered(let a)?:
+                    verdicts.append(Verdict.judge(
+                        scenario: s.id, profile: sl.profile, engine: sl.engine, client: client, expected: s.expected(sl.profile),
+                        evidence: ServerEvidence(evidence[i] ?? []),
+                        outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
+                        clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: a.milliseconds ?? 0))
+                case .invalid(let why)?:
+                    verdicts.append(.notRun(scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
+                                            expected: s.expected(sl.profile), status: .error, reason: why))
+                case nil:
+                    verdicts.append(.notRun(scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
+                                            expected: s.expected(sl.profile), status: .error, reason: unanswered))
+                }
             }
-            var out: [Int: [Observation]] = [:]
-            for await (i, o) in group { out[i] = o }
-            return out
+            let report = CheckReport(
+                client: client, engines: options.engines.map(\.name), profiles: PinProfile.all, startedAt: started,
+                durationSeconds: seconds(ContinuousClock.now - clock), verdicts: verdicts,
+                scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
+            return BatchRun(report: report, problems: problems)
         }
-        let answers = tally.answers
-        var verdicts: [Verdict] = []
-        for (i, sl) in slots.enumerated() {
-            if let v = sl.verdict {
-                verdicts.append(v)
-                continue
-            }
-            let s = sl.scenario
-            switch answers[i] {
-            case .answered(let a)?:
-                verdicts.append(Verdict.judge(
-                    scenario: s.id, profile: sl.profile, engine: sl.engine, client: client, expected: s.expected(sl.profile),
-                    evidence: ServerEvidence(evidence[i] ?? []),
-                    outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
-                    clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: a.milliseconds ?? 0))
-            case .invalid(let why)?:
-                verdicts.append(.notRun(scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
-                                        expected: s.expected(sl.profile), status: .error, reason: why))
-            case nil:
-                verdicts.append(.notRun(scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
-                                        expected: s.expected(sl.profile), status: .error, reason: unanswered))
-            }
-        }
-        let report = CheckReport(
-            client: client, engines: options.engines.map(\.name), profiles: PinProfile.all, startedAt: started,
-            durationSeconds: seconds(ContinuousClock.now - clock), verdicts: verdicts,
-            scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
-        return BatchRun(report: report, problems: problems)
     }
 
     private struct Slot: Sendable {

@@ -34,14 +34,17 @@ public enum BatchSchemas {
             "pins": {
               "type": "object",
               "additionalProperties": false,
-              "required": ["kind", "base64", "curl", "okhttp", "hex", "certificateHex"],
+              "required": ["kind", "base64", "curl", "okhttp", "hex", "certificateHex", "domain", "includeSubdomains", "okhttpPattern"],
               "properties": {
                 "kind": {"enum": ["spki-sha256", "certificate-sha256"]},
                 "base64": {"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z0-9+/]{43}=$"}},
                 "curl": {"type": "string", "pattern": "^(sha256//[A-Za-z0-9+/]{43}=(;sha256//[A-Za-z0-9+/]{43}=)*)?$"},
                 "okhttp": {"type": "array", "items": {"type": "string", "pattern": "^sha256/[A-Za-z0-9+/]{43}=$"}},
                 "hex": {"type": "array", "items": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
-                "certificateHex": {"type": "array", "items": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}
+                "certificateHex": {"type": "array", "items": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+                "domain": {"type": "string", "description": "the host the pins are declared for; empty for none"},
+                "includeSubdomains": {"type": "boolean", "description": "the pins also apply to every subdomain of domain"},
+                "okhttpPattern": {"type": "string", "description": "the scope as an OkHttp CertificatePinner pattern"}
               }
             },
             "clientIdentity": {
