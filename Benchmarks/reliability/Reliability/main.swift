@@ -410,7 +410,11 @@ func soak(pki: LabPKI, engineName: String, total: Int) async {
     let rssLast = Double(steady.last?.rss ?? 0)
     let fdSet = Set(steady.map(\.fds)), threadSet = Set(steady.map(\.threads))
     let rssSpread = rss0 > 0 ? (rssMax - rssMin) / rss0 * 100 : .nan
-    let ok = wrong.isEmpty && checked == batches * batch && steady.count >= 3 && rssSpread <= 5 && fdSet.count == 1 && threadSet.count <= 2
+    // Descriptors and threads: a sample may catch one connection that was recorded but not yet closed, or a client
+    // thread not yet gone, so a spread of one is jitter; growth is anything more.
+    let fdSpread = (steady.map(\.fds).max() ?? 0) - (steady.map(\.fds).min() ?? 0)
+    let threadSpread = (steady.map(\.threads).max() ?? 0) - (steady.map(\.threads).min() ?? 0)
+    let ok = wrong.isEmpty && checked == batches * batch && steady.count >= 3 && rssSpread <= 5 && fdSpread <= 1 && threadSpread <= 1
     result(
         ok, "soak \(engineName)",
         "\(checked) handshakes in \(String(format: "%.0f", seconds)) s (\(accepted) accepting with a tagged request, \(refused) refusing during the handshake, "
