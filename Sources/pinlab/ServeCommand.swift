@@ -130,6 +130,9 @@ struct ServeCommand: AsyncParsableCommand {
             await group.stop()
             throw error
         }
+        // Catch SIGINT/SIGTERM before anyone can read the manifest and signal us (a signal sent right after the
+        // manifest appeared was lost while the handler was still being installed).
+        let termination = TerminationSignals()
         var text = ServeCommand.table(group.manifest) + "\n"
         if let controlServer {
             text += "control: \(controlServer.url) (OpenAPI: \(controlServer.url)openapi.yaml)\n"
@@ -141,7 +144,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         // Unbuffered, so that a parent process reading a pipe sees the URLs at once.
         FileHandle.standardOutput.write(Data(text.utf8))
-        await ServeCommand.waitForTermination()
+        await termination.wait()
         await controlServer?.stop()
         await group.stop()
     }
@@ -223,24 +226,6 @@ struct ServeCommand: AsyncParsableCommand {
         }
         return out
     }
-
-    /// Waits for SIGINT or SIGTERM.
-    static func waitForTermination() async {
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let queue = DispatchQueue(label: "pinlab.serve.signals")
-        let once = SignalOnce()
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            var sources: [any DispatchSourceSignal] = []
-            for sig in [SIGINT, SIGTERM] {
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-                source.setEventHandler { if once.fire() { c.resume() } }
-                source.resume()
-                sources.append(source)
-            }
-            once.keep(sources)
-        }
-    }
 }
 
 /// The serve manifest with the control API's address next to the servers (`--control` with `--manifest`).
@@ -270,15 +255,43 @@ struct ControlManifest: Encodable {
 }
 
 /// Resumes the waiting continuation once, whichever signal comes first.
-private final class SignalOnce: @unchecked Sendable {  // all access on the one signal queue or under lock
+/// SIGINT and SIGTERM, caught from the moment this is made (the default actions are replaced at once), so a
+/// signal that arrives before `wait()` is called is not lost.
+final class TerminationSignals: @unchecked Sendable {  // `fired`, `waiter` under `lock`
     private let lock = NSLock()
     private var fired = false
+    private var waiter: CheckedContinuation<Void, Never>?
     private var sources: [any DispatchSourceSignal] = []
-    func keep(_ s: [any DispatchSourceSignal]) { lock.withLock { sources = s } }
-    func fire() -> Bool {
-        lock.withLock {
-            defer { fired = true }
-            return !fired
+
+    init() {
+        let queue = DispatchQueue(label: "pinlab.serve.signals")
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { [weak self] in self?.fire() }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    private func fire() {
+        let resume: CheckedContinuation<Void, Never>? = lock.withLock {
+            fired = true
+            defer { waiter = nil }
+            return waiter
+        }
+        resume?.resume()
+    }
+
+    /// Returns once SIGINT or SIGTERM arrived (at once if one already has).
+    func wait() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now: Bool = lock.withLock {
+                if fired { return true }
+                waiter = c
+                return false
+            }
+            if now { c.resume() }
         }
     }
 }
