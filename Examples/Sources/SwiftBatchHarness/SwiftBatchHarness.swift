@@ -31,6 +31,15 @@ public enum SwiftBatchHarness {
         /// `spki-sha256` or `certificate-sha256`.
         public var kind: String
         public var hex: [String]
+        /// The host the pins are declared for, and whether its subdomains too (absent: the cell's host).
+        public var domain: String?
+        public var includeSubdomains: Bool?
+
+        /// Whether the pins are declared for `host` (a host outside the scope is validated, not pinned).
+        public func apply(to host: String) -> Bool {
+            guard let domain, !domain.isEmpty else { return true }
+            return host == domain || (includeSubdomains == true && host.hasSuffix("." + domain))
+        }
     }
 
     public struct Identity: Decodable, Sendable {
@@ -80,7 +89,7 @@ public enum SwiftBatchHarness {
         }
         do {
             let roots = try pemBlocks(cell.trustFile)
-            let hashes = cell.pins.hex.map(bytes(hex:))
+            let hashes = cell.pins.apply(to: cell.host) ? cell.pins.hex.map(bytes(hex:)) : []
             let pins = Set(hashes.map { cell.pins.kind == "certificate-sha256" ? PinningHTTPSClient.Pin.certificateSHA256($0) : .spkiSHA256($0) })
             let identity = try cell.clientIdentity.map {
                 PinningHTTPSClient.ClientIdentity(certificateChainDER: try pemBlocks($0.certificateFile),
