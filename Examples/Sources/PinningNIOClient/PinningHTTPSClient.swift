@@ -89,12 +89,15 @@ public struct PinningHTTPSClient: Sendable {
             host: host, roots: trustRoots, pins: pins, pinMatching: pinMatching)
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
-        // App Transport Security's floor: TLS 1.2 only with forward-secret (ECDHE) AEAD suites. swift-nio-ssl's
-        // default list also offers static RSA key exchange, which `tls-v1-2-no-forward-secrecy` must not get.
+        // App Transport Security's floor: TLS 1.2 only with forward-secret (ECDHE) suites, the CBC ones ATS lists
+        // included (`ats-floor` serves one). swift-nio-ssl's default list also offers static RSA key exchange, which
+        // `tls-v1-2-no-forward-secrecy` must not get.
         tls.cipherSuiteValues = [
             .TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
             .TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
             .TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, .TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+            .TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, .TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA,
+            .TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA, .TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA,
         ]
         tls.certificateVerification = .fullVerification
         // The roots are the evaluator's; an empty store here keeps NIOSSLContext from loading the system's bundle.
