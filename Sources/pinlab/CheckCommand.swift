@@ -141,7 +141,7 @@ struct CheckCommand: AsyncParsableCommand {
         let subject = clientOptions.subject(command: command)
         let catalogue = try source.loadCatalogue()
         let pki = try source.openPKI()
-        let interrupts = InterruptHandler.install()
+        let interrupts = interruptingClientCommands("pinlab.check.signals")
         defer { interrupts.cancel() }
         let progress = ProgressLine()
         let options = CheckOptions(
@@ -168,31 +168,10 @@ struct CheckCommand: AsyncParsableCommand {
 
 /// On SIGINT or SIGTERM: kill the client commands still running (they lead their own process groups, so the
 /// terminal's Ctrl-C does not reach them), then exit with 130.
-final class InterruptHandler {
-    private let sources: [any DispatchSourceSignal]
-
-    private init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
-
-    static func install() -> InterruptHandler {
-        let queue = DispatchQueue(label: "pinlab.check.signals")
-        var sources: [any DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            source.setEventHandler {
-                CommandClient.killRunningCommands()
-                FileHandle.standardError.write(Data("\ninterrupted: stopped the running clients\n".utf8))
-                Foundation.exit(130)
-            }
-            source.resume()
-            sources.append(source)
-        }
-        return InterruptHandler(sources)
-    }
-
-    func cancel() {
-        for s in sources { s.cancel() }
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
+func interruptingClientCommands(_ label: String) -> TerminationSignals {
+    TerminationSignals(label) {
+        CommandClient.killRunningCommands()
+        FileHandle.standardError.write(Data("\ninterrupted: stopped the running clients\n".utf8))
+        Foundation.exit(130)
     }
 }

@@ -122,7 +122,8 @@ struct InterceptCommand: AsyncParsableCommand {
             throw ValidationError(error.description)
         }
         let started = Date()
-        let stopper = StopSignal.install()
+        // SIGINT/SIGTERM end the session normally: the report is still printed.
+        let stopper = TerminationSignals("pinlab.intercept.signals")
         let rootFile = (try? pki.materialize("proxy-root"))?.certificatePEM.path ?? "(see pinlab pki show proxy-root)"
         let labRootFile = (try? pki.materialize("lab-root"))?.certificatePEM.path ?? "(see pinlab pki show lab-root)"
         print("pinlab intercept: listening on \(proxy.address) (\(engine)); the device trusts lab-root (\(labRootFile)) and the installed proxy root (\(rootFile))")
@@ -187,33 +188,5 @@ struct InterceptCommand: AsyncParsableCommand {
 
     private func policySummary(_ t: PolicyTable) -> String {
         ([t.defaultPolicy.rawValue] + t.rules.map { "\($0.pattern)=\($0.policy)" }).joined(separator: ", ")
-    }
-}
-
-/// SIGINT/SIGTERM end an interception session normally: the report is still printed.
-final class StopSignal: @unchecked Sendable {  // `flag` only under `lock`
-    private let lock = NSLock()
-    private var flag = false
-    private var sources: [any DispatchSourceSignal] = []
-
-    static func install() -> StopSignal {
-        let s = StopSignal()
-        let queue = DispatchQueue(label: "pinlab.intercept.signals")
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            source.setEventHandler { [s] in s.lock.withLock { s.flag = true } }
-            source.resume()
-            s.sources.append(source)
-        }
-        return s
-    }
-
-    var fired: Bool { lock.withLock { flag } }
-
-    func cancel() {
-        for s in sources { s.cancel() }
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
     }
 }

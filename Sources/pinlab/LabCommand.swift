@@ -119,7 +119,7 @@ struct LabCheckCommand: AsyncParsableCommand {
             fail("lab \(l.number) needs the scenario '\(s)', which is not in this catalogue.")
         }
         let pki = try source.openPKI()
-        let interrupts = InterruptHandler.install()
+        let interrupts = interruptingClientCommands("pinlab.lab.signals")
         defer { interrupts.cancel() }
         let runner = CheckRunner(pki: pki, catalogue: catalogue)
         let engines = try clientOptions.engines()

@@ -132,7 +132,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         // Catch SIGINT/SIGTERM before anyone can read the manifest and signal us (a signal sent right after the
         // manifest appeared was lost while the handler was still being installed).
-        let termination = TerminationSignals()
+        let termination = TerminationSignals("pinlab.serve.signals")
         var text = ServeCommand.table(group.manifest) + "\n"
         if let controlServer {
             text += "control: \(controlServer.url) (OpenAPI: \(controlServer.url)openapi.yaml)\n"
@@ -255,47 +255,6 @@ struct ControlManifest: Encodable {
 }
 
 /// Resumes the waiting continuation once, whichever signal comes first.
-/// SIGINT and SIGTERM, caught from the moment this is made (the default actions are replaced at once), so a
-/// signal that arrives before `wait()` is called is not lost.
-final class TerminationSignals: @unchecked Sendable {  // `fired`, `waiter` under `lock`
-    private let lock = NSLock()
-    private var fired = false
-    private var waiter: CheckedContinuation<Void, Never>?
-    private var sources: [any DispatchSourceSignal] = []
-
-    init() {
-        let queue = DispatchQueue(label: "pinlab.serve.signals")
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            source.setEventHandler { [weak self] in self?.fire() }
-            source.resume()
-            sources.append(source)
-        }
-    }
-
-    private func fire() {
-        let resume: CheckedContinuation<Void, Never>? = lock.withLock {
-            fired = true
-            defer { waiter = nil }
-            return waiter
-        }
-        resume?.resume()
-    }
-
-    /// Returns once SIGINT or SIGTERM arrived (at once if one already has).
-    func wait() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let now: Bool = lock.withLock {
-                if fired { return true }
-                waiter = c
-                return false
-            }
-            if now { c.resume() }
-        }
-    }
-}
-
 extension Identity {
     /// The PKI identities of this identity's issuers, nearest first, without the root.
     func issuerChainIdentities(in lab: LabPKI) -> [Identity] {

@@ -1,0 +1,57 @@
+import Foundation
+
+/// SIGINT and SIGTERM, caught from the moment this is made (their default actions are replaced at once, so a signal
+/// that arrives before anyone waits is not lost): `pinlab serve` waits for one, `pinlab intercept` polls `fired`,
+/// `pinlab check` and `pinlab lab check` pass an `action` that ends the process. `cancel()` restores the defaults.
+final class TerminationSignals: @unchecked Sendable {  // `fired` and `waiter` under `lock`
+    private let lock = NSLock()
+    private var signalled = false
+    private var waiter: CheckedContinuation<Void, Never>?
+    private var sources: [any DispatchSourceSignal] = []
+
+    /// - Parameter action: run on the signal queue for each signal, after `fired` is set.
+    init(_ label: String, action: (@Sendable () -> Void)? = nil) {
+        let queue = DispatchQueue(label: label)
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { [weak self] in
+                self?.fire()
+                action?()
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    /// Whether SIGINT or SIGTERM has arrived.
+    var fired: Bool { lock.withLock { signalled } }
+
+    private func fire() {
+        let resume: CheckedContinuation<Void, Never>? = lock.withLock {
+            signalled = true
+            defer { waiter = nil }
+            return waiter
+        }
+        resume?.resume()
+    }
+
+    /// Returns once SIGINT or SIGTERM arrived (at once if one already has).
+    func wait() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now: Bool = lock.withLock {
+                if signalled { return true }
+                waiter = c
+                return false
+            }
+            if now { c.resume() }
+        }
+    }
+
+    /// Stops watching and restores the default actions of SIGINT and SIGTERM.
+    func cancel() {
+        for s in sources { s.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+}
