@@ -316,3 +316,30 @@ final class WorkerThread {
 }
 
 
+
+/// A worker thread's wake-up pipe (non-blocking, close-on-exec): `wake()` from any thread makes the worker's `poll`
+/// on `readEnd` return; the worker `drain()`s it. Closed once, by `closeEnds()`, after the worker's thread has ended.
+package struct WakePipe: Sendable {
+    package let readEnd: Int32
+    package let writeEnd: Int32
+
+    package init() throws(TLSEngineError) {
+        guard let (r, w) = Sockets.makePipe() else { throw TLSEngineError(.io, "pipe(): \(Sockets.errnoText())") }
+        readEnd = r
+        writeEnd = w
+    }
+
+    package var descriptors: [Int32] { [readEnd, writeEnd] }
+
+    package func wake() {
+        var b: UInt8 = 1
+        _ = write(writeEnd, &b, 1)
+    }
+
+    package func drain() { Sockets.drain(readEnd) }
+
+    package func closeEnds() {
+        close(readEnd)
+        close(writeEnd)
+    }
+}

@@ -6,8 +6,7 @@ import Foundation
 final class Worker: @unchecked Sendable {  // `connections` is touched only by the worker's own thread
     private let core: ServerCore
     private let index: Int
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    private let wakeUp: WakePipe
     private var connections: [Connection] = []
     private var pollFDs: [pollfd] = []
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
@@ -15,31 +14,23 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
     init(core: ServerCore, index: Int) throws(TLSEngineError) {
         self.core = core
         self.index = index
-        guard let (r, w) = Sockets.makePipe() else { throw TLSEngineError(.io, "pipe(): \(Sockets.errnoText())") }
-        wakeRead = r
-        wakeWrite = w
+        wakeUp = try WakePipe()
     }
 
     deinit { readBuffer.deallocate() }
 
-    var wakePipe: [Int32] { [wakeRead, wakeWrite] }
+    var wakePipe: [Int32] { wakeUp.descriptors }
 
-    func wake() {
-        var b: UInt8 = 1
-        _ = write(wakeWrite, &b, 1)
-    }
+    func wake() { wakeUp.wake() }
 
-    func closePipe() {
-        close(wakeRead)
-        close(wakeWrite)
-    }
+    func closePipe() { wakeUp.closeEnds() }
 
     func run() {
         while true {
             if core.withLock({ $0.stopping }) { break }
             let listening = core.mayAccept()
             pollFDs.removeAll(keepingCapacity: true)
-            pollFDs.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+            pollFDs.append(pollfd(fd: wakeUp.readEnd, events: Int16(POLLIN), revents: 0))
             pollFDs.append(pollfd(fd: listening ? core.listenFD : -1, events: Int16(POLLIN), revents: 0))
             var nearest = UInt64.max
             for c in connections {
@@ -48,7 +39,7 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
             }
             let n = poll(&pollFDs, nfds_t(pollFDs.count), Sockets.pollTimeout(until: nearest))
             if n < 0 && errno != EINTR { break }
-            if pollFDs[0].revents != 0 { Sockets.drain(wakeRead) }
+            if pollFDs[0].revents != 0 { wakeUp.drain() }
             // Existing connections first (their pollfd entries line up with `connections`).
             let now = Sockets.now()
             var finishedAny = false

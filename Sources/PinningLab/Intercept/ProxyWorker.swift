@@ -13,33 +13,24 @@ import Darwin
 /// and the connections it accepted (two descriptors each: the client and, for a tunnel, the upstream).
 final class ProxyWorker: @unchecked Sendable {  // `connections` is touched only by the worker's own thread
     private let core: ProxyCore
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    private let wakeUp: WakePipe
     private var connections: [ProxyConnection] = []
     private var pollFDs: [pollfd] = []
 
     init(core: ProxyCore) throws(TLSEngineError) {
         self.core = core
-        guard let (r, w) = Sockets.makePipe() else { throw TLSEngineError(.io, "pipe(): \(Sockets.errnoText())") }
-        wakeRead = r
-        wakeWrite = w
+        wakeUp = try WakePipe()
     }
 
-    func wake() {
-        var b: UInt8 = 1
-        _ = write(wakeWrite, &b, 1)
-    }
+    func wake() { wakeUp.wake() }
 
-    func closePipe() {
-        close(wakeRead)
-        close(wakeWrite)
-    }
+    func closePipe() { wakeUp.closeEnds() }
 
     func run() {
         while !core.withLock({ $0.stopping }) {
             let listening = core.mayAccept()
             pollFDs.removeAll(keepingCapacity: true)
-            pollFDs.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+            pollFDs.append(pollfd(fd: wakeUp.readEnd, events: Int16(POLLIN), revents: 0))
             pollFDs.append(pollfd(fd: listening ? core.listenFD : -1, events: Int16(POLLIN), revents: 0))
             var nearest = UInt64.max
             for c in connections {
@@ -49,7 +40,7 @@ final class ProxyWorker: @unchecked Sendable {  // `connections` is touched only
             }
             let n = poll(&pollFDs, nfds_t(pollFDs.count), Sockets.pollTimeout(until: nearest))
             if n < 0 && errno != EINTR { break }
-            if pollFDs[0].revents != 0 { Sockets.drain(wakeRead) }
+            if pollFDs[0].revents != 0 { wakeUp.drain() }
             let now = Sockets.now()
             var finishedAny = false
             for (i, c) in connections.enumerated() {
