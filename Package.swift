@@ -100,13 +100,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "pinlab-serve-bench",
-            dependencies: ["PinningLab", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL"],
+            dependencies: ["PinningLab", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL"],
             path: "Benchmarks/serve/ServeBench",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "pinlab-reliability",
-            dependencies: ["PinningLab", "PinningLabTesting", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL"],
+            dependencies: ["PinningLab", "PinningLabCore", "PinningLabTesting", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL"],
             path: "Benchmarks/reliability/Reliability",
             swiftSettings: swiftSettings
         ),

@@ -10,13 +10,6 @@ struct BenchCommand: AsyncParsableCommand {
     )
 }
 
-/// Median of a list of milliseconds.
-func median(_ xs: [Double]) -> Double {
-    let s = xs.sorted()
-    guard !s.isEmpty else { return .nan }
-    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-}
-
 func milliseconds(_ body: () throws -> Void) rethrows -> Double {
     let t = DispatchTime.now().uptimeNanoseconds
     let c = cpuMilliseconds()

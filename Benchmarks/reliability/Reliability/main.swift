@@ -13,6 +13,7 @@
 import CPinningLabOpenSSL
 import Foundation
 import PinningLab
+import PinningLabCore
 import PinningLabGnuTLS
 import PinningLabOpenSSL
 import PinningLabTesting
@@ -23,26 +24,6 @@ import Glibc
 
 // MARK: measurements of this process
 
-func nowNanos() -> UInt64 {
-    var ts = timespec(tv_sec: 0, tv_nsec: 0)
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
-
-func median(_ xs: [Double]) -> Double {
-    let s = xs.sorted()
-    return s.isEmpty ? .nan : (s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2)
-}
-
-func rssKiB() -> Int {
-    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-        return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
-    }
-    return 0
-}
-
-func fdCount() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count }
 /// Descriptors of this process that are sockets.
 func socketCount() -> Int {
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
@@ -55,7 +36,6 @@ func threads(named prefix: String) -> Int {
     return tasks.filter { ((try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) ?? "").hasPrefix(prefix) }.count
 }
 
-func threadCount() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).count }
 
 /// Raises the soft descriptor limit to the hard one; returns (before, after).
 func raiseFDLimit() -> (UInt64, UInt64) {
@@ -159,7 +139,7 @@ func exchange(port: Int, context: OpaquePointer, request: String?, source: Strin
     sa.sin_family = sa_family_t(AF_INET)
     sa.sin_port = in_port_t(UInt16(port).bigEndian)
     sa.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let t0 = nowNanos()
+    let t0 = Sockets.now()
     let rc = withUnsafePointer(to: &sa) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
@@ -175,7 +155,7 @@ func exchange(port: Int, context: OpaquePointer, request: String?, source: Strin
     SSL_set_fd(ssl, fd)
     _ = cpl_client_set_tlsext_host_name(ssl, "localhost")
     x.handshakeDone = SSL_connect(ssl) == 1
-    x.handshakeSeconds = Double(nowNanos() - t0) / 1e9
+    x.handshakeSeconds = Double(Sockets.now() - t0) / 1e9
     guard x.handshakeDone, let request else { return x }
     let bytes = Array(request.utf8)
     guard SSL_write(ssl, bytes, Int32(bytes.count)) == Int32(bytes.count) else { return x }
@@ -301,17 +281,17 @@ func hostile(pki: LabPKI, engineName: String, count: Int) async {
     let idleSockets = socketCount(), idleThreads = threadCount(), idleWorkers = threads(named: workers)
     let before = server.connectionsAccepted
     hostile.go()
-    let t0 = nowNanos()
+    let t0 = Sockets.now()
     guard let ready = await offPool({ hostile.line() }), ready.hasPrefix("ready ") else { fail("the hostile clients did not connect") }
-    let openedIn = Double(nowNanos() - t0) / 1e9
+    let openedIn = Double(Sockets.now() - t0) / 1e9
     let openWhileMeasuring = server.connectionsOpen
     let peakSockets = socketCount()
     let loaded = await measure()
     let openAfterMeasuring = server.connectionsOpen
     // Every hostile connection must be reclaimed by the handshake timeout.
-    let deadline = nowNanos() + UInt64(handshakeTimeout + 60) * 1_000_000_000
-    while server.connectionsOpen > 0 && nowNanos() < deadline { try? await Task.sleep(for: .milliseconds(100)) }
-    let reclaimedIn = Double(nowNanos() - t0) / 1e9
+    let deadline = Sockets.now() + UInt64(handshakeTimeout + 60) * 1_000_000_000
+    while server.connectionsOpen > 0 && Sockets.now() < deadline { try? await Task.sleep(for: .milliseconds(100)) }
+    let reclaimedIn = Double(Sockets.now() - t0) / 1e9
     let closedLine = await offPool { hostile.line() } ?? "?"
     hostile.stop()
     _ = await server.settle()
@@ -359,7 +339,7 @@ func soak(pki: LabPKI, engineName: String, total: Int) async {
     var wrong: [String] = []
     var accepted = 0, refused = 0, checked = 0, refusalsWithAlert = 0
     var lastID = 0
-    let t0 = nowNanos()
+    let t0 = Sockets.now()
     for b in 0..<batches {
         let base = b * batch
         // A mix: 2 of 5 refuse during the handshake (fatal alert), 3 of 5 proceed and send a tagged request; every
@@ -402,7 +382,7 @@ func soak(pki: LabPKI, engineName: String, total: Int) async {
         samples.append((fdCount(), threadCount(), rssKiB()))
         if wrong.count > 20 { break }
     }
-    let seconds = Double(nowNanos() - t0) / 1e9
+    let seconds = Double(Sockets.now() - t0) / 1e9
     await server.stop()
     let steady = samples.dropFirst(min(warmup, max(samples.count - 1, 0)))
     let rss0 = Double(steady.first?.rss ?? 0)
@@ -438,14 +418,14 @@ func scopes(pkiDirectory: URL, seconds: Double, tasks: Int) async {
                                    "expired-leaf", "wrong-host", "untrusted-rogue"]
     let ports = LivePorts()
     let contexts = ClientContexts()
-    let end = nowNanos() + UInt64(seconds * 1e9)
+    let end = Sockets.now() + UInt64(seconds * 1e9)
     let threadsBefore = threadCount(), fdsBefore = fdCount()
     let counts = await withTaskGroup(of: (Int, [String]).self) { group in
         for t in 0..<tasks {
             group.addTask {
                 var scopes = 0
                 var problems: [String] = []
-                while nowNanos() < end && problems.count < 5 {
+                while Sockets.now() < end && problems.count < 5 {
                     let id = scenarios[(t + scopes) % scenarios.count]
                     let engine: ServerEngine = (t + scopes) % 2 == 0 ? .openssl : .gnutls
                     let tag = "/scope/\(t)/\(scopes)"

@@ -9,28 +9,13 @@
 import CPinningLabOpenSSL
 import Foundation
 import PinningLab
+import PinningLabCore
 import PinningLabGnuTLS
 import PinningLabOpenSSL
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-func nowNanos() -> UInt64 {
-    var ts = timespec(tv_sec: 0, tv_nsec: 0)
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
-
-func median(_ xs: [Double]) -> Double {
-    let s = xs.sorted()
-    return s.isEmpty ? .nan : (s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2)
-}
-
-func percentile(_ xs: [Double], _ p: Double) -> Double {
-    let s = xs.sorted()
-    return s.isEmpty ? .nan : s[min(s.count - 1, Int(Double(s.count - 1) * p))]
-}
 
 /// Connects to 127.0.0.1:port and completes a TLS handshake; true on success.
 func handshake(port: Int, _ clientContext: OpaquePointer) -> Bool {
@@ -54,15 +39,6 @@ func handshake(port: Int, _ clientContext: OpaquePointer) -> Bool {
     return ok
 }
 
-func rssKiB() -> Int {
-    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-        return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
-    }
-    return 0
-}
-
-func threadCount() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).count }
 
 let args = CommandLine.arguments
 guard args.count >= 3 else {
@@ -90,9 +66,9 @@ case "startup":
         let warm = try FixtureServer.startSync(engine: engine, configuration: configuration)
         var handshakeOnly: [Double] = []
         for _ in 0..<n {
-            let t0 = nowNanos()
+            let t0 = Sockets.now()
             _ = handshake(port: warm.port, clientContext)
-            handshakeOnly.append(Double(nowNanos() - t0) / 1e6)
+            handshakeOnly.append(Double(Sockets.now() - t0) / 1e6)
         }
         warm.stopSync()
         var startOnly: [Double] = []
@@ -104,20 +80,20 @@ case "startup":
             // A configuration this process has not served yet (a new name: no context reuse).
             var fresh = configuration
             fresh.identities[0].name = "bench-\(engine.name)-\(i)"
-            let c0 = nowNanos()
+            let c0 = Sockets.now()
             let c = try FixtureServer.startSync(engine: engine, configuration: fresh)
-            let c1 = nowNanos()
+            let c1 = Sockets.now()
             if !handshake(port: c.port, clientContext) { failures += 1 }
-            let c2 = nowNanos()
+            let c2 = Sockets.now()
             c.stopSync()
             coldStart.append(Double(c1 - c0) / 1e6)
             coldToHandshake.append(Double(c2 - c0) / 1e6)
 
-            let t0 = nowNanos()
+            let t0 = Sockets.now()
             let s = try FixtureServer.startSync(engine: engine, configuration: configuration)
-            let t1 = nowNanos()
+            let t1 = Sockets.now()
             let ok = handshake(port: s.port, clientContext)
-            let t2 = nowNanos()
+            let t2 = Sockets.now()
             s.stopSync()
             if !ok { failures += 1 }
             startOnly.append(Double(t1 - t0) / 1e6)
