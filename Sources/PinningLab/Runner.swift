@@ -41,9 +41,22 @@ public enum Engines {
         case "gnutls": return [gnutls]
         case "both", "all": return all
         default:
-            throw CommandTemplateError(problem: "'\(name)' is not an engine.", fix: "use openssl, gnutls or both.")
+            throw CheckOptionError(problem: "'\(name)' is not an engine.", fix: "use openssl, gnutls or both.")
         }
     }
+}
+
+/// A run option that cannot be used (an engine name, a shard), with how to fix it. Not a command-template error:
+/// these options belong to the run, whatever the client.
+public struct CheckOptionError: Error, Sendable, CustomStringConvertible, LocalizedError {
+    public var problem: String
+    public var fix: String
+    public init(problem: String, fix: String) {
+        self.problem = problem
+        self.fix = fix
+    }
+    public var description: String { "\(problem) Fix: \(fix)" }
+    public var errorDescription: String? { description }
 }
 
 /// How a check runs.
