@@ -124,9 +124,9 @@ struct BatchCLITests {
             merged = Self.temporary("merged.json")
         defer { for f in [whole, a, b, merged] { try? FileManager.default.removeItem(at: f) } }
         let common = ["check"] + CLI.dirArgs + ["--client", "correct", "--scenarios", "baseline,rekey,chain-stuffing", "--format", "json"]
-        await #expect(try CLI.run(common + ["--output", whole.path]).status == 0)
-        await #expect(try CLI.run(common + ["--shard", "1/2", "--output", a.path]).status == 0)
-        await #expect(try CLI.run(common + ["--shard", "2/2", "--output", b.path]).status == 0)
+        #expect(try await CLI.run(common + ["--output", whole.path]).status == 0)
+        #expect(try await CLI.run(common + ["--shard", "1/2", "--output", a.path]).status == 0)
+        #expect(try await CLI.run(common + ["--shard", "2/2", "--output", b.path]).status == 0)
         let r = try await CLI.run(["report", "merge", a.path, b.path, "--format", "json", "-o", merged.path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("36 cells"), "\(r.stdout)")

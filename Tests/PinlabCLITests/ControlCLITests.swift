@@ -36,7 +36,7 @@ struct ControlCLITests {
         let s = try #require(try JSONSerialization.jsonObject(with: Data(started.stdout)) as? [String: Any], "\(started.output)")
         let url = try #require(s["url"] as? String)
         let trust = try #require(s["trustFile"] as? String)
-        await #expect(curl(["-o", "/dev/null", "--cacert", trust, url]).status == 0)
+        #expect(await curl(["-o", "/dev/null", "--cacert", trust, url]).status == 0)
     }
 
     @Test func nonLoopbackControlAddressIsRefused() async throws {

@@ -81,10 +81,10 @@ struct ExportTests {
         let pins = try await pkiPins()
         let k1 = try #require(pins["leaf-v1"])
         let k2 = try #require(pins["leaf-v3-rekey"])
-        await #expect(try opensslPin(pem: certificatePEM("leaf-v1")) == k1, "openssl agrees with the PKI on leaf-v1")
-        await #expect(try opensslPin(pem: certificatePEM("leaf-v3-rekey")) == k2)
+        #expect(try await opensslPin(pem: certificatePEM("leaf-v1")) == k1, "openssl agrees with the PKI on leaf-v1")
+        #expect(try await opensslPin(pem: certificatePEM("leaf-v3-rekey")) == k2)
         let intermediate = try #require(pins["lab-intermediate-a"])
-        await #expect(try opensslPin(pem: certificatePEM("lab-intermediate-a")) == intermediate)
+        #expect(try await opensslPin(pem: certificatePEM("lab-intermediate-a")) == intermediate)
 
         let java = try await export(["okhttp-java", "--scenario", "baseline", "--profile", "leaf-spki+backup"])
         #expect(pinLiterals(java, prefix: "sha256/") == [k1, k2], "\(java)")
@@ -196,7 +196,7 @@ struct ExportTests {
             let r = await ChildProcess.run(
                 ["openssl", "x509", "-inform", "der", "-in", cer.path], timeout: .seconds(20))
             #expect(r.status == 0, "\(name).cer is DER: \(r.stderrText)")
-            await #expect(try opensslPin(pem: r.stdoutText) == pins[name], "\(name).cer carries the pinned key")
+            #expect(try await opensslPin(pem: r.stdoutText) == pins[name], "\(name).cer carries the pinned key")
         }
         let cert = try await export(["alamofire", "--scenario", "renewal-same-key", "--profile", "leaf-cert"])
         #expect(
@@ -228,7 +228,7 @@ struct ExportTests {
         #expect(summary["expiration"] as? String == String(notAfter.prefix(10)))
         // The raw resource is the lab root.
         let raw = try String(contentsOf: dir.appendingPathComponent("lab_root.pem"), encoding: .utf8)
-        await #expect(raw == (try certificatePEM("lab-root")))
+        #expect(await raw == (try certificatePEM("lab-root")))
 
         let fixed = try tempDir("nsc-flag")
         defer { try? FileManager.default.removeItem(at: fixed) }
@@ -282,7 +282,7 @@ struct ExportTests {
         let payloads = try #require(plain["PayloadContent"] as? [[String: Any]])
         #expect(payloads.count == 1)
         #expect(payloads[0]["PayloadType"] as? String == "com.apple.security.root")
-        await #expect(
+        #expect(await 
             (payloads[0]["PayloadContent"] as? [String: String])?["data"] == (try der("lab-root")),
             "the payload's bytes are lab-root's DER")
         let readme = try String(contentsOf: dir.appendingPathComponent("plain/README.md"), encoding: .utf8)
@@ -297,7 +297,7 @@ struct ExportTests {
         let withProxy = try await profile(["--include-proxy-root"], "proxy")
         let both = try #require(withProxy["PayloadContent"] as? [[String: Any]])
         #expect(both.map { $0["PayloadDisplayName"] as? String } == ["lab-root", "proxy-root"])
-        await #expect((both[1]["PayloadContent"] as? [String: String])?["data"] == (try der("proxy-root")))
+        #expect(await (both[1]["PayloadContent"] as? [String: String])?["data"] == (try der("proxy-root")))
         // The intercepting-proxy scenario's device trusts proxy-root: its profile installs it without the flag.
         let scenario = try await profile(["--scenario", "intercepting-proxy"], "scenario")
         #expect((scenario["PayloadContent"] as? [[String: Any]])?.count == 2)

@@ -177,8 +177,8 @@ struct PinlabCLITests {
             await ChildProcess.run([curlPath, "-s", "-o", "/dev/null", "--cacert", trust, "--pinnedpubkey", pin, url],
                                      timeout: .seconds(20)).status
         }
-        await #expect(curl(leaf) == 90, "K1 alone does not match the re-keyed server")
-        await #expect(curl(leaf + ";" + backup) == 0, "the backup pin K2 matches")
+        #expect(await curl(leaf) == 90, "K1 alone does not match the re-keyed server")
+        #expect(await curl(leaf + ";" + backup) == 0, "the backup pin K2 matches")
     }
 
     /// Client commands lead their own process groups, so an interrupted `pinlab check` must end them itself.

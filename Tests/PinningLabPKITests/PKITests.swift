@@ -385,7 +385,7 @@ struct LazyFilesTests {
         #expect(r.status == 0, "\(r.output)")
         #expect(Storage_mode(f.keyPEM.path) == 0o600)
         let p12 = try pki.pkcs12File(for: "client-valid")
-        await #expect(try run(["openssl", "pkcs12", "-in", p12.path, "-passin", "pass:\(pki.pkcs12Password)", "-noout"]).status == 0)
+        #expect(try await run(["openssl", "pkcs12", "-in", p12.path, "-passin", "pass:\(pki.pkcs12Password)", "-noout"]).status == 0)
         // After a re-issue the files on disk are stale until materialized again, and the .p12 follows.
         var o = Lab.libraryPKIOptions(directory: dir)
         o.reissue = true
