@@ -278,7 +278,7 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
 
     // MARK: accepting and recording (called by workers)
 
-    var pipeDescriptors: [Int32] { workers.flatMap(\.wakePipe) }
+    var pipeDescriptors: [Int32] { workers.flatMap(\.wakeUp.descriptors) }
     var workersForTesting: [AnyObject] { workers }
     var shutdownThreadName: String? { withLock { $0.shutdownThread } }
 
@@ -390,9 +390,9 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
             return true
         }
         guard first else { return }
-        for w in workers { w.wake() }
+        for w in workers { w.wakeUp.wake() }
         for t in threads { t.join() }
-        for w in workers { w.closePipe() }
+        for w in workers { w.wakeUp.closeEnds() }
         // Each worker holds this core; dropping them breaks the cycle, so a stopped server frees its observations,
         // its engine context and its buffers (issue 8: ~12 KiB per stopped server before).
         workers.removeAll()

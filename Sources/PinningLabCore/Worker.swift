@@ -6,7 +6,8 @@ import Foundation
 final class Worker: @unchecked Sendable {  // `connections` is touched only by the worker's own thread
     private let core: ServerCore
     private let index: Int
-    private let wakeUp: WakePipe
+    /// Woken by the server's stop; closed by it once this worker's thread has ended.
+    let wakeUp: WakePipe
     private var connections: [Connection] = []
     private var pollFDs: [pollfd] = []
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
@@ -18,12 +19,6 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
     }
 
     deinit { readBuffer.deallocate() }
-
-    var wakePipe: [Int32] { wakeUp.descriptors }
-
-    func wake() { wakeUp.wake() }
-
-    func closePipe() { wakeUp.closeEnds() }
 
     func run() {
         while true {

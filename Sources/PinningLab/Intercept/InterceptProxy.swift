@@ -418,9 +418,9 @@ final class ProxyCore: @unchecked Sendable {  // mutable state only under `lock`
             return true
         }
         guard first else { return }
-        for w in workers { w.wake() }
+        for w in workers { w.wakeUp.wake() }
         finished.wait()
-        for w in workers { w.closePipe() }
+        for w in workers { w.wakeUp.closeEnds() }
         workers.removeAll()
         threads.removeAll()
         close(listenFD)

@@ -13,7 +13,8 @@ import Darwin
 /// and the connections it accepted (two descriptors each: the client and, for a tunnel, the upstream).
 final class ProxyWorker: @unchecked Sendable {  // `connections` is touched only by the worker's own thread
     private let core: ProxyCore
-    private let wakeUp: WakePipe
+    /// Woken by the server's stop; closed by it once this worker's thread has ended.
+    let wakeUp: WakePipe
     private var connections: [ProxyConnection] = []
     private var pollFDs: [pollfd] = []
 
@@ -21,10 +22,6 @@ final class ProxyWorker: @unchecked Sendable {  // `connections` is touched only
         self.core = core
         wakeUp = try WakePipe()
     }
-
-    func wake() { wakeUp.wake() }
-
-    func closePipe() { wakeUp.closeEnds() }
 
     func run() {
         while !core.withLock({ $0.stopping }) {
