@@ -25,20 +25,11 @@ public enum ScenarioLoader {
     public static func parse(
         yaml: String, file: String, identities: IdentityDirectory = .lab, expectedID: String? = nil
     ) throws -> Scenario {
-        let root: Node?
-        do {
-            root = try Yams.compose(yaml: yaml)
-        } catch let error as YamlError {
-            throw syntaxError(error, file: file)
-        } catch {
-            throw ScenarioError(.syntax, file: file, problem: "the file is not valid YAML: \(error).",
-                                fix: "check indentation and quoting (a value containing ': ' must be quoted).")
-        }
-        guard let root else {
+        let r = Reader(file: file, identities: identities)
+        guard let root = try r.yaml.compose(yaml) else {
             throw ScenarioError(.notAMapping, file: file, line: 1, problem: "the file is empty.",
                                 fix: "write a scenario with the fields \(topLevelFields.joined(separator: ", ")).")
         }
-        let r = Reader(file: file, identities: identities)
         return try r.scenario(root, expectedID: expectedID)
     }
 
@@ -59,29 +50,27 @@ public enum ScenarioLoader {
         s.source = name
         return s
     }
-
-    static func syntaxError(_ error: YamlError, file: String) -> ScenarioError {
-        let fix = "check indentation and quoting (a value containing ': ' or starting with '[', '{', '*' or '&' must be quoted)."
-        switch error {
-        case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _),
-             let .composer(context, problem, mark, _):
-            let ctx = context.map { " (\($0.text))" } ?? ""
-            return ScenarioError(.syntax, file: file, line: mark.line, column: mark.column,
-                                 problem: "invalid YAML: \(problem)\(ctx).", fix: fix)
-        case let .duplicatedKeysInMapping(duplicates, context):
-            return ScenarioError(.syntax, file: file, line: context.mark.line, column: context.mark.column,
-                                 problem: "the key(s) \(duplicates.map { "'\($0)'" }.joined(separator: ", ")) appear more than once in the same mapping.",
-                                 fix: "keep one of each key.")
-        default:
-            return ScenarioError(.syntax, file: file, problem: "invalid YAML: \(error).", fix: fix)
-        }
-    }
 }
 
 /// Walks the composed YAML node tree and builds a `Scenario`, failing on the first problem.
 private struct Reader {
     let file: String
     let identities: IdentityDirectory
+
+    /// The shared YAML node reader, raising `ScenarioError`s of this file.
+    var yaml: YAMLReader {
+        YAMLReader { [file] fault, line, column, field, problem, fix in
+            let code: ScenarioError.Code
+            switch fault {
+            case .syntax, .duplicateKeys: code = .syntax
+            case .notAMapping: code = .notAMapping
+            case .wrongType: code = .wrongType
+            case .unknownField: code = .unknownField
+            case .missingField: code = .missingField
+            }
+            return ScenarioError(code, file: file, line: line, column: column, field: field, problem: problem, fix: fix)
+        }
+    }
 
     func fail(
         _ code: ScenarioError.Code, _ node: Node?, _ field: String, _ problem: String, fix: String
@@ -90,50 +79,18 @@ private struct Reader {
                       problem: problem, fix: fix)
     }
 
-    func kind(_ node: Node) -> String {
-        switch node {
-        case .scalar: return "a single value"
-        case .sequence: return "a list"
-        case .mapping: return "a mapping"
-        case .alias: return "an alias"
-        }
+    func kind(_ node: Node) -> String { YAMLReader.describe(node) }
+
+    func mapping(_ node: Node, _ field: String, allowed: [String]) throws -> Node.Mapping {
+        try yaml.mapping(node, field, allowed: allowed)
     }
 
-    /// The key/value pairs of a mapping, rejecting keys not in `allowed`.
-    func mapping(_ node: Node, _ field: String, allowed: [String]) throws -> [String: (key: Node, value: Node)] {
-        guard let m = node.mapping else {
-            throw fail(.notAMapping, node, field, "expected a mapping of `key: value` lines, found \(kind(node)).",
-                       fix: "write the fields \(allowed.joined(separator: ", ")) indented under `\(field.isEmpty ? "the file" : field)`.")
-        }
-        var out: [String: (key: Node, value: Node)] = [:]
-        for (k, v) in m {
-            let name = k.string ?? ""
-            let path = field.isEmpty ? name : "\(field).\(name)"
-            guard allowed.contains(name) else {
-                let hint = suggestion(name, in: allowed).map { "did you mean '\($0)'? " } ?? ""
-                throw fail(.unknownField, k, path, "unknown field '\(name)'.",
-                           fix: "\(hint)Fields allowed here: \(allowed.joined(separator: ", ")).")
-            }
-            out[name] = (k, v)
-        }
-        return out
-    }
-
-    func required(
-        _ m: [String: (key: Node, value: Node)], _ key: String, in parent: Node, _ field: String, hint: String
-    ) throws -> Node {
-        guard let v = m[key]?.value else {
-            let path = field.isEmpty ? key : "\(field).\(key)"
-            throw fail(.missingField, parent, path, "the required field '\(key)' is missing.", fix: hint)
-        }
-        return v
+    func required(_ m: Node.Mapping, _ key: String, in parent: Node, _ field: String, hint: String) throws -> Node {
+        try yaml.required(m, key, in: parent, field, fix: hint)
     }
 
     func string(_ node: Node, _ field: String, fix: String) throws -> String {
-        guard case .scalar = node, let s = node.string else {
-            throw fail(.wrongType, node, field, "expected a single text value, found \(kind(node)).", fix: fix)
-        }
-        return s
+        try yaml.string(node, field, fix: fix)
     }
 
     func nonEmptyString(_ node: Node, _ field: String, fix: String) throws -> String {
@@ -143,18 +100,7 @@ private struct Reader {
     }
 
     func list(_ node: Node, _ field: String, fix: String) throws -> [(String, Node)] {
-        guard let seq = node.sequence else {
-            if case .scalar = node, let s = node.string, !s.isEmpty {
-                throw fail(.wrongType, node, field, "expected a list, found the single value '\(s)'.",
-                           fix: "write it as a list: [\(s)]. \(fix)")
-            }
-            throw fail(.wrongType, node, field, "expected a list, found \(kind(node)).", fix: fix)
-        }
-        var out: [(String, Node)] = []
-        for (i, item) in seq.enumerated() {
-            out.append((try string(item, "\(field)[\(i)]", fix: fix), item))
-        }
-        return out
+        try yaml.strings(node, field, fix: fix)
     }
 
     /// An identity name that exists in the PKI and, when `roles` is given, has one of those roles.
@@ -198,7 +144,7 @@ private struct Reader {
             try required(top, "teaching", in: root, "", hint: "add `teaching: >` followed by an indented paragraph: what happens in production, what a correct client does and why."),
             "teaching", fix: "write a paragraph: what happens in production, what a correct client does and why.")
         var tags: [String] = []
-        if let t = top["tags"]?.value {
+        if let t = top["tags"] {
             tags = try list(t, "tags", fix: "write tags as a list, e.g. `tags: [rotation]`.").map(\.0)
         }
 
@@ -210,25 +156,14 @@ private struct Reader {
         let expectations = try expectations(expectNode)
 
         var notes: [PinProfile: String] = [:]
-        if let n = top["notes"]?.value {
-            let profiles = PinProfile.all.map(\.rawValue)
-            guard let m = n.mapping else {
-                throw fail(.notAMapping, n, "notes", "expected a mapping of pin profile to text, found \(kind(n)).",
-                           fix: "write one line per profile, e.g. `leaf-spki: \"K2 was the backup\"`.")
-            }
-            for (k, v) in m {
-                let name = k.string ?? ""
-                guard profiles.contains(name) else {
-                    let hint = suggestion(name, in: profiles).map { "Did you mean '\($0)'? " } ?? ""
-                    throw fail(.unknownProfile, k, "notes.\(name)", "'\(name)' is not a pin profile.",
-                               fix: "\(hint)Pin profiles: \(profiles.joined(separator: ", ")).")
-                }
-                notes[PinProfile(rawValue: name)] = try nonEmptyString(v, "notes.\(name)", fix: "write the note as text; quote it if it contains ': '.")
+        if let n = top["notes"] {
+            for (profile, v) in try profileMapping(n, "notes", fix: "write one line per profile, e.g. `leaf-spki: \"K2 was the backup\"`.") {
+                notes[profile] = try nonEmptyString(v, "notes.\(profile.rawValue)", fix: "write the note as text; quote it if it contains ': '.")
             }
         }
 
         var refusal: RefusalCategory?
-        if let r = top["refusal"]?.value {
+        if let r = top["refusal"] {
             let names = ScenarioLoader.refusalCategories.map(\.rawValue)
             let text = try string(r, "refusal", fix: "use one of \(names.joined(separator: ", ")).")
             guard names.contains(text) else {
@@ -272,9 +207,9 @@ private struct Reader {
 
         var versions: [TLSVersion] = [.tls12, .tls13]
         var ciphers: [String] = []
-        if let t = m["tls"]?.value {
+        if let t = m["tls"] {
             let tm = try mapping(t, "server.tls", allowed: ScenarioLoader.tlsFields)
-            if let v = tm["versions"]?.value {
+            if let v = tm["versions"] {
                 let all = TLSVersion.all.map(\.scenarioName)
                 let items = try list(v, "server.tls.versions", fix: "e.g. `versions: [tls1.2, tls1.3]`.")
                 guard !items.isEmpty else {
@@ -292,7 +227,7 @@ private struct Reader {
                 }
                 versions = Array(Set(versions)).sorted()
             }
-            if let c = tm["ciphers"]?.value {
+            if let c = tm["ciphers"] {
                 for (i, (name, n)) in try list(c, "server.tls.ciphers", fix: "e.g. `ciphers: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]`.").enumerated() {
                     let ok = name.hasPrefix("TLS_") && name.allSatisfy { $0.isUppercase || $0.isNumber || $0 == "_" }
                     guard ok else {
@@ -313,7 +248,7 @@ private struct Reader {
 
         var mode = ClientAuthentication.none
         var trust: [String] = []
-        if let ca = m["client-auth"]?.value {
+        if let ca = m["client-auth"] {
             let cm = try mapping(ca, "server.client-auth", allowed: ScenarioLoader.clientAuthFields)
             let modes = ClientAuthentication.all.map(\.rawValue)
             let modeNode = try required(cm, "mode", in: ca, "server.client-auth", hint: "add `mode: required` (or optional, none).")
@@ -324,14 +259,14 @@ private struct Reader {
                            fix: "\(hint)Use one of \(modes.joined(separator: ", ")).")
             }
             mode = parsed
-            if let tn = cm["trust"]?.value {
+            if let tn = cm["trust"] {
                 for (i, (name, n)) in try list(tn, "server.client-auth.trust", fix: "e.g. `trust: [client-ca]`.").enumerated() {
                     trust.append(try identity(name, n, "server.client-auth.trust[\(i)]", roles: [.root, .intermediate],
                                               purpose: "a CA the server accepts client certificates from"))
                 }
             }
             if mode != .none && trust.isEmpty {
-                throw fail(.missingClientAuthTrust, cm["trust"]?.value ?? ca, "server.client-auth.trust",
+                throw fail(.missingClientAuthTrust, cm["trust"] ?? ca, "server.client-auth.trust",
                            "client authentication is \(mode) but no CA is listed to verify client certificates.",
                            fix: "add `trust: [client-ca]`.")
             }
@@ -360,7 +295,7 @@ private struct Reader {
         }
 
         var pinned = Scenario.defaultPinnedIdentity
-        if let p = m["pinned"]?.value {
+        if let p = m["pinned"] {
             pinned = try identity(try string(p, "client.pinned", fix: "name the leaf the client was built for."), p,
                                   "client.pinned", roles: [.leaf], purpose: "the identity the client was built for")
             if let e = identities[pinned], e.issuer == e.name || identities[e.issuer]?.role == .root {
@@ -369,12 +304,12 @@ private struct Reader {
             }
         }
         var backup = Scenario.defaultBackupIdentity
-        if let b = m["backup"]?.value {
+        if let b = m["backup"] {
             backup = try identity(try string(b, "client.backup", fix: "name the identity whose key is the backup pin."), b,
                                   "client.backup", roles: [.leaf], purpose: "the backup pin's identity")
         }
         var present: String?
-        if let c = m["present"]?.value {
+        if let c = m["present"] {
             let name = try identity(try string(c, "client.present", fix: "name the client certificate to present, e.g. client-valid."), c,
                                     "client.present", roles: [.client], purpose: "the certificate the client presents")
             guard server.clientAuth != .none else {
@@ -385,17 +320,17 @@ private struct Reader {
             present = name
         }
         var host = Scenario.defaultHost
-        if let h = m["host"]?.value {
+        if let h = m["host"] {
             host = try hostName(h, "client.host")
         }
         var scope: PinScope?
-        if let p = m["pin-scope"]?.value {
+        if let p = m["pin-scope"] {
             let sm = try mapping(p, "client.pin-scope", allowed: ScenarioLoader.pinScopeFields)
             let domain = try hostName(
                 try required(sm, "domain", in: p, "client.pin-scope", hint: "add `domain: api.pinning.test`, the host the pins are declared for."),
                 "client.pin-scope.domain")
             var subdomains = false
-            if let sd = sm["subdomains"]?.value {
+            if let sd = sm["subdomains"] {
                 let text = try string(sd, "client.pin-scope.subdomains", fix: "write `subdomains: true` or `subdomains: false`.")
                 switch text {
                 case "true", "yes": subdomains = true
@@ -435,26 +370,30 @@ private struct Reader {
         return text
     }
 
-    func expectations(_ node: Node) throws -> [PinProfile: Expectation] {
+    /// A mapping whose keys are pin profiles (`expect:`, `notes:`), in file order.
+    func profileMapping(_ node: Node, _ field: String, fix: String) throws -> [(PinProfile, Node)] {
         let profiles = PinProfile.all.map(\.rawValue)
-        guard let m = node.mapping else {
-            throw fail(.notAMapping, node, "expect", "expected a mapping of pin profile to accept/refuse, found \(kind(node)).",
-                       fix: "write one line per profile: \(profiles.map { "`\($0): accept`" }.joined(separator: ", ")).")
-        }
-        var out: [PinProfile: Expectation] = [:]
-        for (k, v) in m {
+        return try yaml.mapping(node, field, fix: fix).map { k, v in
             let name = k.string ?? ""
             guard profiles.contains(name) else {
-                let hint = suggestion(name, in: profiles).map { "Did you mean '\($0)'? " } ?? ""
-                throw fail(.unknownProfile, k, "expect.\(name)", "'\(name)' is not a pin profile.",
-                           fix: "\(hint)Pin profiles: \(profiles.joined(separator: ", ")).")
+                let hint = didYouMean(name, profiles)
+                throw fail(.unknownProfile, k, "\(field).\(name)", "'\(name)' is not a pin profile.",
+                           fix: "\(hint.isEmpty ? "" : hint + " ")Pin profiles: \(profiles.joined(separator: ", ")).")
             }
+            return (PinProfile(rawValue: name), v)
+        }
+    }
+
+    func expectations(_ node: Node) throws -> [PinProfile: Expectation] {
+        var out: [PinProfile: Expectation] = [:]
+        let lines = PinProfile.all.map { "`\($0.rawValue): accept`" }.joined(separator: ", ")
+        for (profile, v) in try profileMapping(node, "expect", fix: "write one line per profile: \(lines).") {
             let text = (v.string ?? "")
             guard case .scalar = v, let e = Expectation(rawValue: text) else {
-                throw fail(.badExpectation, v, "expect.\(name)", "'\(text)' is not an expectation.",
+                throw fail(.badExpectation, v, "expect.\(profile.rawValue)", "'\(text)' is not an expectation.",
                            fix: "write `accept` (the client must send its request) or `refuse` (it must not).")
             }
-            out[PinProfile(rawValue: name)] = e
+            out[profile] = e
         }
         let missing = PinProfile.all.filter { out[$0] == nil }
         if !missing.isEmpty {

@@ -20,7 +20,7 @@ struct SpecContext {
 }
 
 
-private let entityFields: Set<String> = [
+private let entityFields = [
     "role", "issuer", "key", "keyType", "subject", "hosts", "validity", "signature", "pathLength",
     "nameConstraints", "usages", "twinOf", "ca", "description",
 ]
@@ -37,36 +37,33 @@ struct SpecParser {
         PKIError(code, reason, file: file, line: node?.mark?.line, entity: entity, field: field, fix: fix)
     }
 
-    func mapping(_ node: Node, entity: String?, field: String?) throws -> Node.Mapping {
-        guard let m = node.mapping else {
-            throw fail(.wrongType, "expected a mapping (key: value lines), found \(kind(node))", node,
-                       entity: entity, field: field)
+    /// The shared YAML node reader, raising `PKIError`s about `entity` in this file.
+    func yaml(_ entity: String?) -> YAMLReader {
+        YAMLReader { [file] fault, line, _, field, problem, fix in
+            let code: PKIError.Code
+            switch fault {
+            case .syntax: code = .yamlSyntax
+            case .duplicateKeys: code = .duplicateName
+            case .notAMapping, .wrongType: code = .wrongType
+            case .unknownField: code = .unknownField
+            case .missingField: code = .missingField
+            }
+            func clause(_ s: String) -> String { s.hasSuffix(".") ? String(s.dropLast()) : s }
+            return PKIError(code, clause(problem), file: file, line: line, entity: entity,
+                            field: field.isEmpty ? nil : field, fix: clause(fix))
         }
-        return m
+    }
+
+    func mapping(_ node: Node, entity: String?, field: String?, allowed: [String]? = nil, fix: String? = nil) throws -> Node.Mapping {
+        try yaml(entity).mapping(node, field ?? "", allowed: allowed, fix: fix)
     }
 
     func string(_ node: Node, entity: String?, field: String) throws -> String {
-        guard let s = node.scalar?.string else {
-            throw fail(.wrongType, "expected a single value, found \(kind(node))", node, entity: entity, field: field)
-        }
-        return s
+        try yaml(entity).string(node, field, fix: "write one value: `\(field.split(separator: ".").last ?? ""): VALUE`")
     }
 
     func strings(_ node: Node, entity: String?, field: String) throws -> [(String, Node)] {
-        if node.scalar != nil { return [(try string(node, entity: entity, field: field), node)] }
-        guard let seq = node.sequence else {
-            throw fail(.wrongType, "expected a list, found \(kind(node))", node, entity: entity, field: field)
-        }
-        return try seq.map { (try string($0, entity: entity, field: field), $0) }
-    }
-
-    func kind(_ node: Node) -> String {
-        switch node {
-        case .scalar(let s): return "the value '\(s.string)'"
-        case .mapping: return "a mapping"
-        case .sequence: return "a list"
-        case .alias: return "an alias"
-        }
+        try yaml(entity).strings(node, field, fix: "write a value or a list of values: [a, b]", singleAllowed: true)
     }
 
     func duration(_ node: Node, entity: String, field: String) throws -> RelativeTime {
@@ -79,14 +76,7 @@ struct SpecParser {
     }
 
     func validity(_ node: Node, entity: String, field: String, base: RelativeValidity?) throws -> RelativeValidity {
-        let m = try mapping(node, entity: entity, field: field)
-        for (k, v) in m {
-            let key = k.string ?? ""
-            if key != "notBefore" && key != "notAfter" {
-                throw fail(.unknownField, "unknown field '\(key)'", v, entity: entity, field: "\(field).\(key)",
-                           fix: "a validity has only notBefore and notAfter")
-            }
-        }
+        let m = try mapping(node, entity: entity, field: field, allowed: ["notBefore", "notAfter"])
         let nb = try m["notBefore"].map { try duration($0, entity: entity, field: "\(field).notBefore") }
         let na = try m["notAfter"].map { try duration($0, entity: entity, field: "\(field).notAfter") }
         guard let notBefore = nb ?? base?.notBefore else {
@@ -123,27 +113,11 @@ struct SpecParser {
     }
 
     func parse() throws -> PKISpec {
-        let root: Node
-        do {
-            guard let r = try Yams.compose(yaml: text) else {
-                throw fail(.missingField, "the spec is empty", nil, field: "entities",
-                           fix: "start from the built-in pki/lab.yaml")
-            }
-            root = r
-        } catch let e as PKIError {
-            throw e
-        } catch let e as YamlError {
-            throw yamlError(e)
+        guard let root = try yaml(nil).compose(text) else {
+            throw fail(.missingField, "the spec is empty", nil, field: "entities",
+                       fix: "start from the built-in pki/lab.yaml")
         }
-        let top = try mapping(root, entity: nil, field: nil)
-        for (k, v) in top {
-            let key = k.string ?? ""
-            if !["version", "defaults", "keys", "entities"].contains(key) {
-                throw fail(.unknownField, "unknown top-level field '\(key)'", k, field: key,
-                           fix: "the top level has version, defaults, keys and entities \(didYouMean(key, ["version", "defaults", "keys", "entities"]))")
-            }
-            _ = v
-        }
+        let top = try mapping(root, entity: nil, field: nil, allowed: ["version", "defaults", "keys", "entities"])
         if let v = top["version"] {
             let s = try string(v, entity: nil, field: "version")
             if s != "1" {
@@ -167,7 +141,7 @@ struct SpecParser {
                 throw fail(.duplicateName, "'\(name)' names both a key and an entity", kn, entity: name,
                            fix: "rename one of them")
             }
-            raw.append((name, kn, try mapping(v, entity: name, field: nil)))
+            raw.append((name, kn, try mapping(v, entity: name, field: nil, allowed: entityFields)))
         }
         let entityNames = Set(raw.map(\.0))
         // Entities without `key:` own a key named after them, which others may share with `key: <entity>`.
@@ -220,11 +194,8 @@ struct SpecParser {
         for (kn, v) in m {
             let name = kn.string ?? ""
             try checkName(name, kn, what: "key")
-            if let vm = v.mapping {
-                for (f, fv) in vm where f.string != "type" {
-                    throw fail(.unknownField, "unknown field '\(f.string ?? "")'", fv, entity: name,
-                               field: f.string, fix: "a key has only a type")
-                }
+            if v.mapping != nil {
+                let vm = try mapping(v, entity: name, field: nil, allowed: ["type"])
                 guard let t = vm["type"] else {
                     throw fail(.missingField, "the key has no type", v, entity: name, field: "type",
                                fix: "write \(name): { type: p256 }")
@@ -243,16 +214,6 @@ struct SpecParser {
         let defaultHosts = context.defaults.hosts
         let leafValidity = context.defaults.leafValidity
         let caValidity = context.defaults.caValidity
-        for (k, v) in m {
-            let f = k.string ?? ""
-            if !entityFields.contains(f) {
-                throw fail(.unknownField, "unknown field '\(f)'", k, entity: name, field: f,
-                           fix: didYouMean(f, entityFields).isEmpty
-                            ? "entity fields: \(entityFields.sorted().joined(separator: ", "))"
-                            : didYouMean(f, entityFields))
-            }
-            _ = v
-        }
         guard let roleNode = m["role"] else {
             throw fail(.missingField, "the entity has no role", nameNode, entity: name, field: "role",
                        fix: "add role: root, intermediate, leaf or client")
@@ -454,16 +415,9 @@ struct SpecParser {
                 throw fail(.leafMarkedCA, "only a CA can carry name constraints", ncNode, entity: name,
                            field: "nameConstraints", fix: "remove nameConstraints")
             }
-            let nm = try mapping(ncNode, entity: name, field: "nameConstraints")
-            for (k, v) in nm {
-                switch k.string ?? "" {
-                case "permitted": permitted = try constraintItems(v, entity: name, field: "nameConstraints.permitted")
-                case "excluded": excluded = try constraintItems(v, entity: name, field: "nameConstraints.excluded")
-                case let other:
-                    throw fail(.unknownField, "unknown field '\(other)'", k, entity: name,
-                               field: "nameConstraints.\(other)", fix: "use permitted and excluded")
-                }
-            }
+            let nm = try mapping(ncNode, entity: name, field: "nameConstraints", allowed: ["permitted", "excluded"])
+            permitted = try nm["permitted"].map { try constraintItems($0, entity: name, field: "nameConstraints.permitted") } ?? []
+            excluded = try nm["excluded"].map { try constraintItems($0, entity: name, field: "nameConstraints.excluded") } ?? []
         }
 
         return (pathLength, permitted, excluded)
@@ -532,20 +486,6 @@ struct SpecParser {
         if isDNSName(s) { return s.lowercased() }
         throw fail(.badHost, "'\(s)' is neither a DNS name nor an IP address", node, entity: entity, field: "hosts",
                    fix: "write a name such as api.pinning.test or an address such as 127.0.0.1 or ::1")
-    }
-
-    func yamlError(_ e: YamlError) -> PKIError {
-        switch e {
-        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _),
-             .composer(_, let problem, let mark, _):
-            return PKIError(.yamlSyntax, "YAML syntax error: \(problem)", file: file, line: mark.line,
-                            fix: "fix the YAML at that line (indentation, a missing ':' or quote)")
-        case .duplicatedKeysInMapping(let dups, let ctx):
-            return PKIError(.duplicateName, "the name(s) \(dups.joined(separator: ", ")) appear more than once",
-                            file: file, line: ctx.mark.line, fix: "every key and entity needs its own name")
-        default:
-            return PKIError(.yamlSyntax, "YAML error: \(e)", file: file, fix: "fix the YAML")
-        }
     }
 }
 
