@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import PinningLabCore
 import PinningLabPKI
 
@@ -115,19 +115,19 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
     /// Parses and checks a template; unknown placeholders and empty templates are errors.
     public init(_ words: [String]) throws {
         guard let first = words.first, !first.isEmpty else {
-            throw CommandTemplateError(problem: "the command template is empty.",
+            throw CheckSetupError(.commandTemplate, problem: "the command template is empty.",
                                        fix: "give the client command after `--`, e.g. `pinlab check -- curl -sf --cacert {ca} {url}`.")
         }
         for (i, w) in words.enumerated() {
             for name in Self.names(in: w) where !Self.placeholders.contains(name) {
                 let hint = suggestion(name, in: Self.placeholders).map { "Did you mean {\($0)}? " } ?? ""
-                throw CommandTemplateError(
-                    problem: "word \(i + 1) ('\(w)') uses the unknown placeholder {\(name)}.",
+                throw CheckSetupError(
+                    .commandTemplate, problem: "word \(i + 1) ('\(w)') uses the unknown placeholder {\(name)}.",
                     fix: "\(hint)Placeholders: \(Self.placeholders.map { "{\($0)}" }.joined(separator: " ")).")
             }
             if w.hasPrefix("[") != w.hasSuffix("]") || (w == "[" || w == "]") {
-                throw CommandTemplateError(
-                    problem: "word \(i + 1) ('\(w)') opens or closes an optional group without the other bracket.",
+                throw CheckSetupError(
+                    .commandTemplate, problem: "word \(i + 1) ('\(w)') opens or closes an optional group without the other bracket.",
                     fix: "write an optional group as one quoted word: '[--pinnedpubkey {pins.curl}]'.")
             }
         }
@@ -175,16 +175,4 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
         }
         return out
     }
-}
-
-/// A command template that cannot be used.
-public struct CommandTemplateError: Error, Sendable, CustomStringConvertible, LocalizedError {
-    public var problem: String
-    public var fix: String
-    public init(problem: String, fix: String) {
-        self.problem = problem
-        self.fix = fix
-    }
-    public var description: String { "command template: \(problem) Fix: \(fix)" }
-    public var errorDescription: String? { description }
 }

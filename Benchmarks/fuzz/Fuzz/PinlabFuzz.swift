@@ -70,8 +70,8 @@ func fuzzOne(_ target: FuzzTarget, _ bytes: [UInt8]) -> FuzzResult {
     } catch let e as ScenarioError {
         require(e.description.contains("fuzz.yaml"), "ScenarioError without the file: \(e)")
         return .projectError
-    } catch let e as CommandTemplateError {
-        require(!e.description.isEmpty, "empty CommandTemplateError")
+    } catch let e as CheckSetupError {
+        require(!e.description.isEmpty, "empty CheckSetupError")
         return .projectError
     } catch {
         require(false, "a foreign error escaped (\(type(of: error))): \(error)")

@@ -14,7 +14,7 @@ public struct CellShard: Sendable, Hashable, CustomStringConvertible {
 
     public init(index: Int, count: Int) throws {
         guard count >= 1, (1...count).contains(index) else {
-            throw CheckOptionError(problem: "shard \(index)/\(count) does not exist.",
+            throw CheckSetupError(.runOption, problem: "shard \(index)/\(count) does not exist.",
                                        fix: "give K/N with 1 ≤ K ≤ N, e.g. --shard 1/4 … --shard 4/4.")
         }
         self.index = index
@@ -25,7 +25,7 @@ public struct CellShard: Sendable, Hashable, CustomStringConvertible {
     public init(parsing text: String) throws {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]) else {
-            throw CheckOptionError(problem: "--shard '\(text)' is not of the form K/N.",
+            throw CheckSetupError(.runOption, problem: "--shard '\(text)' is not of the form K/N.",
                                        fix: "give the shard number and the number of shards, e.g. --shard 2/4.")
         }
         try self.init(index: k, count: n)
