@@ -260,28 +260,12 @@ final class ControlAPI: Sendable {
             scenarios = []
             for id in try Self.unique(ids, field: "scenarios") { scenarios.append(try scenario(id, field: "scenarios")) }
         }
-        var profiles = PinProfile.all
-        if let names = try ControlRequest.strings(body, "profiles", maxCount: PinProfile.all.count,
-                                                  example: "[\"leaf-spki\", \"root-spki\"]") {
-            profiles = []
-            for name in try Self.unique(names, field: "profiles") {
-                guard let p = PinProfile.all.first(where: { $0.rawValue == name }) else {
-                    throw .badRequest("profiles", "'\(name)' is not a pin profile.",
-                                      fix: "use any of: \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
-                }
-                profiles.append(p)
-            }
+        let profiles = try Self.selection(body, "profiles", of: PinProfile.all, named: \.rawValue,
+                                          example: "[\"leaf-spki\", \"root-spki\"]") { name, known in
+            .badRequest("profiles", "'\(name)' is not a pin profile.", fix: "use any of: \(known).")
         }
-        var engines: [any TLSEngine] = Engines.all
-        if let names = try ControlRequest.strings(body, "engines", maxCount: Engines.all.count, example: "[\"openssl\"]") {
-            engines = []
-            for name in try Self.unique(names, field: "engines") {
-                guard let e = Engines.all.first(where: { $0.name == name }) else {
-                    throw .notFound("engines", "there is no engine named '\(name)'.",
-                                    fix: "use any of: \(Engines.names.joined(separator: ", ")).")
-                }
-                engines.append(e)
-            }
+        let engines = try Self.selection(body, "engines", of: Engines.all, named: \.name, example: "[\"openssl\"]") { name, known in
+            .notFound("engines", "there is no engine named '\(name)'.", fix: "use any of: \(known).")
         }
         var cellTimeout = 10.0
         if body["cellTimeoutSeconds"] != nil {
@@ -326,6 +310,23 @@ final class ControlAPI: Sendable {
     }
 
     /// The list without duplicates, or a 400 naming the field and the repeated entry.
+    /// The entries of `all` a list field names, in the order given (all of them when the field is absent); an
+    /// unknown name is the error `unknown` makes of it and the known names.
+    static func selection<T>(
+        _ body: [String: any Sendable], _ field: String, of all: [T], named name: (T) -> String, example: String,
+        unknown: (String, String) -> ControlError
+    ) throws(ControlError) -> [T] {
+        guard let names = try ControlRequest.strings(body, field, maxCount: all.count, example: example) else { return all }
+        var out: [T] = []
+        for n in try unique(names, field: field) {
+            guard let x = all.first(where: { name($0) == n }) else {
+                throw unknown(n, all.map(name).joined(separator: ", "))
+            }
+            out.append(x)
+        }
+        return out
+    }
+
     static func unique(_ list: [String], field: String) throws(ControlError) -> [String] {
         var seen = Set<String>()
         for x in list where !seen.insert(x).inserted {
