@@ -3,6 +3,9 @@
 #
 #   Benchmarks/fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]     default: 60 s each, every target
 #   FUZZ_RUNS=1000000 Benchmarks/fuzz/run.sh 0 server-openssl   a fixed number of executions instead of a time
+#   FUZZ_SANITIZERS=fuzzer Benchmarks/fuzz/run.sh ...           libFuzzer without AddressSanitizer (.build-fuzz-nosan):
+#                                                               several times the executions a second; Swift's own
+#                                                               bounds and overflow checks still trap
 #
 # Targets: spec scenario template pem pkcs12 keyfile server-openssl server-gnutls (see Fuzz/PinlabFuzz.swift and
 # Fuzz/ServerPathFuzz.swift). Seeds are made fresh from the built-in lab PKI spec, the catalogue's scenario files, a
@@ -17,10 +20,17 @@ SECONDS_PER_TARGET="${1:-60}"; shift || true
 TARGETS=("$@"); [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(spec scenario template pem pkcs12 keyfile server-openssl server-gnutls)
 OUT="${FUZZ_OUT:-$(mktemp -d /tmp/pinlab-fuzz.XXXXXX)}"
 
-swift build --product pinlab-fuzz -c release --scratch-path .build-fuzz \
-    -Xswiftc -DPINLAB_FUZZ -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld >"$OUT/build.log" 2>&1 \
+SANITIZERS="${FUZZ_SANITIZERS:-fuzzer,address}"
+case "$SANITIZERS" in
+    fuzzer,address) SCRATCH=.build-fuzz ;;
+    fuzzer) SCRATCH=.build-fuzz-nosan ;;
+    *) echo "run.sh: FUZZ_SANITIZERS is fuzzer,address (the default) or fuzzer, not '$SANITIZERS'" >&2; exit 2 ;;
+esac
+echo "fuzz: building pinlab-fuzz with -sanitize=$SANITIZERS in $SCRATCH (log $OUT/build.log)"
+swift build --product pinlab-fuzz -c release --scratch-path "$SCRATCH" \
+    -Xswiftc -DPINLAB_FUZZ -Xswiftc -sanitize="$SANITIZERS" -Xswiftc -use-ld=lld >"$OUT/build.log" 2>&1 \
     || { tail -30 "$OUT/build.log"; exit 1; }
-BIN=.build-fuzz/release/pinlab-fuzz
+BIN="$SCRATCH/release/pinlab-fuzz"
 
 # Seeds.
 swift build --product pinlab >/dev/null
