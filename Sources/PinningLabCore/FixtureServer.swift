@@ -33,6 +33,10 @@ public final class FixtureServer: Sendable {
         public var maxStoredObservations: Int
         /// Called on a worker thread once per finished connection (e.g. to stream `--log` lines). Keep it short.
         public var onObservation: (@Sendable (Observation) -> Void)?
+        /// How workers wait: epoll on Linux unless `.poll` is asked for (the loop other systems use; for tests and
+        /// for measuring one against the other).
+        package var eventLoop = EventLoop.automatic
+        package enum EventLoop: Sendable { case automatic, poll }
 
         public init(
             bindAddress: String = "127.0.0.1", allowNonLoopback: Bool = false, port: Int = 0,

@@ -1,8 +1,8 @@
 import Foundation
 
 
-/// One worker thread of a fixture server: a `poll` loop over a wake-up pipe, the shared listening socket (while
-/// below the connection cap) and the connections this worker accepted.
+/// One worker thread of a fixture server: an event loop over a wake-up pipe, the shared listening socket (while
+/// below the connection cap) and the connections this worker accepted — epoll on Linux, `poll` elsewhere.
 final class Worker: @unchecked Sendable {  // `connections` is touched only by the worker's own thread
     private let core: ServerCore
     private let index: Int
@@ -21,6 +21,16 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
     deinit { readBuffer.deallocate() }
 
     func run() {
+        #if os(Linux)
+        if core.options.eventLoop == .automatic, let epoll = EpollSet(), epoll.add(wakeUp.readEnd, events: Int16(POLLIN)) {
+            runEpoll(epoll)
+            return
+        }
+        #endif
+        runPoll()
+    }
+
+    private func runPoll() {
         while true {
             if core.withLock({ $0.stopping }) { break }
             let listening = core.mayAccept()
@@ -65,6 +75,74 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
             if !connection.isFinished { connections.append(connection) }
         }
     }
+
+    #if os(Linux)
+    /// The loop on epoll: connections stay registered with the events they wait for; a wake-up touches only the
+    /// ready ones, and the connections are scanned for timeouts only when the nearest deadline has passed.
+    private func runEpoll(_ epoll: EpollSet) {
+        var open: [Int32: (connection: Connection, events: Int16)] = [:]
+        var listening = false
+        var nearest = UInt64.max
+
+        /// After a connection moved: forget it once finished, else wait for what it now wants.
+        func settle(_ c: Connection, registered: Int16?) {
+            if c.isFinished {
+                open[c.fd] = nil  // its descriptor is closed, which removed it from the epoll set
+                return
+            }
+            if c.events != registered {
+                let ok = registered == nil ? epoll.add(c.fd, events: c.events) : epoll.modify(c.fd, events: c.events)
+                guard ok else {
+                    let reason = Sockets.errnoText()
+                    c.finish(.handshakeFailed, error: "epoll_ctl: \(reason)")
+                    open[c.fd] = nil
+                    return
+                }
+            }
+            open[c.fd] = (c, c.events)
+            nearest = min(nearest, c.deadline)
+        }
+
+        while !core.withLock({ $0.stopping }) {
+            let mayAccept = core.mayAccept()
+            if mayAccept && !listening {
+                listening = epoll.add(core.listenFD, events: Int16(POLLIN))
+            } else if !mayAccept && listening {
+                epoll.remove(core.listenFD)
+                listening = false
+            }
+            var acceptNow = false
+            let waited = epoll.wait(timeout: Sockets.pollTimeout(until: nearest)) { fd, _ in
+                if fd == wakeUp.readEnd {
+                    wakeUp.drain()
+                } else if fd == core.listenFD {
+                    acceptNow = true
+                } else if let (c, registered) = open[fd] {
+                    c.advance(buffer: readBuffer)
+                    settle(c, registered: registered)
+                }
+            }
+            if !waited { break }
+            let now = Sockets.now()
+            if nearest <= now {
+                nearest = .max
+                for (c, registered) in open.values {
+                    if c.deadline <= now { c.timedOut() }
+                    settle(c, registered: registered)
+                }
+            }
+            if acceptNow && listening {
+                for _ in 0..<32 {
+                    guard let accepted = core.acceptOne() else { break }
+                    let c = Connection(core: core, accepted: accepted)
+                    c.start(buffer: readBuffer)
+                    if !c.isFinished { settle(c, registered: nil) }
+                }
+            }
+        }
+        for (c, _) in open.values { c.finish(.serverStopped, error: nil) }
+    }
+    #endif
 }
 
 /// One accepted connection: handshake, read one HTTP request, write one response, close.

@@ -12,12 +12,15 @@ struct RobustnessTests {
     /// The first bytes of a real ClientHello record header claiming 512 bytes, then nothing more.
     static let truncatedClientHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]
 
+    /// Both worker loops: epoll (Linux's default) and poll (every other system's, forced here so Linux runs test it).
     @Test("garbage, a truncated ClientHello, silence and 200 idle connections leave the server serving",
-          arguments: EngineKind.allCases)
-    func hostile(engine: EngineKind) async throws {
+          arguments: EngineKind.allCases, [FixtureServer.Options.EventLoop.automatic, .poll])
+    func hostile(engine: EngineKind, loop: FixtureServer.Options.EventLoop) async throws {
+        var options = FixtureServer.Options(handshakeTimeout: .seconds(600))
+        options.eventLoop = loop
         let server = try await FixtureServer.start(
             engine: engine.engine, configuration: f.configuration(["leaf-v1", "lab-intermediate-a"]),
-            options: .init(handshakeTimeout: .seconds(600)), label: "hostile")
+            options: options, label: "hostile")
         let port = server.port
 
         // The hostile clients live in a child process: this test process (shared with every other suite) then

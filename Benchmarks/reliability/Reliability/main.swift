@@ -8,6 +8,8 @@
 //   pinlab-reliability scopes PKI_DIR [SECONDS] [TASKS]  TASKS `Lab.withServer` scopes started and stopped in
 //                                                      parallel for SECONDS: no port collision, no cross-talk
 //
+// PINLAB_EVENT_LOOP=poll makes hostile's servers wait with poll(2) instead of epoll, to measure one against the other.
+//
 // Each prints one `RESULT PASS|FAIL <check>: <figures>` line at the end and exits 1 on FAIL. The clients are
 // OpenSSL clients in this process (blocking sockets on their own threads) on 127.0.0.1.
 import CPinningLabOpenSSL
@@ -248,13 +250,22 @@ func hostile(pki: LabPKI, engineName: String, count: Int) async {
     let handshakeTimeout = 60
     // The connection cap must exceed the hostile connections, or they fill it and the good client waits in the
     // listen queue until they time out (the default cap is 512; see RELIABILITY.md).
-    let options = FixtureServer.Options(
+    var options = FixtureServer.Options(
         handshakeTimeout: .seconds(handshakeTimeout), idleTimeout: .seconds(handshakeTimeout),
         maxConnections: count + 512, maxStoredObservations: count + 2000)
+    var controlOptions = FixtureServer.Options()
+    let loop = ProcessInfo.processInfo.environment["PINLAB_EVENT_LOOP"] == "poll" ? FixtureServer.Options.EventLoop.poll : .automatic
+    options.eventLoop = loop
+    controlOptions.eventLoop = loop
+    #if os(Linux)
+    let loopName = loop == .poll ? "poll" : "epoll"
+    #else
+    let loopName = "poll"
+    #endif
     let server = try! await FixtureServer.start(engine: engine(named: engineName), configuration: configuration, options: options, label: "hostile")
     // A control server on the same engine, never attacked: probed alternately with the attacked one, so that both
     // medians come from the same moments of a shared, noisy machine.
-    let control = try! await FixtureServer.start(engine: engine(named: engineName), configuration: configuration, label: "control")
+    let control = try! await FixtureServer.start(engine: engine(named: engineName), configuration: configuration, options: controlOptions, label: "control")
     let contexts = ClientContexts()
     let port = server.port, controlPort = control.port
     let probes = 100
@@ -310,7 +321,7 @@ func hostile(pki: LabPKI, engineName: String, count: Int) async {
     func ms(_ x: Double) -> String { String(format: "%.2f", x) }
     result(
         ok, "hostile \(engineName)",
-        "fd limit \(limits.0) raised to \(limits.1); \(count) hostile connections (\(ready) in \(String(format: "%.1f", openedIn)) s; "
+        "\(loopName) loop; fd limit \(limits.0) raised to \(limits.1); \(count) hostile connections (\(ready) in \(String(format: "%.1f", openedIn)) s; "
             + "\(openWhileMeasuring) open on the server before and \(openAfterMeasuring) after the probes); good-client median handshake under attack "
             + "\(ms(loaded.median)) ms vs \(ms(loaded.control)) ms on an unattacked control server probed alternately (\(String(format: "%.2f", ratio))×, "
             + "\(loaded.failures) failures of \(probes)); before the attack \(ms(idle.median)) / \(ms(idle.control)) ms, after \(ms(after.median)) / \(ms(after.control)) ms; "
