@@ -19,6 +19,7 @@ cd "$(dirname "$0")/../.."
 SECONDS_PER_TARGET="${1:-60}"; shift || true
 TARGETS=("$@"); [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(spec scenario template pem pkcs12 keyfile server-openssl server-gnutls)
 OUT="${FUZZ_OUT:-$(mktemp -d /tmp/pinlab-fuzz.XXXXXX)}"
+mkdir -p "$OUT"
 
 SANITIZERS="${FUZZ_SANITIZERS:-fuzzer,address}"
 case "$SANITIZERS" in
