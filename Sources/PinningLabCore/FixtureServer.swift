@@ -33,10 +33,14 @@ public final class FixtureServer: Sendable {
         public var maxStoredObservations: Int
         /// Called on a worker thread once per finished connection (e.g. to stream `--log` lines). Keep it short.
         public var onObservation: (@Sendable (Observation) -> Void)?
-        /// How workers wait: epoll on Linux unless `.poll` is asked for (the loop other systems use; for tests and
-        /// for measuring one against the other).
-        package var eventLoop = EventLoop.automatic
-        package enum EventLoop: Sendable { case automatic, poll }
+        /// How workers wait: epoll on Linux unless `.poll` is asked for (the loop other systems use), here or by
+        /// the environment variable `PINLAB_EVENT_LOOP=poll` (for measuring one against the other, or as a way
+        /// back should epoll misbehave somewhere).
+        package var eventLoop = EventLoop.fromEnvironment
+        package enum EventLoop: Sendable {
+            case automatic, poll
+            static let fromEnvironment: EventLoop = ProcessInfo.processInfo.environment["PINLAB_EVENT_LOOP"] == "poll" ? .poll : .automatic
+        }
 
         public init(
             bindAddress: String = "127.0.0.1", allowNonLoopback: Bool = false, port: Int = 0,

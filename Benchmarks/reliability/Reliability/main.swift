@@ -250,13 +250,10 @@ func hostile(pki: LabPKI, engineName: String, count: Int) async {
     let handshakeTimeout = 60
     // The connection cap must exceed the hostile connections, or they fill it and the good client waits in the
     // listen queue until they time out (the default cap is 512; see RELIABILITY.md).
-    var options = FixtureServer.Options(
+    let options = FixtureServer.Options(
         handshakeTimeout: .seconds(handshakeTimeout), idleTimeout: .seconds(handshakeTimeout),
         maxConnections: count + 512, maxStoredObservations: count + 2000)
-    var controlOptions = FixtureServer.Options()
-    let loop = ProcessInfo.processInfo.environment["PINLAB_EVENT_LOOP"] == "poll" ? FixtureServer.Options.EventLoop.poll : .automatic
-    options.eventLoop = loop
-    controlOptions.eventLoop = loop
+    let loop = options.eventLoop  // PINLAB_EVENT_LOOP=poll: both servers poll
     #if os(Linux)
     let loopName = loop == .poll ? "poll" : "epoll"
     #else
@@ -265,7 +262,7 @@ func hostile(pki: LabPKI, engineName: String, count: Int) async {
     let server = try! await FixtureServer.start(engine: engine(named: engineName), configuration: configuration, options: options, label: "hostile")
     // A control server on the same engine, never attacked: probed alternately with the attacked one, so that both
     // medians come from the same moments of a shared, noisy machine.
-    let control = try! await FixtureServer.start(engine: engine(named: engineName), configuration: configuration, options: controlOptions, label: "control")
+    let control = try! await FixtureServer.start(engine: engine(named: engineName), configuration: configuration, label: "control")
     let contexts = ClientContexts()
     let port = server.port, controlPort = control.port
     let probes = 100
