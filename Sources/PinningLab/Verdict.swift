@@ -23,9 +23,9 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
     /// The request line the server read, e.g. `GET / HTTP/1.1`.
     public var requestLine: String?
     /// The alert the client sent, e.g. `bad_certificate (42)` (never close_notify).
-    public var alertReceived: TLSAlert?
+    @ReportedAlert public var alertReceived: TLSAlert?
     /// The alert the server sent, e.g. `certificate_required (116)` (never close_notify).
-    public var alertSent: TLSAlert?
+    @ReportedAlert public var alertSent: TLSAlert?
     /// The server's own error, e.g. the reason it rejected a client certificate.
     public var serverError: String?
     public var negotiatedVersion: String?
@@ -60,56 +60,50 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
     public static let noConnection = ServerEvidence(connected: false)
 
     public var outcome: ObservedOutcome { applicationDataReceived ? .accepted : .refused }
+}
 
-    // Reports write an alert as its text, `bad_certificate (42)`; the code is read back from it.
-    private enum CodingKeys: String, CodingKey {
-        case connected, handshakeCompleted, applicationDataReceived, requestLine, alertReceived, alertSent,
-             serverError, negotiatedVersion, cipherSuite, sni, clientCertificateSubject, handshakeMilliseconds
+/// An alert as reports write it, `bad_certificate (42)`, and read it back (the code counts; the name is the code's);
+/// absent from the JSON when there is none. Used by every alert field of a verdict and its evidence.
+@propertyWrapper
+public struct ReportedAlert: Sendable, Hashable, Codable {
+    public var wrappedValue: TLSAlert?
+
+    public init(wrappedValue: TLSAlert?) {
+        self.wrappedValue = wrappedValue
     }
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(
-            connected: try c.decode(Bool.self, forKey: .connected),
-            handshakeCompleted: try c.decode(Bool.self, forKey: .handshakeCompleted),
-            applicationDataReceived: try c.decode(Bool.self, forKey: .applicationDataReceived),
-            requestLine: try c.decodeIfPresent(String.self, forKey: .requestLine),
-            alertReceived: try c.decodeAlert(forKey: .alertReceived), alertSent: try c.decodeAlert(forKey: .alertSent),
-            serverError: try c.decodeIfPresent(String.self, forKey: .serverError),
-            negotiatedVersion: try c.decodeIfPresent(String.self, forKey: .negotiatedVersion),
-            cipherSuite: try c.decodeIfPresent(String.self, forKey: .cipherSuite),
-            sni: try c.decodeIfPresent(String.self, forKey: .sni),
-            clientCertificateSubject: try c.decodeIfPresent(String.self, forKey: .clientCertificateSubject),
-            handshakeMilliseconds: try c.decodeIfPresent(Double.self, forKey: .handshakeMilliseconds))
+        let c = try decoder.singleValueContainer()
+        guard !c.decodeNil() else {
+            wrappedValue = nil
+            return
+        }
+        let text = try c.decode(String.self)
+        guard text.hasSuffix(")"), let open = text.lastIndex(of: "("),
+              let code = UInt8(text[text.index(after: open)..<text.index(before: text.endIndex)]) else {
+            throw DecodingError.dataCorruptedError(
+                in: c, debugDescription: "'\(text)' is not an alert written as `name (code)`, e.g. `bad_certificate (42)`")
+        }
+        wrappedValue = TLSAlert(code: code)
     }
 
     public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(connected, forKey: .connected)
-        try c.encode(handshakeCompleted, forKey: .handshakeCompleted)
-        try c.encode(applicationDataReceived, forKey: .applicationDataReceived)
-        try c.encodeIfPresent(requestLine, forKey: .requestLine)
-        try c.encodeIfPresent(alertReceived?.description, forKey: .alertReceived)
-        try c.encodeIfPresent(alertSent?.description, forKey: .alertSent)
-        try c.encodeIfPresent(serverError, forKey: .serverError)
-        try c.encodeIfPresent(negotiatedVersion, forKey: .negotiatedVersion)
-        try c.encodeIfPresent(cipherSuite, forKey: .cipherSuite)
-        try c.encodeIfPresent(sni, forKey: .sni)
-        try c.encodeIfPresent(clientCertificateSubject, forKey: .clientCertificateSubject)
-        try c.encodeIfPresent(handshakeMilliseconds, forKey: .handshakeMilliseconds)
+        var c = encoder.singleValueContainer()
+        if let a = wrappedValue { try c.encode(a.description) } else { try c.encodeNil() }
+    }
+}
+
+extension KeyedEncodingContainer {
+    /// A missing alert leaves its key out, as `encodeIfPresent` would for a plain optional.
+    mutating func encode(_ value: ReportedAlert, forKey key: Key) throws {
+        if value.wrappedValue != nil { try encodeIfPresent(value, forKey: key) }
     }
 }
 
 extension KeyedDecodingContainer {
-    /// An alert written as `name (code)` (the report form); `nil` when absent.
-    func decodeAlert(forKey key: Key) throws -> TLSAlert? {
-        guard let text = try decodeIfPresent(String.self, forKey: key) else { return nil }
-        guard text.hasSuffix(")"), let open = text.lastIndex(of: "("),
-              let code = UInt8(text[text.index(after: open)..<text.index(before: text.endIndex)]) else {
-            throw DecodingError.dataCorruptedError(
-                forKey: key, in: self, debugDescription: "'\(text)' is not an alert written as `name (code)`, e.g. `bad_certificate (42)`")
-        }
-        return TLSAlert(code: code)
+    /// A missing key is no alert.
+    func decode(_ type: ReportedAlert.Type, forKey key: Key) throws -> ReportedAlert {
+        try decodeIfPresent(type, forKey: key) ?? ReportedAlert(wrappedValue: nil)
     }
 }
 
@@ -173,7 +167,7 @@ public struct Verdict: Sendable, Hashable, Codable {
     /// ("rejected for the wrong reason"). Reported, not counted as a deviation: classification is heuristic.
     public var wrongReason: Bool
     /// The alert seen on the wire (sent by the client, or by the server when it refused a client certificate).
-    public var alert: TLSAlert?
+    @ReportedAlert public var alert: TLSAlert?
     /// The client's detail text (error message or exit status).
     public var clientDetail: String?
     public var evidence: ServerEvidence?

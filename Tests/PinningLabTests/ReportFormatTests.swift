@@ -11,6 +11,9 @@ func syntheticReport() throws -> CheckReport {
     let evidence = ServerEvidence(connected: true, handshakeCompleted: true, applicationDataReceived: true,
                                   requestLine: "GET / HTTP/1.1", negotiatedVersion: "TLSv1.3", sni: "localhost",
                                   handshakeMilliseconds: 1.5)
+    // GnuTLS cells carry alerts, so that the JSON schema and the round trip see them written as reports write them.
+    let refused = ServerEvidence(connected: true, alertReceived: TLSAlert(code: TLSAlert.badCertificate),
+                                 alertSent: TLSAlert(code: TLSAlert.certificateRequired))
     for engine in ["openssl", "gnutls"] {
         for s in scenarios {
             for p in PinProfile.all {
@@ -21,7 +24,7 @@ func syntheticReport() throws -> CheckReport {
                                             expected: s.expected(p), status: status, reason: "not run: <\(status)> & \"quoted\""))
                 default:
                     var v = Verdict.judge(scenario: s.id, profile: p, engine: engine, client: "synthetic",
-                                          expected: s.expected(p), evidence: evidence,
+                                          expected: s.expected(p), evidence: engine == "gnutls" ? refused : evidence,
                                           outcome: .refused(.pinMismatch, "pin <mismatch> & 'quotes' \u{1}"),
                                           clientMilliseconds: 12.25)
                     v.status = status
@@ -53,6 +56,18 @@ struct ReportFormatTests {
             #expect(cells.allSatisfy { $0[key] != nil }, "every cell has \(key)")
         }
         #expect(cells.contains { $0["observed"] != nil && $0["alert"] == nil })
+        // Alerts are text, `name (code)`, in the verdict and in its evidence, and read back as the same alerts.
+        #expect(cells.contains { $0["alert"] as? String == "bad_certificate (42)" })
+        let evidence = cells.compactMap { $0["evidence"] as? [String: Any] }
+        #expect(evidence.contains { $0["alertSent"] as? String == "certificate_required (116)" })
+        let back = try CheckReport.decode(json: Data(json.utf8), file: "synthetic.json")
+        #expect(back.verdicts.map(\.alert) == report.verdicts.map(\.alert))
+        #expect(back.verdicts.map(\.evidence) == report.verdicts.map(\.evidence))
+        #expect(back.verdicts.contains { $0.alert?.code == TLSAlert.badCertificate })
+        // A malformed alert is a clear error naming the field, not "not JSON".
+        let bad = json.replacingOccurrences(of: "\"bad_certificate (42)\"", with: "\"bogus\"")
+        let e = #expect(throws: ReportMergeError.self) { try CheckReport.decode(json: Data(bad.utf8), file: "bad.json") }
+        #expect(e?.problem.contains("malformed") == true && e?.problem.contains("bogus") == true, "\(String(describing: e))")
     }
 
     /// Judged by an independent validator (python's jsonschema), which must also reject a bad document.

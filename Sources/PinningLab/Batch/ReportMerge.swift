@@ -31,6 +31,9 @@ extension CheckReport {
         } catch let DecodingError.typeMismatch(_, ctx), let DecodingError.valueNotFound(_, ctx) {
             throw ReportMergeError(file: file, problem: "the field \(path(ctx.codingPath)) has the wrong type (\(ctx.debugDescription)).",
                                    fix: "give the JSON reports of `pinlab check --format json`, unedited.")
+        } catch let DecodingError.dataCorrupted(ctx) where !ctx.codingPath.isEmpty {
+            throw ReportMergeError(file: file, problem: "the field \(path(ctx.codingPath)) is malformed: \(ctx.debugDescription).",
+                                   fix: "give the JSON reports of `pinlab check --format json`, unedited.")
         } catch {
             throw ReportMergeError(file: file, problem: "it is not JSON (\(error.localizedDescription)).",
                                    fix: "give the JSON reports of `pinlab check --format json`.")
