@@ -317,8 +317,8 @@ final class WorkerThread {
 
 
 
-/// A worker thread's wake-up pipe (non-blocking, close-on-exec): `wake()` from any thread makes the worker's `poll`
-/// on `readEnd` return; the worker `drain()`s it. Closed once, by `closeEnds()`, after the worker's thread has ended.
+/// A worker thread's wake-up pipe (non-blocking, close-on-exec): `wake()` from any thread makes the worker's wait
+/// (`poll` or epoll) on `readEnd` return; the worker `drain()`s it. Closed once, by `closeEnds()`, after the worker's thread has ended.
 package struct WakePipe: Sendable {
     package let readEnd: Int32
     package let writeEnd: Int32

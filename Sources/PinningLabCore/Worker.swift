@@ -59,20 +59,21 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
             }
             if finishedAny { connections.removeAll { $0.isFinished } }
             if listening && pollFDs[1].revents != 0 {
-                acceptPending()
+                acceptPending { connections.append($0) }
             }
         }
         for c in connections { c.finish(.serverStopped, error: nil) }
         connections.removeAll()
     }
 
-    private func acceptPending() {
-        // A bounded batch so that one burst cannot starve the connections already open.
+    /// Accepts a bounded batch (so that one burst cannot starve the connections already open), starts each, and
+    /// hands `keep` the ones still open.
+    private func acceptPending(_ keep: (Connection) -> Void) {
         for _ in 0..<32 {
             guard let accepted = core.acceptOne() else { return }
             let connection = Connection(core: core, accepted: accepted)
             connection.start(buffer: readBuffer)
-            if !connection.isFinished { connections.append(connection) }
+            if !connection.isFinished { keep(connection) }
         }
     }
 
@@ -125,19 +126,19 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
             if !waited { break }
             let now = Sockets.now()
             if nearest <= now {
+                // Time out the expired connections (which finishes them) and find the next deadline among the rest.
                 nearest = .max
-                for (c, registered) in open.values {
-                    if c.deadline <= now { c.timedOut() }
-                    settle(c, registered: registered)
+                var expired: [Connection] = []
+                for (c, _) in open.values {
+                    if c.deadline <= now { expired.append(c) } else { nearest = min(nearest, c.deadline) }
+                }
+                for c in expired {
+                    c.timedOut()
+                    open[c.fd] = nil
                 }
             }
             if acceptNow && listening {
-                for _ in 0..<32 {
-                    guard let accepted = core.acceptOne() else { break }
-                    let c = Connection(core: core, accepted: accepted)
-                    c.start(buffer: readBuffer)
-                    if !c.isFinished { settle(c, registered: nil) }
-                }
+                acceptPending { settle($0, registered: nil) }
             }
         }
         for (c, _) in open.values { c.finish(.serverStopped, error: nil) }

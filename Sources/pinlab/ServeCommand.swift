@@ -254,7 +254,6 @@ struct ControlManifest: Encodable {
     func json() throws -> Data { try JSONOutput.encoder().encode(self) }
 }
 
-/// Resumes the waiting continuation once, whichever signal comes first.
 extension Identity {
     /// The PKI identities of this identity's issuers, nearest first, without the root.
     func issuerChainIdentities(in lab: LabPKI) -> [Identity] {

@@ -3,7 +3,7 @@ import Foundation
 /// SIGINT and SIGTERM, caught from the moment this is made (their default actions are replaced at once, so a signal
 /// that arrives before anyone waits is not lost): `pinlab serve` waits for one, `pinlab intercept` polls `fired`,
 /// `pinlab check` and `pinlab lab check` pass an `action` that ends the process. `cancel()` restores the defaults.
-final class TerminationSignals: @unchecked Sendable {  // `fired` and `waiter` under `lock`
+final class TerminationSignals: @unchecked Sendable {  // `signalled` and `waiter` under `lock`
     private let lock = NSLock()
     private var signalled = false
     private var waiter: CheckedContinuation<Void, Never>?
