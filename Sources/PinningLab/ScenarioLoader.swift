@@ -85,22 +85,22 @@ private struct Reader {
         try yaml.mapping(node, field, allowed: allowed)
     }
 
-    func required(_ m: Node.Mapping, _ key: String, in parent: Node, _ field: String, hint: String) throws -> Node {
-        try yaml.required(m, key, in: parent, field, fix: hint)
+    func required(_ m: Node.Mapping, _ key: String, in parent: Node, _ field: String, hint: @autoclosure () -> String) throws -> Node {
+        try yaml.required(m, key, in: parent, field, fix: hint())
     }
 
-    func string(_ node: Node, _ field: String, fix: String) throws -> String {
-        try yaml.string(node, field, fix: fix)
+    func string(_ node: Node, _ field: String, fix: @autoclosure () -> String) throws -> String {
+        try yaml.string(node, field, fix: fix())
     }
 
-    func nonEmptyString(_ node: Node, _ field: String, fix: String) throws -> String {
-        let s = try string(node, field, fix: fix).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !s.isEmpty else { throw fail(.wrongType, node, field, "the value is empty.", fix: fix) }
+    func nonEmptyString(_ node: Node, _ field: String, fix: @autoclosure () -> String) throws -> String {
+        let s = try string(node, field, fix: fix()).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !s.isEmpty else { throw fail(.wrongType, node, field, "the value is empty.", fix: fix()) }
         return s
     }
 
-    func list(_ node: Node, _ field: String, fix: String) throws -> [(String, Node)] {
-        try yaml.strings(node, field, fix: fix)
+    func list(_ node: Node, _ field: String, fix: @autoclosure () -> String) throws -> [(String, Node)] {
+        try yaml.strings(node, field, fix: fix())
     }
 
     /// An identity name that exists in the PKI and, when `roles` is given, has one of those roles.

@@ -60,11 +60,13 @@ package struct YAMLReader {
 
     /// A mapping's key/value pairs in file order; with `allowed`, a key not in it is an unknown field (with a
     /// "did you mean" hint).
-    package func mapping(_ node: Node, _ field: String, allowed: [String]? = nil, fix: String? = nil) throws -> Node.Mapping {
+    package func mapping(
+        _ node: Node, _ field: String, allowed: [String]? = nil, fix: @autoclosure () -> String? = nil
+    ) throws -> Node.Mapping {
         guard let m = node.mapping else {
             let what = field.isEmpty ? "the file" : "`\(field)`"
             throw fail(.notAMapping, node, field, "expected a mapping of `key: value` lines, found \(Self.describe(node)).",
-                       fix: fix ?? allowed.map { "write the fields \($0.joined(separator: ", ")) indented under \(what)." }
+                       fix: fix() ?? allowed.map { "write the fields \($0.joined(separator: ", ")) indented under \(what)." }
                            ?? "write `key: value` lines indented under \(what).")
         }
         if let allowed {
@@ -81,35 +83,39 @@ package struct YAMLReader {
     }
 
     /// The value of `key` in a mapping, or a missing-field error at the mapping's node.
-    package func required(_ m: Node.Mapping, _ key: String, in parent: Node, _ field: String, fix: String) throws -> Node {
+    package func required(
+        _ m: Node.Mapping, _ key: String, in parent: Node, _ field: String, fix: @autoclosure () -> String
+    ) throws -> Node {
         guard let v = m[key] else {
-            throw fail(.missingField, parent, Self.path(field, key), "the required field '\(key)' is missing.", fix: fix)
+            throw fail(.missingField, parent, Self.path(field, key), "the required field '\(key)' is missing.", fix: fix())
         }
         return v
     }
 
     /// A single value.
-    package func string(_ node: Node, _ field: String, fix: String) throws -> String {
+    package func string(_ node: Node, _ field: String, fix: @autoclosure () -> String) throws -> String {
         guard case .scalar(let s) = node else {
-            throw fail(.wrongType, node, field, "expected a single text value, found \(Self.describe(node)).", fix: fix)
+            throw fail(.wrongType, node, field, "expected a single text value, found \(Self.describe(node)).", fix: fix())
         }
         return s.string
     }
 
     /// A list of single values, each with its node (for the line of a later error). With `singleAllowed`, one value
     /// stands for a list of one.
-    package func strings(_ node: Node, _ field: String, fix: String, singleAllowed: Bool = false) throws -> [(String, Node)] {
+    package func strings(
+        _ node: Node, _ field: String, fix: @autoclosure () -> String, singleAllowed: Bool = false
+    ) throws -> [(String, Node)] {
         guard let seq = node.sequence else {
             if case .scalar(let s) = node {
                 if singleAllowed { return [(s.string, node)] }
                 if !s.string.isEmpty {
                     throw fail(.wrongType, node, field, "expected a list, found the single value '\(s.string)'.",
-                               fix: "write it as a list: [\(s.string)]. \(fix)")
+                               fix: "write it as a list: [\(s.string)]. \(fix())")
                 }
             }
-            throw fail(.wrongType, node, field, "expected a list, found \(Self.describe(node)).", fix: fix)
+            throw fail(.wrongType, node, field, "expected a list, found \(Self.describe(node)).", fix: fix())
         }
-        return try seq.enumerated().map { i, item in (try string(item, "\(field)[\(i)]", fix: fix), item) }
+        return try seq.enumerated().map { i, item in (try string(item, "\(field)[\(i)]", fix: fix()), item) }
     }
 
     /// `parent.key`, or `key` at the top level.
