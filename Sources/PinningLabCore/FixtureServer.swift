@@ -209,7 +209,7 @@ extension FixtureServer {
 }
 
 /// The shared state of a server: all mutable fields are guarded by `lock`.
-final class ServerCore: @unchecked Sendable {  // every mutable field is only touched under `lock`
+final class ServerCore: ListeningCore, @unchecked Sendable {  // every mutable field is only touched under `lock`
     struct State {
         var context: any TLSServerContext
         var configuration: ServerTLSConfiguration
@@ -289,6 +289,8 @@ final class ServerCore: @unchecked Sendable {  // every mutable field is only to
     var pipeDescriptors: [Int32] { workers.flatMap(\.wakeUp.descriptors) }
     var workersForTesting: [AnyObject] { workers }
     var shutdownThreadName: String? { withLock { $0.shutdownThread } }
+
+    var isStopping: Bool { withLock { $0.stopping } }
 
     /// Whether a worker may accept: below the connection cap and not stopping.
     func mayAccept() -> Bool {

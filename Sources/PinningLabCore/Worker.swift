@@ -9,7 +9,6 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
     /// Woken by the server's stop; closed by it once this worker's thread has ended.
     let wakeUp: WakePipe
     private var connections: [Connection] = []
-    private var pollFDs: [pollfd] = []
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
 
     init(core: ServerCore, index: Int) throws(TLSEngineError) {
@@ -31,36 +30,15 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
     }
 
     private func runPoll() {
-        while true {
-            if core.withLock({ $0.stopping }) { break }
-            let listening = core.mayAccept()
-            pollFDs.removeAll(keepingCapacity: true)
-            pollFDs.append(pollfd(fd: wakeUp.readEnd, events: Int16(POLLIN), revents: 0))
-            pollFDs.append(pollfd(fd: listening ? core.listenFD : -1, events: Int16(POLLIN), revents: 0))
-            var nearest = UInt64.max
-            for c in connections {
-                pollFDs.append(pollfd(fd: c.fd, events: c.events, revents: 0))
-                nearest = min(nearest, c.deadline)
-            }
-            let n = poll(&pollFDs, nfds_t(pollFDs.count), Sockets.pollTimeout(until: nearest))
-            if n < 0 && errno != EINTR { break }
-            if pollFDs[0].revents != 0 { wakeUp.drain() }
-            // Existing connections first (their pollfd entries line up with `connections`).
-            let now = Sockets.now()
-            var finishedAny = false
-            for (i, c) in connections.enumerated() {
-                let revents = pollFDs[i + 2].revents
-                if revents != 0 {
-                    c.advance(buffer: readBuffer)
-                } else if c.deadline <= now {
-                    c.timedOut()
-                }
-                if c.isFinished { finishedAny = true }
-            }
-            if finishedAny { connections.removeAll { $0.isFinished } }
-            if listening && pollFDs[1].revents != 0 {
-                acceptPending { connections.append($0) }
-            }
+        var pollSet = PollSet()
+        pollSet.run(&connections, core: core, wake: wakeUp) { c, set in
+            set.add(c.fd, c.events)
+            return c.deadline
+        } serve: { c, ready, _ in
+            if ready { c.advance(buffer: readBuffer) } else { c.timedOut() }
+            return c.isFinished
+        } accept: { list in
+            acceptPending { list.append($0) }
         }
         for c in connections { c.finish(.serverStopped, error: nil) }
         connections.removeAll()
@@ -104,7 +82,7 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
             nearest = min(nearest, c.deadline)
         }
 
-        while !core.withLock({ $0.stopping }) {
+        while !core.isStopping {
             let mayAccept = core.mayAccept()
             if mayAccept && !listening {
                 listening = epoll.add(core.listenFD, events: Int16(POLLIN))

@@ -239,7 +239,7 @@ public struct InterceptObservation: Sendable, Hashable, Codable {
 
 // MARK: - Core
 
-final class ProxyCore: @unchecked Sendable {  // mutable state only under `lock`; workers own their connections
+final class ProxyCore: ListeningCore, @unchecked Sendable {  // mutable state only under `lock`; workers own their connections
     struct Minters {
         var proxy: LeafMinter
         var twin: LeafMinter
@@ -304,6 +304,7 @@ final class ProxyCore: @unchecked Sendable {  // mutable state only under `lock`
     }
 
     func mayAccept() -> Bool { withLock { !$0.stopping && $0.inFlight < configuration.maxConnections } }
+    var isStopping: Bool { withLock { $0.stopping } }
 
     func acceptOne() -> (fd: Int32, peer: String, id: Int)? {
         lock.lock()

@@ -9,14 +9,13 @@ import Musl
 import Darwin
 #endif
 
-/// One worker thread of the interception proxy: a `poll` loop over a wake-up pipe, the shared listening socket
+/// One worker thread of the interception proxy: a `poll` loop (`PollSet`) over a wake-up pipe, the shared listening socket
 /// and the connections it accepted (two descriptors each: the client and, for a tunnel, the upstream).
 final class ProxyWorker: @unchecked Sendable {  // `connections` is touched only by the worker's own thread
     private let core: ProxyCore
     /// Woken by the server's stop; closed by it once this worker's thread has ended.
     let wakeUp: WakePipe
     private var connections: [ProxyConnection] = []
-    private var pollFDs: [pollfd] = []
 
     init(core: ProxyCore) throws(TLSEngineError) {
         self.core = core
@@ -24,39 +23,20 @@ final class ProxyWorker: @unchecked Sendable {  // `connections` is touched only
     }
 
     func run() {
-        while !core.withLock({ $0.stopping }) {
-            let listening = core.mayAccept()
-            pollFDs.removeAll(keepingCapacity: true)
-            pollFDs.append(pollfd(fd: wakeUp.readEnd, events: Int16(POLLIN), revents: 0))
-            pollFDs.append(pollfd(fd: listening ? core.listenFD : -1, events: Int16(POLLIN), revents: 0))
-            var nearest = UInt64.max
-            for c in connections {
-                pollFDs.append(pollfd(fd: c.clientEvents == 0 ? -1 : c.fd, events: c.clientEvents, revents: 0))
-                pollFDs.append(pollfd(fd: c.upstreamEvents == 0 ? -1 : c.upstreamFD, events: c.upstreamEvents, revents: 0))
-                nearest = min(nearest, c.deadline, c.retryAt)
-            }
-            let n = poll(&pollFDs, nfds_t(pollFDs.count), Sockets.pollTimeout(until: nearest))
-            if n < 0 && errno != EINTR { break }
-            if pollFDs[0].revents != 0 { wakeUp.drain() }
-            let now = Sockets.now()
-            var finishedAny = false
-            for (i, c) in connections.enumerated() {
-                let a = pollFDs[2 + 2 * i].revents, b = pollFDs[3 + 2 * i].revents
-                if a != 0 || b != 0 || c.retryAt <= now {
-                    c.advance()
-                } else if c.deadline <= now {
-                    c.timedOut()
-                }
-                if c.isFinished { finishedAny = true }
-            }
-            if finishedAny { connections.removeAll { $0.isFinished } }
-            if listening && pollFDs[1].revents != 0 {
-                for _ in 0..<32 {
-                    guard let (fd, peer, id) = core.acceptOne() else { break }
-                    let c = ProxyConnection(core: core, fd: fd, peer: peer, id: id)
-                    c.advance()
-                    if !c.isFinished { connections.append(c) }
-                }
+        var pollSet = PollSet()
+        pollSet.run(&connections, core: core, wake: wakeUp) { c, set in
+            set.add(c.fd, c.clientEvents)
+            set.add(c.upstreamFD, c.upstreamEvents)
+            return min(c.deadline, c.retryAt)
+        } serve: { c, ready, now in
+            if ready || c.retryAt <= now { c.advance() } else { c.timedOut() }
+            return c.isFinished
+        } accept: { list in
+            for _ in 0..<32 {  // a bounded batch, so that a burst cannot starve the open connections
+                guard let (fd, peer, id) = core.acceptOne() else { break }
+                let c = ProxyConnection(core: core, fd: fd, peer: peer, id: id)
+                c.advance()
+                if !c.isFinished { list.append(c) }
             }
         }
         for c in connections { c.finish("proxy-stopped", error: nil) }
