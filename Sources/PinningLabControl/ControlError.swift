@@ -1,4 +1,5 @@
 import Foundation
+import PinningLab
 
 /// A client mistake (or a refusal) as the control API reports it: an HTTP status and a JSON body that names the
 /// field at fault, what is wrong with it and how to fix it. Every handler turns its failures into one of these,
@@ -6,8 +7,9 @@ import Foundation
 struct ControlError: Error, Sendable, Encodable {
     var status: Int
     /// The request field at fault: a body field (`engine`), a query parameter (`format`), a path parameter
-    /// (`id`), or `body` for the body as a whole; `nil` when no single field is.
-    var field: String?
+    /// (`id`), or `body` for the body as a whole; `nil` (JSON `null`, always present, so that clients can read it
+    /// blindly) when no single field is.
+    @NullWhenAbsent var field: String?
     /// What is wrong.
     var error: String
     /// How to fix it.
@@ -26,15 +28,5 @@ struct ControlError: Error, Sendable, Encodable {
 
     static func notFound(_ field: String?, _ error: String, fix: String? = nil) -> ControlError {
         ControlError(404, field: field, error, fix: fix)
-    }
-
-    enum CodingKeys: String, CodingKey { case status, field, error, fix }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(status, forKey: .status)
-        // `field` is always present (null when no single field is at fault), so clients can read it blindly.
-        try c.encode(field, forKey: .field)
-        try c.encode(error, forKey: .error)
-        try c.encodeIfPresent(fix, forKey: .fix)
     }
 }

@@ -16,23 +16,15 @@ struct IdentityIndex: Sendable {
 
 /// One certificate: its PKI name (when it is one of the lab's) and its pins.
 struct CertificateView: Encodable, Sendable {
-    var name: String?
-    var spkiSHA256: String?
-    var certificateSHA256: String?
+    @NullWhenAbsent var name: String?
+    @NullWhenAbsent var spkiSHA256: String?
+    @NullWhenAbsent var certificateSHA256: String?
 
     init(der: [UInt8], index: IdentityIndex) {
         let id = index.identity(der)
         name = id?.name
         spkiSHA256 = id?.pins.spkiBase64
         certificateSHA256 = id?.pins.certificateBase64
-    }
-
-    enum CodingKeys: String, CodingKey { case name, spkiSHA256, certificateSHA256 }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(name, forKey: .name)
-        try c.encode(spkiSHA256, forKey: .spkiSHA256)
-        try c.encode(certificateSHA256, forKey: .certificateSHA256)
     }
 }
 

@@ -305,30 +305,17 @@ final class Connection {
         var scenario: String
         var engine: String
         var connection: Int
-        var tlsVersion: String?
-        var cipher: String?
-        var alpn: String?
-        var sni: String?
-        var clientCertificateSubject: String?
-        var request: String?
+        @NullWhenAbsent var tlsVersion: String?
+        @NullWhenAbsent var cipher: String?
+        @NullWhenAbsent var alpn: String?
+        @NullWhenAbsent var sni: String?
+        @NullWhenAbsent var clientCertificateSubject: String?
+        @NullWhenAbsent var request: String?
 
         enum CodingKeys: String, CodingKey {
             case scenario, engine, connection, cipher, alpn, sni, request
             case tlsVersion = "tls_version"
             case clientCertificateSubject = "client_certificate_subject"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(scenario, forKey: .scenario)
-            try c.encode(engine, forKey: .engine)
-            try c.encode(connection, forKey: .connection)
-            try c.encode(tlsVersion, forKey: .tlsVersion)
-            try c.encode(cipher, forKey: .cipher)
-            try c.encode(alpn, forKey: .alpn)
-            try c.encode(sni, forKey: .sni)
-            try c.encode(clientCertificateSubject, forKey: .clientCertificateSubject)
-            try c.encode(request, forKey: .request)
         }
     }
 

@@ -124,6 +124,8 @@ struct ControlAPITests {
                 let body = try r.json(sourceLocation: sourceLocation)
                 #expect(body["status"] as? Int == status, sourceLocation: sourceLocation)
                 #expect(body["field"] as? String == field, "\(body)", sourceLocation: sourceLocation)
+                #expect(body["field"] != nil, "`field` is always present, null when no single field is: \(body)",
+                        sourceLocation: sourceLocation)
                 #expect((body["error"] as? String)?.isEmpty == false, sourceLocation: sourceLocation)
             }
             try await expectError("POST", "servers", json: "{", status: 400, field: "body")

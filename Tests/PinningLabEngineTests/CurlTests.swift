@@ -23,6 +23,8 @@ struct CurlTests {
         #expect(r.stdout.contains("\"engine\":\"\(engine.rawValue)\""))
         #expect(r.stdout.contains("\"scenario\":\"baseline\""))
         #expect(r.stdout.contains("\"tls_version\":\"TLSv1.3\""))
+        // Every key is present, null when unknown: no client certificate here.
+        #expect(r.stdout.contains("\"client_certificate_subject\":null"), "\(r.stdout)")
         let seen = try #require(await server.settle())
         #expect(seen.count == 1)
         let o = try #require(seen.first)
