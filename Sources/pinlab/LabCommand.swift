@@ -42,27 +42,36 @@ struct LabShowCommand: AsyncParsableCommand {
     func run() async throws {
         let l = lab(number)
         let catalogue = try source.loadCatalogue()
-        var out = "Lab \(l.number) — \(l.title)\n\n"
-        out += "Goal\n" + ExplainCommand.wrap(l.goal) + "\n\n"
-        out += "The starter's mistake\n" + ExplainCommand.wrap(l.mistake) + "\n\n"
-        out += "Scenarios (pinlab explain ID for each)\n"
-        for s in l.scenarios {
-            out +=
-                "  \(s.padding(toLength: 30, withPad: " ", startingAt: 0))\(catalogue[s]?.title ?? "(not in this catalogue)")\n"
+        let scenarios = l.scenarios.map {
+            "  \($0.padding(toLength: 30, withPad: " ", startingAt: 0))\(catalogue[$0]?.title ?? "(not in this catalogue)")\n"
         }
-        out += "\nPin profiles graded: \(l.profiles.map(\.rawValue).joined(separator: ", "))\n"
-        out += "Engines: both (openssl, gnutls)\n\n"
-        out += "Starter clients\n"
-        out += "  Python: \(l.pythonStarterPath)\n"
-        out += "  Swift:  \(l.swiftStarterPath) (build once: cd Examples && swift build --product lab-starter)\n\n"
-        out += "Grade it\n"
-        out += "  \(l.gradeCommand)\n"
-        out += "  pinlab lab check \(l.number) -- \(l.swiftStarterCommand)\n"
-        if let t = l.teachingClient {
-            out += "  pinlab lab check \(l.number) --client \(t)    (the built-in client that makes the same mistake)\n"
+        let teaching = l.teachingClient.map {
+            "  pinlab lab check \(l.number) --client \($0)    (the built-in client that makes the same mistake)\n"
         }
-        out += "\nThe whole page, with the background and the questions: \(l.pagePath)\n"
-        print(out, terminator: "")
+        print("""
+            Lab \(l.number) — \(l.title)
+
+            Goal
+            \(ExplainCommand.wrap(l.goal))
+
+            The starter's mistake
+            \(ExplainCommand.wrap(l.mistake))
+
+            Scenarios (pinlab explain ID for each)
+            \(scenarios.joined())
+            Pin profiles graded: \(l.profiles.map(\.rawValue).joined(separator: ", "))
+            Engines: both (openssl, gnutls)
+
+            Starter clients
+              Python: \(l.pythonStarterPath)
+              Swift:  \(l.swiftStarterPath) (build once: cd Examples && swift build --product lab-starter)
+
+            Grade it
+              \(l.gradeCommand)
+              pinlab lab check \(l.number) -- \(l.swiftStarterCommand)
+            \(teaching ?? "")
+            The whole page, with the background and the questions: \(l.pagePath)
+            """)
     }
 }
 

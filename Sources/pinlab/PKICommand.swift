@@ -97,31 +97,35 @@ extension PKICommand {
             let id = try reportingErrors { try pki.identity(name) }
             let spec = pki.spec.entity(name)
             let f = pki.files(for: name)
-            var out = "\(id.name) — \(spec?.summary ?? id.role.rawValue)\n"
-            out += "  role       \(id.role)\(spec?.pathLength.map { " (path length \($0))" } ?? "")\n"
-            out += "  subject    \(id.subject)\n"
-            out += "  issuer     \(id.issuer)\(id.isSelfSigned ? " (self-signed)" : " — \(id.issuerName)")\n"
-            out += "  serial     \(id.serialHex)\n"
-            out += "  validity   \(iso(id.notBefore)) → \(iso(id.notAfter))  [\(validityText(id))]\n"
-            out += "  key        \(id.keyName), \(id.keyType.displayName)\n"
-            if !id.hosts.isEmpty { out += "  hosts      \(id.hosts.joined(separator: ", "))\n" }
+            var facts = [
+                ("role", "\(id.role)\(spec?.pathLength.map { " (path length \($0))" } ?? "")"),
+                ("subject", id.subject),
+                ("issuer", "\(id.issuer)\(id.isSelfSigned ? " (self-signed)" : " — \(id.issuerName)")"),
+                ("serial", id.serialHex),
+                ("validity", "\(iso(id.notBefore)) → \(iso(id.notAfter))  [\(validityText(id))]"),
+                ("key", "\(id.keyName), \(id.keyType.displayName)"),
+            ]
+            if !id.hosts.isEmpty { facts.append(("hosts", id.hosts.joined(separator: ", "))) }
             if let s = spec {
-                if !s.usages.isEmpty { out += "  usages     \(s.usages.map(\.rawValue).joined(separator: ", "))\n" }
-                if !s.permitted.isEmpty { out += "  permitted  \(s.permitted.map(\.description).joined(separator: ", "))\n" }
-                if let sig = s.signature { out += "  signature  \(sig)\n" }
-                if let t = s.twinOf { out += "  twin of    \(t) (same subject and key identifier, another key)\n" }
+                if !s.usages.isEmpty { facts.append(("usages", s.usages.map(\.rawValue).joined(separator: ", "))) }
+                if !s.permitted.isEmpty { facts.append(("permitted", s.permitted.map(\.description).joined(separator: ", "))) }
+                if let sig = s.signature { facts.append(("signature", "\(sig)")) }
+                if let t = s.twinOf { facts.append(("twin of", "\(t) (same subject and key identifier, another key)")) }
             }
-            let chain = [id.name] + pki.issuers(of: id).map(\.name)
-            out += "  chain      \(chain.joined(separator: " ← "))\n"
-            out += "  pins\n"
-            out += "    SPKI SHA-256         \(id.pins.spkiBase64)\n"
-            out += "                         \(id.pins.spkiHex)\n"
-            out += "    OkHttp               \(PinFormat.okhttpPin(id.pins.spkiBase64))\n"
-            out += "    curl                 \(PinFormat.curlPin(id.pins.spkiBase64))\n"
-            out += "    certificate SHA-256  \(id.pins.certificateBase64)\n"
-            out += "    bare key SHA-256     \(id.pins.rawKeyBase64)  (SecKeyCopyExternalRepresentation: not an SPKI pin)\n"
-            out += "  files      \(f.folder.path)/{cert.pem,cert.cer,chain.pem,fullchain.pem,root.pem,key.pem\(id.role == .leaf || id.role == .client ? ",identity.p12" : ""),pins.json}\n"
-            print(out, terminator: "")
+            facts.append(("chain", ([id.name] + pki.issuers(of: id).map(\.name)).joined(separator: " ← ")))
+            let p12 = id.role == .leaf || id.role == .client ? ",identity.p12" : ""
+            print("""
+                \(id.name) — \(spec?.summary ?? id.role.rawValue)
+                \(facts.map { "  \($0.0.padding(toLength: 11, withPad: " ", startingAt: 0))\($0.1)\n" }.joined())\
+                  pins
+                    SPKI SHA-256         \(id.pins.spkiBase64)
+                                         \(id.pins.spkiHex)
+                    OkHttp               \(PinFormat.okhttpPin(id.pins.spkiBase64))
+                    curl                 \(PinFormat.curlPin(id.pins.spkiBase64))
+                    certificate SHA-256  \(id.pins.certificateBase64)
+                    bare key SHA-256     \(id.pins.rawKeyBase64)  (SecKeyCopyExternalRepresentation: not an SPKI pin)
+                  files      \(f.folder.path)/{cert.pem,cert.cer,chain.pem,fullchain.pem,root.pem,key.pem\(p12),pins.json}
+                """)
         }
     }
 
