@@ -153,27 +153,27 @@ package enum Sockets {
     }
 
     static func describe(_ storage: inout sockaddr_storage) -> (String, Int) {
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        switch Int32(storage.ss_family) {
-        case AF_INET:
-            return withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                    var addr = sin.pointee.sin_addr
-                    inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count))
-                    return (String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), Int(UInt16(bigEndian: sin.pointee.sin_port)))
-                }
+        let family = Int32(storage.ss_family)
+        return withUnsafeBytes(of: &storage) { raw in
+            switch family {
+            case AF_INET:
+                let sin = raw.load(as: sockaddr_in.self)
+                return (text(AF_INET, sin.sin_addr), Int(UInt16(bigEndian: sin.sin_port)))
+            case AF_INET6:
+                let sin6 = raw.load(as: sockaddr_in6.self)
+                return (text(AF_INET6, sin6.sin6_addr), Int(UInt16(bigEndian: sin6.sin6_port)))
+            default:
+                return ("?", 0)
             }
-        case AF_INET6:
-            return withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin in
-                    var addr = sin.pointee.sin6_addr
-                    inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count))
-                    return (String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), Int(UInt16(bigEndian: sin.pointee.sin6_port)))
-                }
-            }
-        default:
-            return ("?", 0)
         }
+    }
+
+    /// An IPv4 or IPv6 address as `inet_ntop` writes it.
+    private static func text<Address>(_ family: Int32, _ address: Address) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        let written = withUnsafeBytes(of: address) { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
+        guard written != nil else { return "?" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The `poll` timeout in milliseconds until `nearest` (monotonic nanoseconds; `.max`: none, -1), at most a

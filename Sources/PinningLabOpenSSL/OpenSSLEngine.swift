@@ -332,24 +332,22 @@ final class DecodedObjects: @unchecked Sendable {  // `certificates` and `keys` 
     private let capacity = 256
 
     /// The certificate, or nil when `der` is not one (the reason is on the error queue).
-    func certificate(_ der: [UInt8]) -> X509Handle? {
-        lock.withLock {
-            if let x = certificates[der] { return x }
-            guard let x = X509Handle(der: der) else { return nil }
-            if certificates.count >= capacity { certificates.removeAll() }
-            certificates[der] = x
-            return x
-        }
-    }
+    func certificate(_ der: [UInt8]) -> X509Handle? { cached(der, in: \.certificates, X509Handle.init(der:)) }
 
     /// The key, or nil when `der` is not a PKCS#8 key.
-    func key(_ der: [UInt8]) -> PrivateKeyHandle? {
+    func key(_ der: [UInt8]) -> PrivateKeyHandle? { cached(der, in: \.keys, PrivateKeyHandle.init(der:)) }
+
+    /// The handle decoded from `der` before, or decoded now and kept (the table starts afresh when full).
+    private func cached<Handle>(
+        _ der: [UInt8], in table: ReferenceWritableKeyPath<DecodedObjects, [[UInt8]: Handle]>,
+        _ decode: ([UInt8]) -> Handle?
+    ) -> Handle? {
         lock.withLock {
-            if let k = keys[der] { return k }
-            guard let k = PrivateKeyHandle(der: der) else { return nil }
-            if keys.count >= capacity { keys.removeAll() }
-            keys[der] = k
-            return k
+            if let h = self[keyPath: table][der] { return h }
+            guard let h = decode(der) else { return nil }
+            if self[keyPath: table].count >= capacity { self[keyPath: table].removeAll() }
+            self[keyPath: table][der] = h
+            return h
         }
     }
 }

@@ -282,6 +282,7 @@ final class ProxyConnection {
             return false
         }
         let hello = ClientHello.parse(buffer.prefix(n))
+        let host: String
         switch hello {
         case .incomplete:
             // Part of the record is here: poll would report the socket readable at once, so look again shortly.
@@ -289,14 +290,20 @@ final class ProxyConnection {
             retryAt = Sockets.now() &+ 1_000_000
             return false
         case .notTLS:
-            observation.host = authorityHost
-            let policy = core.configuration.policies.policy(for: authorityHost)
-            observation.policy = policy
-            if policy == .passthrough {
-                phase = .dialing
-                dial()
-                return true
-            }
+            host = authorityHost
+        case .hello(let sni):
+            host = sni.map { HostPattern.normalize($0) } ?? authorityHost
+            observation.serverName = sni
+        }
+        observation.host = host
+        let policy = core.configuration.policies.policy(for: host)
+        observation.policy = policy
+        if policy == .passthrough {
+            phase = .dialing
+            dial()
+            return true
+        }
+        guard case .hello = hello else {
             // Plain text inside the tunnel: the request left in clear, which no pinning can excuse.
             let line = buffer.prefix(n).split(separator: 0x0A, maxSplits: 1).first.map { String(decoding: $0.prefix(1024), as: UTF8.self) }
             observation.applicationDataReceived = true
@@ -304,25 +311,14 @@ final class ProxyConnection {
             observation.requestLine = line?.trimmingCharacters(in: .whitespacesAndNewlines)
             finish("not-tls", error: "the client sent plain text through the tunnel, not a TLS ClientHello")
             return false
-        case .hello(let sni):
-            let host = sni.map { HostPattern.normalize($0) } ?? authorityHost
-            observation.serverName = sni
-            observation.host = host
-            let policy = core.configuration.policies.policy(for: host)
-            observation.policy = policy
-            if policy == .passthrough {
-                phase = .dialing
-                dial()
-                return true
-            }
-            if policy == .stuff && !core.genuineReady(host: host, authorityHost: authorityHost, authorityPort: authorityPort) {
-                phase = .fetching
-                clientEvents = 0
-                retryAt = Sockets.now() &+ 5_000_000
-                return false
-            }
-            return openSession(host: host, policy: policy)
         }
+        if policy == .stuff && !core.genuineReady(host: host, authorityHost: authorityHost, authorityPort: authorityPort) {
+            phase = .fetching
+            clientEvents = 0
+            retryAt = Sockets.now() &+ 5_000_000
+            return false
+        }
+        return openSession(host: host, policy: policy)
     }
 
     /// Starts the intercepted TLS session; `false` when it could not.
