@@ -2,23 +2,16 @@ import ArgumentParser
 import Foundation
 import PinningLab
 
-/// Options shared by the commands that read the catalogue and open the PKI.
-struct CatalogueOptions: ParsableArguments {
-    @Option(name: .long, help: "The PKI folder (created if needed; keys are kept here).")
-    var dir: String = ".pinninglab"
-
+/// `--catalogue`: the scenarios a command reads (the bundled catalogue unless a folder is given).
+struct CatalogueSource: ParsableArguments {
     @Option(name: .long, help: "A folder of scenario files instead of the bundled catalogue.")
     var catalogue: String?
 
-    func openPKI() throws -> LabPKI {
-        do {
-            return try Lab.pki(directory: URL(fileURLWithPath: dir, isDirectory: true))
-        } catch {
-            fail("cannot open the lab PKI in \(dir): \(error)")
-        }
-    }
+    init() {}
+    init(folder: String?) { catalogue = folder }
 
-    func loadCatalogue() throws -> Catalogue {
+    /// The catalogue; a folder that does not load ends the command with its errors (file, line, field).
+    func load() -> Catalogue {
         do {
             if let catalogue {
                 return try Catalogue.load(directory: URL(fileURLWithPath: catalogue, isDirectory: true),
@@ -29,6 +22,24 @@ struct CatalogueOptions: ParsableArguments {
             fail("\(error)")
         }
     }
+}
+
+/// Options shared by the commands that read the catalogue and open the PKI.
+struct CatalogueOptions: ParsableArguments {
+    @Option(name: .long, help: "The PKI folder (created if needed; keys are kept here).")
+    var dir: String = ".pinninglab"
+
+    @OptionGroup var scenarios: CatalogueSource
+
+    func openPKI() throws -> LabPKI {
+        do {
+            return try Lab.pki(directory: URL(fileURLWithPath: dir, isDirectory: true))
+        } catch {
+            fail("cannot open the lab PKI in \(dir): \(error)")
+        }
+    }
+
+    func loadCatalogue() -> Catalogue { scenarios.load() }
 }
 
 /// Prints `message` to standard error and exits with status 2 (a usage or setup problem, not a verdict).
@@ -139,7 +150,7 @@ struct CheckCommand: AsyncParsableCommand {
             return
         }
         let subject = clientOptions.subject(command: command)
-        let catalogue = try source.loadCatalogue()
+        let catalogue = source.loadCatalogue()
         let pki = try source.openPKI()
         let interrupts = interruptingClientCommands("pinlab.check.signals")
         defer { interrupts.cancel() }

@@ -30,7 +30,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         let start = ContinuousClock.now
-        let catalogue = try source.loadCatalogue()
+        let catalogue = source.loadCatalogue()
         let fresh = !FileManager.default.fileExists(atPath: URL(fileURLWithPath: source.dir).appendingPathComponent("keys").path)
         if fresh { print("Creating the lab PKI in \(source.dir) (keys are made once and kept; later runs start at once)…") }
         let pki = try source.openPKI()

@@ -13,7 +13,7 @@ struct ExplainCommand: AsyncParsableCommand {
     var id: String
 
     func run() async throws {
-        let catalogue = try source.loadCatalogue()
+        let catalogue = source.loadCatalogue()
         let s: Scenario
         do {
             s = try catalogue.scenario(id)

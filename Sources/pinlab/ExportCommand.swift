@@ -23,8 +23,7 @@ struct ExportCommand: AsyncParsableCommand {
 
     @OptionGroup var pki: PKIOptionsGroup
 
-    @Option(name: .long, help: "A folder of scenario files instead of the bundled catalogue.")
-    var catalogue: String?
+    @OptionGroup var source: CatalogueSource
 
     @Argument(help: "The format: \(ExportFormat.all.map(\.rawValue).joined(separator: " | ")).")
     var format: String
@@ -84,7 +83,7 @@ struct ExportCommand: AsyncParsableCommand {
         let lab = try reportingErrors { try pki.open() }
         var export: PinExport
         if let scenario {
-            let s = try loadCatalogue().exportScenario(scenario)
+            let s = try source.load().exportScenario(scenario)
             export = try PinExport(
                 scenario: s, profile: PinProfile(rawValue: profile ?? "leaf-spki+backup"), in: lab,
                 host: host, includeSubdomains: includeSubdomains)
@@ -162,15 +161,6 @@ struct ExportCommand: AsyncParsableCommand {
             FileHandle.standardError.write(
                 Data("note: \(others) not written; use --out DIR/ to write them next to \(main.name)\n".utf8))
         }
-    }
-
-    private func loadCatalogue() throws -> Catalogue {
-        if let catalogue {
-            return try Catalogue.load(
-                directory: URL(fileURLWithPath: catalogue, isDirectory: true),
-                displayPrefix: catalogue.hasSuffix("/") ? catalogue : catalogue + "/")
-        }
-        return try Catalogue.bundled()
     }
 
     static func parseDay(_ text: String) throws(ExportError) -> Date {

@@ -41,7 +41,7 @@ struct LabShowCommand: AsyncParsableCommand {
 
     func run() async throws {
         let l = lab(number)
-        let catalogue = try source.loadCatalogue()
+        let catalogue = source.loadCatalogue()
         let scenarios = l.scenarios.map {
             "  \($0.padding(toLength: 30, withPad: " ", startingAt: 0))\(catalogue[$0]?.title ?? "(not in this catalogue)")\n"
         }
@@ -123,7 +123,7 @@ struct LabCheckCommand: AsyncParsableCommand {
     func run() async throws {
         let l = lab(number)
         let subject = clientOptions.subject(command: command, defaultName: command.joined(separator: " "))
-        let catalogue = try source.loadCatalogue()
+        let catalogue = source.loadCatalogue()
         for s in l.scenarios where catalogue[s] == nil {
             fail("lab \(l.number) needs the scenario '\(s)', which is not in this catalogue.")
         }

@@ -15,8 +15,7 @@ struct ScenariosCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "One line per scenario: id, expected row (none leaf-cert leaf-spki +backup int-spki root-spki), title.")
 
-        @Option(help: "A folder of scenario files instead of the bundled catalogue.")
-        var catalogue: String?
+        @OptionGroup var source: CatalogueSource
 
         @Option(help: "text, json or markdown (the table of the Catalogue article).")
         var format: String = "text"
@@ -31,9 +30,7 @@ struct ScenariosCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            var options = CatalogueOptions()
-            options.catalogue = catalogue
-            var scenarios = try options.loadCatalogue().scenarios
+            var scenarios = source.load().scenarios
             if let tag { scenarios = scenarios.filter { $0.tags.contains(tag) } }
             if format == "json" {
                 print(try JSONOutput.string(scenarios))
@@ -58,9 +55,7 @@ struct ScenariosCommand: AsyncParsableCommand {
         var folder: String?
 
         func run() async throws {
-            var options = CatalogueOptions()
-            options.catalogue = folder
-            let c = try options.loadCatalogue()
+            let c = CatalogueSource(folder: folder).load()
             print("\(c.scenarios.count) scenarios, all valid.")
         }
     }
