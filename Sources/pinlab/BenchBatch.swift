@@ -16,7 +16,7 @@ extension BenchCommand {
         @Option(help: "Repetitions of each batch measurement.") var runs = 5
         @Option(help: "Repetitions of each per-cell measurement (a per-cell OkHttp run takes minutes).") var perCellRuns = 1
         @Option(help: "Cells at a time in per-cell runs.") var jobs = 2
-        @Option(help: "The PKI folder.") var dir = ".pinninglab"
+        @OptionGroup var pkiFolder: PKIFolder
         @Option(help: "Examples/Batch of this repository.") var harnesses = "Examples/Batch"
         @Option(help: "The built swift-batch executable of the Examples package (skipped when absent).") var swiftBatch: String?
         @Option(help: "JVM options of both OkHttp runs (per cell and batch): a short-lived JVM spends less CPU with C1 alone and the serial collector.")
@@ -26,7 +26,7 @@ extension BenchCommand {
             let work = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-bench-batch-\(getpid())")
             try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: work) }
-            let pki = try Lab.pki(directory: URL(fileURLWithPath: dir, isDirectory: true))
+            let pki = await pkiFolder.open()
             let runner = CheckRunner(pki: pki, catalogue: try Catalogue.bundled())
             let cp = "\(work.path):/usr/share/java/okhttp.jar:/usr/share/java/okio.jar"
             let javac = try timedProcess(["javac", "-cp", cp, "-d", work.path, "\(harnesses)/okhttp/PinlabBatch.java"])
@@ -79,7 +79,7 @@ extension BenchCommand {
                     r = try await batch(python, nil)
                     record(3, r, wall: seconds(ContinuousClock.now - t))
                     if let swiftBatch, FileManager.default.isExecutableFile(atPath: swiftBatch) {
-                        let p = try timedProcess([swiftBatch, "--in-process", "--dir", dir])
+                        let p = try timedProcess([swiftBatch, "--in-process", "--dir", pkiFolder.dir])
                         if let line = p.out.split(separator: "\n").first(where: { $0.contains(" cells: ") }) {
                             let secs = line.split(separator: "—").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: " s", with: "")) }
                             rows[4].seconds.append(secs ?? .nan)

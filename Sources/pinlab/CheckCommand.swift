@@ -24,21 +24,29 @@ struct CatalogueSource: ParsableArguments {
     }
 }
 
-/// Options shared by the commands that read the catalogue and open the PKI.
-struct CatalogueOptions: ParsableArguments {
+/// `--dir`: the lab PKI folder of the commands that use the built-in spec (`pinlab pki` and `serve` take
+/// `PKIOptionsGroup`, which adds `--spec` and `--seed`).
+struct PKIFolder: ParsableArguments {
     @Option(name: .long, help: "The PKI folder (created if needed; keys are kept here).")
     var dir: String = ".pinninglab"
 
-    @OptionGroup var scenarios: CatalogueSource
-
-    func openPKI() throws -> LabPKI {
+    /// The PKI, opened off Swift's cooperative pool; a folder that cannot be opened ends the command.
+    func open() async -> LabPKI {
         do {
-            return try Lab.pki(directory: URL(fileURLWithPath: dir, isDirectory: true))
+            return try await Lab.openPKI(directory: URL(fileURLWithPath: dir, isDirectory: true))
         } catch {
             fail("cannot open the lab PKI in \(dir): \(error)")
         }
     }
+}
 
+/// Options shared by the commands that read the catalogue and open the PKI.
+struct CatalogueOptions: ParsableArguments {
+    @OptionGroup var pki: PKIFolder
+    @OptionGroup var scenarios: CatalogueSource
+
+    var dir: String { pki.dir }
+    func openPKI() async -> LabPKI { await pki.open() }
     func loadCatalogue() -> Catalogue { scenarios.load() }
 }
 
@@ -151,7 +159,7 @@ struct CheckCommand: AsyncParsableCommand {
         }
         let subject = clientOptions.subject(command: command)
         let catalogue = source.loadCatalogue()
-        let pki = try source.openPKI()
+        let pki = await source.openPKI()
         let interrupts = interruptingClientCommands("pinlab.check.signals")
         defer { interrupts.cancel() }
         let progress = ProgressLine()

@@ -33,7 +33,7 @@ struct DemoCommand: AsyncParsableCommand {
         let catalogue = source.loadCatalogue()
         let fresh = !FileManager.default.fileExists(atPath: URL(fileURLWithPath: source.dir).appendingPathComponent("keys").path)
         if fresh { print("Creating the lab PKI in \(source.dir) (keys are made once and kept; later runs start at once)…") }
-        let pki = try source.openPKI()
+        let pki = await source.openPKI()
         let runner = CheckRunner(pki: pki, catalogue: catalogue)
         let options = CheckOptions(engines: try Engines.named(engine), jobs: jobs)
         let color = stdoutIsTerminal

@@ -20,7 +20,7 @@ struct ExplainCommand: AsyncParsableCommand {
         } catch {
             fail("\(error)")
         }
-        let pki = try source.openPKI()
+        let pki = await source.openPKI()
         print(Self.explain(s, pki: pki))
     }
 

@@ -19,10 +19,10 @@ extension BenchCommand {
         @Option(help: "Connections timed on each side (direct, tunnelled, intercepted).") var connections = 300
         @Option(help: "Tunnels held at once.") var tunnels = 500
         @Option(help: "Folder holding mint_cryptography.py and tunnels.py.") var scripts = "Benchmarks/intercept"
-        @Option(name: .long, help: "The PKI folder.") var dir = ".pinninglab"
+        @OptionGroup var pkiFolder: PKIFolder
 
         func run() async throws {
-            let pki = try await Lab.openPKI(directory: URL(fileURLWithPath: dir, isDirectory: true))
+            let pki = await pkiFolder.open()
             let proxyRoot = try pki.identity("proxy-root")
             print("pinlab bench intercept — \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage())\n")
 

@@ -61,8 +61,7 @@ struct InterceptCommand: AsyncParsableCommand {
     @Option(help: "Write the proxy's address (127.0.0.1:PORT) to this file once it listens (for scripts).")
     var readyFile: String?
 
-    @Option(name: .long, help: "The PKI folder (created if needed; keys are kept here).")
-    var dir: String = ".pinninglab"
+    @OptionGroup var pkiFolder: PKIFolder
 
     @Option(help: "Print the JSON Schema of the json report and exit.")
     var printSchema: String?
@@ -109,12 +108,7 @@ struct InterceptCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("warning: no --pinned hosts declared: every intercepted host is judged as not pinned\n".utf8))
         }
 
-        let pki: LabPKI
-        do {
-            pki = try await Lab.openPKI(directory: URL(fileURLWithPath: dir, isDirectory: true))
-        } catch {
-            fail("cannot open the lab PKI in \(dir): \(error)")
-        }
+        let pki = await pkiFolder.open()
         let proxy: InterceptProxy
         do {
             proxy = try InterceptProxy.start(pki: pki, configuration: configuration)

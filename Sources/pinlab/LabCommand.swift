@@ -127,7 +127,7 @@ struct LabCheckCommand: AsyncParsableCommand {
         for s in l.scenarios where catalogue[s] == nil {
             fail("lab \(l.number) needs the scenario '\(s)', which is not in this catalogue.")
         }
-        let pki = try source.openPKI()
+        let pki = await source.openPKI()
         let interrupts = interruptingClientCommands("pinlab.lab.signals")
         defer { interrupts.cancel() }
         let runner = CheckRunner(pki: pki, catalogue: catalogue)
