@@ -120,6 +120,11 @@ private struct Reader {
         return name
     }
 
+    /// The identity named by the string at `node` (`fix` says what to write when it is not a string).
+    func identity(at node: Node, _ field: String, fix: String, roles: [Role], purpose: String) throws -> String {
+        try identity(try string(node, field, fix: fix), node, field, roles: roles, purpose: purpose)
+    }
+
     func scenario(_ root: Node, expectedID: String?) throws -> Scenario {
         let top = try mapping(root, "", allowed: ScenarioLoader.topLevelFields)
 
@@ -296,22 +301,21 @@ private struct Reader {
 
         var pinned = Scenario.defaultPinnedIdentity
         if let p = m["pinned"] {
-            pinned = try identity(try string(p, "client.pinned", fix: "name the leaf the client was built for."), p,
-                                  "client.pinned", roles: [.leaf], purpose: "the identity the client was built for")
+            pinned = try identity(at: p, "client.pinned", fix: "name the leaf the client was built for.",
+                                  roles: [.leaf], purpose: "the identity the client was built for")
             if let e = identities[pinned], e.issuer == e.name || identities[e.issuer]?.role == .root {
                 throw fail(.wrongRole, p, "client.pinned", "'\(pinned)' has no intermediate above it, so the profile intermediate-spki would pin nothing.",
                            fix: "pin a leaf issued by an intermediate, e.g. leaf-v1.")
             }
         }
-        var backup = Scenario.defaultBackupIdentity
-        if let b = m["backup"] {
-            backup = try identity(try string(b, "client.backup", fix: "name the identity whose key is the backup pin."), b,
-                                  "client.backup", roles: [.leaf], purpose: "the backup pin's identity")
-        }
+        let backup = try m["backup"].map {
+            try identity(at: $0, "client.backup", fix: "name the identity whose key is the backup pin.",
+                         roles: [.leaf], purpose: "the backup pin's identity")
+        } ?? Scenario.defaultBackupIdentity
         var present: String?
         if let c = m["present"] {
-            let name = try identity(try string(c, "client.present", fix: "name the client certificate to present, e.g. client-valid."), c,
-                                    "client.present", roles: [.client], purpose: "the certificate the client presents")
+            let name = try identity(at: c, "client.present", fix: "name the client certificate to present, e.g. client-valid.",
+                                    roles: [.client], purpose: "the certificate the client presents")
             guard server.clientAuth != .none else {
                 throw fail(.presentWithoutClientAuth, c, "client.present",
                            "the client is told to present '\(name)' but the server never asks for a client certificate.",

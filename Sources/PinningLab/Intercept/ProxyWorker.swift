@@ -421,11 +421,7 @@ final class ProxyConnection {
         for _ in 0..<4 {
             if !buffer.isEmpty {
                 let n = buffer.withUnsafeBytes { send(sink, $0.baseAddress! + offset, buffer.count - offset, Self.noSignal) }
-                if n < 0 {
-                    if Self.wouldBlock { return true }
-                    finish("tunnel-reset", error: Sockets.errnoText())
-                    return false
-                }
+                if n < 0 { return tunnelFailed() }
                 progressed = true
                 offset += n
                 if offset < buffer.count { return true }
@@ -442,17 +438,20 @@ final class ProxyConnection {
                 shutdown(sink, Int32(SHUT_WR))
                 return true
             }
-            if n < 0 {
-                if Self.wouldBlock { return true }
-                finish("tunnel-reset", error: Sockets.errnoText())
-                return false
-            }
+            if n < 0 { return tunnelFailed() }
             progressed = true
             count += n
             buffer = Array(chunk.prefix(n))
             offset = 0
         }
         return true
+    }
+
+    /// After a tunnel's send or read failed: `true` when that only means "not now", else the tunnel ends (`false`).
+    private func tunnelFailed() -> Bool {
+        if Self.wouldBlock { return true }
+        finish("tunnel-reset", error: Sockets.errnoText())
+        return false
     }
 
     /// Whether the last failed socket call only means "not now".
