@@ -70,7 +70,7 @@ let package = Package(
                 "PinningLabPKI", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS",
                 .product(name: "Yams", package: "Yams"),
             ],
-            resources: [.copy("Resources/pki"), .copy("Resources/scenarios")],
+            resources: [.copy("Resources/pki"), .copy("Resources/scenarios"), .copy("Resources/schemas")],
             swiftSettings: swiftSettings
         ),
         .target(
