@@ -41,13 +41,9 @@ package enum ChildProcess {
         _ arguments: [String], environment: [String: String]? = nil, input: [UInt8] = [],
         timeout: Duration = .seconds(30), newProcessGroup: Bool = false, outputLimit: Int = 8 << 20
     ) async -> Result {
-        await withCheckedContinuation { (c: CheckedContinuation<Result, Never>) in
-            let t = Thread {
-                c.resume(returning: runBlocking(arguments, environment: environment, input: input, timeout: timeout,
-                                                newProcessGroup: newProcessGroup, outputLimit: outputLimit))
-            }
-            t.name = "pinninglab-child"
-            t.start()
+        await onDedicatedThread(named: "pinlab.child") {
+            runBlocking(arguments, environment: environment, input: input, timeout: timeout,
+                        newProcessGroup: newProcessGroup, outputLimit: outputLimit)
         }
     }
 

@@ -80,16 +80,11 @@ enum ProcessRunner {
             kill(-pid, SIGKILL)
             kill(pid, SIGKILL)
         }
-        let status: Int32 = await withCheckedContinuation { (c: CheckedContinuation<Int32, Never>) in
-            let t = Thread {
-                var raw: Int32 = 0
-                while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
-                state.finish()
-                let code: Int32 = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
-                c.resume(returning: code)
-            }
-            t.name = "pinninglab-client-wait"
-            t.start()
+        let status: Int32 = await onDedicatedThread(named: "pinlab.wait") {
+            var raw: Int32 = 0
+            while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+            state.finish()
+            return (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
         }
         watchdog.cancel()
         if state.timedOut { kill(-pid, SIGKILL) }  // leave no grandchild behind

@@ -94,14 +94,14 @@ public final class FixtureServerGroup: Sendable {
         var started: [FixtureServer] = []
         var entries: [ServeManifest.Server] = []
         var unsupported: [[String: String]] = []
-        var nextPort = options.port
+        var nextPort = options.listener.port
         do {
             for request in requests {
                 let trustFile = trustDirectory.appendingPathComponent("\(request.id).trust.pem")
                 try Data(PEM.encode(request.trustRootsDER).utf8).write(to: trustFile)
                 for engine in engines {
                     var o = options
-                    o.port = nextPort
+                    o.listener.port = nextPort
                     let result = Result { () throws(TLSEngineError) -> FixtureServer in
                         try FixtureServer.startSync(
                             engine: engine, configuration: request.configuration, options: o, label: request.id)

@@ -113,7 +113,7 @@ actor ServerRegistry {
         batchCounter += 1
         let batchID = "batch-\(batchCounter)"
         var batchOptions = options
-        batchOptions.workerThreads = 1
+        batchOptions.listener.workerThreads = 1
         var started: [Entry] = []
         var unsupported: [(cell: String, reason: String)] = []
         for cell in cells {

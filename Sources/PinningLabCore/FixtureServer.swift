@@ -16,19 +16,8 @@ import Foundation
 /// ```
 public final class FixtureServer: Sendable {
     public struct Options: Sendable {
-        /// `127.0.0.1` (default) or `::1`; any other address needs `allowNonLoopback` and logs a warning.
-        public var bindAddress: String
-        public var allowNonLoopback: Bool
-        /// 0 picks an ephemeral port.
-        public var port: Int
-        /// From accept to the end of the handshake.
-        public var handshakeTimeout: Duration
-        /// Longest silence after the handshake (reading the request, writing the response).
-        public var idleTimeout: Duration
-        /// Connections open at once; more wait in the listen queue.
-        public var maxConnections: Int
-        /// Worker threads; each serves many connections.
-        public var workerThreads: Int
+        /// Where the server listens, its timeouts and its limits.
+        public var listener: ListenerSettings
         /// Observations kept in memory; the oldest are dropped beyond this (their count is still known).
         public var maxStoredObservations: Int
         /// Called on a worker thread once per finished connection (e.g. to stream `--log` lines). Keep it short.
@@ -42,19 +31,17 @@ public final class FixtureServer: Sendable {
             static let fromEnvironment: EventLoop = ProcessInfo.processInfo.environment["PINLAB_EVENT_LOOP"] == "poll" ? .poll : .automatic
         }
 
+        /// The listener's settings are those of ``ListenerSettings`` (same defaults).
         public init(
             bindAddress: String = "127.0.0.1", allowNonLoopback: Bool = false, port: Int = 0,
             handshakeTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(10),
             maxConnections: Int = 512, workerThreads: Int = 2, maxStoredObservations: Int = 10_000,
             onObservation: (@Sendable (Observation) -> Void)? = nil
         ) {
-            self.bindAddress = bindAddress
-            self.allowNonLoopback = allowNonLoopback
-            self.port = port
-            self.handshakeTimeout = handshakeTimeout
-            self.idleTimeout = idleTimeout
-            self.maxConnections = maxConnections
-            self.workerThreads = workerThreads
+            listener = ListenerSettings(
+                bindAddress: bindAddress, allowNonLoopback: allowNonLoopback, port: port,
+                handshakeTimeout: handshakeTimeout, idleTimeout: idleTimeout, maxConnections: maxConnections,
+                workerThreads: workerThreads)
             self.maxStoredObservations = maxStoredObservations
             self.onObservation = onObservation
         }
@@ -96,23 +83,11 @@ public final class FixtureServer: Sendable {
     ) throws(TLSEngineError) -> FixtureServer {
         _ = Sockets.ignoreSIGPIPE
         try configuration.validate()
-        if !Sockets.isLoopback(options.bindAddress) {
-            guard options.allowNonLoopback else {
-                throw TLSEngineError(
-                    .invalidConfiguration,
-                    "refusing to bind \(options.bindAddress): fixture servers listen on loopback (127.0.0.1 or ::1) unless allowNonLoopback is set"
-                )
-            }
-            FileHandle.standardError.write(
-                Data(
-                    "warning: pinninglab fixture server '\(label)' listens on \(options.bindAddress), reachable from other hosts; its keys are test keys\n"
-                        .utf8))
-        }
-        guard options.workerThreads >= 1, options.maxConnections >= 1 else {
-            throw TLSEngineError(.invalidConfiguration, "workerThreads and maxConnections must be at least 1")
+        do { try options.listener.check() } catch {
+            throw TLSEngineError(.invalidConfiguration, "\(error.setting): \(error.reason); \(error.fix)")
         }
         let context = try ContextCache.shared.context(engine: engine, configuration: configuration)
-        let (fd, port) = try Sockets.listen(address: options.bindAddress, port: options.port, backlog: 1024)
+        let (fd, port) = try options.listener.bind(who: "pinninglab fixture server '\(label)'")
         let core = ServerCore(
             listenFD: fd, engineName: engine.name, label: label, options: options, context: context,
             configuration: configuration, engine: engine)
@@ -122,8 +97,7 @@ public final class FixtureServer: Sendable {
             core.shutdown()
             throw error
         }
-        let host = options.bindAddress == "localhost" ? "127.0.0.1" : options.bindAddress
-        return FixtureServer(host: host, port: port, engineName: engine.name, label: label, core: core)
+        return FixtureServer(host: options.listener.host, port: port, engineName: engine.name, label: label, core: core)
     }
 
     deinit { core.shutdown() }
@@ -177,20 +151,14 @@ public final class FixtureServer: Sendable {
     }
 
     /// The listening socket and the workers' wake-up pipes (for leak checks in tests).
-    var ownDescriptors: [Int32] { [core.listenFD] + core.pipeDescriptors }
+    var ownDescriptors: [Int32] { [core.listener.listenFD] + core.pipeDescriptors }
 
     /// Stops accepting, closes every open connection (recorded as `server-stopped`), joins the worker threads
     /// and closes the listening socket. Idempotent. Joining threads blocks, so it happens on a thread of its own:
     /// awaiting `stop()` never occupies a thread of Swift's cooperative pool.
     public func stop() async {
         let core = self.core
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread {
-                Sockets.nameCurrentThread("pinninglab.stop")
-                core.shutdown()
-                done.resume()
-            }.start()
-        }
+        await onDedicatedThread(named: "pinninglab.stop") { core.shutdown() }
     }
 
     /// The same as `stop`, blocking the calling thread until the workers are joined (for synchronous code).
@@ -209,8 +177,8 @@ extension FixtureServer {
 }
 
 /// The shared state of a server: all mutable fields are guarded by `lock`.
-final class ServerCore: ListeningCore, @unchecked Sendable {  // every mutable field is only touched under `lock`
-    struct State {
+final class ServerCore: @unchecked Sendable {  // its mutable state is `listener`'s, under that lock
+    struct State: ListenerState {
         var context: any TLSServerContext
         var configuration: ServerTLSConfiguration
         var generation = 0
@@ -237,16 +205,10 @@ final class ServerCore: ListeningCore, @unchecked Sendable {  // every mutable f
         var timer: Task<Void, Never>?
     }
 
-    let listenFD: Int32
+    let listener: ListenerCore<State>
     let engineName: String
     let label: String
     let options: Options
-    let handshakeTimeout: UInt64
-    let idleTimeout: UInt64
-    private let lock = NSLock()
-    private var state: State
-    private var workers: [Worker] = []
-    private var threads: [WorkerThread] = []
     private let engine: any TLSEngine
 
     typealias Options = FixtureServer.Options
@@ -255,60 +217,39 @@ final class ServerCore: ListeningCore, @unchecked Sendable {  // every mutable f
         listenFD: Int32, engineName: String, label: String, options: Options, context: any TLSServerContext,
         configuration: ServerTLSConfiguration, engine: any TLSEngine
     ) {
-        self.listenFD = listenFD
         self.engineName = engineName
         self.label = label
         self.options = options
-        self.handshakeTimeout = Sockets.nanoseconds(options.handshakeTimeout)
-        self.idleTimeout = Sockets.nanoseconds(options.idleTimeout)
-        self.state = State(context: context, configuration: configuration)
         self.engine = engine
+        listener = ListenerCore(listenFD: listenFD, settings: options.listener, state: State(context: context, configuration: configuration))
     }
+
+    func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T { try listener.withLock(body) }
 
     func makeContext(_ c: ServerTLSConfiguration) throws(TLSEngineError) -> any TLSServerContext {
         try ContextCache.shared.context(engine: engine, configuration: c)
     }
 
-    func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&state)
-    }
-
     /// Starts the workers; threads are named `pl<port>-<n>`.
     func startWorkers(port: Int) throws(TLSEngineError) {
-        for i in 0..<options.workerThreads {
-            let worker = try Worker(core: self, index: i)
-            workers.append(worker)
-            threads.append(try WorkerThread(name: "pl\(port)-\(i)") { worker.run() })
+        try listener.workers.start(count: options.listener.workerThreads, name: { "pl\(port)-\($0)" }) { i throws(TLSEngineError) in
+            try Worker(core: self, index: i)
         }
     }
 
     // MARK: accepting and recording (called by workers)
 
-    var pipeDescriptors: [Int32] { workers.flatMap(\.wakeUp.descriptors) }
-    var workersForTesting: [AnyObject] { workers }
+    var pipeDescriptors: [Int32] { listener.workers.pipeDescriptors }
+    var workersForTesting: [AnyObject] { listener.workers.workers }
     var shutdownThreadName: String? { withLock { $0.shutdownThread } }
 
-    var isStopping: Bool { withLock { $0.stopping } }
-
-    /// Whether a worker may accept: below the connection cap and not stopping.
-    func mayAccept() -> Bool {
-        withLock { !$0.stopping && $0.inFlight < options.maxConnections }
-    }
-
-    /// Accepts one pending connection, counting it in flight atomically with the accept so that `settle` never
-    /// sees a connection that is neither queued nor counted.
+    /// Accepts one pending connection with the chain and context it is served (see `ListenerCore.acceptOne`).
     func acceptOne() -> Accepted? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !state.stopping, state.inFlight < options.maxConnections, let (fd, peer) = Sockets.accept(listenFD)
-        else { return nil }
-        state.accepted += 1
-        state.inFlight += 1
-        return Accepted(
-            fd: fd, peer: peer, id: state.accepted, context: state.context, generation: state.generation,
-            identities: state.configuration.identities)
+        listener.acceptOne { s, fd, peer in
+            Accepted(
+                fd: fd, peer: peer, id: s.accepted, context: s.context, generation: s.generation,
+                identities: s.configuration.identities)
+        }
     }
 
     /// A connection just accepted, with what it is served.
@@ -344,7 +285,7 @@ final class ServerCore: ListeningCore, @unchecked Sendable {  // every mutable f
         if s.stopped { return true }
         switch p {
         case .count(let n): return s.recorded >= n
-        case .idle: return s.inFlight == 0 && !Sockets.hasPendingConnection(listenFD)
+        case .idle: return s.inFlight == 0 && !Sockets.hasPendingConnection(listener.listenFD)
         }
     }
 
@@ -360,16 +301,17 @@ final class ServerCore: ListeningCore, @unchecked Sendable {  // every mutable f
 
     func wait(_ predicate: Predicate, timeout: Duration) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            lock.lock()
-            if satisfied(predicate, state) {
-                lock.unlock()
+            let registered = withLock { s -> Int? in
+                if satisfied(predicate, s) { return nil }
+                let id = s.nextWaiter
+                s.nextWaiter += 1
+                s.waiters[id] = Waiter(predicate: predicate, continuation: continuation, timer: nil)
+                return id
+            }
+            guard let id = registered else {
                 continuation.resume(returning: true)
                 return
             }
-            let id = state.nextWaiter
-            state.nextWaiter += 1
-            state.waiters[id] = Waiter(predicate: predicate, continuation: continuation, timer: nil)
-            lock.unlock()
             let timer = Task { [self] in
                 try? await Task.sleep(for: timeout)
                 if Task.isCancelled { return }
@@ -393,20 +335,10 @@ final class ServerCore: ListeningCore, @unchecked Sendable {  // every mutable f
     // MARK: shutdown
 
     func shutdown() {
-        let first = withLock { s -> Bool in
-            if s.stopping { return false }
-            s.stopping = true
-            s.shutdownThread = Sockets.currentThreadName()
-            return true
-        }
-        guard first else { return }
-        for w in workers { w.wakeUp.wake() }
-        for t in threads { t.join() }
-        for w in workers { w.wakeUp.closeEnds() }
-        // Each worker holds this core; dropping them breaks the cycle, so a stopped server frees its observations,
-        // its engine context and its buffers (issue 8: ~12 KiB per stopped server before).
-        workers.removeAll()
-        threads.removeAll()
+        guard listener.beginStopping({ $0.shutdownThread = Sockets.currentThreadName() }) else { return }
+        // Each worker holds this core; the pool drops them, so a stopped server frees its observations, its engine
+        // context and its buffers (issue 8: ~12 KiB per stopped server before).
+        listener.workers.stop()
         var ready: [CheckedContinuation<Bool, Never>] = []
         var timers: [Task<Void, Never>] = []
         withLock { s in
@@ -414,7 +346,7 @@ final class ServerCore: ListeningCore, @unchecked Sendable {  // every mutable f
             collectReady(&s, &ready, &timers)
         }
         // Closed only once `stopped` is set (under the lock): `satisfied` never polls a closed (or reused) descriptor.
-        close(listenFD)
+        close(listener.listenFD)
         for t in timers { t.cancel() }
         for c in ready { c.resume(returning: true) }
     }

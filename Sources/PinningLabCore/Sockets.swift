@@ -94,8 +94,11 @@ package enum Sockets {
     static let closeOnExecFlag: Int32 = 0
     #endif
 
-    /// Names the calling thread for the operating system (`top -H`, /proc/self/task/*/comm, tests).
-    package static func nameCurrentThread(_ name: String) { _ = cpinninglab_set_thread_name(name) }
+    /// Names the calling thread for the operating system (`top -H`, /proc/self/task/*/comm, gdb, tests): the first
+    /// 15 bytes, all Linux keeps.
+    package static func nameCurrentThread(_ name: String) {
+        _ = cpinninglab_set_thread_name(String(decoding: name.utf8.prefix(15), as: UTF8.self))
+    }
 
     /// The operating system's name of the calling thread.
     static func currentThreadName() -> String {
@@ -251,7 +254,7 @@ package enum Sockets {
 }
 
 /// A POSIX thread with a small stack, joined explicitly.
-final class WorkerThread {
+package final class WorkerThread {
     private final class Box {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }
@@ -259,7 +262,7 @@ final class WorkerThread {
     private var thread: pthread_t
     private var joined = false
 
-    init(name: String, stackSize: Int = 1 << 20, _ body: @escaping () -> Void) throws(TLSEngineError) {
+    package init(name: String, stackSize: Int = 1 << 20, _ body: @escaping () -> Void) throws(TLSEngineError) {
         let attr = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
         pthread_attr_init(attr)
         defer {
@@ -269,7 +272,7 @@ final class WorkerThread {
         pthread_attr_setstacksize(attr, stackSize)
         let box = Unmanaged.passRetained(
             Box {
-                Self.nameCurrentThread(name)
+                Sockets.nameCurrentThread(name)
                 body()
             }
         ).toOpaque()
@@ -297,18 +300,7 @@ final class WorkerThread {
         #endif
     }
 
-    /// Names the calling thread (visible in /proc/self/task/*/comm, `top -H`, gdb); at most 15 bytes on Linux.
-    static func nameCurrentThread(_ name: String) {
-        #if os(Linux)
-        let fd = open("/proc/thread-self/comm", O_WRONLY)
-        guard fd >= 0 else { return }
-        let bytes = Array(name.utf8.prefix(15))
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        #endif
-    }
-
-    func join() {
+    package func join() {
         guard !joined else { return }
         joined = true
         pthread_join(thread, nil)

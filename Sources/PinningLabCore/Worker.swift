@@ -3,7 +3,7 @@ import Foundation
 
 /// One worker thread of a fixture server: an event loop over a wake-up pipe, the shared listening socket (while
 /// below the connection cap) and the connections this worker accepted — epoll on Linux, `poll` elsewhere.
-final class Worker: @unchecked Sendable {  // `connections` is touched only by the worker's own thread
+final class Worker: PooledWorker, @unchecked Sendable {  // `connections` is touched only by the worker's own thread
     private let core: ServerCore
     private let index: Int
     /// Woken by the server's stop; closed by it once this worker's thread has ended.
@@ -31,7 +31,7 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
 
     private func runPoll() {
         var pollSet = PollSet()
-        pollSet.run(&connections, core: core, wake: wakeUp) { c, set in
+        pollSet.run(&connections, core: core.listener, wake: wakeUp) { c, set in
             set.add(c.fd, c.events)
             return c.deadline
         } serve: { c, ready, _ in
@@ -82,19 +82,19 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only by t
             nearest = min(nearest, c.deadline)
         }
 
-        while !core.isStopping {
-            let mayAccept = core.mayAccept()
+        while !core.listener.isStopping {
+            let mayAccept = core.listener.mayAccept()
             if mayAccept && !listening {
-                listening = epoll.add(core.listenFD, events: Int16(POLLIN))
+                listening = epoll.add(core.listener.listenFD, events: Int16(POLLIN))
             } else if !mayAccept && listening {
-                epoll.remove(core.listenFD)
+                epoll.remove(core.listener.listenFD)
                 listening = false
             }
             var acceptNow = false
             let waited = epoll.wait(timeout: Sockets.pollTimeout(until: nearest)) { fd, _ in
                 if fd == wakeUp.readEnd {
                     wakeUp.drain()
-                } else if fd == core.listenFD {
+                } else if fd == core.listener.listenFD {
                     acceptNow = true
                 } else if let (c, registered) = open[fd] {
                     c.advance(buffer: readBuffer)
@@ -157,7 +157,7 @@ final class Connection {
         self.peer = accepted.peer
         self.generation = accepted.generation
         self.identities = accepted.identities
-        self.deadline = startNanos &+ core.handshakeTimeout
+        self.deadline = startNanos &+ core.listener.handshakeTimeout
         do {
             session = try accepted.context.makeSession(socket: accepted.fd)
         } catch {
@@ -224,7 +224,7 @@ final class Connection {
         case .handshake:
             handshakeNanos = Sockets.now()
             phase = .request
-            deadline = handshakeNanos! &+ core.idleTimeout
+            deadline = handshakeNanos! &+ core.listener.idleTimeout
         case .request:
             // The deadline set at the end of the handshake bounds the whole request: a client trickling bytes
             // cannot hold the connection longer than the idle timeout.
@@ -239,7 +239,7 @@ final class Connection {
             }
         case .response:
             written += n
-            deadline = Sockets.now() &+ core.idleTimeout
+            deadline = Sockets.now() &+ core.listener.idleTimeout
         case .finished:
             break
         }

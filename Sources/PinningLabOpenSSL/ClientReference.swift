@@ -104,13 +104,7 @@ public struct ReferenceClient: PinningClient {
 
     /// Runs one connection on a dedicated thread and resumes with its outcome.
     public func run(_ target: ClientTarget) async -> ClientOutcome {
-        await withCheckedContinuation { (continuation: CheckedContinuation<ClientOutcome, Never>) in
-            let thread = Thread { [self] in
-                continuation.resume(returning: self.runBlocking(target))
-            }
-            thread.name = "pinninglab-client-\(name)"
-            thread.start()
-        }
+        await onDedicatedThread(named: "pinlab.client") { [self] in runBlocking(target) }
     }
 
     /// Runs one connection on the calling thread, blocking it for at most about `target.timeout`.

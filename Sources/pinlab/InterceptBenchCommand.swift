@@ -52,8 +52,9 @@ extension BenchCommand {
                 engine: Engines.openssl, configuration: .makeServerConfiguration(leafV1),
                 options: .init(handshakeTimeout: .seconds(300), idleTimeout: .seconds(300), maxConnections: tunnels + 64),
                 label: "bench-intercept")
-            var configuration = InterceptProxy.Configuration(port: 0, idleTimeout: .seconds(300), maxConnections: tunnels + 64)
-            configuration.handshakeTimeout = .seconds(300)
+            var configuration = InterceptProxy.Configuration(
+                listener: ListenerSettings(
+                    handshakeTimeout: .seconds(300), idleTimeout: .seconds(300), maxConnections: tunnels + 64))
             configuration.policies = PolicyTable(defaultPolicy: .mint, rules: [
                 .init(pattern: try HostPattern(parsing: "api.pinning.test"), policy: .passthrough)
             ])

@@ -89,9 +89,9 @@ struct InterceptCommand: AsyncParsableCommand {
         guard let (address, port) = splitListen(listen) else {
             throw ValidationError("--listen: '\(listen)' is not ADDRESS:PORT (e.g. 127.0.0.1:8080, [::1]:8080, 127.0.0.1:0 for a free port).")
         }
-        configuration.bindAddress = address
-        configuration.port = port
-        configuration.allowNonLoopback = allowNonLoopback
+        configuration.listener.bindAddress = address
+        configuration.listener.port = port
+        configuration.listener.allowNonLoopback = allowNonLoopback
         if genuineChain == "upstream" {
             configuration.genuineChainFromUpstream = true
         } else if let genuineChain {

@@ -160,7 +160,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--control: \(error)")
         }
         o.serverOptions = serverOptions
-        o.serverOptions.port = 0
+        o.serverOptions.listener.port = 0
         o.maxServers = controlMaxServers
         let catalogue: Catalogue
         do {

@@ -22,10 +22,9 @@ struct InterceptTests {
         upstreams: [UpstreamRoute] = []
     ) async throws -> InterceptReport {
         let pki = try TestLab.pki()
-        var configuration = InterceptProxy.Configuration(
+        let configuration = InterceptProxy.Configuration(
             pinned: try HostPattern.parseList(pinned), policies: try PolicyTable.parse(policies), upstreams: upstreams,
             engine: engine)
-        configuration.port = 0
         let proxy = try InterceptProxy.start(pki: pki, configuration: configuration)
         let client = try #require(BuiltInClients.named(app.client))
         let patterns = try app.pinsHosts.map { try HostPattern(parsing: $0) }
@@ -199,10 +198,9 @@ struct InterceptTests {
         #expect(lab.connections.first?.genuineChain == "lab")
 
         let pkiRoutes = try TestLab.pki()
-        var configuration = InterceptProxy.Configuration(
+        let configuration = InterceptProxy.Configuration(
             pinned: [try HostPattern(parsing: "api.pinning.test")], policies: PolicyTable(defaultPolicy: .stuff),
             upstreams: [route], genuineChainFromUpstream: true)
-        configuration.port = 0
         let proxy = try InterceptProxy.start(pki: pkiRoutes, configuration: configuration)
         let pin = try #require(pki["lab-intermediate-b"]).pins.spkiSHA256
         let trust = [try #require(pki["lab-root"]).certificateDER, try #require(pki["proxy-root"]).certificateDER]
@@ -223,7 +221,7 @@ struct InterceptTests {
 
     /// Bad input: a clear answer, never a hang. A GET to the proxy, a CONNECT without a port, garbage.
     @Test func badRequestsGetAClearAnswer() async throws {
-        let proxy = try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(port: 0))
+        let proxy = try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init())
         for (request, status) in [
             ("GET http://api.pinning.test/ HTTP/1.1\r\nHost: api.pinning.test\r\n\r\n", "405"),
             ("CONNECT api.pinning.test HTTP/1.1\r\n\r\n", "400"), ("hello\r\n\r\n", "400"),
@@ -234,7 +232,7 @@ struct InterceptTests {
         #expect(await proxy.settle())
         #expect(proxy.report().summary.otherConnections == 3)
         await proxy.stop()
-        #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(bindAddress: "0.0.0.0")) }
+        #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(listener: ListenerSettings(bindAddress: "0.0.0.0"))) }
         #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(engine: "boringssl")) }
     }
 

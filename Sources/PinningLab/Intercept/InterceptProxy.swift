@@ -33,11 +33,9 @@ import Darwin
 /// ```
 public final class InterceptProxy: Sendable {
     public struct Configuration: Sendable {
-        /// `127.0.0.1` (default) or `::1`; anything else needs `allowNonLoopback`.
-        public var bindAddress: String
-        public var allowNonLoopback: Bool
-        /// 0 picks an ephemeral port.
-        public var port: Int
+        /// Where the proxy listens, its timeouts (the handshake's includes the CONNECT; the idle one applies to
+        /// passthrough tunnels too) and its limits (a tunnel counts as one connection).
+        public var listener: ListenerSettings
         /// The hosts the client is declared to pin (`api.x.test`, `*.x.test`, `**.x.test`).
         public var pinned: [HostPattern]
         public var policies: PolicyTable
@@ -53,33 +51,22 @@ public final class InterceptProxy: Sendable {
         public var genuineChainFromUpstream: Bool
         /// `openssl` (default) or `gnutls`: the engine that terminates TLS.
         public var engine: String
-        /// From accept to the end of the TLS handshake (CONNECT included).
-        public var handshakeTimeout: Duration
-        /// Longest silence after the handshake, and in a passthrough tunnel.
-        public var idleTimeout: Duration
-        /// Connections open at once (tunnels count once); more wait in the listen queue.
-        public var maxConnections: Int
-        public var workerThreads: Int
+
+        /// The proxy's listener defaults to 127.0.0.1, a free port, a 30 s idle timeout and 2,048 connections.
+        public static let defaultListener = ListenerSettings(idleTimeout: .seconds(30), maxConnections: 2048)
 
         public init(
-            bindAddress: String = "127.0.0.1", allowNonLoopback: Bool = false, port: Int = 0,
-            pinned: [HostPattern] = [], policies: PolicyTable = PolicyTable(), upstreams: [UpstreamRoute] = [],
-            genuineChainDER: [[UInt8]] = [], genuineChainFromUpstream: Bool = false, engine: String = "openssl", handshakeTimeout: Duration = .seconds(10),
-            idleTimeout: Duration = .seconds(30), maxConnections: Int = 2048, workerThreads: Int = 2
+            listener: ListenerSettings = Configuration.defaultListener, pinned: [HostPattern] = [],
+            policies: PolicyTable = PolicyTable(), upstreams: [UpstreamRoute] = [], genuineChainDER: [[UInt8]] = [],
+            genuineChainFromUpstream: Bool = false, engine: String = "openssl"
         ) {
-            self.bindAddress = bindAddress
-            self.allowNonLoopback = allowNonLoopback
-            self.port = port
+            self.listener = listener
             self.pinned = pinned
             self.policies = policies
             self.upstreams = upstreams
             self.genuineChainDER = genuineChainDER
             self.genuineChainFromUpstream = genuineChainFromUpstream
             self.engine = engine
-            self.handshakeTimeout = handshakeTimeout
-            self.idleTimeout = idleTimeout
-            self.maxConnections = maxConnections
-            self.workerThreads = workerThreads
         }
     }
 
@@ -106,13 +93,8 @@ public final class InterceptProxy: Sendable {
     public static func start(pki: LabPKI, configuration: Configuration) throws -> InterceptProxy {
         _ = Sockets.ignoreSIGPIPE
         let c = configuration
-        guard Sockets.isLoopback(c.bindAddress) || c.allowNonLoopback else {
-            throw InterceptError(
-                "--listen", "refusing to listen on \(c.bindAddress): the proxy listens on loopback (127.0.0.1 or ::1)",
-                fix: "use 127.0.0.1:PORT, or add --allow-non-loopback to expose it to a device on the network")
-        }
-        guard c.workerThreads >= 1, c.maxConnections >= 1 else {
-            throw InterceptError("workerThreads/maxConnections", "must be at least 1")
+        do { try c.listener.check() } catch {
+            throw InterceptError(error.setting == "bindAddress" ? "--listen" : error.setting, error.reason, fix: error.fix)
         }
         let engine: any TLSEngine
         switch c.engine.lowercased() {
@@ -139,13 +121,10 @@ public final class InterceptProxy: Sendable {
             genuine: genuine)
         let listening: (fd: Int32, port: Int)
         do {
-            listening = try Sockets.listen(address: c.bindAddress, port: c.port, backlog: 1024)
+            listening = try c.listener.bind(who: "pinlab intercept")
         } catch {
-            throw InterceptError("--listen", "cannot listen on \(c.bindAddress):\(c.port): \(error.reason)",
+            throw InterceptError("--listen", "cannot listen on \(c.listener.bindAddress):\(c.listener.port): \(error.reason)",
                                  fix: "pick another port (0 picks a free one)")
-        }
-        if !Sockets.isLoopback(c.bindAddress) {
-            FileHandle.standardError.write(Data("warning: pinlab intercept listens on \(c.bindAddress), reachable from other hosts\n".utf8))
         }
         let core = ProxyCore(listenFD: listening.fd, configuration: c, engine: engine, minters: minters)
         do {
@@ -154,8 +133,7 @@ public final class InterceptProxy: Sendable {
             core.shutdown()
             throw InterceptError("workers", "cannot start the proxy's threads: \(error)")
         }
-        let host = c.bindAddress == "localhost" ? "127.0.0.1" : c.bindAddress
-        return InterceptProxy(host: host, port: listening.port, configuration: c, core: core)
+        return InterceptProxy(host: c.listener.host, port: listening.port, configuration: c, core: core)
     }
 
     /// Every connection finished so far, oldest first.
@@ -172,7 +150,7 @@ public final class InterceptProxy: Sendable {
     public func settle(timeout: Duration = .seconds(15)) async -> Bool {
         let end = ContinuousClock.now.advanced(by: timeout)
         while ContinuousClock.now < end {
-            if connectionsOpen == 0 && !Sockets.hasPendingConnection(core.listenFD) { return true }
+            if connectionsOpen == 0 && !Sockets.hasPendingConnection(core.listener.listenFD) { return true }
             try? await Task.sleep(for: .milliseconds(10))
         }
         return false
@@ -193,13 +171,7 @@ public final class InterceptProxy: Sendable {
     /// Stops accepting, closes every open connection, joins the workers on a dedicated thread. Idempotent.
     public func stop() async {
         let core = self.core
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread {
-                Sockets.nameCurrentThread("pinlab.istop")
-                core.shutdown()
-                done.resume()
-            }.start()
-        }
+        await onDedicatedThread(named: "pinlab.istop") { core.shutdown() }
     }
 
     /// The same as ``stop()``, blocking the calling thread (for synchronous code, never the cooperative pool).
@@ -239,14 +211,14 @@ public struct InterceptObservation: Sendable, Hashable, Codable {
 
 // MARK: - Core
 
-final class ProxyCore: ListeningCore, @unchecked Sendable {  // mutable state only under `lock`; workers own their connections
+final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`'s, under that lock; workers own their connections
     struct Minters {
         var proxy: LeafMinter
         var twin: LeafMinter
         var twinChain: [[UInt8]]
         var genuine: [[UInt8]]
     }
-    struct State {
+    struct State: ListenerState {
         var observations: [InterceptObservation] = []
         var accepted = 0
         var inFlight = 0
@@ -259,62 +231,32 @@ final class ProxyCore: ListeningCore, @unchecked Sendable {  // mutable state on
         var fetching: Set<String> = []
     }
 
-    let listenFD: Int32
+    let listener: ListenerCore<State>
     let configuration: InterceptProxy.Configuration
     let engine: any TLSEngine
     let minters: Minters
-    let handshakeTimeout: UInt64
-    let idleTimeout: UInt64
     let startedAt = Date()
-    private let lock = NSLock()
-    private var state = State()
-    private var workers: [ProxyWorker] = []
-    private var threads: [Thread] = []
-    private let finished = DispatchGroup()
 
     init(listenFD: Int32, configuration: InterceptProxy.Configuration, engine: any TLSEngine, minters: Minters) {
-        self.listenFD = listenFD
         self.configuration = configuration
         self.engine = engine
         self.minters = minters
-        handshakeTimeout = Sockets.nanoseconds(configuration.handshakeTimeout)
-        idleTimeout = Sockets.nanoseconds(configuration.idleTimeout)
+        listener = ListenerCore(listenFD: listenFD, settings: configuration.listener, state: State())
     }
 
-    func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&state)
-    }
+    func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T { try listener.withLock(body) }
 
     func startWorkers(port: Int) throws(TLSEngineError) {
-        for i in 0..<configuration.workerThreads {
-            let worker = try ProxyWorker(core: self)
-            workers.append(worker)
-            finished.enter()
-            let thread = Thread { [finished] in
-                Sockets.nameCurrentThread("pli\(port)-\(i)")
-                worker.run()
-                finished.leave()
-            }
-            thread.stackSize = 1 << 20
-            threads.append(thread)
-            thread.start()
+        try listener.workers.start(count: configuration.listener.workerThreads, name: { "pli\(port)-\($0)" }) { _ throws(TLSEngineError) in
+            try ProxyWorker(core: self)
         }
     }
 
-    func mayAccept() -> Bool { withLock { !$0.stopping && $0.inFlight < configuration.maxConnections } }
-    var isStopping: Bool { withLock { $0.stopping } }
-
     func acceptOne() -> (fd: Int32, peer: String, id: Int)? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !state.stopping, state.inFlight < configuration.maxConnections, let (fd, peer) = Sockets.accept(listenFD)
-        else { return nil }
-        state.accepted += 1
-        state.inFlight += 1
-        state.lastActivity = Date()
-        return (fd, peer, state.accepted)
+        listener.acceptOne { s, fd, peer in
+            s.lastActivity = Date()
+            return (fd, peer, s.accepted)
+        }
     }
 
     func record(_ o: InterceptObservation) {
@@ -413,17 +355,8 @@ final class ProxyCore: ListeningCore, @unchecked Sendable {  // mutable state on
     }
 
     func shutdown() {
-        let first = withLock { s -> Bool in
-            if s.stopping { return false }
-            s.stopping = true
-            return true
-        }
-        guard first else { return }
-        for w in workers { w.wakeUp.wake() }
-        finished.wait()
-        for w in workers { w.wakeUp.closeEnds() }
-        workers.removeAll()
-        threads.removeAll()
-        close(listenFD)
+        guard listener.beginStopping() else { return }
+        listener.workers.stop()
+        close(listener.listenFD)
     }
 }

@@ -11,7 +11,7 @@ import Darwin
 
 /// One worker thread of the interception proxy: a `poll` loop (`PollSet`) over a wake-up pipe, the shared listening socket
 /// and the connections it accepted (two descriptors each: the client and, for a tunnel, the upstream).
-final class ProxyWorker: @unchecked Sendable {  // `connections` is touched only by the worker's own thread
+final class ProxyWorker: PooledWorker, @unchecked Sendable {  // `connections` is touched only by the worker's own thread
     private let core: ProxyCore
     /// Woken by the server's stop; closed by it once this worker's thread has ended.
     let wakeUp: WakePipe
@@ -24,7 +24,7 @@ final class ProxyWorker: @unchecked Sendable {  // `connections` is touched only
 
     func run() {
         var pollSet = PollSet()
-        pollSet.run(&connections, core: core, wake: wakeUp) { c, set in
+        pollSet.run(&connections, core: core.listener, wake: wakeUp) { c, set in
             set.add(c.fd, c.clientEvents)
             set.add(c.upstreamFD, c.upstreamEvents)
             return min(c.deadline, c.retryAt)
@@ -82,7 +82,7 @@ final class ProxyConnection {
     init(core: ProxyCore, fd: Int32, peer: String, id: Int) {
         self.core = core
         self.fd = fd
-        deadline = startNanos &+ core.handshakeTimeout
+        deadline = startNanos &+ core.listener.handshakeTimeout
         observation = InterceptObservation(
             id: id, startedAt: started, peer: peer, authority: nil, host: nil, serverName: nil, policy: nil,
             upstream: nil, handshakeCompleted: false, applicationDataReceived: false, bytesFromClient: 0,
@@ -131,7 +131,7 @@ final class ProxyConnection {
                     observation.handshakeCompleted = true
                     observation.tlsVersion = session.details.version?.rawValue
                     phase = .request
-                    deadline = Sockets.now() &+ core.idleTimeout
+                    deadline = Sockets.now() &+ core.listener.idleTimeout
                 case .wantRead: clientEvents = Int16(POLLIN); return
                 case .wantWrite: clientEvents = Int16(POLLOUT); return
                 case .closed(let t):
@@ -352,7 +352,7 @@ final class ProxyConnection {
         outbound = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\nServer: pinlab-intercept\r\n\r\n\(body)".utf8)
         written = 0
         phase = .response
-        deadline = Sockets.now() &+ core.idleTimeout
+        deadline = Sockets.now() &+ core.listener.idleTimeout
     }
 
     static func jsonString(_ s: String) -> String {
@@ -376,7 +376,7 @@ final class ProxyConnection {
         phase = .dialing
         clientEvents = 0
         upstreamEvents = Int16(POLLOUT)
-        deadline = Sockets.now() &+ core.handshakeTimeout
+        deadline = Sockets.now() &+ core.listener.handshakeTimeout
     }
 
     private func finishDial() -> Bool {
@@ -391,7 +391,7 @@ final class ProxyConnection {
         var probe = pollfd(fd: upstreamFD, events: Int16(POLLOUT), revents: 0)
         guard poll(&probe, 1, 0) > 0 else { upstreamEvents = Int16(POLLOUT); return false }
         phase = .tunnel
-        deadline = Sockets.now() &+ core.idleTimeout
+        deadline = Sockets.now() &+ core.listener.idleTimeout
         return true
     }
 
@@ -407,7 +407,7 @@ final class ProxyConnection {
             finish("tunnel-closed", error: nil)
             return
         }
-        if progressed { deadline = Sockets.now() &+ core.idleTimeout }
+        if progressed { deadline = Sockets.now() &+ core.listener.idleTimeout }
         clientEvents = (toUpstream.isEmpty && !clientEOF ? Int16(POLLIN) : 0) | (toClient.isEmpty ? 0 : Int16(POLLOUT))
         upstreamEvents = (toClient.isEmpty && !upstreamEOF ? Int16(POLLIN) : 0) | (toUpstream.isEmpty ? 0 : Int16(POLLOUT))
         if clientEvents == 0 && upstreamEvents == 0 { finish("tunnel-closed", error: nil) }

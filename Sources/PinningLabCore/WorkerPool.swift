@@ -1,0 +1,56 @@
+import Foundation
+
+/// A worker of a ``WorkerPool``: runs its loop on its own thread until its listener is stopping; `wakeUp` interrupts
+/// its wait.
+package protocol PooledWorker: AnyObject {
+    var wakeUp: WakePipe { get }
+    func run()
+}
+
+/// The worker threads of one listener (a fixture server, the interception proxy): started together, then woken,
+/// joined and their wake-up pipes closed together. Used only by its listener's start and shutdown, which the
+/// listener serialises.
+package final class WorkerPool {
+    private(set) var workers: [any PooledWorker] = []
+    private var threads: [WorkerThread] = []
+
+    package init() {}
+
+    /// Starts `count` workers made by `make`, each on a thread `name(n)` (at most 15 bytes are kept). On a failure
+    /// the workers already started keep running: the listener's shutdown stops them.
+    package func start(
+        count: Int, name: (Int) -> String, make: (Int) throws(TLSEngineError) -> any PooledWorker
+    ) throws(TLSEngineError) {
+        for i in 0..<count {
+            let worker = try make(i)
+            workers.append(worker)
+            threads.append(try WorkerThread(name: name(i)) { worker.run() })
+        }
+    }
+
+    /// Wakes every worker (the listener has marked itself stopping, so each loop ends), joins their threads, closes
+    /// their pipes and drops them: each worker holds its listener's core, so this breaks the cycle and a stopped
+    /// listener frees its state.
+    package func stop() {
+        for w in workers { w.wakeUp.wake() }
+        for t in threads { t.join() }
+        for w in workers { w.wakeUp.closeEnds() }
+        workers.removeAll()
+        threads.removeAll()
+    }
+
+    /// The wake-up pipes' descriptors, for tests that count what a server owns.
+    package var pipeDescriptors: [Int32] { workers.flatMap(\.wakeUp.descriptors) }
+}
+
+/// Runs blocking `work` (joining threads, a blocking handshake, waiting for a child process) on a new thread named
+/// `name` (at most 15 bytes are kept) and awaits its result, so that no thread of Swift's cooperative pool is held
+/// while it blocks.
+package func onDedicatedThread<T: Sendable>(named name: String, _ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
+        Thread {
+            Sockets.nameCurrentThread(name)
+            done.resume(returning: work())
+        }.start()
+    }
+}
