@@ -176,7 +176,7 @@ extension FixtureServer {
     }
 }
 
-/// The shared state of a server: all mutable fields are guarded by `lock`.
+/// The shared state of a server: every mutable field is in `listener`'s state, guarded by its lock.
 final class ServerCore: @unchecked Sendable {  // its mutable state is `listener`'s, under that lock
     struct State: ListenerState {
         var context: any TLSServerContext
