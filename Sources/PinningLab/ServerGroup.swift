@@ -65,10 +65,7 @@ public struct ServeManifest: Codable, Sendable, Hashable {
     public var startedAt: Date
 
     public func json() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        return (try? encoder.encode(self)) ?? Data("{}".utf8)
+        (try? JSONOutput.encoder().encode(self)) ?? Data("{}".utf8)
     }
 }
 

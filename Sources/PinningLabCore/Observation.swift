@@ -1,4 +1,5 @@
 public import Foundation
+import PinningLabPKI
 
 /// A TLS alert: its code and RFC name.
 public struct TLSAlert: Hashable, Sendable, Codable, CustomStringConvertible {
@@ -191,11 +192,7 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
 
     /// One line of JSON (for `--log`).
     public func jsonLine() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        guard let data = try? encoder.encode(self), let s = String(data: data, encoding: .utf8) else { return "{}" }
-        return s
+        (try? JSONOutput.line(self)) ?? "{}"
     }
 }
 

@@ -27,9 +27,7 @@ public struct BatchResult: Sendable, Hashable, Codable {
 
     /// The line a harness prints: compact JSON, sorted keys.
     public func jsonLine() throws -> String {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try e.encode(self), as: UTF8.self)
+        try JSONOutput.line(self)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 public import PinningLabCore
+import PinningLabPKI
 
 /// One wrong (scenario, profile) cell of a lab, over the engines where it went wrong, explained in plain words.
 public struct LabFailure: Sendable, Hashable, Codable {
@@ -101,9 +102,7 @@ public struct LabGrade: Sendable {
             lab: lab.number, slug: lab.slug, client: report.client, engines: report.engines, passed: passed,
             cells: cellsRun,
             wrong: report.summary.deviations, failures: failures)
-        let enc = JSONEncoder()
-        enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try enc.encode(out), as: UTF8.self) + "\n"
+        return try JSONOutput.string(out) + "\n"
     }
 
     /// The grade as text: a small matrix, then each wrong cell explained, then what to try next.
