@@ -236,6 +236,37 @@ struct InterceptTests {
         #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(engine: "boringssl")) }
     }
 
+    /// A tunnel whose upstream resets (RST while the tunnel is open) ends as `tunnel-reset` with the socket's error,
+    /// and the proxy goes on. It used to crash the test process: the relay finished the connection while it held an
+    /// exclusive (inout) access to the connection's observation ("Simultaneous accesses ... Fatal access conflict").
+    @Test func upstreamResetEndsTheTunnel() async throws {
+        let proxy = try InterceptProxy.start(
+            pki: try TestLab.pki(), configuration: .init(policies: PolicyTable(defaultPolicy: .passthrough)))
+        let script = """
+            import socket, struct
+            up = socket.socket(); up.bind(('127.0.0.1', 0)); up.listen(1); port = up.getsockname()[1]
+            c = socket.create_connection(('127.0.0.1', \(proxy.port)), timeout=10)
+            c.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n' % (port, port))
+            reply = c.recv(4096)
+            c.sendall(b'hello through the tunnel')  # the proxy picks host and policy from the first bytes
+            up.settimeout(10); u, _ = up.accept(); u.settimeout(10); u.recv(4096)
+            u.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); u.close()
+            try:
+                c.recv(4096)
+            except OSError:
+                pass
+            print(reply.split(b'\\r\\n')[0].decode())
+            """
+        let run = await ChildProcess.run(["python3", "-c", script], timeout: .seconds(30))
+        #expect(run.stdoutText.hasPrefix("HTTP/1.1 200"), "\(run.output)")
+        #expect(await proxy.settle())
+        let tunnel = try #require(proxy.observations().first)
+        #expect(tunnel.closure == "tunnel-reset" && tunnel.error != nil && tunnel.bytesFromClient > 0, "\(tunnel)")
+        // Still serving: a bad request gets its answer.
+        #expect(try await Self.rawExchange(port: proxy.port, "hello\r\n\r\n").hasPrefix("HTTP/1.1 400"))
+        await proxy.stop()
+    }
+
     /// One plain-text exchange (ChildProcess.run waits on a thread of its own, never on the cooperative pool).
     static func rawExchange(port: Int, _ request: String) async throws -> String {
         await ChildProcess.run(

@@ -398,11 +398,18 @@ final class ProxyConnection {
     /// Moves bytes both ways until both sides closed.
     private func relay() {
         var progressed = false
-        // client → upstream
-        if !move(from: fd, to: upstreamFD, buffer: &toUpstream, offset: &toUpstreamOffset, eof: &clientEOF,
-                 count: &observation.bytesFromClient, progressed: &progressed) { return }
-        if !move(from: upstreamFD, to: fd, buffer: &toClient, offset: &toClientOffset, eof: &upstreamEOF,
-                 count: &observation.bytesFromUpstream, progressed: &progressed) { return }
+        // Client → upstream, then upstream → client. `move` holds inout accesses to this connection's fields, so the
+        // tunnel is ended here, after they are over (ending it inside `move` was a fatal exclusivity violation).
+        var failure = move(from: fd, to: upstreamFD, buffer: &toUpstream, offset: &toUpstreamOffset, eof: &clientEOF,
+                           count: &observation.bytesFromClient, progressed: &progressed)
+        if failure == nil {
+            failure = move(from: upstreamFD, to: fd, buffer: &toClient, offset: &toClientOffset, eof: &upstreamEOF,
+                           count: &observation.bytesFromUpstream, progressed: &progressed)
+        }
+        if let failure {
+            finish("tunnel-reset", error: failure)
+            return
+        }
         if clientEOF && upstreamEOF && toUpstream.isEmpty && toClient.isEmpty {
             finish("tunnel-closed", error: nil)
             return
@@ -413,46 +420,43 @@ final class ProxyConnection {
         if clientEvents == 0 && upstreamEvents == 0 { finish("tunnel-closed", error: nil) }
     }
 
-    /// One direction of the tunnel: flush what is pending, else read more. `false` when the connection ended.
+    /// One direction of the tunnel: flush what is pending, else read more. Returns the socket error that ends the
+    /// tunnel, nil while it goes on (a call that would block only means "not now").
     private func move(
         from source: Int32, to sink: Int32, buffer: inout [UInt8], offset: inout Int, eof: inout Bool, count: inout Int,
         progressed: inout Bool
-    ) -> Bool {
+    ) -> String? {
         for _ in 0..<4 {
             if !buffer.isEmpty {
                 let n = buffer.withUnsafeBytes { send(sink, $0.baseAddress! + offset, buffer.count - offset, Self.noSignal) }
-                if n < 0 { return tunnelFailed() }
+                if n < 0 { return Self.failure() }
                 progressed = true
                 offset += n
-                if offset < buffer.count { return true }
+                if offset < buffer.count { return nil }
                 buffer.removeAll(keepingCapacity: true)
                 offset = 0
                 if eof { shutdown(sink, Int32(SHUT_WR)) }
             }
-            if eof { return true }
+            if eof { return nil }
             var chunk = [UInt8](repeating: 0, count: Self.bufferSize)
             let n = read(source, &chunk, chunk.count)
             if n == 0 {
                 eof = true
                 progressed = true
                 shutdown(sink, Int32(SHUT_WR))
-                return true
+                return nil
             }
-            if n < 0 { return tunnelFailed() }
+            if n < 0 { return Self.failure() }
             progressed = true
             count += n
             buffer = Array(chunk.prefix(n))
             offset = 0
         }
-        return true
+        return nil
     }
 
-    /// After a tunnel's send or read failed: `true` when that only means "not now", else the tunnel ends (`false`).
-    private func tunnelFailed() -> Bool {
-        if Self.wouldBlock { return true }
-        finish("tunnel-reset", error: Sockets.errnoText())
-        return false
-    }
+    /// After a tunnel's send or read failed: nil when that only means "not now", else the error.
+    private static func failure() -> String? { wouldBlock ? nil : Sockets.errnoText() }
 
     /// Whether the last failed socket call only means "not now".
     static var wouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
