@@ -12,17 +12,24 @@ import Testing
 import Glibc
 #endif
 
-/// The local addresses of the TCP sockets in LISTEN state that this process holds, read from the kernel's
-/// tables (`/proc/net/tcp*`), not from the server's own account of itself.
-func listeningAddresses(ports: Set<Int>) throws -> [(address: String, port: Int)] {
+/// The local addresses of the TCP sockets in LISTEN state among `descriptors` (a server's own), read from the
+/// kernel's tables (`/proc/net/tcp*`, matched by socket inode through `/proc/self/fd`), not from the server's own
+/// account of itself. Matching by inode, not by port, keeps out another listener that happens to hold the same port
+/// number in the other address family (another test's server on ::1, say).
+func listeningAddresses(ofDescriptors descriptors: [Int32]) throws -> [(address: String, port: Int)] {
+    var inodes: Set<Substring> = []
+    for fd in descriptors {
+        let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")) ?? ""
+        if target.hasPrefix("socket:["), target.hasSuffix("]") { inodes.insert(target.dropFirst(8).dropLast()) }
+    }
     var found: [(String, Int)] = []
     for (table, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
         let text = try readProcFile(table)
         for line in text.split(separator: "\n").dropFirst() {
             let parts = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard parts.count > 3, parts[3] == "0A" else { continue }  // LISTEN
+            guard parts.count > 9, parts[3] == "0A", inodes.contains(parts[9]) else { continue }  // LISTEN, ours
             let local = parts[1].split(separator: ":")
-            guard local.count == 2, let port = Int(local[1], radix: 16), ports.contains(port) else { continue }
+            guard local.count == 2, let port = Int(local[1], radix: 16) else { continue }
             var bytes: [UInt8] = []
             var i = local[0].startIndex
             while i < local[0].endIndex {
@@ -65,9 +72,9 @@ struct SecurityTests {
         let server = try await FixtureServer.start(
             engine: engine.engine, configuration: f.configuration(["leaf-v1", "lab-intermediate-a"]))
         defer { server.stopSync() }
-        let listening = try listeningAddresses(ports: [server.port])
+        let listening = try listeningAddresses(ofDescriptors: server.ownDescriptors)
         #expect(listening.count == 1, "\(listening)")
-        #expect(listening.allSatisfy { $0.address == "127.0.0.1" }, "\(listening)")
+        #expect(listening.allSatisfy { $0.address == "127.0.0.1" && $0.port == server.port }, "\(listening)")
     }
 
     @Test("a scenario server (as Lab.withServer starts it) listens on loopback only", arguments: EngineKind.allCases)
@@ -76,9 +83,9 @@ struct SecurityTests {
         let work = f.file("security-\(engine)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         let server = try await runner.startServer("baseline", engine: engine.engine, workDirectory: work)
-        let listening = try listeningAddresses(ports: [server.port])
+        let listening = try listeningAddresses(ofDescriptors: server.server.ownDescriptors)
         await server.stop()
-        #expect(listening.count == 1 && listening.allSatisfy { $0.address == "127.0.0.1" }, "\(listening)")
+        #expect(listening.count == 1 && listening.allSatisfy { $0.address == "127.0.0.1" && $0.port == server.port }, "\(listening)")
     }
 
     @Test("the lab PKI folder is 0700 and every kept key 0600 (the built-in lab spec)")

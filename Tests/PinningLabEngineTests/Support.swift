@@ -178,12 +178,19 @@ func openSocketInodes() -> Set<String> {
 }
 
 /// Names of this process's threads.
-func threadNames() -> [String] {
+func threadNames() -> [String] { Array(threadsByID().values) }
+
+/// This process's threads: kernel thread id → name. Ids identify a thread where names do not (a server started
+/// later on a reused port number names its threads alike).
+func threadsByID() -> [String: String] {
     let fm = FileManager.default
-    return ((try? fm.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap {
-        try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+    var out: [String: String] = [:]
+    for tid in (try? fm.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
+        if let name = try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8) {
+            out[tid] = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
     }
+    return out
 }
 
 func openFDCount() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count }
