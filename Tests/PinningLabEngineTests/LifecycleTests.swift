@@ -37,7 +37,13 @@ struct LifecycleTests {
     func stopRunsOffThePool(_ kind: EngineKind) async throws {
         let server = try await FixtureServer.start(
             engine: kind.engine, configuration: try Fixtures.load().configuration(["leaf-v1", "lab-intermediate-a"]))
-        let own = threadsByID().filter { $0.value.hasPrefix("pl\(server.port)-") }
+        // Each worker names its own thread as it starts: wait (2 s at most) until both have.
+        var own: [String: String] = [:]
+        for _ in 0..<200 {
+            own = threadsByID().filter { $0.value.hasPrefix("pl\(server.port)-") }
+            if own.count >= 2 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(own.count >= 2, "the server's two worker threads: \(own)")
         await server.stop()
         #expect(server.core.shutdownThreadName == "pinninglab.stop", "shutdown ran on \(server.core.shutdownThreadName ?? "?")")
