@@ -55,7 +55,7 @@ extension ListenerSettings {
         guard workerThreads >= 1, maxConnections >= 1 else {
             throw Refusal(
                 setting: "workerThreads/maxConnections", reason: "\(workerThreads) worker threads and \(maxConnections) "
-                    + "connections: each must be at least 1", fix: "leave them at their defaults (2 and 512)")
+                    + "connections: each must be at least 1", fix: "set both to 1 or more")
         }
     }
 

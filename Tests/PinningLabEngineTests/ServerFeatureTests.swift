@@ -84,6 +84,18 @@ struct ServerFeatureTests {
         }
     }
 
+    @Test("no worker thread or no connection is refused, naming the settings and the fix")
+    func noCapacity() async throws {
+        for options in [FixtureServer.Options(workerThreads: 0), FixtureServer.Options(maxConnections: 0)] {
+            let error = await #expect(throws: TLSEngineError(.invalidConfiguration, "")) {
+                _ = try await FixtureServer.start(
+                    engine: EngineKind.openssl.engine, configuration: f.configuration(["leaf-v1"]), options: options)
+            }
+            #expect(error?.reason.hasPrefix("workerThreads/maxConnections: ") == true, "\(String(describing: error))")
+            #expect(error?.reason.contains("set both to 1 or more") == true, "\(String(describing: error))")
+        }
+    }
+
     @Test("settle() waits for a connection still in the listen queue", arguments: EngineKind.allCases)
     func settleIncludesQueued(engine: EngineKind) async throws {
         let server = try await FixtureServer.start(

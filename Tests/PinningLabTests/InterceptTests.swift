@@ -234,6 +234,10 @@ struct InterceptTests {
         await proxy.stop()
         #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(listener: ListenerSettings(bindAddress: "0.0.0.0"))) }
         #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(engine: "boringssl")) }
+        let noWorker = #expect(throws: InterceptError.self) {
+            try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(listener: ListenerSettings(workerThreads: 0)))
+        }
+        #expect(noWorker?.option == "workerThreads/maxConnections" && noWorker?.fix == "set both to 1 or more")
     }
 
     /// A tunnel whose upstream resets (RST while the tunnel is open) ends as `tunnel-reset` with the socket's error,
