@@ -12,7 +12,7 @@ package protocol ListenerState {
 /// The part of a listener's core that a fixture server (`ServerCore`) and the interception proxy (`ProxyCore`)
 /// share: the listening socket and its timeouts, the worker threads, and the state guarded by one lock, counted on
 /// accept and marked on stop. Each core holds one and adds what it records and how it stops.
-package final class ListenerCore<State: ListenerState>: ListeningCore, @unchecked Sendable {  // `state` only under `lock`; `workers` only at start and in the one shutdown
+package final class ListenerCore<State: ListenerState>: @unchecked Sendable {  // `state` only under `lock`; `workers` only at start and in the one shutdown
     package let listenFD: Int32
     /// The handshake and idle timeouts in nanoseconds of `Sockets.now()`.
     package let handshakeTimeout: UInt64

@@ -1,15 +1,5 @@
 import Foundation
 
-/// What a worker loop asks of the server it works for.
-package protocol ListeningCore: AnyObject {
-    /// The listening socket the server's workers share.
-    var listenFD: Int32 { get }
-    /// Whether the server is stopping: its workers end their loops.
-    var isStopping: Bool { get }
-    /// Whether a worker may accept a connection now (below the server's cap and not stopping).
-    func mayAccept() -> Bool
-}
-
 /// The `poll` loop of one worker thread: a set rebuilt on every turn from the worker's wake-up pipe, the shared
 /// listening socket (while the worker may accept) and the descriptors its connections wait on. The fixture server's
 /// workers run it where there is no epoll; the interception proxy's workers always do.
@@ -23,8 +13,8 @@ package struct PollSet {
     /// number, each with its events) and returns when it must next be served even if nothing is ready; `serve` is
     /// called with whether one of them is ready, or when that time has come, and answers whether the connection is
     /// finished (it is then dropped). New connections are accepted last, in a batch, by `accept`.
-    package mutating func run<Connection: AnyObject>(
-        _ connections: inout [Connection], core: some ListeningCore, wake: WakePipe,
+    package mutating func run<Connection: AnyObject, State: ListenerState>(
+        _ connections: inout [Connection], core: ListenerCore<State>, wake: WakePipe,
         register: (Connection, inout PollSet) -> UInt64,
         serve: (_ connection: Connection, _ ready: Bool, _ now: UInt64) -> Bool,
         accept: (inout [Connection]) -> Void
