@@ -146,19 +146,33 @@ package enum ChildProcess {
     /// A child running in the background, its output going to files (or /dev/null). Stop it with ``terminate()``.
     package final class Background: Sendable {
         package let pid: Int32
+        /// Its exit status once reaped: the exit code, or minus the signal that ended it.
+        private let ended = Locked<Int32?>(nil)
         init(pid: Int32) { self.pid = pid }
 
         /// Whether it is still running (reaps it if it has ended).
         package var isRunning: Bool {
-            var status: Int32 = 0
-            return waitpid(pid, &status, WNOHANG) == 0
+            ended.withLock { ended in
+                guard ended == nil else { return false }
+                var status: Int32 = 0
+                guard waitpid(pid, &status, WNOHANG) == pid else { return true }
+                ended = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -(status & 0x7f)
+                return false
+            }
         }
+
+        /// The exit status once it has ended (the exit code, or minus the signal that ended it); nil while it runs.
+        package var exitStatus: Int32? { isRunning ? nil : ended.withLock { $0 } }
 
         /// SIGKILL, then reap. Safe to call more than once.
         package func terminate() {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            _ = waitpid(pid, &status, 0)
+            ended.withLock { ended in
+                guard ended == nil else { return }
+                kill(pid, SIGKILL)
+                var status: Int32 = 0
+                _ = waitpid(pid, &status, 0)
+                ended = -SIGKILL
+            }
         }
     }
 

@@ -77,6 +77,11 @@ extension CommandClient: PinningClient {
             clientCertificateFile: creds?.certificateFile, clientKeyFile: creds?.keyFile,
             clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password,
             pinScope: target.pinScope)
-        return await run(ctx, scratch: FileManager.default.temporaryDirectory).outcome
+        // The hosts file and the client's output live in a folder of this call's own, removed when it returns.
+        guard let scratch = try? ScratchFolders.make("pinlab-client") else {
+            return await run(ctx, scratch: FileManager.default.temporaryDirectory).outcome
+        }
+        defer { ScratchFolders.remove(scratch) }
+        return await run(ctx, scratch: scratch).outcome
     }
 }

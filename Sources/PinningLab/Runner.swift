@@ -352,12 +352,8 @@ func milliseconds(_ d: Duration) -> Double {
     Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
 }
 
-func makeTemporaryDirectory() throws -> URL {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-check-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
-                                            attributes: [.posixPermissions: 0o700])
-    return dir
-}
+/// A run's scratch folder (`$TMPDIR/pinlab-check-…`), registered so that SIGINT and SIGTERM remove it too.
+func makeTemporaryDirectory() throws -> URL { try ScratchFolders.make("pinlab-check") }
 
 extension ServerEvidence {
     /// The evidence of the connections one client made: accepted if any of them carried application data.
@@ -396,10 +392,7 @@ struct CellFiles: Sendable {
     /// Writes `contents` once under `name` (atomically, so concurrent writers of the same content are harmless).
     func file(_ name: String, _ contents: String, mode: Int = 0o644) throws -> String {
         let url = directory.appendingPathComponent(name)
-        if !FileManager.default.fileExists(atPath: url.path) {
-            try contents.write(to: url, atomically: true, encoding: .utf8)
-            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: url.path)
-        }
+        if !FileManager.default.fileExists(atPath: url.path) { try Storage.writePrivately(contents, to: url, mode: mode) }
         return url.path
     }
 

@@ -191,6 +191,7 @@ public final class LabPKI: Sendable {
         try Storage.makeDirectory(dir, mode: 0o700)
         let lock = try DirectoryLock(dir.appendingPathComponent(".lock"))
         defer { lock.unlock() }
+        try Storage.ignoreInGit(dir)
         return try Builder(spec: spec, options: options).run()
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 /// The C library's read(2) and write(2), named apart from Swift methods called `read`/`write`.
 #if canImport(Glibc)
 package let systemRead = Glibc.read
@@ -9,7 +9,7 @@ package let systemWrite = Darwin.write
 #endif
 
 /// File operations of the PKI directory: atomic writes with a mode, an exclusive lock, permission checks.
-enum Storage {
+package enum Storage {
     /// Creates `url` (and parents) if missing; sets `mode` on the last component when it creates it.
     static func makeDirectory(_ url: URL, mode: mode_t) throws {
         var isDir: ObjCBool = false
@@ -27,6 +27,27 @@ enum Storage {
             throw PKIError(.writeFailed, "cannot create the folder: \(error.localizedDescription)", file: url.path,
                            fix: "check the permissions of its parent, or choose another --dir")
         }
+    }
+
+    /// What a PKI folder's own `.gitignore` says: everything in it, keys included, stays out of git, so a
+    /// `git add -A` in the repository that holds `.pinninglab/` never stages a private key.
+    static let gitignore = """
+        # Written by PinningLab: this folder holds the lab PKI's private keys. Never commit it.
+        *
+
+        """
+
+    /// Writes `directory/.gitignore` (``gitignore``) unless one is there.
+    static func ignoreInGit(_ directory: URL) throws {
+        let url = directory.appendingPathComponent(".gitignore")
+        guard !exists(url) else { return }
+        try writeAtomically(gitignore, to: url, mode: 0o644)
+    }
+
+    /// Writes `text` to `url` with `mode` from the first byte (a temporary file created with that mode, then
+    /// renamed over `url`): a private key is never readable by others, not even for a moment.
+    package static func writePrivately(_ text: String, to url: URL, mode: Int) throws {
+        try writeAtomically(Array(text.utf8), to: url, mode: mode_t(mode))
     }
 
     /// Writes `bytes` to a temporary file in the same folder, then renames it over `url`: readers see the old

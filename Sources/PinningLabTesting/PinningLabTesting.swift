@@ -179,13 +179,14 @@ extension PinningClient where Self == BuiltInClient {
     public static var pinsEveryHost: BuiltInClient { BuiltInClient.pinsEveryHost }
 }
 
-/// Shared state of the helpers: one work folder per process.
+/// Shared state of the helpers: one work folder per process (trust files, client certificates and keys), removed
+/// when the process exits.
 enum TestingLab {
     static let work: URL = {
-        let dir = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pinninglab-testing-\(ProcessInfo.processInfo.processIdentifier)")
-        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
-                                                 attributes: [.posixPermissions: 0o700])
+        guard let dir = try? ScratchFolders.make("pinninglab-testing-\(ProcessInfo.processInfo.processIdentifier)") else {
+            return FileManager.default.temporaryDirectory
+        }
+        atexit { ScratchFolders.removeAll() }
         return dir
     }()
 }

@@ -186,11 +186,13 @@ struct CheckCommand: AsyncParsableCommand {
 }
 
 /// On SIGINT or SIGTERM: kill the client commands still running (they lead their own process groups, so the
-/// terminal's Ctrl-C does not reach them), then exit with 130.
+/// terminal's Ctrl-C does not reach them), remove the run's scratch folders (trust files, client keys), then exit
+/// with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), as a shell reports a process a signal ended.
 func interruptingClientCommands(_ label: String) -> TerminationSignals {
-    TerminationSignals(label) {
+    TerminationSignals(label) { sig in
         CommandClient.killRunningCommands()
-        FileHandle.standardError.write(Data("\ninterrupted: stopped the running clients\n".utf8))
-        Foundation.exit(130)
+        ScratchFolders.removeAll()
+        FileHandle.standardError.write(Data("\ninterrupted: stopped the running clients and removed the run's files\n".utf8))
+        Foundation.exit(128 + sig)
     }
 }

@@ -2,22 +2,23 @@ import Foundation
 
 /// SIGINT and SIGTERM, caught from the moment this is made (their default actions are replaced at once, so a signal
 /// that arrives before anyone waits is not lost): `pinlab serve` waits for one, `pinlab intercept` polls `fired`,
-/// `pinlab check` and `pinlab lab check` pass an `action` that ends the process. `cancel()` restores the defaults.
+/// `pinlab check` and `pinlab lab check` pass an `action` that ends the process (it receives the signal's number).
+/// `cancel()` restores the defaults.
 final class TerminationSignals: @unchecked Sendable {  // `signalled` and `waiter` under `lock`
     private let lock = NSLock()
     private var signalled = false
     private var waiter: CheckedContinuation<Void, Never>?
     private var sources: [any DispatchSourceSignal] = []
 
-    /// - Parameter action: run on the signal queue for each signal, after `fired` is set.
-    init(_ label: String, action: (@Sendable () -> Void)? = nil) {
+    /// - Parameter action: run on the signal queue for each signal, after `fired` is set, with the signal's number.
+    init(_ label: String, action: (@Sendable (Int32) -> Void)? = nil) {
         let queue = DispatchQueue(label: label)
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler { [weak self] in
                 self?.fire()
-                action?()
+                action?(sig)
             }
             source.resume()
             sources.append(source)

@@ -273,12 +273,12 @@ struct RunStart {
         do {
             files = try CellFiles(pki: runner.pki, directory: work)
         } catch {
-            if ownsWork { try? FileManager.default.removeItem(at: work) }
+            if ownsWork { ScratchFolders.remove(work) }
             throw error
         }
     }
 
-    func cleanUp() { if ownsWork { try? FileManager.default.removeItem(at: files.directory) } }
+    func cleanUp() { if ownsWork { ScratchFolders.remove(files.directory) } }
 }
 
 /// Stops servers concurrently (each stop joins its threads on a thread of its own).

@@ -1,0 +1,13 @@
+import Foundation
+
+/// A value behind a lock, in the shape of NIOLockedValueBox.
+package final class Locked<Value>: @unchecked Sendable {  // `value` is only touched under `lock`
+    private let lock = NSLock()
+    private var value: Value
+    package init(_ value: Value) { self.value = value }
+    package func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import PinningLab
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Nothing secret is left where it does not belong: the PKI folder keeps itself out of git, and an interrupted run
+/// removes its scratch folder (trust files, the client's certificate and private key) before it exits.
+@Suite("Leftovers: keys stay where they belong", .serialized)
+struct LeftoversTests {
+    /// A fresh private folder (removed by the caller).
+    static func folder(_ name: String) throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-\(name)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// `pinlab pki init` run in an app's repository (the default folder, `.pinninglab/` where you stand), then
+    /// `git add -A`, as a careless commit would: nothing of the PKI is staged.
+    @Test(.enabled(if: Tool.runs(needing: "git"), "git is not installed (apt-get install git)"))
+    func gitAddAllInTheRepositoryStagesNoKey() async throws {
+        let bin = try #require(CLI.binary)
+        let git = try #require(Tool.path("git"), "git is not on the PATH (apt-get install git)")
+        let repo = try Self.folder("repo")
+        defer { try? FileManager.default.removeItem(at: repo) }
+        try "app\n".write(to: repo.appendingPathComponent("README.md"), atomically: true, encoding: .utf8)
+        let quiet = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+        #expect(await ChildProcess.run([git] + quiet + ["init", "-q", repo.path]).status == 0)
+        let initPKI = await ChildProcess.run(
+            ["/bin/sh", "-c", "cd \"$1\" && exec \"$2\" pki init", "sh", repo.path, bin.path], timeout: .seconds(120))
+        #expect(initPKI.status == 0, "\(initPKI.stderrText)")
+        let keys = repo.appendingPathComponent(".pinninglab/keys")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: keys.path)) ?? []).contains("proxy-root.pem"),
+                "pki init wrote the keys into .pinninglab/ where it was run")
+        let ignore = try String(contentsOf: repo.appendingPathComponent(".pinninglab/.gitignore"), encoding: .utf8)
+        #expect(ignore.split(separator: "\n").contains("*"))
+        #expect(await ChildProcess.run([git, "-C", repo.path] + quiet + ["add", "-A"]).status == 0)
+        let staged = await ChildProcess.run([git, "-C", repo.path, "diff", "--cached", "--name-only"])
+        #expect(staged.stdoutText.split(separator: "\n") == ["README.md"], "staged: \(staged.stdoutText)")
+        let status = await ChildProcess.run([git, "-C", repo.path, "status", "--porcelain", "--untracked-files=all"])
+        #expect(!status.stdoutText.contains(".pinninglab"), "git status shows \(status.stdoutText)")
+    }
+
+    /// SIGINT (exit 130) or SIGTERM (exit 143) in the middle of `pinlab check`: the run's scratch folder, which
+    /// holds a copy of the client's private key for a mutual-TLS scenario, is gone when the process has exited.
+    @Test(arguments: [SIGINT, SIGTERM])
+    func interruptedCheckLeavesNoScratchFolder(_ sig: Int32) async throws {
+        let bin = try #require(CLI.binary)
+        let tmp = try Self.folder("tmpdir")
+        defer { try? FileManager.default.removeItem(at: tmp) }
+        var env = ProcessInfo.processInfo.environment
+        env["TMPDIR"] = tmp.path
+        let marker = "62.\(Int.random(in: 100...999))"
+        let check = try ChildProcess.spawnBackground(
+            [bin.path, "check", "--scenarios", "mtls-required-valid", "--engine", "openssl", "--profiles", "none",
+             "--timeout", "120"] + CLI.dirArgs
+                + ["--", "sh", "-c", "sleep \(marker); exit 0", "{client.cert}", "{client.key}"],
+            environment: env)
+        defer { check.terminate() }
+        func scratch() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.hasPrefix("pinlab-check-") }
+        }
+        func sleeping() async -> Bool { await ChildProcess.run(["pgrep", "-f", "^sleep \(marker)"]).status == 0 }
+        for _ in 0..<200 where await !sleeping() { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(await sleeping(), "the client command started")
+        let folder = try #require(scratch().first, "the run made its scratch folder in TMPDIR")
+        let files = try FileManager.default.contentsOfDirectory(atPath: tmp.appendingPathComponent(folder).path)
+        #expect(files.contains { $0.hasSuffix(".key") }, "the client's key is in the scratch folder: \(files)")
+        kill(check.pid, sig)
+        for _ in 0..<200 where check.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(check.exitStatus == 128 + sig, "exit status \(String(describing: check.exitStatus)) after signal \(sig)")
+        #expect(scratch().isEmpty, "left behind: \(scratch())")
+    }
+}
