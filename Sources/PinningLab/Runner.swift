@@ -154,16 +154,26 @@ public struct CheckRunner: Sendable {
         }
         let scheduler = CellScheduler(jobs, progress: options.progress)
         let workers = min(options.jobs, max(1, jobs.reduce(0) { $0 + $1.profiles.count }))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<workers {
-                group.addTask {
-                    while let a = await scheduler.take() {
-                        try await self.work(a, scheduler: scheduler, client: client, timeout: options.timeout, files: files)
+        // Servers whose cells are done stop beside the next cells (stopping joins their threads); the run returns
+        // only when every one has stopped, so no server outlives it (a process exiting meanwhile corrupted the heap).
+        let stopping = Locked<[Task<Void, Never>]>([])
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<workers {
+                    group.addTask {
+                        while let a = await scheduler.take() {
+                            try await self.work(a, scheduler: scheduler, client: client, timeout: options.timeout,
+                                                files: files, stopping: stopping)
+                        }
                     }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
+        } catch {
+            for t in stopping.withLock({ $0 }) { await t.value }
+            throw error
         }
+        for t in stopping.withLock({ $0 }) { await t.value }
         let verdicts = await scheduler.verdicts(client: client.name, supported: supported)
         let d = ContinuousClock.now - clock
         let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
@@ -176,7 +186,7 @@ public struct CheckRunner: Sendable {
     /// Runs one assignment: starts the job's server first if needed, then one cell.
     func work(
         _ a: CellScheduler.Assignment, scheduler: CellScheduler, client: ClientUnderTest, timeout: Duration,
-        files: CellFiles
+        files: CellFiles, stopping: Locked<[Task<Void, Never>]>
     ) async throws {
         let job = a.job
         let s = job.scenario
@@ -224,9 +234,10 @@ public struct CheckRunner: Sendable {
             evidence: ServerEvidence(observations), outcome: outcome, clientAuth: s.server.clientAuth, expectedCategory: s.refusal,
             clientMilliseconds: ms)
         if let done = await scheduler.finish(a.index, p, v, server: server) {
-            // Stopping joins the server's threads (on a thread of its own): don't wait for it, so the next cell
-            // starts at once.
-            Task { await done.stop() }
+            // Stopping joins the server's threads (on a thread of its own): the next cell starts at once, and
+            // run() awaits the stop before it returns.
+            let stop = Task { await done.stop() }
+            stopping.withLock { $0.append(stop) }
         }
     }
 }

@@ -176,9 +176,11 @@ struct CheckCommand: AsyncParsableCommand {
                 report = try await CheckRunner(pki: pki, catalogue: catalogue).run(subject, options: options)
             }
         } catch {
+            await interrupts.holdIfInterrupted()
             progress.finish()
             fail("\(error)")
         }
+        await interrupts.holdIfInterrupted()
         progress.finish()
         try emit(report, format: format, output: output)
         if report.deviates || !harnessProblems.isEmpty { throw ExitCode(1) }
@@ -190,8 +192,8 @@ struct CheckCommand: AsyncParsableCommand {
 /// with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), as a shell reports a process a signal ended.
 func interruptingClientCommands(_ label: String) -> TerminationSignals {
     TerminationSignals(label) { sig in
-        CommandClient.killRunningCommands()
         ScratchFolders.removeAll()
+        CommandClient.killRunningCommands()
         FileHandle.standardError.write(Data("\ninterrupted: stopped the running clients and removed the run's files\n".utf8))
         Foundation.exit(128 + sig)
     }

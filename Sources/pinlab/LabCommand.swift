@@ -137,8 +137,10 @@ struct LabCheckCommand: AsyncParsableCommand {
             grade = try await l.grade(
                 subject, runner: runner, engines: engines, jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration)
         } catch {
+            await interrupts.holdIfInterrupted()
             fail("\(error)")
         }
+        await interrupts.holdIfInterrupted()
         if format == "json" {
             print(try grade.jsonString(), terminator: "")
         } else {

@@ -49,6 +49,14 @@ final class TerminationSignals: @unchecked Sendable {  // `signalled` and `waite
         }
     }
 
+    /// For a command whose `action` ends the process: once a signal has arrived, that action is on its way to
+    /// `exit` (it may have ended the run early, by killing its clients), so this never returns and the process ends
+    /// with the signal's status rather than with the result of a run cut short. Returns at once otherwise.
+    func holdIfInterrupted() async {
+        guard fired else { return }
+        while true { try? await Task.sleep(for: .seconds(3600)) }
+    }
+
     /// Stops watching and restores the default actions of SIGINT and SIGTERM.
     func cancel() {
         for s in sources { s.cancel() }

@@ -1,5 +1,7 @@
 import Foundation
 import PinningLab
+import PinningLabPKI
+import PinningLabTestSupport
 import Testing
 
 /// The predictions below are derived by reasoning from each client's one mistake and the scenario files; the run
@@ -150,6 +152,43 @@ struct ReferenceClientRunTests {
         #expect(try verdict("mtls-required-missing", .none).category == .clientAuth)
         #expect(try verdict("rekey", .leafSPKIBackup).observed == .accepted)
         #expect(try verdict("rekey", .leafSPKIBackup).evidence?.requestLine == "GET / HTTP/1.1")
+    }
+
+    /// `run` returns only when every server it started has stopped: connecting to the port of any cell's server
+    /// right after it returns is refused (the stops used to run detached, and `pinlab check` could exit meanwhile).
+    /// (A race: without the fix one run in about four shows it, so the test makes five.)
+    @Test(arguments: 1...5) func runReturnsOnlyWhenEveryServerHasStopped(_ attempt: Int) async throws {
+        let ports = PortRecorder()
+        _ = try await TestLab.runner().run(
+            .inProcess(ports), options: CheckOptions(engines: [Engines.openssl, Engines.gnutls], profiles: [.none]))
+        let threads = Set(threadsByID().values)
+        let seen = ports.ports.withLock { $0 }
+        #expect(seen.count >= 80, "a server per scenario and engine")
+        // Each server's workers name their threads `pl<port>-<n>`: none may be left.
+        let left = threads.filter { name in seen.contains { name.hasPrefix("pl\($0)-") } }
+        #expect(left.isEmpty, "worker threads still running after run() returned: \(left.sorted())")
+        for port in seen.sorted() {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var sa = sockaddr_in()
+            sa.sin_family = sa_family_t(AF_INET)
+            sa.sin_port = in_port_t(UInt16(port).bigEndian)
+            sa.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let rc = withUnsafePointer(to: &sa) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            #expect(rc != 0, "the server on port \(port) still listens after run() returned")
+        }
+    }
+
+    /// Refuses every cell at once and notes the port it was sent to.
+    struct PortRecorder: PinningClient {
+        let ports = Locked<Set<Int>>([])
+        var name: String { "port-recorder" }
+        func run(_ target: ClientTarget) async -> ClientOutcome {
+            ports.withLock { _ = $0.insert(target.port) }
+            return ClientOutcome(claim: .refused, detail: "recorded")
+        }
     }
 
     @Test func declaredProfilesAreSkippedNotFailed() async throws {
