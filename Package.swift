@@ -119,34 +119,42 @@ let package = Package(
             path: "Benchmarks/fuzz/Fuzz",
             swiftSettings: swiftSettings
         ),
+        // What every test suite shares: one tool lookup and the `.requires("tool")` trait (skipped with an install
+        // hint on a developer's machine, run — and failed when the tool is missing — in CI).
+        .target(
+            name: "PinningLabTestSupport",
+            dependencies: ["PinningLab", "PinningLabPKI"],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PinningLabPKITests",
-            dependencies: ["PinningLabPKI", "PinningLab"],
+            dependencies: ["PinningLabTestSupport", "PinningLabPKI", "PinningLab"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PinningLabEngineTests",
-            dependencies: ["PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "PinningLab"],
+            dependencies: ["PinningLabTestSupport", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "PinningLab"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PinningLabClientTests",
-            dependencies: ["PinningLabOpenSSL", "PinningLabCore", "PinningLab"],
+            dependencies: ["PinningLabTestSupport", "PinningLabOpenSSL", "PinningLabCore", "PinningLab"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PinningLabTests",
-            dependencies: ["PinningLab", "PinningLabTesting"],
+            dependencies: ["PinningLabTestSupport", "PinningLab", "PinningLabTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PinningLabControlTests",
-            dependencies: ["PinningLabControl", "PinningLab", .product(name: "Yams", package: "Yams")],
+            dependencies: ["PinningLabTestSupport", "PinningLabControl", "PinningLab", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PinlabCLITests",
-            dependencies: ["pinlab", "PinningLab"],
+            dependencies: ["PinningLabTestSupport", "pinlab", "PinningLab"],
             swiftSettings: swiftSettings
         ),
     ],

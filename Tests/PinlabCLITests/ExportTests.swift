@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLabCore
 import PinningLab
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLabCore
 import PinningLab
 
@@ -17,20 +18,6 @@ func run(_ args: [String], stdin: String? = nil, timeout: TimeInterval = 30) asy
 }
 
 
-/// The tools these tests call, found on the PATH.
-enum Tool {
-    /// The executable `name` on the PATH, if there is one.
-    static func path(_ name: String) -> String? {
-        ChildProcess.resolve(name)
-    }
-
-    /// CI installs every tool these tests call (openssl, certtool, curl, xmllint, python3 with jsonschema).
-    static let inCI = ProcessInfo.processInfo.environment["CI"] != nil
-
-    /// Whether a test needing `name` runs: always in CI, where a missing tool must fail the test; elsewhere only
-    /// when the tool is on the PATH, so that a developer without it sees the test reported as skipped.
-    static func runs(needing name: String) -> Bool { inCI || path(name) != nil }
-}
 
 extension CLI {
     /// The JSON manifest `pinlab serve --manifest` writes, once it is complete (it parses), or `nil` after `limit`.

@@ -1,6 +1,7 @@
 // Every reference client against real `openssl s_server` handshakes on 127.0.0.1. The server's message trace is
 // the oracle: an accepting client must have sent application data, a refusing one must not have.
 import Foundation
+import PinningLabTestSupport
 import PinningLabCore
 import PinningLab
 import PinningLabOpenSSL
@@ -182,7 +183,7 @@ let clientCases: [ClientCase] = [
         pins: .none, credentials: ("client2", ["client-int"]), expected: Array(repeating: A, count: 6)),
 ]
 
-@Suite("Reference clients against openssl s_server")
+@Suite("Reference clients against openssl s_server", .requires("openssl"))
 struct ReferenceClientTests {
     @Test("client × scenario", arguments: clientCases, ReferenceClients.names)
     func matrix(_ scenario: ClientCase, clientName: String) async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
 import Testing
@@ -31,7 +32,7 @@ struct CipherTests {
     // Issue 8, defect 4: names missing from the OpenSSL table were dropped by compactMap, and GnuTLS never got a
     // priority string, so it reported every cipher-restricted scenario unsupported. Before the fix the GnuTLS
     // cases here threw `.unsupported` and TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA was served unrestricted by OpenSSL.
-    @Test(arguments: cases, EngineKind.allCases)
+    @Test(.requires("openssl"), arguments: cases, EngineKind.allCases)
     func negotiatesTheRestrictedSuite(_ c: CipherCase, _ kind: EngineKind) async throws {
         let f = try Fixtures.load()
         var config = f.configuration([c.leaf] + c.chain)
@@ -49,7 +50,7 @@ struct CipherTests {
         }
     }
 
-    @Test("a client offering only other suites is refused", arguments: EngineKind.allCases)
+    @Test("a client offering only other suites is refused", .requires("openssl"), arguments: EngineKind.allCases)
     func refusesOtherSuites(_ kind: EngineKind) async throws {
         let f = try Fixtures.load()
         var config = f.configuration(["leaf-v1", "lab-intermediate-a"])

@@ -1,11 +1,12 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
 import Testing
 
 /// Client authentication behaves like OkHttp's MockWebServer: `required` without (or with a bad) certificate fails
 /// the handshake — never an HTTP 400 — and the certificate a client presents is recorded.
-@Suite("client authentication")
+@Suite("client authentication", .requires("curl", "openssl"))
 struct ClientAuthTests {
     let f: Fixtures
     init() throws { f = try Fixtures.load() }

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
 import Testing
@@ -11,7 +12,7 @@ struct ClientToolTests {
     static let cases: [(EngineKind, TLSVersion)] = EngineKind.allCases.flatMap { e in [(e, .tls12), (e, .tls13)] }
 
     @Test(
-        "openssl s_client verifies the chain, sends a request and reads the answer", .enabled(if: tool("openssl")),
+        "openssl s_client verifies the chain, sends a request and reads the answer", .requires("openssl"),
         arguments: cases)
     func sClient(engine: EngineKind, version: TLSVersion) async throws {
         var config = f.configuration(["leaf-v1", "lab-intermediate-a"])
@@ -34,7 +35,7 @@ struct ClientToolTests {
     }
 
     @Test(
-        "gnutls-cli verifies the chain and completes the handshake", .enabled(if: tool("gnutls-cli")), arguments: cases)
+        "gnutls-cli verifies the chain and completes the handshake", .requires("gnutls-cli"), arguments: cases)
     func gnutlsCLI(engine: EngineKind, version: TLSVersion) async throws {
         var config = f.configuration(["leaf-v1", "lab-intermediate-a"])
         config.setVersion(version)
@@ -52,7 +53,7 @@ struct ClientToolTests {
         #expect(o.alpn == nil)
     }
 
-    @Test("TLS 1.0 where the library allows it", .enabled(if: tool("openssl")), arguments: EngineKind.allCases)
+    @Test("TLS 1.0 where the library allows it", .requires("openssl"), arguments: EngineKind.allCases)
     func legacyTLS10(engine: EngineKind) async throws {
         var config = f.configuration(["leaf-v1", "lab-intermediate-a"])
         config.setVersion(.tls10)
@@ -74,7 +75,7 @@ struct ClientToolTests {
     }
 
     @Test(
-        "a version the client does not offer fails the handshake on the server side", .enabled(if: tool("curl")),
+        "a version the client does not offer fails the handshake on the server side", .requires("curl"),
         arguments: EngineKind.allCases)
     func versionMismatch(engine: EngineKind) async throws {
         var config = f.configuration(["leaf-v1", "lab-intermediate-a"])

@@ -1,9 +1,10 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
 import Testing
 
-@Suite("curl against both engines")
+@Suite("curl against both engines", .requires("curl"))
 struct CurlTests {
     let f: Fixtures
     init() throws { f = try Fixtures.load() }

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 @testable import PinningLabCore
 import PinningLabGnuTLS
@@ -76,8 +77,10 @@ func pem(_ ders: [[UInt8]], label: String = "CERTIFICATE") -> Data { Data(PEM.en
 /// DER certificates of every PEM block in `text`, in order.
 func derBlocks(inPEM text: String) -> [[UInt8]] { PEM.decodeAll(text) }
 
+/// The environment of the tools these tests run: this process's PATH (so that a run with tools hidden from the PATH
+/// hides them here too), the C locale.
 let childEnvironment: [String: String] = {
-    var env = ["PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C"]
+    var env = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin", "LANG": "C"]
     if let home = ProcessInfo.processInfo.environment["HOME"] { env["HOME"] = home }
     return env
 }()
@@ -92,16 +95,19 @@ struct ProcessResult: Sendable {
 /// Runs a command-line client with a hard timeout; stdin is `input` then EOF. Through the package's
 /// `ChildProcess` (pipes made close-on-exec atomically under its spawn lock, output drained on a dedicated thread),
 /// so a child another suite spawns at the same moment never inherits one of our pipe ends.
-func run(_ arguments: [String], input: String = "", timeout: Duration = .seconds(10)) async -> ProcessResult {
+/// A tool that cannot be started (not installed) fails the test that ran it — a test needing a tool says so with
+/// `.requires("tool")`, and is then skipped where the tool is missing, never passed on an empty result.
+func run(_ arguments: [String], input: String = "", timeout: Duration = .seconds(10),
+         sourceLocation: SourceLocation = #_sourceLocation) async -> ProcessResult {
     let r = await ChildProcess.run(arguments, environment: childEnvironment, input: Array(input.utf8), timeout: timeout)
     if let why = r.launchError {
+        Issue.record("cannot run \(arguments.first ?? "?"): \(why) (\(Tool.installHint(arguments.first ?? "?")))",
+                     sourceLocation: sourceLocation)
         return ProcessResult(status: -1, stdout: "", stderr: why, timedOut: false)
     }
     return ProcessResult(status: r.status, stdout: r.stdoutText, stderr: r.stderrText, timedOut: r.timedOut)
 }
 
-/// Whether a command-line tool is installed (for `.enabled(if:)` traits: a missing tool is a visible skip).
-func tool(_ name: String) -> Bool { ChildProcess.resolve(name, path: childEnvironment["PATH"]) != nil }
 
 /// Starts a process in the background with stdin, stdout and stderr on /dev/null; returns its pid.
 func spawnBackground(_ arguments: [String]) -> pid_t? {
@@ -182,16 +188,6 @@ func threadNames() -> [String] { Array(threadsByID().values) }
 
 /// This process's threads: kernel thread id → name. Ids identify a thread where names do not (a server started
 /// later on a reused port number names its threads alike).
-func threadsByID() -> [String: String] {
-    let fm = FileManager.default
-    var out: [String: String] = [:]
-    for tid in (try? fm.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
-        if let name = try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8) {
-            out[tid] = name.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-    }
-    return out
-}
 
 func openFDCount() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 import Testing
 
@@ -172,7 +173,7 @@ struct BatchTests {
     }
 
     @Test("real documents and answers validate against the published schemas (python jsonschema)",
-          .enabled(if: Tool.inCI || Tool.hasJSONSchema, "python3 with the jsonschema module is not installed"))
+          .requiresPython(module: "jsonschema"))
     func schemas() async throws {
         let seen = DocumentBox()
         _ = try await TestLab.runner().runBatch(.inProcess(name: "capture") { doc in

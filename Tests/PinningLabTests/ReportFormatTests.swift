@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 import Testing
 
@@ -71,9 +72,9 @@ struct ReportFormatTests {
     }
 
     /// Judged by an independent validator (python's jsonschema), which must also reject a bad document.
-    @Test(.enabled(if: Tool.inCI || Tool.hasJSONSchema, "python3 with the jsonschema module is not installed (pip install jsonschema)"))
+    @Test(.requiresPython(module: "jsonschema"))
     func jsonValidatesAgainstItsSchema() async throws {
-        try #require(Tool.hasJSONSchema, "python3 with the jsonschema module is not installed (pip install jsonschema)")
+        try #require(Tool.hasPythonModule("jsonschema"), "python3 with the jsonschema module is not installed (pip install jsonschema)")
         let report = try syntheticReport()
         let json = try report.render(.json)
         let schema = try writeTemporary(ReportSchemas.json, "json")

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 
 /// One lab PKI for the whole test process, in a temporary folder (keys are generated there once and reused by
@@ -20,27 +21,6 @@ enum TestLab {
     }
 }
 
-/// The tools these tests call, found on the PATH.
-enum Tool {
-    /// The executable `name` on the PATH, if there is one.
-    static func path(_ name: String) -> String? {
-        ChildProcess.resolve(name)
-    }
-
-    /// CI installs every tool these tests call (openssl, certtool, curl, xmllint, python3 with jsonschema).
-    static let inCI = ProcessInfo.processInfo.environment["CI"] != nil
-
-    /// Whether a test needing `name` runs: always in CI, where a missing tool must fail the test; elsewhere only
-    /// when the tool is on the PATH, so that a developer without it sees the test reported as skipped.
-    static func runs(needing name: String) -> Bool { inCI || path(name) != nil }
-
-    /// python3 with the `jsonschema` module, as `pip install jsonschema` provides.
-    static let hasJSONSchema: Bool = {
-        guard path("python3") != nil else { return false }
-        // Evaluated once, for a trait (synchronous): a short blocking probe.
-        return ChildProcess.runBlocking(["python3", "-c", "import jsonschema"], timeout: .seconds(60)).status == 0
-    }()
-}
 
 struct ToolError: Error, CustomStringConvertible { var description: String }
 
