@@ -125,6 +125,11 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
                     .commandTemplate, problem: "word \(i + 1) ('\(w)') uses the unknown placeholder {\(name)}.",
                     fix: "\(hint)Placeholders: \(Self.placeholders.map { "{\($0)}" }.joined(separator: " ")).")
             }
+            if let open = Self.unclosedPlaceholder(in: w) {
+                throw CheckSetupError(
+                    .commandTemplate, problem: "word \(i + 1) ('\(w)') opens the placeholder {\(open) without a closing brace.",
+                    fix: "write it as {\(suggestion(open, in: Self.placeholders) ?? open)}; placeholders: \(Self.placeholders.map { "{\($0)}" }.joined(separator: " ")).")
+            }
             if w.hasPrefix("[") != w.hasSuffix("]") || (w == "[" || w == "]") {
                 throw CheckSetupError(
                     .commandTemplate, problem: "word \(i + 1) ('\(w)') opens or closes an optional group without the other bracket.",
@@ -150,6 +155,16 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
             rest = after[after.index(after: close)...]
         }
         return out
+    }
+
+    /// The name after a `{` that no `}` closes, when it reads as the start of a placeholder (`'{url'`, `{pins.cu`):
+    /// such a word would otherwise go to the client as it is, in every cell. Braces around other text (a shell's
+    /// `${x}`, JSON) are left alone.
+    static func unclosedPlaceholder(in word: String) -> String? {
+        guard let open = word.lastIndex(of: "{"), !word[open...].contains("}") else { return nil }
+        let name = word[word.index(after: open)...]
+        guard !name.isEmpty, name.allSatisfy({ $0.isLowercase || $0 == "." || $0 == "-" || $0.isNumber }) else { return nil }
+        return placeholders.contains { $0.hasPrefix(name) || name.hasPrefix($0) } ? String(name) : nil
     }
 
     static func substitute(_ word: String, _ values: [String: String]) -> String {

@@ -157,6 +157,7 @@ struct CheckCommand: AsyncParsableCommand {
             }
             return
         }
+        requireWritable(output, option: "--output")
         let subject = clientOptions.subject(command: command)
         let catalogue = source.loadCatalogue()
         let pki = await source.openPKI()

@@ -41,10 +41,23 @@ struct ClientRunOptions: ParsableArguments {
     func subject(command: [String], defaultName: String? = nil) -> ClientUnderTest {
         if let client, let c = BuiltInClients.named(client) { return .inProcess(c) }
         do {
-            return .command(CommandClient(name: name ?? defaultName, template: try CommandTemplate(command), timeout: timeoutDuration))
+            let template = try CommandTemplate(command)
+            try Self.checkRunnable(template.words[0])
+            return .command(CommandClient(name: name ?? defaultName, template: template, timeout: timeoutDuration))
         } catch {
             fail("\(error)")
         }
+    }
+
+    /// A client that cannot start is a setup problem, said once before any cell runs — not a column of refusals
+    /// graded as if the client had refused.
+    static func checkRunnable(_ program: String) throws {
+        guard !program.contains("{") else { return }  // named by a placeholder: known only per cell
+        guard ChildProcess.resolve(program) == nil else { return }
+        let where_ = program.contains("/") ? "is not an executable file" : "was not found on the PATH"
+        throw CheckSetupError(
+            .commandTemplate, problem: "the client command '\(program)' could not be started: it \(where_).",
+            fix: "install it, or give its full path (the command after `--` is run once per cell).")
     }
 
     func engines() throws -> [any TLSEngine] { try Engines.named(engine) }

@@ -127,6 +127,7 @@ struct LabCheckCommand: AsyncParsableCommand {
         for s in l.scenarios where catalogue[s] == nil {
             fail("lab \(l.number) needs the scenario '\(s)', which is not in this catalogue.")
         }
+        requireWritable(html, option: "--html")
         let pki = await source.openPKI()
         let interrupts = interruptingClientCommands("pinlab.lab.signals")
         defer { interrupts.cancel() }
@@ -156,7 +157,7 @@ struct LabCheckCommand: AsyncParsableCommand {
             do {
                 try LabReportHTML.render(grade, correct: correct).write(toFile: html, atomically: true, encoding: .utf8)
             } catch {
-                fail("cannot write \(html): \(error.localizedDescription)")
+                fail(writeFailure(html, error))
             }
             if format == "text" { print("The lab's picture: \(html)") }
         }

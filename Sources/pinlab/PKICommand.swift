@@ -35,13 +35,13 @@ struct PKIOptionsGroup: ParsableArguments {
     }
 }
 
-/// Runs `body`, turning PKI errors into a clean message and exit code 1.
+/// Runs `body`, turning PKI errors into a clean message and exit code 2 (a setup problem: the spec, the folder).
 func reportingErrors<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let e as PKIError {
         FileHandle.standardError.write(Data("error: \(e)\n".utf8))
-        throw ExitCode(1)
+        throw ExitCode(2)
     }
 }
 

@@ -55,6 +55,31 @@ struct ReportCommand: AsyncParsableCommand {
     }
 }
 
+/// Checks before any work that `path` (given with `option`) can be written: its folder exists and is writable, and
+/// it is not itself a folder. A run that would fail only at the end, after every cell, fails at once instead.
+func requireWritable(_ path: String?, option: String) {
+    guard let path else { return }
+    let url = URL(fileURLWithPath: path)
+    let folder = url.deletingLastPathComponent().path
+    var isDir: ObjCBool = false
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue {
+        fail("\(option) \(path): that is a folder. Fix: name a file in it, e.g. \(option) \(url.appendingPathComponent("report").path).")
+    }
+    guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDir), isDir.boolValue else {
+        fail("\(option) \(path): the folder \(folder) does not exist. Fix: create it (mkdir -p \(folder)) or choose another path.")
+    }
+    guard FileManager.default.isWritableFile(atPath: folder) else {
+        fail("\(option) \(path): the folder \(folder) is not writable. Fix: choose a folder you can write to.")
+    }
+}
+
+/// What went wrong writing `path`, in words (POSIX's reason, not Foundation's error object).
+func writeFailure(_ path: String, _ error: any Error) -> String {
+    let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+    let reason = underlying.map { String(cString: strerror(Int32($0.code))) } ?? error.localizedDescription
+    return "cannot write \(path): \(reason). Fix: check that its folder exists and is writable."
+}
+
 /// Prints a report in `format` on standard output, or writes it to `output` and prints its summary line.
 func emit(_ report: CheckReport, format: String, output: String?) throws {
     let fmt = ReportFormat(rawValue: format) ?? .text
@@ -63,7 +88,7 @@ func emit(_ report: CheckReport, format: String, output: String?) throws {
         do {
             try text.write(toFile: output, atomically: true, encoding: .utf8)
         } catch {
-            fail("cannot write \(output): \(error.localizedDescription)")
+            fail(writeFailure(output, error))
         }
         print(report.summaryLine)
     } else {
