@@ -30,7 +30,7 @@ public struct ProxyScope: Sendable, Hashable {
         let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             .filter { !$0.isEmpty }
         guard !items.isEmpty else {
-            throw PKIError(.badScope, "\(option): no host given", field: option,
+            throw PKIError(.badScope, "no host given", field: option,
                            fix: "list the hosts under test, e.g. --scope 'api.example.com,**.example.com'")
         }
         patterns = items
@@ -57,11 +57,11 @@ public struct ProxyScope: Sendable, Hashable {
                     && l.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" }
             }
             guard name.utf8.count <= 253, labels.allSatisfy(validLabel) else {
-                throw PKIError(.badScope, "\(option): '\(item)' is not a host name or pattern", field: option,
+                throw PKIError(.badScope, "'\(item)' is not a host name or pattern", field: option,
                                fix: "write api.example.com (that host and its subdomains), **.example.com (the domain and every subdomain) or an IP address; wildcards only as a leading *. or **.")
             }
             guard labels.count >= 2 || name == "localhost" || name == "test" else {
-                throw PKIError(.badScope, "\(option): '\(item)' would cover the whole top-level domain '\(name)'",
+                throw PKIError(.badScope, "'\(item)' would cover the whole top-level domain '\(name)'",
                                field: option, fix: "name the registrable domain at least, e.g. **.example.com")
             }
             if !permitted.contains(.dns(name)) { permitted.append(.dns(name)) }

@@ -84,6 +84,24 @@ struct TrustModelTests {
         }
     }
 
+    @Test("the spec field scope: name-constrains a CA as --scope does; a scope on a leaf is a clear error")
+    func specScopeField() throws {
+        let spec = try PKISpec.parse(yaml: """
+            version: 1
+            entities:
+              scoped: { role: root, scope: [api.example.com, "**.example.net"] }
+            """)
+        let e = try #require(spec.entity("scoped"))
+        #expect(e.permitted.map(\.description) == ["api.example.com", "example.net"])
+        #expect(e.excluded.map(\.description) == ["0.0.0.0/0", "::/0"])
+        let bad = #expect(throws: PKIError.self) {
+            try PKISpec.parse(yaml: "version: 1\nentities:\n  r: { role: root }\n  l: { role: leaf, issuer: r, scope: [a.test] }\n")
+        }
+        #expect(bad?.code == .badScope && bad?.field == "scope" && bad?.line == 4, "\(String(describing: bad))")
+        let tld = #expect(throws: PKIError.self) { try PKISpec.parse(yaml: "version: 1\nentities:\n  r: { role: root, scope: com }\n") }
+        #expect(tld?.code == .badScope && tld!.description.contains("top-level domain"), "\(String(describing: tld))")
+    }
+
     @Test(
         "a scoped proxy root: openssl verify accepts its leaves inside the scope and refuses them outside",
         .enabled(if: Tool.runs(needing: "openssl"), "openssl is not installed"))
