@@ -20,6 +20,11 @@ struct ExportCommand: AsyncParsableCommand {
               pinlab export okhttp-java --scenario baseline --profile leaf-spki+backup
               pinlab export alamofire --out App/Pinning/
               pinlab export mobileconfig --include-proxy-root --out profile/
+              pinlab export mobileconfig --include-proxy-root --proxy-root proxy-root-scoped --out profile/
+
+            Every root's reach is read from its certificate; an export carrying a root that is not \
+            name-constrained (proxy-root) warns on standard error and in the text, and a root whose key came from \
+            a seed without name constraints is refused (SECURITY.md).
             """)
 
     @OptionGroup var pki: PKIOptionsGroup

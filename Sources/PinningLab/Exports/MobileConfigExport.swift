@@ -77,7 +77,7 @@ enum MobileConfigExport {
     static func readme(_ roots: [Identity], warnings: [String]) -> String {
         let names = roots.map(\.name).joined(separator: ", ")
         let reach = roots.map { r in "- `\(r.name)`: \((try? r.reach().summary) ?? "its certificate cannot be read").\n" }.joined()
-        let warned = warnings.map { "> **\($0)**\n>\n" }.joined()
+        let warned = warnings.map { "> **\($0)**\n\n" }.joined()
         let constrained = roots.filter { (try? $0.reach().isConstrained) == true }.map { "`\($0.name)`" }
         let unconstrained = roots.filter { (try? $0.reach().isConstrained) != true }.map { "`\($0.name)`" }
         let trustStep = unconstrained.isEmpty
