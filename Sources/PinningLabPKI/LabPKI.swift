@@ -43,10 +43,14 @@ public struct IdentityFiles: Sendable, Hashable {
 public struct PKIOptions: Sendable {
     /// The folder holding keys and issued certificates.
     public var directory: URL
-    /// Derive EC and Ed25519 keys from this text, so pins are the same on every machine. RSA keys stay random.
+    /// Derive the EC and Ed25519 keys of leaf and client certificates from this text, so their pins are the same
+    /// on every machine. RSA keys and every key a root or intermediate uses stay random: whoever knows a seed could
+    /// otherwise mint certificates a device trusting that CA accepts.
     public var seed: String?
     /// Replace every key (all pins change) and re-issue everything.
     public var regenerateKeys: Bool = false
+    /// Replace these keys (by key name, e.g. `proxy-root`) with new random ones and re-issue everything.
+    public var rekey: Set<String> = []
     /// Re-issue every certificate even when the kept ones are still fresh.
     public var reissue: Bool = false
     /// The moment validity is relative to.
@@ -91,6 +95,9 @@ public final class LabPKI: Sendable {
     private let pkcs12Encoder: (any PKCS12Encoder)?
     /// When the certificates were issued.
     public let issuedAt: Date
+    /// Where each key came from, by key name: `random`, or `seed:` and the first 16 hex digits of the seed's
+    /// fingerprint (the state file records it).
+    public let keyOrigins: [String: String]
     private let byName: [String: Int]
 
     /// The per-user default folder for library use: `$PINNINGLAB_DIR`, else `~/.cache/pinninglab`
@@ -134,10 +141,11 @@ public final class LabPKI: Sendable {
     }
 
     init(
-        spec: PKISpec, directory: URL, identities: [Identity], refresh: PKIRefresh, password: String, issuedAt: Date,
-        pkcs12Encoder: (any PKCS12Encoder)?
+        spec: PKISpec, directory: URL, identities: [Identity], refresh: PKIRefresh, keyOrigins: [String: String],
+        password: String, issuedAt: Date, pkcs12Encoder: (any PKCS12Encoder)?
     ) {
         self.spec = spec
+        self.keyOrigins = keyOrigins
         self.pkcs12Encoder = pkcs12Encoder
         self.directory = directory
         self.identities = identities

@@ -50,6 +50,12 @@ public final class LeafMinter: Sendable {
         subjectKeyIdentifier = Array(Insecure.SHA1.hash(data: Array(leafPublicKey.subjectPublicKeyInfoBytes)))
     }
 
+    /// `now + lifetime`, but never after the issuer's own notAfter (proxy-root lives for days, not a month).
+    func notAfter(_ now: Date) -> Date {
+        let wanted = now.addingTimeInterval(lifetime)
+        return issuer.notAfter > now ? min(wanted, issuer.notAfter) : wanted
+    }
+
     /// A certificate (DER) for `host` (a DNS name or an IP address), valid from an hour before `now`.
     public func mint(host: String, now: Date = Date()) throws -> [UInt8] {
         guard !host.isEmpty, host.utf8.count <= 253 else {
@@ -71,7 +77,7 @@ public final class LeafMinter: Sendable {
         }
         let certificate = try Certificate(
             version: .v3, serialNumber: .init(bytes: serial), publicKey: leafPublicKey,
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(lifetime),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: notAfter(now),
             issuer: issuerSubject, subject: subject,
             signatureAlgorithm: Builder.signatureAlgorithm(signer: signer.type, hash: nil),
             extensions: ext, issuerPrivateKey: signer.certificatePrivateKey)

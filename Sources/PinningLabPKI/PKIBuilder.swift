@@ -67,6 +67,7 @@ struct Builder {
         // Keys: every key name used by an entity.
         var keyTypes: [String: KeyType] = [:]
         for e in spec.entities { keyTypes[e.keyName] = e.keyType }
+        let seedable = Self.seedableKeys(spec)
         var keys: [String: LabKey] = [:]
         var keyOrigins: [String: StateFile.Key] = [:]
         let wantedOrigin = seedFingerprint.map { "seed:" + $0.prefix(16) }
@@ -77,16 +78,17 @@ struct Builder {
             let (name, type) = work[i]
             keySlots.set(i) {
                 let url = keyFile(name)
-                let derivedOrigin = type.isDeterministic ? wantedOrigin : nil
+                let derivedOrigin = type.isDeterministic && seedable.contains(name) ? wantedOrigin : nil
                 let previous = oldState?.keys[name]
                 // A seeded key whose seed changed is re-derived; everything else kept is read.
-                if !options.regenerateKeys, Storage.exists(url), derivedOrigin == nil || previous?.origin == derivedOrigin {
+                if !options.regenerateKeys, !options.rekey.contains(name), Storage.exists(url),
+                   derivedOrigin == nil || previous?.origin == derivedOrigin {
                     return (try readKey(url, name: name, type: type),
                             previous ?? StateFile.Key(type: type.rawValue, origin: "random"), false)
                 }
                 let key: LabKey
                 let origin: StateFile.Key
-                if let seed = options.seed, type.isDeterministic {
+                if let seed = options.seed, derivedOrigin != nil {
                     key = try LabKey.derive(type, seed: seed, name: name)
                     origin = StateFile.Key(type: type.rawValue, origin: derivedOrigin!)
                 } else {
@@ -143,8 +145,22 @@ struct Builder {
             if options.writeIdentityFiles { try writer.write(identities, onlyStale: true) }
         }
         return LabPKI(spec: spec, directory: dir, identities: identities, refresh: refresh,
+                      keyOrigins: state.keys.mapValues(\.origin),
                       password: state.pkcs12Password ?? options.pkcs12Password,
                       issuedAt: Date(timeIntervalSince1970: state.issuedAt), pkcs12Encoder: options.pkcs12Encoder)
+    }
+
+    /// The keys a seed may derive: those every entity using them is a leaf or client certificate (not a CA).
+    /// A CA key derived from a seed would let whoever knows the seed mint certificates a device trusting that CA
+    /// accepts (for lab-root: any localhost or .test name; for proxy-root: every site), so every key a root or
+    /// intermediate uses is random on every machine, whatever the seed.
+    static func seedableKeys(_ spec: PKISpec) -> Set<String> {
+        var seedable: [String: Bool] = [:]
+        for e in spec.entities {
+            let endEntity = !e.isCA && (e.role == .leaf || e.role == .client)
+            seedable[e.keyName] = (seedable[e.keyName] ?? true) && endEntity
+        }
+        return Set(seedable.filter(\.value).keys)
     }
 
     var writer: IdentityWriter {

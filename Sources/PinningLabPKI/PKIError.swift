@@ -42,6 +42,8 @@ public struct PKIError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let issuanceFailed = Code("issuance-failed")
         public static let pkcs12Failed = Code("pkcs12-failed")
         public static let wrongPassword = Code("wrong-password")
+        public static let seededUnconstrainedRoot = Code("seeded-unconstrained-root")
+        public static let badScope = Code("bad-scope")
     }
 
     public var code: Code

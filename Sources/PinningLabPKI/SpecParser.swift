@@ -22,7 +22,7 @@ struct SpecContext {
 
 private let entityFields = [
     "role", "issuer", "key", "keyType", "subject", "hosts", "validity", "signature", "pathLength",
-    "nameConstraints", "usages", "twinOf", "ca", "description",
+    "nameConstraints", "scope", "usages", "twinOf", "ca", "description",
 ]
 private let subjectAttributes = ["CN", "O", "OU", "C", "L", "ST", "emailAddress"]
 
@@ -418,6 +418,22 @@ struct SpecParser {
             let nm = try mapping(ncNode, entity: name, field: "nameConstraints", allowed: ["permitted", "excluded"])
             permitted = try nm["permitted"].map { try constraintItems($0, entity: name, field: "nameConstraints.permitted") } ?? []
             excluded = try nm["excluded"].map { try constraintItems($0, entity: name, field: "nameConstraints.excluded") } ?? []
+        }
+        // `scope: [api.example.com, "**.example.com"]`: the proxy-scope shorthand (ProxyScope), RFC 5280 permitted
+        // dNSName subtrees with every address excluded unless listed.
+        if let scopeNode = m["scope"] {
+            guard isCA, m["nameConstraints"] == nil else {
+                throw fail(.badScope, isCA ? "scope and nameConstraints both constrain names" : "only a CA can carry a scope",
+                           scopeNode, entity: name, field: "scope", fix: isCA ? "keep one of them" : "remove scope")
+            }
+            let items = try strings(scopeNode, entity: name, field: "scope").map(\.0)
+            do {
+                let scope = try ProxyScope(parsing: items.joined(separator: ","), option: "scope")
+                permitted = scope.permitted
+                excluded = scope.excluded
+            } catch let e as PKIError {
+                throw fail(.badScope, e.reason, scopeNode, entity: name, field: "scope", fix: e.fix)
+            }
         }
 
         return (pathLength, permitted, excluded)

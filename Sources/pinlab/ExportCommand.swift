@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabPKI
 
 struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,6 +20,11 @@ struct ExportCommand: AsyncParsableCommand {
               pinlab export okhttp-java --scenario baseline --profile leaf-spki+backup
               pinlab export alamofire --out App/Pinning/
               pinlab export mobileconfig --include-proxy-root --out profile/
+              pinlab export mobileconfig --include-proxy-root --proxy-root proxy-root-scoped --out profile/
+
+            Every root's reach is read from its certificate; an export carrying a root that is not \
+            name-constrained (proxy-root) warns on standard error and in the text, and a root whose key came from \
+            a seed without name constraints is refused (SECURITY.md).
             """)
 
     @OptionGroup var pki: PKIOptionsGroup
@@ -51,8 +57,13 @@ struct ExportCommand: AsyncParsableCommand {
 
     @Flag(
         name: .customLong("include-proxy-root"),
-        help: "mobileconfig: also install proxy-root (the interception lessons).")
+        help: "mobileconfig: also install the proxy root (the interception lessons). proxy-root is NOT name-constrained: remove it after the session.")
     var includeProxyRoot = false
+
+    @Option(
+        name: .customLong("proxy-root"),
+        help: "The root --include-proxy-root installs: proxy-root (unconstrained, the default) or proxy-root-scoped (name-constrained to the hosts of `pinlab pki proxy-root --scope`).")
+    var proxyRootName: String = "proxy-root"
 
     @Option(help: "Write to this file, or to this folder (with the .cer, .pem and README files).")
     var out: String?
@@ -92,14 +103,24 @@ struct ExportCommand: AsyncParsableCommand {
         }
         export.expiration = day
         if includeProxyRoot {
-            guard let proxy = lab["proxy-root"] else {
+            let proxy: Identity
+            do {
+                proxy = try lab.certificateAuthority(proxyRootName)
+            } catch let e as PKIError {
                 throw ExportError(
-                    .unknownIdentity, argument: "--include-proxy-root",
-                    problem: "the PKI in \(lab.directory.path) has no identity 'proxy-root'.",
-                    fix: "use the built-in spec, or drop the flag.")
+                    .unknownIdentity, argument: proxyRootName == "proxy-root" ? "--include-proxy-root" : "--proxy-root",
+                    problem: "\(e.reason).", fix: e.fix ?? "use the built-in spec, or drop the flag.")
+            }
+            guard proxy.role == .root else {
+                throw ExportError(.badArguments, argument: "--proxy-root", problem: "'\(proxyRootName)' is not a root.",
+                                  fix: "use proxy-root or proxy-root-scoped.")
             }
             if !export.deviceRoots.contains(proxy) { export.deviceRoots.append(proxy) }
         }
+        // Defence in depth: a root whose key came from a seed and whose certificate has no name constraints is
+        // never handed to a device (this PinningLab never seeds a CA key; an older one did).
+        for root in export.roots { try reportingErrors { try lab.checkInstallable(root) } }
+        for w in export.rootWarnings { warn(w) }
         if let leaf = export.pins.first?.identity, leaf.role == .leaf, !leaf.hosts.contains(host) {
             warn(
                 "\(leaf.name) names \(leaf.hosts.joined(separator: ", ")), not '\(host)': a client connecting to \(host) fails host verification before pinning."

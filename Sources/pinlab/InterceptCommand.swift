@@ -63,6 +63,9 @@ struct InterceptCommand: AsyncParsableCommand {
 
     @OptionGroup var pkiFolder: PKIFolder
 
+    @Option(help: "The root that mints leaves: proxy-root (NOT name-constrained, any host) or proxy-root-scoped (only the hosts of `pinlab pki proxy-root --scope`; a name covers itself and its subdomains).")
+    var proxyRoot: String = "proxy-root"
+
     @Option(help: "Print the JSON Schema of the json report and exit.")
     var printSchema: String?
 
@@ -109,6 +112,7 @@ struct InterceptCommand: AsyncParsableCommand {
         }
 
         let pki = await pkiFolder.open()
+        do { configuration.proxyRoot = try pki.certificateAuthority(proxyRoot) } catch { throw ValidationError("--proxy-root: \(error)") }
         let proxy: InterceptProxy
         do {
             proxy = try InterceptProxy.start(pki: pki, configuration: configuration)
@@ -118,7 +122,7 @@ struct InterceptCommand: AsyncParsableCommand {
         let started = Date()
         // SIGINT/SIGTERM end the session normally: the report is still printed.
         let stopper = TerminationSignals("pinlab.intercept.signals")
-        let rootFile = (try? pki.materialize("proxy-root"))?.certificatePEM.path ?? "(see pinlab pki show proxy-root)"
+        let rootFile = ((try? pki.materialize(proxyRoot)) ?? pki.files(for: proxyRoot)).certificatePEM.path
         let labRootFile = (try? pki.materialize("lab-root"))?.certificatePEM.path ?? "(see pinlab pki show lab-root)"
         print("pinlab intercept: listening on \(proxy.address) (\(engine)); the device trusts lab-root (\(labRootFile)) and the installed proxy root (\(rootFile))")
         print("  policy: \(policySummary(configuration.policies)); pinned: \(configuration.pinned.isEmpty ? "(none)" : configuration.pinned.map(\.text).joined(separator: ", "))")

@@ -8,7 +8,7 @@ struct PKICommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pki",
         abstract: "Create and inspect the lab PKI: stable keys, fresh certificates, every pin format.",
-        subcommands: [Init.self, List.self, Show.self, Export.self, Pins.self]
+        subcommands: [Init.self, List.self, Show.self, Export.self, Pins.self, ProxyRoot.self]
     )
 }
 
@@ -20,14 +20,15 @@ struct PKIOptionsGroup: ParsableArguments {
     @Option(name: .long, help: "A PKI spec file instead of the built-in pki/lab.yaml.")
     var spec: String?
 
-    @Option(name: .long, help: "Derive EC and Ed25519 keys from this text: the same pins on every machine.")
+    @Option(name: .long, help: "Derive the EC and Ed25519 keys of leaf and client certificates from this text (the same leaf pins on every machine). CA keys stay random.")
     var seed: String?
 
-    func open(force: Bool = false, reissue: Bool = false) throws -> LabPKI {
+    func open(force: Bool = false, reissue: Bool = false, rekey: Set<String> = []) throws -> LabPKI {
         let specValue = try spec.map { try PKISpec.load(contentsOf: URL(fileURLWithPath: $0)) } ?? Lab.builtInSpec()
         var o = Lab.pkiOptions(directory: URL(fileURLWithPath: dir, isDirectory: true), seed: seed)
         o.regenerateKeys = force
         o.reissue = reissue
+        o.rekey = rekey
         if isatty(STDERR_FILENO) == 1 {
             o.progress = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
         }
@@ -62,6 +63,7 @@ extension PKICommand {
             let certs = pki.refresh.reissued ? "certificates issued (\(pki.refresh.reason))" : pki.refresh.reason
             print("PKI in \(pki.directory.path): \(pki.identities.count) identities, \(keys), \(certs) in \(ms) ms.")
             print("Trust file: \(pki.files(for: "lab-root").certificatePEM.path)")
+            warnSeededCAs(pki)
             print("Next: pinlab pki list · pinlab pki show leaf-v1 · pinlab pki pins leaf-v1 --format curl")
         }
     }
@@ -94,7 +96,9 @@ extension PKICommand {
 
         func run() async throws {
             let pki = try reportingErrors { try options.open() }
-            let id = try reportingErrors { try pki.identity(name) }
+            let id = try reportingErrors {
+                name == LabPKI.scopedProxyRootName ? try pki.certificateAuthority(name) : try pki.identity(name)
+            }
             let spec = pki.spec.entity(name)
             let f = pki.files(for: name)
             var facts = [
@@ -103,12 +107,17 @@ extension PKICommand {
                 ("issuer", "\(id.issuer)\(id.isSelfSigned ? " (self-signed)" : " — \(id.issuerName)")"),
                 ("serial", id.serialHex),
                 ("validity", "\(iso(id.notBefore)) → \(iso(id.notAfter))  [\(validityText(id))]"),
-                ("key", "\(id.keyName), \(id.keyType.displayName)"),
+                ("key", "\(id.keyName), \(id.keyType.displayName), \(pki.isSeeded(id) ? "derived from a seed" : "random")"),
             ]
+            if id.role.isCA, let reach = try? id.reach() {
+                facts.append(("reach", reach.summary))
+                if id.role == .root, let w = reach.warning(name: id.name) {
+                    FileHandle.standardError.write(Data("warning: \(w)\n".utf8))
+                }
+            }
             if !id.hosts.isEmpty { facts.append(("hosts", id.hosts.joined(separator: ", "))) }
             if let s = spec {
                 if !s.usages.isEmpty { facts.append(("usages", s.usages.map(\.rawValue).joined(separator: ", "))) }
-                if !s.permitted.isEmpty { facts.append(("permitted", s.permitted.map(\.description).joined(separator: ", "))) }
                 if let sig = s.signature { facts.append(("signature", "\(sig)")) }
                 if let t = s.twinOf { facts.append(("twin of", "\(t) (same subject and key identifier, another key)")) }
             }
@@ -142,6 +151,15 @@ extension PKICommand {
             let id = try reportingErrors { try pki.identity(name) }
             guard let exportFormat = IdentityExportFormat(parsing: format) else {
                 throw ValidationError("--format must be pem, der, chain, fullchain, root, key or p12, not '\(format)'")
+            }
+            // A trust file (the certificate of a root, or a chain ending with its root) is what gets installed.
+            let installs = exportFormat == .root || exportFormat == .fullchain
+                || (id.role == .root && (exportFormat == .pem || exportFormat == .der))
+            if installs, let root = pki[id.rootName] {
+                try reportingErrors { try pki.checkInstallable(root) }
+                if let reach = try? root.reach(), !reach.isConstrained, let w = reach.warning(name: root.name) {
+                    FileHandle.standardError.write(Data("warning: \(w)\n".utf8))
+                }
             }
             let bytes = try reportingErrors { try pki.export(id, as: exportFormat, password: password) }
             let binary = exportFormat.isBinary
@@ -180,6 +198,73 @@ extension PKICommand {
             print(f.render(ids), terminator: "")
         }
     }
+}
+
+extension PKICommand {
+    struct ProxyRoot: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "proxy-root",
+            abstract: "Show, re-key or scope the interception proxy's root.",
+            discussion: """
+                proxy-root is NOT name-constrained: a device that trusts it accepts a certificate for ANY site from \
+                whoever holds its key. It is valid for 7 days (re-issued daily with the same key); --rekey gives it \
+                a new random key and re-issues everything it signs (devices that trusted the old one no longer do).
+
+                --scope issues proxy-root-scoped instead: a root with its own random key whose certificate is \
+                name-constrained (RFC 5280 permitted dNSName subtrees) to the hosts listed, so installing it exposes \
+                only them. A name permits itself and its subdomains: 'api.example.com' covers api.example.com and \
+                v2.api.example.com. '**.example.com' becomes example.com (the domain and every subdomain); \
+                '*.example.com' cannot be said exactly and is widened to example.com too. Every IP address is \
+                excluded unless the scope lists addresses. Use it with `pinlab intercept --proxy-root \
+                proxy-root-scoped`. The JDK (Java/Kotlin on a JVM) ignores a trust anchor's name constraints: \
+                there even the scoped root vouches for any site.
+
+                Examples:
+                  pinlab pki proxy-root --rekey
+                  pinlab pki proxy-root --scope 'api.example.com,**.example.com'
+                """)
+        @OptionGroup var options: PKIOptionsGroup
+        @Flag(help: "Replace proxy-root's key with a new random one and re-issue what it signs.") var rekey = false
+        @Option(help: "Issue proxy-root-scoped, name-constrained to these hosts (comma-separated: api.example.com, **.example.com, *.example.com, an IP address).")
+        var scope: String?
+
+        func run() async throws {
+            let pki = try reportingErrors { try options.open(rekey: rekey ? ["proxy-root"] : []) }
+            var shown: [Identity] = []
+            if let proxy = pki["proxy-root"] { shown.append(proxy) }
+            if let scope {
+                let parsed = try reportingErrors { try ProxyScope(parsing: scope) }
+                for note in parsed.notes { FileHandle.standardError.write(Data("note: \(note)\n".utf8)) }
+                shown.append(try reportingErrors { try pki.issueScopedProxyRoot(parsed) })
+            } else if let scoped = try reportingErrors({ try pki.scopedProxyRoot() }) {
+                shown.append(scoped)
+            }
+            if rekey { print("proxy-root: new random key; every certificate re-issued (\(pki.refresh.reason)).") }
+            for id in shown {
+                let reach = try reportingErrors { try id.reach() }
+                print("""
+                    \(id.name): \(reach.summary)
+                      key        \(pki.isSeeded(id) ? "derived from a seed (run --rekey)" : "random"), \(pki.keyFile(id.keyName).path)
+                      validity   \(iso(id.notBefore)) → \(iso(id.notAfter))  [\(validityText(id))]
+                      SPKI       \(id.pins.spkiBase64)
+                      trust file \(pki.files(for: id.name).certificatePEM.path)
+                    """)
+                if let w = reach.warning(name: id.name) { FileHandle.standardError.write(Data("warning: \(w)\n".utf8)) }
+            }
+        }
+    }
+}
+
+/// Warns about CA keys an earlier PinningLab derived from a seed (this one never does).
+func warnSeededCAs(_ pki: LabPKI) {
+    let seeded = pki.identities.filter { $0.role.isCA && pki.isSeeded($0) }.map(\.name)
+    guard !seeded.isEmpty else { return }
+    FileHandle.standardError.write(Data("""
+        warning: the keys of \(seeded.joined(separator: ", ")) were derived from a seed by an earlier PinningLab: \
+        whoever knows the seed can mint certificates they vouch for. Run `pinlab pki init --force` for new random keys \
+        (every pin changes); unconstrained roots among them are refused by every export until then.
+
+        """.utf8))
 }
 
 // MARK: - Text helpers

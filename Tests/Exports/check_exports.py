@@ -3,6 +3,9 @@
 
   check_exports.py plist FILE    parse with plistlib; print the document as JSON (data as base64)
   check_exports.py nsc FILE      parse with xml.etree, check Android's documented element rules, print a summary
+  check_exports.py reach FILE    parse a .mobileconfig with plistlib; decode each root payload with
+                                 `openssl x509 -ext nameConstraints`; check its PayloadDescription states exactly
+                                 those constraints ("name-constrained to: ...") or "NOT name-constrained"
 
 Exit 0 and JSON on stdout when the file is well-formed and valid; exit 1 with one line per problem otherwise.
 """
@@ -10,7 +13,9 @@ import base64
 import datetime
 import json
 import plistlib
+import ipaddress
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -120,14 +125,68 @@ def check_nsc(path):
     print(json.dumps(summary))
 
 
+def openssl_constraints(der):
+    """(permitted, excluded) of a DER certificate as openssl prints them, IP ranges as address/prefix."""
+    out = subprocess.run(["openssl", "x509", "-inform", "der", "-noout", "-ext", "nameConstraints"],
+                         input=der, capture_output=True, check=True).stdout.decode()
+    sets = {"Permitted": [], "Excluded": []}
+    current = None
+    for line in out.splitlines():
+        text = line.strip()
+        if text.rstrip(":") in sets:
+            current = sets[text.rstrip(":")]
+        elif current is not None and text.startswith("DNS:"):
+            current.append(text[4:])
+        elif current is not None and text.startswith("IP:"):
+            address, mask = text[3:].split("/")
+            prefix = bin(int(ipaddress.ip_address(mask))).count("1")
+            current.append(f"{ipaddress.ip_address(address)}/{prefix}")
+        elif current is not None and text:
+            current.append(text)
+    return sets["Permitted"], sets["Excluded"]
+
+
+def listed(description, label):
+    """The comma-separated items after `label` in a description, up to ';' or '('."""
+    m = re.search(re.escape(label) + r"([^;(]*)", description)
+    return None if m is None else [i.strip() for i in m.group(1).strip().rstrip(".,").split(",") if i.strip()]
+
+
+def check_reach(path):
+    with open(path, "rb") as f:
+        profile = plistlib.load(f)
+    problems, summary = [], []
+    for payload in profile.get("PayloadContent", []):
+        name = payload.get("PayloadDisplayName")
+        description = payload.get("PayloadDescription", "")
+        permitted, excluded = openssl_constraints(payload["PayloadContent"])
+        if not permitted and not excluded:
+            if "NOT name-constrained" not in description or "name-constrained to:" in description:
+                problems.append(f"{name}: openssl finds no name constraints, but the description says: {description}")
+        else:
+            said = listed(description, "name-constrained to: ") or []
+            said_excluded = listed(description, "excluded: ") or []
+            if "NOT name-constrained" in description or sorted(said) != sorted(permitted) \
+                    or sorted(said_excluded) != sorted(excluded):
+                problems.append(f"{name}: openssl finds permitted {permitted} excluded {excluded}, "
+                                f"but the description says: {description}")
+        summary.append({"name": name, "permitted": permitted, "excluded": excluded, "description": description})
+    if problems:
+        print("\n".join(problems))
+        sys.exit(1)
+    print(json.dumps(summary))
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("plist", "nsc"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("plist", "nsc", "reach"):
         print(__doc__)
         sys.exit(2)
     kind, path = sys.argv[1], sys.argv[2]
     if kind == "plist":
         with open(path, "rb") as f:
             print(json.dumps(plist_to_json(plistlib.load(f))))
+    elif kind == "reach":
+        check_reach(path)
     else:
         check_nsc(path)
 

@@ -297,6 +297,11 @@ struct ExportTests {
 
         let withProxy = try await profile(["--include-proxy-root"], "proxy")
         let both = try #require(withProxy["PayloadContent"] as? [[String: Any]])
+        // proxy-root is NOT name-constrained: the profile, its payload and the README say so, not the opposite.
+        let proxyReadme = try String(contentsOf: dir.appendingPathComponent("proxy/README.md"), encoding: .utf8)
+        #expect(proxyReadme.contains("`proxy-root`: NOT name-constrained") && !proxyReadme.contains("cannot vouch for real"),
+                "\(proxyReadme)")
+        #expect((withProxy["PayloadDescription"] as? String)?.contains("WARNING: proxy-root is NOT name-constrained") == true)
         #expect(both.map { $0["PayloadDisplayName"] as? String } == ["lab-root", "proxy-root"])
         #expect(await (both[1]["PayloadContent"] as? [String: String])?["data"] == (try der("proxy-root")))
         // The intercepting-proxy scenario's device trusts proxy-root: its profile installs it without the flag.
@@ -312,6 +317,35 @@ struct ExportTests {
             "lab-root's payload UUID is its own")
         let uuids = [uuid(plain), uuid(withProxy)] + both.map { $0["PayloadUUID"] as? String }
         for u in uuids { #expect(u.flatMap(UUID.init(uuidString:)) != nil, "\(u ?? "nil") is a UUID") }
+    }
+
+    @Test(
+        "every mobileconfig payload's description states its certificate's name constraints (plistlib + openssl x509)",
+        .enabled(if: pythonReady && tool("openssl") != nil, "python3 or openssl is not installed"))
+    func mobileconfigDescriptionsMatchCertificates() async throws {
+        let dir = try tempDir("mobileconfig-reach")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (label, args) in [("plain", []), ("proxy", ["--include-proxy-root"]), ("scenario", ["--scenario", "intercepting-proxy"])] {
+            let out = dir.appendingPathComponent(label, isDirectory: true)
+            let r = try await CLI.run(["export", "mobileconfig"] + args + ["--out", out.path + "/"] + CLI.dirArgs)
+            #expect(r.status == 0, "\(label): \(r.stderr)")
+            let checked = await ChildProcess.run(
+                ["python3", Self.checker, "reach", out.appendingPathComponent("PinningLab.mobileconfig").path], timeout: .seconds(30))
+            #expect(checked.status == 0, "\(label): \(checked.output)")
+            let payloads = try JSONSerialization.jsonObject(with: Data(checked.stdout)) as? [[String: Any]] ?? []
+            #expect(payloads.count == (label == "plain" ? 1 : 2), "\(label): \(checked.output)")
+            // An export that includes proxy-root warns on standard error too.
+            #expect(r.stderr.contains("WARNING: proxy-root is NOT name-constrained") == (label != "plain"), "\(label): \(r.stderr)")
+        }
+        // The checker catches a description that lies (the old "name-constrained to .test and localhost").
+        let file = dir.appendingPathComponent("proxy/PinningLab.mobileconfig")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        let lie = text.replacingOccurrences(of: "It is NOT name-constrained", with: "It is name-constrained to: localhost, test")
+        #expect(lie != text)
+        let bad = dir.appendingPathComponent("lie.mobileconfig")
+        try lie.write(to: bad, atomically: true, encoding: .utf8)
+        let caught = await ChildProcess.run(["python3", Self.checker, "reach", bad.path], timeout: .seconds(30))
+        #expect(caught.status == 1 && caught.stdoutText.contains("proxy-root"), "\(caught.output)")
     }
 
     // MARK: - OkHttp and curl against pinlab serve

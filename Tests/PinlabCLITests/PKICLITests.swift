@@ -75,6 +75,83 @@ struct PKICLITests {
         #expect(fmt.status != 0 && fmt.stderr.contains("--format must be one of"))
     }
 
+    /// Marks `key` in a PKI folder's state file as derived from `seed`, as PinningLab did for every EC key before
+    /// CA keys stopped being seeded: the state of a folder an older version made with `--seed`.
+    func markSeeded(_ dir: URL, key: String) throws {
+        let url = dir.appendingPathComponent("state.json")
+        var state = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        var keys = try #require(state["keys"] as? [String: [String: String]])
+        let seeded = try #require(keys["K1"]?["origin"], "K1 (a leaf key) is seeded")
+        #expect(seeded.hasPrefix("seed:"), "\(seeded)")
+        keys[key]?["origin"] = seeded
+        state["keys"] = keys
+        try JSONSerialization.data(withJSONObject: state).write(to: url)
+        chmod(url.path, 0o600)
+    }
+
+    @Test("a root whose key came from a seed and that is not name-constrained is never exported; --rekey fixes it")
+    func seededUnconstrainedRootIsRefused() async throws {
+        let dir = freshDir("seeded")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let d = ["--dir", dir.path]
+        let initialized = try await CLI.run(["pki", "init", "--seed", "docs"] + d)
+        #expect(initialized.status == 0, "\(initialized.stderr)")
+        try markSeeded(dir, key: "proxy-root")
+        try markSeeded(dir, key: "lab-root")
+        let out = dir.appendingPathComponent("profile", isDirectory: true).path + "/"
+        for args in [["export", "mobileconfig", "--include-proxy-root", "--out", out],
+                     ["export", "curl", "proxy-leaf"],
+                     ["export", "mobileconfig", "--scenario", "intercepting-proxy", "--out", out],
+                     ["pki", "export", "proxy-root", "--format", "pem"],
+                     ["pki", "export", "proxy-leaf", "--format", "root"]] {
+            let r = try await CLI.run(args + d)
+            #expect(r.status != 0, "\(args.joined(separator: " ")) is refused: \(r.stdout)")
+            #expect(r.stderr.contains("'proxy-root'") && r.stderr.contains("derived from a seed")
+                        && r.stderr.contains("pinlab pki proxy-root --rekey"), "\(args): \(r.stderr)")
+            #expect(!r.stdout.contains("BEGIN CERTIFICATE"), "\(args): nothing written")
+        }
+        // lab-root is name-constrained: seeded or not, its export goes through.
+        let labRoot = try await CLI.run(["export", "mobileconfig", "--out", out] + d)
+        #expect(labRoot.status == 0, "\(labRoot.stderr)")
+        let warned = try await CLI.run(["pki", "init"] + d)
+        #expect(warned.stderr.contains("lab-root") && warned.stderr.contains("pinlab pki init --force"), "\(warned.stderr)")
+
+        let rekeyed = try await CLI.run(["pki", "proxy-root", "--rekey"] + d)
+        #expect(rekeyed.status == 0 && rekeyed.stdout.contains("proxy-root: NOT name-constrained"), "\(rekeyed.stdout) \(rekeyed.stderr)")
+        let again = try await CLI.run(["export", "mobileconfig", "--include-proxy-root", "--out", out] + d)
+        #expect(again.status == 0, "after --rekey: \(again.stderr)")
+        #expect(again.stderr.contains("WARNING: proxy-root is NOT name-constrained"), "\(again.stderr)")
+    }
+
+    @Test("proxy-root lives 7 days; --rekey replaces its key and re-issues what it signs, nothing else's key")
+    func proxyRootIsShortLivedAndRekeyable() async throws {
+        let dir = freshDir("rekey")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let before = try Lab.pki(directory: dir)
+        let root = try before.identity("proxy-root")
+        #expect(abs(root.notAfter.timeIntervalSince(root.notBefore) - (7 * 86400 + 3600)) < 5, "\(root.notBefore) → \(root.notAfter)")
+        for name in ["proxy-leaf", "proxy-leaf-api", "twin-intermediate-a", "twin-leaf"] {
+            #expect(try before.identity(name).notAfter <= root.notAfter.addingTimeInterval(1), "\(name) does not outlive proxy-root")
+        }
+        let r = try await CLI.run(["pki", "proxy-root", "--rekey", "--dir", dir.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("whoever holds its key can impersonate ANY site"), "\(r.stderr)")
+        let after = try LabPKI.open(spec: Lab.builtInSpec(), options: Lab.libraryPKIOptions(directory: dir))  // not the cached one
+        #expect(try after.identity("proxy-root").pins.spkiSHA256 != root.pins.spkiSHA256, "a new key")
+        for name in ["lab-root", "lab-intermediate-a", "leaf-v1", "twin-intermediate-a"] {
+            #expect(try after.identity(name).pins.spkiSHA256 == before.identity(name).pins.spkiSHA256, "\(name) keeps its key")
+        }
+        // What proxy-root signs is re-issued under the new key: the chain verifies.
+        let files = after.files(for: "twin-leaf")
+        try after.materialize("twin-leaf")
+        let v = try await run(["openssl", "verify", "-CAfile", files.rootPEM.path, "-untrusted", files.chainPEM.path, files.certificatePEM.path])
+        #expect(v.status == 0, "\(v.output)")
+        let show = try await CLI.run(["pki", "show", "proxy-root", "--dir", dir.path])
+        #expect(show.stdout.contains("reach      NOT name-constrained: it can vouch for ANY site"), "\(show.stdout)")
+        let labRoot = try await CLI.run(["pki", "show", "lab-root", "--dir", dir.path])
+        #expect(labRoot.stdout.contains("reach      name-constrained to: localhost, test, 127.0.0.0/8, ::1/128"), "\(labRoot.stdout)")
+    }
+
     @Test func concurrentInitProcessesLeaveOneConsistentState() async throws {
         let dir = freshDir("concurrent")
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -225,6 +225,29 @@ public struct PinExport: Sendable, Hashable {
         return e
     }
 
+    /// Every root the export hands to an app or a device, once each: the trust anchors, then the device roots.
+    public var roots: [Identity] {
+        var out: [Identity] = []
+        for r in trustAnchors + deviceRoots where !out.contains(r) { out.append(r) }
+        return out
+    }
+
+    /// What each root can vouch for, read from its certificate (``CAReach``): one line per root.
+    public var rootReachLines: [String] {
+        roots.map { r in "Trust anchor \(r.name): \((try? r.reach().summary) ?? "its certificate cannot be read")." }
+    }
+
+    /// The warnings this export carries, read from the roots' certificates: every root that is not
+    /// name-constrained (proxy-root), and every root installed on the device besides the app's anchors (a proxy
+    /// root, even a scoped one, which the JDK treats as unconstrained). `pinlab export` prints them to standard
+    /// error; the exported text carries them too.
+    public var rootWarnings: [String] {
+        roots.compactMap { r in
+            guard let reach = try? r.reach(), !reach.isConstrained || deviceRoots.contains(r) else { return nil }
+            return reach.warning(name: r.name).map { "WARNING: " + $0 }
+        }
+    }
+
     /// The distinct SPKI pins, in order.
     var spkiPins: [ExportPin] {
         var seen = Set<String>()
@@ -247,6 +270,8 @@ public struct PinExport: Sendable, Hashable {
             }
         }
         lines += notes
+        lines += rootReachLines
+        lines += rootWarnings
         lines.append(
             "Check a pin: openssl x509 -in CERT.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"
         )

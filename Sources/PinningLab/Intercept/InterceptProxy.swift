@@ -51,6 +51,9 @@ public final class InterceptProxy: Sendable {
         public var genuineChainFromUpstream: Bool
         /// `openssl` (default) or `gnutls`: the engine that terminates TLS.
         public var engine: String
+        /// The root that mints leaves for `mint` and `stuff`; nil: the PKI's `proxy-root` (unconstrained). The
+        /// scoped proxy root (``LabPKI/scopedProxyRoot(now:)``) limits interception to the hosts of its scope.
+        public var proxyRoot: Identity? = nil
 
         /// The proxy's listener defaults to 127.0.0.1, a free port, a 30 s idle timeout and 2,048 connections.
         public static let defaultListener = ListenerSettings(idleTimeout: .seconds(30), maxConnections: 2048)
@@ -108,7 +111,7 @@ public final class InterceptProxy: Sendable {
             }
             return id
         }
-        let proxyRoot = try identity("proxy-root")
+        let proxyRoot = try c.proxyRoot ?? identity("proxy-root")
         let twin = try identity("twin-intermediate-a")
         let genuine: [[UInt8]]
         if c.genuineChainDER.isEmpty {
