@@ -1,6 +1,7 @@
 // The lab's trust model (SECURITY.md), enforced: seeds never derive a CA key, every text describing a CA is read
 // from its certificate, and a scoped proxy root vouches for the hosts of its scope only (judged by openssl verify).
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 import PinningLabPKI
 import Testing
@@ -104,7 +105,7 @@ struct TrustModelTests {
 
     @Test(
         "a scoped proxy root: openssl verify accepts its leaves inside the scope and refuses them outside",
-        .enabled(if: Tool.runs(needing: "openssl"), "openssl is not installed"))
+        .requires("openssl"))
     func scopedProxyRootVouchesForItsScopeOnly() async throws {
         let dir = temporaryDirectory("trust-scoped")
         defer { try? FileManager.default.removeItem(at: dir) }
