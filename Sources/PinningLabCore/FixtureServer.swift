@@ -100,7 +100,17 @@ public final class FixtureServer: Sendable {
         return FixtureServer(host: options.listener.host, port: port, engineName: engine.name, label: label, core: core)
     }
 
-    deinit { core.shutdown() }
+    /// A server dropped without `stop()` shuts down on a thread of its own: joining the workers blocks, and the last
+    /// reference may be dropped on one of Swift's few cooperative threads (or on a thread the join would wait for).
+    deinit {
+        guard !core.listener.isStopping else { return }
+        let core = self.core
+        let t = Thread {
+            Sockets.nameCurrentThread("pinninglab.drop")
+            core.shutdown()
+        }
+        t.start()
+    }
 
     /// Observations of the connections finished so far, oldest first (at most `maxStoredObservations`).
     public func observations() -> [Observation] {

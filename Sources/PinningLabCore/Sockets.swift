@@ -69,10 +69,12 @@ package enum Sockets {
         guard setNonBlocking(fd) else { throw TLSEngineError(.io, "fcntl(O_NONBLOCK): \(errnoText())") }
         var storage = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &storage) {
+        let named = withUnsafeMutablePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
         }
+        guard named == 0 else { throw TLSEngineError(.io, "getsockname(): \(errnoText())") }
         let (_, boundPort) = describe(&storage)
+        guard boundPort > 0 else { throw TLSEngineError(.io, "getsockname() named no port for \(address):\(port)") }
         ok = true
         return (fd, boundPort)
     }

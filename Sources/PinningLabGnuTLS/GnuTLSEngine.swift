@@ -226,9 +226,10 @@ final class GnuTLSServerSession: TLSServerSession {
             gnutls_certificate_server_set_request(s, GNUTLS_CERT_IGNORE)
         }
         if !context.configuration.alpnProtocols.isEmpty {
-            _ = gnutls_alpn_set_protocols(
+            let arc = gnutls_alpn_set_protocols(
                 s, context.alpn, UInt32(context.configuration.alpnProtocols.count),
                 UInt32(GNUTLS_ALPN_SERVER_PRECEDENCE.rawValue))
+            guard arc >= 0 else { throw TLSEngineError(.library, "gnutls_alpn_set_protocols: \(gnutlsErrorText(arc))") }
         }
         gnutls_handshake_set_hook_function(
             s, UInt32(GNUTLS_HANDSHAKE_CERTIFICATE_PKT.rawValue), Int32(GNUTLS_HOOK_POST)

@@ -134,8 +134,12 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
                     throw TLSEngineError(
                         .invalidConfiguration, "clientTrustRootsDER[\(i)] is not DER: \(drainOpenSSLErrors())")
                 }
-                X509_STORE_add_cert(store, x.pointer)
-                SSL_CTX_add_client_CA(ctx, x.pointer)
+                guard X509_STORE_add_cert(store, x.pointer) == 1 else {
+                    throw TLSEngineError(.library, "clientTrustRootsDER[\(i)]: X509_STORE_add_cert: \(drainOpenSSLErrors())")
+                }
+                guard SSL_CTX_add_client_CA(ctx, x.pointer) == 1 else {
+                    throw TLSEngineError(.library, "clientTrustRootsDER[\(i)]: SSL_CTX_add_client_CA: \(drainOpenSSLErrors())")
+                }
             }
             SSL_CTX_set_verify(ctx, cpl_srv_verify_peer(c.clientAuthentication == .required ? 1 : 0), nil)
         }

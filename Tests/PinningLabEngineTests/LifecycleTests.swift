@@ -37,6 +37,21 @@ struct LifecycleTests {
         #expect(core == nil, "the ServerCore outlived its stopped server (a retain cycle)")
     }
 
+    @Test("a server dropped without stop() shuts down on a thread of its own, not the dropping one", arguments: EngineKind.allCases)
+    func droppedServerShutsDownOffTheDroppingThread(_ kind: EngineKind) async throws {
+        let core: ServerCore
+        do {
+            let server = try await FixtureServer.start(
+                engine: kind.engine, configuration: try Fixtures.load().configuration(["leaf-v1", "lab-intermediate-a"]))
+            core = server.core  // kept, to read where it was shut down; the server itself goes with this scope
+            #expect(core.shutdownThreadName == nil)
+        }
+        // The last reference to the server went on a cooperative thread: joining its workers must not happen there.
+        for _ in 0..<200 where core.shutdownThreadName == nil { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(core.shutdownThreadName == "pinninglab.drop", "shut down on \(core.shutdownThreadName ?? "no thread")")
+        #expect(core.listener.isStopping)
+    }
+
     @Test("stop() does its blocking work on a thread of its own", arguments: EngineKind.allCases)
     func stopRunsOffThePool(_ kind: EngineKind) async throws {
         let server = try await FixtureServer.start(
