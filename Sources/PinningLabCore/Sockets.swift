@@ -116,6 +116,31 @@ package enum Sockets {
         return (fds[0], fds[1])
     }
 
+    /// Descriptors one fixture server with one worker thread holds while idle: its listening socket, the worker's
+    /// epoll (or poll) set and its wake-up pipe (measured: 12 servers 59 descriptors, 264 servers 1,066).
+    package static let descriptorsPerIdleServer = 4
+
+    /// Raises this process's soft limit on open descriptors to `needed` if it is lower (never above the hard limit)
+    /// and returns the limits now in force. A batch run keeps a server per cell open at once: 2,100 descriptors for
+    /// the whole catalogue on both engines, more than the common soft limit of 1,024 (256 on macOS).
+    package static func raiseDescriptorLimit(to needed: Int) -> (soft: Int, hard: Int) {
+        var limit = rlimit()
+        #if os(Linux)
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        #else
+        let resource = RLIMIT_NOFILE
+        #endif
+        guard getrlimit(resource, &limit) == 0 else { return (Int.max, Int.max) }
+        // RLIM_INFINITY is all ones; anything above Int.max counts as unlimited.
+        let hard = limit.rlim_max > rlim_t(Int.max) ? Int.max : Int(limit.rlim_max)
+        let soft = limit.rlim_cur > rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
+        guard soft < needed else { return (soft, hard) }
+        var raised = limit
+        raised.rlim_cur = rlim_t(min(needed, hard))
+        guard setrlimit(resource, &raised) == 0 else { return (soft, hard) }
+        return (Int(raised.rlim_cur), hard)
+    }
+
     package static func setNonBlocking(_ fd: Int32) -> Bool {
         let flags = fcntl(fd, F_GETFL, 0)
         return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0

@@ -89,6 +89,17 @@ extension CheckRunner {
         let (started, clock, selected, files, work) = (start.date, start.clock, start.selected, start.files, start.files.directory)
         let client = harness.name
 
+        // Every cell keeps a server open until the harness is done: make room for their descriptors first, or say
+        // at once how many are needed (EMFILE halfway through would turn cells into errors).
+        let cellCount = selected.scenarios.count * options.engines.count * PinProfile.all.count
+        let needed = cellCount * Sockets.descriptorsPerIdleServer + 128
+        let limit = Sockets.raiseDescriptorLimit(to: needed)
+        guard limit.soft >= needed else {
+            throw CheckSetupError(
+                .runOption, problem: "a batch run of \(cellCount) cells keeps a server per cell open: it needs about \(needed) open descriptors, and this process may open \(limit.soft) (hard limit \(limit.hard)).",
+                fix: "raise the limit (ulimit -n \(needed)), or split the run with --shard 1/\(needed / max(limit.soft, 1) + 1) … or --scenarios.")
+        }
+
         // Every cell of the run in report order; the runnable ones get a server.
         var slots: [Slot] = []
         let serverOptions = FixtureServer.Options(handshakeTimeout: batch.cellTimeout, idleTimeout: batch.cellTimeout,
