@@ -193,7 +193,7 @@ public struct InterceptReport: Sendable, Codable {
             out += paint("\(mark(h.status)) ", h.status) + h.host.padding(toLength: width, withPad: " ", startingAt: 0)
                 + "  \(scope.padding(toLength: 26, withPad: " ", startingAt: 0)) \(paint(h.message, h.status))  [\(detail)]\n"
         }
-        if hosts.isEmpty { out += "(no client connected through the proxy)\n" }
+        if hosts.isEmpty && summary.destinationsRefused == 0 { out += "(no client connected through the proxy)\n" }
         if summary.otherConnections > 0 { out += "\(summary.otherConnections) connection(s) named no host (not CONNECT, or closed first)\n" }
         if summary.destinationsRefused > 0 {
             let examples = connections.filter { $0.closure == Self.destinationRefused }.compactMap(\.authority)
