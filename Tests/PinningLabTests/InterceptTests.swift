@@ -178,7 +178,7 @@ struct InterceptTests {
         await server.stop()
         #expect(Self.statuses(r) == ["api.pinning.test": .passedThrough, "cdn.pinning.test": .allowed])
         let tunnel = try #require(r.connections.first { $0.host == "api.pinning.test" })
-        #expect(tunnel.upstream == "127.0.0.1:\(server.port)" && tunnel.bytesFromUpstream > 0 && tunnel.closure == "tunnel-closed")
+        #expect(tunnel.upstream == "127.0.0.1:\(server.port)" && tunnel.bytesFromUpstream > 0 && tunnel.closure == "tunnel-closed", "\(tunnel)")
         #expect(seen.count == 1 && seen.first?.applicationDataReceived == true && seen.first?.serverName == "api.pinning.test")
     }
 
