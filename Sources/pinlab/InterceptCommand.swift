@@ -31,13 +31,16 @@ struct InterceptCommand: AsyncParsableCommand {
     @Option(help: "The address to listen on, 127.0.0.1:PORT (port 0 picks a free one).")
     var listen: String = "127.0.0.1:8080"
 
-    @Flag(help: "Allow --listen on a non-loopback address (a device on the network); prints a warning.")
+    @Flag(help: "Allow --listen on a non-loopback address (a device on the network); prints a warning. Needs --allow-peer.")
     var allowNonLoopback = false
+
+    @Option(help: "Off loopback: a device address or block allowed to use the proxy (CIDR, e.g. 192.168.1.23/32); repeatable.")
+    var allowPeer: [String] = []
 
     @Option(help: "mint, stuff, collision or passthrough, alone (the default) or HOST=POLICY; repeatable or comma-separated.")
     var policy: [String] = []
 
-    @Option(help: "Where passthrough goes: HOST:PORT (every host) or PATTERN=HOST:PORT; repeatable. Default: the CONNECT authority.")
+    @Option(help: "Where passthrough goes: HOST:PORT (every host) or PATTERN=HOST:PORT; repeatable. Default: the CONNECT authority, if it is a public address (a route also allows a loopback or private one).")
     var upstream: [String] = []
 
     @Option(help: "What the stuff policy appends: a PEM file with a real server's chain, or 'upstream' (the chain the upstream presents, fetched once per host). Default: leaf-v1, lab-intermediate-a, lab-root.")
@@ -86,6 +89,7 @@ struct InterceptCommand: AsyncParsableCommand {
             configuration.pinned = try HostPattern.parseList(pinned, option: "--pinned")
             configuration.policies = try PolicyTable.parse(policy, option: "--policy")
             configuration.upstreams = try upstream.map { try UpstreamRoute.parse($0, option: "--upstream") }
+            configuration.allowedPeers = try allowPeer.map { try AddressRange(parsing: $0, option: "--allow-peer") }
         } catch let error as InterceptError {
             throw ValidationError(error.description)
         }
@@ -126,6 +130,7 @@ struct InterceptCommand: AsyncParsableCommand {
         let labRootFile = (try? pki.materialize("lab-root"))?.certificatePEM.path ?? "(see pinlab pki show lab-root)"
         print("pinlab intercept: listening on \(proxy.address) (\(engine)); the device trusts lab-root (\(labRootFile)) and the installed proxy root (\(rootFile))")
         print("  policy: \(policySummary(configuration.policies)); pinned: \(configuration.pinned.isEmpty ? "(none)" : configuration.pinned.map(\.text).joined(separator: ", "))")
+        if !configuration.allowedPeers.isEmpty { print("  peers: this machine and \(configuration.allowedPeers.map(\.description).joined(separator: ", "))") }
         fflush(nil)  // the address line must reach a pipe before any client starts
         if let readyFile {
             do {

@@ -170,6 +170,45 @@ struct InterceptCLITests {
         }
     }
 
+    /// Passthrough is no relay (issue 20): curl asking the proxy for a loopback service (a fixture server standing
+    /// for the control API), by address or by `localhost`, gets 403 and the service sees nothing; the same service
+    /// named by an `--upstream` route is reached (curl verifies leaf-v1 through the tunnel).
+    @Test(.enabled(if: Tool.runs(needing: "curl")))
+    func passthroughIsNoRelay() async throws {
+        let pki = try Lab.pki(directory: CLI.pkiDirectory)
+        let server = try await FixtureServer.start(
+            engine: Engines.openssl, configuration: .makeServerConfiguration(try #require(pki["leaf-v1"])), label: "loopback-service")
+        func curlConnect(_ port: Int, _ trust: String, _ url: String) async -> (status: Int32, connect: String) {
+            let r = await ChildProcess.run(
+                ["curl", "-s", "-o", "/dev/null", "-w", "%{http_connect}", "--max-time", "20", "-x", "http://127.0.0.1:\(port)",
+                 "--cacert", trust, url], timeout: .seconds(30))
+            return (r.status, r.stdoutText)
+        }
+        let refused = try await Self.session(["--policy", "passthrough"], label: "no-relay") { port, dir in
+            let trust = try Self.trustFile(in: dir)
+            for url in ["https://127.0.0.1:\(server.port)/", "https://localhost:\(server.port)/"] {
+                let r = await curlConnect(port, trust, url)
+                #expect(r.connect == "403" && r.status != 0, "\(url): \(r)")
+            }
+        }
+        let seenRefused = await server.settle() ?? []
+        #expect(seenRefused.isEmpty, "the loopback service was reached through the proxy: \(seenRefused)")
+        #expect(refused.stdout.contains("2 connection(s) asked for a destination on this machine or a local network and were refused"), "\(refused.stdout)")
+        #expect((refused.report["summary"] as? [String: Any])?["destinationsRefused"] as? Int == 2)
+        try await Self.checkReportFiles(refused)
+
+        let routed = try await Self.session(
+            ["--policy", "passthrough", "--upstream", "api.pinning.test=127.0.0.1:\(server.port)"], label: "routed"
+        ) { port, dir in
+            let r = await curlConnect(port, try Self.trustFile(in: dir), "https://api.pinning.test/")
+            #expect(r.connect == "200" && r.status == 0, "\(r)")
+        }
+        let seenRouted = await server.settle() ?? []
+        await server.stop()
+        #expect(routed.verdicts == ["api.pinning.test": "passed-through"], "\(routed.stdout)")
+        #expect(seenRouted.count == 1 && seenRouted.first?.applicationDataReceived == true)
+    }
+
     @Test func badOptionsNameTheOptionAndTheFix() async throws {
         func failing(_ args: [String]) async throws -> String {
             let r = try await CLI.run(["intercept"] + args + CLI.dirArgs)
@@ -180,6 +219,10 @@ struct InterceptCLITests {
         #expect(try await failing(["--policy", "mitm"]).contains("--policy: 'mitm' is not a policy"))
         #expect(try await failing(["--listen", "8080"]).contains("--listen: '8080' is not ADDRESS:PORT"))
         #expect(try await failing(["--listen", "0.0.0.0:0"]).contains("--allow-non-loopback"))
+        // Off loopback an allow-list is required, and the refusal comes before anything is bound.
+        let open = try await failing(["--listen", "0.0.0.0:0", "--allow-non-loopback"])
+        #expect(open.contains("--allow-peer: refusing to listen on 0.0.0.0") && open.contains("add --allow-peer 192.168.1.23/32"), "\(open)")
+        #expect(try await failing(["--allow-peer", "300.1.2.3/8"]).contains("--allow-peer: '300.1.2.3/8' is not an IPv4 or IPv6 address block"))
         #expect(try await failing(["--upstream", "nowhere"]).contains("--upstream: 'nowhere' is not HOST:PORT"))
         #expect(try await failing(["--report", "pdf"]).contains("--report: 'pdf' is not a format"))
         #expect(try await failing(["--genuine-chain", "/nonexistent.pem"]).contains("--genuine-chain: cannot read"))

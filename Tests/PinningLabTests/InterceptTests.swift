@@ -179,7 +179,7 @@ struct InterceptTests {
         await server.stop()
         #expect(Self.statuses(r) == ["api.pinning.test": .passedThrough, "cdn.pinning.test": .allowed])
         let tunnel = try #require(r.connections.first { $0.host == "api.pinning.test" })
-        #expect(tunnel.upstream == "127.0.0.1:\(server.port)" && tunnel.bytesFromUpstream > 0 && tunnel.closure == "tunnel-closed")
+        #expect(tunnel.upstream == "127.0.0.1:\(server.port)" && tunnel.bytesFromUpstream > 0 && tunnel.closure == "tunnel-closed", "\(tunnel)")
         #expect(seen.count == 1 && seen.first?.applicationDataReceived == true && seen.first?.serverName == "api.pinning.test")
     }
 
@@ -244,25 +244,28 @@ struct InterceptTests {
     /// A tunnel whose upstream resets (RST while the tunnel is open) ends as `tunnel-reset` with the socket's error,
     /// and the proxy goes on. It used to crash the test process: the relay finished the connection while it held an
     /// exclusive (inout) access to the connection's observation ("Simultaneous accesses ... Fatal access conflict").
+    /// The upstream is a loopback listener, so it is named by an `--upstream` route (the proxy is no relay to
+    /// loopback otherwise: ProxyRelayTests).
     @Test func upstreamResetEndsTheTunnel() async throws {
+        let upstream = try LoopbackListener()
         let proxy = try InterceptProxy.start(
-            pki: try TestLab.pki(), configuration: .init(policies: PolicyTable(defaultPolicy: .passthrough)))
+            pki: try TestLab.pki(),
+            configuration: .init(policies: PolicyTable(defaultPolicy: .passthrough), upstreams: [UpstreamRoute(host: "127.0.0.1", port: upstream.port)]))
         let script = """
-            import socket, struct
-            up = socket.socket(); up.bind(('127.0.0.1', 0)); up.listen(1); port = up.getsockname()[1]
-            c = socket.create_connection(('127.0.0.1', \(proxy.port)), timeout=10)
-            c.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n' % (port, port))
+            import socket, sys
+            c = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+            c.sendall(b'CONNECT 127.0.0.1:%s HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' % sys.argv[2].encode())
             reply = c.recv(4096)
             c.sendall(b'hello through the tunnel')  # the proxy picks host and policy from the first bytes
-            up.settimeout(10); u, _ = up.accept(); u.settimeout(10); u.recv(4096)
-            u.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); u.close()
             try:
                 c.recv(4096)
             except OSError:
                 pass
             print(reply.split(b'\\r\\n')[0].decode())
             """
-        let run = await ChildProcess.run(["python3", "-c", script], timeout: .seconds(30))
+        async let reset = upstream.acceptAndReset(within: .seconds(10))
+        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port), String(upstream.port)], timeout: .seconds(30))
+        #expect(await reset)
         #expect(run.stdoutText.hasPrefix("HTTP/1.1 200"), "\(run.output)")
         #expect(await proxy.settle())
         let tunnel = try #require(proxy.observations().first)

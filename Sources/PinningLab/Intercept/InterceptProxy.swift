@@ -21,6 +21,11 @@ import Darwin
 /// (`passthrough`). An intercepted request is answered by the proxy itself (a small JSON document) and never
 /// forwarded: the point is whether it was sent, not what came back.
 ///
+/// It is no relay: a destination taken from the client (the `CONNECT` authority) that is, or resolves to, a
+/// loopback, link-local, unspecified, private-range, multicast or broadcast address is refused (`403` with the
+/// reason) unless an `upstreams` route names it; name look-ups run on a few threads of their own with a bounded
+/// time, never on a worker. Off loopback it serves only peers in ``Configuration/allowedPeers``.
+///
 /// I/O: worker threads of its own, each a `poll` loop over its non-blocking connections, like the fixture
 /// servers; nothing blocks Swift's cooperative pool (``stop()`` joins the workers on a dedicated thread).
 ///
@@ -54,6 +59,17 @@ public final class InterceptProxy: Sendable {
         /// The root that mints leaves for `mint` and `stuff`; nil: the PKI's `proxy-root` (unconstrained). The
         /// scoped proxy root (``LabPKI/scopedProxyRoot(now:)``) limits interception to the hosts of its scope.
         public var proxyRoot: Identity? = nil
+        /// The peers served besides this machine's own (loopback) ones: required when the listener is off
+        /// loopback (`--allow-peer`, e.g. the phone's `192.168.1.23/32`); empty on loopback, where every peer is
+        /// local.
+        public var allowedPeers: [AddressRange]
+        /// How long a passthrough name look-up may take (then `502`).
+        package var lookupTimeout: Duration = .seconds(5)
+        /// Look-up threads, and look-ups queued or running at once (more get `503`).
+        package var lookupThreads = 4
+        package var maxPendingLookups = 64
+        /// Resolves upstream names (tests make one slow); nil: the system's `getaddrinfo`.
+        package var resolver: NameResolver?
 
         /// The proxy's listener defaults to 127.0.0.1, a free port, a 30 s idle timeout and 2,048 connections.
         public static let defaultListener = ListenerSettings(idleTimeout: .seconds(30), maxConnections: 2048)
@@ -61,7 +77,7 @@ public final class InterceptProxy: Sendable {
         public init(
             listener: ListenerSettings = Configuration.defaultListener, pinned: [HostPattern] = [],
             policies: PolicyTable = PolicyTable(), upstreams: [UpstreamRoute] = [], genuineChainDER: [[UInt8]] = [],
-            genuineChainFromUpstream: Bool = false, engine: String = "openssl"
+            genuineChainFromUpstream: Bool = false, engine: String = "openssl", allowedPeers: [AddressRange] = []
         ) {
             self.listener = listener
             self.pinned = pinned
@@ -70,6 +86,7 @@ public final class InterceptProxy: Sendable {
             self.genuineChainDER = genuineChainDER
             self.genuineChainFromUpstream = genuineChainFromUpstream
             self.engine = engine
+            self.allowedPeers = allowedPeers
         }
     }
 
@@ -98,6 +115,12 @@ public final class InterceptProxy: Sendable {
         let c = configuration
         do { try c.listener.check() } catch {
             throw InterceptError(error.setting == "bindAddress" ? "--listen" : error.setting, error.reason, fix: error.fix)
+        }
+        if !Sockets.isLoopback(c.listener.bindAddress) && c.allowedPeers.isEmpty {
+            throw InterceptError(
+                "--allow-peer", "refusing to listen on \(c.listener.bindAddress), off loopback, without an allow-list: anyone "
+                    + "who can reach this machine could use the proxy",
+                fix: "add --allow-peer 192.168.1.23/32 (the phone's address; repeatable, CIDR, IPv6 too)")
         }
         let engine: any TLSEngine
         switch c.engine.lowercased() {
@@ -139,6 +162,10 @@ public final class InterceptProxy: Sendable {
         return InterceptProxy(host: c.listener.host, port: listening.port, configuration: c, core: core)
     }
 
+    /// Connections closed unserved because their peer is not in ``Configuration/allowedPeers``, and the first
+    /// hundred such peers' addresses.
+    public var peersRefused: (count: Int, addresses: [String]) { core.withLock { ($0.peersRefused, $0.refusedPeerAddresses) } }
+
     /// Every connection finished so far, oldest first.
     public func observations() -> [InterceptObservation] { core.withLock { $0.observations } }
 
@@ -161,9 +188,11 @@ public final class InterceptProxy: Sendable {
 
     /// The verdict per host against the declared pins.
     public func report(startedAt: Date? = nil, durationSeconds: Double = 0) -> InterceptReport {
-        InterceptReport(
+        let refused = peersRefused
+        return InterceptReport(
             proxy: address, engine: configuration.engine, pinned: configuration.pinned, policies: configuration.policies,
-            startedAt: startedAt ?? core.startedAt, durationSeconds: durationSeconds, observations: observations())
+            startedAt: startedAt ?? core.startedAt, durationSeconds: durationSeconds, observations: observations(),
+            peersRefused: refused.count, refusedPeers: refused.addresses)
     }
 
     /// The certificate chain (DER) the proxy presents for `host` under `policy`, minting it if needed.
@@ -192,7 +221,7 @@ public struct InterceptObservation: Sendable, Hashable, Codable {
     public var host: String?
     public var serverName: String?
     public var policy: InterceptPolicy?
-    /// Where a passthrough tunnel went.
+    /// Where a passthrough tunnel went (set once it is dialled; a refused destination has none).
     public var upstream: String?
     public var handshakeCompleted: Bool
     /// The client sent application data (its HTTP request) inside the intercepted TLS session.
@@ -203,7 +232,8 @@ public struct InterceptObservation: Sendable, Hashable, Codable {
     /// The alert the client sent, e.g. `bad_certificate`, `unknown_ca`.
     public var alertReceived: String?
     public var tlsVersion: String?
-    /// How it ended: `response-sent`, `alert`, `eof-before-handshake`, `tunnel-closed`, `not-connect`, …
+    /// How it ended: `response-sent`, `alert`, `eof-before-handshake`, `tunnel-closed`, `not-connect`,
+    /// `destination-refused` (the client named a loopback or private destination: `error` says which), …
     public var closure: String
     public var error: String?
     /// Where the appended genuine chain came from (`stuff`): `lab`, `file`, `upstream 127.0.0.1:8443`, or why the
@@ -232,6 +262,9 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
         /// fetched has no entry yet and is in `fetching`.
         var fetched: [String: (chain: [[UInt8]], source: String)] = [:]
         var fetching: Set<String> = []
+        /// Connections closed unserved: their peer is not in `allowedPeers`; the first hundred peers' addresses.
+        var peersRefused = 0
+        var refusedPeerAddresses: [String] = []
     }
 
     let listener: ListenerCore<State>
@@ -239,11 +272,16 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
     let engine: any TLSEngine
     let minters: Minters
     let startedAt = Date()
+    /// Where name look-ups and genuine-chain fetches run.
+    let lookups: LookupPool
+    let resolver: NameResolver
 
     init(listenFD: Int32, configuration: InterceptProxy.Configuration, engine: any TLSEngine, minters: Minters) {
         self.configuration = configuration
         self.engine = engine
         self.minters = minters
+        lookups = LookupPool(maxThreads: configuration.lookupThreads, maxPending: configuration.maxPendingLookups)
+        resolver = configuration.resolver ?? SystemResolver.resolve
         listener = ListenerCore(listenFD: listenFD, settings: configuration.listener, state: State())
     }
 
@@ -255,11 +293,32 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
         }
     }
 
-    func acceptOne() -> (fd: Int32, peer: String, id: Int)? {
-        listener.acceptOne { s, fd, peer in
+    enum Admission {
+        case serve(fd: Int32, peer: String, id: Int)
+        /// A peer outside `allowedPeers`: closed at once, counted, not served.
+        case refused
+    }
+
+    func acceptOne() -> Admission? {
+        let admitted = listener.acceptOne { s, fd, peer -> (Admission, newPeer: String?) in
+            guard configuration.admits(peer: peer) else {
+                s.accepted -= 1  // not a connection of the session: counted apart
+                s.inFlight -= 1
+                s.peersRefused += 1
+                close(fd)
+                let address = Authority.split(peer)?.host ?? peer
+                guard !s.refusedPeerAddresses.contains(address), s.refusedPeerAddresses.count < 100 else { return (.refused, nil) }
+                s.refusedPeerAddresses.append(address)
+                return (.refused, address)
+            }
             s.lastActivity = Date()
-            return (fd, peer, s.accepted)
+            return (.serve(fd: fd, peer: peer, id: s.accepted), nil)
         }
+        if let address = admitted?.newPeer {
+            FileHandle.standardError.write(Data(
+                "pinlab intercept: closed a connection from \(address) unserved: not in --allow-peer (add --allow-peer \(address)\(address.contains(":") ? "/128" : "/32") if it is your device)\n".utf8))
+        }
+        return admitted?.0
     }
 
     func record(_ o: InterceptObservation) {
@@ -286,7 +345,9 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
         return (minters.genuine, configuration.genuineChainDER.isEmpty ? "lab" : "file")
     }
 
-    /// Whether `host`'s genuine chain is ready; starts fetching it (on a thread of its own) when not.
+    /// Whether `host`'s genuine chain is ready; starts fetching it (on a look-up thread) when not. The fetch is a
+    /// dial like a tunnel's: a destination taken from the client is vetted the same way (``Configuration``'s
+    /// `refusal`), against every address its name resolves to, and the vetted address is the one dialled.
     func genuineReady(host: String, authorityHost: String, authorityPort: Int) -> Bool {
         guard configuration.genuineChainFromUpstream else { return true }
         let start = withLock { s -> Bool in
@@ -295,44 +356,43 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
             return true
         }
         if start {
-            let (upHost, upPort) = upstream(host: host, authorityHost: authorityHost, authorityPort: authorityPort)
+            let target = configuration.upstream(host: host, authorityHost: authorityHost, authorityPort: authorityPort)
+            let configuration = self.configuration
             let fallback = minters.genuine
-            let t = Thread { [self] in
-                Sockets.nameCurrentThread("pli-fetch")
+            let fallbackName = configuration.genuineChainDER.isEmpty ? "lab" : "file"
+            let resolver = self.resolver
+            // The job holds the core weakly: a look-up thread may outlive the proxy.
+            let submitted = lookups.submit { [weak self] in
                 let result: (chain: [[UInt8]], source: String)
-                do {
-                    let ip = try Self.numericAddress(upHost)
-                    let chain = try PresentedChain.fetch(ip: ip, port: upPort, serverName: host)
-                    result = (chain, "upstream \(upHost):\(upPort)")
-                } catch {
-                    result = (fallback, "the upstream's chain could not be fetched (\(error)); appended the \(configuration.genuineChainDER.isEmpty ? "lab" : "file")'s")
+                let addresses: NameResolution = AddressRange.bytes(target.host) != nil ? .success([target.host]) : resolver(target.host)
+                switch addresses {
+                case .failure(let failure):
+                    result = (fallback, "the upstream's chain could not be fetched (cannot resolve \(target.host): \(failure.reason)); appended the \(fallbackName)'s")
+                case .success(let list):
+                    if let why = configuration.refusal(target, addresses: list) {
+                        result = (fallback, "the upstream's chain was not fetched: \(why); appended the \(fallbackName)'s")
+                    } else {
+                        do {
+                            let chain = try PresentedChain.fetch(ip: list[0], port: target.port, serverName: host)
+                            result = (chain, "upstream \(target.text)")
+                        } catch {
+                            result = (fallback, "the upstream's chain could not be fetched (\(error)); appended the \(fallbackName)'s")
+                        }
+                    }
                 }
-                withLock {
+                self?.withLock {
                     $0.fetched[host] = result
                     $0.fetching.remove(host)
                 }
             }
-            t.start()
+            if !submitted {
+                withLock {
+                    $0.fetched[host] = (fallback, "the upstream's chain was not fetched: \(lookups.maxPending) look-ups are pending; appended the \(fallbackName)'s")
+                    $0.fetching.remove(host)
+                }
+            }
         }
         return withLock { $0.fetched[host] != nil }
-    }
-
-    /// A numeric address for `host` (resolved when it is a name).
-    static func numericAddress(_ host: String) throws -> String {
-        if parseIP(host) != nil { return host }
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        var list: UnsafeMutablePointer<addrinfo>? = nil
-        let status = getaddrinfo(host, nil, &hints, &list)
-        guard status == 0, let a = list else {
-            throw InterceptError("--upstream", "cannot resolve \(host): \(String(cString: gai_strerror(status)))")
-        }
-        defer { freeaddrinfo(list) }
-        var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-        guard getnameinfo(a.pointee.ai_addr, a.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 else {
-            throw InterceptError("--upstream", "cannot resolve \(host)")
-        }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The engine context for `host` under `policy`: minted on first use, then cached (like mitmproxy).
@@ -351,14 +411,9 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
         return context
     }
 
-    /// The upstream for a host: the first matching route, else the authority itself.
-    func upstream(host: String, authorityHost: String, authorityPort: Int) -> (String, Int) {
-        for r in configuration.upstreams where r.pattern?.matches(host) ?? true { return (r.host, r.port) }
-        return (authorityHost, authorityPort)
-    }
-
     func shutdown() {
         guard listener.beginStopping() else { return }
+        lookups.stop()
         listener.workers.stop()
         close(listener.listenFD)
     }

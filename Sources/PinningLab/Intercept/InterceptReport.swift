@@ -81,8 +81,12 @@ public struct InterceptSummary: Sendable, Hashable, Codable {
     public var passedThrough: Int
     /// Connections that never named a host (no CONNECT, bad request).
     public var otherConnections: Int
+    /// Connections whose destination the proxy refused to dial (loopback, private range, …: see their `error`).
+    public var destinationsRefused: Int
+    /// Connections closed unserved: their peer is not in `--allow-peer`.
+    public var peersRefused: Int
 
-    init(_ hosts: [HostVerdict], other: Int) {
+    init(_ hosts: [HostVerdict], other: Int, destinationsRefused: Int = 0, peersRefused: Int = 0) {
         self.hosts = hosts.count
         refused = hosts.filter { $0.status == .refused }.count
         notPinned = hosts.filter { $0.status == .notPinned }.count
@@ -90,6 +94,8 @@ public struct InterceptSummary: Sendable, Hashable, Codable {
         unexpectedRefusal = hosts.filter { $0.status == .unexpectedRefusal }.count
         passedThrough = hosts.filter { $0.status == .passedThrough }.count
         otherConnections = other
+        self.destinationsRefused = destinationsRefused
+        self.peersRefused = peersRefused
     }
 
     public var line: String {
@@ -113,10 +119,12 @@ public struct InterceptReport: Sendable, Codable {
     public var deviates: Bool
     public var hosts: [HostVerdict]
     public var connections: [InterceptObservation]
+    /// Addresses of peers closed unserved (not in `--allow-peer`), the first hundred.
+    public var refusedPeers: [String]
 
     public init(
         proxy: String, engine: String, pinned: [HostPattern], policies: PolicyTable, startedAt: Date,
-        durationSeconds: Double, observations: [InterceptObservation]
+        durationSeconds: Double, observations: [InterceptObservation], peersRefused: Int = 0, refusedPeers: [String] = []
     ) {
         self.proxy = proxy
         self.engine = engine
@@ -132,10 +140,17 @@ public struct InterceptReport: Sendable, Codable {
             byHost[h, default: []].append(o)
         }
         hosts = order.map { HostVerdict(host: $0, pinned: pinned, observations: byHost[$0]!) }
-        summary = InterceptSummary(hosts, other: observations.filter { $0.host == nil }.count)
+        let refusedDestinations = observations.filter { $0.host == nil && $0.closure == Self.destinationRefused }.count
+        summary = InterceptSummary(
+            hosts, other: observations.filter { $0.host == nil }.count - refusedDestinations,
+            destinationsRefused: refusedDestinations, peersRefused: peersRefused)
         deviates = hosts.contains { $0.status.isDeviation }
         connections = observations
+        self.refusedPeers = refusedPeers
     }
+
+    /// The closure of a connection whose destination was refused.
+    static let destinationRefused = "destination-refused"
 
     public func verdict(for host: String) -> HostVerdict? { hosts.first { $0.host == host } }
 
@@ -178,8 +193,15 @@ public struct InterceptReport: Sendable, Codable {
             out += paint("\(mark(h.status)) ", h.status) + h.host.padding(toLength: width, withPad: " ", startingAt: 0)
                 + "  \(scope.padding(toLength: 26, withPad: " ", startingAt: 0)) \(paint(h.message, h.status))  [\(detail)]\n"
         }
-        if hosts.isEmpty { out += "(no client connected through the proxy)\n" }
+        if hosts.isEmpty && summary.destinationsRefused == 0 { out += "(no client connected through the proxy)\n" }
         if summary.otherConnections > 0 { out += "\(summary.otherConnections) connection(s) named no host (not CONNECT, or closed first)\n" }
+        if summary.destinationsRefused > 0 {
+            let examples = connections.filter { $0.closure == Self.destinationRefused }.compactMap(\.authority)
+            out += "\(summary.destinationsRefused) connection(s) asked for a destination on this machine or a local network and were refused (\(Array(Set(examples)).sorted().prefix(5).joined(separator: ", "))): name a destination with --upstream PATTERN=HOST:PORT to allow it\n"
+        }
+        if summary.peersRefused > 0 {
+            out += "\(summary.peersRefused) connection(s) from peers outside --allow-peer were closed unserved (\(refusedPeers.prefix(5).joined(separator: ", ")))\n"
+        }
         out += summaryLine + "\n"
         return out
     }

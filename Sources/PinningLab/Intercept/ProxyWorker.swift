@@ -10,7 +10,8 @@ import Darwin
 #endif
 
 /// One worker thread of the interception proxy: a `poll` loop (`PollSet`) over a wake-up pipe, the shared listening socket
-/// and the connections it accepted (two descriptors each: the client and, for a tunnel, the upstream).
+/// and the connections it accepted (two descriptors each: the client and, for a tunnel, the upstream). The pipe is
+/// also how a name look-up (on a `LookupPool` thread) says it is done: its connection is then due at once.
 final class ProxyWorker: PooledWorker, @unchecked Sendable {  // `connections` is touched only by the worker's own thread
     private let core: ProxyCore
     /// Woken by the server's stop; closed by it once this worker's thread has ended.
@@ -27,14 +28,15 @@ final class ProxyWorker: PooledWorker, @unchecked Sendable {  // `connections` i
         pollSet.run(&connections, core: core.listener, wake: wakeUp) { c, set in
             set.add(c.fd, c.clientEvents)
             set.add(c.upstreamFD, c.upstreamEvents)
-            return min(c.deadline, c.retryAt)
+            return c.lookupDone ? 0 : min(c.deadline, c.retryAt)
         } serve: { c, ready, now in
-            if ready || c.retryAt <= now { c.advance() } else { c.timedOut() }
+            if ready || c.retryAt <= now || c.lookupDone { c.advance() } else { c.timedOut() }
             return c.isFinished
         } accept: { list in
             for _ in 0..<32 {  // a bounded batch, so that a burst cannot starve the open connections
-                guard let (fd, peer, id) = core.acceptOne() else { break }
-                let c = ProxyConnection(core: core, fd: fd, peer: peer, id: id)
+                guard let admission = core.acceptOne() else { break }
+                guard case .serve(let fd, let peer, let id) = admission else { continue }  // closed: not an allowed peer
+                let c = ProxyConnection(core: core, fd: fd, peer: peer, id: id, wake: wakeUp)
                 c.advance()
                 if !c.isFinished { list.append(c) }
             }
@@ -46,7 +48,7 @@ final class ProxyWorker: PooledWorker, @unchecked Sendable {  // `connections` i
 
 /// One client connection: the CONNECT request, then an intercepted TLS session or a TCP tunnel.
 final class ProxyConnection {
-    enum Phase { case connectRequest, connectReply, hello, fetching, handshake, request, response, dialing, tunnel, finished }
+    enum Phase { case connectRequest, connectReply, hello, fetching, handshake, request, response, resolving, dialing, tunnel, finished }
 
     let fd: Int32
     private(set) var upstreamFD: Int32 = -1
@@ -66,6 +68,13 @@ final class ProxyConnection {
     private var observation: InterceptObservation
     private var authorityHost = ""
     private var authorityPort = 0
+    /// Where the tunnel goes, the vetted addresses not tried yet, and whether the `CONNECT` is still unanswered
+    /// (a refusal is then a `403`/`502` reply; after the `200`, the connection is closed with the reason).
+    private var target: UpstreamTarget?
+    private var dialAddresses: [String] = []
+    private var replyPending = false
+    private var lookup: PendingLookup?
+    private let wake: WakePipe
     // Tunnel buffers: client → upstream and upstream → client, with their read offsets.
     private var toUpstream: [UInt8] = []
     private var toUpstreamOffset = 0
@@ -78,10 +87,13 @@ final class ProxyConnection {
     static let bufferSize = 64 * 1024
 
     var isFinished: Bool { phase == .finished }
+    /// A name look-up finished: serve the connection now.
+    var lookupDone: Bool { lookup?.isReady ?? false }
 
-    init(core: ProxyCore, fd: Int32, peer: String, id: Int) {
+    init(core: ProxyCore, fd: Int32, peer: String, id: Int, wake: WakePipe) {
         self.core = core
         self.fd = fd
+        self.wake = wake
         deadline = startNanos &+ core.listener.handshakeTimeout
         observation = InterceptObservation(
             id: id, startedAt: started, peer: peer, authority: nil, host: nil, serverName: nil, policy: nil,
@@ -94,6 +106,12 @@ final class ProxyConnection {
         switch phase {
         case .connectRequest, .connectReply, .hello, .handshake: finish("handshake-timeout", error: nil)
         case .fetching: finish("upstream-timeout", error: "the upstream's chain was not fetched in time")
+        case .resolving:
+            lookup?.cancel()
+            lookup = nil
+            let name = target?.host ?? authorityHost
+            refuse("502 Bad Gateway", "upstream-unreachable", "cannot resolve \(name) within \(core.configuration.lookupTimeout.secondsText)")
+            advance()
         case .dialing: finish("upstream-timeout", error: "no connection to \(observation.upstream ?? "the upstream")")
         case .request, .response, .tunnel: finish("idle-timeout", error: nil)
         case .finished: return
@@ -114,6 +132,10 @@ final class ProxyConnection {
                 }
                 phase = afterReply
                 if phase == .dialing { dial() }
+            case .resolving:
+                guard let result = lookup?.take() else { return }
+                lookup = nil
+                resolved(result)
             case .hello:
                 guard peekHello() else { return }
             case .fetching:
@@ -229,24 +251,38 @@ final class ProxyConnection {
             reject("400 Bad Request", "data sent before the proxy's 200 reply")
             return true
         }
-        // A passthrough host named by the authority is dialled at once (server-speaks-first protocols work);
-        // otherwise the ClientHello's SNI decides.
-        let isIP = parseIP(host) != nil
-        if !isIP && core.configuration.policies.policy(for: host) == .passthrough {
+        // A passthrough host named by the authority is resolved, vetted and dialled before the 200 (server-speaks-
+        // first protocols work; a refused destination gets its 403); otherwise the ClientHello's SNI decides. An
+        // address whose own policy passes it through is vetted now too, so that it is refused with a 403.
+        let passthrough = core.configuration.policies.policy(for: host) == .passthrough
+        if passthrough && AddressRange.bytes(host) == nil {
             observation.host = host
             observation.policy = .passthrough
-            afterReply = .dialing
-        } else {
-            afterReply = .hello
+            startDial(replyPending: true)
+            return true
         }
-        outbound = Array("HTTP/1.1 200 Connection established\r\nProxy-Agent: pinlab-intercept\r\n\r\n".utf8)
-        written = 0
-        phase = .connectReply
+        if passthrough {
+            let target = core.configuration.upstream(host: host, authorityHost: host, authorityPort: port)
+            if !target.routed, let why = core.configuration.refusal(target, addresses: [target.host]) {
+                observation.policy = .passthrough
+                reject("403 Forbidden", why, closure: "destination-refused")
+                return true
+            }
+        }
+        acceptConnect(then: .hello)
         return true
     }
 
-    private func reject(_ status: String, _ why: String) {
-        observation.closure = "not-connect"
+    /// Answers the CONNECT with a 200, then goes on with `next`.
+    private func acceptConnect(then next: Phase) {
+        afterReply = next
+        outbound = Array("HTTP/1.1 200 Connection established\r\nProxy-Agent: pinlab-intercept\r\n\r\n".utf8)
+        written = 0
+        phase = .connectReply
+    }
+
+    private func reject(_ status: String, _ why: String, closure: String = "not-connect") {
+        observation.closure = closure
         observation.error = why
         let body = why + "\n"
         outbound = Array("HTTP/1.1 \(status)\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
@@ -299,8 +335,7 @@ final class ProxyConnection {
         let policy = core.configuration.policies.policy(for: host)
         observation.policy = policy
         if policy == .passthrough {
-            phase = .dialing
-            dial()
+            startDial(replyPending: false)
             return true
         }
         guard case .hello = hello else {
@@ -361,16 +396,75 @@ final class ProxyConnection {
 
     // MARK: Tunnel
 
+    /// Picks the upstream for the connection's host, resolves it off this thread when it is a name, vets it, then
+    /// dials it: before the 200 (`replyPending`) or after it (the ClientHello named a passthrough host).
+    private func startDial(replyPending: Bool) {
+        self.replyPending = replyPending
+        let target = core.configuration.upstream(host: observation.host ?? authorityHost, authorityHost: authorityHost, authorityPort: authorityPort)
+        self.target = target
+        if AddressRange.bytes(target.host) != nil {
+            resolved(.success([target.host]))
+            return
+        }
+        let pending = PendingLookup(host: target.host, wake: wake)
+        let resolver = core.resolver
+        guard core.lookups.submit({ pending.deliver(resolver(target.host)) }) else {
+            refuse("503 Service Unavailable", "upstream-unreachable",
+                   "cannot resolve \(target.host): \(core.lookups.maxPending) name look-ups are pending; try again")
+            return
+        }
+        lookup = pending
+        phase = .resolving
+        clientEvents = 0
+        upstreamEvents = 0
+        deadline = Sockets.now() &+ Sockets.nanoseconds(core.configuration.lookupTimeout)
+    }
+
+    /// The look-up's answer: refuse, or dial the vetted addresses (never resolving again).
+    private func resolved(_ result: NameResolution) {
+        guard let target else { return }
+        switch result {
+        case .failure(let failure):
+            refuse("502 Bad Gateway", "upstream-unreachable", "cannot resolve \(target.host): \(failure.reason)")
+        case .success(let addresses):
+            if let why = core.configuration.refusal(target, addresses: addresses) {
+                refuse("403 Forbidden", "destination-refused", why)
+                return
+            }
+            dialAddresses = addresses
+            if replyPending {
+                acceptConnect(then: .dialing)
+            } else {
+                dial()
+            }
+        }
+    }
+
+    /// Refuses the destination: a reply while the CONNECT is unanswered, else the connection is closed with the
+    /// reason. A refused destination is not judged as a host (it was never reached).
+    private func refuse(_ status: String, _ closure: String, _ why: String) {
+        if closure == "destination-refused" { observation.host = nil }
+        if replyPending {
+            reject(status, why, closure: closure)
+        } else {
+            finish(closure, error: why)
+        }
+    }
+
+    /// Dials the next vetted address (numeric: nothing is resolved here).
     private func dial() {
-        let (host, port) = core.upstream(host: observation.host ?? authorityHost, authorityHost: authorityHost, authorityPort: authorityPort)
-        observation.upstream = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        // Name resolution blocks this worker for a real upstream name; loopback routes are numeric.
+        guard let target, !dialAddresses.isEmpty else {
+            finish("upstream-unreachable", error: "no address to connect to")
+            return
+        }
+        let address = dialAddresses.removeFirst()
+        observation.upstream = target.text
         do {
-            let started = try Sockets.startConnect(host: host, port: port, numericHost: false)
+            let started = try Sockets.startConnect(host: address, port: target.port, numericHost: true)
             upstreamFD = started.fd  // owned from here: finish closes it
         } catch {
-            let what = error.step == .resolve ? "cannot resolve \(host)" : "connect \(observation.upstream!)"
-            finish("upstream-unreachable", error: "\(what): \(error.reason)")
+            if !dialAddresses.isEmpty { return dial() }
+            finish("upstream-unreachable", error: "connect \(target.text)\(address == target.host ? "" : " (\(address))"): \(error.reason)")
             return
         }
         phase = .dialing
@@ -385,6 +479,12 @@ final class ProxyConnection {
         getsockopt(upstreamFD, SOL_SOCKET, SO_ERROR, &err, &len)
         if err == EINPROGRESS || err == EALREADY { return false }
         if err != 0 {
+            if !dialAddresses.isEmpty {  // the name's next address
+                close(upstreamFD)
+                upstreamFD = -1
+                dial()
+                return false
+            }
             finish("upstream-unreachable", error: "connect \(observation.upstream ?? ""): \(Sockets.errnoText(err))")
             return false
         }
@@ -472,6 +572,8 @@ final class ProxyConnection {
     func finish(_ closure: String, error: String?) {
         guard phase != .finished else { return }
         phase = .finished
+        lookup?.cancel()  // from here its thread never wakes this worker
+        lookup = nil
         if let d = session?.details {
             if observation.alertReceived == nil { observation.alertReceived = d.alertReceived?.name }
             if observation.tlsVersion == nil { observation.tlsVersion = d.version?.rawValue }

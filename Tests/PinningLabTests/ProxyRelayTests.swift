@@ -1,0 +1,401 @@
+import Foundation
+import PinningLab
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A plain TCP listener on 127.0.0.1 that nobody accepts on: it stands for the control API or any other service on
+/// the proxy's machine. A connection the proxy dials to it waits in its queue, so `sawConnection` tells whether the
+/// proxy dialled it (no packet ever leaves loopback).
+final class LoopbackListener: Sendable {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        (fd, port) = try Sockets.listen(address: "127.0.0.1", port: 0, backlog: 16)
+    }
+
+    deinit { close(fd) }
+
+    var sawConnection: Bool { Sockets.hasPendingConnection(fd) }
+
+    /// Accepts the first connection within `timeout` and reads what arrives on it until EOF (or the time is up).
+    func receive(within timeout: Duration) async -> String? {
+        let fd = self.fd
+        return await onDedicatedThread(named: "test.listener") {
+            let end = ContinuousClock.now.advanced(by: timeout)
+            var accepted: Int32 = -1
+            while ContinuousClock.now < end {
+                if let (c, _) = Sockets.accept(fd) { accepted = c; break }
+                usleep(10_000)
+            }
+            guard accepted >= 0 else { return nil }
+            defer { close(accepted) }
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while ContinuousClock.now < end {
+                let n = read(accepted, &chunk, chunk.count)
+                if n == 0 { break }
+                if n > 0 { bytes += chunk.prefix(n) } else { usleep(10_000) }
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// Accepts the first connection within `timeout`, waits for its first bytes, then resets it (RST: SO_LINGER 0).
+    func acceptAndReset(within timeout: Duration) async -> Bool {
+        let fd = self.fd
+        return await onDedicatedThread(named: "test.reset") {
+            let end = ContinuousClock.now.advanced(by: timeout)
+            var accepted: Int32 = -1
+            while ContinuousClock.now < end {
+                if let (c, _) = Sockets.accept(fd) { accepted = c; break }
+                usleep(10_000)
+            }
+            guard accepted >= 0 else { return false }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while ContinuousClock.now < end && read(accepted, &chunk, chunk.count) <= 0 { usleep(10_000) }
+            var option = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(accepted, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+            close(accepted)
+            return true
+        }
+    }
+}
+
+/// `pinlab intercept` is no relay (issue 20): a destination the client names on this machine or a local network is
+/// refused unless a route names it; off loopback only allowed peers are served; name look-ups never stall a worker.
+/// Every destination here is on loopback, or is refused before any dial (asserted on the reply, which comes first).
+@Suite("The interception proxy is no relay")
+struct ProxyRelayTests {
+    static func start(_ configure: (inout InterceptProxy.Configuration) -> Void) throws -> InterceptProxy {
+        var c = InterceptProxy.Configuration(policies: PolicyTable(defaultPolicy: .passthrough))
+        configure(&c)
+        return try InterceptProxy.start(pki: try TestLab.pki(), configuration: c)
+    }
+
+    /// Sends `CONNECT authority` for each authority on its own connection; returns each reply (the whole of a
+    /// refusal, only the head of a 200: nothing is sent into a tunnel, so nothing is dialled on its account).
+    static func connect(_ port: Int, _ authorities: [String]) async -> [String] {
+        let script = """
+            import socket, sys
+            for a in sys.argv[2:]:
+                s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+                s.sendall(b'CONNECT %s HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n' % (a.encode(), a.encode()))
+                data = b''
+                while b'\\r\\n\\r\\n' not in data:
+                    chunk = s.recv(4096)
+                    if not chunk: break
+                    data += chunk
+                while not data.startswith(b'HTTP/1.1 200'):
+                    chunk = s.recv(4096)
+                    if not chunk: break
+                    data += chunk
+                s.close()
+                print(data.decode(errors='replace').replace('\\r\\n', ' ') + '\\n=====')
+            """
+        let run = await ChildProcess.run(["python3", "-c", script, String(port)] + authorities, timeout: .seconds(60))
+        return run.stdoutText.components(separatedBy: "\n=====\n").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            .filter { !$0.isEmpty }
+    }
+
+    /// CONNECT to a loopback listener under passthrough: 403 with the class and the fix, and the listener saw no
+    /// connection — by address, IPv4-mapped address and by a name that resolves to loopback (`localhost`).
+    @Test func loopbackDestinationsAreRefused() async throws {
+        let service = try LoopbackListener()
+        let proxy = try Self.start { _ in }
+        let authorities = ["127.0.0.1:\(service.port)", "[::ffff:127.0.0.1]:\(service.port)", "localhost:\(service.port)"]
+        let replies = await Self.connect(proxy.port, authorities)
+        #expect(await proxy.settle())
+        let report = proxy.report()
+        await proxy.stop()
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(!service.sawConnection, "the proxy dialled the loopback service")
+        #expect(replies.count == 3, "\(replies)")
+        for reply in replies {
+            #expect(reply.hasPrefix("HTTP/1.1 403 Forbidden"), "\(reply)")
+            #expect(reply.contains("a loopback address (this machine)") && reply.contains("name it with --upstream PATTERN=HOST:PORT to allow it"), "\(reply)")
+        }
+        #expect(replies.last?.contains("localhost resolves to ") == true, "\(replies)")
+        #expect(report.connections.allSatisfy { $0.closure == "destination-refused" && $0.upstream == nil && $0.host == nil })
+        #expect(report.summary.destinationsRefused == 3 && report.hosts.isEmpty && report.summary.otherConnections == 0)
+        #expect(report.renderText().contains("3 connection(s) asked for a destination on this machine or a local network and were refused"))
+    }
+
+    /// A route is the operator's explicit allow: the destination it names is tunnelled (the listener receives the
+    /// client's bytes); a loopback port no route names is still refused.
+    @Test func aRouteNamingTheDestinationAllowsIt() async throws {
+        let routed = try LoopbackListener()
+        let other = try LoopbackListener()
+        let proxy = try Self.start {
+            $0.upstreams = [UpstreamRoute(pattern: try! HostPattern(parsing: "api.pinning.test"), host: "127.0.0.1", port: routed.port)]
+        }
+        let script = """
+            import socket, sys
+            s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+            s.sendall(b'CONNECT 127.0.0.1:%s HTTP/1.1\\r\\n\\r\\n' % sys.argv[2].encode())
+            print(s.recv(4096).decode().split('\\r\\n')[0])
+            s.sendall(b'hello through the tunnel')
+            s.shutdown(socket.SHUT_WR)
+            s.recv(4096)
+            """
+        async let received = routed.receive(within: .seconds(10))
+        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port), String(routed.port)], timeout: .seconds(30))
+        #expect(run.stdoutText.hasPrefix("HTTP/1.1 200"), "\(run.output)")
+        #expect(await received == "hello through the tunnel")
+        let refused = await Self.connect(proxy.port, ["127.0.0.1:\(other.port)"])
+        #expect(await proxy.settle())
+        let report = proxy.report()
+        await proxy.stop()
+        #expect(refused.first?.hasPrefix("HTTP/1.1 403 Forbidden") == true, "\(refused)")
+        #expect(!other.sawConnection)
+        #expect(report.connections.contains { $0.upstream == "127.0.0.1:\(routed.port)" && $0.bytesFromClient > 0 })
+    }
+
+    /// Private, link-local, unspecified, multicast and broadcast addresses: 403 naming the class, and no dial
+    /// (the refusal is the reply to the CONNECT; before the fix the 200 came first, and the tunnel is never used
+    /// here, so nothing ever left the machine).
+    @Test func localNetworkAddressesAreRefusedBeforeAnyDial() async throws {
+        let proxy = try Self.start { _ in }
+        let cases: [(String, String)] = [
+            ("10.1.2.3:443", "a private-range address"), ("172.16.0.1:443", "a private-range address"),
+            ("192.168.1.1:443", "a private-range address"), ("100.64.0.1:443", "a private-range address"),
+            ("[fd00::1]:443", "a private-range address"), ("169.254.169.254:80", "a link-local address"),
+            ("[fe80::1]:443", "a link-local address"), ("0.0.0.0:443", "an unspecified address"),
+            ("[::]:443", "an unspecified address"), ("224.0.0.1:443", "a multicast address"),
+            ("255.255.255.255:443", "a broadcast address"),
+        ]
+        let replies = await Self.connect(proxy.port, cases.map(\.0))
+        #expect(await proxy.settle())
+        let observations = proxy.observations()
+        await proxy.stop()
+        #expect(replies.count == cases.count, "\(replies)")
+        for (reply, (authority, kind)) in zip(replies, cases) {
+            #expect(reply.hasPrefix("HTTP/1.1 403 Forbidden") && reply.contains(kind) && reply.contains("--upstream PATTERN=HOST:PORT"), "\(authority): \(reply)")
+        }
+        #expect(observations.allSatisfy { $0.upstream == nil && $0.closure == "destination-refused" })
+    }
+
+    @Test func addressClasses() {
+        for (address, kind) in [
+            ("127.0.0.1", "loopback"), ("127.255.0.9", "loopback"), ("::1", "loopback"), ("::ffff:127.0.0.1", "loopback"),
+            ("64:ff9b::7f00:1", "loopback"), ("10.0.0.1", "private-range"), ("172.31.255.255", "private-range"),
+            ("192.168.0.1", "private-range"), ("100.127.255.255", "private-range"), ("fc00::1", "private-range"),
+            ("fdff::1", "private-range"), ("169.254.0.1", "link-local"), ("fe80::1%eth0", "link-local"),
+            ("febf::1", "link-local"), ("0.0.0.0", "unspecified"), ("0.1.2.3", "unspecified"), ("::", "unspecified"),
+            ("224.0.0.251", "multicast"), ("ff02::1", "multicast"), ("255.255.255.255", "broadcast"), ("240.0.0.1", "reserved"),
+        ] {
+            #expect(DestinationClass.of(address)?.rawValue == kind, "\(address)")
+        }
+        for publicAddress in ["8.8.8.8", "172.32.0.1", "172.15.255.255", "100.128.0.1", "100.63.255.255", "192.169.0.1",
+                              "11.0.0.1", "169.255.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            #expect(DestinationClass.of(publicAddress) == nil, "\(publicAddress)")
+        }
+    }
+
+    /// The host the proxy judges comes from the ClientHello when the authority is an address: an SNI naming a
+    /// passthrough host must not open a tunnel to a loopback authority. The 200 is out by then, so the connection
+    /// is closed, and the report says why.
+    @Test func aPassthroughSNICannotReachALoopbackAuthority() async throws {
+        let service = try LoopbackListener()
+        let proxy = try Self.start { $0.policies = try! PolicyTable.parse(["mint", "evil.test=passthrough"]) }
+        let run = await ChildProcess.run(["python3", "-c", Self.tlsScript, String(proxy.port), "127.0.0.1:\(service.port)", "evil.test"], timeout: .seconds(30))
+        #expect(await proxy.settle())
+        let observation = proxy.observations().first
+        await proxy.stop()
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(run.stdoutText.hasPrefix("HTTP/1.1 200 Connection established closed"), "\(run.output)")
+        #expect(!service.sawConnection, "the proxy dialled the loopback authority")
+        #expect(observation?.closure == "destination-refused" && observation?.error?.contains("127.0.0.1 is a loopback address") == true, "\(String(describing: observation))")
+    }
+
+    /// `stuff` with the chain fetched from the upstream dials too: without a route, a loopback authority is not
+    /// fetched from (the lab's chain is appended, and the observation says why); the session itself is intercepted.
+    @Test func theGenuineChainFetchIsVettedToo() async throws {
+        let service = try LoopbackListener()
+        let proxy = try Self.start {
+            $0.policies = PolicyTable(defaultPolicy: .stuff)
+            $0.genuineChainFromUpstream = true
+        }
+        let run = await ChildProcess.run(["python3", "-c", Self.tlsScript, String(proxy.port), "127.0.0.1:\(service.port)", "api.pinning.test"], timeout: .seconds(30))
+        #expect(await proxy.settle())
+        let observation = proxy.observations().first
+        await proxy.stop()
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(run.stdoutText.contains("intercepted_by"), "\(run.output)")
+        #expect(!service.sawConnection, "the proxy fetched a chain from the loopback authority")
+        let chain = observation?.genuineChain ?? ""
+        #expect(chain.hasPrefix("the upstream's chain was not fetched: the proxy does not relay to 127.0.0.1:\(service.port)") && chain.hasSuffix("appended the lab's"), "\(chain)")
+    }
+
+    /// CONNECT, then a TLS handshake with SNI argv[3] that verifies nothing, then a GET: prints the CONNECT reply's
+    /// status line and what followed (`closed` when the proxy ended the connection).
+    static let tlsScript = """
+        import socket, ssl, sys
+        s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+        s.sendall(b'CONNECT %s HTTP/1.1\\r\\n\\r\\n' % sys.argv[2].encode())
+        status = s.recv(4096).decode().split('\\r\\n')[0]
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        try:
+            t = ctx.wrap_socket(s, server_hostname=sys.argv[3])
+            t.sendall(b'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')
+            print(status, 'TLS', t.recv(4096).decode(errors='replace'))
+        except Exception as e:
+            print(status, 'closed', type(e).__name__)
+        """
+
+    /// A look-up that hangs 3 s does not stall the only worker: a second CONNECT through the same proxy is answered
+    /// at once; the slow one gets its 502 when its look-up ends.
+    @Test func aSlowLookupDoesNotStallTheWorker() async throws {
+        let service = try LoopbackListener()
+        let proxy = try Self.start {
+            $0.listener.workerThreads = 1
+            $0.upstreams = [UpstreamRoute(pattern: try! HostPattern(parsing: "fast.test"), host: "fast.test", port: service.port)]
+            $0.resolver = { host in
+                if host == "slow.test" {
+                    Thread.sleep(forTimeInterval: 3)
+                    return .failure(NameLookupFailure("slow on purpose"))
+                }
+                return .success(["127.0.0.1"])
+            }
+        }
+        let script = """
+            import json, socket, sys, time
+            def connect(a):
+                s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+                s.sendall(b'CONNECT %s HTTP/1.1\\r\\n\\r\\n' % a.encode())
+                return s
+            t0 = time.time()
+            slow = connect('slow.test:443')
+            time.sleep(0.3)
+            t1 = time.time()
+            fast = connect('fast.test:443')
+            fast_reply = fast.recv(4096).decode()
+            fast_ms = (time.time() - t1) * 1000
+            fast.close()
+            slow_reply = slow.recv(4096).decode()
+            print(json.dumps({'fast': fast_reply, 'fast_ms': fast_ms, 'slow': slow_reply, 'slow_ms': (time.time() - t0) * 1000}))
+            """
+        async let tunnelled = service.receive(within: .seconds(10))  // ends the fast tunnel once its client closed
+        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port)], timeout: .seconds(30))
+        #expect(await tunnelled == "")
+        #expect(await proxy.settle())
+        await proxy.stop()
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(run.stdoutText.utf8)) as? [String: Any], "\(run.output)")
+        let fastMS = try #require(result["fast_ms"] as? Double)
+        let slowMS = try #require(result["slow_ms"] as? Double)
+        #expect((result["fast"] as? String)?.hasPrefix("HTTP/1.1 200") == true, "\(result)")
+        #expect(fastMS < 1000, "the second CONNECT waited \(fastMS) ms behind the slow look-up")
+        #expect((result["slow"] as? String)?.hasPrefix("HTTP/1.1 502 Bad Gateway") == true, "\(result)")
+        #expect((result["slow"] as? String)?.contains("cannot resolve slow.test: slow on purpose") == true, "\(result)")
+        #expect(slowMS > 2500, "\(result)")
+    }
+
+    /// A look-up has a bounded time: past it, 502 with the reason, without waiting for the resolver.
+    @Test func aLookupHasABoundedTime() async throws {
+        let proxy = try Self.start {
+            $0.lookupTimeout = .milliseconds(300)
+            $0.resolver = { _ in
+                Thread.sleep(forTimeInterval: 3)
+                return .success(["192.0.2.1"])  // never dialled: the answer comes too late
+            }
+        }
+        let script = """
+            import socket, sys, time
+            s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+            t = time.time()
+            s.sendall(b'CONNECT stuck.test:443 HTTP/1.1\\r\\n\\r\\n')
+            reply = s.recv(4096).decode()
+            print('%d %s' % ((time.time() - t) * 1000, reply.replace('\\r\\n', ' ')))
+            """
+        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port)], timeout: .seconds(30))
+        await proxy.stop()
+        let parts = run.stdoutText.split(separator: " ", maxSplits: 1).map(String.init)
+        let milliseconds = try #require(Int(parts.first ?? ""), "\(run.output)")
+        let reply = parts.last ?? ""
+        #expect(reply.hasPrefix("HTTP/1.1 502 Bad Gateway") && reply.contains("cannot resolve stuck.test within 0.3 s"), "\(reply)")
+        #expect(milliseconds >= 250 && milliseconds < 1500, "answered after \(milliseconds) ms")
+    }
+
+    /// Look-ups queued or running are bounded: one more is answered 503 at once.
+    @Test func pendingLookupsAreBounded() async throws {
+        let proxy = try Self.start {
+            $0.lookupThreads = 1
+            $0.maxPendingLookups = 1
+            $0.resolver = { _ in
+                Thread.sleep(forTimeInterval: 1.5)
+                return .failure(NameLookupFailure("slow on purpose"))
+            }
+        }
+        let script = """
+            import socket, sys, time
+            def connect(a):
+                s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+                s.sendall(b'CONNECT %s HTTP/1.1\\r\\n\\r\\n' % a.encode())
+                return s
+            first = connect('one.test:443')
+            time.sleep(0.3)
+            print(connect('two.test:443').recv(4096).decode().replace('\\r\\n', ' '))
+            print(first.recv(4096).decode().replace('\\r\\n', ' '))
+            """
+        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port)], timeout: .seconds(30))
+        await proxy.stop()
+        let lines = run.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(run.output)")
+        #expect(lines.first?.hasPrefix("HTTP/1.1 503 Service Unavailable") == true && lines.first?.contains("1 name look-ups are pending") == true, "\(lines)")
+        #expect(lines.last?.hasPrefix("HTTP/1.1 502 Bad Gateway") == true, "\(lines)")
+    }
+
+    /// `--allow-peer`: IPv4 and IPv6 blocks, an IPv4 peer of a dual-stack socket (`::ffff:a.b.c.d`) matched as
+    /// IPv4, this machine always served, bad blocks named with the fix.
+    @Test func peerAllowList() throws {
+        let phone = try AddressRange(parsing: "192.168.1.23/32")
+        #expect(phone.contains("192.168.1.23") && !phone.contains("192.168.1.24") && phone.contains("::ffff:192.168.1.23"))
+        let lan = try AddressRange(parsing: "192.168.1.77/24")
+        #expect(lan.description == "192.168.1.0/24" && lan.contains("192.168.1.200") && !lan.contains("192.168.2.1"))
+        let v6 = try AddressRange(parsing: "fd00:1234::/32")
+        #expect(v6.contains("[fd00:1234::9]") && !v6.contains("fd00:1235::9") && !v6.contains("192.168.1.23"))
+        #expect(try AddressRange(parsing: "10.0.0.0/0").contains("8.8.8.8") && !(try AddressRange(parsing: "::/0").contains("8.8.8.8")))
+        var c = InterceptProxy.Configuration(allowedPeers: [phone, v6])
+        for (peer, served) in [
+            ("192.168.1.23:50000", true), ("[::ffff:192.168.1.23]:50000", true), ("[fd00:1234::9]:1", true),
+            ("127.0.0.1:1", true), ("[::1]:1", true), ("[::ffff:127.0.0.1]:1", true),
+            ("192.168.1.24:50000", false), ("[::ffff:192.168.1.24]:50000", false), ("10.0.0.1:1", false), ("[fe80::1]:1", false),
+            ("?:0", false),
+        ] {
+            #expect(c.admits(peer: peer) == served, "\(peer)")
+        }
+        c.allowedPeers = []
+        #expect(c.admits(peer: "10.0.0.1:1"))  // on loopback (the only place an empty list is accepted) nothing changes
+        for bad in ["192.168.1.300/32", "10.0.0.0/33", "fd00::/129", "phone", "", "10.0.0.1/x"] {
+            let error = #expect(throws: InterceptError.self, "\(bad)") { try AddressRange(parsing: bad) }
+            #expect(error?.option == "--allow-peer" && error?.fix?.contains("192.168.1.23/32") == true, "\(String(describing: error))")
+        }
+    }
+
+    /// Off loopback without an allow-list the proxy does not start, and says what to add — before it binds:
+    /// 192.0.2.1 (TEST-NET-1) is no address of this machine, so a bind would fail with another error; with an
+    /// allow-list it is that bind error that comes. Nothing is ever bound off loopback here.
+    @Test func offLoopbackWithoutAllowPeerIsRefusedBeforeBinding() throws {
+        for address in ["192.0.2.1", "::"] {
+            let error = #expect(throws: InterceptError.self) {
+                try Self.start { $0.listener = ListenerSettings(bindAddress: address, allowNonLoopback: true) }
+            }
+            #expect(error?.option == "--allow-peer" && error?.fix?.contains("--allow-peer 192.168.1.23/32") == true, "\(String(describing: error))")
+            #expect(error?.reason.contains("refusing to listen on \(address)") == true)
+        }
+        let bindError = #expect(throws: InterceptError.self) {
+            try Self.start {
+                $0.listener = ListenerSettings(bindAddress: "192.0.2.1", allowNonLoopback: true)
+                $0.allowedPeers = [try! AddressRange(parsing: "192.168.1.23")]
+            }
+        }
+        #expect(bindError?.option == "--listen" && bindError?.reason.contains("cannot listen on 192.0.2.1") == true, "\(String(describing: bindError))")
+    }
+}
