@@ -241,9 +241,11 @@ package enum Sockets {
             throw ConnectStartFailure(step: .resolve, reason: String(cString: gai_strerror(status)))
         }
         defer { freeaddrinfo(list) }
-        let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype, address.pointee.ai_protocol)
+        // Close-on-exec from the start (SOCK_CLOEXEC where there is one): a client process spawned at this instant
+        // must not inherit the upstream connection.
+        let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype | closeOnExecFlag, address.pointee.ai_protocol)
         guard fd >= 0 else { throw ConnectStartFailure(step: .socket, reason: errnoText()) }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        if closeOnExecFlag == 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         #if canImport(Darwin)
         var noSigpipe: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &noSigpipe, socklen_t(MemoryLayout<Int32>.size))
