@@ -78,6 +78,13 @@ let package = Package(
             dependencies: ["PinningLab"],
             swiftSettings: swiftSettings
         ),
+        // `pinlab intercept`: the HTTP CONNECT interception proxy and its per-host verdicts. Linked by pinlab only,
+        // so packages that depend on PinningLab or PinningLabTesting never build it.
+        .target(
+            name: "PinningLabIntercept",
+            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL"],
+            swiftSettings: swiftSettings
+        ),
         // `pinlab serve --control`: HTTP+JSON over FlyingFox. Not part of any library product, so packages that
         // depend on PinningLab or PinningLabTesting never build FlyingFox.
         .target(
@@ -93,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "pinlab",
             dependencies: [
-                "PinningLab", "PinningLabControl",
+                "PinningLab", "PinningLabControl", "PinningLabIntercept",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -144,7 +151,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabTests",
-            dependencies: ["PinningLabTestSupport", "PinningLab", "PinningLabTesting"],
+            dependencies: ["PinningLabTestSupport", "PinningLab", "PinningLabTesting", "PinningLabIntercept"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -58,7 +58,7 @@ enum JUnitReport {
 }
 
 /// Escapes text for XML attributes and content, dropping characters XML 1.0 forbids.
-func xml(_ s: String) -> String {
+package func xml(_ s: String) -> String {
     var out = ""
     out.reserveCapacity(s.count)
     for u in s.unicodeScalars {

@@ -24,7 +24,7 @@ public enum BatchSchemas {
 
 /// A schema file of the library's resources, without its final newline. A missing file (a broken installation) reads
 /// as a sentence that says so, which no validator accepts as a schema.
-func bundledSchema(_ name: String) -> String {
+package func bundledSchema(_ name: String) -> String {
     guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "schemas"),
           let text = try? String(contentsOf: url, encoding: .utf8) else {
         return "the schema \(name) is missing from PinningLab's resources (schemas/): reinstall or rebuild PinningLab"

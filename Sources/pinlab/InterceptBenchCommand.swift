@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabIntercept
 
 extension BenchCommand {
     struct Intercept: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabIntercept
 
 struct InterceptCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

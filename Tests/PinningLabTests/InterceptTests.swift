@@ -1,6 +1,7 @@
 import Foundation
 import PinningLabTestSupport
 import PinningLab
+import PinningLabIntercept
 import Testing
 
 /// `InterceptProxy` driven in-process by the OpenSSL reference clients (real handshakes on 127.0.0.1): every

@@ -1,5 +1,6 @@
 import Foundation
 import PinningLab
+import PinningLabIntercept
 import Testing
 
 #if canImport(Glibc)

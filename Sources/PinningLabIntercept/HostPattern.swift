@@ -1,4 +1,6 @@
 import Foundation
+import PinningLab
+import PinningLabPKI
 
 /// A host name pattern as OkHttp's `CertificatePinner` writes them: `api.example.test` (that host only),
 /// `*.example.test` (exactly one more label: `api.example.test`, not `example.test`, not `v2.api.example.test`),

@@ -1,4 +1,6 @@
 import Foundation
+import PinningLab
+import PinningLabPKI
 import PinningLabCore
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 public import Foundation
-import PinningLabCore
+import PinningLab
+public import PinningLabCore
 import PinningLabOpenSSL
 public import PinningLabPKI
 

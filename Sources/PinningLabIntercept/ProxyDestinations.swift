@@ -1,4 +1,5 @@
 import Foundation
+import PinningLab
 import PinningLabCore
 import PinningLabPKI
 

@@ -1,4 +1,6 @@
 public import Foundation
+public import PinningLab
+import PinningLabPKI
 
 /// The verdict for one host the client talked to through the proxy.
 public struct HostVerdict: Sendable, Hashable, Codable {
