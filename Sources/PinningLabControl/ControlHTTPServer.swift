@@ -293,11 +293,11 @@ final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`
             return
         }
         shutdown(fd, Int32(SHUT_WR))
-        // Lingering close, bounded: up to 200 ms and 1 MiB of whatever the peer still sends, never parsed.
+        // Lingering close, bounded: up to 200 ms and 256 KiB of whatever the peer still sends, never parsed.
         let lingerEnd = Sockets.now() + 200_000_000
         var discarded = 0
         var sink = [UInt8](repeating: 0, count: 16 * 1024)
-        while discarded < 1 << 20, wait(fd, POLLIN, until: lingerEnd) == .ready {
+        while discarded < 256 * 1024, wait(fd, POLLIN, until: lingerEnd) == .ready {
             let n = sink.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)) { break }
             if n > 0 { discarded += n }

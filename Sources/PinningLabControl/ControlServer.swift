@@ -319,8 +319,10 @@ final class Gate: @unchecked Sendable {  // `port` is set once, before the serve
                 ], body: Data())
             }
         }
+        // A body is read only by a route's handler: a request that no route takes gets its 404 or 405 below.
+        let matched = route(for: head)
         let hasBody = !request.body.isEmpty || (head.values("content-length").first.flatMap { Int($0) } ?? 0) > 0
-        if hasBody || ["POST", "PUT", "PATCH"].contains(head.method) {
+        if matched != nil, hasBody || ["POST", "PUT", "PATCH"].contains(head.method) {
             let type = head.values("content-type").first ?? ""
             let media = type.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
                 .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
@@ -330,7 +332,6 @@ final class Gate: @unchecked Sendable {  // `port` is set once, before the serve
                               fix: "send the body as JSON with Content-Type: application/json.")
             }
         }
-        let matched = route(for: head)
         let isHealth = head.method == "GET" && matched?.route.path == "/health"
         if let token, !isHealth {
             let given = head.values("authorization")
