@@ -35,11 +35,12 @@ struct ControlHTTPHead: Sendable, Equatable {
         return (all.first, all.count > 1)
     }
 
-    /// Where the head ends in `buffer`: the index just past CRLFCRLF. `scannedUpTo` is how far an earlier call
-    /// looked (the next one starts 3 bytes before it), so that a head read in many pieces is still scanned once.
-    static func end(of buffer: [UInt8], scannedUpTo: Int) -> Int? {
+    /// Where the head ends in the first `count` bytes of `buffer`: the index just past CRLFCRLF. `scannedUpTo` is
+    /// how far an earlier call looked (the next one starts 3 bytes before it), so that a head read in many pieces is
+    /// still scanned once.
+    static func end(of buffer: [UInt8], count: Int, scannedUpTo: Int) -> Int? {
         var i = max(0, scannedUpTo - 3)
-        let n = buffer.count
+        let n = min(count, buffer.count)
         while i + 3 < n {
             if buffer[i + 3] != 0x0A { i += buffer[i + 3] == 0x0D ? 1 : 4; continue }
             if buffer[i] == 0x0D && buffer[i + 1] == 0x0A && buffer[i + 2] == 0x0D { return i + 4 }

@@ -171,8 +171,8 @@ final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`
 
     private enum Read { case bytes(Int), closed, timedOut, stopped }
 
-    /// Reads at most `count` bytes onto the end of `buffer`.
-    private func readSome(_ fd: Int32, into buffer: inout [UInt8], count: Int, until deadline: UInt64) -> Read {
+    /// Reads into `buffer` from `filled` up to its end (never past it), advancing `filled`.
+    private func readSome(_ fd: Int32, into buffer: inout [UInt8], filled: inout Int, until deadline: UInt64) -> Read {
         while true {
             switch wait(fd, POLLIN, until: deadline) {
             case .timedOut: return .timedOut
@@ -180,14 +180,12 @@ final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`
             case .failed: return .closed
             case .ready: break
             }
-            let old = buffer.count
-            buffer.append(contentsOf: repeatElement(0, count: count))
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + old, count) }
+            let from = filled
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + from, $0.count - from) }
             if n > 0 {
-                buffer.removeLast(count - n)
+                filled += n
                 return .bytes(n)
             }
-            buffer.removeLast(count)
             if n == 0 { return .closed }
             if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR { return .closed }
         }
@@ -196,28 +194,28 @@ final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`
     private func serve(_ fd: Int32, peer: String) {
         let timeout = Sockets.nanoseconds(limits.readTimeout)
         let seconds = Int(limits.readTimeout.components.seconds)
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(ControlHTTPHead.maxBytes)
+        var buffer = [UInt8](repeating: 0, count: ControlHTTPHead.maxBytes)
+        var filled = 0
         var scanned = 0
         var headEnd: Int?
         let headDeadline = Sockets.now() + timeout
         while true {
-            if let end = ControlHTTPHead.end(of: buffer, scannedUpTo: scanned) {
+            if let end = ControlHTTPHead.end(of: buffer, count: filled, scannedUpTo: scanned) {
                 headEnd = end
                 break
             }
-            scanned = buffer.count
-            if buffer.count >= ControlHTTPHead.maxBytes {
+            scanned = filled
+            if filled >= ControlHTTPHead.maxBytes {
                 respond(fd, refusal(431, nil, "the request line and headers exceed \(ControlHTTPHead.maxBytes) bytes.",
                                     "send a shorter URL and fewer or shorter headers (at most \(ControlHTTPHead.maxBytes / 1024) KiB together)."),
                         method: nil)
                 return
             }
-            switch readSome(fd, into: &buffer, count: ControlHTTPHead.maxBytes - buffer.count, until: headDeadline) {
+            switch readSome(fd, into: &buffer, filled: &filled, until: headDeadline) {
             case .bytes: continue
             case .closed, .stopped: return
             case .timedOut:
-                if !buffer.isEmpty {
+                if filled > 0 {
                     respond(fd, refusal(408, nil, "the request head did not arrive within \(seconds) s.", "send the whole request at once."),
                             method: nil)
                 }
@@ -254,14 +252,20 @@ final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`
                                 "send a small JSON object."), method: head.method)
             return
         }
-        var body = Array(buffer[end...].prefix(length))
+        var body = [UInt8](repeating: 0, count: length)
+        var received = min(length, filled - end)
+        if received > 0 {
+            buffer.withUnsafeBytes { from in
+                body.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: from.baseAddress! + end, byteCount: received) }
+            }
+        }
         let bodyDeadline = Sockets.now() + timeout
-        while body.count < length {
-            switch readSome(fd, into: &body, count: length - body.count, until: bodyDeadline) {
+        while received < length {
+            switch readSome(fd, into: &body, filled: &received, until: bodyDeadline) {
             case .bytes: continue
             case .closed, .stopped: return
             case .timedOut:
-                respond(fd, refusal(408, "body", "the body did not arrive within \(seconds) s (\(body.count) of \(length) bytes).",
+                respond(fd, refusal(408, "body", "the body did not arrive within \(seconds) s (\(received) of \(length) bytes).",
                                     "send the whole body at once."), method: head.method)
                 return
             }
@@ -276,8 +280,8 @@ final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`
         var text = "HTTP/1.1 \(response.status) \(Self.phrase(response.status))\r\n"
         for (k, v) in response.headers { text += "\(k): \(v)\r\n" }
         text += "Content-Length: \(response.body.count)\r\nConnection: close\r\n\r\n"
-        var bytes = Array(text.utf8)
-        if method != "HEAD" { bytes += response.body }
+        var bytes = Data(text.utf8)
+        if method != "HEAD" { bytes.append(response.body) }
         let deadline = Sockets.now() + Sockets.nanoseconds(limits.readTimeout)
         var sent = 0
         while sent < bytes.count {
