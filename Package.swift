@@ -23,8 +23,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
-        // The control API's HTTP server; only PinningLabControl (linked by the pinlab executable alone) uses it.
-        .package(url: "https://github.com/swhitty/FlyingFox.git", from: "0.27.1"),
     ],
     targets: [
         .systemLibrary(
@@ -85,15 +83,11 @@ let package = Package(
             dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL"],
             swiftSettings: swiftSettings
         ),
-        // `pinlab serve --control`: HTTP+JSON over FlyingFox. Not part of any library product, so packages that
-        // depend on PinningLab or PinningLabTesting never build FlyingFox.
+        // `pinlab serve --control`: HTTP+JSON over a small HTTP/1.1 server of its own (bounded, linear parsing, on
+        // threads of its own). Not part of any library product.
         .target(
             name: "PinningLabControl",
-            dependencies: [
-                "PinningLab", "PinningLabOpenSSL",
-                .product(name: "FlyingFox", package: "FlyingFox"),
-                .product(name: "FlyingSocks", package: "FlyingFox"),
-            ],
+            dependencies: ["PinningLab", "PinningLabCore", "PinningLabOpenSSL"],
             resources: [.copy("openapi.yaml")],
             swiftSettings: swiftSettings
         ),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # schemathesis against a running `pinlab serve --control` and the control API's OpenAPI document: every response
 # must be a non-5xx with the documented status, media type and schema, and the server must still be running at
-# the end. Bounded: MAX_EXAMPLES examples per operation (default 25), and 10 minutes at most.
+# the end. Every request carries the control API's bearer token, read from the serve manifest. Bounded:
+# MAX_EXAMPLES examples per operation (default 25), and 10 minutes at most.
 # Needs schemathesis (`pip install schemathesis`) and a built pinlab (`swift build --product pinlab`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,11 +25,14 @@ for _ in $(seq 1 1200); do  # up to 120 s: a fresh PKI folder makes its keys fir
   sleep 0.1
 done
 [ -n "$url" ] || { echo "control-api-fuzz: no control URL in the manifest after 120 s"; cat "$work/stderr"; exit 1; }
-echo "control-api-fuzz: schemathesis against ${url}openapi.yaml"
+# The bearer token every route but GET /health requires, from the manifest (mode 0600); never printed here.
+token=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["control"]["token"])' "$work/manifest.json")
+[ -n "$token" ] || { echo "control-api-fuzz: no control token in the manifest"; exit 1; }
+echo "control-api-fuzz: schemathesis against ${url}openapi.yaml (with the bearer token)"
 
 status=0
 # From the scratch folder: schemathesis writes its own folder (.schemathesis/) where it runs.
-(cd "$work" && timeout 600 st run "${url}openapi.yaml" --url "${url%/}" \
+(cd "$work" && timeout 600 st run "${url}openapi.yaml" --url "${url%/}" -H "Authorization: Bearer $token" \
   --checks "${CHECKS:-not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method}" \
   --max-examples "${MAX_EXAMPLES:-25}" --workers 1 --request-timeout 30 \
   --seed "${SEED:-20261123}" --generation-database none --no-color) || status=$?

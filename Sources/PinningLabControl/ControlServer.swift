@@ -1,7 +1,5 @@
 public import Foundation
 public import PinningLab
-import FlyingFox
-import FlyingSocks
 
 #if canImport(Glibc)
 import Glibc
@@ -13,9 +11,15 @@ import Darwin
 /// rotates scenario servers, returns what they observed, and hands out trust anchors, pins and client identities.
 /// The routes and their JSON are described by `openapi.yaml` (also served at `GET /openapi.yaml`).
 ///
+/// What a web page in the developer's browser can send is refused, in this order: a peer off loopback (403), a
+/// `Host` that does not name the bound address and port (403: DNS rebinding), an `Origin` not allowed (403: a
+/// cross-site request), a body that is not `application/json` (415), and — on every route but `GET /health` — a
+/// request without `Authorization: Bearer` ``token`` (401).
+///
 /// ```swift
 /// let control = try await ControlServer.start(pki: pki, catalogue: try Catalogue.bundled())
 /// print(control.url)            // http://127.0.0.1:PORT/
+/// print(control.token!)         // send as Authorization: Bearer TOKEN
 /// await control.stop()          // stops the HTTP server and every scenario server it started
 /// ```
 public final class ControlServer: Sendable {
@@ -32,10 +36,17 @@ public final class ControlServer: Sendable {
         public var maxServers: Int
         /// How the scenario servers are started (their bind address, timeouts, an observation callback).
         public var serverOptions: FixtureServer.Options
+        /// Web origins (`http://localhost:3000`) whose requests are answered (with CORS headers); a request with any
+        /// other `Origin` gets 403.
+        public var allowedOrigins: [String]
+        /// Require `Authorization: Bearer` ``ControlServer/token`` on every route but `GET /health`. Turning it off
+        /// is refused off loopback.
+        public var requireToken: Bool
 
         public init(
             host: String = "127.0.0.1", port: Int = 0, allowRemoteBind: Bool = false, allowRemotePeers: Bool = false,
-            maxServers: Int = 32, serverOptions: FixtureServer.Options = .init()
+            maxServers: Int = 32, serverOptions: FixtureServer.Options = .init(), allowedOrigins: [String] = [],
+            requireToken: Bool = true
         ) {
             self.host = host
             self.port = port
@@ -43,6 +54,22 @@ public final class ControlServer: Sendable {
             self.allowRemotePeers = allowRemotePeers
             self.maxServers = maxServers
             self.serverOptions = serverOptions
+            self.allowedOrigins = allowedOrigins
+            self.requireToken = requireToken
+        }
+
+        /// `origin` in the form browsers send (`http://localhost:3000`, lower-case, no path), or an error that says
+        /// what is wrong with it.
+        public static func normalizedOrigin(_ origin: String) throws(ControlServerError) -> String {
+            let lower = origin.lowercased()
+            let text = lower.hasSuffix("/") ? String(lower.dropLast()) : lower
+            guard let scheme = text.range(of: "://"), ["http", "https"].contains(text[..<scheme.lowerBound]),
+                  !text[scheme.upperBound...].isEmpty,
+                  !text[scheme.upperBound...].contains(where: { "/?#@ ".contains($0) }) else {
+                throw ControlServerError(
+                    "'\(origin)' is not a web origin: write scheme://host[:port] with no path, e.g. http://localhost:3000")
+            }
+            return text
         }
 
         /// Parses `HOST:PORT` (`127.0.0.1:0`, `[::1]:8080`, `localhost:0`) into `host` and `port`.
@@ -94,25 +121,28 @@ public final class ControlServer: Sendable {
     public var url: String { host.contains(":") ? "http://[\(host)]:\(port)/" : "http://\(host):\(port)/" }
     /// Where scenario servers write their trust and client-certificate files; removed by `stop()`.
     public let workDirectory: URL
+    /// The secret every request but `GET /health` must carry as `Authorization: Bearer TOKEN`: 32 random bytes
+    /// (base64url), new at every start. Nil when started with `requireToken: false`.
+    public let token: String?
 
-    private let http: HTTPServer
+    private let http: ControlHTTPServer
     private let api: ControlAPI
-    private let task: Task<Void, Never>
 
-    private init(host: String, port: Int, workDirectory: URL, http: HTTPServer, api: ControlAPI, task: Task<Void, Never>) {
+    private init(host: String, port: Int, workDirectory: URL, token: String?, http: ControlHTTPServer, api: ControlAPI) {
         self.host = host
         self.port = port
         self.workDirectory = workDirectory
+        self.token = token
         self.http = http
         self.api = api
-        self.task = task
     }
 
     /// The route table as OpenAPI would write it: `GET /servers/{id}`, … (what openapi.yaml must describe).
     static func routeTable(_ api: ControlAPI) -> [String] { api.routes.map { "\($0.method) \($0.path)" } }
 
-    /// Starts the control API. Refuses a non-loopback `options.host` unless `options.allowRemoteBind`.
-    /// Scenario servers' files go to a fresh folder under `pki.directory/control/`.
+    /// Starts the control API. Refuses a non-loopback `options.host` unless `options.allowRemoteBind`, and
+    /// `requireToken: false` off loopback. Scenario servers' files go to a fresh folder under
+    /// `pki.directory/control/`; folders there of processes that no longer run are removed first.
     public static func start(pki: LabPKI, catalogue: Catalogue, options: Options = .init()) async throws -> ControlServer {
         let host = options.host == "localhost" ? "127.0.0.1" : options.host
         if !Sockets.isLoopback(host) {
@@ -120,20 +150,31 @@ public final class ControlServer: Sendable {
                 throw ControlServerError(
                     "refusing to listen on \(host): the control API starts servers and hands out keys, so it listens on loopback (127.0.0.1 or ::1) unless remote access is allowed explicitly (pinlab serve --control-allow-remote)")
             }
+            guard options.requireToken else {
+                throw ControlServerError(
+                    "refusing to serve the control API on \(host) without a token: off loopback the bearer token is required (drop --control-no-token)")
+            }
             FileHandle.standardError.write(Data(
                 "warning: the pinlab control API listens on \(host), reachable from other hosts; it hands out the lab's test keys\n".utf8))
         }
         guard (0...65535).contains(options.port) else { throw ControlServerError("the port \(options.port) is not in 0...65535") }
         guard options.maxServers >= 1 else { throw ControlServerError("maxServers must be at least 1") }
+        guard Options.isIPv4(host) || Options.isIPv6(host) else {
+            throw ControlServerError("'\(host)' is not an address to listen on: use 127.0.0.1, ::1 or localhost")
+        }
+        var origins: Set<String> = []
+        for o in options.allowedOrigins { origins.insert(try Options.normalizedOrigin(o)) }
         guard let document = openAPIDocument() else {
             throw ControlServerError("openapi.yaml is missing from the PinningLabControl resources; rebuild the package")
         }
-        let work = pki.directory.appendingPathComponent("control", isDirectory: true)
+        let controlFolder = pki.directory.appendingPathComponent("control", isDirectory: true)
+        let work = controlFolder
             .appendingPathComponent("\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))", isDirectory: true)
         // Client identities' PKCS#12 files are made now, on a thread of their own (they take the PKI folder's
         // lock), so that starting a mutual-TLS scenario later never waits for a lock on the cooperative pool.
         let clients = Set(catalogue.scenarios.compactMap(\.client.present))
         try await OffPool.run {
+            _ = sweepStaleFolders(in: controlFolder)
             try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
             for name in clients.sorted() { _ = try pki.pkcs12File(for: name) }
         }
@@ -141,66 +182,36 @@ public final class ControlServer: Sendable {
             runner: CheckRunner(pki: pki, catalogue: catalogue), workDirectory: work, options: options.serverOptions,
             maxServers: options.maxServers)
         let api = ControlAPI(pki: pki, catalogue: catalogue, registry: registry, openAPIDocument: document)
-
-        let address: any SocketAddress
+        let token = options.requireToken ? makeToken() : nil
+        let gate = Gate(
+            boundHost: host, allowRemotePeers: options.allowRemotePeers, allowedOrigins: origins,
+            token: token.map { Array($0.utf8) }, routes: api.routes)
+        let http: ControlHTTPServer
         do {
-            address = host.contains(":")
-                ? try sockaddr_in6.inet6(ip6: host, port: UInt16(options.port))
-                : try sockaddr_in.inet(ip4: host, port: UInt16(options.port))
+            http = try ControlHTTPServer(
+                host: host, port: options.port, limits: .init(maxBodyBytes: maxBodyBytes),
+                handler: { request in gate.respond(to: request) },
+                refusal: { status, field, reason, fix in reply(.error(ControlError(status, field: field, reason, fix: fix))) })
         } catch {
-            throw ControlServerError("'\(host)' is not an address to listen on: \(error)")
-        }
-        let http = HTTPServer(address: address, timeout: 30, logger: .disabled)
-        let allowRemotePeers = options.allowRemotePeers
-        for route in api.routes {
-            let flyingFoxPath = route.path.split(separator: "/")
-                .map { $0.hasPrefix("{") ? ":" + $0.dropFirst().dropLast() : String($0) }.joined(separator: "/")
-            await http.appendRoute(HTTPRoute(method: HTTPMethod(route.method), path: "/" + flyingFoxPath)) { request in
-                await Self.respond(to: request, route: route, allowRemotePeers: allowRemotePeers)
-            }
-        }
-        let routes = api.routes
-        // FlyingFox matches a route's methods from a set: the fallback takes every method of the IANA registry,
-        // so that an unsupported one gets a JSON 405 (or 404) rather than FlyingFox's empty 404.
-        await http.appendRoute(HTTPRoute(methods: Self.registeredMethods.map { HTTPMethod($0) }, path: "*")) { request in
-            Self.fallback(request, routes: routes, allowRemotePeers: allowRemotePeers)
-        }
-        // run() returns only when the server stops; a bind failure ends it at once, and is reported at once.
-        let runError = RunError()
-        let task = Task<Void, Never> {
-            do { try await http.run() } catch { runError.set(error) }
-        }
-        var listening = false
-        for _ in 0..<1000 where !listening {  // 10 s at most
-            if let error = runError.get() {
-                await registry.stopAll()
-                try? FileManager.default.removeItem(at: work)
-                throw ControlServerError("the control API cannot listen on \(host):\(options.port): \(error)")
-            }
-            listening = await http.isListening
-            if !listening { try? await Task.sleep(for: .milliseconds(10)) }
-        }
-        guard listening else {
-            task.cancel()
             await registry.stopAll()
             try? FileManager.default.removeItem(at: work)
-            throw ControlServerError("the control API did not start listening on \(host):\(options.port) within 10 s")
+            throw ControlServerError("the control API cannot listen on \(host):\(options.port): \(error.reason)")
         }
-        let port: UInt16
-        switch await http.listeningAddress {
-        case .ip4(_, let p), .ip6(_, let p): port = p
-        default:
-            await http.stop()
-            task.cancel()
-            throw ControlServerError("the control API's listening address is unknown")
+        gate.port = http.port
+        do {
+            try http.start()
+        } catch {
+            await registry.stopAll()
+            try? FileManager.default.removeItem(at: work)
+            throw ControlServerError("the control API cannot accept connections: \(error.reason)")
         }
-        return ControlServer(host: host, port: Int(port), workDirectory: work, http: http, api: api, task: task)
+        return ControlServer(host: host, port: http.port, workDirectory: work, token: token, http: http, api: api)
     }
 
     /// Stops the HTTP server, then every scenario server started through it, and removes their files.
     public func stop() async {
-        await http.stop(timeout: 1)
-        task.cancel()
+        let http = self.http
+        await onDedicatedThread(named: "pinlab.ctl.stop") { http.stop(grace: .seconds(1)) }
         await api.registry.stopAll()
         try? FileManager.default.removeItem(at: workDirectory)
     }
@@ -213,16 +224,30 @@ public final class ControlServer: Sendable {
     /// The method and path of every route, in OpenAPI form (`GET /servers/{id}`).
     public var routes: [String] { Self.routeTable(api) }
 
-    // MARK: - HTTP
-
-    /// Whether a peer may use the API: loopback peers always, others only with `allowRemotePeers`.
-    static func peerAllowed(_ address: HTTPRequest.Address?, allowRemotePeers: Bool) -> Bool {
-        if allowRemotePeers { return true }
-        switch address {
-        case .ip4(let ip, _), .ip6(let ip, _): return isLoopbackPeer(ip)
-        case .unix, .none: return false
-        }
+    /// 32 bytes of the system's random number generator, base64url without padding (43 characters).
+    static func makeToken() -> String {
+        var rng = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &rng) }
+        return Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
+
+    /// Removes the folders `PID-xxxxxxxx` under `folder` whose process no longer exists (`kill(pid, 0)` fails with
+    /// ESRCH): what a control API ended by SIGKILL left. Folders of live processes are kept. Returns what it removed.
+    @discardableResult
+    static func sweepStaleFolders(in folder: URL) -> [URL] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [] }
+        var removed: [URL] = []
+        for name in names {
+            guard let dash = name.firstIndex(of: "-"), let pid = Int32(name[..<dash]), pid > 0 else { continue }
+            guard pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            let url = folder.appendingPathComponent(name, isDirectory: true)
+            if (try? FileManager.default.removeItem(at: url)) != nil { removed.append(url) }
+        }
+        return removed
+    }
+
+    // MARK: - HTTP
 
     /// `127.x.y.z`, `::1`, and IPv4 loopback mapped into IPv6 (`::ffff:127.0.0.1`).
     static func isLoopbackPeer(_ ip: String) -> Bool {
@@ -232,78 +257,203 @@ public final class ControlServer: Sendable {
 
     static let maxBodyBytes = 64 * 1024
 
-    /// The IANA HTTP method registry (RFC 9110, WebDAV, the QUERY draft…).
-    static let registeredMethods = [
-        "ACL", "BASELINE-CONTROL", "BIND", "CHECKIN", "CHECKOUT", "CONNECT", "COPY", "DELETE", "GET", "HEAD", "LABEL",
-        "LINK", "LOCK", "MERGE", "MKACTIVITY", "MKCALENDAR", "MKCOL", "MKREDIRECTREF", "MKWORKSPACE", "MOVE", "OPTIONS",
-        "ORDERPATCH", "PATCH", "POST", "PRI", "PROPFIND", "PROPPATCH", "PUT", "QUERY", "REBIND", "REPORT", "SEARCH",
-        "TRACE", "UNBIND", "UNCHECKOUT", "UNLINK", "UNLOCK", "UPDATE", "UPDATEREDIRECTREF", "VERSION-CONTROL",
-    ]
+    static func reply(_ r: ControlReply) -> ControlHTTPServer.Response {
+        ControlHTTPServer.Response(status: r.status, headers: [("Content-Type", r.contentType)] + r.headers.sorted { $0.key < $1.key },
+                                   body: r.body)
+    }
+}
 
-    static func respond(to request: HTTPRequest, route: ControlAPI.Route, allowRemotePeers: Bool) async -> HTTPResponse {
-        guard peerAllowed(request.remoteAddress, allowRemotePeers: allowRemotePeers) else { return forbidden(request) }
-        var r = ControlRequest()
-        for p in request.routeParameters { r.parameters[p.name] = p.value }
-        for q in request.query where r.query[q.name] == nil { r.query[q.name] = q.value }
-        if let length = request.bodySequence.count, length > maxBodyBytes {
-            return reply(.error(ControlError(413, field: "body", "the body has \(length) bytes; at most \(maxBodyBytes) are read.",
-                                             fix: "send a small JSON object.")))
+/// What every request passes before a handler sees it, in this order: the peer, `Host`, `Origin`, the media type of
+/// a body, the bearer token; then the route, or the JSON 404/405 of the fallback.
+final class Gate: @unchecked Sendable {  // `port` is set once, before the server's first request is answered
+    let boundHost: String
+    let allowRemotePeers: Bool
+    let allowedOrigins: Set<String>
+    let token: [UInt8]?
+    let routes: [ControlAPI.Route]
+    var port = 0
+
+    init(boundHost: String, allowRemotePeers: Bool, allowedOrigins: Set<String>, token: [UInt8]?, routes: [ControlAPI.Route]) {
+        self.boundHost = boundHost
+        self.allowRemotePeers = allowRemotePeers
+        self.allowedOrigins = allowedOrigins
+        self.token = token
+        self.routes = routes
+    }
+
+    func respond(to request: ControlHTTPServer.Request) -> ControlHTTPServer.Response {
+        var origin: String?
+        if let o = request.head.values("origin").first { origin = (try? ControlServer.Options.normalizedOrigin(o)) ?? o.lowercased() }
+        var response = answer(request, origin: origin)
+        if let origin, allowedOrigins.contains(origin) {
+            response.headers += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
         }
-        do {
-            var body = Data()
-            for try await chunk in request.bodySequence {
-                body.append(chunk)
-                if body.count > maxBodyBytes {
-                    return reply(.error(ControlError(413, field: "body", "the body exceeds \(maxBodyBytes) bytes.",
-                                                     fix: "send a small JSON object.")))
+        return response
+    }
+
+    private func refuse(_ status: Int, _ field: String?, _ error: String, fix: String) -> ControlHTTPServer.Response {
+        ControlServer.reply(.error(ControlError(status, field: field, error, fix: fix)))
+    }
+
+    private func answer(_ request: ControlHTTPServer.Request, origin: String?) -> ControlHTTPServer.Response {
+        let head = request.head
+        guard allowRemotePeers || ControlServer.isLoopbackPeer(request.peer) else {
+            return refuse(403, nil, "the control API answers loopback peers only.",
+                          fix: "connect from this machine, or start it with --control-allow-remote.")
+        }
+        let hosts = head.values("host")
+        guard hosts.count == 1, hostAllowed(hosts[0]) else {
+            let named = hosts.isEmpty ? "no Host header" : "Host '\(hosts.joined(separator: ", ").prefix(200))'"
+            return refuse(403, "Host", "\(named) not served; DNS rebinding protection: the control API answers only requests addressed to \(allowedHostExamples).",
+                          fix: "call it as \(ControlServer.urlHost(boundHost)):\(port), as printed by pinlab serve --control.")
+        }
+        if let origin {
+            guard allowedOrigins.contains(origin) else {
+                return refuse(403, "Origin", "requests from the web origin '\(origin.prefix(200))' are refused: a web page may not drive the control API.",
+                              fix: "call it from a test or a tool (which sends no Origin), or allow the origin with --control-allow-origin \(origin.prefix(200)).")
+            }
+            if head.method == "OPTIONS", !head.values("access-control-request-method").isEmpty {
+                return ControlHTTPServer.Response(status: 204, headers: [
+                    ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
+                    ("Access-Control-Allow-Headers", "Authorization, Content-Type"), ("Access-Control-Max-Age", "600"),
+                ], body: Data())
+            }
+        }
+        // A body is read only by a route's handler: a request that no route takes gets its 404 or 405 below.
+        let matched = route(for: head)
+        let hasBody = !request.body.isEmpty || (head.values("content-length").first.flatMap { Int($0) } ?? 0) > 0
+        if matched != nil, hasBody || ["POST", "PUT", "PATCH"].contains(head.method) {
+            let type = head.values("content-type").first ?? ""
+            let media = type.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
+                .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            guard media == "application/json" else {
+                return refuse(415, "Content-Type", type.isEmpty ? "a \(head.method) needs Content-Type: application/json; none was sent."
+                                  : "'\(type.prefix(100))' is not application/json.",
+                              fix: "send the body as JSON with Content-Type: application/json.")
+            }
+        }
+        let isHealth = head.method == "GET" && matched?.route.path == "/health"
+        if let token, !isHealth {
+            let given = head.values("authorization")
+            guard given.count == 1, Self.bearer(given[0]).map({ Self.constantTimeEqual($0, token) }) == true else {
+                var r = refuse(401, "Authorization", given.isEmpty ? "the request has no bearer token."
+                                   : "the bearer token is not this control API's.",
+                               fix: "send Authorization: Bearer TOKEN with the token pinlab serve --control printed (also in its manifest under control.token).")
+                r.headers.append(("WWW-Authenticate", "Bearer realm=\"pinlab-control\""))
+                return r
+            }
+        }
+        guard let (route, parameters) = matched else { return ControlServer.reply(fallback(head)) }
+        var r = ControlRequest()
+        r.parameters = parameters
+        for q in head.query where r.query[q.name] == nil { r.query[q.name] = q.value }
+        r.body = request.body
+        return ControlServer.reply(Self.runHandler(route, r))
+    }
+
+    /// The token of `Bearer TOKEN` (the scheme in any case).
+    static func bearer(_ value: String) -> [UInt8]? {
+        let bytes = Array(value.utf8)
+        guard bytes.count > 7, String(decoding: bytes[0..<7], as: UTF8.self).lowercased() == "bearer " else { return nil }
+        return Array(bytes[7...].drop { $0 == 0x20 })
+    }
+
+    /// Compares in time that depends on the lengths only, never on where the bytes differ.
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for i in 0..<a.count { difference |= a[i] ^ b[i] }
+        return difference == 0
+    }
+
+    private var allowedHostExamples: String {
+        Sockets.isLoopback(boundHost) ? "127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)" : "\(ControlServer.urlHost(boundHost)):\(port)"
+    }
+
+    /// Whether a `Host` value names this server: its loopback names (and the Android emulator's alias of the host's
+    /// loopback, 10.0.2.2) with the port when bound to loopback; the bound address with the port otherwise, or
+    /// any IP address with the port when bound to all addresses. A name (which DNS may rebind) never passes.
+    func hostAllowed(_ value: String) -> Bool {
+        let lower = value.lowercased()
+        let suffix = ":\(port)"
+        guard lower.hasSuffix(suffix) else { return false }
+        var name = String(lower.dropLast(suffix.count))
+        if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        if name == boundHost.lowercased() { return true }
+        if Sockets.isLoopback(boundHost) { return ["127.0.0.1", "localhost", "::1", "10.0.2.2"].contains(name) }
+        if boundHost == "0.0.0.0" || boundHost == "::" {
+            return name == "localhost" || ControlServer.Options.isIPv4(name) || ControlServer.Options.isIPv6(name)
+        }
+        return false
+    }
+
+    /// The route and its path parameters.
+    func route(for head: ControlHTTPHead) -> (route: ControlAPI.Route, parameters: [String: String])? {
+        for route in routes where route.method == head.method {
+            let pattern = route.path.split(separator: "/")
+            guard pattern.count == head.segments.count else { continue }
+            var parameters: [String: String] = [:]
+            var ok = true
+            for (p, s) in zip(pattern, head.segments) {
+                if p.hasPrefix("{") {
+                    guard !s.isEmpty else { ok = false; break }
+                    parameters[String(p.dropFirst().dropLast())] = s
+                } else if p.lowercased() != s.lowercased() {
+                    ok = false
+                    break
                 }
             }
-            r.body = body
-        } catch {
-            return reply(.error(.badRequest("body", "the body could not be read: \(error)", fix: "send a complete body.")))
+            if ok { return (route, parameters) }
         }
-        do throws(ControlError) {
-            return reply(try await route.handle(r))
-        } catch {
-            return reply(.error(error))
-        }
+        return nil
     }
 
     /// No route matched: 405 when the path exists under another method, else 404; JSON either way.
-    static func fallback(_ request: HTTPRequest, routes: [ControlAPI.Route], allowRemotePeers: Bool) -> HTTPResponse {
-        guard peerAllowed(request.remoteAddress, allowRemotePeers: allowRemotePeers) else { return forbidden(request) }
-        let segments = request.path.split(separator: "/")
+    func fallback(_ head: ControlHTTPHead) -> ControlReply {
         let methods = routes.filter { route in
             let pattern = route.path.split(separator: "/")
-            return pattern.count == segments.count
-                && zip(pattern, segments).allSatisfy { $0.hasPrefix("{") || $0.lowercased() == $1.lowercased() }
+            return pattern.count == head.segments.count
+                && zip(pattern, head.segments).allSatisfy { $0.hasPrefix("{") || $0.lowercased() == $1.lowercased() }
         }.map(\.method)
         if !methods.isEmpty {
-            var r = reply(.error(ControlError(405, field: nil, "\(request.method.rawValue) is not allowed on \(request.path).",
-                                              fix: "use \(methods.joined(separator: " or ")).")))
-            r.headers[HTTPHeader("Allow")] = methods.joined(separator: ", ")
+            var r = ControlReply.error(ControlError(405, field: nil, "\(head.method) is not allowed on \(head.path).",
+                                                    fix: "use \(methods.joined(separator: " or ")).")) 
+            r.headers["Allow"] = methods.joined(separator: ", ")
             return r
         }
-        return reply(.error(.notFound(nil, "there is no route \(request.path).", fix: "GET /openapi.yaml describes every route.")))
+        return .error(.notFound(nil, "there is no route \(head.path).", fix: "GET /openapi.yaml describes every route."))
     }
 
-    static func forbidden(_ request: HTTPRequest) -> HTTPResponse {
-        reply(.error(ControlError(403, field: nil, "the control API answers loopback peers only.",
-                                  fix: "connect from this machine, or start it with --control-allow-remote.")))
+    /// Runs an async handler from a connection's thread (never a thread of the cooperative pool) and waits for it.
+    static func runHandler(_ route: ControlAPI.Route, _ request: ControlRequest) -> ControlReply {
+        let box = ReplyBox()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let reply: ControlReply
+            do throws(ControlError) {
+                reply = try await route.handle(request)
+            } catch {
+                reply = .error(error)
+            }
+            box.set(reply)
+            done.signal()
+        }
+        done.wait()
+        return box.get() ?? .error(ControlError(500, field: nil, "the handler gave no answer."))
     }
+}
 
-    static func reply(_ r: ControlReply) -> HTTPResponse {
-        var headers = HTTPHeaders()
-        headers[.contentType] = r.contentType
-        for (k, v) in r.headers { headers[HTTPHeader(k)] = v }
-        return HTTPResponse(statusCode: HTTPStatusCode(r.status, phrase: phrase(r.status)), headers: headers, body: r.body)
-    }
+extension ControlServer {
+    /// An address as it goes into a URL's authority: `[::1]`, `127.0.0.1`.
+    static func urlHost(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
+}
 
-    static func phrase(_ status: Int) -> String {
-        [200: "OK", 201: "Created", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-         409: "Conflict", 413: "Payload Too Large", 422: "Unprocessable Content", 500: "Internal Server Error",
-         503: "Service Unavailable"][status] ?? "Status"
-    }
+/// A handler's answer, passed from its task to the connection's thread.
+private final class ReplyBox: @unchecked Sendable {  // `reply` only under `lock`
+    private let lock = NSLock()
+    private var reply: ControlReply?
+    func set(_ r: ControlReply) { lock.withLock { reply = r } }
+    func get() -> ControlReply? { lock.withLock { reply } }
 }
 
 /// Why the control API cannot start (a bad address, a refused bind).
@@ -314,10 +464,3 @@ public struct ControlServerError: Error, Sendable, CustomStringConvertible, Loca
     public var errorDescription: String? { reason }
 }
 
-/// The error that ended the HTTP server's run loop, if any (set once by its task, read by `start`).
-private final class RunError: @unchecked Sendable {  // `error` is only touched under `lock`
-    private let lock = NSLock()
-    private var error: (any Error)?
-    func set(_ e: any Error) { lock.withLock { error = e } }
-    func get() -> (any Error)? { lock.withLock { error } }
-}

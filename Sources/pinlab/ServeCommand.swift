@@ -18,7 +18,10 @@ struct ServeCommand: AsyncParsableCommand {
 
             --control 127.0.0.1:PORT also serves the control API (HTTP+JSON, described at /openapi.yaml): list \
             scenarios, start, stop and rotate scenario servers, read their observations, fetch trust anchors, pins \
-            and client identities. Port 0 picks a free port; the URL is printed and written to the manifest.
+            and client identities. Port 0 picks a free port; the URL is printed and written to the manifest. Every \
+            route but GET /health needs the token printed at start (and written to the manifest, mode 0600) as \
+            Authorization: Bearer TOKEN; requests naming another Host (DNS rebinding) or carrying an Origin (a web \
+            page) are refused unless --control-allow-origin allows that origin.
 
             Example: pinlab serve --identity leaf-v1 --engine both --manifest servers.json --log
             Example: pinlab serve --control 127.0.0.1:0 --manifest control.json
@@ -72,6 +75,14 @@ struct ServeCommand: AsyncParsableCommand {
           help: "Let the control API listen on a non-loopback address and answer non-loopback peers (prints a warning).")
     var controlAllowRemote = false
 
+    @Option(name: .customLong("control-allow-origin"),
+            help: ArgumentHelp("A web origin whose requests the control API answers, e.g. http://localhost:3000 (repeatable); requests with any other Origin header get 403.", valueName: "origin"))
+    var controlAllowOrigins: [String] = []
+
+    @Flag(name: .customLong("control-no-token"),
+          help: "Serve the control API without its bearer token (loopback only; prints a warning): any local process — and any web page whose origin you allow — can then start servers and read the lab's keys.")
+    var controlNoToken = false
+
     @Option(name: .customLong("control-max-servers"),
             help: "Scenario servers the control API runs at once (POST /servers, and POST /batch: one per cell); the whole catalogue on both engines is about 500 cells.")
     var controlMaxServers = 32
@@ -89,8 +100,20 @@ struct ServeCommand: AsyncParsableCommand {
                     "--control \(control): refusing a non-loopback address; the control API starts servers and hands out keys, so it listens on 127.0.0.1 or ::1 unless --control-allow-remote is given")
             }
             guard controlMaxServers >= 1 else { throw ValidationError("--control-max-servers must be at least 1") }
-        } else if controlAllowRemote {
-            throw ValidationError("--control-allow-remote applies to --control HOST:PORT; add --control or drop it")
+            if controlNoToken && !o.hostIsLoopback {
+                throw ValidationError(
+                    "--control-no-token with --control \(control): refused off loopback, where the token is required; drop --control-no-token and give the token to the clients")
+            }
+            for origin in controlAllowOrigins {
+                do { _ = try ControlServer.Options.normalizedOrigin(origin) } catch {
+                    throw ValidationError("--control-allow-origin: \(error)")
+                }
+            }
+        } else {
+            for (flag, given) in [("--control-allow-remote", controlAllowRemote), ("--control-no-token", controlNoToken),
+                                  ("--control-allow-origin", !controlAllowOrigins.isEmpty)] where given {
+                throw ValidationError("\(flag) applies to --control HOST:PORT; add --control or drop it")
+            }
         }
         if chain != nil && identities.count > 1 {
             throw ValidationError("--chain applies to one --identity; serve several identities without it")
@@ -136,24 +159,78 @@ struct ServeCommand: AsyncParsableCommand {
         var text = ServeCommand.table(group.manifest) + "\n"
         if let controlServer {
             text += "control: \(controlServer.url) (OpenAPI: \(controlServer.url)openapi.yaml)\n"
+            if let token = controlServer.token {
+                text += "control token: \(token) (send Authorization: Bearer <token> on every route but GET /health)\n"
+            }
         }
         if let manifest {
             let data = try controlServer.map { try ControlManifest(group.manifest, control: $0).json() } ?? group.manifest.json()
-            try data.write(to: URL(fileURLWithPath: manifest))
+            do {
+                try ServeCommand.writePrivately(data, to: manifest)
+            } catch {
+                await controlServer?.stop()
+                await group.stop()
+                throw ValidationError("--manifest \(manifest): \(error)")
+            }
             text += "manifest: \(manifest)\n"
         }
         // Unbuffered, so that a parent process reading a pipe sees the URLs at once.
         FileHandle.standardOutput.write(Data(text.utf8))
         await termination.wait()
+        let status = termination.exitStatus ?? 0
+        // However long stopping takes (a handler still running, a server slow to close), the process ends soon.
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 5)
+            FileHandle.standardError.write(Data("pinlab serve: stopping took over 5 s; exiting\n".utf8))
+            Foundation.exit(status)
+        }
         await controlServer?.stop()
         await group.stop()
+        if status != 0 { Foundation.exit(status) }
+    }
+
+    /// Writes `data` to `path` readable by its owner only (mode 0600 from the moment it exists: the control API's
+    /// token is in it), replacing the file at once so that a reader never sees half of it.
+    static func writePrivately(_ data: Data, to path: String) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw ManifestError("cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        _ = fchmod(fd, 0o600)
+        let written = data.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return false }
+                offset += n
+            }
+            return true
+        }
+        let reason = String(cString: strerror(errno))
+        close(fd)
+        guard written else {
+            unlink(temporary)
+            throw ManifestError("cannot write \(temporary): \(reason)")
+        }
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw ManifestError("cannot move the manifest into place: \(reason)")
+        }
+    }
+
+    struct ManifestError: Error, CustomStringConvertible {
+        var description: String
+        init(_ d: String) { description = d }
     }
 
     /// Starts the control API when --control is given. Servers it starts use the fixture options (bind address,
     /// --log) on ephemeral ports.
     func startControl(lab: LabPKI, serverOptions: FixtureServer.Options) async throws -> ControlServer? {
         guard let control else { return nil }
-        var o = ControlServer.Options(allowRemoteBind: controlAllowRemote, allowRemotePeers: controlAllowRemote)
+        var o = ControlServer.Options(
+            allowRemoteBind: controlAllowRemote, allowRemotePeers: controlAllowRemote, allowedOrigins: controlAllowOrigins,
+            requireToken: !controlNoToken)
         do {
             try o.setAddress(control)
         } catch {
@@ -168,11 +245,21 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(error)")
         }
+        let server: ControlServer
         do {
-            return try await ControlServer.start(pki: lab, catalogue: catalogue, options: o)
+            server = try await ControlServer.start(pki: lab, catalogue: catalogue, options: o)
         } catch let e as ControlServerError {
             throw ValidationError("--control \(control): \(e.reason)")
         }
+        if server.token == nil {
+            FileHandle.standardError.write(Data("""
+                warning: --control-no-token: the control API at \(server.url) answers without a token. Any process on this \
+                machine (any user's) can start and rotate servers and read the lab's leaf and client private keys; only \
+                the Host and Origin checks still keep web pages out. Use it only where the client cannot be given the token.
+
+                """.utf8))
+        }
+        return server
     }
 
     /// The engines named by --engine.
@@ -235,13 +322,16 @@ struct ControlManifest: Encodable {
         var host: String
         var port: Int
         var openapi: String
+        /// `Authorization: Bearer` this; absent with --control-no-token.
+        var token: String?
     }
     var manifest: ServeManifest
     var control: Endpoint
 
     init(_ manifest: ServeManifest, control: ControlServer) {
         self.manifest = manifest
-        self.control = Endpoint(url: control.url, host: control.host, port: control.port, openapi: control.url + "openapi.yaml")
+        self.control = Endpoint(
+            url: control.url, host: control.host, port: control.port, openapi: control.url + "openapi.yaml", token: control.token)
     }
 
     enum CodingKeys: String, CodingKey { case control }

@@ -7,6 +7,7 @@ import Foundation
 final class TerminationSignals: @unchecked Sendable {  // `signalled` and `waiter` under `lock`
     private let lock = NSLock()
     private var signalled = false
+    private var number: Int32?
     private var waiter: CheckedContinuation<Void, Never>?
     private var sources: [any DispatchSourceSignal] = []
 
@@ -17,7 +18,7 @@ final class TerminationSignals: @unchecked Sendable {  // `signalled` and `waite
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler { [weak self] in
-                self?.fire()
+                self?.fire(sig)
                 action?(sig)
             }
             source.resume()
@@ -28,9 +29,16 @@ final class TerminationSignals: @unchecked Sendable {  // `signalled` and `waite
     /// Whether SIGINT or SIGTERM has arrived.
     var fired: Bool { lock.withLock { signalled } }
 
-    private func fire() {
+    /// The first signal that arrived (SIGINT or SIGTERM), if any.
+    var signalNumber: Int32? { lock.withLock { number } }
+
+    /// The exit status a process ended by that signal reports by convention: 130 after SIGINT, 143 after SIGTERM.
+    var exitStatus: Int32? { signalNumber.map { 128 + $0 } }
+
+    private func fire(_ sig: Int32) {
         let resume: CheckedContinuation<Void, Never>? = lock.withLock {
             signalled = true
+            if number == nil { number = sig }
             defer { waiter = nil }
             return waiter
         }

@@ -3,6 +3,10 @@ import PinningLabTestSupport
 import PinningLab
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `pinlab serve --control`: the control API from the command line, its address in the manifest, and its
 /// refusals.
 @Suite("pinlab serve --control", .serialized)
@@ -26,14 +30,19 @@ struct ControlCLITests {
         #expect(port > 0)
         #expect(control["url"] as? String == "http://127.0.0.1:\(port)/")
         #expect(control["openapi"] as? String == "http://127.0.0.1:\(port)/openapi.yaml")
+        let token = try #require(control["token"] as? String, "the manifest holds the token")
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: manifest.path)[.posixPermissions] as? Int)
+        #expect(mode == 0o600, "the manifest holds the token: readable by its owner only, not \(String(mode, radix: 8))")
 
         func curl(_ args: [String]) async -> ChildProcess.Result {
             await ChildProcess.run([curlPath, "-s", "-S", "--max-time", "30"] + args, timeout: .seconds(40))
         }
         let health = await curl(["http://127.0.0.1:\(port)/health"])
         #expect(health.status == 0 && health.stdoutText.contains("\"ok\""), "\(health.output)")
-        let started = await curl(["-X", "POST", "-H", "Content-Type: application/json", "--data", #"{"scenario":"baseline","engine":"gnutls"}"#,
-                            "http://127.0.0.1:\(port)/servers"])
+        let refused = await curl(["-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/servers"])
+        #expect(refused.stdoutText == "401", "no token: \(refused.output)")
+        let started = await curl(["-X", "POST", "-H", "Content-Type: application/json", "-H", "Authorization: Bearer \(token)",
+                                  "--data", #"{"scenario":"baseline","engine":"gnutls"}"#, "http://127.0.0.1:\(port)/servers"])
         let s = try #require(try JSONSerialization.jsonObject(with: Data(started.stdout)) as? [String: Any], "\(started.output)")
         let url = try #require(s["url"] as? String)
         let trust = try #require(s["trustFile"] as? String)
@@ -53,5 +62,47 @@ struct ControlCLITests {
         let stray = try await CLI.run(["serve", "--identity", "leaf-v1", "--control-allow-remote"] + CLI.dirArgs)
         #expect(stray.status != 0)
         #expect(stray.stderr.contains("--control-allow-remote applies to --control"), "\(stray.stderr)")
+        let noToken = try await CLI.run(["serve", "--control", "0.0.0.0:0", "--control-allow-remote", "--control-no-token"] + CLI.dirArgs)
+        #expect(noToken.status != 0)
+        #expect(noToken.stderr.contains("--control-no-token") && noToken.stderr.contains("off loopback"), "\(noToken.stderr)")
+        let badOrigin = try await CLI.run(["serve", "--control", "127.0.0.1:0", "--control-allow-origin", "*"] + CLI.dirArgs)
+        #expect(badOrigin.status != 0)
+        #expect(badOrigin.stderr.contains("--control-allow-origin") && badOrigin.stderr.contains("scheme://host"), "\(badOrigin.stderr)")
+    }
+
+    /// SIGTERM stops `pinlab serve --control` promptly (exit 143) while ten clients flood it with 1 MiB request
+    /// lines; SIGINT exits 130.
+    @Test(.enabled(if: Tool.runs(needing: "python3"), "python3 is not installed"))
+    func signalsStopTheControlAPIDuringAFlood() async throws {
+        let bench = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Benchmarks/control/control_bench.py").path
+        let bin = try #require(CLI.binary)
+        for (sig, expected) in [(SIGTERM, Int32(143)), (SIGINT, Int32(130))] {
+            let manifest = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-control-\(UUID().uuidString).json")
+            defer { try? FileManager.default.removeItem(at: manifest) }
+            let server = try ChildProcess.spawnBackground(
+                [bin.path, "serve", "--control", "127.0.0.1:0", "--manifest", manifest.path] + CLI.dirArgs)
+            defer { server.terminate() }
+            let object = try #require(await CLI.manifest(manifest, waitingUpTo: .seconds(120)), "no complete manifest after 120 s")
+            let port = try #require((object["control"] as? [String: Any])?["port"] as? Int)
+            let flood = try ChildProcess.spawnBackground(["python3", bench, "flood", String(port), "--clients", "10", "--seconds", "30"])
+            defer { flood.terminate() }
+            try await Task.sleep(for: .seconds(2))
+            #expect(server.isRunning)
+            kill(server.pid, sig)
+            let signalled = ContinuousClock.now
+            var status: Int32 = 0
+            var reaped = false
+            while !reaped && ContinuousClock.now - signalled < .seconds(15) {
+                reaped = waitpid(server.pid, &status, WNOHANG) == server.pid
+                if !reaped { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            let took = ContinuousClock.now - signalled
+            try #require(reaped, "pinlab serve --control still runs 15 s after signal \(sig) during a flood")
+            #expect(status & 0x7f == 0 && (status >> 8) & 0xff == expected,
+                    "signal \(sig): exit status \((status >> 8) & 0xff) (raw \(status)), expected \(expected)")
+            #expect(took < .seconds(6), "stopping took \(took)")
+            print("signal \(sig) during a flood: exited \((status >> 8) & 0xff) after \(took)")
+        }
     }
 }

@@ -35,7 +35,8 @@ struct AndroidWalkthroughTests {
 
         try await ControlTestLab.withControl { control, _ in
             let run = await ChildProcess.run(
-                ["java", "-cp", classes + ":" + classpath, "com.example.pinninglab.AndroidDriver", control.url], timeout: .seconds(300))
+                ["java", "-cp", classes + ":" + classpath, "com.example.pinninglab.AndroidDriver", control.url,
+                 try #require(control.token)], timeout: .seconds(300))
             #expect(run.status == 0, "\(run.output)")
             let cells = run.stdoutText.split(separator: "\n").filter { $0.hasPrefix("cell ") }
             #expect(cells.count == 20, "10 scenarios × 2 engines: \(run.output)")

@@ -28,7 +28,7 @@ struct SimulatorWalkthroughTests {
     @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
     func theHelperDrivesTheControlAPI() async throws {
         try await ControlTestLab.withControl { control, pki in
-            let lab = PinLab(base: URL(string: control.url)!)
+            let lab = PinLab(base: URL(string: control.url)!, token: try #require(control.token))
             let backupPins = PinFormat.curlPins([try pki.identity("leaf-v1").pins.spkiBase64,
                                                  try pki.identity("leaf-v3-rekey").pins.spkiBase64])
             let trust = try await Curl.get(control.url + "trust/lab-root")
@@ -97,9 +97,13 @@ struct PinLab: Sendable {
     }
 
     let base: URL
+    /// The token `pinlab serve --control` printed (and wrote to its manifest as `control.token`).
+    let token: String
 
-    init(base: URL = URL(string: ProcessInfo.processInfo.environment["PINLAB_CONTROL"] ?? "http://127.0.0.1:8765/")!) {
+    init(base: URL = URL(string: ProcessInfo.processInfo.environment["PINLAB_CONTROL"] ?? "http://127.0.0.1:8765/")!,
+         token: String = ProcessInfo.processInfo.environment["PINLAB_CONTROL_TOKEN"] ?? "") {
         self.base = base
+        self.token = token
     }
 
     func start(_ scenario: String, engine: String) async throws -> Server {
@@ -138,6 +142,7 @@ struct PinLab: Sendable {
     private func call<T: Decodable>(_ method: String, _ path: String, body: [String: String]? = nil) async throws -> T {
         var request = URLRequest(url: URL(string: path, relativeTo: base)!)
         request.httpMethod = method
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         if let body {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.httpBody = try JSONEncoder().encode(body)

@@ -9,14 +9,15 @@ enum ControlTestLab {
 
     static func pki() async throws -> LabPKI { try await Lab.openPKI(directory: directory) }
 
-    /// Starts a control server on 127.0.0.1 and an ephemeral port, runs `body`, and stops it.
+    /// Starts a control server on 127.0.0.1 and an ephemeral port, runs `body` (where `Curl` sends the server's
+    /// token), and stops it.
     static func withControl<T>(
         _ options: ControlServer.Options = .init(), _ body: (ControlServer, LabPKI) async throws -> T
     ) async throws -> T {
         let pki = try await pki()
         let control = try await ControlServer.start(pki: pki, catalogue: try Catalogue.bundled(), options: options)
         do {
-            let result = try await body(control, pki)
+            let result = try await Curl.$token.withValue(control.token) { try await body(control, pki) }
             await control.stop()
             return result
         } catch {
@@ -52,10 +53,17 @@ struct CurlReply {
 }
 
 enum Curl {
-    /// `curl -X METHOD URL` with an optional JSON body; the body goes to stdout, the status and media type to stderr.
-    static func request(_ method: String, _ url: String, json body: String? = nil) async throws -> CurlReply {
+    /// The control API's bearer token, sent as `Authorization: Bearer` when set (`ControlTestLab.withControl` sets it).
+    @TaskLocal static var token: String?
+
+    /// `curl -X METHOD URL` with an optional JSON body (a POST says `Content-Type: application/json` even without
+    /// one) and the task's `token`; the body goes to stdout, the status and media type to stderr.
+    static func request(_ method: String, _ url: String, json body: String? = nil, headers: [String] = []) async throws -> CurlReply {
         var args = ["curl", "-s", "-S", "--max-time", "30", "-X", method, "-w", "%{stderr}%{http_code}\n%{content_type}"]
-        if body != nil { args += ["-H", "Content-Type: application/json", "--data-binary", "@-"] }
+        if let token { args += ["-H", "Authorization: Bearer \(token)"] }
+        for h in headers { args += ["-H", h] }
+        if body != nil || method == "POST" { args += ["-H", "Content-Type: application/json"] }
+        if body != nil { args += ["--data-binary", "@-"] }
         args.append(url)
         let r = await ChildProcess.run(args, input: Array((body ?? "").utf8), timeout: .seconds(40))
         let tail = r.stderrText.split(separator: "\n", omittingEmptySubsequences: false)

@@ -20,13 +20,13 @@ import okhttp3.tls.HandshakeCertificates;
  * the control API, an OkHttp client pinned to leaf-v1 + the backup key K2 for api.pinning.test calls each server,
  * and each cell's verdict comes from the server's observation. 127.0.0.1 stands for the emulator's 10.0.2.2 and
  * okhttp-tls's HandshakeCertificates for the network security config's trust anchor.
- * Usage: java com.example.pinninglab.AndroidDriver http://127.0.0.1:PORT/   (exit 1 on a wrong cell)
+ * Usage: java com.example.pinninglab.AndroidDriver http://127.0.0.1:PORT/ TOKEN   (exit 1 on a wrong cell)
  */
 public final class AndroidDriver {
     static final String PROFILE = "leaf-spki+backup";
 
     public static void main(String[] args) throws Exception {
-        PinLab lab = new PinLab(args[0]);
+        PinLab lab = new PinLab(args[0], args[1]);
         X509Certificate root = (X509Certificate) CertificateFactory.getInstance("X.509")
             .generateCertificate(new ByteArrayInputStream(lab.download("trust/lab-root")));
         HandshakeCertificates trust = new HandshakeCertificates.Builder().addTrustedCertificate(root).build();

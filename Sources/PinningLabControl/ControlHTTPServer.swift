@@ -1,0 +1,325 @@
+import Foundation
+import PinningLab
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A small HTTP/1.1 server for the control API: one request per connection (`Connection: close`), on threads of its
+/// own — one that accepts and one per connection, never Swift's cooperative pool — so that no flood of requests can
+/// starve the process's other work (its signal handling included).
+///
+/// Bounded everywhere: at most `maxConnections` connections at once (more wait in the listen queue); the request
+/// line and headers are read until CRLFCRLF or ``ControlHTTPHead/maxBytes`` (then 431 at once, without reading on);
+/// a body only with `Content-Length` and at most `maxBodyBytes` (413 before reading it); the head and then the body
+/// each within `readTimeout` (else 408). The head is scanned once, so the work is linear in what was read.
+final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`, `stopping`) only under `lock`
+    /// A parsed request handed to the handler, with its body and the peer's address (`127.0.0.1`, `::1`).
+    struct Request: Sendable {
+        var head: ControlHTTPHead
+        var body: Data
+        var peer: String
+    }
+
+    /// What the handler answers. `Content-Length` and `Connection: close` are added when written.
+    struct Response: Sendable {
+        var status: Int
+        var headers: [(String, String)]
+        var body: Data
+    }
+
+    struct Limits: Sendable {
+        var maxConnections = 64
+        var maxBodyBytes = 64 * 1024
+        var readTimeout: Duration = .seconds(10)
+    }
+
+    /// Answers a request, or a refusal the server makes itself (431, 413, 408, 400…), built by the owner so that
+    /// every answer has the same JSON shape.
+    typealias Handler = @Sendable (Request) -> Response
+    typealias Refusal = @Sendable (_ status: Int, _ field: String?, _ reason: String, _ fix: String) -> Response
+
+    let port: Int
+    private let listenFD: Int32
+    /// Written once by `stop()` and never drained, so that every thread waiting on it wakes and sees the stop.
+    private let stopPipe: WakePipe
+    private let limits: Limits
+    private let handler: Handler
+    private let refusal: Refusal
+    private let lock = NSLock()
+    private var active = 0
+    private var stopping = false
+    private var acceptThread: WorkerThread?
+
+    /// Binds `host:port` (the caller has checked the address); `start()` starts accepting.
+    init(host: String, port: Int, limits: Limits, handler: @escaping Handler, refusal: @escaping Refusal) throws(TLSEngineError) {
+        _ = Sockets.ignoreSIGPIPE
+        let bound = try Sockets.listen(address: host, port: port, backlog: 128)
+        let pipe: WakePipe
+        do {
+            pipe = try WakePipe()
+        } catch {
+            close(bound.fd)
+            throw error
+        }
+        listenFD = bound.fd
+        self.port = bound.port
+        stopPipe = pipe
+        self.limits = limits
+        self.handler = handler
+        self.refusal = refusal
+    }
+
+    /// Starts accepting on a thread of its own. Once only; on a failure, the socket is closed.
+    func start() throws(TLSEngineError) {
+        do {
+            acceptThread = try WorkerThread(name: "pinlab.ctl.accept") { [self] in acceptLoop() }
+        } catch {
+            lock.withLock { stopping = true }
+            close(listenFD)
+            throw error
+        }
+    }
+
+    deinit {
+        stopPipe.closeEnds()
+    }
+
+    /// Stops accepting, wakes every connection (each ends at its next wait), and waits up to `grace` for them.
+    func stop(grace: Duration = .seconds(2)) {
+        let first: Bool = lock.withLock {
+            defer { stopping = true }
+            return !stopping
+        }
+        guard first else { return }
+        stopPipe.wake()
+        guard let accepting = acceptThread else {
+            close(listenFD)
+            return
+        }
+        accepting.join()
+        acceptThread = nil
+        close(listenFD)
+        let deadline = Sockets.now() + Sockets.nanoseconds(grace)
+        while lock.withLock({ active }) > 0 && Sockets.now() < deadline { usleep(2_000) }
+    }
+
+    /// Connections being served now.
+    var activeConnections: Int { lock.withLock { active } }
+
+    private var isStopping: Bool { lock.withLock { stopping } }
+
+    // MARK: - Accepting
+
+    private func acceptLoop() {
+        var fds = [pollfd(fd: stopPipe.readEnd, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)]
+        while !isStopping {
+            let room = lock.withLock { active < limits.maxConnections }
+            fds[1].fd = room ? listenFD : -1
+            fds[0].revents = 0
+            fds[1].revents = 0
+            // Without room, look again after a moment (a connection's end does not wake this thread).
+            let n = poll(&fds, 2, room ? -1 : 5)
+            if n < 0 && errno != EINTR { return }
+            if fds[0].revents != 0 { return }
+            guard room, fds[1].revents != 0 else { continue }
+            while lock.withLock({ active < limits.maxConnections && !stopping }), let (fd, peer) = Sockets.accept(listenFD) {
+                lock.withLock { active += 1 }
+                let t = Thread { [self] in
+                    Sockets.nameCurrentThread("pinlab.ctl.conn")
+                    serve(fd, peer: Self.host(ofPeer: peer))
+                    close(fd)
+                    lock.withLock { active -= 1 }
+                }
+                t.stackSize = 512 * 1024
+                t.start()
+            }
+        }
+    }
+
+    /// `127.0.0.1` of `127.0.0.1:5000`, `::1` of `[::1]:5000`.
+    static func host(ofPeer peer: String) -> String {
+        if peer.hasPrefix("["), let close = peer.firstIndex(of: "]") {
+            return String(peer[peer.index(after: peer.startIndex)..<close])
+        }
+        return peer.lastIndex(of: ":").map { String(peer[..<$0]) } ?? peer
+    }
+
+    // MARK: - One connection
+
+    private enum Wait { case ready, timedOut, stopped, failed }
+
+    /// Waits until `fd` is ready for `events`, the deadline passes, or the server stops.
+    private func wait(_ fd: Int32, _ events: Int32, until deadline: UInt64) -> Wait {
+        var fds = [pollfd(fd: fd, events: Int16(events), revents: 0),
+                   pollfd(fd: stopPipe.readEnd, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let now = Sockets.now()
+            if now >= deadline { return .timedOut }
+            let n = poll(&fds, 2, Sockets.pollTimeout(until: deadline))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return .failed
+            }
+            if fds[1].revents != 0 { return .stopped }
+            if fds[0].revents != 0 { return .ready }
+        }
+    }
+
+    private enum Read { case bytes(Int), closed, timedOut, stopped }
+
+    /// Reads into `buffer` from `filled` up to its end (never past it), advancing `filled`.
+    private func readSome(_ fd: Int32, into buffer: inout [UInt8], filled: inout Int, until deadline: UInt64) -> Read {
+        while true {
+            switch wait(fd, POLLIN, until: deadline) {
+            case .timedOut: return .timedOut
+            case .stopped: return .stopped
+            case .failed: return .closed
+            case .ready: break
+            }
+            let from = filled
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + from, $0.count - from) }
+            if n > 0 {
+                filled += n
+                return .bytes(n)
+            }
+            if n == 0 { return .closed }
+            if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR { return .closed }
+        }
+    }
+
+    private func serve(_ fd: Int32, peer: String) {
+        let timeout = Sockets.nanoseconds(limits.readTimeout)
+        let seconds = Int(limits.readTimeout.components.seconds)
+        var buffer = [UInt8](repeating: 0, count: ControlHTTPHead.maxBytes)
+        var filled = 0
+        var scanned = 0
+        var headEnd: Int?
+        let headDeadline = Sockets.now() + timeout
+        while true {
+            if let end = ControlHTTPHead.end(of: buffer, count: filled, scannedUpTo: scanned) {
+                headEnd = end
+                break
+            }
+            scanned = filled
+            if filled >= ControlHTTPHead.maxBytes {
+                respond(fd, refusal(431, nil, "the request line and headers exceed \(ControlHTTPHead.maxBytes) bytes.",
+                                    "send a shorter URL and fewer or shorter headers (at most \(ControlHTTPHead.maxBytes / 1024) KiB together)."),
+                        method: nil)
+                return
+            }
+            switch readSome(fd, into: &buffer, filled: &filled, until: headDeadline) {
+            case .bytes: continue
+            case .closed, .stopped: return
+            case .timedOut:
+                if filled > 0 {
+                    respond(fd, refusal(408, nil, "the request head did not arrive within \(seconds) s.", "send the whole request at once."),
+                            method: nil)
+                }
+                return
+            }
+        }
+        guard let end = headEnd else { return }
+        let head: ControlHTTPHead
+        do {
+            head = try ControlHTTPHead.parse(buffer[0..<(end - 2)])
+        } catch {
+            respond(fd, refusal(400, nil, "the request is not HTTP/1.1: \(error.reason)", error.fix), method: nil)
+            return
+        }
+        if !head.values("transfer-encoding").isEmpty {
+            respond(fd, refusal(411, "Transfer-Encoding", "Transfer-Encoding is not accepted (the body was sent chunked).",
+                                "send the body with a Content-Length (at most \(limits.maxBodyBytes) bytes)."),
+                    method: head.method)
+            return
+        }
+        let lengths = head.values("content-length")
+        var length = 0
+        if let first = lengths.first {
+            guard lengths.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.count <= 18,
+                  first.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(first) else {
+                respond(fd, refusal(400, "Content-Length", "the Content-Length is not one whole number.", "send one Content-Length: N."),
+                        method: head.method)
+                return
+            }
+            length = n
+        }
+        if length > limits.maxBodyBytes {
+            respond(fd, refusal(413, "body", "the body has \(length) bytes; at most \(limits.maxBodyBytes) are read.",
+                                "send a small JSON object."), method: head.method)
+            return
+        }
+        var body = [UInt8](repeating: 0, count: length)
+        var received = min(length, filled - end)
+        if received > 0 {
+            buffer.withUnsafeBytes { from in
+                body.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: from.baseAddress! + end, byteCount: received) }
+            }
+        }
+        let bodyDeadline = Sockets.now() + timeout
+        while received < length {
+            switch readSome(fd, into: &body, filled: &received, until: bodyDeadline) {
+            case .bytes: continue
+            case .closed, .stopped: return
+            case .timedOut:
+                respond(fd, refusal(408, "body", "the body did not arrive within \(seconds) s (\(received) of \(length) bytes).",
+                                    "send the whole body at once."), method: head.method)
+                return
+            }
+        }
+        let response = handler(Request(head: head, body: Data(body), peer: peer))
+        respond(fd, response, method: head.method)
+    }
+
+    /// Writes `response` (headers only for HEAD), then closes the sending side and discards what the peer still
+    /// sends for a moment, so that it reads the answer rather than a reset.
+    private func respond(_ fd: Int32, _ response: Response, method: String?) {
+        var text = "HTTP/1.1 \(response.status) \(Self.phrase(response.status))\r\n"
+        for (k, v) in response.headers { text += "\(k): \(v)\r\n" }
+        text += "Content-Length: \(response.body.count)\r\nConnection: close\r\n\r\n"
+        var bytes = Data(text.utf8)
+        if method != "HEAD" { bytes.append(response.body) }
+        let deadline = Sockets.now() + Sockets.nanoseconds(limits.readTimeout)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, bytes.count - sent, Self.sendFlags) }
+            if n > 0 {
+                sent += n
+                continue
+            }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+                guard wait(fd, POLLOUT, until: deadline) == .ready else { return }
+                continue
+            }
+            return
+        }
+        shutdown(fd, Int32(SHUT_WR))
+        // Lingering close, bounded: up to 200 ms and 256 KiB of whatever the peer still sends, never parsed.
+        let lingerEnd = Sockets.now() + 200_000_000
+        var discarded = 0
+        var sink = [UInt8](repeating: 0, count: 16 * 1024)
+        while discarded < 256 * 1024, wait(fd, POLLIN, until: lingerEnd) == .ready {
+            let n = sink.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)) { break }
+            if n > 0 { discarded += n }
+        }
+    }
+
+    #if os(Linux)
+    static let sendFlags = Int32(MSG_NOSIGNAL)
+    #else
+    static let sendFlags: Int32 = 0
+    #endif
+
+    static func phrase(_ status: Int) -> String {
+        [200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+         404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 411: "Length Required",
+         413: "Content Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Content",
+         431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
+         503: "Service Unavailable"][status] ?? "Status"
+    }
+}
+
