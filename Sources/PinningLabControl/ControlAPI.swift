@@ -155,6 +155,11 @@ final class ControlAPI: Sendable {
                 throw .notFound("profile", "'\(profile)' is not a trust profile: '\(name)' is not a root of the lab PKI.",
                                 fix: "use lab-root or lab-root+proxy-root (roots joined by '+'); GET /identities lists the roots.")
             }
+            // A root to install on a device: never one whose key a seed reveals and that could vouch for any site.
+            do { try pki.checkInstallable(id) } catch {
+                throw ControlError(409, field: "profile", "'\(name)' is not handed out for installation: \(error)",
+                                   fix: "re-key it: pinlab pki proxy-root --rekey --dir \(pki.directory.path)")
+            }
             roots.append(id)
         }
         if format == "der" {
