@@ -216,7 +216,16 @@ public struct CheckRunner: Sendable {
             case .inProcess(let c):
                 let target = try files.target(for: s, profile: p, port: server.port, timeout: timeout)
                 let t0 = ContinuousClock.now
-                outcome = await c.run(target)
+                // The client gets its timeout and 5 s more; one that ignores cancellation no longer holds the run.
+                guard let o = await raceAgainstDeadline(timeout + .seconds(5), { await c.run(target) }) else {
+                    let v = Verdict.notRun(
+                        scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p),
+                        status: .error,
+                        reason: "the client did not finish: it had not returned \(Int(milliseconds(timeout) / 1000) + 5) s after the cell started (it ignores its timeout and cancellation)")
+                    if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
+                    return
+                }
+                outcome = o
                 ms = milliseconds(ContinuousClock.now - t0)
             case .command(let c):
                 let ctx = try files.context(for: s, profile: p, port: server.port)

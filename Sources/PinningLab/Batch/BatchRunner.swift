@@ -198,16 +198,8 @@ extension CheckRunner {
                         + (r.stderrTail.isEmpty ? "" : " (\(r.stderrTail))")
                 }
             case .inProcess(_, let run):
-                let answers: [BatchResult]? = await withTaskGroup(of: [BatchResult]?.self) { group in
-                    group.addTask { await run(document) }
-                    group.addTask {
-                        try? await Task.sleep(for: batch.batchTimeout)
-                        return nil
-                    }
-                    let first = await group.next() ?? nil
-                    group.cancelAll()
-                    return first
-                }
+                // Raced, not grouped: a task group would wait for a harness that ignores cancellation.
+                let answers: [BatchResult]? = await raceAgainstDeadline(batch.batchTimeout) { await run(document) }
                 if let answers {
                     tally.take(answers.enumerated().map { ($0.offset + 1, AnswerLine.decoded($0.element)) })
                 } else {
