@@ -71,7 +71,7 @@ struct BatchCLITests {
     }
 
     @Test("the Python harness in one process gets the verdicts of the same client run per cell, whole catalogue",
-          .enabled(if: Tool.runs(needing: "python3")))
+          .requires("python3"))
     func pythonBatchMatchesPerCell() async throws {
         let batchJSON = Self.temporary("python-batch.json"), perCellJSON = Self.temporary("python-cell.json")
         defer { for f in [batchJSON, perCellJSON] { try? FileManager.default.removeItem(at: f) } }
@@ -143,7 +143,7 @@ struct BatchCLITests {
         #expect(notJSON.status == 2 && notJSON.stderr.contains("not JSON"), "\(notJSON.stderr)")
     }
 
-    @Test("progress is drawn on a terminal and absent when piped", .enabled(if: Tool.runs(needing: "script")))
+    @Test("progress is drawn on a terminal and absent when piped", .requires("script"))
     func progressOnATerminalOnly() async throws {
         let bin = try #require(CLI.binary)
         let args = ["check"] + CLI.dirArgs + ["--client", "correct", "--scenarios", "baseline,rekey", "--format", "json"]

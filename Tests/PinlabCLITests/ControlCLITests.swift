@@ -13,7 +13,7 @@ import Glibc
 struct ControlCLITests {
     /// Port 0 gives an ephemeral port, printed and written to the manifest; the API answers there and starts a
     /// server that curl reaches. The static servers of --scenario keep their manifest entries.
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "curl is not installed (apt-get install curl)"))
+    @Test(.requires("curl"))
     func controlPortIsInTheManifestAndAnswers() async throws {
         let curlPath = try #require(Tool.path("curl"))
         let bin = try #require(CLI.binary)
@@ -72,7 +72,7 @@ struct ControlCLITests {
 
     /// SIGTERM stops `pinlab serve --control` promptly (exit 143) while ten clients flood it with 1 MiB request
     /// lines; SIGINT exits 130.
-    @Test(.enabled(if: Tool.runs(needing: "python3"), "python3 is not installed"))
+    @Test(.requires("python3"))
     func signalsStopTheControlAPIDuringAFlood() async throws {
         let bench = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Benchmarks/control/control_bench.py").path

@@ -90,7 +90,7 @@ struct InterceptCLITests {
     /// curl without a pin trusts the installed proxy root and sends everywhere; curl with `--pinnedpubkey` on
     /// leaf-v1 (curl checks the leaf's key only) refuses the minted leaf on api — even when the genuine leaf-v1
     /// is stuffed behind it, because curl looks at the leaf the session uses, not at extra certificates.
-    @Test(.enabled(if: Tool.runs(needing: "curl")))
+    @Test(.requires("curl"))
     func curlThroughTheProxy() async throws {
         let leaf = try Self.spki("leaf-v1")
         let unpinned = try await Self.session(["--pinned", "api.pinning.test", "--policy", "stuff"], label: "curl-none") { port, dir in
@@ -173,7 +173,7 @@ struct InterceptCLITests {
     /// Passthrough is no relay (issue 20): curl asking the proxy for a loopback service (a fixture server standing
     /// for the control API), by address or by `localhost`, gets 403 and the service sees nothing; the same service
     /// named by an `--upstream` route is reached (curl verifies leaf-v1 through the tunnel).
-    @Test(.enabled(if: Tool.runs(needing: "curl")))
+    @Test(.requires("curl"))
     func passthroughIsNoRelay() async throws {
         let pki = try Lab.pki(directory: CLI.pkiDirectory)
         let server = try await FixtureServer.start(

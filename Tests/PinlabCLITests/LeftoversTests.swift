@@ -22,7 +22,7 @@ struct LeftoversTests {
 
     /// `pinlab pki init` run in an app's repository (the default folder, `.pinninglab/` where you stand), then
     /// `git add -A`, as a careless commit would: nothing of the PKI is staged.
-    @Test(.enabled(if: Tool.runs(needing: "git"), "git is not installed (apt-get install git)"))
+    @Test(.requires("git"))
     func gitAddAllInTheRepositoryStagesNoKey() async throws {
         let bin = try #require(CLI.binary)
         let git = try #require(Tool.path("git"), "git is not on the PATH (apt-get install git)")

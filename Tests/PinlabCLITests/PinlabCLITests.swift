@@ -112,7 +112,7 @@ struct PinlabCLITests {
         #expect(xml.components(separatedBy: "<testcase ").count - 1 == PinProfile.all.count * 2, "one per profile and engine")
     }
 
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "curl is not installed (apt-get install curl)"))
+    @Test(.requires("curl"))
     func checkRunsACommandTemplate() async throws {
         try #require(Tool.path("curl") != nil, "curl is not on the PATH (apt-get install curl)")
         let r = try await CLI.run(["check", "--profiles", "none,leaf-spki,leaf-spki+backup", "--scenarios", "rekey,intercepting-proxy",
@@ -155,7 +155,7 @@ struct PinlabCLITests {
 
     /// `pinlab serve --scenario rekey` serves the re-keyed leaf; the manifest lists the client's pins (pinned leaf
     /// first, then the backup key): curl pinned to K1 alone refuses, with the backup pin it accepts.
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "curl is not installed (apt-get install curl)"))
+    @Test(.requires("curl"))
     func serveScenarioWritesAManifestWithTheClientsPins() async throws {
         let curlPath = try #require(Tool.path("curl"), "curl is not on the PATH (apt-get install curl)")
         let bin = try #require(CLI.binary)

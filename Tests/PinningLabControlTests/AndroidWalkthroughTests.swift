@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 @testable import PinningLabControl
 import Testing
@@ -11,7 +12,7 @@ struct BatchRouteTests {
     static let python = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Examples/Batch/python/pinlab_batch.py").path
 
-    @Test(.enabled(if: Tool.runs(needing: "curl") && Tool.runs(needing: "python3"), "needs curl and python3"))
+    @Test(.requires("curl", "python3"))
     func batchOfASelectionIsStartedJudgedObservedAndStopped() async throws {
         try await ControlTestLab.withControl { control, _ in
             let base = control.url
@@ -90,7 +91,7 @@ struct BatchRouteTests {
     }
 
     /// Malformed bodies get a 4xx JSON error naming the field; a batch over the limit starts nothing (409).
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
+    @Test(.requires("curl"))
     func malformedBatchRequestsGetA4xxNamingTheField() async throws {
         try await ControlTestLab.withControl { control, _ in
             let base = control.url
@@ -130,7 +131,7 @@ struct BatchRouteTests {
 
     /// With a larger limit the whole catalogue on both engines is one batch: every cell has a server or is listed as
     /// unsupported, and stopping the control API stops them all.
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
+    @Test(.requires("curl"))
     func wholeCatalogueBatchThroughTheHandler() async throws {
         var o = ControlServer.Options()
         o.maxServers = 1000

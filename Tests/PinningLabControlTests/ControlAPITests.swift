@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 @testable import PinningLabControl
 import Testing
@@ -9,7 +10,7 @@ import Testing
 struct ControlAPITests {
     /// The proof: start `rekey` on GnuTLS, connect, read the observation, rotate to `leaf-v1`, see the
     /// new chain on the wire, stop.
-    @Test(.enabled(if: Tool.runs(needing: "curl") && Tool.runs(needing: "openssl"), "needs curl and openssl"))
+    @Test(.requires("curl", "openssl"))
     func startConnectObserveRotateStopWithCurl() async throws {
         try await ControlTestLab.withControl { control, pki in
             let base = control.url
@@ -110,7 +111,7 @@ struct ControlAPITests {
     }
 
     /// Malformed requests get a 4xx with a JSON error that names the field; unknown things get 404.
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
+    @Test(.requires("curl"))
     func badRequestsGetA4xxNamingTheField() async throws {
         try await ControlTestLab.withControl { control, _ in
             let base = control.url
@@ -171,7 +172,7 @@ struct ControlAPITests {
     }
 
     /// Trust anchors, pins and client identities, checked with openssl.
-    @Test(.enabled(if: Tool.runs(needing: "curl") && Tool.runs(needing: "openssl"), "needs curl and openssl"))
+    @Test(.requires("curl", "openssl"))
     func trustAnchorsPinsAndClientIdentities() async throws {
         try await ControlTestLab.withControl { control, pki in
             let base = control.url
@@ -234,7 +235,7 @@ struct ControlAPITests {
 
     /// A mutual-TLS scenario: the server's JSON says which client identity to present, the client fetches it as
     /// PKCS#12 from the API, presents it, and the observation names it.
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
+    @Test(.requires("curl"))
     func mutualTLSClientIdentityIsObserved() async throws {
         try await ControlTestLab.withControl { control, pki in
             let base = control.url

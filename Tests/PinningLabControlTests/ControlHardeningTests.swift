@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 @testable import PinningLabControl
 import Testing
@@ -26,7 +27,7 @@ struct ControlHardeningTests {
 
     /// DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 sends `Host: evil.example:PORT`.
     /// Every route refuses it, even with the right token; the loopback names with the port are served.
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
+    @Test(.requires("curl"))
     func aHostOfAnotherNameIsRefusedOnEveryRoute() async throws {
         try await ControlTestLab.withControl { control, _ in
             for (method, path) in Self.concretePaths(control) {
@@ -52,7 +53,7 @@ struct ControlHardeningTests {
 
     /// A request carrying a web page's `Origin` is refused (a `no-cors` POST included), unless that origin is
     /// allowed; an allowed origin gets CORS headers and its preflight answered.
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
+    @Test(.requires("curl"))
     func aWebPagesOriginIsRefusedUnlessAllowed() async throws {
         try await ControlTestLab.withControl(.init(allowedOrigins: ["http://localhost:3000/"])) { control, _ in
             for origin in ["http://evil.example", "null", "http://127.0.0.1:\(control.port + 1)", "https://localhost:3000"] {
@@ -84,7 +85,7 @@ struct ControlHardeningTests {
     }
 
     /// The bodies a browser sends without a preflight (`text/plain`, forms) are refused with 415 and start nothing.
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
+    @Test(.requires("curl"))
     func aBodyThatIsNotJSONGets415() async throws {
         try await ControlTestLab.withControl { control, _ in
             let token = try #require(control.token)
@@ -109,7 +110,7 @@ struct ControlHardeningTests {
     }
 
     /// No token or a wrong one: 401 with `WWW-Authenticate: Bearer`, on every route but `GET /health`.
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
+    @Test(.requires("curl"))
     func theBearerTokenIsRequired() async throws {
         try await ControlTestLab.withControl { control, _ in
             let token = try #require(control.token)
@@ -155,7 +156,7 @@ struct ControlHardeningTests {
 
     /// A 1 MiB URL and a 1 MiB header are answered 431 at once (the head is capped at 8 KiB, scanned once), while
     /// `GET /health` from other connections keeps answering.
-    @Test(.enabled(if: Tool.runs(needing: "python3"), "needs python3"))
+    @Test(.requires("python3"))
     func oversizedHeadsAre431AtOnceAndHealthKeepsAnswering() async throws {
         try await ControlTestLab.withControl { control, _ in
             let port = String(control.port)

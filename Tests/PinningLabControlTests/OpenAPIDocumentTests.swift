@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 import PinningLab
 @testable import PinningLabControl
 import Testing
@@ -38,7 +39,7 @@ struct OpenAPIDocumentTests {
 
     /// Every documented operation reaches a handler on the live server (not the fallback's "no route" 404 or 405),
     /// with every path parameter filled with a placeholder.
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
+    @Test(.requires("curl"))
     func everyDocumentedOperationIsServed() async throws {
         let documented = try Self.documentedOperations()
         try await ControlTestLab.withControl { control, _ in
@@ -54,7 +55,7 @@ struct OpenAPIDocumentTests {
     }
 
     /// `GET /openapi.yaml` serves the bundled document (what schemathesis reads in CI).
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
+    @Test(.requires("curl"))
     func servedDocumentIsTheBundledOne() async throws {
         try await ControlTestLab.withControl { control, _ in
             let r = try await Curl.get(control.url + "openapi.yaml")

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -25,7 +26,7 @@ struct SimulatorWalkthroughTests {
 
     /// What the article's tests do, with curl standing in for the app's client (URLSession on Linux cannot take
     /// the lab root or a pinning delegate).
-    @Test(.enabled(if: Tool.runs(needing: "curl"), "needs curl"))
+    @Test(.requires("curl"))
     func theHelperDrivesTheControlAPI() async throws {
         try await ControlTestLab.withControl { control, pki in
             let lab = PinLab(base: URL(string: control.url)!, token: try #require(control.token))

@@ -27,16 +27,6 @@ enum ControlTestLab {
     }
 }
 
-/// The tools these tests call, found on the PATH.
-enum Tool {
-    static func path(_ name: String) -> String? {
-        let dirs = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-        return dirs.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-
-    /// CI installs every tool these tests call; elsewhere a test needing a missing tool is reported as skipped.
-    static func runs(needing name: String) -> Bool { ProcessInfo.processInfo.environment["CI"] != nil || path(name) != nil }
-}
 
 /// One HTTP exchange made with the curl command-line tool.
 struct CurlReply {

@@ -65,7 +65,7 @@ struct IndependentVerifierTests {
         }
     }
 
-    @Test(.enabled(if: Tool.runs(needing: "certtool"), "certtool is not installed (apt-get install gnutls-bin)"),
+    @Test(.requires("certtool"),
           arguments: [
         ("leaf-v1", true), ("leaf-v3-rekey", true), ("leaf-ed25519", true), ("leaf-rsa-2048", true),
         ("leaf-expired", false), ("leaf-not-yet-valid", false), ("leaf-pathlen-violation", false),

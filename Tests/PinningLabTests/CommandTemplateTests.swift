@@ -66,7 +66,7 @@ struct CommandTemplateTests {
 
     /// The JVM resolves the scenario's host name from `{hosts.file}` (`-Djdk.net.hosts.file`), which
     /// `CommandClient` writes before the run: no /etc/hosts entry.
-    @Test(.enabled(if: Tool.runs(needing: "java"), "java is not installed"))
+    @Test(.requires("java"))
     func theJVMResolvesTheHostFromTheHostsFile() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-jvm-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -165,7 +165,7 @@ struct CommandTemplateTests {
 }
 
 @Suite("curl --pinnedpubkey through a command template", .serialized,
-       .enabled(if: Tool.runs(needing: "curl"), "curl is not installed (apt-get install curl)"))
+       .requires("curl"))
 struct CurlTests {
     /// curl validates the chain and the host name with --cacert (for the scenario's host name, routed to the server
     /// with `--resolve`), and --pinnedpubkey compares the SHA-256 of the server's own SPKI: for the profiles it
