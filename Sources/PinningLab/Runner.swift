@@ -212,6 +212,7 @@ public struct CheckRunner: Sendable {
         let outcome: ClientOutcome
         let ms: Double
         do {
+            try await files.prepareCredentials(for: s)
             switch client {
             case .inProcess(let c):
                 let target = try files.target(for: s, profile: p, port: server.port, timeout: timeout)
@@ -395,11 +396,15 @@ extension ServerEvidence {
 }
 
 /// Files and values shared by the cells of one run: trust stores per trust profile, client certificate files.
+///
+/// The folder may be shared by several runs and PKIs (`TestingLab.work`, a caller's `workDirectory`), and a file is
+/// trusted once written: so each file's name carries a short hash of what it holds (`trust-lab-root-1a2b….pem`), and
+/// different contents — another PKI, another seed, re-issued certificates — never reuse a stale file.
 struct CellFiles: Sendable {
     let pki: LabPKI
     let directory: URL
-    /// Client credentials per identity, made once per run: making the PKCS#12 file takes the PKI folder's lock,
-    /// which no mutual-TLS cell should wait for again.
+    /// Client credentials per identity and certificate, made once per run: making the PKCS#12 file takes the PKI
+    /// folder's lock, which no mutual-TLS cell should wait for again.
     private let credentialMemo = CredentialMemo()
 
     init(pki: LabPKI, directory: URL) throws {
@@ -409,28 +414,53 @@ struct CellFiles: Sendable {
 
     func pem(_ ders: [[UInt8]]) -> String { PEM.encode(ders) }
 
-    /// Writes `contents` once under `name` (atomically, so concurrent writers of the same content are harmless).
-    func file(_ name: String, _ contents: String, mode: Int = 0o644) throws -> String {
-        let url = directory.appendingPathComponent(name)
+    /// Writes `contents` once as `STEM-HASH.EXT`, HASH from the contents (atomically, so concurrent writers of the
+    /// same content are harmless), and returns its path.
+    func file(_ stem: String, _ ext: String, _ contents: String, mode: Int = 0o644) throws -> String {
+        let url = directory.appendingPathComponent("\(stem)-\(LabPKI.contentTag(Array(contents.utf8))).\(ext)")
         if !FileManager.default.fileExists(atPath: url.path) { try Storage.writePrivately(contents, to: url, mode: mode) }
         return url.path
     }
 
     func trustFile(_ s: Scenario) throws -> (path: String, roots: [[UInt8]]) {
         let roots = try s.trustRoots(in: pki).map(\.certificateDER)
-        return (try file("trust-\(s.client.trust.rawValue).pem", pem(roots)), roots)
+        return (try file("trust-\(s.client.trust.rawValue)", "pem", pem(roots)), roots)
     }
 
+    /// The client credentials of the scenario (`nil` when it presents none); made now if ``prepareCredentials(for:)``
+    /// did not make them.
     func credentials(_ s: Scenario) throws -> ClientCredentials? {
         guard let id = try s.clientIdentity(in: pki) else { return nil }
-        return try credentialMemo.value(for: id.name) { try makeCredentials(id) }
+        return try credentialMemo.value(for: memoKey(id)) { try makeCredentials(id) }
     }
+
+    /// Makes the scenario's client credentials (files, PKCS#12 under the PKI folder's lock) on a thread of their
+    /// own, never on Swift's cooperative pool; later ``credentials(_:)`` calls take them from the memo.
+    func prepareCredentials(for s: Scenario) async throws {
+        guard let id = try s.clientIdentity(in: pki) else { return }
+        let key = memoKey(id)
+        if credentialMemo.cached(key) != nil { return }
+        let made = await onDedicatedThread(named: "pinlab.creds") { [self] in
+            Result { try credentialMemo.value(for: key) { try makeCredentials(id) } }
+        }
+        _ = try made.get()
+    }
+
+    private func memoKey(_ id: Identity) -> String { "\(id.name) \(LabPKI.contentTag(id.certificateDER))" }
 
     private func makeCredentials(_ id: Identity) throws -> ClientCredentials {
         let chain = [id.certificateDER] + id.issuerChainDER
-        let certFile = try file("client-\(id.name).pem", pem(chain))
-        let keyFile = try file("client-\(id.name).key", PEM.encode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), mode: 0o600)
-        let p12 = try? pki.pkcs12File(for: id.name)
+        let certFile = try file("client-\(id.name)", "pem", pem(chain))
+        let keyFile = try file("client-\(id.name)", "key", PEM.encode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), mode: 0o600)
+        var p12: URL? = nil
+        if pki.makesPKCS12 {
+            do {
+                p12 = try pki.pkcs12File(for: id.name)
+            } catch let e as PKIError {
+                throw PKIError(e.code, "cannot make the PKCS#12 file of the client identity '\(id.name)': \(e.reason)",
+                               file: e.file, entity: id.name, fix: e.fix ?? "run `pinlab pki init` to check and repair the PKI folder")
+            }
+        }
         return ClientCredentials(
             certificateChainDER: chain, privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateFile: certFile,
             keyFile: keyFile, pkcs12File: p12?.path, pkcs12Password: p12 == nil ? nil : pki.pkcs12Password)
@@ -457,19 +487,22 @@ struct CellFiles: Sendable {
     }
 }
 
-/// Values made once per key, under a lock (the first caller makes it; the others wait for it).
+/// Client credentials made once per key. The lock guards the dictionary only: the making runs outside it (two
+/// callers racing for the same key both make it, harmlessly: the files are written atomically and the PKCS#12 file
+/// under the PKI folder's lock), so no caller ever waits on a lock for another one's file work.
 final class CredentialMemo: Sendable {
-    private let lock = NSLock()
-    // Guarded by `lock`.
-    nonisolated(unsafe) private var values: [String: ClientCredentials] = [:]
+    private let values = Locked<[String: ClientCredentials]>([:])
+
+    func cached(_ key: String) -> ClientCredentials? { values.withLock { $0[key] } }
 
     func value(for key: String, make: () throws -> ClientCredentials) throws -> ClientCredentials {
-        lock.lock()
-        defer { lock.unlock() }
-        if let v = values[key] { return v }
+        if let v = cached(key) { return v }
         let v = try make()
-        values[key] = v
-        return v
+        return values.withLock { all in
+            if let first = all[key] { return first }
+            all[key] = v
+            return v
+        }
     }
 }
 

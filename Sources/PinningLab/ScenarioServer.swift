@@ -116,8 +116,9 @@ extension CheckRunner {
         let server = try await FixtureServer.start(
             engine: engine, configuration: try serverConfiguration(for: s), options: options, label: s.id)
         do {
-            return try ScenarioServer(scenario: s, server: server, pki: pki,
-                                      files: try CellFiles(pki: pki, directory: workDirectory))
+            let files = try CellFiles(pki: pki, directory: workDirectory)
+            try await files.prepareCredentials(for: s)  // off the cooperative pool: it may wait for the PKI's lock
+            return try ScenarioServer(scenario: s, server: server, pki: pki, files: files)
         } catch {
             await server.stop()
             throw error

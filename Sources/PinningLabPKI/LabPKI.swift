@@ -82,6 +82,9 @@ public struct PKIRefresh: Sendable, Hashable {
     public var reissued: Bool = false
     /// Why they were (or were not) re-issued.
     public var reason: String = ""
+    /// What was found wrong and put right without re-issuing: per-identity files rewritten from the state
+    /// (`certs/leaf-v1: chain.pem missing, cert.pem damaged: rewritten`), a missing key derived again or replaced.
+    public var repaired: [String] = []
 }
 
 /// The lab PKI on disk: keys generated once and kept (stable pins), certificates issued fresh from the spec.
@@ -161,6 +164,15 @@ public final class LabPKI: Sendable {
         IdentityWriter(directory: directory, pkcs12Encoder: pkcs12Encoder, pkcs12Password: pkcs12Password, pkcs12Roles: [])
     }
 
+    /// A short name-safe tag of `bytes` (the first 12 hex digits of their SHA-256), for file names that must change
+    /// whenever their contents do.
+    package static func contentTag(_ bytes: [UInt8]) -> String {
+        String(Array(SHA256.hash(data: bytes)).hexString.prefix(12))
+    }
+
+    /// Whether ``pkcs12File(for:)`` can make a `.p12` (the PKI was opened with a ``PKCS12Encoder``).
+    public var makesPKCS12: Bool { pkcs12Encoder != nil }
+
     /// The files of an identity, written now if they do not hold its current certificate (a PKI opened with
     /// `writeIdentityFiles: false`, as library use does, writes them only on demand).
     @discardableResult
@@ -181,7 +193,7 @@ public final class LabPKI: Sendable {
         let id = try identity(name)
         // Every rewrite of an identity's files rewrites or removes its .p12: one that exists is current.
         let f = try materialize(name)
-        if Storage.exists(f.pkcs12) { return f.pkcs12 }
+        if IdentityWriter.isWholeDER(f.pkcs12) { return f.pkcs12 }
         guard let enc = pkcs12Encoder else {
             throw PKIError(.pkcs12Failed, "this PKI was opened without a PKCS#12 encoder", entity: name,
                            fix: "open it with Lab.pki(), which uses OpenSSL for PKCS#12")

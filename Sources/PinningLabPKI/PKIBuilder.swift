@@ -74,6 +74,7 @@ struct Builder {
         // Keys are read or made concurrently (RSA generation and file creation dominate); results keep name order.
         let work = keyTypes.sorted(by: { $0.key < $1.key })
         let keySlots = ResultSlots<(LabKey, StateFile.Key, Bool)>(count: work.count)
+        let keyNotes = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: work.count) { i in
             let (name, type) = work[i]
             keySlots.set(i) {
@@ -81,7 +82,8 @@ struct Builder {
                 let derivedOrigin = type.isDeterministic && seedable.contains(name) ? wantedOrigin : nil
                 let previous = oldState?.keys[name]
                 // A seeded key whose seed changed is re-derived; everything else kept is read.
-                if !options.regenerateKeys, !options.rekey.contains(name), Storage.exists(url),
+                let present = Storage.exists(url)
+                if !options.regenerateKeys, !options.rekey.contains(name), present,
                    derivedOrigin == nil || previous?.origin == derivedOrigin {
                     return (try readKey(url, name: name, type: type),
                             previous ?? StateFile.Key(type: type.rawValue, origin: "random"), false)
@@ -96,6 +98,13 @@ struct Builder {
                     key = try LabKey.generate(type)
                     origin = StateFile.Key(type: type.rawValue, origin: "random")
                 }
+                // A key the state knows but whose file is gone: a random one cannot come back (its pins change,
+                // which `pki init` says); a seeded one is derived again, the same key.
+                if !present, let previous, !options.regenerateKeys, !options.rekey.contains(name) {
+                    let what = previous.origin == origin.origin && origin.origin != "random"
+                        ? "derived again from the seed (same pins)" : "replaced by a new random key (its pins changed)"
+                    keyNotes.withLock { $0.append("keys/\(name).pem was missing: \(what)") }
+                }
                 try Storage.writeAtomically(PEM.encode(key.pkcs8DER, label: "PRIVATE KEY"), to: url, mode: 0o600)
                 return (key, origin, true)
             }
@@ -106,6 +115,7 @@ struct Builder {
             keyOrigins[name] = result.1
             if result.2 { refresh.generatedKeys.append(name) }
         }
+        refresh.repaired = keyNotes.withLock { $0 }.sorted()
 
         mark("keys")
         // Are the kept certificates still good?
@@ -121,6 +131,9 @@ struct Builder {
         else if oldState!.pkcs12Password != (options.pkcs12Encoder == nil ? oldState!.pkcs12Password : options.pkcs12Password) {
             reason = "the PKCS#12 password changed"
         } else if Set(oldState!.identities.map(\.name)) != Set(spec.names) { reason = "the entities changed" }
+        else if let stranger = try keyNotMatchingState(oldState!, keys: keys) {
+            reason = "the key \(stranger) is not the key of its certificates"
+        }
 
         let identities: [Identity]
         let state: StateFile
@@ -140,9 +153,14 @@ struct Builder {
             mark("state")
         } else {
             refresh.reason = "kept certificates are fresh"
+            mark("check")
             state = oldState!
             identities = try assemble(state: state, keys: keys)
-            if options.writeIdentityFiles { try writer.write(identities, onlyStale: true) }
+            if options.writeIdentityFiles {
+                let repaired = try writer.write(identities, onlyStale: true)
+                refresh.repaired += repaired.map { "certs/\($0): rewritten" }
+                mark("files checked")
+            }
         }
         return LabPKI(spec: spec, directory: dir, identities: identities, refresh: refresh,
                       keyOrigins: state.keys.mapValues(\.origin),
@@ -178,8 +196,8 @@ struct Builder {
             throw PKIError(.keyFileUnreadable, "the key file disappeared", file: url.path, entity: name)
         }
         guard let der = PEM.decode(String(decoding: bytes, as: UTF8.self), label: "PRIVATE KEY") else {
-            throw PKIError(.keyFileCorrupt, "not a PKCS#8 PEM private key", file: url.path, entity: name,
-                           fix: "delete it to generate a new key (its pins will change), or restore it from a backup")
+            throw PKIError(.keyFileCorrupt, "not a PKCS#8 PEM private key (damaged or truncated)", file: url.path,
+                           entity: name, fix: Self.damagedKeyFix(url))
         }
         do {
             return try LabKey.read(pkcs8: der, type: type)
@@ -195,8 +213,27 @@ struct Builder {
                                fix: "run `pinlab pki init --force` to replace keys (pins change), or restore the spec")
             }
             throw PKIError(.keyFileCorrupt, "the key cannot be read as \(type.displayName): \(error)", file: url.path,
-                           entity: name, fix: "delete it to generate a new key (its pins will change)")
+                           entity: name, fix: Self.damagedKeyFix(url))
         }
+    }
+
+    /// The first kept key whose public key is not the one the state's certificates carry (a key file replaced by
+    /// another valid key), or nil. One SPKI serialization and hash per key; no certificate is decoded.
+    func keyNotMatchingState(_ state: StateFile, keys: [String: LabKey]) throws -> String? {
+        var checked: Set<String> = []
+        for e in state.identities where !checked.contains(e.keyName) {
+            checked.insert(e.keyName)
+            guard let key = keys[e.keyName] else { continue }
+            if Array(SHA256.hash(data: try Self.der(key.publicKey))).hexString != e.spki { return e.keyName }
+        }
+        return nil
+    }
+
+    /// The fix for a kept key that cannot be read: it is never replaced silently, since a new key changes every pin
+    /// on it.
+    static func damagedKeyFix(_ url: URL) -> String {
+        "restore it from a backup; or run `pinlab pki init --force` to replace every key, or delete it to replace "
+            + "this one (pins on it change)"
     }
 
     /// Identities from a state file and the kept keys.

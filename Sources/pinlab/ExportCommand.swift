@@ -52,8 +52,16 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(name: .customLong("include-subdomains"), help: "Apply the pins to subdomains of --host too.")
     var includeSubdomains = false
 
-    @Option(help: "The Android pin-set expiration, YYYY-MM-DD (default: the first pinned certificate's notAfter).")
+    @Option(
+        help:
+            "The Android pin-set expiration, YYYY-MM-DD: on and after it Android stops enforcing the pins, so make it the app's release horizon (default: --pin-horizon days from today)."
+    )
     var expiration: String?
+
+    @Option(
+        name: .customLong("pin-horizon"),
+        help: "Android: days from today to the pin-set expiration (1–3650; default \(PinExport.defaultPinHorizonDays); fewer than \(PinExport.shortestSensiblePinHorizonDays) is warned about).")
+    var pinHorizon: Int?
 
     @Flag(
         name: .customLong("include-proxy-root"),
@@ -91,6 +99,17 @@ struct ExportCommand: AsyncParsableCommand {
                 fix: "add --scenario ID (e.g. --scenario baseline), or name identities instead.")
         }
         let day = try expiration.map(Self.parseDay)
+        if expiration != nil && pinHorizon != nil {
+            throw ExportError(
+                .badArguments, argument: "--pin-horizon",
+                problem: "--expiration and --pin-horizon both set the pin-set expiration.",
+                fix: "give one: --pin-horizon DAYS (from today) or --expiration YYYY-MM-DD.")
+        }
+        if let pinHorizon, !(1...3650).contains(pinHorizon) {
+            throw ExportError(
+                .badArguments, argument: "--pin-horizon", problem: "\(pinHorizon) days is out of range.",
+                fix: "give 1 to 3650 days: the time this build of the app will be in use (365 by default).")
+        }
         let lab = try reportingErrors { try pki.open() }
         var export: PinExport
         if let scenario {
@@ -102,6 +121,7 @@ struct ExportCommand: AsyncParsableCommand {
             export = try PinExport(identities: names, in: lab, host: host, includeSubdomains: includeSubdomains)
         }
         export.expiration = day
+        if let pinHorizon { export.pinHorizonDays = pinHorizon }
         if includeProxyRoot {
             let proxy: Identity
             do {
@@ -126,11 +146,7 @@ struct ExportCommand: AsyncParsableCommand {
                 "\(leaf.name) names \(leaf.hosts.joined(separator: ", ")), not '\(host)': a client connecting to \(host) fails host verification before pinning."
             )
         }
-        if f == .nsc, let exp = export.effectiveExpiration, exp < Date() {
-            warn(
-                "the pin-set expiration \(exp) is in the past: Android does not enforce expired pin sets; pass --expiration YYYY-MM-DD."
-            )
-        }
+        if f == .nsc, let w = export.expirationWarning { warn(w) }
         let folder = outFolder()
         if f == .curl {
             export.trustFilePath =

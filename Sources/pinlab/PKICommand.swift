@@ -62,6 +62,10 @@ extension PKICommand {
                 ? "keys kept" : "\(pki.refresh.generatedKeys.count) keys created"
             let certs = pki.refresh.reissued ? "certificates issued (\(pki.refresh.reason))" : pki.refresh.reason
             print("PKI in \(pki.directory.path): \(pki.identities.count) identities, \(keys), \(certs) in \(ms) ms.")
+            if !pki.refresh.repaired.isEmpty {
+                print("Repaired \(pki.refresh.repaired.count) damaged or missing item(s):")
+                for line in pki.refresh.repaired { print("  \(line)") }
+            }
             print("Trust file: \(pki.files(for: "lab-root").certificatePEM.path)")
             warnSeededCAs(pki)
             print("Next: pinlab pki list · pinlab pki show leaf-v1 · pinlab pki pins leaf-v1 --format curl")

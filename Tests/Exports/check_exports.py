@@ -47,6 +47,8 @@ NSC_RULES = {
     "pin": ({"digest": "digest"}, {}, True),
 }
 REQUIRED_ATTRIBUTES = {"certificates": ["src"], "pin": ["digest"]}
+# The shortest pin-set expiration horizon accepted, in days from today (pinlab warns below it too).
+MIN_PIN_HORIZON_DAYS = 90
 HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$")
 
 
@@ -109,6 +111,17 @@ def check_nsc(path):
                 problems.append(f"{where}: <{el.tag}> has {n} <{tag}>, allowed {low}..{high if high is not None else 'n'}")
 
     walk(root, root.tag)
+    # On and after a pin-set's expiration Android stops enforcing its pins: a date in the past, or so close that
+    # pinning switches itself off soon after a release, is a problem (the lab asks for its release horizon).
+    today = datetime.date.today()
+    for pin_set in root.iter("pin-set"):
+        value = pin_set.get("expiration")
+        if value is None or not check_attribute("date", value):
+            continue
+        days = (datetime.date.fromisoformat(value) - today).days
+        if days < MIN_PIN_HORIZON_DAYS:
+            problems.append(f"pin-set expiration {value} is {days} days away: Android stops enforcing the pins then "
+                            f"(at least {MIN_PIN_HORIZON_DAYS} days: the app's release horizon)")
     if problems:
         print("\n".join(problems))
         sys.exit(1)

@@ -206,6 +206,14 @@ struct ExportTests {
 
     // MARK: - Android network security config
 
+    static func day(_ d: Date) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd"
+        return f.string(from: d)
+    }
+
     @Test(
         "nsc parses with xmllint and xml.etree and obeys Android's element rules; a broken file is caught",
         .enabled(if: pythonReady && xmllintReady, "python3 or xmllint (libxml2-utils) is not installed"))
@@ -222,11 +230,40 @@ struct ExportTests {
         #expect(summary["anchors"] as? [String] == ["@raw/lab_root"])
         #expect(summary["debugAnchors"] as? [String] == ["@raw/lab_root", "user"])
         #expect((summary["domains"] as? [[String: String]])?.first?["host"] == "localhost")
-        // The expiration is leaf-v1's notAfter, as a day.
+        // The expiration follows the app's release horizon, one year from today by default — not leaf-v1's
+        // notAfter (about 30 days away), which would switch pinning off on devices a month after a release.
         let show = try await CLI.run(["pki", "list", "--format", "json"] + CLI.dirArgs)
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [[String: Any]])
         let notAfter = try #require(rows.first { $0["name"] as? String == "leaf-v1" }?["notAfter"] as? String)
-        #expect(summary["expiration"] as? String == String(notAfter.prefix(10)))
+        let inAYear = [0.0, 86_400].map { Self.day(Date().addingTimeInterval(365 * 86_400 + $0)) }
+        #expect(inAYear.contains(summary["expiration"] as? String ?? ""), "\(summary) vs \(inAYear)")
+        #expect(summary["expiration"] as? String != String(notAfter.prefix(10)))
+        let text0 = try String(contentsOf: file, encoding: .utf8)
+        #expect(text0.contains("365 days after this export") && !text0.contains("WARNING"), "\(text0)")
+        // A horizon of its own; one under 90 days is warned about (by pinlab and by the checker), as is a past date.
+        let horizon = try tempDir("nsc-horizon")
+        defer { try? FileManager.default.removeItem(at: horizon) }
+        let long = horizon.appendingPathComponent("long.xml")
+        let longRun = try await CLI.run(["export", "nsc", "--pin-horizon", "730", "--out", long.path] + CLI.dirArgs)
+        #expect(longRun.status == 0 && !longRun.stderr.contains("warning"), "\(longRun.stdout)\(longRun.stderr)")
+        let expected730 = [0.0, 86_400].map { Self.day(Date().addingTimeInterval(730 * 86_400 + $0)) }
+        #expect(expected730.contains(try await python("nsc", long)["expiration"] as? String ?? ""))
+        for (args, words) in [(["--pin-horizon", "30"], ["30 days from now", "stops enforcing"]),
+                              (["--expiration", "2020-01-01"], ["2020-01-01 is in the past"])] {
+            let short = horizon.appendingPathComponent("short.xml")
+            let r = try await CLI.run(["export", "nsc"] + args + ["--out", short.path] + CLI.dirArgs)
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            for w in words + ["warning:", "--pin-horizon"] { #expect(r.stderr.contains(w), "\(args): \(w) in \(r.stderr)") }
+            #expect(try String(contentsOf: short, encoding: .utf8).contains("WARNING"))
+            let checked = await ChildProcess.run(["python3", Self.checker, "nsc", short.path], timeout: .seconds(30))
+            #expect(checked.status == 1 && checked.stdoutText.contains("Android stops enforcing"), "\(checked.output)")
+        }
+        for (args, words) in [(["--pin-horizon", "0"], ["out of range", "1 to 3650"]),
+                              (["--pin-horizon", "400", "--expiration", "2031-01-02"], ["both set"])] {
+            let r = try await CLI.run(["export", "nsc"] + args + CLI.dirArgs)
+            #expect(r.status == 2, "\(args): \(r.stdout)\(r.stderr)")
+            for w in words + ["--pin-horizon"] { #expect(r.stderr.contains(w), "\(args): \(w) in \(r.stderr)") }
+        }
         // The raw resource is the lab root.
         let raw = try String(contentsOf: dir.appendingPathComponent("lab_root.pem"), encoding: .utf8)
         #expect(await raw == (try certificatePEM("lab-root")))

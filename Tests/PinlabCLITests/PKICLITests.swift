@@ -21,6 +21,20 @@ struct PKICLITests {
         let second = try await CLI.run(["pki", "init"] + d)
         #expect(second.stdout.contains("keys kept") && second.stdout.contains("fresh"), "\(second.stdout)")
 
+        // Damaged per-identity files are found and rewritten from the state, and the run says which.
+        let leafFiles = dir.appendingPathComponent("certs/leaf-v1")
+        try Data("garbage".utf8).write(to: leafFiles.appendingPathComponent("cert.pem"))
+        try FileManager.default.removeItem(at: leafFiles.appendingPathComponent("chain.pem"))
+        let repaired = try await CLI.run(["pki", "init"] + d)
+        #expect(repaired.status == 0 && repaired.stdout.contains("fresh"), "\(repaired.stdout)\(repaired.stderr)")
+        #expect(repaired.stdout.contains("certs/leaf-v1: cert.pem damaged, chain.pem missing: rewritten"), "\(repaired.stdout)")
+        let verified = try await run(["openssl", "verify", "-CAfile", dir.appendingPathComponent("certs/lab-root/cert.pem").path,
+                                      "-untrusted", leafFiles.appendingPathComponent("chain.pem").path,
+                                      leafFiles.appendingPathComponent("cert.pem").path])
+        #expect(verified.status == 0, "\(verified.output)")
+        let third = try await CLI.run(["pki", "init"] + d)
+        #expect(!third.stdout.contains("Repaired"), "\(third.stdout)")
+
         let list = try await CLI.run(["pki", "list"] + d)
         #expect(list.status == 0)
         let lines = list.stdout.split(separator: "\n")

@@ -337,6 +337,68 @@ struct StateTests {
         #expect(e3?.code == .keyTypeChanged && e3!.description.contains("--force"))
     }
 
+    @Test func damagedIdentityFilesAreRewrittenFromTheState() async throws {
+        let dir = temporaryDirectory("damaged")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let first = try open(dir)
+        let leaf = first.files(for: "leaf"), int = first.files(for: "int")
+        let good = try Data(contentsOf: leaf.certificatePEM)
+        try Data("garbage\n".utf8).write(to: leaf.certificatePEM)
+        try FileManager.default.removeItem(at: leaf.chainPEM)
+        let full = try Data(contentsOf: int.fullChainPEM)
+        try full.prefix(full.count / 2).write(to: int.fullChainPEM)
+        let p12 = try Data(contentsOf: leaf.pkcs12)
+        try p12.prefix(p12.count - 7).write(to: leaf.pkcs12)
+        chmod(first.files(for: "rsa").keyPEM.path, 0o644)
+        let second = try open(dir)
+        #expect(!second.refresh.reissued && second.refresh.generatedKeys.isEmpty, "\(second.refresh)")
+        #expect(second.identities.map(\.certificateDER) == first.identities.map(\.certificateDER), "nothing re-issued")
+        let repaired = second.refresh.repaired.joined(separator: "\n")
+        for line in ["cert.pem damaged", "chain.pem missing", "identity.p12 damaged"] {
+            #expect(repaired.contains("certs/leaf: ") && repaired.contains(line), "\(line) in \(repaired)")
+        }
+        #expect(repaired.contains("certs/int: fullchain.pem damaged"), "\(repaired)")
+        #expect(repaired.contains("certs/rsa: key.pem readable by others"), "\(repaired)")
+        #expect(try Data(contentsOf: leaf.certificatePEM) == good)
+        #expect(Storage_mode(first.files(for: "rsa").keyPEM.path) == 0o600)
+        let v = try await run(["openssl", "verify", "-CAfile", leaf.rootPEM.path, "-untrusted", int.certificatePEM.path,
+                               leaf.chainPEM.path])
+        #expect(v.status == 0, "\(v.output)")
+        #expect(try await run(["openssl", "pkcs12", "-in", leaf.pkcs12.path, "-passin", "pass:\(second.pkcs12Password)",
+                               "-noout"]).status == 0)
+        #expect(try open(dir).refresh.repaired.isEmpty, "repaired once, then fresh")
+    }
+
+    @Test func damagedKeysAreNeverReplacedSilently() throws {
+        let dir = temporaryDirectory("keyrepair")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let first = try open(dir, seed: "lab")
+        // Truncated: an error naming the file and both fixes, never a new key.
+        let k1 = first.keyFile("K1")
+        let bytes = try Data(contentsOf: k1)
+        try bytes.prefix(bytes.count / 2).write(to: k1)
+        let e = #expect(throws: PKIError.self) { try open(dir, seed: "lab") }
+        #expect(e?.code == .keyFileCorrupt && e?.file == k1.path, "\(String(describing: e))")
+        #expect(e!.description.contains("--force") && e!.description.contains("restore"), "\(e!.description)")
+        try bytes.write(to: k1)
+        // Missing: a seeded key is derived again (same pins); a random one is replaced, and the report says so.
+        try FileManager.default.removeItem(at: k1)
+        try FileManager.default.removeItem(at: first.keyFile("rsa"))
+        let again = try open(dir, seed: "lab")
+        let notes = again.refresh.repaired.joined(separator: "\n")
+        #expect(notes.contains("keys/K1.pem was missing: derived again from the seed (same pins)"), "\(notes)")
+        #expect(notes.contains("keys/rsa.pem was missing: replaced by a new random key (its pins changed)"), "\(notes)")
+        #expect(try again.identity("leaf").pins.spkiSHA256 == first.identity("leaf").pins.spkiSHA256)
+        #expect(try again.identity("rsa").pins.spkiSHA256 != first.identity("rsa").pins.spkiSHA256)
+        // Another valid key put in place of a kept one: the certificates are re-issued for the key there is.
+        try FileManager.default.removeItem(at: again.keyFile("K1"))
+        try FileManager.default.copyItem(at: again.keyFile("int"), to: again.keyFile("K1"))
+        let swapped = try open(dir, seed: "lab")
+        #expect(swapped.refresh.reissued && swapped.refresh.reason == "the key K1 is not the key of its certificates",
+                "\(swapped.refresh)")
+        #expect(try swapped.identity("leaf").pins.spkiSHA256 == swapped.identity("int").pins.spkiSHA256)
+    }
+
     @Test func concurrentOpensLeaveOneConsistentState() async throws {
         let dir = temporaryDirectory("concurrent")
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -191,6 +191,66 @@ struct ReferenceClientRunTests {
         }
     }
 
+    /// Two PKIs in one process (other seeds, other folders) sharing one work folder, as `TestingLab.work` and a
+    /// caller's `workDirectory` do: each run must get its own PKI's trust and client files. The client trusts and
+    /// presents what the files hold, as a command-line client does (the files used to be written once per name, so
+    /// the second PKI got the first one's).
+    @Test func twoPKIsInOneProcessEachGetTheirOwnCellFiles() async throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-two-pkis-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let work = base.appendingPathComponent("work")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        let correct = try #require(BuiltInClients.named("correct"))
+        let catalogue = try Catalogue.bundled()
+        var spki: [[UInt8]] = []
+        for seed in ["first", "second"] {
+            let pki = try Lab.pki(spec: Lab.builtInSpec(),
+                                  options: Lab.pkiOptions(directory: base.appendingPathComponent(seed), seed: seed))
+            spki.append(try pki.identity("client-valid").pins.spkiSHA256)
+            let report = try await CheckRunner(pki: pki, catalogue: catalogue).run(
+                .inProcess(FromFiles(inner: correct)),
+                options: CheckOptions(engines: [Engines.openssl], scenarios: ["mtls-required-valid", "baseline"],
+                                      workDirectory: work))
+            #expect(report.verdicts.count == 12)
+            for v in report.verdicts where v.status != .pass {
+                Issue.record("\(seed): \(v.scenario) \(v.profile): \(v.status) \(v.reason)")
+            }
+        }
+        #expect(spki[0] != spki[1], "the two PKIs differ")
+
+        // A PKCS#12 file that cannot be made is the cell's error, naming the identity (it used to be dropped).
+        let third = try Lab.pki(spec: Lab.builtInSpec(), options: Lab.pkiOptions(directory: base.appendingPathComponent("third")))
+        let p12 = third.files(for: "client-valid").pkcs12
+        try FileManager.default.removeItem(at: p12)
+        try FileManager.default.createDirectory(at: p12.appendingPathComponent("in-the-way"), withIntermediateDirectories: true)
+        let broken = try await CheckRunner(pki: third, catalogue: catalogue).run(
+            .inProcess(correct), options: CheckOptions(engines: [Engines.openssl], scenarios: ["mtls-required-valid"]))
+        #expect(broken.verdicts.count == 6 && broken.verdicts.allSatisfy { $0.status == .error }, "\(broken.verdicts.map(\.status))")
+        let reason = broken.verdicts.first?.reason ?? ""
+        #expect(reason.contains("PKCS#12") && reason.contains("client-valid"), "\(reason)")
+    }
+
+    /// Runs `inner` with the trust roots and client credentials read back from the cell's files.
+    struct FromFiles: PinningClient {
+        let inner: any PinningClient
+        var name: String { "from-files" }
+        func run(_ target: ClientTarget) async -> ClientOutcome {
+            var t = target
+            guard let trust = target.trustFile, let text = try? String(contentsOfFile: trust, encoding: .utf8) else {
+                return .refused(.other, "no trust file")
+            }
+            t.trustRootsDER = PEM.decodeAll(text)
+            if let c = target.clientCredentials {
+                guard let certs = c.certificateFile.flatMap({ try? String(contentsOfFile: $0, encoding: .utf8) }),
+                      let key = c.keyFile.flatMap({ try? String(contentsOfFile: $0, encoding: .utf8) }),
+                      let keyDER = PEM.decode(key, label: "PRIVATE KEY")
+                else { return .refused(.other, "no client certificate or key file") }
+                t.clientCredentials = ClientCredentials(certificateChainDER: PEM.decodeAll(certs), privateKeyPKCS8DER: keyDER)
+            }
+            return await inner.run(t)
+        }
+    }
+
     @Test func declaredProfilesAreSkippedNotFailed() async throws {
         let client = try #require(BuiltInClients.named("no-pinning"))
         let report = try await TestLab.runner().run(

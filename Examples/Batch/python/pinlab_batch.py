@@ -16,6 +16,10 @@ server sent), and only then send the request. The validated chain comes from `SS
 (public from Python 3.13; the same C method, `_sslobj.get_verified_chain()`, exists since 3.10). On older Pythons
 only the leaf certificate is available (`getpeercert(binary_form=True)`): this harness then matches leaf pins against
 it and answers cells pinning an intermediate or root "refused", with the reason.
+
+The TLS floor is App Transport Security's, as the reference clients accept it (see `ats_context`): Python 3.10 and
+later leave every TLS 1.2 suite with a SHA-1 record MAC out of the default context (`!SHA1`), which refuses the
+`ats-floor` server (TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, a suite ATS allows).
 """
 import base64
 import hashlib
@@ -75,13 +79,28 @@ def in_scope(host, domain, include_subdomains):
     return host == domain or (include_subdomains and host.endswith("." + domain))
 
 
+# App Transport Security's TLS 1.2 suites: forward-secret ECDHE only, AES-GCM or AES-CBC (with SHA-384, SHA-256 or
+# SHA-1 record MACs) and ChaCha20; TLS 1.3's suites are not affected by set_ciphers. Security level 2 keeps
+# OpenSSL's key and signature floor (RSA >= 2048 bits, no SHA-1 signatures), as Python's default context does.
+ATS_CIPHERS = "@SECLEVEL=2:ECDHE+AESGCM:ECDHE+CHACHA20:ECDHE+AES:!aNULL:!eNULL:!MD5:!DSS:!PSK:!SRP:!CAMELLIA:!ARIA:!AESCCM"
+
+
+def ats_context(ca):
+    """Python's default client context (chain and host-name validation with `ca`), at ATS's floor: TLS 1.2 or later,
+    the suites of ATS_CIPHERS."""
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers(ATS_CIPHERS)
+    return ctx
+
+
 def judge(host, port, ca, profile, pins, cert=None, key=None, timeout=10.0, domain="", include_subdomains=False):
     """Connects, validates, pins (when `host` is in the pins' scope), and sends GET / only when all is right.
     Returns (claim, category, detail)."""
     certificate_pins = profile == "leaf-cert"
     if not in_scope(host, domain, include_subdomains):
         pins = []                                 # pinned for other hosts: this one is validated only
-    ctx = ssl.create_default_context(cafile=ca)
+    ctx = ats_context(ca)
     if cert and key:
         ctx.load_cert_chain(cert, key)
     try:

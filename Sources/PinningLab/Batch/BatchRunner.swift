@@ -154,6 +154,8 @@ extension CheckRunner {
             let addresses = slots.compactMap { sl in
                 sl.server.map { BatchCellAddress(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine, port: $0.port) }
             }
+            // Client credentials first, off the cooperative pool (a PKCS#12 file may wait for the PKI's lock).
+            for sl in slots where sl.server != nil { try await files.prepareCredentials(for: sl.scenario) }
             let document = try batchDocument(addresses, files: files, cellTimeout: batch.cellTimeout)
             let index = Dictionary(uniqueKeysWithValues: slots.enumerated().compactMap { i, sl in
                 sl.server == nil ? nil : (BatchCell.id(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine), i)

@@ -149,8 +149,19 @@ public struct PinExport: Sendable, Hashable {
     /// Roots the user installs on the device besides the app's anchors: `proxy-root` for the interception lessons.
     /// Only the `mobileconfig` export installs them.
     public var deviceRoots: [Identity] = []
-    /// The Android `<pin-set expiration>` date: by default the primary pinned certificate's notAfter.
+    /// The Android `<pin-set expiration>` date. On and after it Android stops enforcing the pins, so it follows
+    /// the app's release horizon (the last day a build may still be in use), not a certificate's notAfter; `nil`:
+    /// ``pinHorizonDays`` after ``exportDate``.
     public var expiration: Date?
+    /// Days from ``exportDate`` to the pin-set expiration when ``expiration`` is not given.
+    public var pinHorizonDays: Int = PinExport.defaultPinHorizonDays
+    /// The day the export is made: the start of ``pinHorizonDays``.
+    public var exportDate: Date = Date()
+    /// One year: an app release's usual horizon, the default of ``pinHorizonDays``.
+    public static let defaultPinHorizonDays = 365
+    /// An expiration closer than this many days is warned about: pinning would switch itself off on devices soon
+    /// after a release.
+    public static let shortestSensiblePinHorizonDays = 90
     /// Where the pins came from, for the header comment: "scenario baseline, profile leaf-spki+backup".
     public var origin: String
     /// The trust file a command-line client should use (`curl --cacert`); `nil` means `trust.pem` next to the export.
@@ -174,8 +185,31 @@ public struct PinExport: Sendable, Hashable {
         self.trustFilePath = trustFilePath
     }
 
-    /// The pin-set expiration: the given date, else the first pinned certificate's notAfter.
-    public var effectiveExpiration: Date? { expiration ?? pins.first?.identity.notAfter }
+    /// The pin-set expiration: the given date, else ``pinHorizonDays`` after ``exportDate``.
+    public var effectiveExpiration: Date? {
+        expiration ?? exportDate.addingTimeInterval(TimeInterval(pinHorizonDays) * 86_400)
+    }
+
+    /// Days from ``exportDate`` to ``effectiveExpiration`` (negative when it is past).
+    public var expirationDays: Int {
+        guard let e = effectiveExpiration else { return Int.max }
+        return Int((e.timeIntervalSince(exportDate) / 86_400).rounded(.down))
+    }
+
+    /// Why the Android pin-set expiration is a problem (past, or fewer than
+    /// ``shortestSensiblePinHorizonDays`` away), or nil.
+    public var expirationWarning: String? {
+        guard !pins.isEmpty, let e = effectiveExpiration else { return nil }
+        let day = NSCExport.day(e)
+        let fix = "pass --pin-horizon DAYS or --expiration YYYY-MM-DD past the last day this build will be in use "
+            + "(default: \(Self.defaultPinHorizonDays) days)."
+        if expirationDays < 0 {
+            return "the pin-set expiration \(day) is in the past: Android does not enforce these pins at all; \(fix)"
+        }
+        guard expirationDays < Self.shortestSensiblePinHorizonDays else { return nil }
+        return "the pin-set expires on \(day), \(expirationDays) days from now: on and after that day Android stops "
+            + "enforcing these pins on every device running this build; \(fix)"
+    }
 
     /// The export as `format` writes it: checked, with the backup key added where the format demands two pins.
     func prepared(for format: ExportFormat) throws(ExportError) -> PinExport {

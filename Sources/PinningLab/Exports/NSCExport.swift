@@ -33,10 +33,13 @@ enum NSCExport {
         s += "        </trust-anchors>\n"
         if !e.pins.isEmpty {
             let exp = e.effectiveExpiration.map { " expiration=\"\(day($0))\"" } ?? ""
-            if e.expiration == nil, let first = e.pins.first {
-                s +=
-                    "        <!-- expiration: the notAfter of \(first.identity.name); after it the pins are not enforced -->\n"
-            }
+            let horizon = e.expiration == nil ? "\(e.pinHorizonDays) days after this export" : "given with --expiration"
+            var lines = [
+                "expiration (\(horizon)): on and after this day Android stops enforcing the pins.",
+                "Keep it past the last day this build will be in use (pinlab export nsc --pin-horizon DAYS).",
+            ]
+            if let w = e.expirationWarning { lines.append("WARNING: \(w)") }
+            s += xmlComment(lines, indent: "        ")
             s += "        <pin-set\(exp)>\n"
             for p in e.spkiPins {
                 s += "            <pin digest=\"SHA-256\">\(p.spkiBase64)</pin> <!-- \(xml(p.label)) -->\n"
