@@ -83,6 +83,12 @@ let package = Package(
             dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL"],
             swiftSettings: swiftSettings
         ),
+        // `pinlab lab`: the teaching labs, their graders and pictures. Linked by pinlab only.
+        .target(
+            name: "PinningLabLabs",
+            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI"],
+            swiftSettings: swiftSettings
+        ),
         // `pinlab serve --control`: HTTP+JSON over a small HTTP/1.1 server of its own (bounded, linear parsing, on
         // threads of its own). Not part of any library product.
         .target(
@@ -94,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "pinlab",
             dependencies: [
-                "PinningLab", "PinningLabControl", "PinningLabIntercept",
+                "PinningLab", "PinningLabControl", "PinningLabIntercept", "PinningLabLabs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -155,7 +161,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinlabCLITests",
-            dependencies: ["PinningLabTestSupport", "pinlab", "PinningLab"],
+            dependencies: ["PinningLabTestSupport", "pinlab", "PinningLab", "PinningLabLabs"],
             swiftSettings: swiftSettings
         ),
     ],

@@ -266,7 +266,7 @@ public struct Verdict: Sendable, Hashable, Codable {
         return parts.joined(separator: ": ")
     }
 
-    static func refusalPhrase(evidence: ServerEvidence, category: RefusalCategory?, alert: TLSAlert?) -> String {
+    package static func refusalPhrase(evidence: ServerEvidence, category: RefusalCategory?, alert: TLSAlert?) -> String {
         var s: String
         if !evidence.connected {
             s = "never connected"

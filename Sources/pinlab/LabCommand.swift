@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabLabs
 
 struct LabCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

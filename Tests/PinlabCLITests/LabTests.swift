@@ -1,6 +1,7 @@
 import Foundation
 import PinningLabTestSupport
 import PinningLab
+import PinningLabLabs
 import Testing
 
 /// The teaching labs, graded through the built `pinlab` binary on both engines: every reference solution passes,

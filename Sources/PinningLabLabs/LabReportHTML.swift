@@ -1,5 +1,6 @@
 import Foundation
 import PinningLabCore
+public import PinningLab
 
 /// The lab's picture: one self-contained HTML page (no external resources) with, per scenario, the chain as a
 /// diagram (what was sent, what the client's trust store adds, the path a verifier builds, which pin matched),

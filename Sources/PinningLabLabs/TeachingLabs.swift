@@ -1,5 +1,6 @@
 import Foundation
 import PinningLabCore
+import PinningLab
 
 /// The eight teaching labs, as data: scenarios, profiles, the starter's mistake, and per-cell explanations.
 /// The pages are `labs/NN-slug/README.md`; keep both in step.

@@ -1,5 +1,6 @@
 import Foundation
 public import PinningLabCore
+public import PinningLab
 import PinningLabPKI
 
 /// One wrong (scenario, profile) cell of a lab, over the engines where it went wrong, explained in plain words.
