@@ -83,6 +83,13 @@ let package = Package(
             dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL"],
             swiftSettings: swiftSettings
         ),
+        // `pinlab export`: pins and roots in the formats of TrustKit, Alamofire, OkHttp, Android's
+        // network-security-config, curl and Apple's configuration profiles. Linked by pinlab only.
+        .target(
+            name: "PinningLabExports",
+            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI"],
+            swiftSettings: swiftSettings
+        ),
         // `pinlab lab`: the teaching labs, their graders and pictures. Linked by pinlab only.
         .target(
             name: "PinningLabLabs",
@@ -100,7 +107,7 @@ let package = Package(
         .executableTarget(
             name: "pinlab",
             dependencies: [
-                "PinningLab", "PinningLabControl", "PinningLabIntercept", "PinningLabLabs",
+                "PinningLab", "PinningLabControl", "PinningLabIntercept", "PinningLabLabs", "PinningLabExports",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

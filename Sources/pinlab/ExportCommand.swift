@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabExports
 import PinningLabPKI
 
 struct ExportCommand: AsyncParsableCommand {

@@ -1,4 +1,6 @@
 import Foundation
+import PinningLab
+import PinningLabPKI
 
 /// An unsigned Apple configuration profile (`PayloadType` `Configuration`) with one `com.apple.security.root`
 /// payload per root. PayloadUUIDs are derived from the certificates' SHA-256, so re-exporting the same roots gives

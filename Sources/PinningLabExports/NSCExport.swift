@@ -1,4 +1,6 @@
 import Foundation
+import PinningLab
+import PinningLabPKI
 
 /// Android `res/xml/network_security_config.xml`: a `<domain-config>` for the host with the app's trust anchors
 /// (the lab root as a raw resource), the `<pin-set>` with its expiration, and `<debug-overrides>` trusting

@@ -1,4 +1,5 @@
 import Foundation
+public import PinningLab
 public import PinningLabCore
 public import PinningLabPKI
 

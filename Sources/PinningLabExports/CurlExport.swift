@@ -1,4 +1,6 @@
 import Foundation
+import PinningLab
+import PinningLabPKI
 
 /// curl's flags: `--cacert FILE --pinnedpubkey 'sha256//A;sha256//B'` (curl pins SPKI SHA-256 only).
 enum CurlExport {

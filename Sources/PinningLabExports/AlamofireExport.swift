@@ -1,4 +1,6 @@
 import Foundation
+import PinningLab
+import PinningLabPKI
 
 /// Alamofire 5: `ServerTrustManager(evaluators: [host: PublicKeysTrustEvaluator(...)])`, the
 /// `PinnedCertificatesTrustEvaluator` variant, and the `.cer` files (DER) the evaluators load. Alamofire compares

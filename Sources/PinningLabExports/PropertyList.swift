@@ -1,4 +1,6 @@
 import Foundation
+import PinningLab
+import PinningLabPKI
 
 /// A property-list value, written as Apple's XML plist (`plutil -convert xml1` form). Dictionaries keep their order
 /// so that exports are stable and read in a teaching order.

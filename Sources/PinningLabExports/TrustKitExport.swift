@@ -1,4 +1,6 @@
 import Foundation
+import PinningLab
+import PinningLabPKI
 
 /// TrustKit (datatheorem/TrustKit): the `TSKConfiguration` dictionary, as Info.plist XML and as Swift.
 /// Key strings as TrustKit defines them (`TSKTrustKitConfig.m`): `kTSKPinnedDomains` = "TSKPinnedDomains", etc.

@@ -1,4 +1,6 @@
 import Foundation
+import PinningLab
+import PinningLabPKI
 
 /// OkHttp `CertificatePinner` (`sha256/BASE64` pins for the host), in Java and in Kotlin. The classes are complete
 /// files (default package: add your own `package` line) so they compile as they are.
