@@ -87,6 +87,26 @@ public final class ScenarioServer: Sendable {
             expectedCategory: scenario.refusal, clientMilliseconds: ms)
     }
 
+    /// Runs `connect` with the ready target of `profile` — the pins in force for the host it asks for
+    /// (``ClientTarget/effectivePins``: none where the scenario declares them for other hosts), the host name to verify,
+    /// the address to connect to (``ClientTarget/ip``: host-aware scenarios name hosts that do not resolve), the trust
+    /// roots and the client identity — and judges the connection it makes, as ``verdict(_:client:_:)-(_,_,()->Void)``
+    /// does. Build the client from the target, so no scenario's scope or address can be forgotten:
+    ///
+    /// ```swift
+    /// let verdict = try await server.verdict(profile) { target in
+    ///     let client = try MyPinnedClient(roots: target.trustRootsDER, pins: target.effectivePins,
+    ///                                     identity: target.clientCredentials)
+    ///     _ = try await client.get(host: target.host, address: target.ip, port: target.port)
+    /// }
+    /// ```
+    public func verdict(
+        _ profile: PinProfile, client: String = "client", _ connect: (ClientTarget) async throws -> Void
+    ) async throws -> Verdict {
+        let target = try target(profile)
+        return await verdict(profile, client: client) { try await connect(target) }
+    }
+
     /// Runs an in-process client for `profile` and judges it (server observation and the client's claim).
     public func verdict(_ profile: PinProfile, running client: any PinningClient) async throws -> Verdict {
         let before = server.connectionsAccepted

@@ -111,6 +111,9 @@ public struct ClientTarget: Sendable {
     public var pinScope: PinScope?
     /// Whether the pins are declared for `host` (always, without a scope).
     public var pinsApply: Bool { pinScope?.covers(host) ?? true }
+    /// The pins a client configures for ``host``: ``pins`` where they are declared for it (``pinsApply``), none
+    /// where they are declared for other hosts only — what an app's pinning configuration gives this connection.
+    public var effectivePins: PinSet { pinsApply ? pins : PinSet(kind: pins.kind, hashes: []) }
 
     public init(
         host: String = "localhost", ip: String = "127.0.0.1", port: Int, trustRootsDER: [[UInt8]],
