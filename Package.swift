@@ -15,6 +15,9 @@ let package = Package(
         .library(name: "PinningLab", targets: ["PinningLab"]),
         .library(name: "PinningLabTesting", targets: ["PinningLabTesting"]),
         .library(name: "PinningLabPKI", targets: ["PinningLabPKI"]),
+        // The teaching labs' graders, for packages that grade lab clients (Examples/Tests/LabClientTests); the
+        // products above do not contain them.
+        .library(name: "PinningLabLabs", targets: ["PinningLabLabs"]),
         .executable(name: "pinlab", targets: ["pinlab"]),
     ],
     dependencies: [

@@ -111,6 +111,7 @@ package.targets += [
         dependencies: [
             "lab-starter", "lab-solution",
             .product(name: "PinningLab", package: "PinningLab"),
+            .product(name: "PinningLabLabs", package: "PinningLab"),
         ],
         swiftSettings: swiftSettings
     ),

@@ -2,6 +2,7 @@
 // them: through PinningLab's CheckRunner, each cell running the built executable on real servers, both engines.
 import Foundation
 import PinningLab
+import PinningLabLabs
 import Testing
 
 @Suite("Swift lab clients", .serialized)
