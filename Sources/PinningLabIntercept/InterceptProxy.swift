@@ -170,6 +170,9 @@ public final class InterceptProxy: Sendable {
     /// Every connection finished so far, oldest first.
     public func observations() -> [InterceptObservation] { core.withLock { $0.observations } }
 
+    /// The listening descriptor's number (for tests of what happens after it is closed).
+    package var listeningDescriptorForTesting: Int32 { core.listener.listenFD }
+
     /// Connections accepted and not yet finished.
     public var connectionsOpen: Int { core.withLock { $0.inFlight } }
     public var connectionsAccepted: Int { core.withLock { $0.accepted } }
@@ -181,10 +184,18 @@ public final class InterceptProxy: Sendable {
     public func settle(timeout: Duration = .seconds(15)) async -> Bool {
         let end = ContinuousClock.now.advanced(by: timeout)
         while ContinuousClock.now < end {
-            if connectionsOpen == 0 && !Sockets.hasPendingConnection(core.listener.listenFD) { return true }
+            if connectionsOpen == 0 && !hasPendingConnection { return true }
             try? await Task.sleep(for: .milliseconds(10))
         }
         return false
+    }
+
+    /// Whether a connection waits in the listen queue. Asked under the lock and only while the proxy is not stopping:
+    /// `shutdown` marks stopping under the lock before it closes the descriptor, so a stopped proxy never polls a
+    /// closed descriptor — or one the process has since reused for something else.
+    private var hasPendingConnection: Bool {
+        let fd = core.listener.listenFD
+        return core.withLock { s in !s.stopping && Sockets.hasPendingConnection(fd) }
     }
 
     /// The verdict per host against the declared pins.
