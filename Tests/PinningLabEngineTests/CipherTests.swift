@@ -45,8 +45,10 @@ struct CipherTests {
                                flag, "-cipher", "ALL:@SECLEVEL=0", "-ciphersuites",
                                "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"])
             #expect(r.stdout.contains("Cipher is \(c.openSSLName)"), "\(kind) \(c.suite): \(r.stdout.suffix(600)) \(r.stderr.suffix(300))")
+            // The server's own record names the same suite (it was only checked to be there).
             let seen = try #require(await server.settle()?.last)
-            #expect(seen.cipherSuite != nil)
+            #expect(seen.cipherSuite == c.suite, "\(kind) recorded \(seen.cipherSuite ?? "no suite") for \(c.suite)")
+            #expect(seen.handshakeCompleted)
         }
     }
 
@@ -60,6 +62,10 @@ struct CipherTests {
             let r = await run(["openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
                                "-tls1_2", "-cipher", "ECDHE-ECDSA-AES256-GCM-SHA384"])
             #expect(!r.stdout.contains("Cipher is ECDHE"), "\(r.stdout.suffix(400))")
+            // …and the server saw that client and refused it: a connection, no completed handshake (the client's
+            // silence alone would also pass the check above).
+            let seen = try #require(await server.settle()?.last, "the server saw the client")
+            #expect(!seen.handshakeCompleted, "\(seen)")
         }
     }
 
