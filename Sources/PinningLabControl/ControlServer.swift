@@ -1,5 +1,6 @@
 public import Foundation
 public import PinningLab
+import PinningLabPKI
 
 #if canImport(Glibc)
 import Glibc
@@ -426,7 +427,7 @@ final class Gate: @unchecked Sendable {  // `port` is set once, before the serve
 
     /// Runs an async handler from a connection's thread (never a thread of the cooperative pool) and waits for it.
     static func runHandler(_ route: ControlAPI.Route, _ request: ControlRequest) -> ControlReply {
-        let box = ReplyBox()
+        let box = Locked<ControlReply?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             let reply: ControlReply
@@ -435,25 +436,17 @@ final class Gate: @unchecked Sendable {  // `port` is set once, before the serve
             } catch {
                 reply = .error(error)
             }
-            box.set(reply)
+            box.withLock { $0 = reply }
             done.signal()
         }
         done.wait()
-        return box.get() ?? .error(ControlError(500, field: nil, "the handler gave no answer."))
+        return box.withLock { $0 } ?? .error(ControlError(500, field: nil, "the handler gave no answer."))
     }
 }
 
 extension ControlServer {
     /// An address as it goes into a URL's authority: `[::1]`, `127.0.0.1`.
     static func urlHost(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
-}
-
-/// A handler's answer, passed from its task to the connection's thread.
-private final class ReplyBox: @unchecked Sendable {  // `reply` only under `lock`
-    private let lock = NSLock()
-    private var reply: ControlReply?
-    func set(_ r: ControlReply) { lock.withLock { reply = r } }
-    func get() -> ControlReply? { lock.withLock { reply } }
 }
 
 /// Why the control API cannot start (a bad address, a refused bind).
