@@ -23,13 +23,17 @@ struct ControlTrustTests {
         // Opened anew (Lab.openPKI would return the copy it cached before the edit).
         let pki = try Lab.pki(spec: try Lab.builtInSpec(), options: Lab.libraryPKIOptions(directory: dir, seed: "docs"))
         let control = try await ControlServer.start(pki: pki, catalogue: try Catalogue.bundled())
-        defer { Task { await control.stop() } }
-        try await Curl.$token.withValue(control.token) {
-            let proxy = try await Curl.get(control.url + "trust/lab-root+proxy-root")
-            #expect(proxy.status == 409, "\(proxy.text)")
-            #expect(proxy.text.contains("proxy-root") && proxy.text.contains("--rekey"), "\(proxy.text)")
-            let lab = try await Curl.get(control.url + "trust/lab-root")
-            #expect(lab.status == 200, "lab-root is name-constrained: served even if seeded. \(lab.text)")
+        do {
+            try await Curl.$token.withValue(control.token) {
+                let proxy = try await Curl.get(control.url + "trust/lab-root+proxy-root")
+                #expect(proxy.status == 409, "\(proxy.text)")
+                #expect(proxy.text.contains("proxy-root") && proxy.text.contains("--rekey"), "\(proxy.text)")
+                let lab = try await Curl.get(control.url + "trust/lab-root")
+                #expect(lab.status == 200, "lab-root is name-constrained: served even if seeded. \(lab.text)")
+            }
+        } catch {
+            await control.stop()
+            throw error
         }
         await control.stop()
     }
