@@ -1,5 +1,7 @@
 // PinningLabTesting: helpers for other packages' test suites. Imports neither XCTest nor Testing.
-@_exported public import PinningLab
+public import PinningLab
+public import PinningLabModel
+public import PinningLabCore
 public import Foundation
 
 /// A scenario of the bundled catalogue, by id. An open set: `ScenarioID("my-id")` names scenarios of your own
