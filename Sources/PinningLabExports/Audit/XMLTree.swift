@@ -43,7 +43,7 @@ final class XMLElementNode: @unchecked Sendable {
         parser.delegate = builder
         builder.parser = parser
         let ok = parser.parse()
-        if !ok || builder.root == nil {
+        if !ok || builder.root == nil || builder.errorLine != nil {
             let line = builder.errorLine ?? parser.lineNumber
             let reason = builder.errorText ?? parser.parserError.map { "\($0.localizedDescription)" } ?? "no root element"
             throw PinConfigError(
@@ -71,7 +71,20 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
     }
 
     func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        // Checked here too: not every XMLParser reports a mismatched end tag.
+        if let top = stack.last, top.name != name, errorLine == nil {
+            errorLine = parser.lineNumber
+            errorText = "</\(name)> closes <\(top.name)> opened at line \(top.line)"
+            parser.abortParsing()
+        }
         _ = stack.popLast()
+    }
+
+    func parserDidEndDocument(_ parser: XMLParser) {
+        if let open = stack.last, errorLine == nil {
+            errorLine = open.line
+            errorText = "<\(open.name)> opened at line \(open.line) is never closed"
+        }
     }
 
     func parser(_ parser: XMLParser, foundCharacters string: String) { stack.last?.text += string }
