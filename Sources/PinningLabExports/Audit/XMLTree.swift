@@ -92,7 +92,14 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
     func parser(_ parser: XMLParser, parseErrorOccurred error: any Error) {
         if errorLine == nil {
             errorLine = parser.lineNumber
-            errorText = (error as NSError).localizedDescription
+            let code = (error as NSError).code
+            let known: [Int: String] = [
+                4: "the document is empty", 5: "the document ends inside an element",
+                76: "a closing tag does not match the element it closes (or an element is never closed)",
+                73: "an end tag is malformed", 23: "an entity reference is malformed", 26: "an entity is not defined",
+                39: "an attribute is not quoted", 41: "an attribute is malformed", 38: "an attribute is missing its value",
+            ]
+            errorText = known[code] ?? "XML error \(code): \((error as NSError).localizedDescription)"
         }
     }
 }
