@@ -75,8 +75,9 @@ public struct PinsDocument: Codable, Sendable, Hashable {
             throw PinConfigError(
                 file: file, keyPath: path(ctx.codingPath), problem: "the value is null.", fix: "give a value.")
         } catch {
+            let (detail, line) = jsonSyntaxError(data) ?? (jsonErrorDetail(error), nil)
             throw PinConfigError(
-                file: file, line: jsonErrorLine(error), problem: "not a JSON document (\(error.localizedDescription)).",
+                file: file, line: line, problem: "not a JSON document (\(detail)).",
                 fix: "check the syntax: python3 -m json.tool \(file)")
         }
         guard doc.format == formatName else {
@@ -126,11 +127,27 @@ public struct PinsDocument: Codable, Sendable, Hashable {
         return s.isEmpty ? "(top level)" : s
     }
 
-    /// The line Foundation's JSON parser names in its error ("…line 3…"), if any.
-    static func jsonErrorLine(_ error: any Error) -> Int? {
-        let text = "\((error as NSError).userInfo)"
-        guard let r = text.range(of: "line ") else { return nil }
-        return Int(text[r.upperBound...].prefix { $0.isNumber })
+    /// What Foundation's JSON parser says went wrong ("Unexpected character 'x' around line 4, column 20."), found
+    /// under a `DecodingError`.
+    static func jsonErrorDetail(_ error: any Error) -> String {
+        var e: (any Error)? = error
+        if case DecodingError.dataCorrupted(let ctx)? = error as? DecodingError { e = ctx.underlyingError ?? error }
+        let ns = (e ?? error) as NSError
+        return (ns.userInfo[NSDebugDescriptionErrorKey] as? String) ?? ns.localizedDescription
+    }
+
+    /// JSONSerialization's message for a syntax error and the line it is on (it names a character offset:
+    /// "Invalid value around character 79."); nil when the data parses.
+    static func jsonSyntaxError(_ data: Data) -> (String, Int?)? {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data)
+            return nil
+        } catch {
+            let detail = jsonErrorDetail(error)
+            guard let r = detail.range(of: "character "), let offset = Int(detail[r.upperBound...].prefix { $0.isNumber })
+            else { return (detail, nil) }
+            return (detail, data.prefix(offset).reduce(1) { $0 + ($1 == 10 ? 1 : 0) })
+        }
     }
 
     static func parseDay(_ text: String) -> Date? {

@@ -286,6 +286,8 @@ struct AuditTests {
             ("sha1.kt", "CertificatePinner.Builder()\n  .add(\"a.test\", \"sha1/\(sha1)\")\n", ["sha1.kt:2:", "sha1", "sha256"]),
             ("role.json", #"{"format": "pinninglab-pins", "version": 1, "domains": [{"host": "a.test", "includeSubdomains": false, "pins": [{"sha256": "\#(k1)", "role": "primary", "certificate": "leaf"}]}]}"#,
              ["role.json:", "domains[0].pins[0].role", "current or backup"]),
+            ("syntax.json", "{\"format\": \"pinninglab-pins\",\n \"version\": 1,\n \"domains\": [\n  {\"host\": \"a.test\" \"x\": 1}\n]}\n",
+             ["syntax.json:4:", "not a JSON document", "json.tool"]),
             ("nothing.txt", "hello\n", ["nothing.txt", "not a pin configuration"]),
         ]
         for (name, text, words) in cases {
