@@ -271,7 +271,7 @@ public struct PinExport: Sendable, Hashable {
         if format == .nsPinnedDomains && Set(spkiPins.map(\.certificateRole.isCA)).count > 1 {
             throw ExportError(
                 .badArguments, argument: "NAMES",
-                problem: "the pins mix leaf keys and CA keys; NSPinnedDomains files them under NSPinnedLeafIdentities and NSPinnedCAIdentities, and App Transport Security checks each list it is given, so a chain would have to match both.",
+                problem: "the pins mix leaf keys and CA keys; NSPinnedDomains files them under NSPinnedLeafIdentities and NSPinnedCAIdentities, and when both are present App Transport Security requires a match in each, so a chain would have to match both.",
                 fix: "pin leaf keys only (e.g. leaf-v1 leaf-v3-rekey) or CA keys only (e.g. lab-intermediate-a lab-root).")
         }
         if pins.isEmpty && format != .nsc && format != .curl {

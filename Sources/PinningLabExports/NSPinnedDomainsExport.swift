@@ -11,8 +11,8 @@ import PinningLabPKI
 /// - `NSPinnedCAIdentities`: the SPKI digest of **at least one CA or sub-CA certificate in the chain** the server
 ///   presents must be one of these — any CA of the chain, not a particular position (an intermediate or a root pin
 ///   both land here).
-/// - A domain needs one of the two keys (or both); ATS checks each list it is given, so this export never mixes
-///   leaf and CA pins in one domain (a chain would have to satisfy both lists).
+/// - A domain needs one of the two keys or both; with both, "both must produce a match", so this export never
+///   mixes leaf and CA pins in one domain (a chain would have to satisfy both lists).
 /// - `NSIncludesSubdomains`: the pins also apply to every subdomain of the host.
 /// - Pinning only tightens: the chain must still pass the system's trust evaluation (the lab root must be
 ///   trusted on the device). There is no expiration date: the pins hold until the app is updated.
