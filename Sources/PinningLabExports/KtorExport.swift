@@ -19,11 +19,7 @@ enum KtorExport {
                 val certificatePinner: CertificatePinner = CertificatePinner.Builder()
 
             """
-        for pattern in OkHttpExport.patterns(e) {
-            for p in e.spkiPins {
-                s += "        .add(\(quoted(pattern)), \(quoted(PinFormat.okhttpPin(p.spkiBase64))))  // \(p.label)\n"
-            }
-        }
+        s += OkHttpExport.builderAdds(e, indent: 8)
         s += """
                     .build()
 
