@@ -37,3 +37,9 @@ enum KtorExport {
         return [ExportFile(name: ExportFormat.ktorKotlin.fileName, text: s)]
     }
 }
+
+extension ExportFormat {
+    /// Ktor's client on the OkHttp engine with an OkHttp `CertificatePinner`, in Kotlin.
+    public static let ktorKotlin = ExportFormat(
+        "ktor-kotlin", fileName: "PinningLabKtorPins.kt", render: KtorExport.kotlin)
+}

@@ -64,3 +64,13 @@ enum OkHttpExport {
         return [ExportFile(name: ExportFormat.okHttpKotlin.fileName, text: s)]
     }
 }
+
+extension ExportFormat {
+    /// OkHttp `CertificatePinner` in Kotlin.
+    public static let okHttpKotlin = ExportFormat(
+        "okhttp-kotlin", fileName: "PinningLabPins.kt", render: OkHttpExport.kotlin)
+
+    /// OkHttp `CertificatePinner` in Java.
+    public static let okHttpJava = ExportFormat(
+        "okhttp-java", fileName: "PinningLabPins.java", render: OkHttpExport.java)
+}
