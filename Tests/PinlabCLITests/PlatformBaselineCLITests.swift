@@ -158,6 +158,18 @@ struct PlatformBaselineCLITests {
         }
     }
 
+    /// The batch document names the run's platform, so a harness that can play several configures itself for it.
+    @Test(.requiresPython(module: "json"))
+    func theBatchDocumentNamesThePlatform() async throws {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-batch-platform-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try await CLI.run(
+            ["check", "--batch", "--platform", "jdk", "--scenarios", "baseline", "--engine", "openssl"] + CLI.dirArgs
+                + ["--", "python3", "-c", "import json,sys; open(sys.argv[1], 'w').write(json.load(sys.stdin).get('platform', 'none'))", out.path])
+        #expect(r.status == 1, "the harness answered no cell: \(r.stderr)")
+        #expect(try String(contentsOf: out, encoding: .utf8) == "jdk")
+    }
+
     static func validate(_ document: String, schema: String) async throws {
         guard await ChildProcess.run(["python3", "-c", "import jsonschema"], timeout: .seconds(20)).status == 0 || Tool.inCI else { return }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-schema-\(UUID().uuidString)")
