@@ -270,8 +270,9 @@ public struct Verdict: Sendable, Hashable, Codable {
     }
 
     /// Platform policy and verifier variance: a cell the run's platform decides is `policy` when the outcome is the
-    /// platform's and a deviation that says so when it is not; a refusal where verifiers legitimately differ is
-    /// `stricter`. With no platform named, a policy cell is judged by `expect` as before, and a deviation names the
+    /// platform's, `stricter` when the client refused what its platform allows (another platform refuses it), and a
+    /// deviation that names the platform when the client accepted what it refuses; a refusal where verifiers
+    /// legitimately differ is `stricter`. With no platform named, a policy cell is judged by `expect` as before, and a deviation names the
     /// platforms whose clients do what this client did.
     static func applyRule(
         _ rule: CellRule, expected: Expectation, observed: ObservedOutcome, claimed: ObservedOutcome?,
@@ -289,6 +290,12 @@ public struct Verdict: Sendable, Hashable, Codable {
             case .pass:
                 status = .policy
                 reason = "policy: \(why) — \(platform) \(want) here; \(reason)"
+            case .fail where expected == .accept && observed == .refused && claimed != .accepted:
+                // The platform allows what the client refused, and other platforms (or `expect`) refuse it: the client
+                // is stricter than its platform, not flawed.
+                status = .stricter
+                reason = "stricter than required: \(why) — \(platform) accepts here; the client "
+                    + reason.replacingOccurrences(of: "expected accept, but the client ", with: "")
             case .fail:
                 reason = "platform \(platform) \(want) here (\(why)); \(reason)"
             default:

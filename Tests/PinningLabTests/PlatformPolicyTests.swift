@@ -23,6 +23,10 @@ struct PlatformPolicyTests {
         let against = Self.judge(.refuse, Self.accepted, CellRule(platform: .ats, policyReason: Self.why))
         #expect(against.status == .fail)
         #expect(against.reason.hasPrefix("platform ats refuses here (\(Self.why)); expected refuse"), "\(against.reason)")
+        // A refusal of what the platform allows (other platforms refuse it) is stricter than required, not a flaw.
+        let stricter = Self.judge(.accept, Self.refused, CellRule(platform: .opensslDefault, policyReason: Self.why))
+        #expect(stricter.status == .stricter)
+        #expect(stricter.reason.hasPrefix("stricter than required: \(Self.why) — openssl-default accepts here; the client aborted"), "\(stricter.reason)")
         // No platform named: judged by expect as before; the failure names the platforms whose clients do this.
         let unnamed = Self.judge(.refuse, Self.accepted, CellRule(policyReason: Self.why, otherPlatforms: [.android, .opensslDefault]))
         #expect(unnamed.status == .fail)
