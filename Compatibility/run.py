@@ -78,6 +78,36 @@ CASES = [
     ("client-untrusted", "client-untrusted", "", ["client-ca"], "client", "refuse", "untrusted root"),
     ("client-wrong-eku", "client-wrong-eku", "", ["client-ca"], "client", "refuse", "EKU serverAuth only"),
 ]
+# The "varies" rows whose reason is the catalogue's (one source for what the catalogue calls verifier variance or
+# platform policy): case id -> (scenario id, "varies" or "policy"). The reason written above is only a fallback.
+CATALOGUE_REASONS = {
+    "leaf-ed25519": ("ed25519", "varies"),
+    "leaf-weak-rsa-1024": ("weak-rsa-1024", "policy"),
+    "leaf-sha1": ("sha1-signature", "policy"),
+}
+
+
+def catalogue_reasons(pinlab):
+    """{case id: reason} read from the bundled catalogue (`pinlab scenarios list --format json`)."""
+    r = run([pinlab, "scenarios", "list", "--format", "json"], timeout=60)
+    if r.returncode != 0:
+        sys.exit(f"compatibility: pinlab scenarios list failed: {r.stderr.strip()[:300]}")
+    scenarios = {s["id"]: s for s in json.loads(r.stdout)}
+    out = {}
+    for case, (sid, kind) in CATALOGUE_REASONS.items():
+        s = scenarios.get(sid)
+        if s is None:
+            sys.exit(f"compatibility: the catalogue has no scenario '{sid}' (CATALOGUE_REASONS in {os.path.relpath(__file__, ROOT)})")
+        if kind == "varies":
+            why = next(iter((s.get("varies") or {}).values()), None)
+        else:
+            why = (s.get("policy") or {}).get("reason")
+        if not why:
+            sys.exit(f"compatibility: scenarios/{sid}.yaml has no `{kind}` reason for the case '{case}'")
+        out[case] = why
+    return out
+
+
 SCENARIO_CASES = [
     ("scenario baseline (OpenSSL engine)", "baseline", "openssl", "accept"),
     ("scenario baseline (GnuTLS engine)", "baseline", "gnutls", "accept"),
@@ -169,7 +199,9 @@ class Lab:
         scen = {(s["id"], s["engine"]): s["port"] for s in self.serve(
             ["--engine", "both", "--scenario", "baseline", "--scenario", "untrusted-rogue"], "scenarios")}
         out = []
+        shared = catalogue_reasons(self.pinlab)
         for cid, ident, host, roots, purpose, expect, why in CASES:
+            why = shared.get(cid, why)
             chain = [self.cert(ident)]
             leafonly = "leaf only" in cid
             issuers = self.issuers(ident)

@@ -252,7 +252,7 @@ public struct Verdict: Sendable, Hashable, Codable {
                 ? "sent its request as expected"
                 : "refused as expected: " + refusalPhrase(evidence: evidence, category: category, alert: alert)
         }
-        applyRule(rule, expected: expected, observed: observed, claimed: claimed, status: &status, reason: &reason)
+        applyRule(rule, expected: expected, observed: observed, claimed: claimed, category: category, status: &status, reason: &reason)
         var wrongReason = false
         if status == .pass, observed == .refused, let want = expectedCategory, let got = category, want != got {
             wrongReason = true
@@ -276,9 +276,11 @@ public struct Verdict: Sendable, Hashable, Codable {
     /// platforms whose clients do what this client did.
     static func applyRule(
         _ rule: CellRule, expected: Expectation, observed: ObservedOutcome, claimed: ObservedOutcome?,
-        status: inout Status, reason: inout String
+        category: RefusalCategory?, status: inout Status, reason: inout String
     ) {
-        if status == .fail, let why = rule.variance, expected == .accept, observed == .refused, claimed != .accepted {
+        // A refusal on a pin mismatch is the pinning logic's doing: never excused as variance or policy.
+        let platformRefusal = expected == .accept && observed == .refused && claimed != .accepted && category != .pinMismatch
+        if status == .fail, let why = rule.variance, platformRefusal {
             status = .stricter
             reason = "stricter than required: \(why); the client " + reason.replacingOccurrences(of: "expected accept, but the client ", with: "")
             return
@@ -290,7 +292,7 @@ public struct Verdict: Sendable, Hashable, Codable {
             case .pass:
                 status = .policy
                 reason = "policy: \(why) — \(platform) \(want) here; \(reason)"
-            case .fail where expected == .accept && observed == .refused && claimed != .accepted:
+            case .fail where platformRefusal:
                 // The platform allows what the client refused, and other platforms (or `expect`) refuse it: the client
                 // is stricter than its platform, not flawed.
                 status = .stricter

@@ -27,6 +27,11 @@ struct PlatformPolicyTests {
         let stricter = Self.judge(.accept, Self.refused, CellRule(platform: .opensslDefault, policyReason: Self.why))
         #expect(stricter.status == .stricter)
         #expect(stricter.reason.hasPrefix("stricter than required: \(Self.why) — openssl-default accepts here; the client aborted"), "\(stricter.reason)")
+        // …unless the client refused on its pins: that is the pinning logic's doing, and stays a deviation.
+        let pinned = Verdict.judge(scenario: "s", profile: .leafSPKI, engine: "openssl", client: "c", expected: .accept,
+                                   evidence: Self.refused, outcome: .refused(.pinMismatch, "pin mismatch"),
+                                   rule: CellRule(platform: .opensslDefault, policyReason: Self.why, variance: "x"))
+        #expect(pinned.status == .fail, "\(pinned.reason)")
         // No platform named: judged by expect as before; the failure names the platforms whose clients do this.
         let unnamed = Self.judge(.refuse, Self.accepted, CellRule(policyReason: Self.why, otherPlatforms: [.android, .opensslDefault]))
         #expect(unnamed.status == .fail)
