@@ -163,7 +163,7 @@ struct CheckCommand: AsyncParsableCommand {
             case "batch-in": print(BatchSchemas.input)
             case "batch-out": print(BatchSchemas.output)
             case "baseline": print(ReportSchemas.baseline)
-            default: throw ValidationError("--print-schema: use json, junit, batch-in, batch-out or baseline.")
+            default: throw ValidationError("--print-schema: use json, junit, baseline, batch-in or batch-out.")
             }
             return
         }
