@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabCore
 import PinningLabPKI
 
 /// Child processes started with `posix_spawnp`, for the CLIs PinningLab drives (clients under test, openssl, curl).

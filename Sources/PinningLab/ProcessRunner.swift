@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabCore
 /// The end of one child process.
 struct ProcessResult: Sendable {
     var exitStatus: Int32

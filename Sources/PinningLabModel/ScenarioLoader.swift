@@ -7,7 +7,7 @@ internal import Yams
 /// the field, what is wrong and how to fix it.
 public enum ScenarioLoader {
     /// The keys a scenario file may hold, in the order the documentation lists them.
-    public static let topLevelFields = ["id", "title", "tags", "teaching", "server", "client", "refusal", "expect", "policy", "varies", "notes"]
+    public static let topLevelFields = ["id", "title", "tags", "order", "teaching", "server", "client", "refusal", "expect", "policy", "varies", "notes"]
     /// The refusal categories a scenario may name.
     public static let refusalCategories: [RefusalCategory] = [.pinMismatch, .chainInvalid, .hostname, .clientAuth, .protocolError]
     static let serverFields = ["chain", "tls", "client-auth"]
@@ -153,6 +153,16 @@ private struct Reader {
             tags = try list(t, "tags", fix: "write tags as a list, e.g. `tags: [rotation]`.").map(\.0)
         }
 
+        var order: Int?
+        if let o = top["order"] {
+            let text = try string(o, "order", fix: "write a whole number, e.g. `order: 120`.")
+            guard let n = Int(text), n >= 0 else {
+                throw fail(.wrongType, o, "order", "'\(text)' is not a whole number of 0 or more.",
+                           fix: "write the scenario's place in the teaching order as a whole number, e.g. `order: 120` (the catalogue sorts by it, then by id; leave gaps of 10 so a scenario fits between two others).")
+            }
+            order = n
+        }
+
         let server = try serverSide(try required(top, "server", in: root, "", hint: "add a `server:` mapping with at least `chain: [leaf, intermediate]`."))
         let client = try clientSide(try required(top, "client", in: root, "", hint: "add a `client:` mapping with at least `trust: lab-root`."), server: server)
 
@@ -186,7 +196,7 @@ private struct Reader {
         let policy = try top["policy"].map { try self.policy($0, expectations: expectations) }
         let variance = try top["varies"].map { try self.variance($0, expectations: expectations) } ?? [:]
 
-        return Scenario(id: id, title: title, tags: tags, teaching: teaching, server: server, client: client,
+        return Scenario(id: id, title: title, tags: tags, order: order, teaching: teaching, server: server, client: client,
                         expectations: expectations, notes: notes, refusal: refusal, source: file, policy: policy,
                         variance: variance)
     }
