@@ -72,6 +72,21 @@ struct PlatformBaselineCLITests {
         #expect(fixed.stdout.contains("rekey × leaf-spki × openssl: fail → pass"), "\(fixed.stdout)")
     }
 
+    /// `pinlab lab check` takes the same baseline: a learner's known-wrong cells stop failing the grade until one changes.
+    @Test func labCheckTakesABaseline() async throws {
+        let file = Self.temporaryFile("lab-baseline")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let lab = ["lab", "check", "1", "--engine", "openssl"] + CLI.dirArgs
+        let first = try await CLI.run(lab + ["--client", "no-pinning", "--write-baseline", file.path])
+        #expect(first.status == 1, "no-pinning fails lab 1: \(first.stdout)\(first.stderr)")
+        let again = try await CLI.run(lab + ["--client", "no-pinning", "--baseline", file.path])
+        #expect(again.status == 0, "\(again.stdout)\(again.stderr)")
+        #expect(again.stdout.contains("no cell changed"), "\(again.stdout)")
+        let fixed = try await CLI.run(lab + ["--client", "correct", "--baseline", file.path])
+        #expect(fixed.status == 1)
+        #expect(fixed.stdout.contains("newly passing"), "\(fixed.stdout)")
+    }
+
     @Test func aBadBaselineFileIsASetupErrorNamingTheFile() async throws {
         let file = Self.temporaryFile("bad-baseline")
         defer { try? FileManager.default.removeItem(at: file) }

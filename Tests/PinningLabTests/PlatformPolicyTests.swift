@@ -1,7 +1,16 @@
 import Foundation
 import PinningLab
 import PinningLabModel
+import PinningLabTestSupport
 import Testing
+
+/// The correct reference client, declaring a platform (``PinningClient/platform``).
+struct OnPlatform: PinningClient {
+    let inner: any PinningClient
+    let platform: PlatformPolicy?
+    var name: String { "correct-on-\(platform?.rawValue ?? "none")" }
+    func run(_ target: ClientTarget) async -> ClientOutcome { await inner.run(target) }
+}
 
 /// How a cell's rule (platform policy, verifier variance) changes its verdict, and baselines, without servers.
 @Suite("Platform policies, verifier variance and baselines in verdicts")
@@ -53,6 +62,28 @@ struct PlatformPolicyTests {
         let summary = VerdictSummary([v, Self.judge(.accept, Self.accepted, CellRule(platform: .jdk, policyReason: "y"))])
         #expect(summary.stricter == 1 && summary.policy == 1 && !summary.deviates)
         #expect(summary.line.hasSuffix(", 1 policy, 1 stricter than required"), "\(summary.line)")
+    }
+
+    /// An in-process client's own `platform` judges the policy cells on real servers; `CheckOptions.platform` overrides it.
+    @Test func aPinningClientDeclaresItsPlatform() async throws {
+        let correct = try #require(BuiltInClients.named("correct"))
+        let runner = try TestLab.runner()
+        let options = CheckOptions(engines: [Engines.openssl], scenarios: ["tls-v1-2-no-forward-secrecy", "weak-rsa-1024"], jobs: 4)
+        let ats = try await runner.run(.inProcess(OnPlatform(inner: correct, platform: .ats)), options: options)
+        #expect(ats.platform == .ats)
+        #expect(ats.summary.policy == 2 * PinProfile.all.count && !ats.deviates, "\(ats.summary.line)")
+        // The correct client refuses static RSA, which the JDK refuses too but OpenSSL's default allows: stricter.
+        let openssl = try await runner.run(.inProcess(OnPlatform(inner: correct, platform: .opensslDefault)), options: options)
+        let rsa = try #require(openssl.verdict("tls-v1-2-no-forward-secrecy", .leafSPKI, "openssl"))
+        #expect(rsa.status == .stricter && rsa.expected == .accept, "\(rsa.reason)")
+        var overridden = options
+        overridden.platform = .jdk
+        let jdk = try await runner.run(.inProcess(OnPlatform(inner: correct, platform: .opensslDefault)), options: overridden)
+        #expect(jdk.platform == .jdk)
+        #expect(try #require(jdk.verdict("weak-rsa-1024", .none, "openssl")).status == .stricter, "the JDK accepts RSA-1024")
+        // No platform anywhere: exactly as before.
+        let plain = try await runner.run(.inProcess(correct), options: options)
+        #expect(plain.platform == nil && plain.summary.pass == plain.summary.total)
     }
 
     @Test func aBaselineMarksKnownDeviationsAndNamesChanges() throws {
