@@ -2,88 +2,63 @@ public import Foundation
 import PinningLab
 public import PinningLabPKI
 
-/// A configuration a pinning library or a device takes, written by `pinlab export FORMAT`. An open set: a struct
-/// with static members, so that formats can be added without breaking callers.
+/// A configuration a pinning library or a device takes, written by `pinlab export FORMAT`. An open set: each format
+/// is a static member declared in its renderer's file (with its file name and renderer) and listed once in
+/// ``all``; adding one edits nothing else.
 public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public var rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
+    public let rawValue: String
+    /// The file the format's main text is usually saved as.
+    public let fileName: String
+    /// Whether the library refuses a configuration with fewer than two pins (TrustKit raises an exception:
+    /// a single pin without a backup can brick an app).
+    public let requiresTwoPins: Bool
+    /// Whether the format carries pins at all (`mobileconfig` only installs trust anchors).
+    public let carriesPins: Bool
+    /// Whether the format can pin whole certificates (`leaf-cert`), not only SPKIs.
+    public let pinsCertificates: Bool
+    private let renderer: @Sendable (PinExport) -> [ExportFile]
 
-    /// TrustKit's `TSKConfiguration` as Info.plist XML.
-    public static let trustKitPlist = ExportFormat(rawValue: "trustkit-plist")
-    /// TrustKit's configuration as a Swift dictionary literal for `TrustKit.initSharedInstance(withConfiguration:)`.
-    public static let trustKitSwift = ExportFormat(rawValue: "trustkit-swift")
-    /// Alamofire 5: a `ServerTrustManager` with `PublicKeysTrustEvaluator` and `PinnedCertificatesTrustEvaluator`,
-    /// plus the `.cer` files (DER) the evaluators load.
-    public static let alamofire = ExportFormat(rawValue: "alamofire")
-    /// OkHttp `CertificatePinner` in Kotlin.
-    public static let okHttpKotlin = ExportFormat(rawValue: "okhttp-kotlin")
-    /// OkHttp `CertificatePinner` in Java.
-    public static let okHttpJava = ExportFormat(rawValue: "okhttp-java")
-    /// Android `network_security_config.xml`, plus the lab root as a raw resource.
-    public static let nsc = ExportFormat(rawValue: "nsc")
-    /// curl's `--cacert FILE --pinnedpubkey 'sha256//…'` flags.
-    public static let curl = ExportFormat(rawValue: "curl")
-    /// An unsigned Apple configuration profile installing the lab root (and optionally `proxy-root`).
-    public static let mobileconfig = ExportFormat(rawValue: "mobileconfig")
+    init(
+        _ name: String, fileName: String, requiresTwoPins: Bool = false, carriesPins: Bool = true,
+        pinsCertificates: Bool = false, render: @escaping @Sendable (PinExport) -> [ExportFile]
+    ) {
+        rawValue = name
+        self.fileName = fileName
+        self.requiresTwoPins = requiresTwoPins
+        self.carriesPins = carriesPins
+        self.pinsCertificates = pinsCertificates
+        renderer = render
+    }
 
+    /// The format with this name, if there is one.
+    public init?(rawValue: String) {
+        guard let f = Self.all.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = f
+    }
+
+    public static func == (a: ExportFormat, b: ExportFormat) -> Bool { a.rawValue == b.rawValue }
+    public func hash(into h: inout Hasher) { h.combine(rawValue) }
+
+    /// Every format, in the order `pinlab export --help` lists them: the one registry.
     public static let all: [ExportFormat] = [
         .trustKitPlist, .trustKitSwift, .alamofire, .okHttpKotlin, .okHttpJava, .nsc, .curl, .mobileconfig,
+        .nsPinnedDomains, .cronetJava, .ktorKotlin, .pinsJSON,
     ]
     public var description: String { rawValue }
 
-    /// Whether the library refuses a configuration with fewer than two pins (TrustKit raises an exception:
-    /// a single pin without a backup can brick an app).
-    public var requiresTwoPins: Bool { self == .trustKitPlist || self == .trustKitSwift }
-
-    /// Whether the format carries pins at all (`mobileconfig` only installs trust anchors).
-    public var carriesPins: Bool { self != .mobileconfig }
-
-    /// Whether the format can pin whole certificates (`leaf-cert`), not only SPKIs.
-    public var pinsCertificates: Bool { self == .alamofire }
-
     /// The format named `name`, or an error that names the closest format.
     public static func named(_ name: String) throws(ExportError) -> ExportFormat {
-        let f = ExportFormat(rawValue: name.lowercased())
-        if all.contains(f) { return f }
+        if let f = ExportFormat(rawValue: name.lowercased()) { return f }
         let names = all.map(\.rawValue)
         throw ExportError(
             .unknownFormat, argument: "FORMAT", problem: "'\(name)' is not an export format.",
             fix: "use one of \(names.joined(separator: ", ")). \(didYouMean(name, names))")
     }
 
-    /// The file the format's main text is usually saved as.
-    public var fileName: String {
-        switch self {
-        case .trustKitPlist: return "TrustKit-Info.plist"
-        case .trustKitSwift: return "TrustKitConfiguration.swift"
-        case .alamofire: return "PinningLabTrust.swift"
-        case .okHttpKotlin: return "PinningLabPins.kt"
-        case .okHttpJava: return "PinningLabPins.java"
-        case .nsc: return "network_security_config.xml"
-        case .curl: return "curl-flags.txt"
-        case .mobileconfig: return "PinningLab.mobileconfig"
-        default: return rawValue + ".txt"
-        }
-    }
-
     /// Writes the export. The main file comes first; the others (certificates, trust files, README) are the
     /// material it refers to, written next to it when the caller writes to a folder.
     public func render(_ export: PinExport) throws(ExportError) -> [ExportFile] {
-        let e = try export.prepared(for: self)
-        switch self {
-        case .trustKitPlist: return TrustKitExport.plist(e)
-        case .trustKitSwift: return TrustKitExport.swift(e)
-        case .alamofire: return AlamofireExport.render(e)
-        case .okHttpKotlin: return OkHttpExport.kotlin(e)
-        case .okHttpJava: return OkHttpExport.java(e)
-        case .nsc: return NSCExport.render(e)
-        case .curl: return CurlExport.render(e)
-        case .mobileconfig: return MobileConfigExport.render(e)
-        default:
-            _ = try Self.named(rawValue)  // throws for a format that is not in `all`, with the closest name
-            throw ExportError(
-                .unknownFormat, argument: "FORMAT", problem: "'\(self)' has no generator.", fix: "report a bug.")
-        }
+        renderer(try export.prepared(for: self))
     }
 }
 
@@ -114,21 +89,37 @@ public struct ExportPin: Sendable, Hashable {
         public var description: String { rawValue }
     }
 
-    public var identity: Identity
+    /// The lab identity the pin was taken from; `nil` for a pin read from a `pins.json` document (a hash only).
+    public var identity: Identity?
     public var reason: Reason
+    /// Base64 SHA-256 of the DER SubjectPublicKeyInfo.
+    public var spkiBase64: String
+    /// What the pin stands for, for comments: the identity and key, or the name a `pins.json` gives it.
+    public var name: String
+    /// What the pinned key certifies: `leaf`, `intermediate` or `root` (NSPinnedDomains files leaf and CA
+    /// identities under different keys).
+    public var certificateRole: Role
     public init(identity: Identity, reason: Reason) {
         self.identity = identity
         self.reason = reason
+        self.spkiBase64 = identity.pins.spkiBase64
+        self.certificateRole = identity.role
+        self.name = "\(identity.name) (key \(identity.keyName), \(identity.keyType.displayName))"
     }
-    /// Base64 SHA-256 of the DER SubjectPublicKeyInfo.
-    public var spkiBase64: String { identity.pins.spkiBase64 }
+    /// A pin known by its hash only (read from `pins.json`): formats that need the certificate (Alamofire) refuse it.
+    public init(spkiBase64: String, name: String, certificateRole: Role, reason: Reason) {
+        self.identity = nil
+        self.reason = reason
+        self.spkiBase64 = spkiBase64
+        self.name = name
+        self.certificateRole = certificateRole
+    }
     /// A one-line label for comments: `leaf-v1 (key K1, P-256)`, `leaf-v3-rekey (key K2, P-256), backup`.
     public var label: String {
-        let base = "\(identity.name) (key \(identity.keyName), \(identity.keyType.displayName))"
         switch reason {
-        case .backup: return base + ", backup key"
-        case .addedBackup: return base + ", backup key added because the library requires two pins"
-        default: return base
+        case .backup: return name + ", backup key"
+        case .addedBackup: return name + ", backup key added because the library requires two pins"
+        default: return name
         }
     }
 }
@@ -221,7 +212,25 @@ public struct PinExport: Sendable, Hashable {
                 .badHost, argument: "--host", problem: "'\(host)' is not a host name.",
                 fix: "give a DNS name such as localhost or api.pinning.test.")
         }
+        if format == .mobileconfig && roots.isEmpty {
+            throw ExportError(
+                .badArguments, argument: "--from",
+                problem: "a configuration profile installs root certificates, and this pin set carries none (pins.json holds hashes only).",
+                fix: "export mobileconfig from the lab PKI (drop --from).")
+        }
         guard format.carriesPins else { return e }
+        if format == .alamofire, let p = pins.first(where: { $0.identity == nil }) {
+            throw ExportError(
+                .certificatePinsUnsupported, argument: "--from",
+                problem: "Alamofire's evaluators compare keys taken from certificates, and the pin \(p.spkiBase64) is a hash only.",
+                fix: "export alamofire from the lab PKI (drop --from), or use nspinneddomains or trustkit-plist, which take hashes.")
+        }
+        if format == .nsPinnedDomains && Set(spkiPins.map(\.certificateRole.isCA)).count > 1 {
+            throw ExportError(
+                .badArguments, argument: "NAMES",
+                problem: "the pins mix leaf keys and CA keys; NSPinnedDomains files them under NSPinnedLeafIdentities and NSPinnedCAIdentities, and when both are present App Transport Security requires a match in each, so a chain would have to match both.",
+                fix: "pin leaf keys only (e.g. leaf-v1 leaf-v3-rekey) or CA keys only (e.g. lab-intermediate-a lab-root).")
+        }
         if pins.isEmpty && format != .nsc && format != .curl {
             throw ExportError(
                 .noPins, argument: "--profile",
@@ -249,7 +258,7 @@ public struct PinExport: Sendable, Hashable {
                         .tooFewPins, argument: "NAMES",
                         problem:
                             "TrustKit refuses a domain with fewer than two distinct pins, and there is no other backup key to add.",
-                        fix: "name two identities with different keys, e.g. leaf-v1 leaf-v3-rekey.")
+                        fix: "name two identities with different keys, e.g. leaf-v1 leaf-v3-rekey (in pins.json: add a pin with role backup).")
                 }
                 e.pins.append(ExportPin(identity: b, reason: .addedBackup))
                 e.notes.append(
@@ -301,7 +310,7 @@ public struct PinExport: Sendable, Hashable {
                     : "Pins (SHA-256 of the DER SubjectPublicKeyInfo, base64):")
             for p in spkiPins {
                 lines.append(
-                    "  " + (pinsCertificates ? p.identity.pins.certificateBase64 : p.spkiBase64) + "  " + p.label)
+                    "  " + (pinsCertificates ? p.identity?.pins.certificateBase64 ?? p.spkiBase64 : p.spkiBase64) + "  " + p.label)
             }
         }
         lines += notes
