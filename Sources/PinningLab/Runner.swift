@@ -25,6 +25,14 @@ public enum ClientUnderTest: Sendable {
         case .command(let c): return c.supportedProfiles
         }
     }
+
+    /// The platform the client declares (in-process clients only; a command's platform is `CheckOptions.platform`).
+    public var platform: PlatformPolicy? {
+        switch self {
+        case .inProcess(let c): return c.platform
+        case .command: return nil
+        }
+    }
 }
 
 /// The engines a check can use, by name.
@@ -88,12 +96,16 @@ public struct CheckOptions: Sendable {
     public var shard: CellShard?
     /// Called after each judged cell (from any task; keep it short).
     public var progress: (@Sendable (CheckProgress) -> Void)?
+    /// The platform TLS policy the client follows (`--platform`); `nil` keeps what the client declares
+    /// (``PinningClient/platform``), and with neither the catalogue's `expect` judges every cell.
+    public var platform: PlatformPolicy?
 
     public init(
         engines: [any TLSEngine] = Engines.all, profiles: Set<PinProfile>? = nil, scenarios: [String] = [],
         jobs: Int = CheckOptions.defaultJobs, timeout: Duration = .seconds(10), workDirectory: URL? = nil,
-        shard: CellShard? = nil, progress: (@Sendable (CheckProgress) -> Void)? = nil
+        shard: CellShard? = nil, progress: (@Sendable (CheckProgress) -> Void)? = nil, platform: PlatformPolicy? = nil
     ) {
+        self.platform = platform
         self.shard = shard
         self.progress = progress
         self.engines = engines
@@ -148,13 +160,14 @@ public struct CheckRunner: Sendable {
         defer { start.cleanUp() }
         let (started, clock, selected, files) = (start.date, start.clock, start.selected, start.files)
         let supported = options.profiles ?? client.supportedProfiles
+        let platform = options.platform ?? client.platform
 
         var jobs: [CellScheduler.Job] = []
         for sc in selected.scenarios {
             for e in options.engines {
                 let inShard = PinProfile.all.filter { options.shard?.contains(scenario: sc.id, profile: $0, engine: e.name) ?? true }
                 let runnable = inShard.filter { supported?.contains($0) ?? true }
-                jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable, inShard: inShard))
+                jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable, inShard: inShard, platform: platform))
             }
         }
         let scheduler = CellScheduler(jobs, progress: options.progress)
@@ -182,10 +195,12 @@ public struct CheckRunner: Sendable {
         let verdicts = await scheduler.verdicts(client: client.name, supported: supported)
         let d = ContinuousClock.now - clock
         let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-        return CheckReport(
+        var report = CheckReport(
             client: client.name, engines: options.engines.map(\.name), profiles: PinProfile.all, startedAt: started,
             durationSeconds: seconds, verdicts: verdicts,
             scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
+        report.platform = platform
+        return report
     }
 
     /// Runs one assignment: starts the job's server first if needed, then one cell.
@@ -225,7 +240,7 @@ public struct CheckRunner: Sendable {
                 // The client gets its timeout and 5 s more; one that ignores cancellation no longer holds the run.
                 guard let o = await raceAgainstDeadline(timeout + .seconds(5), { await c.run(target) }) else {
                     let v = Verdict.notRun(
-                        scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p),
+                        scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p, platform: job.platform),
                         status: .error,
                         reason: "the client did not finish: it had not returned \(Int(milliseconds(timeout) / 1000) + 5) s after the cell started (it ignores its timeout and cancellation)")
                     if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
@@ -239,15 +254,16 @@ public struct CheckRunner: Sendable {
             }
         } catch {
             let v = Verdict.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
-                                   expected: s.expected(p), status: .error, reason: "cannot prepare the cell: \(error)")
+                                   expected: s.expected(p, platform: job.platform), status: .error, reason: "cannot prepare the cell: \(error)")
             if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
             return
         }
         let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
         let v = Verdict.judge(
-            scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p),
-            evidence: ServerEvidence(observations), outcome: outcome, clientAuth: s.server.clientAuth, expectedCategory: s.refusal,
-            clientMilliseconds: ms)
+            scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
+            expected: s.expected(p, platform: job.platform), evidence: ServerEvidence(observations), outcome: outcome,
+            clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: ms,
+            rule: s.rule(p, platform: job.platform))
         if let done = await scheduler.finish(a.index, p, v, server: server) {
             // Stopping joins the server's threads (on a thread of its own): the next cell starts at once, and
             // run() awaits the stop before it returns.
@@ -268,6 +284,8 @@ actor CellScheduler {
         var profiles: [PinProfile]
         /// The profiles of this run's shard (all without `--shard`): the report lists only these.
         var inShard: [PinProfile] = PinProfile.all
+        /// The platform policy the cells are judged by.
+        var platform: PlatformPolicy?
     }
     struct Assignment: Sendable {
         var index: Int
@@ -361,12 +379,12 @@ actor CellScheduler {
                     out.append(v)
                 } else if !(supported?.contains(p) ?? true) {
                     out.append(.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client,
-                                       expected: s.expected(p), status: .skipped,
+                                       expected: s.expected(p, platform: job.platform), status: .skipped,
                                        reason: "the client does not support the profile \(p)"))
                 } else {
                     let (status, reason) = st.abandoned ?? (.error, "the cell was not run")
                     out.append(.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client,
-                                       expected: s.expected(p), status: status, reason: reason))
+                                       expected: s.expected(p, platform: job.platform), status: status, reason: reason))
                 }
             }
         }

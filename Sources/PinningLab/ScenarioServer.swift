@@ -85,7 +85,7 @@ public final class ScenarioServer: Sendable {
         return Verdict.judge(
             scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected(profile),
             evidence: ServerEvidence(seen), outcome: outcome, clientAuth: scenario.server.clientAuth,
-            expectedCategory: scenario.refusal, clientMilliseconds: ms)
+            expectedCategory: scenario.refusal, clientMilliseconds: ms, rule: scenario.rule(profile, platform: nil))
     }
 
     /// Runs `connect` with the ready target of `profile` — the pins in force for the host it asks for
@@ -117,9 +117,10 @@ public final class ScenarioServer: Sendable {
         let ms = milliseconds(ContinuousClock.now - t0)
         let seen = (await server.settle(timeout: .seconds(10)) ?? server.observations()).filter { $0.id > before }
         return Verdict.judge(
-            scenario: scenario.id, profile: profile, engine: engine, client: client.name, expected: expected(profile),
-            evidence: ServerEvidence(seen), outcome: outcome, clientAuth: scenario.server.clientAuth, expectedCategory: scenario.refusal,
-            clientMilliseconds: ms)
+            scenario: scenario.id, profile: profile, engine: engine, client: client.name,
+            expected: scenario.expected(profile, platform: client.platform), evidence: ServerEvidence(seen), outcome: outcome,
+            clientAuth: scenario.server.clientAuth, expectedCategory: scenario.refusal, clientMilliseconds: ms,
+            rule: scenario.rule(profile, platform: client.platform))
     }
 
     public func stop() async { await server.stop() }

@@ -177,9 +177,13 @@ public protocol PinningClient: Sendable {
     var name: String { get }
     /// The profiles this client can express; `nil` means all. Cells outside are skipped, not failed.
     var supportedProfiles: Set<PinProfile>? { get }
+    /// The platform TLS policy the client follows (`ats`, `android`, `jdk`, `openssl-default`): the cells a
+    /// platform decides are judged by its expectation. `nil` (the default): the catalogue's `expect`.
+    var platform: PlatformPolicy? { get }
     func run(_ target: ClientTarget) async -> ClientOutcome
 }
 
 extension PinningClient {
     public var supportedProfiles: Set<PinProfile>? { nil }
+    public var platform: PlatformPolicy? { nil }
 }

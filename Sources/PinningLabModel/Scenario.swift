@@ -111,12 +111,33 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     public var refusal: RefusalCategory?
     /// The file the scenario came from, as shown in errors (`scenarios/rekey.yaml`), if it came from a file.
     public var source: String?
+    /// The cells a platform's TLS policy decides (`policy:` in the file): why, and what each named platform expects.
+    public var policy: Policy?
+    /// The profiles where correct verifiers legitimately differ (`varies:` in the file), with the reason: the
+    /// expectation is accept, and a refusal is "stricter than required", not a deviation.
+    public var variance: [PinProfile: String] = [:]
+
+    /// What a scenario says about the cells a platform's TLS policy decides: why, and what a correct client on each
+    /// listed platform does. Platforms not listed, and runs that name no platform, follow `expect`.
+    public struct Policy: Sendable, Hashable {
+        /// Why the platform, not the pinning logic, decides these cells.
+        public var reason: String
+        /// The expectation per platform and profile; a listed platform has every profile.
+        public var expectations: [PlatformPolicy: [PinProfile: Expectation]]
+
+        public init(reason: String, expectations: [PlatformPolicy: [PinProfile: Expectation]]) {
+            self.reason = reason
+            self.expectations = expectations
+        }
+    }
 
     public init(
         id: String, title: String, tags: [String] = [], order: Int? = nil, teaching: String, server: Server, client: Client,
         expectations: [PinProfile: Expectation], notes: [PinProfile: String] = [:], refusal: RefusalCategory? = nil,
-        source: String? = nil
+        source: String? = nil, policy: Policy? = nil, variance: [PinProfile: String] = [:]
     ) {
+        self.policy = policy
+        self.variance = variance
         self.id = id
         self.title = title
         self.tags = tags
@@ -133,6 +154,28 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     /// The expectation for a profile (`refuse` for a profile the scenario does not list, which validation forbids).
     public func expected(_ profile: PinProfile) -> Expectation { expectations[profile] ?? .refuse }
 
+    /// The expectation for a profile on a platform: the platform's, where the scenario's `policy` lists it.
+    public func expected(_ profile: PinProfile, platform: PlatformPolicy?) -> Expectation {
+        platform.flatMap { policy?.expectations[$0]?[profile] } ?? expected(profile)
+    }
+
+    /// Whether a platform's policy decides the cell: the scenario's platforms do not all expect the same there.
+    public func decidedByPolicy(_ profile: PinProfile) -> Bool {
+        guard let policy else { return false }
+        let outcomes = Set(policy.expectations.values.compactMap { $0[profile] } + [expected(profile)])
+        return outcomes.count > 1
+    }
+
+    /// How the cell (this profile, on `platform`) is judged beyond its expectation.
+    public func rule(_ profile: PinProfile, platform: PlatformPolicy?) -> CellRule {
+        let e = expected(profile, platform: platform)
+        guard let policy, decidedByPolicy(profile) else {
+            return CellRule(platform: platform, variance: variance[profile])
+        }
+        let others = policy.expectations.keys.sorted().filter { policy.expectations[$0]?[profile] != e && $0 != platform }
+        return CellRule(platform: platform, policyReason: policy.reason, otherPlatforms: others, variance: variance[profile])
+    }
+
     /// The expected row in `PinProfile.all` order, e.g. `A X X A A A`.
     public var expectedRow: String {
         PinProfile.all.map { expected($0) == .accept ? "A" : "X" }.joined(separator: " ")
@@ -143,7 +186,7 @@ public struct Scenario: Sendable, Hashable, Identifiable {
 
 extension Scenario: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case id, title, tags, teaching, server, client, refusal, expect, notes, source
+        case id, title, tags, teaching, server, client, refusal, expect, notes, source, policy, varies
     }
     private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust" }
     private enum ClientKeys: String, CodingKey { case trust, pinned, backup, present, host, pinScope = "pin-scope" }
@@ -173,6 +216,18 @@ extension Scenario: Encodable {
         var n = c.nestedContainer(keyedBy: AnyKey.self, forKey: .notes)
         for (p, text) in notes.sorted(by: { $0.key < $1.key }) { try n.encode(text, forKey: AnyKey(p.rawValue)) }
         try c.encodeIfPresent(source, forKey: .source)
+        if let policy {
+            var pc = c.nestedContainer(keyedBy: AnyKey.self, forKey: .policy)
+            try pc.encode(policy.reason, forKey: AnyKey("reason"))
+            for (platform, row) in policy.expectations.sorted(by: { $0.key < $1.key }) {
+                var r = pc.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey(platform.rawValue))
+                for p in PinProfile.all { if let e = row[p] { try r.encode(e, forKey: AnyKey(p.rawValue)) } }
+            }
+        }
+        if !variance.isEmpty {
+            var vc = c.nestedContainer(keyedBy: AnyKey.self, forKey: .varies)
+            for (p, text) in variance.sorted(by: { $0.key < $1.key }) { try vc.encode(text, forKey: AnyKey(p.rawValue)) }
+        }
     }
 }
 

@@ -7,7 +7,7 @@ internal import Yams
 /// the field, what is wrong and how to fix it.
 public enum ScenarioLoader {
     /// The keys a scenario file may hold, in the order the documentation lists them.
-    public static let topLevelFields = ["id", "title", "tags", "order", "teaching", "server", "client", "refusal", "expect", "notes"]
+    public static let topLevelFields = ["id", "title", "tags", "order", "teaching", "server", "client", "refusal", "expect", "policy", "varies", "notes"]
     /// The refusal categories a scenario may name.
     public static let refusalCategories: [RefusalCategory] = [.pinMismatch, .chainInvalid, .hostname, .clientAuth, .protocolError]
     static let serverFields = ["chain", "tls", "client-auth"]
@@ -193,8 +193,99 @@ private struct Reader {
             refusal = RefusalCategory(rawValue: text)
         }
 
+        let policy = try top["policy"].map { try self.policy($0, expectations: expectations) }
+        let variance = try top["varies"].map { try self.variance($0, expectations: expectations) } ?? [:]
+
         return Scenario(id: id, title: title, tags: tags, order: order, teaching: teaching, server: server, client: client,
-                        expectations: expectations, notes: notes, refusal: refusal, source: file)
+                        expectations: expectations, notes: notes, refusal: refusal, source: file, policy: policy,
+                        variance: variance)
+    }
+
+    /// `policy:` — `reason:` and one line per platform: `accept`/`refuse` for every profile, or a mapping per profile.
+    func policy(_ node: Node, expectations: [PinProfile: Expectation]) throws -> Scenario.Policy {
+        let names = PlatformPolicy.names
+        let shape = "write `policy:` with `reason: <why the platform decides>` and one line per platform, e.g. `ats: refuse` or `jdk: {none: accept, leaf-cert: accept, …}` (platforms: \(names.joined(separator: ", ")))."
+        let m = try yaml.mapping(node, "policy", fix: shape)
+        var reason: String?
+        var out: [PlatformPolicy: [PinProfile: Expectation]] = [:]
+        for (k, v) in m {
+            let key = k.string ?? ""
+            if key == "reason" {
+                reason = try nonEmptyString(v, "policy.reason", fix: "say in one sentence why the platform, not the pinning logic, decides these cells.")
+                continue
+            }
+            guard let platform = PlatformPolicy.named(key) else {
+                let hint = didYouMean(key, names + ["reason"])
+                throw fail(.badPolicy, k, "policy.\(key)", "'\(key)' is not a platform policy.",
+                           fix: "\(hint.isEmpty ? "" : hint + " ")Platforms: \(names.joined(separator: ", ")) (the Catalogue article lists their sources).")
+            }
+            let field = "policy.\(key)"
+            if case .scalar = v {
+                let text = v.string ?? ""
+                guard let e = Expectation(rawValue: text) else {
+                    throw fail(.badPolicy, v, field, "'\(text)' is not an expectation.",
+                               fix: "write `\(key): accept` or `\(key): refuse` (every profile), or a mapping per profile.")
+                }
+                out[platform] = Dictionary(uniqueKeysWithValues: PinProfile.all.map { ($0, e) })
+            } else {
+                var row: [PinProfile: Expectation] = [:]
+                for (profile, pv) in try profileMapping(v, field, fix: "write one line per profile, e.g. `none: accept`, or `\(key): accept` for every profile.") {
+                    guard case .scalar = pv, let e = Expectation(rawValue: pv.string ?? "") else {
+                        throw fail(.badPolicy, pv, "\(field).\(profile.rawValue)", "'\(pv.string ?? YAMLReader.describe(pv))' is not an expectation.",
+                                   fix: "write `accept` or `refuse`.")
+                    }
+                    row[profile] = e
+                }
+                let missing = PinProfile.all.filter { row[$0] == nil }
+                if !missing.isEmpty {
+                    throw fail(.badPolicy, v, "\(field).\(missing[0].rawValue)",
+                               "no expectation on \(key) for the profile(s) \(missing.map(\.rawValue).joined(separator: ", ")).",
+                               fix: "list every profile under `\(field)`, or write `\(key): accept|refuse` for all of them.")
+                }
+                out[platform] = row
+            }
+        }
+        guard let reason else {
+            throw fail(.badPolicy, node, "policy.reason", "the policy gives no reason.",
+                       fix: "add `reason: <why the platform, not the pinning logic, decides these cells>` under `policy`.")
+        }
+        guard !out.isEmpty else {
+            throw fail(.badPolicy, node, "policy", "the policy names no platform.",
+                       fix: "add one line per platform whose clients differ from `expect`, e.g. `openssl-default: accept` (platforms: \(names.joined(separator: ", "))).")
+        }
+        let decides = PinProfile.all.contains { p in Set(out.values.compactMap { $0[p] } + [expectations[p] ?? .refuse]).count > 1 }
+        guard decides else {
+            throw fail(.badPolicy, node, "policy", "every platform listed expects what `expect` says, so no platform decides any cell.",
+                       fix: "remove `policy`, or list the platforms whose correct clients do otherwise.")
+        }
+        return Scenario.Policy(reason: reason, expectations: out)
+    }
+
+    /// `varies:` — profile: reason, where correct verifiers legitimately differ; the expectation must be accept.
+    func variance(_ node: Node, expectations: [PinProfile: Expectation]) throws -> [PinProfile: String] {
+        var out: [PinProfile: String] = [:]
+        if case .scalar = node {
+            // One reason for every profile.
+            let why = try nonEmptyString(node, "varies", fix: "say which verifiers differ and why, quoted if it contains ': '.")
+            if let p = PinProfile.all.first(where: { expectations[$0] != .accept }) {
+                throw fail(.badVariance, node, "varies",
+                           "`expect.\(p.rawValue)` is refuse: an acceptance there is a flaw, so the cell cannot vary.",
+                           fix: "list the profiles that may vary (`varies: {none: \"…\"}`), each expected to accept.")
+            }
+            for p in PinProfile.all { out[p] = why }
+            return out
+        }
+        for (profile, v) in try profileMapping(node, "varies", fix: "write one line per profile: `none: \"OpenSSL accepts, GnuTLS refuses: …\"`.") {
+            let field = "varies.\(profile.rawValue)"
+            let why = try nonEmptyString(v, field, fix: "say which verifiers differ and why, quoted if it contains ': '.")
+            guard expectations[profile] == .accept else {
+                throw fail(.badVariance, v, field,
+                           "`expect.\(profile.rawValue)` is refuse: an acceptance there is a flaw, so the cell cannot vary.",
+                           fix: "mark only cells a correct client may accept (`expect: accept`) as varying, or remove the line.")
+            }
+            out[profile] = why
+        }
+        return out
     }
 
     func serverSide(_ node: Node) throws -> Scenario.Server {
