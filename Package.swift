@@ -55,9 +55,17 @@ let package = Package(
             dependencies: ["PinningLabPKI", "CPinningLabSystem"],
             swiftSettings: swiftSettings
         ),
+        // The domain model: scenarios (and their loader), expectations, trust and pin profiles, the client protocol,
+        // the catalogue, verdicts and the judge; and the built-in lab PKI spec and catalogue they are read from.
+        .target(
+            name: "PinningLabModel",
+            dependencies: ["PinningLabCore", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
+            resources: [.copy("Resources/pki"), .copy("Resources/scenarios")],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "PinningLabOpenSSL",
-            dependencies: ["PinningLabCore", "CPinningLabOpenSSL"],
+            dependencies: ["PinningLabCore", "PinningLabModel", "CPinningLabOpenSSL"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -68,10 +76,9 @@ let package = Package(
         .target(
             name: "PinningLab",
             dependencies: [
-                "PinningLabPKI", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS",
-                .product(name: "Yams", package: "Yams"),
+                "PinningLabPKI", "PinningLabCore", "PinningLabModel", "PinningLabOpenSSL", "PinningLabGnuTLS",
             ],
-            resources: [.copy("Resources/pki"), .copy("Resources/scenarios"), .copy("Resources/schemas")],
+            resources: [.copy("Resources/schemas")],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -109,7 +109,7 @@ class Lab:
         self.pinlab, self.work = pinlab, work
         self.dir = os.path.join(work, "pki")
         spec = os.path.join(work, "spec.yaml")
-        with open(os.path.join(ROOT, "Sources/PinningLab/Resources/pki/lab.yaml")) as f:
+        with open(os.path.join(ROOT, "pki/lab.yaml")) as f:
             text = f.read()
         with open(spec, "w") as f:
             f.write(text.rstrip("\n") + "\n" + ATTACKERS)

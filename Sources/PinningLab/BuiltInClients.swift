@@ -1,4 +1,5 @@
-public import PinningLabCore
+import PinningLabCore
+public import PinningLabModel
 import PinningLabOpenSSL
 
 /// The built-in reference clients (OpenSSL): `correct`, and one teaching client per classic mistake.

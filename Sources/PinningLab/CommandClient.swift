@@ -1,5 +1,6 @@
 public import Foundation
-public import PinningLabCore
+import PinningLabCore
+public import PinningLabModel
 
 /// A client under test given as a command template, run as a child process once per cell.
 /// Its exit status is its claim (0 = accepted); the server's observation decides the verdict.

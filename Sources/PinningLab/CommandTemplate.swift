@@ -1,5 +1,6 @@
 import Foundation
-public import PinningLabCore
+import PinningLabCore
+public import PinningLabModel
 import PinningLabPKI
 
 /// Everything a command template can refer to in one cell. Built by the runner; every value is plain text.

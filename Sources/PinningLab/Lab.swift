@@ -1,20 +1,18 @@
 // PinningLab: the facade — Lab, the catalogue, the runner, reports.
 @_exported public import PinningLabPKI
 @_exported public import PinningLabCore
+@_exported public import PinningLabModel
 public import Foundation
 import PinningLabOpenSSL
 
 /// The entry point of PinningLab: the lab PKI, the scenario catalogue, servers and checks.
 public enum Lab {
     /// The built-in lab PKI spec (`pki/lab.yaml`, bundled with the package).
-    public static var builtInSpecURL: URL {
-        Bundle.module.url(forResource: "lab", withExtension: "yaml", subdirectory: "pki")
-            ?? Bundle.module.resourceURL!.appendingPathComponent("pki/lab.yaml")
-    }
+    public static var builtInSpecURL: URL { BuiltInLab.specURL }
 
     /// The built-in lab PKI spec, parsed and validated.
     public static func builtInSpec() throws -> PKISpec {
-        try PKISpec.load(contentsOf: builtInSpecURL)
+        try BuiltInLab.spec()
     }
 
     /// Options for a PKI folder with PKCS#12 output (built with OpenSSL) switched on.

@@ -1,5 +1,6 @@
 public import Foundation
-public import PinningLabCore
+import PinningLabCore
+public import PinningLabModel
 public import PinningLabPKI
 
 /// The output formats of `pinlab check`.

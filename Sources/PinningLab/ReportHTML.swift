@@ -1,5 +1,6 @@
 import Foundation
 import PinningLabCore
+import PinningLabModel
 
 /// A self-contained HTML page (no external resources): the matrix, the deviations, and per scenario the chain as
 /// a small diagram with subjects, keys and which pins match.

@@ -1,5 +1,6 @@
 import Foundation
 import PinningLabCore
+import PinningLabModel
 
 /// JUnit XML: one `<testsuite>` per engine, one `<testcase>` per cell. Deviations are `<failure>`, harness
 /// errors `<error>`, skipped and unsupported cells `<skipped>`. Validates against `ReportSchemas.junitXSD`.

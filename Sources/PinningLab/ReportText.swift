@@ -1,5 +1,6 @@
 import Foundation
 import PinningLabCore
+import PinningLabModel
 
 /// Short column headers for the matrix.
 func shortHeader(_ p: PinProfile) -> String {

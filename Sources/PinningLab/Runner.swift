@@ -1,5 +1,6 @@
 public import Foundation
 public import PinningLabCore
+public import PinningLabModel
 public import PinningLabPKI
 import PinningLabGnuTLS
 import PinningLabOpenSSL

@@ -1,5 +1,6 @@
 public import Foundation
 public import PinningLabCore
+public import PinningLabModel
 public import PinningLabPKI
 
 /// A running fixture server for one scenario, with everything a client under test needs: the URL, the trust

@@ -1,6 +1,7 @@
 import Foundation
-public import PinningLab
-public import PinningLabCore
+import PinningLab
+import PinningLabCore
+public import PinningLabModel
 public import PinningLabPKI
 
 extension PinExport {

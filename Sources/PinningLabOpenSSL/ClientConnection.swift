@@ -2,6 +2,7 @@
 // SSL object over memory BIOs (so writes use MSG_NOSIGNAL and a closed peer never raises SIGPIPE).
 internal import CPinningLabOpenSSL
 internal import PinningLabCore
+internal import PinningLabModel
 internal import Foundation
 
 

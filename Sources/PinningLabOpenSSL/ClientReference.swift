@@ -1,6 +1,7 @@
 // The built-in reference clients: one `correct` OpenSSL client and teaching clients that each make exactly one
 // classic pinning mistake. They are judged like any other client: the server sees whether the request arrived.
-public import PinningLabCore
+import PinningLabCore
+public import PinningLabModel
 internal import Foundation
 
 /// An in-process TLS client built on OpenSSL (libssl 3), either correct or with exactly one classic mistake.

@@ -2,6 +2,7 @@
 // callback where every trust decision (chain, hostname, pins) is taken inside the handshake, and pin hashing.
 internal import CPinningLabOpenSSL
 internal import PinningLabCore
+internal import PinningLabModel
 
 /// A refusal or failure of one reference-client run, already classified. OpenSSL's error queue is drained into
 /// `detail` in the same synchronous call that failed.

@@ -1,5 +1,6 @@
 public import Foundation
-public import PinningLabCore
+import PinningLabCore
+public import PinningLabModel
 import PinningLabPKI
 
 /// The document a batch harness reads (`pinlab check --batch`): every cell it must judge, with everything a client

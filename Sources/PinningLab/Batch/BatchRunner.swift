@@ -1,5 +1,6 @@
 import Foundation
-public import PinningLabCore
+import PinningLabCore
+public import PinningLabModel
 import PinningLabPKI
 
 /// One answer of a batch harness: a JSON object on one line of its standard output

@@ -1,4 +1,5 @@
-public import PinningLabCore
+import PinningLabCore
+public import PinningLabModel
 
 /// One of N deterministic parts of a run (`pinlab check --shard K/N`), so a CI matrix or a device farm can split the
 /// catalogue across machines and join the JSON reports with `pinlab report merge`.

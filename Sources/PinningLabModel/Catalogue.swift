@@ -137,13 +137,13 @@ public struct Catalogue: Sendable, Hashable {
 
     /// The directory of the catalogue bundled with the library.
     public static var bundledDirectory: URL? {
-        Bundle.module.url(forResource: "scenarios", withExtension: nil)
+        BuiltInLab.scenariosDirectory
     }
 
     private static let bundledResult: Result<Catalogue, CatalogueError> = {
         guard let dir = bundledDirectory else {
             return .failure(CatalogueError(errors: [ScenarioError(.unreadable, file: "PinningLab resources",
-                                                                  problem: "the bundled scenarios folder is missing from the PinningLab resource bundle.",
+                                                                  problem: "the bundled scenarios folder is missing from the PinningLabModel resource bundle.",
                                                                   fix: "rebuild the package; if it persists, report a packaging bug.")]))
         }
         do {

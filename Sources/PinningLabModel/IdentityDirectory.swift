@@ -50,7 +50,7 @@ public struct IdentityDirectory: Sendable, Hashable {
     }
 
     /// The identities of the bundled lab PKI spec (`pki/lab.yaml`); names are API (DESIGN.md, "The lab PKI").
-    public static let lab: IdentityDirectory = (try? IdentityDirectory(spec: Lab.builtInSpec())) ?? labTable
+    public static let lab: IdentityDirectory = (try? IdentityDirectory(spec: BuiltInLab.spec())) ?? labTable
 
     /// The names of the default lab PKI as documented, used if the bundled spec cannot be read.
     static let labTable = IdentityDirectory([
