@@ -65,7 +65,7 @@ let package = Package(
         ),
         .target(
             name: "PinningLabOpenSSL",
-            dependencies: ["PinningLabCore", "PinningLabModel", "CPinningLabOpenSSL"],
+            dependencies: ["PinningLabCore", "PinningLabModel", "PinningLabPKI", "CPinningLabOpenSSL"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -83,7 +83,7 @@ let package = Package(
         ),
         .target(
             name: "PinningLabTesting",
-            dependencies: ["PinningLab"],
+            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
         // `pinlab intercept`: the HTTP CONNECT interception proxy and its per-host verdicts. Linked by pinlab only,
@@ -97,27 +97,27 @@ let package = Package(
         // network-security-config, curl and Apple's configuration profiles. Linked by pinlab only.
         .target(
             name: "PinningLabExports",
-            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI"],
+            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
         // `pinlab lab`: the teaching labs, their graders and pictures. Linked by pinlab only.
         .target(
             name: "PinningLabLabs",
-            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI"],
+            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
         // `pinlab serve --control`: HTTP+JSON over a small HTTP/1.1 server of its own (bounded, linear parsing, on
         // threads of its own). Not part of any library product.
         .target(
             name: "PinningLabControl",
-            dependencies: ["PinningLab", "PinningLabCore", "PinningLabOpenSSL"],
+            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI"],
             resources: [.copy("openapi.yaml")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "pinlab",
             dependencies: [
-                "PinningLab", "PinningLabControl", "PinningLabIntercept", "PinningLabLabs", "PinningLabExports",
+                "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabControl", "PinningLabIntercept", "PinningLabLabs", "PinningLabExports",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -153,7 +153,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabPKITests",
-            dependencies: ["PinningLabTestSupport", "PinningLabPKI", "PinningLab"],
+            dependencies: ["PinningLabTestSupport", "PinningLabPKI", "PinningLab", "PinningLabOpenSSL"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -168,7 +168,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabTests",
-            dependencies: ["PinningLabTestSupport", "PinningLab", "PinningLabTesting", "PinningLabIntercept"],
+            dependencies: ["PinningLabTestSupport", "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabTesting", "PinningLabIntercept"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -178,7 +178,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinlabCLITests",
-            dependencies: ["PinningLabTestSupport", "pinlab", "PinningLab", "PinningLabLabs"],
+            dependencies: ["PinningLabTestSupport", "pinlab", "PinningLab", "PinningLabCore", "PinningLabLabs"],
             swiftSettings: swiftSettings
         ),
     ],

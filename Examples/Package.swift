@@ -56,6 +56,7 @@ let package = Package(
             name: "PinningNIOClientTests",
             dependencies: [
                 "PinningNIOClient",
+                .product(name: "PinningLab", package: "PinningLab"),
                 .product(name: "PinningLabTesting", package: "PinningLab"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabCore
 import PinningLabPKI
 
 /// Child processes started with `posix_spawnp`, for the CLIs PinningLab drives (clients under test, openssl, curl).
@@ -11,7 +12,7 @@ import PinningLabPKI
 package enum ChildProcess {
     /// How a child ended.
     package struct Result: Sendable {
-        /// The exit code, or minus the signal number that ended it; 127 when it could not be started.
+        /// The exit code, or 128 + the signal that ended it (as a shell reports it); 127 when it could not be started.
         package var status: Int32
         package var stdout: [UInt8]
         package var stderr: [UInt8]
@@ -24,6 +25,12 @@ package enum ChildProcess {
         package var stderrText: String { String(decoding: stderr, as: UTF8.self) }
         /// Standard output then standard error.
         package var output: String { stdoutText + stderrText }
+    }
+
+    /// A `waitpid` status as a shell reports it: the exit code, or 128 + the number of the signal that ended the
+    /// child. The one convention of every process PinningLab runs.
+    package static func exitCode(waitStatus raw: Int32) -> Int32 {
+        (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
     }
 
     /// Finds `command` in `PATH` (or takes it as is when it contains a slash).
@@ -139,14 +146,13 @@ package enum ChildProcess {
         if outOpen { _ = drain(outP[0], into: &out) }
         if errOpen { _ = drain(errP[0], into: &err) }
         if newProcessGroup && timedOut { kill(-pid, SIGKILL) }
-        let exit: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -(status & 0x7f)
-        return Result(status: exit, stdout: out, stderr: err, timedOut: timedOut, launchError: nil, milliseconds: elapsed())
+        return Result(status: exitCode(waitStatus: status), stdout: out, stderr: err, timedOut: timedOut, launchError: nil, milliseconds: elapsed())
     }
 
     /// A child running in the background, its output going to files (or /dev/null). Stop it with ``terminate()``.
     package final class Background: Sendable {
         package let pid: Int32
-        /// Its exit status once reaped: the exit code, or minus the signal that ended it.
+        /// Its exit status once reaped: the exit code, or 128 + the signal that ended it.
         private let ended = Locked<Int32?>(nil)
         init(pid: Int32) { self.pid = pid }
 
@@ -156,12 +162,12 @@ package enum ChildProcess {
                 guard ended == nil else { return false }
                 var status: Int32 = 0
                 guard waitpid(pid, &status, WNOHANG) == pid else { return true }
-                ended = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -(status & 0x7f)
+                ended = ChildProcess.exitCode(waitStatus: status)
                 return false
             }
         }
 
-        /// The exit status once it has ended (the exit code, or minus the signal that ended it); nil while it runs.
+        /// The exit status once it has ended (the exit code, or 128 + the signal that ended it); nil while it runs.
         package var exitStatus: Int32? { isRunning ? nil : ended.withLock { $0 } }
 
         /// SIGKILL, then reap. Safe to call more than once.
@@ -171,7 +177,7 @@ package enum ChildProcess {
                 kill(pid, SIGKILL)
                 var status: Int32 = 0
                 _ = waitpid(pid, &status, 0)
-                ended = -SIGKILL
+                ended = 128 + SIGKILL
             }
         }
     }

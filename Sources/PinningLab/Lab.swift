@@ -1,8 +1,6 @@
 // PinningLab: the facade — Lab, the catalogue, the runner, reports.
-@_exported public import PinningLabPKI
-@_exported public import PinningLabCore
-@_exported public import PinningLabModel
 public import Foundation
+import PinningLabCore
 import PinningLabOpenSSL
 
 /// The entry point of PinningLab: the lab PKI, the scenario catalogue, servers and checks.

@@ -1,4 +1,6 @@
 import Foundation
+import PinningLabCore
+import PinningLabPKI
 /// The end of one child process.
 struct ProcessResult: Sendable {
     var exitStatus: Int32
@@ -57,13 +59,25 @@ enum ProcessRunner {
         }
         LiveChildren.shared.add(pid)
         defer { LiveChildren.shared.remove(pid) }
-        let state = RunState()
+        // The watchdog signals the child only under `state`'s lock and only while `finished` is false; the waiting
+        // thread sets `finished` under that lock before it reaps the child (it waits with WNOWAIT first), so a pid
+        // that was reaped — and may belong to another process since — is never signalled.
+        let state = Locked(RunFlags())
+        @Sendable func signal(_ sig: Int32) -> Bool {
+            state.withLock { s in
+                guard !s.finished else { return false }
+                if sig == SIGTERM { s.timedOut = true }
+                kill(-pid, sig)
+                kill(pid, sig)
+                return true
+            }
+        }
         let watchdog = Task.detached {
             if let stop {
                 let deadline = ContinuousClock.now + timeout
-                while ContinuousClock.now < deadline, !Task.isCancelled, !state.isFinished {
+                while ContinuousClock.now < deadline, !Task.isCancelled, !state.withLock(\.finished) {
                     if let why = stop() {
-                        state.stopReason = why
+                        state.withLock { $0.stopReason = why }
                         break
                     }
                     try? await Task.sleep(for: .milliseconds(50))
@@ -71,26 +85,28 @@ enum ProcessRunner {
             } else {
                 try? await Task.sleep(for: timeout)
             }
-            guard !Task.isCancelled, !state.isFinished else { return }
-            state.timedOut = true
-            kill(-pid, SIGTERM)
-            kill(pid, SIGTERM)
+            guard !Task.isCancelled, signal(SIGTERM) else { return }
             try? await Task.sleep(for: .seconds(1))
-            guard !Task.isCancelled, !state.isFinished else { return }
-            kill(-pid, SIGKILL)
-            kill(pid, SIGKILL)
+            guard !Task.isCancelled else { return }
+            _ = signal(SIGKILL)
         }
         let status: Int32 = await onDedicatedThread(named: "pinlab.wait") {
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+            // Its process group may outlive it (a grandchild): kill the group while the pid is still ours.
+            state.withLock { s in
+                if s.timedOut { kill(-pid, SIGKILL) }  // leave no grandchild behind
+                s.finished = true
+            }
             var raw: Int32 = 0
             while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
-            state.finish()
-            return (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+            return ChildProcess.exitCode(waitStatus: raw)
         }
         watchdog.cancel()
-        if state.timedOut { kill(-pid, SIGKILL) }  // leave no grandchild behind
-        return ProcessResult(exitStatus: status, timedOut: state.timedOut, launchError: nil,
+        let flags = state.withLock { $0 }
+        return ProcessResult(exitStatus: status, timedOut: flags.timedOut, launchError: nil,
                              stderrTail: tail(errPath), stdoutTail: tail(outPath), milliseconds: elapsed(),
-                             stopReason: state.stopReason)
+                             stopReason: flags.stopReason)
     }
 
     /// The gist of a client's output (its first 2 kB and last 2 kB): the first two lines, where command-line
@@ -113,41 +129,23 @@ enum ProcessRunner {
 
 /// The process groups of the client commands running now, so an interrupted runner can end them: each child
 /// leads its own process group, so a Ctrl-C on the terminal does not reach it.
-final class LiveChildren: @unchecked Sendable {
-    // @unchecked: `pids` is only touched under `lock`.
+final class LiveChildren: Sendable {
     static let shared = LiveChildren()
-    private let lock = NSLock()
-    private var pids: Set<pid_t> = []
-    func add(_ pid: pid_t) { lock.lock(); pids.insert(pid); lock.unlock() }
-    func remove(_ pid: pid_t) { lock.lock(); pids.remove(pid); lock.unlock() }
+    private let pids = Locked<Set<pid_t>>([])
+    func add(_ pid: pid_t) { pids.withLock { _ = $0.insert(pid) } }
+    func remove(_ pid: pid_t) { pids.withLock { _ = $0.remove(pid) } }
     /// Sends SIGKILL to every running client's process group.
     func killAll() {
-        lock.lock()
-        let all = pids
-        lock.unlock()
-        for pid in all {
+        for pid in pids.withLock({ $0 }) {
             kill(-pid, SIGKILL)
             kill(pid, SIGKILL)
         }
     }
 }
 
-/// Shared between the waiting thread and the watchdog.
-private final class RunState: @unchecked Sendable {
-    // @unchecked: every field is read and written under `lock`.
-    private let lock = NSLock()
-    private var _finished = false
-    private var _timedOut = false
-    private var _stopReason: String?
-
-    func finish() { lock.lock(); _finished = true; lock.unlock() }
-    var isFinished: Bool { lock.lock(); defer { lock.unlock() }; return _finished }
-    var stopReason: String? {
-        get { lock.lock(); defer { lock.unlock() }; return _stopReason }
-        set { lock.lock(); _stopReason = newValue; lock.unlock() }
-    }
-    var timedOut: Bool {
-        get { lock.lock(); defer { lock.unlock() }; return _timedOut }
-        set { lock.lock(); _timedOut = newValue; lock.unlock() }
-    }
+/// What the waiting thread and the watchdog share about one child.
+private struct RunFlags: Sendable {
+    var finished = false
+    var timedOut = false
+    var stopReason: String?
 }

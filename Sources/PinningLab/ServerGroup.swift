@@ -1,4 +1,5 @@
 public import Foundation
+import PinningLabCore
 public import PinningLabPKI
 
 /// One server to start for `pinlab serve`: an id (identity or scenario), what it presents, what a client should

@@ -1,5 +1,6 @@
 import Foundation
 import PinningLab
+import PinningLabCore
 
 /// A client mistake (or a refusal) as the control API reports it: an HTTP status and a JSON body that names the
 /// field at fault, what is wrong with it and how to fix it. Every handler turns its failures into one of these,

@@ -1,5 +1,6 @@
 import Foundation
 import PinningLab
+import PinningLabCore
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 public import Foundation
 public import PinningLab
+import PinningLabCore
 import PinningLabPKI
 
 #if canImport(Glibc)

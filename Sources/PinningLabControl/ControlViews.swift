@@ -1,5 +1,6 @@
 import Foundation
 import PinningLab
+import PinningLabCore
 
 /// The JSON shapes of the control API (the `components/schemas` of openapi.yaml).
 

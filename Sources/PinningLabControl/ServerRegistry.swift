@@ -1,5 +1,6 @@
 import Foundation
 import PinningLab
+import PinningLabCore
 
 /// The scenario servers started through the control API, by id (`rekey-gnutls-1`), in start order.
 actor ServerRegistry {

@@ -7,7 +7,7 @@ import PinningLabPKI
 /// keys and certificates, not hashes, so the pins travel as certificates: for an SPKI pin, any certificate that
 /// carries the pinned key (the pinned identity's own).
 enum AlamofireExport {
-    static func cerName(_ p: ExportPin) -> String { p.identity.name }
+    static func cerName(_ p: ExportPin) -> String { p.identity?.name ?? p.name }
 
     static func render(_ e: PinExport) -> [ExportFile] {
         let pins = e.spkiPins
@@ -72,7 +72,7 @@ enum AlamofireExport {
 
             """
         var files = [ExportFile(name: ExportFormat.alamofire.fileName, text: s)]
-        for p in pins { files.append(ExportFile(name: cerName(p) + ".cer", bytes: p.identity.certificateDER)) }
+        for p in pins { if let id = p.identity { files.append(ExportFile(name: cerName(p) + ".cer", bytes: id.certificateDER)) } }
         return files
     }
 }

@@ -8,14 +8,16 @@ enum CurlExport {
 
     static func render(_ e: PinExport) -> [ExportFile] {
         let ca = e.trustFilePath ?? trustFileName
-        var flags = "--cacert \(shellQuoted(ca))"
+        // No trust anchors (pins.json): curl's own CA store.
+        var flags = e.trustAnchors.isEmpty ? "" : "--cacert \(shellQuoted(ca))"
         if !e.pins.isEmpty {
             flags +=
-                " --pinnedpubkey " + shellQuoted(e.spkiPins.map { PinFormat.curlPin($0.spkiBase64) }.joined(separator: ";"))
+                (flags.isEmpty ? "" : " ") + "--pinnedpubkey " + shellQuoted(e.spkiPins.map { PinFormat.curlPin($0.spkiBase64) }.joined(separator: ";"))
         }
         var lines = e.headerLines(.curl).map { "# " + $0 }
         lines.append("# Use: curl \(flags) https://\(e.host):PORT/   (exit 90: the pin did not match)")
         let text = lines.joined(separator: "\n") + "\n" + flags + "\n"
+        if e.trustAnchors.isEmpty { return [ExportFile(name: ExportFormat.curl.fileName, text: text)] }
         return [
             ExportFile(name: ExportFormat.curl.fileName, text: text),
             ExportFile(name: trustFileName, text: PEM.encode(e.trustAnchors.map(\.certificateDER))),

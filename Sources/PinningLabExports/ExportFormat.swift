@@ -25,9 +25,19 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let curl = ExportFormat(rawValue: "curl")
     /// An unsigned Apple configuration profile installing the lab root (and optionally `proxy-root`).
     public static let mobileconfig = ExportFormat(rawValue: "mobileconfig")
+    /// Apple's identity pinning (iOS 14+): an Info.plist fragment with `NSAppTransportSecurity` →
+    /// `NSPinnedDomains` (`NSPinnedLeafIdentities` or `NSPinnedCAIdentities`, `NSIncludesSubdomains`).
+    public static let nsPinnedDomains = ExportFormat(rawValue: "nspinneddomains")
+    /// Cronet's `CronetEngine.Builder.addPublicKeyPins` in Java, with the expiration date and includeSubdomains.
+    public static let cronetJava = ExportFormat(rawValue: "cronet-java")
+    /// Ktor's client on the OkHttp engine with an OkHttp `CertificatePinner`, in Kotlin.
+    public static let ktorKotlin = ExportFormat(rawValue: "ktor-kotlin")
+    /// `pins.json`: PinningLab's pin-set source (``PinsDocument``), from which `pinlab export --from` renders the rest.
+    public static let pinsJSON = ExportFormat(rawValue: "pins-json")
 
     public static let all: [ExportFormat] = [
         .trustKitPlist, .trustKitSwift, .alamofire, .okHttpKotlin, .okHttpJava, .nsc, .curl, .mobileconfig,
+        .nsPinnedDomains, .cronetJava, .ktorKotlin, .pinsJSON,
     ]
     public var description: String { rawValue }
 
@@ -62,6 +72,10 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
         case .nsc: return "network_security_config.xml"
         case .curl: return "curl-flags.txt"
         case .mobileconfig: return "PinningLab.mobileconfig"
+        case .nsPinnedDomains: return "NSPinnedDomains-Info.plist"
+        case .cronetJava: return "PinningLabCronetPins.java"
+        case .ktorKotlin: return "PinningLabKtorPins.kt"
+        case .pinsJSON: return "pins.json"
         default: return rawValue + ".txt"
         }
     }
@@ -79,6 +93,10 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
         case .nsc: return NSCExport.render(e)
         case .curl: return CurlExport.render(e)
         case .mobileconfig: return MobileConfigExport.render(e)
+        case .nsPinnedDomains: return NSPinnedDomainsExport.render(e)
+        case .cronetJava: return CronetExport.java(e)
+        case .ktorKotlin: return KtorExport.kotlin(e)
+        case .pinsJSON: return PinsJSONExport.render(e)
         default:
             _ = try Self.named(rawValue)  // throws for a format that is not in `all`, with the closest name
             throw ExportError(
@@ -114,21 +132,37 @@ public struct ExportPin: Sendable, Hashable {
         public var description: String { rawValue }
     }
 
-    public var identity: Identity
+    /// The lab identity the pin was taken from; `nil` for a pin read from a `pins.json` document (a hash only).
+    public var identity: Identity?
     public var reason: Reason
+    /// Base64 SHA-256 of the DER SubjectPublicKeyInfo.
+    public var spkiBase64: String
+    /// What the pin stands for, for comments: the identity and key, or the name a `pins.json` gives it.
+    public var name: String
+    /// What the pinned key certifies: `leaf`, `intermediate` or `root` (NSPinnedDomains files leaf and CA
+    /// identities under different keys).
+    public var certificateRole: Role
     public init(identity: Identity, reason: Reason) {
         self.identity = identity
         self.reason = reason
+        self.spkiBase64 = identity.pins.spkiBase64
+        self.certificateRole = identity.role
+        self.name = "\(identity.name) (key \(identity.keyName), \(identity.keyType.displayName))"
     }
-    /// Base64 SHA-256 of the DER SubjectPublicKeyInfo.
-    public var spkiBase64: String { identity.pins.spkiBase64 }
+    /// A pin known by its hash only (read from `pins.json`): formats that need the certificate (Alamofire) refuse it.
+    public init(spkiBase64: String, name: String, certificateRole: Role, reason: Reason) {
+        self.identity = nil
+        self.reason = reason
+        self.spkiBase64 = spkiBase64
+        self.name = name
+        self.certificateRole = certificateRole
+    }
     /// A one-line label for comments: `leaf-v1 (key K1, P-256)`, `leaf-v3-rekey (key K2, P-256), backup`.
     public var label: String {
-        let base = "\(identity.name) (key \(identity.keyName), \(identity.keyType.displayName))"
         switch reason {
-        case .backup: return base + ", backup key"
-        case .addedBackup: return base + ", backup key added because the library requires two pins"
-        default: return base
+        case .backup: return name + ", backup key"
+        case .addedBackup: return name + ", backup key added because the library requires two pins"
+        default: return name
         }
     }
 }
@@ -221,7 +255,25 @@ public struct PinExport: Sendable, Hashable {
                 .badHost, argument: "--host", problem: "'\(host)' is not a host name.",
                 fix: "give a DNS name such as localhost or api.pinning.test.")
         }
+        if format == .mobileconfig && roots.isEmpty {
+            throw ExportError(
+                .badArguments, argument: "--from",
+                problem: "a configuration profile installs root certificates, and this pin set carries none (pins.json holds hashes only).",
+                fix: "export mobileconfig from the lab PKI (drop --from).")
+        }
         guard format.carriesPins else { return e }
+        if format == .alamofire, let p = pins.first(where: { $0.identity == nil }) {
+            throw ExportError(
+                .certificatePinsUnsupported, argument: "--from",
+                problem: "Alamofire's evaluators compare keys taken from certificates, and the pin \(p.spkiBase64) is a hash only.",
+                fix: "export alamofire from the lab PKI (drop --from), or use nspinneddomains or trustkit-plist, which take hashes.")
+        }
+        if format == .nsPinnedDomains && Set(spkiPins.map(\.certificateRole.isCA)).count > 1 {
+            throw ExportError(
+                .badArguments, argument: "NAMES",
+                problem: "the pins mix leaf keys and CA keys; NSPinnedDomains files them under NSPinnedLeafIdentities and NSPinnedCAIdentities, and when both are present App Transport Security requires a match in each, so a chain would have to match both.",
+                fix: "pin leaf keys only (e.g. leaf-v1 leaf-v3-rekey) or CA keys only (e.g. lab-intermediate-a lab-root).")
+        }
         if pins.isEmpty && format != .nsc && format != .curl {
             throw ExportError(
                 .noPins, argument: "--profile",
@@ -249,7 +301,7 @@ public struct PinExport: Sendable, Hashable {
                         .tooFewPins, argument: "NAMES",
                         problem:
                             "TrustKit refuses a domain with fewer than two distinct pins, and there is no other backup key to add.",
-                        fix: "name two identities with different keys, e.g. leaf-v1 leaf-v3-rekey.")
+                        fix: "name two identities with different keys, e.g. leaf-v1 leaf-v3-rekey (in pins.json: add a pin with role backup).")
                 }
                 e.pins.append(ExportPin(identity: b, reason: .addedBackup))
                 e.notes.append(
@@ -301,7 +353,7 @@ public struct PinExport: Sendable, Hashable {
                     : "Pins (SHA-256 of the DER SubjectPublicKeyInfo, base64):")
             for p in spkiPins {
                 lines.append(
-                    "  " + (pinsCertificates ? p.identity.pins.certificateBase64 : p.spkiBase64) + "  " + p.label)
+                    "  " + (pinsCertificates ? p.identity?.pins.certificateBase64 ?? p.spkiBase64 : p.spkiBase64) + "  " + p.label)
             }
         }
         lines += notes

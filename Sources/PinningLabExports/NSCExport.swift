@@ -23,19 +23,25 @@ enum NSCExport {
         var s = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
         var comment = e.headerLines(.nsc)
         comment.append("Save as res/xml/network_security_config.xml; the manifest's <application> names it with")
-        comment.append(
-            "android:networkSecurityConfig=\"@xml/network_security_config\". The trust anchors are raw resources:")
+        if e.trustAnchors.isEmpty {
+            comment.append("android:networkSecurityConfig=\"@xml/network_security_config\". No trust anchors of its own: the system's.")
+        } else {
+            comment.append(
+                "android:networkSecurityConfig=\"@xml/network_security_config\". The trust anchors are raw resources:")
+        }
         for a in e.trustAnchors { comment.append("  res/raw/\(rawName(a.name)).pem  (\(a.name))") }
         s += xmlComment(comment)
         s += "<network-security-config>\n"
         s += "    <domain-config cleartextTrafficPermitted=\"false\">\n"
         s += "        <domain includeSubdomains=\"\(e.includeSubdomains)\">\(xml(e.host))</domain>\n"
-        s += "        <trust-anchors>\n"
-        for a in e.trustAnchors { s += "            <certificates src=\"@raw/\(rawName(a.name))\" />\n" }
-        s += "        </trust-anchors>\n"
+        if !e.trustAnchors.isEmpty {  // none (pins.json): the domain keeps the base config's anchors, the system's
+            s += "        <trust-anchors>\n"
+            for a in e.trustAnchors { s += "            <certificates src=\"@raw/\(rawName(a.name))\" />\n" }
+            s += "        </trust-anchors>\n"
+        }
         if !e.pins.isEmpty {
             let exp = e.effectiveExpiration.map { " expiration=\"\(day($0))\"" } ?? ""
-            let horizon = e.expiration == nil ? "\(e.pinHorizonDays) days after this export" : "given with --expiration"
+            let horizon = e.expiration == nil ? "\(e.pinHorizonDays) days after this export" : "given with --expiration or in pins.json"
             var lines = [
                 "expiration (\(horizon)): on and after this day Android stops enforcing the pins.",
                 "Keep it past the last day this build will be in use (pinlab export nsc --pin-horizon DAYS).",

@@ -71,6 +71,9 @@ public final class InterceptProxy: Sendable {
         package var maxPendingLookups = 64
         /// Resolves upstream names (tests make one slow); nil: the system's `getaddrinfo`.
         package var resolver: NameResolver?
+        /// How many finished connections the session lists (``InterceptReport/connections``); older ones are let
+        /// go and stay counted in their host's verdict, so memory stays bounded however long `pinlab intercept` runs.
+        public var keepConnections = 10_000
 
         /// The proxy's listener defaults to 127.0.0.1, a free port, a 30 s idle timeout and 2,048 connections.
         public static let defaultListener = ListenerSettings(idleTimeout: .seconds(30), maxConnections: 2048)
@@ -167,8 +170,8 @@ public final class InterceptProxy: Sendable {
     /// hundred such peers' addresses.
     public var peersRefused: (count: Int, addresses: [String]) { core.withLock { ($0.peersRefused, $0.refusedPeerAddresses) } }
 
-    /// Every connection finished so far, oldest first.
-    public func observations() -> [InterceptObservation] { core.withLock { $0.observations } }
+    /// The connections finished so far, oldest first: the latest ``Configuration/keepConnections`` of them.
+    public func observations() -> [InterceptObservation] { core.withLock { $0.tally.latest } }
 
     /// The listening descriptor's number (for tests of what happens after it is closed).
     package var listeningDescriptorForTesting: Int32 { core.listener.listenFD }
@@ -203,7 +206,7 @@ public final class InterceptProxy: Sendable {
         let refused = peersRefused
         return InterceptReport(
             proxy: address, engine: configuration.engine, pinned: configuration.pinned, policies: configuration.policies,
-            startedAt: startedAt ?? core.startedAt, durationSeconds: durationSeconds, observations: observations(),
+            startedAt: startedAt ?? core.startedAt, durationSeconds: durationSeconds, tally: core.withLock { $0.tally },
             peersRefused: refused.count, refusedPeers: refused.addresses)
     }
 
@@ -264,7 +267,8 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
         var genuine: [[UInt8]]
     }
     struct State: ListenerState {
-        var observations: [InterceptObservation] = []
+        /// Per-host verdict material and the latest connections (bounded).
+        var tally: SessionTally
         var accepted = 0
         var inFlight = 0
         var stopping = false
@@ -294,7 +298,8 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
         self.minters = minters
         lookups = LookupPool(maxThreads: configuration.lookupThreads, maxPending: configuration.maxPendingLookups)
         resolver = configuration.resolver ?? SystemResolver.resolve
-        listener = ListenerCore(listenFD: listenFD, settings: configuration.listener, state: State())
+        listener = ListenerCore(listenFD: listenFD, settings: configuration.listener,
+                                state: State(tally: SessionTally(keepConnections: configuration.keepConnections)))
     }
 
     func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T { try listener.withLock(body) }
@@ -336,7 +341,7 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
     func record(_ o: InterceptObservation) {
         withLock {
             $0.inFlight -= 1
-            $0.observations.append(o)
+            $0.tally.add(o)
             $0.lastActivity = Date()
         }
     }

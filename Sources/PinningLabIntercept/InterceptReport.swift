@@ -50,19 +50,25 @@ public struct HostVerdict: Sendable, Hashable, Codable {
 
     /// Judges one host from its connections.
     public init(host: String, pinned: [HostPattern], observations: [InterceptObservation]) {
+        var tally = HostTally()
+        for o in observations { tally.add(o) }
+        self.init(host: host, pinned: pinned, tally: tally)
+    }
+
+    /// Judges one host from what the session kept of its connections.
+    public init(host: String, pinned: [HostPattern], tally: HostTally) {
         self.host = host
         let pattern = pinned.first { $0.matches(host) }
         declaredPinned = pattern != nil
         pinnedBy = pattern?.text
-        policy = observations.compactMap(\.policy).first ?? .mint
-        connections = observations.count
-        handshakesCompleted = observations.filter(\.handshakeCompleted).count
-        requestsSent = observations.filter(\.applicationDataReceived).count
-        alerts = Array(Set(observations.compactMap(\.alertReceived))).sorted()
-        closures = Array(Set(observations.map(\.closure))).sorted()
-        requestLines = Array(Set(observations.compactMap { $0.applicationDataReceived ? $0.requestLine : nil })).sorted()
-        let intercepted = observations.contains { $0.policy?.intercepts ?? false }
-        if !intercepted {
+        policy = tally.policy ?? .mint
+        connections = tally.connections
+        handshakesCompleted = tally.handshakesCompleted
+        requestsSent = tally.requestsSent
+        alerts = tally.alerts.sorted()
+        closures = tally.closures.sorted()
+        requestLines = tally.requestLines.sorted()
+        if !tally.intercepted {
             status = .passedThrough
         } else if requestsSent > 0 {
             status = declaredPinned ? .notPinned : .allowed
@@ -71,6 +77,90 @@ public struct HostVerdict: Sendable, Hashable, Codable {
         }
         message = status.message
     }
+}
+
+/// What a session keeps of one host's connections as they finish: exact counts however long the session runs,
+/// and at most ``maxDistinct`` distinct alerts, closures and request lines (a client cannot grow it without bound).
+public struct HostTally: Sendable, Hashable {
+    public static let maxDistinct = 64
+    public var policy: InterceptPolicy?
+    public var connections = 0
+    public var handshakesCompleted = 0
+    public var requestsSent = 0
+    public var intercepted = false
+    public var alerts: Set<String> = []
+    public var closures: Set<String> = []
+    public var requestLines: Set<String> = []
+
+    public init() {}
+
+    public mutating func add(_ o: InterceptObservation) {
+        if policy == nil { policy = o.policy }
+        connections += 1
+        if o.handshakeCompleted { handshakesCompleted += 1 }
+        if o.applicationDataReceived { requestsSent += 1 }
+        if o.policy?.intercepts ?? false { intercepted = true }
+        func keep(_ value: String?, in set: inout Set<String>) {
+            if let value, set.count < Self.maxDistinct { set.insert(value) }
+        }
+        keep(o.alertReceived, in: &alerts)
+        keep(o.closure, in: &closures)
+        keep(o.applicationDataReceived ? o.requestLine : nil, in: &requestLines)
+    }
+}
+
+/// Everything a session has judged so far, kept as connections finish (``InterceptProxy`` holds one): a tally per
+/// host in first-seen order, counts of connections that named no host, and the most recent connections themselves.
+public struct SessionTally: Sendable {
+    /// Hosts tracked one by one; connections to further hosts are only counted (``hostsNotTracked``).
+    public static let maxHosts = 4096
+    public private(set) var hosts: [String] = []
+    public private(set) var byHost: [String: HostTally] = [:]
+    public private(set) var hostsNotTracked = 0
+    public private(set) var otherConnections = 0
+    public private(set) var destinationsRefused = 0
+    /// The latest connections, oldest first (at most `keepConnections`), and how many older ones were let go.
+    public private(set) var recent: [InterceptObservation] = []
+    public private(set) var connectionsDropped = 0
+    public let keepConnections: Int
+
+    public init(keepConnections: Int = 10_000) { self.keepConnections = max(1, keepConnections) }
+
+    public init(_ observations: [InterceptObservation]) {
+        self.init(keepConnections: max(1, observations.count))
+        for o in observations { add(o) }
+    }
+
+    public mutating func add(_ o: InterceptObservation) {
+        if let h = o.host {
+            if byHost[h] != nil {
+                byHost[h]!.add(o)
+            } else if hosts.count < Self.maxHosts {
+                hosts.append(h)
+                var t = HostTally()
+                t.add(o)
+                byHost[h] = t
+            } else {
+                hostsNotTracked += 1
+            }
+        } else if o.closure == InterceptReport.destinationRefused {
+            destinationsRefused += 1
+        } else {
+            otherConnections += 1
+        }
+        recent.append(o)
+        // Trim in batches, so that a long session does not shift the array on every connection.
+        if recent.count > keepConnections + max(keepConnections / 4, 16) {
+            let extra = recent.count - keepConnections
+            recent.removeFirst(extra)
+            connectionsDropped += extra
+        }
+    }
+
+    /// The latest connections, at most `keepConnections` of them.
+    public var latest: [InterceptObservation] { Array(recent.suffix(keepConnections)) }
+    /// Connections let go from the list (all still counted in the hosts' tallies).
+    public var dropped: Int { connectionsDropped + max(0, recent.count - keepConnections) }
 }
 
 /// Counts of host verdicts.
@@ -120,7 +210,10 @@ public struct InterceptReport: Sendable, Codable {
     public var summary: InterceptSummary
     public var deviates: Bool
     public var hosts: [HostVerdict]
+    /// The session's latest connections (a long session keeps the last 10,000; ``connectionsDropped`` says how many
+    /// older ones are counted in `hosts` but not listed).
     public var connections: [InterceptObservation]
+    public var connectionsDropped: Int = 0
     /// Addresses of peers closed unserved (not in `--allow-peer`), the first hundred.
     public var refusedPeers: [String]
 
@@ -128,26 +221,28 @@ public struct InterceptReport: Sendable, Codable {
         proxy: String, engine: String, pinned: [HostPattern], policies: PolicyTable, startedAt: Date,
         durationSeconds: Double, observations: [InterceptObservation], peersRefused: Int = 0, refusedPeers: [String] = []
     ) {
+        self.init(proxy: proxy, engine: engine, pinned: pinned, policies: policies, startedAt: startedAt,
+                  durationSeconds: durationSeconds, tally: SessionTally(observations), peersRefused: peersRefused,
+                  refusedPeers: refusedPeers)
+    }
+
+    public init(
+        proxy: String, engine: String, pinned: [HostPattern], policies: PolicyTable, startedAt: Date,
+        durationSeconds: Double, tally: SessionTally, peersRefused: Int = 0, refusedPeers: [String] = []
+    ) {
         self.proxy = proxy
         self.engine = engine
         self.pinned = pinned.map(\.text)
         self.policies = policies
         self.startedAt = startedAt
         self.durationSeconds = durationSeconds
-        var order: [String] = []
-        var byHost: [String: [InterceptObservation]] = [:]
-        for o in observations {
-            guard let h = o.host else { continue }
-            if byHost[h] == nil { order.append(h) }
-            byHost[h, default: []].append(o)
-        }
-        hosts = order.map { HostVerdict(host: $0, pinned: pinned, observations: byHost[$0]!) }
-        let refusedDestinations = observations.filter { $0.host == nil && $0.closure == Self.destinationRefused }.count
+        hosts = tally.hosts.map { HostVerdict(host: $0, pinned: pinned, tally: tally.byHost[$0]!) }
         summary = InterceptSummary(
-            hosts, other: observations.filter { $0.host == nil }.count - refusedDestinations,
-            destinationsRefused: refusedDestinations, peersRefused: peersRefused)
+            hosts, other: tally.otherConnections + tally.hostsNotTracked,
+            destinationsRefused: tally.destinationsRefused, peersRefused: peersRefused)
         deviates = hosts.contains { $0.status.isDeviation }
-        connections = observations
+        connections = tally.latest
+        connectionsDropped = tally.dropped
         self.refusedPeers = refusedPeers
     }
 

@@ -164,30 +164,11 @@ public struct Catalogue: Sendable, Hashable {
     /// The catalogue bundled with the library (loaded and validated once).
     public static func bundled() throws -> Catalogue { try bundledResult.get() }
 
-    /// Teaching order: the baseline first, then rotation, validity, host name, trust, chain, weak crypto,
-    /// protocol, key types and mutual TLS; unknown ids after, alphabetically.
-    public static let canonicalOrder: [String] = [
-        "baseline", "root-not-sent",
-        "renewal-same-key", "rekey", "emergency-rekey", "intermediate-renewed-same-key", "sibling-intermediate",
-        "expired-leaf", "not-yet-valid-leaf", "expired-intermediate",
-        "wrong-host", "pinned-cert-other-host",
-        "pin-scope-exact-host", "pin-scope-subdomain-included", "pin-scope-subdomain-excluded", "pin-scope-unpinned-host",
-        "self-signed-pinned-key", "untrusted-rogue", "intercepting-proxy", "chain-stuffing",
-        "name-collision-intermediate", "name-collision-root",
-        "incomplete-chain", "reversed-chain", "non-ca-signer", "pathlen-violation",
-        "weak-rsa-1024", "sha1-signature", "tls-v1-0", "tls-v1-1", "tls-v1-2", "tls-v1-2-no-forward-secrecy",
-        "ats-floor",
-        "ecdsa-p384", "rsa-2048", "rsa-3072", "rsa-4096", "ed25519",
-        "mtls-required-valid", "mtls-required-missing", "mtls-required-untrusted", "mtls-required-expired",
-        "mtls-required-wrong-eku", "mtls-optional-missing",
-        "resumption-genuine", "resumption-after-unpinned-handshake", "resumption-cross-host",
-        "rotation-between-connections",
-    ]
-
+    /// Teaching order: by each scenario's `order:` (the bundled catalogue: the baseline first, then rotation,
+    /// validity, host name, scope, trust, chain, weak crypto, protocol, key types and mutual TLS), then by id;
+    /// scenarios without an order after those with one.
     static func teachingOrder(_ a: Scenario, _ b: Scenario) -> Bool {
-        let ia = canonicalOrder.firstIndex(of: a.id) ?? Int.max
-        let ib = canonicalOrder.firstIndex(of: b.id) ?? Int.max
-        return (ia, a.id) < (ib, b.id)
+        (a.order ?? Int.max, a.id) < (b.order ?? Int.max, b.id)
     }
 
     /// The catalogue as a Markdown table: id, what the server does, the expected outcome per pin profile

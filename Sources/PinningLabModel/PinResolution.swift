@@ -1,5 +1,5 @@
 import Foundation
-public import PinningLabCore
+import PinningLabCore
 public import PinningLabPKI
 
 /// One hash a client holds in one cell, and the identity it was taken from.

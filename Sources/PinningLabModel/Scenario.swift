@@ -151,6 +151,9 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     public var id: String
     public var title: String
     public var tags: [String]
+    /// The scenario's place in its catalogue's teaching order (the file's `order:`): a catalogue sorts by it, then by
+    /// id; scenarios without one come after those with one. The one place the order is written.
+    public var order: Int?
     /// The teaching paragraph: what happens in production, what a correct client does and why.
     public var teaching: String
     public var server: Server
@@ -180,13 +183,14 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     public func party(_ name: String) -> Server? { name == Scenario.genuineParty ? server : parties[name] }
 
     public init(
-        id: String, title: String, tags: [String] = [], teaching: String, server: Server, client: Client,
+        id: String, title: String, tags: [String] = [], order: Int? = nil, teaching: String, server: Server, client: Client,
         expectations: [PinProfile: Expectation], notes: [PinProfile: String] = [:], refusal: RefusalCategory? = nil,
         source: String? = nil
     ) {
         self.id = id
         self.title = title
         self.tags = tags
+        self.order = order
         self.teaching = teaching
         self.server = server
         self.client = client

@@ -8,7 +8,7 @@ internal import Yams
 public enum ScenarioLoader {
     /// The keys a scenario file may hold, in the order the documentation lists them.
     public static let topLevelFields = [
-        "id", "title", "tags", "teaching", "server", "parties", "client", "refusal", "expect", "steps", "notes",
+        "id", "title", "tags", "order", "teaching", "server", "parties", "client", "refusal", "expect", "steps", "notes",
     ]
     /// The refusal categories a scenario may name.
     public static let refusalCategories: [RefusalCategory] = [.pinMismatch, .chainInvalid, .hostname, .clientAuth, .protocolError]
@@ -156,6 +156,16 @@ private struct Reader {
             tags = try list(t, "tags", fix: "write tags as a list, e.g. `tags: [rotation]`.").map(\.0)
         }
 
+        var order: Int?
+        if let o = top["order"] {
+            let text = try string(o, "order", fix: "write a whole number, e.g. `order: 120`.")
+            guard let n = Int(text), n >= 0 else {
+                throw fail(.wrongType, o, "order", "'\(text)' is not a whole number of 0 or more.",
+                           fix: "write the scenario's place in the teaching order as a whole number, e.g. `order: 120` (the catalogue sorts by it, then by id; leave gaps of 10 so a scenario fits between two others).")
+            }
+            order = n
+        }
+
         let server = try serverSide(try required(top, "server", in: root, "", hint: "add a `server:` mapping with at least `chain: [leaf, intermediate]`."))
         let client = try clientSide(try required(top, "client", in: root, "", hint: "add a `client:` mapping with at least `trust: lab-root`."), server: server)
 
@@ -219,8 +229,8 @@ private struct Reader {
             refusal = RefusalCategory(rawValue: text)
         }
 
-        var scenario = Scenario(id: id, title: title, tags: tags, teaching: teaching, server: server, client: client,
-                                expectations: expectations, notes: notes, refusal: refusal, source: file)
+        var scenario = Scenario(id: id, title: title, tags: tags, order: order, teaching: teaching, server: server,
+                                client: client, expectations: expectations, notes: notes, refusal: refusal, source: file)
         scenario.parties = parties
         scenario.steps = steps
         return scenario

@@ -1,5 +1,7 @@
 // PinningLabTesting: helpers for other packages' test suites. Imports neither XCTest nor Testing.
-@_exported public import PinningLab
+public import PinningLab
+public import PinningLabModel
+public import PinningLabCore
 public import Foundation
 
 /// A scenario of the bundled catalogue, by id. An open set: `ScenarioID("my-id")` names scenarios of your own
@@ -108,8 +110,9 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     /// The user-installed proxy case (`intercepting-proxy`).
     public static let proxy = interceptingProxy
 
-    /// Every bundled scenario, in teaching order (the one list of it, `Catalogue.canonicalOrder`).
-    public static let all: [ScenarioID] = Catalogue.canonicalOrder.map { ScenarioID($0) }
+    /// Every bundled scenario, in teaching order (the catalogue's, read from the scenario files' `order:`); empty
+    /// only if the bundled catalogue cannot be loaded, which `Catalogue.bundled()` reports with its reasons.
+    public static let all: [ScenarioID] = ((try? Catalogue.bundled())?.ids ?? []).map { ScenarioID($0) }
 }
 
 /// The TLS engine a fixture server runs on: `.openssl` (libssl) or `.gnutls`. Both serve exactly the chain a

@@ -17,7 +17,14 @@ struct ExportCommand: AsyncParsableCommand {
             (.cer files, raw resources, trust files, README) are written there; otherwise the main file goes to \
             --out FILE or standard output.
 
+            With --from pins.json the pins come from PinningLab's pin-set source instead (one JSON document: domains, \
+            pins with roles current/backup, expiration, subdomains; `pinlab export pins-json` writes one); every format \
+            that takes hashes renders from it, with the system's trust anchors (alamofire and mobileconfig need \
+            certificates and refuse it). A document with several domains needs --host to choose one.
+
             Examples:
+              pinlab export pins-json --scenario baseline --profile leaf-spki+backup --out pins.json
+              pinlab export nspinneddomains --from pins.json
               pinlab export okhttp-java --scenario baseline --profile leaf-spki+backup
               pinlab export alamofire --out App/Pinning/
               pinlab export mobileconfig --include-proxy-root --out profile/
@@ -47,8 +54,11 @@ struct ExportCommand: AsyncParsableCommand {
     )
     var profile: String?
 
-    @Option(help: "The host the pins apply to.")
-    var host: String = "localhost"
+    @Option(help: "The host the pins apply to (with --from: the domain of pins.json to export).")
+    var host: String?
+
+    @Option(help: "Read the pins from this pins.json (see `pinlab export pins-json`) instead of the lab PKI.")
+    var from: String?
 
     @Flag(name: .customLong("include-subdomains"), help: "Apply the pins to subdomains of --host too.")
     var includeSubdomains = false
@@ -83,6 +93,9 @@ struct ExportCommand: AsyncParsableCommand {
         } catch let e as ExportError {
             FileHandle.standardError.write(Data("error: \(e)\n".utf8))
             throw ExitCode(2)
+        } catch let e as PinConfigError {
+            FileHandle.standardError.write(Data("error: \(e)\n".utf8))
+            throw ExitCode(2)
         }
     }
 
@@ -111,8 +124,28 @@ struct ExportCommand: AsyncParsableCommand {
                 .badArguments, argument: "--pin-horizon", problem: "\(pinHorizon) days is out of range.",
                 fix: "give 1 to 3650 days: the time this build of the app will be in use (365 by default).")
         }
-        let lab = try reportingErrors { try pki.open() }
         var export: PinExport
+        if let from {
+            if scenario != nil || !names.isEmpty || includeProxyRoot || includeSubdomains {
+                throw ExportError(
+                    .badArguments, argument: "--from",
+                    problem: "pins.json chooses the pins, the host's subdomains and the roots (none) itself.",
+                    fix: "drop --scenario, identity names, --include-subdomains and --include-proxy-root, or drop --from.")
+            }
+            let data: Data
+            do { data = try Data(contentsOf: URL(fileURLWithPath: from)) } catch {
+                throw PinConfigError(
+                    file: from, problem: "cannot be read (\(error.localizedDescription)).", fix: "give the path of a pins.json.")
+            }
+            export = try PinsDocument.parse(data, file: from).export(host: host, file: from)
+            if let day { export.expiration = day }
+            if let pinHorizon { export.pinHorizonDays = pinHorizon; export.expiration = nil }
+            if f == .nsc, let w = export.expirationWarning { warn(w) }
+            try write(try f.render(export), folder: outFolder())
+            return
+        }
+        let host = self.host ?? "localhost"
+        let lab = try reportingErrors { try pki.open() }
         if let scenario {
             let s = try source.load().exportScenario(scenario)
             export = try PinExport(

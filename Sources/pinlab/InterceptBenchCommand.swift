@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabCore
 import PinningLabIntercept
 
 extension BenchCommand {

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import PinningLab
 import PinningLabPKI
-import PinningLabOpenSSL
 
 struct PKICommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -8,7 +8,7 @@ struct Pinlab: AsyncParsableCommand {
         abstract: "A private PKI, misbehaving TLS servers and a verdict matrix for certificate pinning.",
         subcommands: [PKICommand.self, ServeCommand.self, ScenariosCommand.self, ExplainCommand.self, LabCommand.self,
                       CheckCommand.self, DemoCommand.self, BenchCommand.self, ExportCommand.self,
-                      ReportCommand.self, InterceptCommand.self]
+                      ReportCommand.self, InterceptCommand.self, AuditCommand.self]
     )
 
     /// Exit statuses, the same for every subcommand: 0 the client conforms (or the command did its job), 1 a cell

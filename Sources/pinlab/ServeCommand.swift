@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabCore
 import PinningLabControl
 
 #if canImport(Glibc)

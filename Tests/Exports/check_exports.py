@@ -7,6 +7,10 @@
                                  `openssl x509 -ext nameConstraints`; check its PayloadDescription states exactly
                                  those constraints ("name-constrained to: ...") or "NOT name-constrained"
 
+  check_exports.py kotlin FILE   tokenize Kotlin (strings, comments), check brackets balance and the OkHttp/Ktor
+                                 pinner's shape; print {"imports", "pins": [[host, pin]...], "calls"}
+  check_exports.py schema FILE   validate a pins.json against Tests/Exports/pins.schema.json (python jsonschema)
+
 Exit 0 and JSON on stdout when the file is well-formed and valid; exit 1 with one line per problem otherwise.
 """
 import base64
@@ -132,8 +136,8 @@ def check_nsc(path):
         "domains": [{"host": d.text.strip(), "includeSubdomains": d.get("includeSubdomains")} for d in root.iter("domain")],
         "pins": [p.text.strip() for p in pin_set.findall("pin")] if pin_set is not None else [],
         "expiration": pin_set.get("expiration") if pin_set is not None else None,
-        "anchors": [c.get("src") for c in domain_config.find("trust-anchors")] if domain_config is not None else [],
-        "debugAnchors": [c.get("src") for c in debug.find("trust-anchors")] if debug is not None else [],
+        "anchors": [c.get("src") for c in domain_config.findall("trust-anchors/certificates")] if domain_config is not None else [],
+        "debugAnchors": [c.get("src") for c in debug.findall("trust-anchors/certificates")] if debug is not None else [],
     }
     print(json.dumps(summary))
 
@@ -190,8 +194,103 @@ def check_reach(path):
     print(json.dumps(summary))
 
 
+def kotlin_tokens(text):
+    """(kind, value, line) for strings, words and brackets; comments dropped. Raises on an unterminated string."""
+    out, i, line = [], 0, 1
+    while i < len(text):
+        c = text[i]
+        if c == "\n":
+            line += 1
+            i += 1
+        elif text.startswith("//", i):
+            while i < len(text) and text[i] != "\n":
+                i += 1
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise ValueError(f"line {line}: unterminated comment")
+            line += text.count("\n", i, end)
+            i = end + 2
+        elif c == '"':
+            j, value = i + 1, ""
+            while j < len(text) and text[j] != '"':
+                if text[j] == "\n":
+                    raise ValueError(f"line {line}: unterminated string")
+                if text[j] == "\\":
+                    j += 1
+                value += text[j]
+                j += 1
+            if j >= len(text):
+                raise ValueError(f"line {line}: unterminated string")
+            out.append(("string", value, line))
+            i = j + 1
+        elif c.isalnum() or c in "_.":
+            j = i
+            while j < len(text) and (text[j].isalnum() or text[j] in "_."):
+                j += 1
+            out.append(("word", text[i:j], line))
+            i = j
+        elif c in "()[]{}":
+            out.append(("bracket", c, line))
+            i += 1
+        else:
+            i += 1
+    return out
+
+
+def check_kotlin(path):
+    text = open(path, encoding="utf-8").read()
+    problems = []
+    try:
+        tokens = kotlin_tokens(text)
+    except ValueError as e:
+        print(str(e))
+        sys.exit(1)
+    stack = []
+    pairs = {")": "(", "]": "[", "}": "{"}
+    for kind, value, line in tokens:
+        if kind != "bracket":
+            continue
+        if value in "([{":
+            stack.append((value, line))
+        elif not stack or stack[-1][0] != pairs[value]:
+            problems.append(f"line {line}: '{value}' does not close anything")
+        else:
+            stack.pop()
+    problems += [f"line {line}: '{b}' is never closed" for b, line in stack]
+    imports = [tokens[i + 1][1] for i, t in enumerate(tokens[:-1]) if t == ("word", "import", t[2])]
+    pins, calls = [], []
+    for i, (kind, value, line) in enumerate(tokens):
+        if kind == "word":
+            calls.append(value.lstrip("."))
+        if kind == "word" and value.endswith("add") and i + 3 < len(tokens) and tokens[i + 1][1] == "(":
+            if tokens[i + 2][0] == "string" and tokens[i + 3][0] == "string":
+                host, pin = tokens[i + 2][1], tokens[i + 3][1]
+                if not pin.startswith("sha256/") or len(base64.b64decode(pin[7:], validate=True)) != 32:
+                    problems.append(f"line {line}: '{pin}' is not sha256/ and 32 bytes of base64")
+                pins.append([host, pin[7:]])
+    if problems:
+        print("\n".join(problems))
+        sys.exit(1)
+    print(json.dumps({"imports": imports, "pins": pins, "calls": calls}))
+
+
+def check_schema(path):
+    import jsonschema
+    schema_path = __file__.rsplit("/", 1)[0] + "/pins.schema.json"
+    with open(schema_path) as f:
+        schema = json.load(f)
+    with open(path) as f:
+        doc = json.load(f)
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(doc), key=lambda e: list(e.path))
+    if errors:
+        print("\n".join(f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors))
+        sys.exit(1)
+    print(json.dumps(doc))
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("plist", "nsc", "reach"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("plist", "nsc", "reach", "kotlin", "schema"):
         print(__doc__)
         sys.exit(2)
     kind, path = sys.argv[1], sys.argv[2]
@@ -200,6 +299,10 @@ def main():
             print(json.dumps(plist_to_json(plistlib.load(f))))
     elif kind == "reach":
         check_reach(path)
+    elif kind == "kotlin":
+        check_kotlin(path)
+    elif kind == "schema":
+        check_schema(path)
     else:
         check_nsc(path)
 

@@ -487,6 +487,155 @@ struct ExportTests {
         }
     }
 
+    // MARK: - NSPinnedDomains, Cronet, Ktor, pins.json
+
+    @Test(
+        "nspinneddomains parses with plistlib: leaf keys under NSPinnedLeafIdentities, CA keys under NSPinnedCAIdentities",
+        .requires("python3"))
+    func nsPinnedDomains() async throws {
+        let pins = try await pkiPins()
+        let dir = try tempDir("nspinned")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (args, list, expected, sub) in [
+            (["--scenario", "baseline", "--profile", "leaf-spki+backup"], "NSPinnedLeafIdentities", ["leaf-v1", "leaf-v3-rekey"], false),
+            (["lab-intermediate-a", "lab-root", "--include-subdomains", "--host", "api.pinning.test"], "NSPinnedCAIdentities",
+             ["lab-intermediate-a", "lab-root"], true),
+        ] {
+            let file = dir.appendingPathComponent("\(list).plist")
+            _ = try await export(["nspinneddomains"] + args + ["--out", file.path])
+            let doc = try await python("plist", file)
+            let ats = try #require(doc["NSAppTransportSecurity"] as? [String: Any])
+            let domains = try #require(ats["NSPinnedDomains"] as? [String: [String: Any]])
+            #expect(domains.count == 1)
+            let domain = try #require(domains.values.first)
+            #expect(Set(domain.keys) == ["NSIncludesSubdomains", list], "one list, never both: \(domain.keys)")
+            #expect(domain["NSIncludesSubdomains"] as? Bool == sub)
+            let ids = try #require(domain[list] as? [[String: String]])
+            #expect(ids.map { $0["SPKI-SHA256-BASE64"] } == expected.map { pins[$0] }, "\(list)")
+            let text = try String(contentsOf: file, encoding: .utf8)
+            #expect(text.contains(list == "NSPinnedCAIdentities" ? "at least one CA certificate in it" : "the server's leaf certificate"))
+        }
+        // Leaf and CA keys together would have to match both lists: refused.
+        let mixed = try await CLI.run(["export", "nspinneddomains", "leaf-v1", "lab-root"] + CLI.dirArgs)
+        #expect(mixed.status == 2 && mixed.stderr.contains("NSPinnedLeafIdentities") && mixed.stderr.contains("CA keys only"), "\(mixed.stderr)")
+    }
+
+    @Test(
+        "cronet-java compiles against a stub CronetEngine.Builder and hands it the PKI's pins, subdomains, expiration, no bypass",
+        .requires("javac", "java"))
+    func cronetJava() async throws {
+        let pins = try await pkiPins()
+        let dir = try tempDir("cronet")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let src = dir.appendingPathComponent("src", isDirectory: true)
+        let classes = dir.appendingPathComponent("classes", isDirectory: true)
+        try FileManager.default.createDirectory(at: classes, withIntermediateDirectories: true)
+        _ = try await export([
+            "cronet-java", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--host", "api.pinning.test",
+            "--include-subdomains", "--expiration", "2031-01-02", "--out", src.path + "/",
+        ])
+        let javac = await ChildProcess.run(
+            [
+                "javac", "-nowarn", "-d", classes.path,
+                Self.fixtures.appendingPathComponent("cronet-stub/org/chromium/net/CronetEngine.java").path,
+                Self.fixtures.appendingPathComponent("CronetCheck.java").path,
+                src.appendingPathComponent("PinningLabCronetPins.java").path,
+            ], timeout: .seconds(120))
+        try #require(javac.status == 0, "javac: \(javac.output)")
+        let r = await ChildProcess.run(["java", "-cp", classes.path, "CronetCheck"], timeout: .seconds(60))
+        #expect(r.status == 0, "\(r.output)")
+        let expected = ["leaf-v1", "leaf-v3-rekey"].map { "pin api.pinning.test \(pins[$0]!)" }.sorted()
+            + ["includeSubdomains true", "expiration 2031-01-02", "bypass false"]
+        #expect(r.stdoutText.split(separator: "\n").map(String.init) == expected, "\(r.output)")
+    }
+
+    @Test("ktor-kotlin: Kotlin that tokenizes, balances and installs the PKI's pins on the OkHttp engine", .requires("python3"))
+    func ktorKotlin() async throws {
+        let pins = try await pkiPins()
+        let dir = try tempDir("ktor")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("PinningLabKtorPins.kt")
+        _ = try await export([
+            "ktor-kotlin", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", file.path,
+        ])
+        let summary = try await python("kotlin", file)
+        #expect(summary["imports"] as? [String] == ["io.ktor.client.HttpClient", "io.ktor.client.engine.okhttp.OkHttp", "okhttp3.CertificatePinner"])
+        #expect(summary["pins"] as? [[String]] == [["localhost", pins["leaf-v1"]!], ["localhost", pins["leaf-v3-rekey"]!]])
+        let calls = try #require(summary["calls"] as? [String])
+        for call in ["HttpClient", "OkHttp", "engine", "config", "certificatePinner", "CertificatePinner.Builder", "build"] {
+            #expect(calls.contains(call), "\(call)")
+        }
+        // The checker is not a rubber stamp: an unbalanced literal and a short pin are caught.
+        let text = try String(contentsOf: file, encoding: .utf8)
+        for (label, broken) in [("bracket", text.replacingOccurrences(of: "certificatePinner(certificatePinner)", with: "certificatePinner(certificatePinner")),
+                                ("pin", text.replacingOccurrences(of: pins["leaf-v1"]!, with: "AAAA"))] {
+            let bad = dir.appendingPathComponent("broken-\(label).kt")
+            try broken.write(to: bad, atomically: true, encoding: .utf8)
+            let r = await ChildProcess.run(["python3", Self.checker, "kotlin", bad.path], timeout: .seconds(30))
+            #expect(r.status == 1, "\(label) is caught: \(r.output)")
+        }
+    }
+
+    @Test(
+        "pins-json validates against the JSON Schema, and --from renders every hash-taking format with the same pins",
+        .requires("python3"), .requiresPython(module: "jsonschema"))
+    func pinsJSONSource() async throws {
+        let pins = try await pkiPins()
+        let (k1, k2, root) = (pins["leaf-v1"]!, pins["leaf-v3-rekey"]!, pins["lab-root"]!)
+        let dir = try tempDir("pinsjson")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = dir.appendingPathComponent("pins.json")
+        _ = try await export([
+            "pins-json", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--host", "api.pinning.test",
+            "--include-subdomains", "--expiration", "2031-01-02", "--out", source.path,
+        ])
+        let doc = try await python("schema", source)
+        let domain = try #require((doc["domains"] as? [[String: Any]])?.first)
+        #expect(domain["host"] as? String == "api.pinning.test" && domain["includeSubdomains"] as? Bool == true)
+        #expect(domain["expiration"] as? String == "2031-01-02")
+        let rows = try #require(domain["pins"] as? [[String: String]])
+        #expect(rows.map { [$0["sha256"]!, $0["role"]!, $0["certificate"]!] } == [[k1, "current", "leaf"], [k2, "backup", "leaf"]])
+        // The schema is not a rubber stamp.
+        let bad = dir.appendingPathComponent("bad.json")
+        try String(contentsOf: source, encoding: .utf8).replacingOccurrences(of: "\"backup\"", with: "\"spare\"")
+            .write(to: bad, atomically: true, encoding: .utf8)
+        #expect(await ChildProcess.run(["python3", Self.checker, "schema", bad.path], timeout: .seconds(30)).status == 1)
+
+        // Every format that takes hashes renders from it, with its pins; those that need certificates refuse.
+        for format in ["trustkit-plist", "trustkit-swift", "okhttp-kotlin", "okhttp-java", "nsc", "curl",
+                       "nspinneddomains", "cronet-java", "ktor-kotlin", "pins-json"] {
+            let out = dir.appendingPathComponent("from-\(format)", isDirectory: true)
+            let r = try await CLI.run(["export", format, "--from", source.path, "--out", out.path + "/"])
+            #expect(r.status == 0, "\(format): \(r.stderr)")
+            let files = try FileManager.default.contentsOfDirectory(atPath: out.path)
+            let text = try String(contentsOf: out.appendingPathComponent(files.sorted().first!), encoding: .utf8)
+            #expect(text.contains(k1) && text.contains(k2) && text.contains("api.pinning.test"), "\(format): \(text)")
+        }
+        let nsc = try await python("nsc", dir.appendingPathComponent("from-nsc/network_security_config.xml"))
+        #expect(nsc["pins"] as? [String] == [k1, k2] && nsc["expiration"] as? String == "2031-01-02")
+        #expect(nsc["anchors"] as? [String] == [], "no anchors of its own: the system's")
+        let plist = try await python("plist", dir.appendingPathComponent("from-nspinneddomains/NSPinnedDomains-Info.plist"))
+        #expect("\(plist)".contains(k1))
+        let again = try await python("schema", dir.appendingPathComponent("from-pins-json/pins.json"))
+        #expect((again["domains"] as? [[String: Any]])?.first?["pins"] as? [[String: String]] == rows, "pins.json round-trips")
+        for format in ["alamofire", "mobileconfig"] {
+            let r = try await CLI.run(["export", format, "--from", source.path])
+            #expect(r.status == 2 && r.stderr.contains("--from") && r.stderr.contains("drop --from"), "\(format): \(r.stderr)")
+        }
+        // A root pin keeps its kind: NSPinnedDomains files it as a CA identity.
+        let rootSource = dir.appendingPathComponent("root.json")
+        _ = try await export(["pins-json", "--scenario", "baseline", "--profile", "root-spki", "--out", rootSource.path])
+        let rootOut = try await CLI.run(["export", "nspinneddomains", "--from", rootSource.path])
+        #expect(rootOut.stdout.contains("NSPinnedCAIdentities") && rootOut.stdout.contains(root), "\(rootOut.stdout)")
+        // Bad input names the file and the key path.
+        let wrong = dir.appendingPathComponent("wrong.json")
+        try String(contentsOf: source, encoding: .utf8).replacingOccurrences(of: k2, with: String(k2.prefix(28)))
+            .write(to: wrong, atomically: true, encoding: .utf8)
+        let refused = try await CLI.run(["export", "nsc", "--from", wrong.path])
+        #expect(refused.status == 2 && refused.stderr.contains("wrong.json") && refused.stderr.contains("domains[0].pins[1].sha256")
+                && refused.stderr.contains("32 bytes"), "\(refused.stderr)")
+    }
+
     // MARK: - Errors
 
     @Test("bad input names the argument and the fix")

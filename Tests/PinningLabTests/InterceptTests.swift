@@ -1,6 +1,7 @@
 import Foundation
 import PinningLabTestSupport
 import PinningLab
+import PinningLabCore
 import PinningLabIntercept
 import Testing
 

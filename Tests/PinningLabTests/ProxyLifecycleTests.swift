@@ -1,5 +1,6 @@
 import Foundation
 import PinningLab
+import PinningLabCore
 import PinningLabIntercept
 import Testing
 
@@ -49,5 +50,46 @@ struct ProxyLifecycleTests {
         let t0 = ContinuousClock.now
         #expect(await proxy.settle(timeout: .seconds(2)), "a stopped proxy with no connection open is settled")
         #expect(ContinuousClock.now - t0 < .seconds(1))
+    }
+
+    /// A long session keeps exact per-host counts while the list of connections stays bounded: the proxy used to keep
+    /// every observation of a session, so a client (or a peer) could grow its memory without limit.
+    @Test(.requiresPython(module: "ssl"))
+    func aLongSessionKeepsExactCountsAndABoundedList() async throws {
+        var c = InterceptProxy.Configuration(pinned: [try HostPattern(parsing: "api.pinning.test")],
+                                             policies: PolicyTable(defaultPolicy: .mint))
+        c.keepConnections = 3
+        let proxy = try InterceptProxy.start(pki: try TestLab.pki(), configuration: c)
+        // 30 clients that complete a handshake through the tunnel (without checking the certificate) and leave
+        // without a request.
+        let script = """
+            import socket, ssl, sys
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            done = 0
+            for _ in range(30):
+                s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+                s.sendall(b'CONNECT api.pinning.test:443 HTTP/1.1\\r\\nHost: api.pinning.test:443\\r\\n\\r\\n')
+                reply = b''
+                while b'\\r\\n\\r\\n' not in reply:
+                    reply += s.recv(1)
+                if reply.startswith(b'HTTP/1.1 200'):
+                    ctx.wrap_socket(s, server_hostname='api.pinning.test').close()
+                    done += 1
+            print(done)
+            """
+        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port)], timeout: .seconds(60))
+        #expect(run.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "30", "\(run.stdoutText) \(run.stderrText)")
+        #expect(await proxy.settle())
+        let report = proxy.report()
+        await proxy.stop()
+        let host = try #require(report.verdict(for: "api.pinning.test"))
+        #expect(host.connections == 30, "every connection is counted in the host's verdict")
+        #expect(host.status == .refused, "no request was sent through the intercepted tunnel")
+        #expect(report.connections.count == 3, "only the latest connections are listed")
+        #expect(report.connectionsDropped == 27)
+        #expect(report.connections.map(\.id) == [28, 29, 30], "the latest, oldest first: \(report.connections.map(\.id))")
+        #expect(proxy.observations().count == 3)
     }
 }

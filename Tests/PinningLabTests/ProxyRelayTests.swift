@@ -1,5 +1,6 @@
 import Foundation
 import PinningLab
+import PinningLabCore
 import PinningLabIntercept
 import Testing
 

@@ -9,9 +9,9 @@ struct ReadmeExampleTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// The lines of the first ```swift block after `heading`, imports left out.
-    static func readmeBlock(after heading: String) throws -> [String] {
-        let text = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
+    /// The lines of the first ```swift block after `heading` in `document`, imports left out.
+    static func readmeBlock(after heading: String, in document: String = "README.md") throws -> [String] {
+        let text = try String(contentsOf: repository.appendingPathComponent(document), encoding: .utf8)
         let section = try #require(text.range(of: heading), "README has the heading \(heading)")
         let open = try #require(text.range(of: "```swift\n", range: section.upperBound..<text.endIndex))
         let close = try #require(text.range(of: "\n```", range: open.upperBound..<text.endIndex))
@@ -19,14 +19,29 @@ struct ReadmeExampleTests {
             .map(String.init).filter { !$0.hasPrefix("import ") }.drop { $0.isEmpty }.map { $0 }
     }
 
+    /// The lines between `// MARKER begin` and `// MARKER end` of a compiled example file.
+    static func compiledBlock(_ file: String, marker: String) throws -> [String] {
+        let text = try String(contentsOf: repository.appendingPathComponent(file), encoding: .utf8)
+        let begin = try #require(text.range(of: "// \(marker) begin\n"), "\(file) has the \(marker) markers")
+        let end = try #require(text.range(of: "\n// \(marker) end"))
+        return text[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+
     @Test func theSwiftTestExampleIsTheCompiledOne() throws {
         let readme = try Self.readmeBlock(after: "## In `swift test`")
-        let file = try String(contentsOf: Self.repository.appendingPathComponent(
-            "Examples/Tests/PinningNIOClientTests/ReadmeExample.swift"), encoding: .utf8)
-        let begin = try #require(file.range(of: "// README begin\n"))
-        let end = try #require(file.range(of: "\n// README end"))
-        let compiled = file[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let compiled = try Self.compiledBlock("Examples/Tests/PinningNIOClientTests/ReadmeExample.swift", marker: "README")
         #expect(readme == compiled, "README.md's example and Examples/…/ReadmeExample.swift differ")
         #expect(readme.contains { $0.contains("target.effectivePins") }, "the example configures the pins in force, not the scenario's")
+    }
+
+    /// GettingStarted's example too: compiled and run against every scenario in the Examples package.
+    @Test func theGettingStartedExampleIsTheCompiledOne() throws {
+        let article = try Self.readmeBlock(after: "## Judge a client from a Swift test",
+                                           in: "Sources/PinningLab/PinningLab.docc/GettingStarted.md")
+        let compiled = try Self.compiledBlock("Examples/Tests/PinningNIOClientTests/GettingStartedExample.swift",
+                                              marker: "GettingStarted")
+        #expect(article == compiled, "GettingStarted.md's example and Examples/…/GettingStartedExample.swift differ")
+        #expect(article.contains { $0.contains(".pass") } && !article.contains { $0.contains("!= .fail") },
+                "the example checks == .pass (`!= .fail` lets .disagree through)")
     }
 }

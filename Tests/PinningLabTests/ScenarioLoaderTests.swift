@@ -50,6 +50,10 @@ let malformedCases: [MalformedCase] = [
                   code: .unknownField, line: 4, field: "teachng", mentions: ["unknown field", "did you mean 'teaching'"]),
     MalformedCase(name: "missing title", yaml: replacing("title: A sample\n", ""),
                   code: .missingField, line: 1, field: "title", mentions: ["'title'", "missing"]),
+    MalformedCase(name: "negative order", yaml: replacing("tags: [baseline]", "tags: [baseline]\norder: -5"),
+                  code: .wrongType, line: 4, field: "order", mentions: ["'-5'", "whole number", "order: 120"]),
+    MalformedCase(name: "order in words", yaml: replacing("tags: [baseline]", "tags: [baseline]\norder: ten"),
+                  code: .wrongType, line: 4, field: "order", mentions: ["'ten'", "whole number"]),
     MalformedCase(name: "invalid id", yaml: replacing("id: sample", "id: Sample_One"),
                   code: .invalidID, line: 1, field: "id", mentions: ["Sample_One", "lower-case"]),
     MalformedCase(name: "id does not match file", yaml: replacing("id: sample", "id: other"),
@@ -136,6 +140,23 @@ struct ScenarioLoaderTests {
         let other = try ScenarioLoader.parse(
             yaml: replacing("trust: lab-root", "trust: lab-root\n  host: v2.api.pinning.test"), file: "scenarios/sample.yaml")
         #expect(other.client.host == "v2.api.pinning.test")
+        #expect(s.order == nil)
+        #expect(try ScenarioLoader.parse(yaml: replacing("tags: [baseline]", "tags: [baseline]\norder: 120"),
+                                         file: "scenarios/sample.yaml").order == 120)
+    }
+
+    /// The teaching order is each file's `order:`, then the id; scenarios without one come last. Adding a scenario
+    /// is one file: nothing else lists the catalogue.
+    @Test func catalogueSortsByOrderThenIDWithUnorderedLast() throws {
+        func scenario(_ id: String, _ order: Int?) throws -> Scenario {
+            var s = try ScenarioLoader.parse(yaml: validScenarioYAML, file: "scenarios/sample.yaml")
+            s.id = id
+            s.order = order
+            return s
+        }
+        let c = Catalogue(scenarios: [try scenario("zeta", nil), try scenario("beta", 20), try scenario("alpha", nil),
+                                      try scenario("gamma", 10), try scenario("delta", 20)])
+        #expect(c.ids == ["gamma", "beta", "delta", "alpha", "zeta"])
     }
 
     /// A copy of a scenario under another id is refused by the loader, naming both files: this is the check that
@@ -235,12 +256,14 @@ struct BundledCatalogueTests {
     }
 
     /// Every scenario shows something no other one does (chain, trust, versions, ciphers, client authentication,
-    /// host, expected row), and the teaching order lists every bundled scenario.
+    /// host, expected row), and every bundled scenario has its own place in the teaching order.
     @Test func noTwoScenariosAreTheSame() throws {
         let c = try Catalogue.bundled()
-        #expect(c.scenarios.count == 48)
         #expect(c.identicalScenarios.isEmpty, "\(c.identicalScenarios)")
-        #expect(Set(Catalogue.canonicalOrder) == Set(c.ids))
+        let unordered = c.scenarios.filter { $0.order == nil }.map(\.id)
+        #expect(unordered.isEmpty, "bundled scenarios without `order:`: \(unordered)")
+        let orders = c.scenarios.compactMap(\.order)
+        #expect(Set(orders).count == orders.count, "two bundled scenarios share an `order:` value")
         let baseline = try #require(c["baseline"])
         let rootNotSent = try #require(c["root-not-sent"])
         #expect(baseline.server.chain == ["leaf-v1", "lab-intermediate-a", "lab-root"])

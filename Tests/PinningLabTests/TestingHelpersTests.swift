@@ -1,5 +1,7 @@
 import Foundation
 import PinningLabTesting
+import PinningLab
+import PinningLabCore
 import Testing
 
 #if canImport(Glibc)

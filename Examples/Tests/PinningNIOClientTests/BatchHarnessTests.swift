@@ -3,6 +3,7 @@
 // answers on the servers' observations. It must get every cell right, and the same verdicts as the same client run
 // cell by cell.
 import Foundation
+import PinningLab
 import PinningLabTesting
 import SwiftBatchHarness
 import Testing

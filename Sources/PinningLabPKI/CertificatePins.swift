@@ -1,0 +1,15 @@
+import Foundation
+import Crypto
+import X509
+
+extension Pins {
+    /// The pins of a DER certificate that is not part of the lab PKI (a chain read from a PEM file:
+    /// `pinlab audit --against CHAIN.pem`).
+    public init(certificateDER der: [UInt8]) throws {
+        let cert = try Certificate(derEncoded: der)
+        let spki = try Builder.der(cert.publicKey)
+        self.init(
+            spkiSHA256: Array(SHA256.hash(data: spki)), certificateSHA256: Array(SHA256.hash(data: der)),
+            rawKeySHA256: Array(SHA256.hash(data: Array(cert.publicKey.subjectPublicKeyInfoBytes))))
+    }
+}

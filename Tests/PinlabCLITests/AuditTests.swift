@@ -1,0 +1,308 @@
+import Foundation
+import PinningLabTestSupport
+import PinningLabCore
+import PinningLab
+import Testing
+
+/// `pinlab audit`: fixture files with one defect each, written here from the lab PKI's pins (no committed keys),
+/// report exactly that finding — and a clean file none; bad input names the file and line and exits 2.
+@Suite("pinlab audit")
+struct AuditTests {
+    static func day(_ offset: Int) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd"
+        return f.string(from: Date().addingTimeInterval(TimeInterval(offset) * 86_400))
+    }
+
+    /// The SPKI pins of the lab PKI's identities (`pinlab pki pins --format json`).
+    static func pins() async throws -> [String: String] {
+        let r = try await CLI.run(["pki", "pins", "--format", "json", "leaf-v1", "leaf-v3-rekey", "lab-root"] + CLI.dirArgs)
+        #expect(r.status == 0, "\(r.stderr)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
+        var out: [String: String] = [:]
+        for row in rows {
+            out[row["name"] as! String] = (row["spkiSHA256"] as? [String: Any])?["base64"] as? String
+        }
+        return out
+    }
+
+    func tempDir() throws -> URL {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-audit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    struct Audit {
+        var status: Int32
+        var ids: [String]
+        var findings: [[String: Any]]
+        var stderr: String
+    }
+
+    /// `pinlab audit --format json ARGS`: the finding ids in order.
+    func audit(_ args: [String]) async throws -> Audit {
+        let r = try await CLI.run(["audit", "--format", "json"] + args)
+        guard r.status != 2 else { return Audit(status: 2, ids: [], findings: [], stderr: r.stderr) }
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)\(r.stderr)")
+        let findings = try #require(doc["findings"] as? [[String: Any]])
+        return Audit(status: r.status, ids: findings.map { $0["id"] as! String }, findings: findings, stderr: r.stderr)
+    }
+
+    static func nsc(domain: String = #"<domain includeSubdomains="true">api.pinning.test</domain>"#,
+                    attributes: String = "", pins: [String], expiration: String = day(365), extra: String = "",
+                    anchors: String = "", debug: String = #"<certificates src="user" overridePins="false" />"#) -> String {
+        """
+        <?xml version="1.0" encoding="utf-8"?>
+        <network-security-config>
+            <domain-config\(attributes)>
+                \(domain)
+                \(anchors)
+                <pin-set expiration="\(expiration)">
+        \(pins.map { "            <pin digest=\"SHA-256\">\($0)</pin>" }.joined(separator: "\n"))
+                </pin-set>
+            </domain-config>
+            \(extra)
+            <debug-overrides>
+                <trust-anchors>
+                    \(debug)
+                </trust-anchors>
+            </debug-overrides>
+        </network-security-config>
+
+        """
+    }
+
+    @Test("network-security-config: each defect is exactly its finding, with its MASTG id; a clean file has none")
+    func networkSecurityConfig() async throws {
+        let p = try await Self.pins()
+        let (k1, k2) = (p["leaf-v1"]!, p["leaf-v3-rekey"]!)
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cases: [(String, String, [String])] = [
+            ("clean", Self.nsc(pins: [k1, k2]), []),
+            ("expired", Self.nsc(pins: [k1, k2], expiration: Self.day(-10)), ["expired-pin-set"]),
+            ("soon", Self.nsc(pins: [k1, k2], expiration: Self.day(10)), ["pin-set-expires-soon"]),
+            ("single", Self.nsc(pins: [k1]), ["single-pin"]),
+            ("backup-equal", Self.nsc(pins: [k1, k1]), ["backup-equals-current"]),
+            ("override", Self.nsc(pins: [k1, k2], extra: #"<base-config><trust-anchors><certificates src="system" /><certificates src="user" overridePins="true" /></trust-anchors></base-config>"#), ["override-pins"]),
+            ("user-ca", Self.nsc(pins: [k1, k2], extra: #"<base-config><trust-anchors><certificates src="user" /></trust-anchors></base-config>"#), ["user-ca-trusted"]),
+            ("debug-override", Self.nsc(pins: [k1, k2], debug: #"<certificates src="user" overridePins="true" />"#), ["debug-override-pins"]),
+            ("cleartext", Self.nsc(attributes: #" cleartextTrafficPermitted="true""#, pins: [k1, k2]), ["cleartext-permitted"]),
+            ("subdomain-config", Self.nsc(pins: [k1, k2], extra: #"<domain-config><domain includeSubdomains="false">cdn.api.pinning.test</domain></domain-config>"#), ["subdomains-unpinned"]),
+            ("apex", Self.nsc(domain: #"<domain includeSubdomains="false">pinning.test</domain>"#, pins: [k1, k2]), ["subdomains-unpinned"]),
+        ]
+        var expectedMASTG: [String: String] = [
+            "expired-pin-set": "MASTG-TEST-0243", "cleartext-permitted": "MASTG-TEST-0235", "user-ca-trusted": "MASTG-TEST-0286",
+            "override-pins": "MASTG-TEST-0286", "subdomains-unpinned": "MASTG-TEST-0242",
+        ]
+        for (label, text, expected) in cases {
+            let file = dir.appendingPathComponent("\(label).xml")
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            let a = try await audit([file.path])
+            #expect(a.ids == expected, "\(label): \(a.ids) \(a.stderr)")
+            let failing = a.findings.contains { ["medium", "high"].contains($0["severity"] as? String) }
+            #expect(a.status == (failing ? 1 : 0), "\(label): exit \(a.status) (--fail-on medium by default)")
+            for f in a.findings {
+                let id = f["id"] as! String
+                #expect(f["file"] as? String == file.path && (f["line"] as? Int ?? 0) > 1, "\(label): \(f)")
+                #expect(!(f["fix"] as? String ?? "").isEmpty && !(f["mastgNote"] as? String ?? "").isEmpty)
+                #expect(f["mastg"] as? String == expectedMASTG.removeValue(forKey: id) ?? f["mastg"] as? String, "\(label): \(f)")
+                if ["pin-set-expires-soon", "single-pin", "backup-equals-current", "debug-override-pins"].contains(id) {
+                    #expect(f["mastg"] == nil, "\(id) has no MASTG test and says so: \(f)")
+                }
+            }
+        }
+        // The expired pin set's line is the <pin-set>'s.
+        let expired = try await audit([dir.appendingPathComponent("expired.xml").path])
+        #expect(expired.findings.first?["line"] as? Int == 6, "\(expired.findings)")
+        // --soon moves the window; the same override in a debug-only resource folder never reaches release.
+        #expect(try await audit(["--soon", "5", dir.appendingPathComponent("soon.xml").path]).ids == [])
+        let debugDir = dir.appendingPathComponent("app/src/debug/res/xml", isDirectory: true)
+        try FileManager.default.createDirectory(at: debugDir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            at: dir.appendingPathComponent("debug-override.xml"), to: debugDir.appendingPathComponent("network_security_config.xml"))
+        #expect(try await audit([debugDir.appendingPathComponent("network_security_config.xml").path]).ids == [])
+        // --fail-on: a medium finding passes a high bar.
+        #expect(try await audit(["--fail-on", "high", dir.appendingPathComponent("cleartext.xml").path]).status == 0)
+        #expect(try await audit(["--fail-on", "high", dir.appendingPathComponent("single.xml").path]).status == 1)
+        // pinlab's own export is clean.
+        let exported = dir.appendingPathComponent("exported.xml")
+        let e = try await CLI.run(["export", "nsc", "--host", "api.pinning.test", "--out", exported.path] + CLI.dirArgs)
+        #expect(e.status == 0)
+        #expect(try await audit([exported.path]).ids == [])
+    }
+
+    @Test("--against CHAIN.pem: pins that match nothing in the chain are a finding; a matching chain is clean")
+    func againstChain() async throws {
+        let p = try await Self.pins()
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("n.xml")
+        try Self.nsc(pins: [p["leaf-v1"]!, p["leaf-v3-rekey"]!]).write(to: file, atomically: true, encoding: .utf8)
+        for (name, expected) in [("leaf-v1", [String]()), ("proxy-root", ["pins-match-nothing"]), ("leaf-v2-renewal", [])] {
+            let pem = dir.appendingPathComponent("\(name).pem")
+            let r = try await CLI.run(["pki", "export", name, "--format", "pem", "--out", pem.path] + CLI.dirArgs)
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(try await audit(["--against", pem.path, file.path]).ids == expected, "\(name)")
+        }
+        let notPEM = dir.appendingPathComponent("empty.pem")
+        try "nothing".write(to: notPEM, atomically: true, encoding: .utf8)
+        let bad = try await audit(["--against", notPEM.path, file.path])
+        #expect(bad.status == 2 && bad.stderr.contains("--against") && bad.stderr.contains("no PEM certificate"), "\(bad.stderr)")
+    }
+
+    @Test("Info.plist (TrustKit, NSPinnedDomains, ATS), TrustKit Swift, OkHttp and pins.json: each defect is its finding")
+    func otherFormats() async throws {
+        let p = try await Self.pins()
+        let (k1, k2, root) = (p["leaf-v1"]!, p["leaf-v3-rekey"]!, p["lab-root"]!)
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func plist(_ body: String) -> String {
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0">
+            <dict>
+            \(body)
+            </dict>
+            </plist>
+
+            """
+        }
+        func trustKit(_ hashes: [String], extra: String = "") -> String {
+            plist("""
+                <key>TSKConfiguration</key>
+                <dict>
+                    <key>TSKPinnedDomains</key>
+                    <dict>
+                        <key>api.pinning.test</key>
+                        <dict>
+                            <key>TSKPublicKeyHashes</key>
+                            <array>\(hashes.map { "<string>\($0)</string>" }.joined())</array>
+                            <key>TSKIncludeSubdomains</key><true/>
+                            \(extra)
+                        </dict>
+                    </dict>
+                </dict>
+                """)
+        }
+        func pinned(_ list: String, _ hashes: [String], ats: String = "") -> String {
+            plist("""
+                <key>NSAppTransportSecurity</key>
+                <dict>
+                    \(ats)
+                    <key>NSPinnedDomains</key>
+                    <dict>
+                        <key>api.pinning.test</key>
+                        <dict>
+                            <key>NSIncludesSubdomains</key><true/>
+                            <key>\(list)</key>
+                            <array>\(hashes.map { "<dict><key>SPKI-SHA256-BASE64</key><string>\($0)</string></dict>" }.joined())</array>
+                        </dict>
+                    </dict>
+                </dict>
+                """)
+        }
+        func swift(_ hashes: [String], enforce: String = "true") -> String {
+            """
+            import TrustKit
+            let config: [String: Any] = [
+                kTSKSwizzleNetworkDelegates: false,
+                kTSKPinnedDomains: [
+                    "api.pinning.test": [
+                        kTSKEnforcePinning: \(enforce),
+                        kTSKIncludeSubdomains: true,
+                        kTSKPublicKeyHashes: [
+            \(hashes.map { "                \"\($0)\", // a pin" }.joined(separator: "\n"))
+                        ],
+                    ],
+                ],
+            ]
+
+            """
+        }
+        func okhttp(_ pattern: String, _ hashes: [String]) -> String {
+            "val pinner = CertificatePinner.Builder()\n"
+                + hashes.map { "    .add(\"\(pattern)\", \"sha256/\($0)\")\n" }.joined() + "    .build()\n"
+        }
+        func pinsJSON(_ pins: [(String, String)], expiration: String = Self.day(365)) -> String {
+            let rows = pins.map { #"{"sha256": "\#($0.0)", "role": "\#($0.1)", "certificate": "leaf"}"# }
+            return #"{"format": "pinninglab-pins", "version": 1, "domains": [{"host": "api.pinning.test", "includeSubdomains": true, "expiration": "\#(expiration)", "pins": [\#(rows.joined(separator: ",\n"))]}]}"# + "\n"
+        }
+        let cases: [(String, String, [String])] = [
+            ("tk-clean.plist", trustKit([k1, k2]), []),
+            ("tk-not-enforced.plist", trustKit([k1, k2], extra: "<key>TSKEnforcePinning</key><false/>"), ["pinning-not-enforced"]),
+            ("tk-expired.plist", trustKit([k1, k2], extra: "<key>TSKExpirationDate</key><string>\(Self.day(-3))</string>"), ["expired-pin-set"]),
+            ("tk-single.plist", trustKit([k1]), ["single-pin"]),
+            ("ns-clean.plist", pinned("NSPinnedLeafIdentities", [k1, k2]), []),
+            ("ns-single-ca.plist", pinned("NSPinnedCAIdentities", [root]), ["single-pin"]),
+            ("ns-arbitrary.plist", pinned("NSPinnedLeafIdentities", [k1, k2], ats: "<key>NSAllowsArbitraryLoads</key><true/>"), ["cleartext-permitted"]),
+            ("tk-clean.swift", swift([k1, k2]), []),
+            ("tk-backup-equal.swift", swift([k1, k1]), ["backup-equals-current"]),
+            ("tk-not-enforced.swift", swift([k1, k2], enforce: "false"), ["pinning-not-enforced"]),
+            ("ok-clean.kt", okhttp("api.pinning.test", [k1, k2]), []),
+            ("ok-single.kt", okhttp("api.pinning.test", [k1]), ["single-pin"]),
+            ("ok-one-label.kt", okhttp("*.pinning.test", [k1, k2]), ["subdomains-unpinned"]),
+            ("clean.json", pinsJSON([(k1, "current"), (k2, "backup")]), []),
+            ("backup-equal.json", pinsJSON([(k1, "current"), (k1, "backup")]), ["backup-equals-current"]),
+            ("expired.json", pinsJSON([(k1, "current"), (k2, "backup")], expiration: Self.day(-1)), ["expired-pin-set"]),
+        ]
+        for (name, text, expected) in cases {
+            let file = dir.appendingPathComponent(name)
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            let a = try await audit([file.path])
+            #expect(a.ids == expected, "\(name): \(a.ids) \(a.stderr)")
+            let failing = a.findings.contains { ["medium", "high"].contains($0["severity"] as? String) }
+            #expect(a.status == (failing ? 1 : 0), "\(name): exit \(a.status) (--fail-on medium by default)")
+            for f in a.findings where !name.hasSuffix(".json") {
+                #expect(f["line"] as? Int != nil, "\(name): a line for \(f)")
+            }
+        }
+        let tk = try await audit([dir.appendingPathComponent("tk-not-enforced.plist").path])
+        #expect(tk.findings.first?["keyPath"] as? String == "TSKConfiguration.TSKPinnedDomains.api.pinning.test.TSKEnforcePinning")
+        #expect(tk.findings.first?["mastg"] as? String == "MASTG-TEST-0068")
+        // Several files at once; the text report names each finding's place.
+        let r = try await CLI.run(["audit", dir.appendingPathComponent("ok-single.kt").path, dir.appendingPathComponent("tk-clean.plist").path])
+        #expect(r.status == 1 && r.stdout.contains("ok-single.kt:2: high single-pin [api.pinning.test]")
+                && r.stdout.contains("1 finding (1 high) in 2 files, 2 pinned domains."), "\(r.stdout)")
+    }
+
+    @Test("bad input: malformed XML, an unknown digest, base64 of the wrong length — exit 2, naming the file and line")
+    func badInput() async throws {
+        let p = try await Self.pins()
+        let k1 = p["leaf-v1"]!
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sha1 = Data(repeating: 7, count: 20).base64EncodedString()
+        let cases: [(String, String, [String])] = [
+            ("malformed.xml", "<network-security-config>\n  <domain-config>\n    <domain>a.test</domain>\n</network-security-config>\n",
+             ["malformed.xml:", "malformed XML", "xmllint"]),
+            ("digest.xml", Self.nsc(pins: [k1]).replacingOccurrences(of: "SHA-256", with: "SHA-1"),
+             ["digest.xml:7:", "digest=\"SHA-1\"", "SHA-256"]),
+            ("short.xml", Self.nsc(pins: [k1, sha1]), ["short.xml:8:", "20 bytes", "SHA-1 digest"]),
+            ("notbase64.xml", Self.nsc(pins: [k1, "not*base64"]), ["notbase64.xml:8:", "is not base64"]),
+            ("sha1.kt", "CertificatePinner.Builder()\n  .add(\"a.test\", \"sha1/\(sha1)\")\n", ["sha1.kt:2:", "sha1", "sha256"]),
+            ("role.json", #"{"format": "pinninglab-pins", "version": 1, "domains": [{"host": "a.test", "includeSubdomains": false, "pins": [{"sha256": "\#(k1)", "role": "primary", "certificate": "leaf"}]}]}"#,
+             ["role.json:", "domains[0].pins[0].role", "current or backup"]),
+            ("syntax.json", "{\"format\": \"pinninglab-pins\",\n \"version\": 1,\n \"domains\": [\n  {\"host\": \"a.test\" \"x\": 1}\n]}\n",
+             ["syntax.json:4:", "not a JSON document", "json.tool"]),
+            ("nothing.txt", "hello\n", ["nothing.txt", "not a pin configuration"]),
+        ]
+        for (name, text, words) in cases {
+            let file = dir.appendingPathComponent(name)
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            let r = try await CLI.run(["audit", file.path])
+            #expect(r.status == 2, "\(name): exit \(r.status) \(r.stdout)")
+            #expect(r.stdout.isEmpty, "\(name): nothing on standard output")
+            for w in words { #expect(r.stderr.contains(w), "\(name): '\(w)' in \(r.stderr)") }
+        }
+        let missing = try await CLI.run(["audit", dir.appendingPathComponent("absent.xml").path])
+        #expect(missing.status == 2 && missing.stderr.contains("absent.xml") && missing.stderr.contains("cannot be read"))
+        for (args, word) in [(["--fail-on", "severe"], "--fail-on"), (["--format", "yaml"], "--format"), ([], "FILE")] {
+            let r = try await CLI.run(["audit"] + args + (word == "FILE" ? [] : [dir.appendingPathComponent("digest.xml").path]))
+            #expect(r.status == 2 && r.stderr.contains(word), "\(args): \(r.stderr)")
+        }
+    }
+}
