@@ -249,8 +249,10 @@ final class ClientVerifyState {
         } else {
             (chainName, chainDER) = ("verified chain", entry.verifiedChainDER)
         }
+        // The handles own the certificates: they must outlive every use of their pointers.
         let handles = chainDER.compactMap { X509Handle(der: $0) }
-        if let index = policy.firstPinnedIndex(in: handles.map(\.pointer)) {
+        let matched = withExtendedLifetime(handles) { policy.firstPinnedIndex(in: handles.map(\.pointer)) }
+        if let index = matched {
             pinMatch = "resumed session: \(chainName) certificate #\(index) matched a pin (checked again without a handshake)"
             return nil
         }
@@ -286,7 +288,7 @@ final class ClientSessionEntry: Sendable {
     func covers(_ host: String) -> Bool {
         guard let der = verifiedChainDER.first ?? presentedChainDER.first, let leaf = X509Handle(der: der) else { return false }
         defer { ERR_clear_error() }
-        return X509_check_host(leaf.pointer, host, host.utf8.count, 0, nil) == 1
+        return withExtendedLifetime(leaf) { X509_check_host(leaf.pointer, host, host.utf8.count, 0, nil) == 1 }
     }
 }
 
