@@ -35,13 +35,17 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
     public var clientCertificateSubject: String?
     /// Milliseconds from accept to the end of the handshake, when it completed.
     public var handshakeMilliseconds: Double?
+    /// How the connection resumed an earlier session (no certificate was sent); absent for a full handshake.
+    public var resumption: ResumptionMechanism?
 
     public init(
         connected: Bool, handshakeCompleted: Bool = false, applicationDataReceived: Bool = false,
         requestLine: String? = nil, alertReceived: TLSAlert? = nil, alertSent: TLSAlert? = nil,
         serverError: String? = nil, negotiatedVersion: String? = nil, cipherSuite: String? = nil,
-        sni: String? = nil, clientCertificateSubject: String? = nil, handshakeMilliseconds: Double? = nil
+        sni: String? = nil, clientCertificateSubject: String? = nil, handshakeMilliseconds: Double? = nil,
+        resumption: ResumptionMechanism? = nil
     ) {
+        self.resumption = resumption
         self.connected = connected
         self.handshakeCompleted = handshakeCompleted
         self.applicationDataReceived = applicationDataReceived
@@ -150,8 +154,65 @@ public struct Verdict: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case scenario, profile, engine, client, expected, observed, claim, status = "verdict", reason, category,
-             expectedCategory, wrongReason, alert, clientDetail, evidence, timings, baselined
+             expectedCategory, wrongReason, alert, clientDetail, evidence, timings, baselined, steps
     }
+
+    /// The verdict of one connection of a cell made of several (`Scenario.steps`).
+    public struct Step: Sendable, Hashable, Codable {
+        private enum CodingKeys: String, CodingKey {
+            case step, host, party, pins, expected, observed, status = "verdict", reason, category, evidence
+        }
+        /// 1, 2, … in the scenario's order.
+        public var step: Int
+        public var host: String
+        public var party: String
+        public var pins: Scenario.Step.Pins
+        public var expected: Expectation
+        public var observed: ObservedOutcome?
+        public var status: Status
+        public var reason: String
+        public var category: RefusalCategory?
+        public var evidence: ServerEvidence?
+
+        public init(step: Int, of s: Scenario.Step, verdict v: Verdict) {
+            self.step = step
+            host = s.host
+            party = s.party
+            pins = s.pins
+            expected = v.expected
+            observed = v.observed
+            status = v.status
+            reason = v.reason
+            category = v.category
+            evidence = v.evidence
+        }
+    }
+
+    /// A cell made of several connections: passes when every step does. Its `expected` and `observed` are the
+    /// last step's; its status and reason the first step's that did not pass (else the last step's).
+    public static func combining(
+        steps: [(Scenario.Step, Verdict)], scenario: String, profile: PinProfile, engine: String, client: String,
+        clientMilliseconds: Double
+    ) -> Verdict {
+        let numbered = steps.enumerated().map { Step(step: $0.offset + 1, of: $0.element.0, verdict: $0.element.1) }
+        let deciding = steps.firstIndex { $0.1.status != .pass } ?? (steps.count - 1)
+        let (step, v) = steps[deciding]
+        var cell = v
+        cell.scenario = scenario
+        cell.profile = profile
+        cell.engine = engine
+        cell.client = client
+        cell.reason = "step \(deciding + 1) of \(steps.count) (\(step.summary)): \(v.reason)"
+        if let last = steps.last?.1 {
+            cell.expected = last.expected
+            cell.observed = last.observed
+        }
+        cell.wrongReason = steps.contains { $0.1.wrongReason }
+        cell.timings = Timings(clientMilliseconds: clientMilliseconds, handshakeMilliseconds: v.timings.handshakeMilliseconds)
+        cell.steps = numbered
+        return cell
+    }
+
 
     public var scenario: String
     public var profile: PinProfile
@@ -181,6 +242,8 @@ public struct Verdict: Sendable, Hashable, Codable {
     /// Set by a baseline comparison when this deviating cell deviated the same way in the baseline (a known,
     /// accepted divergence: it does not fail the run); absent otherwise.
     public var baselined: Bool?
+    /// The verdict of each connection, for a cell made of several (`Scenario.steps`); `nil` for one connection.
+    public var steps: [Step]?
 
     public init(
         scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,

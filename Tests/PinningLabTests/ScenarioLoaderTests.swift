@@ -291,13 +291,14 @@ struct BundledCatalogueTests {
         #expect(c["pinned-cert-other-host"]?.server.chain.first == c["pinned-cert-other-host"]?.client.pinned)
         #expect(c.scenarios.filter { $0.client.host != "localhost" }.map(\.id) == [
             "pinned-cert-other-host", "pin-scope-exact-host", "pin-scope-subdomain-included",
-            "pin-scope-subdomain-excluded", "pin-scope-unpinned-host",
+            "pin-scope-subdomain-excluded", "pin-scope-unpinned-host", "resumption-after-unpinned-handshake",
+            "resumption-cross-host",
         ])
         // The pin-scope rows: the pins apply exactly where the declared scope covers the host asked for.
         let applies = c.scenarios.filter { $0.client.pinScope != nil }.map { "\($0.id) \($0.client.pinsApply)" }
         #expect(applies == [
             "pin-scope-exact-host true", "pin-scope-subdomain-included true", "pin-scope-subdomain-excluded false",
-            "pin-scope-unpinned-host false",
+            "pin-scope-unpinned-host false", "resumption-cross-host true",
         ])
         #expect(c["pin-scope-subdomain-included"]?.client.pinScope == PinScope(domain: "api.pinning.test", includeSubdomains: true))
     }
