@@ -252,7 +252,8 @@ enum ClientConnection {
     private static func connect(target: ClientTarget, state: ClientVerifyState, deadline: ClientDeadline)
         throws(ClientFailure) -> ClientOutcome
     {
-        let context = try ClientContext(target: target, state: state)
+        let context = try ClientContext.shared(for: target)
+        context.prepare(state)
         let socket: ClientSocket
         if let proxy = target.proxy {
             socket = try tunnel(through: proxy, to: target, deadline: deadline)
@@ -350,7 +351,8 @@ enum ClientConnection {
         let state = ClientVerifyState(policy: ClientPolicy(mistake: .none, pins: .empty))
         return withExtendedLifetime(state) { () -> Result<[[UInt8]], ClientFailure> in
             do throws(ClientFailure) {
-                let context = try ClientContext(target: target, state: state)
+                let context = try ClientContext.shared(for: target)
+        context.prepare(state)
                 let socket = try ClientSocket(ip: target.ip, port: target.port, deadline: deadline)
                 let session = try ClientSession(context: context, socket: socket, host: target.host, state: state, deadline: deadline)
                 _ = try? session.drive { SSL_connect($0) }

@@ -3,6 +3,7 @@
 internal import CPinningLabOpenSSL
 internal import PinningLabCore
 internal import PinningLabModel
+internal import PinningLabPKI
 
 /// A refusal or failure of one reference-client run, already classified. OpenSSL's error queue is drained into
 /// `detail` in the same synchronous call that failed.
@@ -292,11 +293,15 @@ final class ClientSessionEntry: Sendable {
     }
 }
 
-/// OpenSSL's certificate verification callback (`SSL_CTX_set_cert_verify_callback`); `argument` is the run's
-/// `ClientVerifyState`, kept alive by the connection for as long as the context exists.
+/// OpenSSL's certificate verification callback (`SSL_CTX_set_cert_verify_callback`). The context is shared by runs
+/// (``ClientContext/shared(for:)``), so the run's `ClientVerifyState` comes from the connection: the store context
+/// names its `SSL*`, whose ex_data holds the state, kept alive by the connection while it runs.
 private let clientCertVerifyCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = {
-    storeContext, argument in
-    guard let storeContext, let argument else { return 0 }
+    storeContext, _ in
+    guard let storeContext,
+        let ssl = X509_STORE_CTX_get_ex_data(storeContext, SSL_get_ex_data_X509_STORE_CTX_idx()),
+        let argument = SSL_get_ex_data(OpaquePointer(ssl), ClientVerifyState.exDataIndex)
+    else { return 0 }
     let state = Unmanaged<ClientVerifyState>.fromOpaque(argument).takeUnretainedValue()
     return state.verify(storeContext) ? 1 : 0
 }
@@ -317,12 +322,42 @@ private let clientInfoCallback: @convention(c) (OpaquePointer?, Int32, Int32) ->
     }
 }
 
-/// A run's `SSL_CTX*` (which owns its `X509_STORE`), configured for the target. Configured once, then only read.
-final class ClientContext {
+/// An `SSL_CTX*` (which owns its `X509_STORE`) configured for a set of trust roots and client credentials.
+/// Configured once, then only read, so runs with the same roots and credentials share it (``shared(for:)``):
+/// making a context costs OpenSSL 3 an algorithm fetch per call, more than the client's half of a handshake.
+final class ClientContext: @unchecked Sendable {  // immutable after init; OpenSSL allows SSL_new on a shared SSL_CTX
     private let handle: SSLContextHandle
     var pointer: OpaquePointer { handle.pointer }
+    /// The roots the store trusts, for the checks that walk issuer names themselves.
+    let trustRoots: [X509Handle]
 
-    init(target: ClientTarget, state: ClientVerifyState) throws(ClientFailure) {
+    private struct Key: Hashable {
+        var roots: [[UInt8]]
+        var chain: [[UInt8]]?
+        var key: [UInt8]?
+    }
+    private static let cache = Locked<[Key: ClientContext]>([:])
+    private static let capacity = 64
+
+    /// The context for `target`'s trust roots and client credentials, made once and kept (the table starts afresh
+    /// when full); the run's state is attached to its connection, never to the context.
+    static func shared(for target: ClientTarget) throws(ClientFailure) -> ClientContext {
+        let key = Key(roots: target.trustRootsDER, chain: target.clientCredentials?.certificateChainDER,
+                      key: target.clientCredentials?.privateKeyPKCS8DER)
+        if let hit = cache.withLock({ $0[key] }) { return hit }
+        let made = try ClientContext(target: target)
+        return cache.withLock { table in
+            if let other = table[key] { return other }
+            if table.count >= capacity { table.removeAll() }
+            table[key] = made
+            return made
+        }
+    }
+
+    /// Attaches the context's roots to a run's state.
+    func prepare(_ state: ClientVerifyState) { state.trustRoots = trustRoots }
+
+    private init(target: ClientTarget) throws(ClientFailure) {
         ERR_clear_error()
         guard let handle = SSLContextHandle(server: false) else {
             throw ClientFailure(category: .other, detail: "SSL_CTX_new failed: \(openSSLErrorQueue())")
@@ -343,9 +378,10 @@ final class ClientContext {
             throw ClientFailure(category: .other, detail: "X509_STORE_new failed: \(openSSLErrorQueue())")
         }
         SSL_CTX_set_cert_store(context, store)  // the context owns the store now
+        var roots: [X509Handle] = []
         for (index, der) in target.trustRootsDER.enumerated() {
             let root = try clientCertificate(der, what: "trustRootsDER[\(index)]")
-            state.trustRoots.append(root)
+            roots.append(root)
             guard X509_STORE_add_cert(store, root.pointer) == 1 else {
                 let errors = openSSLErrorQueue()
                 if errors.contains("cert already in hash table") { continue }
@@ -353,9 +389,9 @@ final class ClientContext {
             }
         }
 
+        trustRoots = roots
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-        SSL_CTX_set_cert_verify_callback(
-            context, clientCertVerifyCallback, Unmanaged.passUnretained(state).toOpaque())
+        SSL_CTX_set_cert_verify_callback(context, clientCertVerifyCallback, nil)
         SSL_CTX_set_info_callback(context, clientInfoCallback)
 
         if let credentials = target.clientCredentials {

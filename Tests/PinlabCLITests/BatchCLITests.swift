@@ -88,8 +88,11 @@ struct BatchCLITests {
         // The documented harness pins the validated chain, for the hosts in the pins' scope, at App Transport
         // Security's TLS floor: every cell of the catalogue passes, ats-floor's included (its only suite,
         // ECDHE-RSA-AES128-SHA, is one Python >= 3.10's default context leaves out; the harness sets ATS's suites).
-        let failing = b.verdicts.filter { $0.status != .pass }
+        // The scenarios of several connections are reported unsupported (one connection per cell), never judged.
+        let failing = b.verdicts.filter { $0.status != .pass && $0.status != .unsupported }
         #expect(failing.isEmpty, "\(failing.prefix(5).map { "\($0.scenario) \($0.profile) \($0.engine): \($0.reason)" })")
+        let unsupported = Set(b.verdicts.filter { $0.status == .unsupported }.map(\.scenario))
+        #expect(unsupported == Set(try Catalogue.bundled().scenarios.filter(\.isMultiStep).map(\.id)), "\(unsupported)")
         #expect(b.verdicts.count == p.verdicts.count && !b.verdicts.isEmpty)
         print("python: batch \(b.durationSeconds) s, per cell \(p.durationSeconds) s")
     }
