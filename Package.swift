@@ -100,8 +100,9 @@ let package = Package(
             dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL"],
             swiftSettings: swiftSettings
         ),
-        // `pinlab export`: pins and roots in the formats of TrustKit, Alamofire, OkHttp, Android's
-        // network-security-config, curl and Apple's configuration profiles. Linked by pinlab only.
+        // `pinlab export` and `pinlab audit`: pins and roots in the formats of TrustKit, Alamofire, OkHttp, Ktor, Cronet,
+        // Android's network-security-config, NSPinnedDomains, curl and Apple's configuration profiles, and the readers
+        // that audit those formats. Linked by pinlab only.
         .target(
             name: "PinningLabExports",
             dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],

@@ -35,15 +35,19 @@ public enum Engines {
     public static let all: [any TLSEngine] = [openssl, gnutls]
     public static var names: [String] { all.map(\.name) }
 
-    /// `openssl`, `gnutls` or `both`.
+    /// The engine with this name (`openssl`, `gnutls`), if there is one.
+    public static func engine(named name: String) -> (any TLSEngine)? {
+        all.first { $0.name == name.lowercased() }
+    }
+
+    /// An engine's name, or `both` (`all`) for every engine.
     public static func named(_ name: String) throws -> [any TLSEngine] {
-        switch name.lowercased() {
-        case "openssl": return [openssl]
-        case "gnutls": return [gnutls]
-        case "both", "all": return all
-        default:
-            throw CheckSetupError(.runOption, problem: "'\(name)' is not an engine.", fix: "use openssl, gnutls or both.")
+        if ["both", "all"].contains(name.lowercased()) { return all }
+        guard let engine = engine(named: name) else {
+            throw CheckSetupError(.runOption, problem: "'\(name)' is not an engine.",
+                                  fix: "use \(names.joined(separator: ", ")) or both.")
         }
+        return [engine]
     }
 }
 

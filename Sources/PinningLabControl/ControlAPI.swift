@@ -207,7 +207,7 @@ final class ControlAPI: Sendable {
         let scenarioID = try ControlRequest.string(body, "scenario", required: true, example: "rekey") ?? ""
         let engineName = try ControlRequest.string(body, "engine", required: true, example: "gnutls") ?? ""
         let s = try scenario(scenarioID, field: "scenario")
-        guard let engine = Engines.all.first(where: { $0.name == engineName }) else {
+        guard let engine = Engines.engine(named: engineName) else {
             throw .notFound("engine", "there is no engine named '\(engineName)'.",
                             fix: "use one of: \(Engines.names.joined(separator: ", ")).")
         }

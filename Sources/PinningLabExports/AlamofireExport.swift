@@ -76,3 +76,10 @@ enum AlamofireExport {
         return files
     }
 }
+
+extension ExportFormat {
+    /// Alamofire 5: a `ServerTrustManager` with `PublicKeysTrustEvaluator` and `PinnedCertificatesTrustEvaluator`,
+    /// plus the `.cer` files (DER) the evaluators load.
+    public static let alamofire = ExportFormat(
+        "alamofire", fileName: "PinningLabTrust.swift", pinsCertificates: true, render: AlamofireExport.render)
+}

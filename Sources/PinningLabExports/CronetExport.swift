@@ -61,3 +61,9 @@ enum CronetExport {
         return [ExportFile(name: ExportFormat.cronetJava.fileName, text: s)]
     }
 }
+
+extension ExportFormat {
+    /// Cronet's `CronetEngine.Builder.addPublicKeyPins` in Java, with the expiration date and includeSubdomains.
+    public static let cronetJava = ExportFormat(
+        "cronet-java", fileName: "PinningLabCronetPins.java", render: CronetExport.java)
+}

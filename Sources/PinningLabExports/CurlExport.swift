@@ -27,3 +27,9 @@ enum CurlExport {
     /// Single-quoted for a POSIX shell.
     static func shellQuoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 }
+
+extension ExportFormat {
+    /// curl's `--cacert FILE --pinnedpubkey 'sha256//…'` flags.
+    public static let curl = ExportFormat(
+        "curl", fileName: "curl-flags.txt", render: CurlExport.render)
+}

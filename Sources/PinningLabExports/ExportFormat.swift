@@ -2,106 +2,63 @@ public import Foundation
 import PinningLab
 public import PinningLabPKI
 
-/// A configuration a pinning library or a device takes, written by `pinlab export FORMAT`. An open set: a struct
-/// with static members, so that formats can be added without breaking callers.
+/// A configuration a pinning library or a device takes, written by `pinlab export FORMAT`. An open set: each format
+/// is a static member declared in its renderer's file (with its file name and renderer) and listed once in
+/// ``all``; adding one edits nothing else.
 public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public var rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
+    public let rawValue: String
+    /// The file the format's main text is usually saved as.
+    public let fileName: String
+    /// Whether the library refuses a configuration with fewer than two pins (TrustKit raises an exception:
+    /// a single pin without a backup can brick an app).
+    public let requiresTwoPins: Bool
+    /// Whether the format carries pins at all (`mobileconfig` only installs trust anchors).
+    public let carriesPins: Bool
+    /// Whether the format can pin whole certificates (`leaf-cert`), not only SPKIs.
+    public let pinsCertificates: Bool
+    private let renderer: @Sendable (PinExport) -> [ExportFile]
 
-    /// TrustKit's `TSKConfiguration` as Info.plist XML.
-    public static let trustKitPlist = ExportFormat(rawValue: "trustkit-plist")
-    /// TrustKit's configuration as a Swift dictionary literal for `TrustKit.initSharedInstance(withConfiguration:)`.
-    public static let trustKitSwift = ExportFormat(rawValue: "trustkit-swift")
-    /// Alamofire 5: a `ServerTrustManager` with `PublicKeysTrustEvaluator` and `PinnedCertificatesTrustEvaluator`,
-    /// plus the `.cer` files (DER) the evaluators load.
-    public static let alamofire = ExportFormat(rawValue: "alamofire")
-    /// OkHttp `CertificatePinner` in Kotlin.
-    public static let okHttpKotlin = ExportFormat(rawValue: "okhttp-kotlin")
-    /// OkHttp `CertificatePinner` in Java.
-    public static let okHttpJava = ExportFormat(rawValue: "okhttp-java")
-    /// Android `network_security_config.xml`, plus the lab root as a raw resource.
-    public static let nsc = ExportFormat(rawValue: "nsc")
-    /// curl's `--cacert FILE --pinnedpubkey 'sha256//…'` flags.
-    public static let curl = ExportFormat(rawValue: "curl")
-    /// An unsigned Apple configuration profile installing the lab root (and optionally `proxy-root`).
-    public static let mobileconfig = ExportFormat(rawValue: "mobileconfig")
-    /// Apple's identity pinning (iOS 14+): an Info.plist fragment with `NSAppTransportSecurity` →
-    /// `NSPinnedDomains` (`NSPinnedLeafIdentities` or `NSPinnedCAIdentities`, `NSIncludesSubdomains`).
-    public static let nsPinnedDomains = ExportFormat(rawValue: "nspinneddomains")
-    /// Cronet's `CronetEngine.Builder.addPublicKeyPins` in Java, with the expiration date and includeSubdomains.
-    public static let cronetJava = ExportFormat(rawValue: "cronet-java")
-    /// Ktor's client on the OkHttp engine with an OkHttp `CertificatePinner`, in Kotlin.
-    public static let ktorKotlin = ExportFormat(rawValue: "ktor-kotlin")
-    /// `pins.json`: PinningLab's pin-set source (``PinsDocument``), from which `pinlab export --from` renders the rest.
-    public static let pinsJSON = ExportFormat(rawValue: "pins-json")
+    init(
+        _ name: String, fileName: String, requiresTwoPins: Bool = false, carriesPins: Bool = true,
+        pinsCertificates: Bool = false, render: @escaping @Sendable (PinExport) -> [ExportFile]
+    ) {
+        rawValue = name
+        self.fileName = fileName
+        self.requiresTwoPins = requiresTwoPins
+        self.carriesPins = carriesPins
+        self.pinsCertificates = pinsCertificates
+        renderer = render
+    }
 
+    /// The format with this name, if there is one.
+    public init?(rawValue: String) {
+        guard let f = Self.all.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = f
+    }
+
+    public static func == (a: ExportFormat, b: ExportFormat) -> Bool { a.rawValue == b.rawValue }
+    public func hash(into h: inout Hasher) { h.combine(rawValue) }
+
+    /// Every format, in the order `pinlab export --help` lists them: the one registry.
     public static let all: [ExportFormat] = [
         .trustKitPlist, .trustKitSwift, .alamofire, .okHttpKotlin, .okHttpJava, .nsc, .curl, .mobileconfig,
         .nsPinnedDomains, .cronetJava, .ktorKotlin, .pinsJSON,
     ]
     public var description: String { rawValue }
 
-    /// Whether the library refuses a configuration with fewer than two pins (TrustKit raises an exception:
-    /// a single pin without a backup can brick an app).
-    public var requiresTwoPins: Bool { self == .trustKitPlist || self == .trustKitSwift }
-
-    /// Whether the format carries pins at all (`mobileconfig` only installs trust anchors).
-    public var carriesPins: Bool { self != .mobileconfig }
-
-    /// Whether the format can pin whole certificates (`leaf-cert`), not only SPKIs.
-    public var pinsCertificates: Bool { self == .alamofire }
-
     /// The format named `name`, or an error that names the closest format.
     public static func named(_ name: String) throws(ExportError) -> ExportFormat {
-        let f = ExportFormat(rawValue: name.lowercased())
-        if all.contains(f) { return f }
+        if let f = ExportFormat(rawValue: name.lowercased()) { return f }
         let names = all.map(\.rawValue)
         throw ExportError(
             .unknownFormat, argument: "FORMAT", problem: "'\(name)' is not an export format.",
             fix: "use one of \(names.joined(separator: ", ")). \(didYouMean(name, names))")
     }
 
-    /// The file the format's main text is usually saved as.
-    public var fileName: String {
-        switch self {
-        case .trustKitPlist: return "TrustKit-Info.plist"
-        case .trustKitSwift: return "TrustKitConfiguration.swift"
-        case .alamofire: return "PinningLabTrust.swift"
-        case .okHttpKotlin: return "PinningLabPins.kt"
-        case .okHttpJava: return "PinningLabPins.java"
-        case .nsc: return "network_security_config.xml"
-        case .curl: return "curl-flags.txt"
-        case .mobileconfig: return "PinningLab.mobileconfig"
-        case .nsPinnedDomains: return "NSPinnedDomains-Info.plist"
-        case .cronetJava: return "PinningLabCronetPins.java"
-        case .ktorKotlin: return "PinningLabKtorPins.kt"
-        case .pinsJSON: return "pins.json"
-        default: return rawValue + ".txt"
-        }
-    }
-
     /// Writes the export. The main file comes first; the others (certificates, trust files, README) are the
     /// material it refers to, written next to it when the caller writes to a folder.
     public func render(_ export: PinExport) throws(ExportError) -> [ExportFile] {
-        let e = try export.prepared(for: self)
-        switch self {
-        case .trustKitPlist: return TrustKitExport.plist(e)
-        case .trustKitSwift: return TrustKitExport.swift(e)
-        case .alamofire: return AlamofireExport.render(e)
-        case .okHttpKotlin: return OkHttpExport.kotlin(e)
-        case .okHttpJava: return OkHttpExport.java(e)
-        case .nsc: return NSCExport.render(e)
-        case .curl: return CurlExport.render(e)
-        case .mobileconfig: return MobileConfigExport.render(e)
-        case .nsPinnedDomains: return NSPinnedDomainsExport.render(e)
-        case .cronetJava: return CronetExport.java(e)
-        case .ktorKotlin: return KtorExport.kotlin(e)
-        case .pinsJSON: return PinsJSONExport.render(e)
-        default:
-            _ = try Self.named(rawValue)  // throws for a format that is not in `all`, with the closest name
-            throw ExportError(
-                .unknownFormat, argument: "FORMAT", problem: "'\(self)' has no generator.", fix: "report a bug.")
-        }
+        renderer(try export.prepared(for: self))
     }
 }
 

@@ -19,11 +19,7 @@ enum KtorExport {
                 val certificatePinner: CertificatePinner = CertificatePinner.Builder()
 
             """
-        for pattern in OkHttpExport.patterns(e) {
-            for p in e.spkiPins {
-                s += "        .add(\(quoted(pattern)), \(quoted(PinFormat.okhttpPin(p.spkiBase64))))  // \(p.label)\n"
-            }
-        }
+        s += OkHttpExport.builderAdds(e, indent: 8)
         s += """
                     .build()
 
@@ -40,4 +36,10 @@ enum KtorExport {
             """
         return [ExportFile(name: ExportFormat.ktorKotlin.fileName, text: s)]
     }
+}
+
+extension ExportFormat {
+    /// Ktor's client on the OkHttp engine with an OkHttp `CertificatePinner`, in Kotlin.
+    public static let ktorKotlin = ExportFormat(
+        "ktor-kotlin", fileName: "PinningLabKtorPins.kt", render: KtorExport.kotlin)
 }

@@ -135,3 +135,9 @@ enum MobileConfigExport {
         return s
     }
 }
+
+extension ExportFormat {
+    /// An unsigned Apple configuration profile installing the lab root (and optionally `proxy-root`).
+    public static let mobileconfig = ExportFormat(
+        "mobileconfig", fileName: "PinningLab.mobileconfig", carriesPins: false, render: MobileConfigExport.render)
+}

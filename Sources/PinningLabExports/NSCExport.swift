@@ -75,3 +75,9 @@ enum NSCExport {
         return files
     }
 }
+
+extension ExportFormat {
+    /// Android `network_security_config.xml`, plus the lab root as a raw resource.
+    public static let nsc = ExportFormat(
+        "nsc", fileName: "network_security_config.xml", render: NSCExport.render)
+}

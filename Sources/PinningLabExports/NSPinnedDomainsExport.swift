@@ -42,3 +42,10 @@ enum NSPinnedDomainsExport {
         return [ExportFile(name: ExportFormat.nsPinnedDomains.fileName, text: root.document(comment: comment))]
     }
 }
+
+extension ExportFormat {
+    /// Apple's identity pinning (iOS 14+): an Info.plist fragment with `NSAppTransportSecurity` →
+    /// `NSPinnedDomains` (`NSPinnedLeafIdentities` or `NSPinnedCAIdentities`, `NSIncludesSubdomains`).
+    public static let nsPinnedDomains = ExportFormat(
+        "nspinneddomains", fileName: "NSPinnedDomains-Info.plist", render: NSPinnedDomainsExport.render)
+}

@@ -9,6 +9,19 @@ enum OkHttpExport {
     /// label deep; `**.` (any depth) came with OkHttp 4, so it is not used here.
     static func patterns(_ e: PinExport) -> [String] { e.includeSubdomains ? [e.host, "*." + e.host] : [e.host] }
 
+    /// The `CertificatePinner.Builder` calls, one `.add(pattern, "sha256/…")` line per host pattern and pin, each
+    /// indented by `indent` spaces (Java, Kotlin and Ktor's OkHttp engine share them).
+    static func builderAdds(_ e: PinExport, indent: Int) -> String {
+        let pad = String(repeating: " ", count: indent)
+        var s = ""
+        for pattern in patterns(e) {
+            for p in e.spkiPins {
+                s += "\(pad).add(\(quoted(pattern)), \(quoted(PinFormat.okhttpPin(p.spkiBase64))))  // \(p.label)\n"
+            }
+        }
+        return s
+    }
+
     static func java(_ e: PinExport) -> [ExportFile] {
         var s = slashComment(e.headerLines(.okHttpJava))
         s += """
@@ -24,11 +37,7 @@ enum OkHttpExport {
                     return new CertificatePinner.Builder()
 
             """
-        for pattern in patterns(e) {
-            for p in e.spkiPins {
-                s += "            .add(\(quoted(pattern)), \(quoted(PinFormat.okhttpPin(p.spkiBase64))))  // \(p.label)\n"
-            }
-        }
+        s += builderAdds(e, indent: 12)
         s += """
                         .build();
                 }
@@ -50,12 +59,18 @@ enum OkHttpExport {
                 val certificatePinner: CertificatePinner = CertificatePinner.Builder()
 
             """
-        for pattern in patterns(e) {
-            for p in e.spkiPins {
-                s += "        .add(\(quoted(pattern)), \(quoted(PinFormat.okhttpPin(p.spkiBase64))))  // \(p.label)\n"
-            }
-        }
+        s += builderAdds(e, indent: 8)
         s += "        .build()\n}\n"
         return [ExportFile(name: ExportFormat.okHttpKotlin.fileName, text: s)]
     }
+}
+
+extension ExportFormat {
+    /// OkHttp `CertificatePinner` in Kotlin.
+    public static let okHttpKotlin = ExportFormat(
+        "okhttp-kotlin", fileName: "PinningLabPins.kt", render: OkHttpExport.kotlin)
+
+    /// OkHttp `CertificatePinner` in Java.
+    public static let okHttpJava = ExportFormat(
+        "okhttp-java", fileName: "PinningLabPins.java", render: OkHttpExport.java)
 }

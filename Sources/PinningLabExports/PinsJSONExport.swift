@@ -211,3 +211,9 @@ enum PinsJSONExport {
         return [ExportFile(name: ExportFormat.pinsJSON.fileName, text: text)]
     }
 }
+
+extension ExportFormat {
+    /// `pins.json`: PinningLab's pin-set source (``PinsDocument``), from which `pinlab export --from` renders the rest.
+    public static let pinsJSON = ExportFormat(
+        "pins-json", fileName: "pins.json", render: PinsJSONExport.render)
+}

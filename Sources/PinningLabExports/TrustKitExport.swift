@@ -55,3 +55,13 @@ enum TrustKitExport {
         return [ExportFile(name: ExportFormat.trustKitSwift.fileName, text: s)]
     }
 }
+
+extension ExportFormat {
+    /// TrustKit's `TSKConfiguration` as Info.plist XML.
+    public static let trustKitPlist = ExportFormat(
+        "trustkit-plist", fileName: "TrustKit-Info.plist", requiresTwoPins: true, render: TrustKitExport.plist)
+
+    /// TrustKit's configuration as a Swift dictionary literal for `TrustKit.initSharedInstance(withConfiguration:)`.
+    public static let trustKitSwift = ExportFormat(
+        "trustkit-swift", fileName: "TrustKitConfiguration.swift", requiresTwoPins: true, render: TrustKitExport.swift)
+}

@@ -126,11 +126,8 @@ public final class InterceptProxy: Sendable {
                     + "who can reach this machine could use the proxy",
                 fix: "add --allow-peer 192.168.1.23/32 (the phone's address; repeatable, CIDR, IPv6 too)")
         }
-        let engine: any TLSEngine
-        switch c.engine.lowercased() {
-        case "openssl": engine = Engines.openssl
-        case "gnutls": engine = Engines.gnutls
-        default: throw InterceptError("--engine", "'\(c.engine)' is not an engine", fix: "use openssl or gnutls")
+        guard let engine = Engines.engine(named: c.engine) else {
+            throw InterceptError("--engine", "'\(c.engine)' is not an engine", fix: "use \(Engines.names.joined(separator: " or "))")
         }
         func identity(_ name: String) throws -> Identity {
             guard let id = pki[name] else {

@@ -243,10 +243,12 @@ final class LookupPool: @unchecked Sendable {  // every field under `condition`
 
 /// A name look-up a connection waits for: the pool thread delivers the result and wakes the connection's worker; a
 /// connection that finished first cancels it, after which its worker is never woken for it (its pipe may be closed).
-final class PendingLookup: @unchecked Sendable {  // `result` and `cancelled` under `lock`
-    private let lock = NSLock()
-    private var result: NameResolution?
-    private var cancelled = false
+final class PendingLookup: Sendable {
+    private struct State {
+        var result: NameResolution?
+        var cancelled = false
+    }
+    private let state = Locked(State())
     private let wake: WakePipe
     let host: String
 
@@ -256,32 +258,27 @@ final class PendingLookup: @unchecked Sendable {  // `result` and `cancelled` un
     }
 
     func deliver(_ r: NameResolution) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !cancelled else { return }
-        result = r
-        wake.wake()  // under the lock: once `cancel()` returned, no wake-up follows
+        state.withLock { s in
+            guard !s.cancelled else { return }
+            s.result = r
+            wake.wake()  // under the lock: once `cancel()` returned, no wake-up follows
+        }
     }
 
-    var isReady: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return result != nil
-    }
+    var isReady: Bool { state.withLock { $0.result != nil } }
 
     func take() -> NameResolution? {
-        lock.lock()
-        defer { lock.unlock() }
-        let r = result
-        result = nil
-        return r
+        state.withLock { s in
+            defer { s.result = nil }
+            return s.result
+        }
     }
 
     func cancel() {
-        lock.lock()
-        cancelled = true
-        result = nil
-        lock.unlock()
+        state.withLock { s in
+            s.cancelled = true
+            s.result = nil
+        }
     }
 }
 

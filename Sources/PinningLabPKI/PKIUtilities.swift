@@ -2,37 +2,21 @@
 internal import Foundation
 
 /// Results of concurrent work by index; `values()` rethrows the first error in index order.
-final class ResultSlots<T>: @unchecked Sendable {  // every access holds `lock`
-    private let lock = NSLock()
-    private var slots: [Result<T, any Error>?]
-    init(count: Int) { slots = Array(repeating: nil, count: count) }
+final class ResultSlots<T>: Sendable {
+    private let slots: Locked<[Result<T, any Error>?]>
+    init(count: Int) { slots = Locked(Array(repeating: nil, count: count)) }
     func set(_ i: Int, _ body: () throws -> T) {
         let r = Result { try body() }
-        lock.lock()
-        slots[i] = r
-        lock.unlock()
+        slots.withLock { $0[i] = r }
     }
-    func values() throws -> [T] {
-        lock.lock()
-        defer { lock.unlock() }
-        return try slots.map { try $0!.get() }
-    }
+    func values() throws -> [T] { try slots.withLock { try $0.map { try $0!.get() } } }
 }
 
 /// The first error of concurrent work.
-final class ErrorBox: @unchecked Sendable {  // every access holds `lock`
-    private let lock = NSLock()
-    private var error: (any Error)?
-    func record(_ e: any Error) {
-        lock.lock()
-        if error == nil { error = e }
-        lock.unlock()
-    }
-    var first: (any Error)? {
-        lock.lock()
-        defer { lock.unlock() }
-        return error
-    }
+final class ErrorBox: Sendable {
+    private let error = Locked<(any Error)?>(nil)
+    func record(_ e: any Error) { error.withLock { if $0 == nil { $0 = e } } }
+    var first: (any Error)? { error.withLock { $0 } }
 }
 
 func hexBytes(_ s: String) -> [UInt8] {

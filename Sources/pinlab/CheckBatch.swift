@@ -1,5 +1,6 @@
 import Foundation
 import PinningLab
+import PinningLabPKI
 
 extension CheckCommand {
     /// `pinlab check --batch`: one harness run for every cell. The problems that belong to no cell (an unknown id, a
@@ -15,12 +16,13 @@ extension CheckCommand {
 
 /// `pinlab check`'s progress on a terminal: cells done of total, failures so far, time left — on standard error, one
 /// line redrawn at most ten times a second; nothing when standard error is not a terminal.
-final class ProgressLine: @unchecked Sendable {
-    // @unchecked: `last` and `drawn` are touched under `lock`.
+final class ProgressLine: Sendable {
+    private struct Drawn {
+        var last = ContinuousClock.now - .seconds(1)
+        var onScreen = false
+    }
     private let enabled = isatty(STDERR_FILENO) == 1
-    private let lock = NSLock()
-    private var last = ContinuousClock.now - .seconds(1)
-    private var drawn = false
+    private let state = Locked(Drawn())
 
     var update: @Sendable (CheckProgress) -> Void {
         { [self] p in draw(p) }
@@ -28,11 +30,11 @@ final class ProgressLine: @unchecked Sendable {
 
     private func draw(_ p: CheckProgress) {
         guard enabled else { return }
-        lock.withLock {
+        state.withLock { d in
             let now = ContinuousClock.now
-            guard p.done == p.total || now - last >= .milliseconds(100) else { return }
-            last = now
-            drawn = true
+            guard p.done == p.total || now - d.last >= .milliseconds(100) else { return }
+            d.last = now
+            d.onScreen = true
             let left = p.estimatedSecondsLeft.map { String(format: ", about %.0f s left", $0) } ?? ""
             let failing = p.deviations == 0 ? "no deviation" : "\(p.deviations) deviating"
             FileHandle.standardError.write(Data("\r\u{1B}[K\(p.done)/\(p.total) cells, \(failing)\(left)".utf8))
@@ -41,9 +43,9 @@ final class ProgressLine: @unchecked Sendable {
 
     /// Clears the line.
     func finish() {
-        lock.withLock {
-            if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-            drawn = false
+        state.withLock { d in
+            if d.onScreen { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            d.onScreen = false
         }
     }
 }

@@ -265,11 +265,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     /// The engines named by --engine.
     static func engines(_ name: String) throws -> [any TLSEngine] {
-        switch name {
-        case "openssl": return [Engines.openssl]
-        case "gnutls": return [Engines.gnutls]
-        case "both", "all": return Engines.all
-        default: throw ValidationError("--engine '\(name)': use openssl, gnutls or both")
+        do {
+            return try Engines.named(name)
+        } catch {
+            throw ValidationError("--engine '\(name)': use \(Engines.names.joined(separator: ", ")) or both")
         }
     }
 

@@ -275,10 +275,19 @@ struct ReferenceClientTests {
 
     @Test func unknownName() {
         #expect(ReferenceClients.named("trust-everything") == nil)
-        #expect(ReferenceClients.names == [
-            "correct", "pin-presented-chain", "pin-replaces-validation", "no-hostname-check", "raw-key-hash", "no-pinning",
-            "pins-by-issuer-name", "pins-every-host",
-        ])
+    }
+
+    /// The README's table of reference clients ("What `pinlab demo` shows") lists exactly the clients the package
+    /// has, in the same order, so the documentation and the code cannot drift apart.
+    @Test func theReadmeListsEveryReferenceClient() throws {
+        let readme = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.range(of: "## What `pinlab demo` shows"))
+        let table = readme[section.upperBound...].split(separator: "\n").drop { !$0.hasPrefix("| client |") }
+            .dropFirst(2).prefix { $0.hasPrefix("| `") }
+        let documented = table.compactMap { $0.split(separator: "`").dropFirst().first.map(String.init) }
+        #expect(documented == ReferenceClients.names, "README: \(documented)")
+        #expect(Set(ReferenceClients.names).count == ReferenceClients.names.count)
     }
 
     @Test("a closed port is refused, not accepted")

@@ -38,6 +38,8 @@ let badSpecs: [BadSpec] = [
     .init(label: "unknown key name", yaml: okRoot + "  leaf: { role: leaf, issuer: root, key: K9 }\n", code: .unknownKey, entity: "leaf", field: "key"),
     .init(label: "key type conflict", yaml: "version: 1\nkeys: { K1: p256 }\nentities:\n  root: { role: root }\n  leaf: { role: leaf, issuer: root, key: K1, keyType: rsa2048 }\n", code: .keyTypeConflict, entity: "leaf", field: "keyType"),
     .init(label: "bad host", yaml: okRoot + "  leaf: { role: leaf, issuer: root, hosts: [\"bad host!\"] }\n", code: .badHost, entity: "leaf", field: "hosts"),
+    .init(label: "scope on a leaf", yaml: okRoot + "  leaf: { role: leaf, issuer: root, scope: [api.example.com] }\n", code: .badScope, entity: "leaf", field: "scope"),
+    .init(label: "scope and nameConstraints", yaml: "version: 1\nentities:\n  root: { role: root, scope: [api.example.com], nameConstraints: { permitted: [example.com] } }\n", code: .badScope, entity: "root", field: "scope"),
     .init(label: "bad IP range", yaml: "version: 1\nentities:\n  root: { role: root, nameConstraints: { permitted: [127.0.0.0/33] } }\n", code: .badNameConstraint, entity: "root", field: "nameConstraints.permitted"),
     .init(label: "unknown usage", yaml: okRoot + "  leaf: { role: leaf, issuer: root, usages: [serverAuthentication] }\n", code: .unknownUsage, entity: "leaf", field: "usages"),
     .init(label: "SHA-1 from an EC issuer", yaml: okRoot + "  leaf: { role: leaf, issuer: root, signature: sha1 }\n", code: .unsupportedSignature, entity: "leaf", field: "signature"),
@@ -68,9 +70,25 @@ struct SpecErrorTests {
         #expect(e.fix != nil || e.code == .duplicateName || e.code == .wrongType, "the message says how to fix it: \(e)")
     }
 
-    @Test func atLeastTwentyDistinctCases() {
-        #expect(badSpecs.count >= 20)
-        #expect(Set(badSpecs.map(\.code.rawValue)).count >= 20)
+    /// Every error code the spec parser raises (read from its source: `fail(.code, …` and `PKIError(.code, …`) has a
+    /// malformed spec above that produces it; a new check without a case fails here.
+    @Test func everyErrorTheParserRaisesHasACase() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/PinningLabPKI")
+        var raised: Set<String> = []
+        for file in ["SpecParser.swift", "Spec.swift", "SpecNames.swift"] {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            for m in text.matches(of: /(?:fail|PKIError)\(\.([a-zA-Z]+),/) { raised.insert(String(m.1)) }
+        }
+        #expect(raised.count >= 10, "the parser's error calls were found: \(raised.sorted())")
+        func camel(_ raw: String) -> String {
+            let parts = raw.split(separator: "-")
+            return parts.first.map(String.init)! + parts.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+        }
+        let covered = Set(badSpecs.map { camel($0.code.rawValue) })
+        // Case-insensitive: `leaf-marked-ca` is `leafMarkedCA` in Swift.
+        let missing = raised.filter { name in !covered.contains { $0.lowercased() == name.lowercased() } }
+        #expect(missing.isEmpty, "spec errors raised by the parser without a malformed-spec case: \(missing.sorted())")
     }
 
     @Test func didYouMean() throws {

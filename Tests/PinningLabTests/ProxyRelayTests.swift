@@ -114,8 +114,7 @@ struct ProxyRelayTests {
         let replies = await Self.connect(proxy.port, authorities)
         #expect(await proxy.settle())
         let report = proxy.report()
-        await proxy.stop()
-        try await Task.sleep(for: .milliseconds(200))
+        await proxy.stop()  // joins the workers, which are the only ones that dial: no wait needed after it
         #expect(!service.sawConnection, "the proxy dialled the loopback service")
         #expect(replies.count == 3, "\(replies)")
         for reply in replies {
@@ -208,8 +207,7 @@ struct ProxyRelayTests {
         let run = await ChildProcess.run(["python3", "-c", Self.tlsScript, String(proxy.port), "127.0.0.1:\(service.port)", "evil.test"], timeout: .seconds(30))
         #expect(await proxy.settle())
         let observation = proxy.observations().first
-        await proxy.stop()
-        try await Task.sleep(for: .milliseconds(200))
+        await proxy.stop()  // joins the workers, which are the only ones that dial
         #expect(run.stdoutText.hasPrefix("HTTP/1.1 200 Connection established closed"), "\(run.output)")
         #expect(!service.sawConnection, "the proxy dialled the loopback authority")
         #expect(observation?.closure == "destination-refused" && observation?.error?.contains("127.0.0.1 is a loopback address") == true, "\(String(describing: observation))")
