@@ -76,7 +76,7 @@ let package = Package(
         ),
         .target(
             name: "PinningLabGnuTLS",
-            dependencies: ["PinningLabCore", "CPinningLabGnuTLS"],
+            dependencies: ["PinningLabCore", "PinningLabPKI", "CPinningLabGnuTLS"],
             swiftSettings: swiftSettings
         ),
         .target(

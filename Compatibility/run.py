@@ -42,6 +42,10 @@ ATTACKERS = """
     description: A leaf with an address SAN under the root's address constraints (what the lab leaves had before).
 """
 
+# The scenario name-collision-root: twin-root-leaf followed by the genuine lab-intermediate-a (same subject as twin-root-a),
+# with lab-root and twin-root-a trusted; only twin-root-a's key verifies the leaf.
+COLLISION_CASE = "twin-root-leaf sent with lab-intermediate-a"
+
 # (case id, identity, host, trust roots, purpose, expected, reason). "varies": the stacks legitimately differ.
 CASES = [
     ("leaf-v1", "leaf-v1", "localhost", ["lab-root"], "server", "accept", ""),
@@ -70,6 +74,7 @@ CASES = [
     ("twin-leaf under lab-root", "twin-leaf", "localhost", ["lab-root"], "server", "refuse", "name-collision intermediate, other key"),
     ("leaf-weak-rsa-1024", "leaf-weak-rsa-1024", "localhost", ["lab-root"], "server", "varies", "RSA-1024: refused at OpenSSL security level 2, accepted by others"),
     ("leaf-sha1", "leaf-sha1", "localhost", ["lab-root"], "server", "varies", "SHA-1 signature: refused by most, accepted by some"),
+    (COLLISION_CASE, "twin-root-leaf", "localhost", ["lab-root", "twin-root-a"], "server", "varies", "path building through a name-collision root"),
     ("attacker: www.example.com", "attacker-example-com", "www.example.com", ["lab-root"], "server", "refuse", "name constraints (DNS)"),
     ("attacker: 203.0.113.7", "attacker-bank-address", "203.0.113.7", ["lab-root"], "server", "refuse", "name constraints (IP)"),
     ("IP SAN under IP constraints", "lab-loopback-address", "localhost", ["lab-root"], "server", "accept", "valid; BoringSSL does not implement IP constraints"),
@@ -78,6 +83,37 @@ CASES = [
     ("client-untrusted", "client-untrusted", "", ["client-ca"], "client", "refuse", "untrusted root"),
     ("client-wrong-eku", "client-wrong-eku", "", ["client-ca"], "client", "refuse", "EKU serverAuth only"),
 ]
+# The "varies" rows whose reason is the catalogue's (one source for what the catalogue calls verifier variance or
+# platform policy): case id -> (scenario id, "varies" or "policy"). The reason written above is only a fallback.
+CATALOGUE_REASONS = {
+    "leaf-ed25519": ("ed25519", "varies"),
+    "leaf-weak-rsa-1024": ("weak-rsa-1024", "policy"),
+    "leaf-sha1": ("sha1-signature", "policy"),
+    COLLISION_CASE: ("name-collision-root", "varies"),
+}
+
+
+def catalogue_reasons(pinlab):
+    """{case id: reason} read from the bundled catalogue (`pinlab scenarios list --format json`)."""
+    r = run([pinlab, "scenarios", "list", "--format", "json"], timeout=60)
+    if r.returncode != 0:
+        sys.exit(f"compatibility: pinlab scenarios list failed: {r.stderr.strip()[:300]}")
+    scenarios = {s["id"]: s for s in json.loads(r.stdout)}
+    out = {}
+    for case, (sid, kind) in CATALOGUE_REASONS.items():
+        s = scenarios.get(sid)
+        if s is None:
+            sys.exit(f"compatibility: the catalogue has no scenario '{sid}' (CATALOGUE_REASONS in {os.path.relpath(__file__, ROOT)})")
+        if kind == "varies":
+            why = next(iter((s.get("varies") or {}).values()), None)
+        else:
+            why = (s.get("policy") or {}).get("reason")
+        if not why:
+            sys.exit(f"compatibility: scenarios/{sid}.yaml has no `{kind}` reason for the case '{case}'")
+        out[case] = why
+    return out
+
+
 SCENARIO_CASES = [
     ("scenario baseline (OpenSSL engine)", "baseline", "openssl", "accept"),
     ("scenario baseline (GnuTLS engine)", "baseline", "gnutls", "accept"),
@@ -160,16 +196,30 @@ class Lab:
                 p.kill()
 
     def cases(self):
-        identities = sorted({c[1] for c in CASES if c[4] == "server"})
+        identities = sorted({c[1] for c in CASES if c[4] == "server" and c[0] != COLLISION_CASE})
         args = ["--engine", "openssl"]
         for i in identities:
             args += ["--identity", i]
         ports = {s["id"]: s["port"] for s in self.serve(args, "identities")}
         leaf_only = {s["id"]: s["port"] for s in self.serve(["--engine", "openssl", "--identity", "leaf-v1", "--chain", "leaf-v1"], "leaf-only")}
         scen = {(s["id"], s["engine"]): s["port"] for s in self.serve(
-            ["--engine", "both", "--scenario", "baseline", "--scenario", "untrusted-rogue"], "scenarios")}
+            ["--engine", "both", "--scenario", "baseline", "--scenario", "untrusted-rogue", "--scenario", "name-collision-root"],
+            "scenarios")}
         out = []
+        shared = catalogue_reasons(self.pinlab)
         for cid, ident, host, roots, purpose, expect, why in CASES:
+            why = shared.get(cid, why)
+            if cid == COLLISION_CASE:
+                # One trust file with both roots (the stacks that take a single CA file read every certificate in it).
+                both = os.path.join(self.work, "roots-lab-root+twin-root-a.pem")
+                with open(both, "w") as f:
+                    for r in roots:
+                        with open(self.cert(r)) as g:
+                            f.write(g.read())
+                out.append({"id": cid, "kind": "identity", "chain": [self.cert(ident), self.cert("lab-intermediate-a")],
+                            "roots": [both], "host": host, "purpose": purpose,
+                            "port": scen[("name-collision-root", "openssl")], "expect": expect, "reason": why})
+                continue
             chain = [self.cert(ident)]
             leafonly = "leaf only" in cid
             issuers = self.issuers(ident)

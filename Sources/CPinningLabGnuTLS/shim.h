@@ -37,6 +37,17 @@ static inline int cpl_gnutls_subject_rfc4514(const unsigned char *der, unsigned 
     gnutls_x509_crt_deinit(crt);
     return n;
 }
+/* A datum holding a copy of `len` bytes, allocated with gnutls_malloc (GnuTLS frees what a db retrieve function
+   returns); an empty datum when the allocation fails. */
+static inline gnutls_datum_t cpl_gnutls_datum_copy(const unsigned char *bytes, unsigned int len) {
+    gnutls_datum_t d = { NULL, 0 };
+    d.data = gnutls_malloc(len > 0 ? len : 1);
+    if (d.data != NULL) {
+        if (len > 0) memcpy(d.data, bytes, len);
+        d.size = len;
+    }
+    return d;
+}
 /* ---- end engines ---- */
 
 #endif

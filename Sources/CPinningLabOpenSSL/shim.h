@@ -89,6 +89,36 @@ static inline int cpl_srv_subject_rfc2253(const unsigned char *der, long len, ch
     X509_free(x);
     return n;
 }
+/* Session resumption (off unless a configuration asks): a session-ID context shared by every context of the
+   engine (so that the SNI switch keeps sessions valid), the server session cache for session IDs, and stateless
+   tickets under the given 80-byte key (16 name, 32 HMAC, 32 AES), with `dec` told the outcome of each ticket.
+   Session IDs alone issue no TLS 1.3 ticket (TLS 1.3 has no session IDs). Returns 1 on success. */
+static inline int cpl_srv_ctx_resumption(SSL_CTX *ctx, int ids, int tickets, const unsigned char *key80,
+                                         SSL_CTX_decrypt_session_ticket_fn dec) {
+    static const unsigned char sid_ctx[] = "pinninglab";
+    if (SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof sid_ctx - 1) != 1) return 0;
+    if (ids) SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+    if (tickets) {
+        SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
+        if (SSL_CTX_set_num_tickets(ctx, 2) != 1) return 0;
+        if (SSL_CTX_set_tlsext_ticket_keys(ctx, (void *)key80, 80) != 1) return 0;
+        if (SSL_CTX_set_session_ticket_cb(ctx, NULL, dec, NULL) != 1) return 0;
+    }
+    return 1;
+}
+/* What OpenSSL does with a ticket when no decrypt callback is installed. */
+static inline SSL_TICKET_RETURN cpl_srv_ticket_default(SSL_TICKET_STATUS status) {
+    switch (status) {
+    case SSL_TICKET_SUCCESS: return SSL_TICKET_RETURN_USE;
+    case SSL_TICKET_SUCCESS_RENEW: return SSL_TICKET_RETURN_USE_RENEW;
+    case SSL_TICKET_EMPTY: case SSL_TICKET_NO_DECRYPT: return SSL_TICKET_RETURN_IGNORE_RENEW;
+    case SSL_TICKET_NONE: return SSL_TICKET_RETURN_IGNORE;
+    default: return SSL_TICKET_RETURN_ABORT;
+    }
+}
+static inline int cpl_srv_ticket_decrypted(SSL_TICKET_STATUS status) {
+    return status == SSL_TICKET_SUCCESS || status == SSL_TICKET_SUCCESS_RENEW;
+}
 /* ---- end engines ---- */
 
 #endif

@@ -65,6 +65,11 @@ public struct ScenarioSheet: Sendable, Hashable, Codable {
     public var chain: [ChainLink]
     /// The pins of each profile, base64.
     public var pins: [String: [String]]
+    /// Why a platform's TLS policy decides some cells, and what each listed platform expects
+    /// (`ats: X X X X X X; openssl-default: A A A A A A — <reason>`); absent when no platform does.
+    public var policy: String?
+    /// Per profile, why correct verifiers legitimately differ there; absent when they do not.
+    public var varies: [String: String]?
 
     public init(scenario s: Scenario, pki: LabPKI?) {
         id = s.id
@@ -77,6 +82,15 @@ public struct ScenarioSheet: Sendable, Hashable, Codable {
         var e: [String: Expectation] = [:]
         for p in PinProfile.all { e[p.rawValue] = s.expected(p) }
         expected = e
+        if let p = s.policy {
+            let rows = p.expectations.sorted { $0.key < $1.key }.map { platform, row in
+                "\(platform): " + PinProfile.all.map { (row[$0] ?? s.expected($0)) == .accept ? "A" : "X" }.joined(separator: " ")
+            }
+            policy = rows.joined(separator: "; ") + " — " + p.reason
+        }
+        if !s.variance.isEmpty {
+            varies = Dictionary(uniqueKeysWithValues: s.variance.map { ($0.key.rawValue, $0.value) })
+        }
         chain = []
         pins = [:]
         guard let pki else { return }
@@ -116,6 +130,10 @@ public struct CheckReport: Sendable, Codable {
     public var summary: VerdictSummary
     public var verdicts: [Verdict]
     public var scenarios: [ScenarioSheet]
+    /// The platform TLS policy the cells were judged by (`--platform`); absent: the catalogue's `expect`.
+    public var platform: PlatformPolicy?
+    /// The comparison with a baseline (`--baseline`), when the run had one.
+    public var baseline: BaselineComparison?
 
     public init(
         client: String, engines: [String], profiles: [PinProfile] = PinProfile.all, startedAt: Date = Date(),
@@ -162,7 +180,8 @@ public struct CheckReport: Sendable, Codable {
 
     /// One line: `correct — openssl, gnutls — 420 cells: 420 pass, … — 1.23 s`.
     public var summaryLine: String {
-        let verdictWord = deviates ? "DEVIATES" : "conforms"
+        let verdictWord = baseline.map { $0.changed ? "CHANGED against its baseline" : (deviates ? "deviates as in its baseline" : "conforms") }
+            ?? (deviates ? "DEVIATES" : "conforms")
         return "\(client): \(verdictWord) — \(summary.line) — \(engines.joined(separator: ", ")) — \(String(format: "%.2f", durationSeconds)) s"
     }
 }

@@ -30,6 +30,7 @@ enum HTMLReport {
         .m{display:inline-block;width:16px;height:16px;line-height:16px;border-radius:3px;margin:0 1px;font-size:12px;color:#fff}
         .pass{background:#22a05a} .fail{background:#d92d20} .disagree{background:#e08a00} .error{background:#8a4ad8}
         .skipped,.unsupported{background:#c3c8d2} .wrong{background:#22a05a;outline:2px solid #e08a00;outline-offset:-2px}
+        .policy,.stricter{background:#2f7fb5} .baselined{background:#d92d20;opacity:.45}
         .legend span{margin-right:12px}
         .scenario{background:#fff;border:1px solid #e3e6ed;border-radius:10px;padding:14px 16px;margin:14px 0}
         .teach{color:#3b4252;max-width:980px}
@@ -44,13 +45,14 @@ enum HTMLReport {
         ul.dev li{margin:3px 0}
         </style></head><body>
         <h1>pinlab check: \(xml(r.client))</h1>
-        <div class="mono">engines: \(xml(r.engines.joined(separator: ", "))) · started \(xml(ISO8601DateFormatter().string(from: r.startedAt))) · \(String(format: "%.2f", r.durationSeconds)) s</div>
+        <div class="mono">engines: \(xml(r.engines.joined(separator: ", ")))\(r.platform.map { " · platform \(xml($0.rawValue))" } ?? "") · started \(xml(ISO8601DateFormatter().string(from: r.startedAt))) · \(String(format: "%.2f", r.durationSeconds)) s</div>
         <div class="summary \(r.deviates ? "bad" : "ok")">\(r.deviates ? "Deviates" : "Conforms"): \(xml(r.summary.line))</div>
         <div class="legend">Each cell: expected outcome (A accept, X refuse), then one mark per engine (\(xml(r.engines.joined(separator: ", ")))):
         <span><i class="m pass">✓</i>as expected</span><span><i class="m fail">✗</i>deviates</span>
         <span><i class="m disagree">≠</i>client and server disagree</span>
         <span><i class="m wrong">?</i>refused as expected, but for another reason</span><span><i class="m skipped">·</i>skipped</span>
-        <span><i class="m unsupported">∅</i>unsupported</span><span><i class="m error">!</i>error</span></div>
+        <span><i class="m unsupported">∅</i>unsupported</span><span><i class="m error">!</i>error</span>
+        \(extraLegend(r, policy: "<span><i class=\"m policy\">P</i>decided by the platform policy, as it prescribes</span>", stricter: "<span><i class=\"m stricter\">S</i>stricter than required</span>", baselined: "<span><i class=\"m baselined\">b</i>deviates as in the baseline</span>"))</div>
         <table class="matrix"><thead><tr><th>scenario</th>
         """
         for p in r.profiles { h += "<th>\(xml(p.rawValue))</th>" }
@@ -64,8 +66,8 @@ enum HTMLReport {
                 for (engine, v) in zip(r.engines, vs) {
                     if let v {
                         let tip = "\(engine): \(v.status) — \(v.reason)"
-                        let cls = v.wrongReason ? "m wrong" : "m \(v.status.rawValue)"
-                        h += "<i class=\"\(cls)\" title=\"\(xml(tip))\">\(v.wrongReason ? "?" : mark(v.status))</i>"
+                        let cls = v.baselined == true ? "m baselined" : v.wrongReason ? "m wrong" : "m \(v.status.rawValue)"
+                        h += "<i class=\"\(cls)\" title=\"\(xml(tip))\">\(cellMark(v))</i>"
                     } else {
                         h += "<i class=\"m skipped\" title=\"\(xml(engine)): not run\"> </i>"
                     }
@@ -80,7 +82,7 @@ enum HTMLReport {
         if !dev.isEmpty {
             h += "<h2>Deviations (\(dev.count))</h2><ul class=\"dev\">\n"
             for v in dev {
-                h += "<li><i class=\"m \(v.status.rawValue)\">\(mark(v.status))</i> <a href=\"#s-\(xml(v.scenario))\"><code>\(xml(v.scenario))</code></a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(xml(v.reason))"
+                h += "<li><i class=\"m \(v.baselined == true ? "baselined" : v.status.rawValue)\">\(cellMark(v))</i> <a href=\"#s-\(xml(v.scenario))\"><code>\(xml(v.scenario))</code></a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(v.baselined == true ? "(baselined) " : "")\(xml(v.reason))"
                 if let a = v.alert?.description, !v.reason.contains(a) { h += " <span class=\"mono\">(alert \(xml(a)))</span>" }
                 h += "</li>\n"
             }
@@ -95,6 +97,21 @@ enum HTMLReport {
             }
             h += "</ul>\n"
         }
+        let ruled = ruleCells(r)
+        if !ruled.isEmpty {
+            h += "<h2>Decided by the platform policy, or stricter than required (\(ruled.count))</h2><ul class=\"dev\">\n"
+            for v in ruled {
+                h += "<li><i class=\"m \(v.status.rawValue)\">\(mark(v.status))</i> <a href=\"#s-\(xml(v.scenario))\"><code>\(xml(v.scenario))</code></a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(xml(v.reason))</li>\n"
+            }
+            h += "</ul>\n"
+        }
+        if let c = r.baseline, c.changed {
+            h += "<h2>Changed against the baseline \(xml(c.file)) (\(c.changes.count))</h2><ul class=\"dev\">\n"
+            for ch in c.changes {
+                h += "<li><code>\(xml(ch.cell))</code>: \(xml(ch.before?.rawValue ?? "not in the baseline")) → \(xml(ch.after.rawValue))\(ch.newlyFailing ? " (newly failing)" : ch.newlyPassing ? " (newly passing)" : "")</li>\n"
+            }
+            h += "</ul>\n"
+        }
         h += "<h2>Scenarios</h2>\n"
         for s in r.scenarios {
             h += "<section class=\"scenario\" id=\"s-\(xml(s.id))\"><h3>\(xml(s.id)) — \(xml(s.title))</h3>\n"
@@ -106,6 +123,10 @@ enum HTMLReport {
             h += " · expected: " + PinProfile.all.map { p in
                 "<code>\(xml(p.rawValue))</code> \(s.expected[p.rawValue] == .accept ? "A" : "X")"
             }.joined(separator: ", ") + "</div>\n"
+            if let p = s.policy { h += "<div class=\"row\">policy: \(xml(p))</div>\n" }
+            for (profile, why) in (s.varies ?? [:]).sorted(by: { PinProfile(rawValue: $0.key) < PinProfile(rawValue: $1.key) }) {
+                h += "<div class=\"row\">varies (<code>\(xml(profile))</code>): \(xml(why))</div>\n"
+            }
             h += "<div class=\"chain\">\n"
             for (i, c) in s.chain.enumerated() {
                 if i > 0 {

@@ -10,6 +10,9 @@ public enum ReportSchemas {
     /// XML Schema of `pinlab check --format junit`: the common JUnit report layout (as read by Jenkins, GitLab,
     /// GitHub Actions reporters), with numeric attributes typed (`check-report-junit.xsd`).
     public static let junitXSD = bundledSchema("check-report-junit.xsd")
+
+    /// JSON Schema of a baseline file (`pinlab check --write-baseline`, `baseline.schema.json`).
+    public static let baseline = bundledSchema("baseline.schema.json")
 }
 
 /// The JSON Schemas (draft 2020-12) of the batch protocol. `pinlab check --print-schema batch-in|batch-out` prints

@@ -19,9 +19,49 @@ func mark(_ s: Verdict.Status) -> String {
     case .disagree: return "≠"
     case .skipped: return "·"
     case .unsupported: return "∅"
+    case .policy: return "P"
+    case .stricter: return "S"
     default: return "!"
     }
 }
+
+/// The mark of one cell in matrices: `?` for a refusal for another reason, `b` for a deviation the baseline records.
+func cellMark(_ v: Verdict) -> String {
+    if v.baselined == true { return "b" }
+    return v.wrongReason ? "?" : mark(v.status)
+}
+
+/// The legend of the marks a report uses beyond the usual ones (policy, stricter, baselined); empty when none.
+func extraLegend(_ r: CheckReport, policy: String, stricter: String, baselined: String) -> String {
+    var parts: [String] = []
+    if r.summary.policy > 0 { parts.append(policy) }
+    if r.summary.stricter > 0 { parts.append(stricter) }
+    if r.summary.baselined > 0 { parts.append(baselined) }
+    return parts.joined(separator: "  ")
+}
+
+/// Policy and stricter-than-required cells grouped by scenario and status: one line each, with the reason once.
+func ruleGroups(_ ruled: [Verdict]) -> [(scenario: String, status: Verdict.Status, cells: String, why: String)] {
+    var order: [String] = []
+    var groups: [String: [Verdict]] = [:]
+    for v in ruled {
+        let key = "\(v.scenario)|\(v.status.rawValue)"
+        if groups[key] == nil { order.append(key) }
+        groups[key, default: []].append(v)
+    }
+    return order.map { key in
+        let vs = groups[key]!
+        let profiles = orderedUnique(vs.map(\.profile.rawValue))
+        let engines = orderedUnique(vs.map(\.engine))
+        let cells = "\(vs.count) cell\(vs.count == 1 ? "" : "s"): \(profiles.count == PinProfile.all.count ? "every profile" : profiles.joined(separator: ", ")) × \(engines.joined(separator: ", "))"
+        // The reason up to the cell's own evidence ("; refused as expected: …").
+        let why = vs[0].reason.components(separatedBy: "; ").first ?? vs[0].reason
+        return (vs[0].scenario, vs[0].status, cells, why)
+    }
+}
+
+/// Cells whose outcome a platform policy decided, or that were stricter than required, for the lists under matrices.
+func ruleCells(_ r: CheckReport) -> [Verdict] { r.verdicts.filter { $0.status == .policy || $0.status == .stricter } }
 
 /// The terminal matrix: scenarios × profiles, one mark per engine in each cell, then the deviations and a summary.
 enum TextReport {
@@ -38,11 +78,16 @@ enum TextReport {
         }
         var out = ""
         let engines = r.engines
-        out += paint("pinlab check", "1") + " · client \(r.client) · engines \(engines.joined(separator: ", "))\n"
+        out += paint("pinlab check", "1") + " · client \(r.client) · engines \(engines.joined(separator: ", "))"
+            + (r.platform.map { " · platform \($0)" } ?? "") + "\n"
         out += "Each cell: expected (A accept, X refuse), then one mark per engine (\(engines.joined(separator: ", "))):\n"
         out += "\(painted(.pass)) as expected  \(painted(.fail)) deviates  \(painted(.disagree)) client and server disagree  "
         out += "\(paint("?", "33")) refused, but for another reason  "
-        out += "\(painted(.skipped)) skipped  \(painted(.unsupported)) unsupported  \(painted(.error)) error;  +backup = leaf-spki+backup\n\n"
+        out += "\(painted(.skipped)) skipped  \(painted(.unsupported)) unsupported  \(painted(.error)) error;  +backup = leaf-spki+backup\n"
+        let extra = extraLegend(r, policy: "\(paint("P", "36")) decided by the platform policy, as it prescribes",
+                                stricter: "\(paint("S", "36")) stricter than required", baselined: "\(paint("b", "33")) deviates as in the baseline")
+        if !extra.isEmpty { out += extra + "\n" }
+        out += "\n"
 
         let ids = r.scenarios.map(\.id).isEmpty ? orderedUnique(r.verdicts.map(\.scenario)) : r.scenarios.map(\.id)
         let nameWidth = max(8, ids.map(\.count).max() ?? 8) + 2
@@ -58,7 +103,12 @@ enum TextReport {
                 let vs = engines.map { index["\(id)|\(p.rawValue)|\($0)"] }
                 let expected = vs.compactMap { $0 }.first?.expected
                 let letter = expected.map { $0 == .accept ? "A" : "X" } ?? " "
-                let marks = vs.map { v in v.map { $0.wrongReason ? paint("?", "33") : painted($0.status) } ?? " " }.joined()
+                let marks = vs.map { v in
+                    v.map { v in
+                        v.baselined == true ? paint("b", "33") : v.wrongReason ? paint("?", "33")
+                            : (v.status == .policy || v.status == .stricter) ? paint(mark(v.status), "36") : painted(v.status)
+                    } ?? " "
+                }.joined()
                 let visible = 2 + engines.count
                 line += letter + " " + marks + String(repeating: " ", count: max(0, w - visible))
             }
@@ -70,7 +120,8 @@ enum TextReport {
             out += "\n" + paint("Deviations (\(dev.count)):", "1") + "\n"
             let shown = maxDeviations.map { Array(dev.prefix($0)) } ?? dev
             for v in shown {
-                out += "  \(painted(v.status)) \(v.scenario) × \(v.profile) × \(v.engine): \(v.reason)"
+                out += "  \(painted(v.status)) \(v.scenario) × \(v.profile) × \(v.engine): "
+                    + (v.baselined == true ? "(baselined) " : "") + v.reason
                 if let a = v.alert?.description, !v.reason.contains(a) { out += " (alert \(a))" }
                 out += "\n"
             }
@@ -82,6 +133,11 @@ enum TextReport {
             let shown = maxDeviations.map { Array(wrong.prefix($0)) } ?? wrong
             for v in shown { out += "  ? \(v.scenario) × \(v.profile) × \(v.engine): \(v.reason)\n" }
             if shown.count < wrong.count { out += "  … and \(wrong.count - shown.count) more\n" }
+        }
+        let ruled = ruleCells(r)
+        if !ruled.isEmpty {
+            out += "\n" + paint("Decided by the platform policy, or stricter than required — not pinning deviations (\(ruled.count)):", "1") + "\n"
+            for g in ruleGroups(ruled) { out += "  \(mark(g.status)) \(g.scenario) (\(g.cells)): \(g.why)\n" }
         }
         out += "\n" + (r.deviates ? paint(r.summaryLine, "1;31") : paint(r.summaryLine, "1;32")) + "\n"
         return out
@@ -106,12 +162,16 @@ enum MarkdownReport {
     static func render(_ r: CheckReport) -> String {
         var out = "# pinlab check: \(r.client)\n\n"
         out += "- Engines: \(r.engines.joined(separator: ", "))\n"
+        if let p = r.platform { out += "- Platform: \(p)\n" }
         out += "- Result: **\(r.deviates ? "deviates" : "conforms")** — \(r.summary.line)\n"
         out += "- Duration: \(String(format: "%.2f", r.durationSeconds)) s\n\n"
         out += "Each cell: the expected outcome (A accept, X refuse), then one mark per engine "
         out += "(\(r.engines.joined(separator: ", "))): ✓ as expected, ✗ deviates, ≠ client and server disagree, "
         out += "? refused as expected but for another reason than a correct client, "
-        out += "· skipped, ∅ unsupported, ! error.\n\n"
+        out += "· skipped, ∅ unsupported, ! error."
+        let extra = extraLegend(r, policy: "P decided by the platform policy, as it prescribes;", stricter: "S stricter than required;",
+                                baselined: "b deviates as in the baseline;")
+        out += (extra.isEmpty ? "" : " " + extra) + "\n\n"
         out += "| scenario | " + r.profiles.map { "`\($0.rawValue)`" }.joined(separator: " | ") + " |\n"
         out += "|---|" + r.profiles.map { _ in ":-:" }.joined(separator: "|") + "|\n"
         var index: [String: Verdict] = [:]
@@ -122,7 +182,7 @@ enum MarkdownReport {
             for p in r.profiles {
                 let vs = r.engines.map { index["\(id)|\(p.rawValue)|\($0)"] }
                 let letter = vs.compactMap { $0 }.first.map { $0.expected == .accept ? "A" : "X" } ?? ""
-                cells.append(letter + " " + vs.map { v in v.map { $0.wrongReason ? "?" : mark($0.status) } ?? " " }.joined())
+                cells.append(letter + " " + vs.map { v in v.map(cellMark) ?? " " }.joined())
             }
             out += "| `\(id)` | " + cells.joined(separator: " | ") + " |\n"
         }
@@ -130,7 +190,7 @@ enum MarkdownReport {
         if !dev.isEmpty {
             out += "\n## Deviations\n\n"
             for v in dev {
-                out += "- \(mark(v.status)) `\(v.scenario)` × `\(v.profile)` × \(v.engine): \(escapeMarkdown(v.reason))"
+                out += "- \(mark(v.status)) `\(v.scenario)` × `\(v.profile)` × \(v.engine): \(v.baselined == true ? "(baselined) " : "")\(escapeMarkdown(v.reason))"
                 if let a = v.alert { out += " (alert `\(a)`)" }
                 out += "\n"
             }
@@ -139,6 +199,11 @@ enum MarkdownReport {
         if !wrong.isEmpty {
             out += "\n## Refused for another reason\n\n"
             for v in wrong { out += "- `\(v.scenario)` × `\(v.profile)` × \(v.engine): \(escapeMarkdown(v.reason))\n" }
+        }
+        let ruled = ruleCells(r)
+        if !ruled.isEmpty {
+            out += "\n## Decided by the platform policy, or stricter than required\n\n"
+            for v in ruled { out += "- \(mark(v.status)) `\(v.scenario)` × `\(v.profile)` × \(v.engine): \(escapeMarkdown(v.reason))\n" }
         }
         return out
     }

@@ -25,6 +25,14 @@ public enum ClientUnderTest: Sendable {
         case .command(let c): return c.supportedProfiles
         }
     }
+
+    /// The platform the client declares (in-process clients only; a command's platform is `CheckOptions.platform`).
+    public var platform: PlatformPolicy? {
+        switch self {
+        case .inProcess(let c): return c.platform
+        case .command: return nil
+        }
+    }
 }
 
 /// The engines a check can use, by name.
@@ -88,12 +96,16 @@ public struct CheckOptions: Sendable {
     public var shard: CellShard?
     /// Called after each judged cell (from any task; keep it short).
     public var progress: (@Sendable (CheckProgress) -> Void)?
+    /// The platform TLS policy the client follows (`--platform`); `nil` keeps what the client declares
+    /// (``PinningClient/platform``), and with neither the catalogue's `expect` judges every cell.
+    public var platform: PlatformPolicy?
 
     public init(
         engines: [any TLSEngine] = Engines.all, profiles: Set<PinProfile>? = nil, scenarios: [String] = [],
         jobs: Int = CheckOptions.defaultJobs, timeout: Duration = .seconds(10), workDirectory: URL? = nil,
-        shard: CellShard? = nil, progress: (@Sendable (CheckProgress) -> Void)? = nil
+        shard: CellShard? = nil, progress: (@Sendable (CheckProgress) -> Void)? = nil, platform: PlatformPolicy? = nil
     ) {
+        self.platform = platform
         self.shard = shard
         self.progress = progress
         self.engines = engines
@@ -128,17 +140,35 @@ public struct CheckRunner: Sendable {
 
     /// The server configuration of a scenario: its exact chain, key, versions, ciphers and client authentication.
     public func serverConfiguration(for s: Scenario) throws -> ServerTLSConfiguration {
-        let chain = try s.servedChain(in: pki)
+        try serverConfiguration(for: s, party: s.server, name: s.id)
+    }
+
+    /// The configuration of one party of a scenario (`genuine` is `s.server`); `chain` replaces its chain (a
+    /// rotation), `ticketKeys` holds the cell's keys by name.
+    func serverConfiguration(
+        for s: Scenario, party server: Scenario.Server, name: String, chain names: [String]? = nil,
+        ticketKeys: [String: SessionTicketKey]
+    ) throws -> ServerTLSConfiguration {
+        var c = try serverConfiguration(for: s, party: server, name: name, chain: names)
+        c.resumption.ticketKey = server.ticketKey.flatMap { ticketKeys[$0] }
+        return c
+    }
+
+    private func serverConfiguration(
+        for s: Scenario, party server: Scenario.Server, name: String, chain names: [String]? = nil
+    ) throws -> ServerTLSConfiguration {
+        let chain = try (names ?? server.chain).map { try pki.identity($0) }
         var identity = ServerIdentity(chain[0], chain: chain.map(\.certificateDER), serverNames: [])
-        identity.name = s.id
+        identity.name = name
         var c = ServerTLSConfiguration(identities: [identity])
-        let versions = s.server.tlsVersions
+        c.resumption = SessionResumption(server.resumption)
+        let versions = server.tlsVersions
         c.minimumVersion = versions.min() ?? .tls12
         c.maximumVersion = versions.max() ?? .tls13
         // Every IANA name maps on both engines, or this throws: a restriction never silently disappears.
-        c.ciphers = try CipherPreferences(ianaSuites: s.server.cipherSuites)
-        c.clientAuthentication = s.server.clientAuth
-        c.clientTrustRootsDER = try s.server.clientAuthTrust.map { try pki.identity($0).certificateDER }
+        c.ciphers = try CipherPreferences(ianaSuites: server.cipherSuites)
+        c.clientAuthentication = server.clientAuth
+        c.clientTrustRootsDER = try server.clientAuthTrust.map { try pki.identity($0).certificateDER }
         return c
     }
 
@@ -148,13 +178,14 @@ public struct CheckRunner: Sendable {
         defer { start.cleanUp() }
         let (started, clock, selected, files) = (start.date, start.clock, start.selected, start.files)
         let supported = options.profiles ?? client.supportedProfiles
+        let platform = options.platform ?? client.platform
 
         var jobs: [CellScheduler.Job] = []
         for sc in selected.scenarios {
             for e in options.engines {
                 let inShard = PinProfile.all.filter { options.shard?.contains(scenario: sc.id, profile: $0, engine: e.name) ?? true }
                 let runnable = inShard.filter { supported?.contains($0) ?? true }
-                jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable, inShard: inShard))
+                jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable, inShard: inShard, platform: platform))
             }
         }
         let scheduler = CellScheduler(jobs, progress: options.progress)
@@ -182,10 +213,12 @@ public struct CheckRunner: Sendable {
         let verdicts = await scheduler.verdicts(client: client.name, supported: supported)
         let d = ContinuousClock.now - clock
         let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-        return CheckReport(
+        var report = CheckReport(
             client: client.name, engines: options.engines.map(\.name), profiles: PinProfile.all, startedAt: started,
             durationSeconds: seconds, verdicts: verdicts,
             scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
+        report.platform = platform
+        return report
     }
 
     /// Runs one assignment: starts the job's server first if needed, then one cell.
@@ -195,6 +228,11 @@ public struct CheckRunner: Sendable {
     ) async throws {
         let job = a.job
         let s = job.scenario
+        if s.isMultiStep {
+            let v = await runSteps(of: s, profile: a.profile, engine: job.engine, client: client, timeout: timeout, files: files)
+            _ = await scheduler.finish(a.index, a.profile, v, server: nil)
+            return
+        }
         var server = a.server
         if server == nil {
             do {
@@ -225,7 +263,7 @@ public struct CheckRunner: Sendable {
                 // The client gets its timeout and 5 s more; one that ignores cancellation no longer holds the run.
                 guard let o = await raceAgainstDeadline(timeout + .seconds(5), { await c.run(target) }) else {
                     let v = Verdict.notRun(
-                        scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p),
+                        scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p, platform: job.platform),
                         status: .error,
                         reason: "the client did not finish: it had not returned \(Int(milliseconds(timeout) / 1000) + 5) s after the cell started (it ignores its timeout and cancellation)")
                     if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
@@ -239,21 +277,107 @@ public struct CheckRunner: Sendable {
             }
         } catch {
             let v = Verdict.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
-                                   expected: s.expected(p), status: .error, reason: "cannot prepare the cell: \(error)")
+                                   expected: s.expected(p, platform: job.platform), status: .error, reason: "cannot prepare the cell: \(error)")
             if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
             return
         }
         let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
         let v = Verdict.judge(
-            scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p),
-            evidence: ServerEvidence(observations), outcome: outcome, clientAuth: s.server.clientAuth, expectedCategory: s.refusal,
-            clientMilliseconds: ms)
+            scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
+            expected: s.expected(p, platform: job.platform), evidence: ServerEvidence(observations), outcome: outcome,
+            clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: ms,
+            rule: s.rule(p, platform: job.platform))
         if let done = await scheduler.finish(a.index, p, v, server: server) {
             // Stopping joins the server's threads (on a thread of its own): the next cell starts at once, and
             // run() awaits the stop before it returns.
             let stop = Task { await done.stop() }
             stopping.withLock { $0.append(stop) }
         }
+    }
+}
+
+extension CheckRunner {
+    /// Runs one cell of a scenario made of several connections: a server per party, started for this cell only
+    /// (so each cell starts with fresh session state and an unrotated genuine server), one client session cache
+    /// shared by the steps, a verdict per step.
+    func runSteps(
+        of s: Scenario, profile p: PinProfile, engine: any TLSEngine, client: ClientUnderTest, timeout: Duration,
+        files: CellFiles
+    ) async -> Verdict {
+        func notRun(_ status: Verdict.Status, _ reason: String) -> Verdict {
+            .notRun(scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: s.expected(p),
+                    status: status, reason: reason)
+        }
+        guard case .inProcess(let c) = client, c.keepsSessionsAcrossSteps else {
+            return notRun(
+                .unsupported,
+                "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the client cannot keep state across connections (a command runs one process per connection), so it is not judged here")
+        }
+        var servers: [String: FixtureServer] = [:]
+        // The cell's ticket keys, by name: random, made for this cell only.
+        var ticketKeys: [String: SessionTicketKey] = [:]
+        for name in Set(s.steps.compactMap { s.party($0.party)?.ticketKey }) { ticketKeys[name] = SessionTicketKey(name: name) }
+        let keys = ticketKeys
+        var stepVerdicts: [(Scenario.Step, Verdict)] = []
+        let cache = ClientSessionCache()
+        let t0 = ContinuousClock.now
+        let options = FixtureServer.Options(handshakeTimeout: timeout, idleTimeout: timeout, workerThreads: 1)
+        do {
+            for name in Set(s.steps.map(\.party)).sorted() {
+                guard let party = s.party(name) else { return notRun(.error, "the scenario has no party '\(name)'") }
+                let config = try serverConfiguration(for: s, party: party, name: "\(s.id)/\(name)", ticketKeys: keys)
+                let started: Result<FixtureServer, TLSEngineError>
+                do {
+                    started = .success(try await FixtureServer.start(
+                        engine: engine, configuration: config, options: options, label: "\(s.id)/\(name)"))
+                } catch {
+                    started = .failure(error)
+                }
+                switch started {
+                case .success(let server): servers[name] = server
+                case .failure(let e):
+                    for server in servers.values { await server.stop() }
+                    return notRun(e.code == .unsupported ? .unsupported : .error,
+                                  "\(engine.name) cannot serve the party \(name) of this scenario: \(e.reason)")
+                }
+            }
+            try await files.prepareCredentials(for: s)
+            for (i, step) in s.steps.enumerated() {
+                let server = servers[step.party]!
+                if let chain = step.rotateTo, let party = s.party(step.party) {
+                    try server.rotate(to: try serverConfiguration(
+                        for: s, party: party, name: "\(s.id)/\(step.party)", chain: chain, ticketKeys: keys))
+                }
+                let before = server.connectionsAccepted
+                var target = try files.target(for: s, profile: p, port: server.port, timeout: timeout)
+                target.host = step.host
+                if step.pins == .absent { target.pins = PinSet(kind: target.pins.kind, hashes: []) }
+                target.sessionCache = cache
+                target.step = i + 1
+                let stepTarget = target
+                let outcome = await raceAgainstDeadline(timeout + .seconds(5), { await c.run(stepTarget) })
+                let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
+                let v: Verdict
+                if let outcome {
+                    v = Verdict.judge(
+                        scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: step.expected(p),
+                        evidence: ServerEvidence(observations), outcome: outcome, clientAuth: s.party(step.party)?.clientAuth ?? .none,
+                        expectedCategory: step.expected(p) == .refuse ? s.refusal : nil)
+                } else {
+                    v = .notRun(scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: step.expected(p),
+                                status: .error, reason: "the client did not finish this step within its timeout and 5 s more")
+                }
+                stepVerdicts.append((step, v))
+                if outcome == nil { break }
+            }
+        } catch {
+            for server in servers.values { await server.stop() }
+            return notRun(.error, "cannot run the steps: \(error)")
+        }
+        for server in servers.values { await server.stop() }
+        return Verdict.combining(
+            steps: stepVerdicts, scenario: s.id, profile: p, engine: engine.name, client: client.name,
+            clientMilliseconds: milliseconds(ContinuousClock.now - t0))
     }
 }
 
@@ -268,6 +392,8 @@ actor CellScheduler {
         var profiles: [PinProfile]
         /// The profiles of this run's shard (all without `--shard`): the report lists only these.
         var inShard: [PinProfile] = PinProfile.all
+        /// The platform policy the cells are judged by.
+        var platform: PlatformPolicy?
     }
     struct Assignment: Sendable {
         var index: Int
@@ -330,7 +456,7 @@ actor CellScheduler {
     }
 
     /// Records a verdict; returns the server when the job has no cell left (the caller stops it).
-    func finish(_ i: Int, _ p: PinProfile, _ v: Verdict, server: FixtureServer) -> FixtureServer? {
+    func finish(_ i: Int, _ p: PinProfile, _ v: Verdict, server: FixtureServer?) -> FixtureServer? {
         states[i].verdicts[p] = v
         states[i].server = server
         report(1, deviating: v.status.isDeviation ? 1 : 0)
@@ -361,12 +487,12 @@ actor CellScheduler {
                     out.append(v)
                 } else if !(supported?.contains(p) ?? true) {
                     out.append(.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client,
-                                       expected: s.expected(p), status: .skipped,
+                                       expected: s.expected(p, platform: job.platform), status: .skipped,
                                        reason: "the client does not support the profile \(p)"))
                 } else {
                     let (status, reason) = st.abandoned ?? (.error, "the cell was not run")
                     out.append(.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client,
-                                       expected: s.expected(p), status: status, reason: reason))
+                                       expected: s.expected(p, platform: job.platform), status: status, reason: reason))
                 }
             }
         }
@@ -396,7 +522,8 @@ extension ServerEvidence {
             applicationDataReceived: o.applicationDataReceived, requestLine: o.requestLine,
             alertReceived: alert(o.alertReceived), alertSent: alert(o.alertSent), serverError: o.error,
             negotiatedVersion: o.tlsVersion?.rawValue, cipherSuite: o.cipherSuite, sni: o.serverName,
-            clientCertificateSubject: o.clientCertificateSubject, handshakeMilliseconds: o.handshakeMilliseconds)
+            clientCertificateSubject: o.clientCertificateSubject, handshakeMilliseconds: o.handshakeMilliseconds,
+            resumption: o.resumption)
     }
 }
 

@@ -85,7 +85,7 @@ public final class ScenarioServer: Sendable {
         return Verdict.judge(
             scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected(profile),
             evidence: ServerEvidence(seen), outcome: outcome, clientAuth: scenario.server.clientAuth,
-            expectedCategory: scenario.refusal, clientMilliseconds: ms)
+            expectedCategory: scenario.refusal, clientMilliseconds: ms, rule: scenario.rule(profile, platform: nil))
     }
 
     /// Runs `connect` with the ready target of `profile` — the pins in force for the host it asks for
@@ -108,8 +108,17 @@ public final class ScenarioServer: Sendable {
         return await verdict(profile, client: client) { try await connect(target) }
     }
 
-    /// Runs an in-process client for `profile` and judges it (server observation and the client's claim).
+    /// Runs an in-process client for `profile` and judges it (server observation and the client's claim). For a
+    /// scenario made of several connections (`scenario.steps`), the steps run on servers of their own, started
+    /// for this cell (the verdict has one entry per step); a client that cannot keep sessions across connections
+    /// gets an `unsupported` verdict.
     public func verdict(_ profile: PinProfile, running client: any PinningClient) async throws -> Verdict {
+        if scenario.isMultiStep {
+            let engine = Engines.all.first { $0.name == self.engine } ?? Engines.openssl
+            return await CheckRunner(pki: pki, catalogue: Catalogue(scenarios: [scenario])).runSteps(
+                of: scenario, profile: profile, engine: engine, client: .inProcess(client), timeout: .seconds(10),
+                files: files)
+        }
         let before = server.connectionsAccepted
         let target = try target(profile)
         let t0 = ContinuousClock.now
@@ -117,9 +126,10 @@ public final class ScenarioServer: Sendable {
         let ms = milliseconds(ContinuousClock.now - t0)
         let seen = (await server.settle(timeout: .seconds(10)) ?? server.observations()).filter { $0.id > before }
         return Verdict.judge(
-            scenario: scenario.id, profile: profile, engine: engine, client: client.name, expected: expected(profile),
-            evidence: ServerEvidence(seen), outcome: outcome, clientAuth: scenario.server.clientAuth, expectedCategory: scenario.refusal,
-            clientMilliseconds: ms)
+            scenario: scenario.id, profile: profile, engine: engine, client: client.name,
+            expected: scenario.expected(profile, platform: client.platform), evidence: ServerEvidence(seen), outcome: outcome,
+            clientAuth: scenario.server.clientAuth, expectedCategory: scenario.refusal, clientMilliseconds: ms,
+            rule: scenario.rule(profile, platform: client.platform))
     }
 
     public func stop() async { await server.stop() }

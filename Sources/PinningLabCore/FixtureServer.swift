@@ -364,7 +364,9 @@ final class ServerCore: @unchecked Sendable {  // its mutable state is `listener
 
 /// Engine contexts are immutable and shareable: servers started with the same engine and configuration (a test
 /// suite starting the same scenario again, a rotation back to an earlier chain) reuse one instead of parsing
-/// certificates and keys again. Bounded; the least recently used entry goes first.
+/// certificates and keys again. Bounded; the least recently used entry goes first. A configuration with session
+/// resumption is never shared: its context holds the server's session cache and ticket key, which belong to one
+/// server (one party) and die with its generation.
 final class ContextCache: @unchecked Sendable {  // `entries` and `clock` are only touched under `lock`
     static let shared = ContextCache(capacity: 64)
     struct Key: Hashable {
@@ -381,6 +383,7 @@ final class ContextCache: @unchecked Sendable {  // `entries` and `clock` are on
     func context(engine: any TLSEngine, configuration: ServerTLSConfiguration) throws(TLSEngineError)
         -> any TLSServerContext
     {
+        if configuration.resumption.isEnabled { return try engine.makeContext(configuration) }
         let key = Key(engine: engine.name, configuration: configuration)
         if let hit: any TLSServerContext = lock.withLock({
             clock += 1

@@ -49,6 +49,17 @@ public struct TLSAlert: Hashable, Sendable, Codable, CustomStringConvertible {
     ]
 }
 
+/// How a connection resumed an earlier session, as far as the engine can tell.
+public struct ResumptionMechanism: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    /// A session ticket: RFC 5077 in TLS 1.2, a NewSessionTicket PSK in TLS 1.3 (where every resumption is one).
+    public static let ticket = ResumptionMechanism(rawValue: "ticket")
+    /// The server's session cache, by session ID (TLS 1.2).
+    public static let sessionID = ResumptionMechanism(rawValue: "session-id")
+    public var description: String { rawValue }
+}
+
 /// A certificate as seen on the wire.
 public struct ObservedCertificate: Hashable, Sendable, Codable {
     public var der: [UInt8]
@@ -139,6 +150,10 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
     public var tlsVersion: TLSVersion?
     public var cipherSuite: String?
     public var alpn: String?
+    /// Whether the handshake resumed an earlier session (no certificate was sent, none was verified).
+    public var resumed: Bool
+    /// By which mechanism it resumed; `nil` for a full handshake.
+    public var resumption: ResumptionMechanism?
     /// The client's certificate chain as it sent it; empty when it sent none.
     public var clientCertificates: [ObservedCertificate]
     /// The certificates the server sent, captured from its own Certificate message, when the engine can.
@@ -155,7 +170,8 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
         id: Int, label: String, engine: String, startedAt: Date, peerAddress: String, serverName: String? = nil,
         identity: String? = nil, generation: Int = 0, handshakeCompleted: Bool, alertReceived: TLSAlert? = nil,
         alertSent: TLSAlert? = nil, closure: Closure, error: String? = nil, tlsVersion: TLSVersion? = nil,
-        cipherSuite: String? = nil, alpn: String? = nil, clientCertificates: [ObservedCertificate] = [],
+        cipherSuite: String? = nil, alpn: String? = nil, resumption: ResumptionMechanism? = nil,
+        clientCertificates: [ObservedCertificate] = [],
         serverCertificates: [ObservedCertificate]? = nil, applicationDataReceived: Bool, bytesReceived: Int = 0,
         requestLine: String? = nil, handshakeMilliseconds: Double? = nil, totalMilliseconds: Double
     ) {
@@ -175,6 +191,8 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
         self.tlsVersion = tlsVersion
         self.cipherSuite = cipherSuite
         self.alpn = alpn
+        self.resumed = resumption != nil
+        self.resumption = resumption
         self.clientCertificates = clientCertificates
         self.serverCertificates = serverCertificates
         self.applicationDataReceived = applicationDataReceived

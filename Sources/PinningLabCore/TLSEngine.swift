@@ -116,6 +116,8 @@ public struct TLSSessionDetails: Sendable, Hashable {
     public var clientCertificateMessageSeen: Bool
     /// The certificates the server put on the wire (DER), as captured from its own Certificate message.
     public var serverCertificatesSent: [[UInt8]]?
+    /// How the client resumed an earlier session; `nil` for a full handshake.
+    public var resumption: ResumptionMechanism?
 
     public init(
         serverName: String? = nil, identityIndex: Int? = nil, version: TLSVersion? = nil, cipherSuite: String? = nil,

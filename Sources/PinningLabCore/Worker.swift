@@ -350,7 +350,7 @@ final class Connection {
             serverName: d.serverName, identity: served.flatMap { $0.name.isEmpty ? nil : $0.name }, generation: generation,
             handshakeCompleted: handshakeNanos != nil, alertReceived: d.alertReceived, alertSent: d.alertSent,
             closure: closure, error: (error?.isEmpty ?? true) ? nil : error, tlsVersion: d.version,
-            cipherSuite: d.cipherSuite, alpn: d.alpn, clientCertificates: d.clientCertificates,
+            cipherSuite: d.cipherSuite, alpn: d.alpn, resumption: d.resumption, clientCertificates: d.clientCertificates,
             serverCertificates: sent?.map { ObservedCertificate(der: $0) },
             applicationDataReceived: bytesReceived > 0, bytesReceived: bytesReceived, requestLine: requestLine,
             handshakeMilliseconds: handshakeNanos.map { Double($0 - startNanos) / 1e6 },

@@ -1,6 +1,7 @@
 internal import CPinningLabGnuTLS
 public import PinningLabCore
 internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
+internal import PinningLabPKI  // Locked
 
 
 /// The GnuTLS (3.7) fixture engine.
@@ -116,9 +117,17 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // imm
     /// ALPN protocol names as datums, pointing into `alpnStorage`.
     let alpn: UnsafeMutablePointer<gnutls_datum_t>
     let alpnStorage: UnsafeMutableRawBufferPointer
+    /// The 64-byte ticket master key (the configuration's shared key, or one of this context's own), for
+    /// `gnutls_session_ticket_enable_server`, which copies it into each session.
+    let ticketKey: [UInt8]
+    /// The session cache of TLS 1.2 session IDs, shared by the sessions of this context.
+    let sessionCache = Locked<[[UInt8]: [UInt8]]>([:])
+    /// At most this many cached sessions; the cache starts afresh when full.
+    static let sessionCacheCapacity = 4096
 
     init(_ c: ServerTLSConfiguration) throws(TLSEngineError) {
         configuration = c
+        ticketKey = Array((c.resumption.ticketKey?.bytes ?? SessionTicketKey(name: "own").bytes).prefix(64))
         if c.ciphers.restrictsOpenSSL && !c.ciphers.restrictsGnuTLS {
             throw TLSEngineError(
                 .unsupported, "the cipher restriction is given only for OpenSSL; add a gnuTLSPriority string")
@@ -204,13 +213,37 @@ final class GnuTLSServerSession: TLSServerSession {
         self.context = context
         self.fd = socket
         var s: gnutls_session_t? = nil
-        let flags = UInt32(GNUTLS_SERVER) | UInt32(GNUTLS_NONBLOCK) | UInt32(GNUTLS_NO_SIGNAL) | UInt32(GNUTLS_NO_TICKETS)
+        let resumption = context.configuration.resumption.mode
+        var flags = UInt32(GNUTLS_SERVER) | UInt32(GNUTLS_NONBLOCK) | UInt32(GNUTLS_NO_SIGNAL)
+        if !resumption.tickets { flags |= UInt32(GNUTLS_NO_TICKETS) }
         let rc = gnutls_init(&s, flags)
         guard rc >= 0, let s else { throw TLSEngineError(.library, "gnutls_init: \(gnutlsErrorText(rc))") }
         session = s
         details.identityIndex = 0
         // From here on deinit frees the session.
         gnutls_session_set_ptr(s, Unmanaged.passUnretained(self).toOpaque())
+        if resumption.tickets {
+            let trc = context.ticketKey.withUnsafeBufferPointer { buf -> Int32 in
+                var datum = gnutls_datum_t(data: UnsafeMutablePointer(mutating: buf.baseAddress), size: UInt32(buf.count))
+                return gnutls_session_ticket_enable_server(s, &datum)
+            }
+            guard trc >= 0 else { throw TLSEngineError(.library, "gnutls_session_ticket_enable_server: \(gnutlsErrorText(trc))") }
+        }
+        if resumption.sessionIDs {
+            gnutls_db_set_ptr(s, Unmanaged.passUnretained(self).toOpaque())
+            gnutls_db_set_store_function(s) { ptr, key, data in
+                guard let ptr else { return -1 }
+                return Unmanaged<GnuTLSServerSession>.fromOpaque(ptr).takeUnretainedValue().storeSession(key, data)
+            }
+            gnutls_db_set_retrieve_function(s) { ptr, key in
+                guard let ptr else { return gnutls_datum_t() }
+                return Unmanaged<GnuTLSServerSession>.fromOpaque(ptr).takeUnretainedValue().retrieveSession(key)
+            }
+            gnutls_db_set_remove_function(s) { ptr, key in
+                guard let ptr else { return -1 }
+                return Unmanaged<GnuTLSServerSession>.fromOpaque(ptr).takeUnretainedValue().removeSession(key)
+            }
+        }
         let prc = gnutls_priority_set(s, context.priority.pointer)
         guard prc >= 0 else { throw TLSEngineError(.library, "gnutls_priority_set: \(gnutlsErrorText(prc))") }
         let crc = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(context.credentials.pointer))
@@ -264,6 +297,34 @@ final class GnuTLSServerSession: TLSServerSession {
     }
 
     let fd: Int32
+    /// The session cache answered a session ID.
+    private var foundInCache = false
+
+    private static func bytes(_ d: gnutls_datum_t) -> [UInt8] {
+        guard let data = d.data else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: Int(d.size)))
+    }
+
+    func storeSession(_ key: gnutls_datum_t, _ data: gnutls_datum_t) -> Int32 {
+        let k = Self.bytes(key), v = Self.bytes(data)
+        context.sessionCache.withLock { cache in
+            if cache.count >= GnuTLSServerContext.sessionCacheCapacity { cache.removeAll() }
+            cache[k] = v
+        }
+        return 0
+    }
+
+    func retrieveSession(_ key: gnutls_datum_t) -> gnutls_datum_t {
+        guard let v = context.sessionCache.withLock({ $0[Self.bytes(key)] }) else { return gnutls_datum_t() }
+        foundInCache = true
+        return v.withUnsafeBufferPointer { cpl_gnutls_datum_copy($0.baseAddress, UInt32($0.count)) }
+    }
+
+    func removeSession(_ key: gnutls_datum_t) -> Int32 {
+        let k = Self.bytes(key)
+        return context.sessionCache.withLock { $0.removeValue(forKey: k) } == nil ? -1 : 0
+    }
+
     private var tracking = true
     private var header: (count: Int, type: UInt8, length: Int, left: Int) = (0, 0, 0, 0)
     private var headerBytes: [UInt8] = [0, 0, 0, 0, 0]
@@ -426,6 +487,22 @@ final class GnuTLSServerSession: TLSServerSession {
             details.alpn = String(decoding: UnsafeBufferPointer(start: data, count: Int(datum.size)), as: UTF8.self)
         }
         if details.clientCertificates.isEmpty { details.clientCertificates = peerCertificates() }
+        if details.serverName == nil { details.serverName = sentServerName() }
+        if gnutls_session_is_resumed(session) != 0 {
+            // TLS 1.3 resumes by a PSK from a ticket only; TLS 1.2 by ID when the cache answered, else by a ticket.
+            details.resumption = details.version == .tls13 || !foundInCache ? .ticket : .sessionID
+        }
+    }
+
+    /// The SNI host name the client sent, if any.
+    func sentServerName() -> String? {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        var size = buffer.count
+        var type: UInt32 = 0
+        guard gnutls_server_name_get(session, &buffer, &size, &type, 0) == 0, type == GNUTLS_NAME_DNS.rawValue else {
+            return nil
+        }
+        return String(decoding: buffer.prefix(size).prefix { $0 != 0 }, as: UTF8.self)
     }
 
     func peerCertificates() -> [ObservedCertificate] {
@@ -451,13 +528,7 @@ final class GnuTLSServerSession: TLSServerSession {
         _ pcert: UnsafeMutablePointer<UnsafeMutablePointer<gnutls_pcert_st>?>?, _ length: UnsafeMutablePointer<UInt32>?,
         _ key: UnsafeMutablePointer<gnutls_privkey_t?>?
     ) -> Int32 {
-        var buffer = [UInt8](repeating: 0, count: 256)
-        var size = buffer.count
-        var type: UInt32 = 0
-        var name: String? = nil
-        if gnutls_server_name_get(session, &buffer, &size, &type, 0) == 0, type == GNUTLS_NAME_DNS.rawValue {
-            name = String(decoding: buffer.prefix(size).prefix { $0 != 0 }, as: UTF8.self)
-        }
+        let name = sentServerName()
         details.serverName = name
         let index = context.configuration.identityIndex(forServerName: name)
         details.identityIndex = index

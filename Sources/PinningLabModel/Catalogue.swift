@@ -95,7 +95,7 @@ public struct Catalogue: Sendable, Hashable {
             for other in group.dropFirst() {
                 errors.append(ScenarioError(
                     .duplicateScenario, file: other.source ?? other.id, line: 1, field: "",
-                    problem: "the scenario '\(other.id)' shows exactly what \(first) shows: the same chain, trust, TLS versions, ciphers, client authentication, host, pin scope and expected row.",
+                    problem: "the scenario '\(other.id)' shows exactly what \(first) shows: the same chain, trust, TLS versions, ciphers, client authentication, host, pin scope, expected row and steps.",
                     fix: "make it show something no other scenario does (change what the server presents, what the client trusts or asks for), or remove it."))
             }
         }
@@ -119,8 +119,14 @@ public struct Catalogue: Sendable, Hashable {
         var host: String
         var pinScope: PinScope?
         var row: String
+        var resumption: SessionResumption.Mode
+        var parties: [String: Scenario.Server]
+        var steps: [Scenario.Step]
 
         init(_ s: Scenario) {
+            resumption = s.server.resumption
+            parties = s.parties
+            steps = s.steps
             chain = s.server.chain
             trust = s.client.trust.rawValue
             versions = s.server.tlsVersions

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabPKI  // Locked
 
 /// What a client under test pins, relative to the identity it was built for (DESIGN.md, "Pin profile").
 public struct PinProfile: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible, Comparable {
@@ -109,6 +110,12 @@ public struct ClientTarget: Sendable {
     /// The hosts `pins` are declared for; `nil` declares them for `host` itself. A client that supports scopes
     /// applies its pins only when ``pinsApply``.
     public var pinScope: PinScope?
+    /// The TLS session cache of the cell, shared by its connections: set for every step of a scenario made of
+    /// several connections (the same object for all of them), `nil` for a one-connection cell, which starts with
+    /// no session. Only a client whose `keepsSessionsAcrossSteps` is true gets steps.
+    public var sessionCache: ClientSessionCache?
+    /// The step's number (1, 2, …) in a scenario made of several connections; `nil` for a one-connection cell.
+    public var step: Int?
     /// Whether the pins are declared for `host` (always, without a scope).
     public var pinsApply: Bool { pinScope?.covers(host) ?? true }
     /// The pins a client configures for ``host``: ``pins`` where they are declared for it (``pinsApply``), none
@@ -170,6 +177,22 @@ public struct ClientOutcome: Sendable, Hashable, Codable {
     }
 }
 
+/// A TLS session cache that lives as long as one cell: the connections (steps) of a cell share it, so a client
+/// can resume in step 2 the session it got in step 1. What a client keeps in it, and under which key (the host
+/// name, the address), is the client's own business — which key it picks is part of what is tested.
+/// Thread-safe; values are opaque to PinningLab.
+public final class ClientSessionCache: Sendable {
+    private let entries = Locked<[String: any Sendable]>([:])
+    public init() {}
+    /// What the client stored under `key`.
+    public func value(forKey key: String) -> (any Sendable)? { entries.withLock { $0[key] } }
+    /// Stores `value` under `key`, replacing what was there.
+    public func store(_ value: any Sendable, forKey key: String) { entries.withLock { $0[key] = value } }
+    /// Forgets `key` (a session that failed to resume).
+    public func removeValue(forKey key: String) { _ = entries.withLock { $0.removeValue(forKey: key) } }
+    public var count: Int { entries.withLock { $0.count } }
+}
+
 /// An in-process client under test: connects to `target`, decides whether to trust the server, and if it does,
 /// sends `GET / HTTP/1.1` with `Host: localhost` and reads the response.
 public protocol PinningClient: Sendable {
@@ -177,9 +200,17 @@ public protocol PinningClient: Sendable {
     var name: String { get }
     /// The profiles this client can express; `nil` means all. Cells outside are skipped, not failed.
     var supportedProfiles: Set<PinProfile>? { get }
+    /// The platform TLS policy the client follows (`ats`, `android`, `jdk`, `openssl-default`): the cells a
+    /// platform decides are judged by its expectation. `nil` (the default): the catalogue's `expect`.
+    var platform: PlatformPolicy? { get }
     func run(_ target: ClientTarget) async -> ClientOutcome
+    /// Whether the client keeps TLS sessions across the connections of a cell (`target.sessionCache`): only then
+    /// is it run through scenarios made of several connections; otherwise those cells are `unsupported`.
+    var keepsSessionsAcrossSteps: Bool { get }
 }
 
 extension PinningClient {
     public var supportedProfiles: Set<PinProfile>? { nil }
+    public var platform: PlatformPolicy? { nil }
+    public var keepsSessionsAcrossSteps: Bool { false }
 }

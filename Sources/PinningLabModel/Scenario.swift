@@ -38,11 +38,19 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         public var clientAuth: ClientAuthentication
         /// Identity names of the CAs the server accepts client certificates from.
         public var clientAuthTrust: [String]
+        /// Whether clients may resume sessions with this server (`off` unless a scenario says so).
+        public var resumption: SessionResumption.Mode
+        /// The parties of a scenario that name the same ticket key accept each other's tickets (one interceptor
+        /// behind two servers); the key's bytes are random, made afresh for each cell.
+        public var ticketKey: String?
 
         public init(
             chain: [String], tlsVersions: [TLSVersion] = [.tls12, .tls13], cipherSuites: [String] = [],
-            clientAuth: ClientAuthentication = .none, clientAuthTrust: [String] = []
+            clientAuth: ClientAuthentication = .none, clientAuthTrust: [String] = [],
+            resumption: SessionResumption.Mode = .off, ticketKey: String? = nil
         ) {
+            self.resumption = resumption
+            self.ticketKey = ticketKey
             self.chain = chain
             self.tlsVersions = tlsVersions
             self.cipherSuites = cipherSuites
@@ -84,6 +92,55 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         public var pinsApply: Bool { pinScope?.covers(host) ?? true }
     }
 
+    /// One connection of a scenario made of several (`steps:`), in order: the client keeps its TLS session cache
+    /// across them.
+    public struct Step: Sendable, Hashable {
+        /// Whether the client's pins are in force for a step.
+        public struct Pins: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+            public var rawValue: String
+            public init(rawValue: String) { self.rawValue = rawValue }
+            /// The client applies its pins (as declared, within their scope).
+            public static let inForce = Pins(rawValue: "in-force")
+            /// The client has no pins yet: an app that fetches its pin set after start, or a second client in the
+            /// process that shares the TLS session cache.
+            public static let absent = Pins(rawValue: "absent")
+            public static let all: [Pins] = [.inForce, .absent]
+            public var description: String { rawValue }
+        }
+
+        /// The host name the client asks for (URL, SNI, Host header, certificate check).
+        public var host: String
+        /// Who answers: `genuine` (the scenario's `server`) or a party the scenario defines under `parties`.
+        public var party: String
+        public var pins: Pins
+        /// A chain the party's server rotates to before this step (a new generation, with session state of its
+        /// own: it cannot resume what it issued before); `nil` keeps what it served.
+        public var rotateTo: [String]?
+        /// What a correct client does in this step under each pin profile.
+        public var expectations: [PinProfile: Expectation]
+
+        public init(
+            host: String, party: String = Scenario.genuineParty, pins: Pins = .inForce, rotateTo: [String]? = nil,
+            expectations: [PinProfile: Expectation]
+        ) {
+            self.host = host
+            self.party = party
+            self.pins = pins
+            self.rotateTo = rotateTo
+            self.expectations = expectations
+        }
+
+        public func expected(_ profile: PinProfile) -> Expectation { expectations[profile] ?? .refuse }
+
+        /// `api.pinning.test via interceptor, pins absent`.
+        public var summary: String {
+            "\(host) via \(party)\(pins == .absent ? ", pins absent" : "")\(rotateTo.map { ", rotated to \($0.joined(separator: " + "))" } ?? "")"
+        }
+    }
+
+    /// The party name of the scenario's own `server` in steps.
+    public static let genuineParty = "genuine"
+
     /// The host name clients ask for unless a scenario says otherwise.
     public static let defaultHost = "localhost"
     /// The identity clients are built for unless a scenario says otherwise.
@@ -111,12 +168,46 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     public var refusal: RefusalCategory?
     /// The file the scenario came from, as shown in errors (`scenarios/rekey.yaml`), if it came from a file.
     public var source: String?
+    /// The cells a platform's TLS policy decides (`policy:` in the file): why, and what each named platform expects.
+    public var policy: Policy?
+    /// The profiles where correct verifiers legitimately differ (`varies:` in the file), with the reason: the
+    /// expectation is accept, and a refusal is "stricter than required", not a deviation.
+    public var variance: [PinProfile: String] = [:]
+
+    /// What a scenario says about the cells a platform's TLS policy decides: why, and what a correct client on each
+    /// listed platform does. Platforms not listed, and runs that name no platform, follow `expect`.
+    public struct Policy: Sendable, Hashable {
+        /// Why the platform, not the pinning logic, decides these cells.
+        public var reason: String
+        /// The expectation per platform and profile; a listed platform has every profile.
+        public var expectations: [PlatformPolicy: [PinProfile: Expectation]]
+
+        public init(reason: String, expectations: [PlatformPolicy: [PinProfile: Expectation]]) {
+            self.reason = reason
+            self.expectations = expectations
+        }
+    }
+    /// Servers other than the genuine one, by party name (an interceptor): each is its own server, on its own port.
+    public var parties: [String: Server] = [:]
+    /// The connections of the scenario, in order; empty for a one-connection scenario (the client connects once to
+    /// `server` for `client.host`). With steps, `expectations` are the last step's.
+    public var steps: [Step] = [] {
+        didSet { if let last = steps.last { expectations = last.expectations } }
+    }
+
+    /// Whether the scenario is made of more than one connection.
+    public var isMultiStep: Bool { !steps.isEmpty }
+
+    /// The server of a party: `genuine` is `server`.
+    public func party(_ name: String) -> Server? { name == Scenario.genuineParty ? server : parties[name] }
 
     public init(
         id: String, title: String, tags: [String] = [], order: Int? = nil, teaching: String, server: Server, client: Client,
         expectations: [PinProfile: Expectation], notes: [PinProfile: String] = [:], refusal: RefusalCategory? = nil,
-        source: String? = nil
+        source: String? = nil, policy: Policy? = nil, variance: [PinProfile: String] = [:]
     ) {
+        self.policy = policy
+        self.variance = variance
         self.id = id
         self.title = title
         self.tags = tags
@@ -133,6 +224,28 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     /// The expectation for a profile (`refuse` for a profile the scenario does not list, which validation forbids).
     public func expected(_ profile: PinProfile) -> Expectation { expectations[profile] ?? .refuse }
 
+    /// The expectation for a profile on a platform: the platform's, where the scenario's `policy` lists it.
+    public func expected(_ profile: PinProfile, platform: PlatformPolicy?) -> Expectation {
+        platform.flatMap { policy?.expectations[$0]?[profile] } ?? expected(profile)
+    }
+
+    /// Whether a platform's policy decides the cell: the scenario's platforms do not all expect the same there.
+    public func decidedByPolicy(_ profile: PinProfile) -> Bool {
+        guard let policy else { return false }
+        let outcomes = Set(policy.expectations.values.compactMap { $0[profile] } + [expected(profile)])
+        return outcomes.count > 1
+    }
+
+    /// How the cell (this profile, on `platform`) is judged beyond its expectation.
+    public func rule(_ profile: PinProfile, platform: PlatformPolicy?) -> CellRule {
+        let e = expected(profile, platform: platform)
+        guard let policy, decidedByPolicy(profile) else {
+            return CellRule(platform: platform, variance: variance[profile])
+        }
+        let others = policy.expectations.keys.sorted().filter { policy.expectations[$0]?[profile] != e && $0 != platform }
+        return CellRule(platform: platform, policyReason: policy.reason, otherPlatforms: others, variance: variance[profile])
+    }
+
     /// The expected row in `PinProfile.all` order, e.g. `A X X A A A`.
     public var expectedRow: String {
         PinProfile.all.map { expected($0) == .accept ? "A" : "X" }.joined(separator: " ")
@@ -143,9 +256,20 @@ public struct Scenario: Sendable, Hashable, Identifiable {
 
 extension Scenario: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case id, title, tags, teaching, server, client, refusal, expect, notes, source
+        case id, title, tags, teaching, server, client, refusal, expect, notes, source, policy, varies, parties, steps
     }
-    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust" }
+    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust", resumption, ticketKey = "ticket-key" }
+    private enum StepKeys: String, CodingKey { case host, party, pins, rotateTo = "rotate-to", expect }
+
+    private static func encode(_ server: Server, in s: inout KeyedEncodingContainer<ServerKeys>) throws {
+        try s.encode(server.chain, forKey: .chain)
+        try s.encode(server.tlsVersions.map(\.scenarioName), forKey: .tlsVersions)
+        try s.encode(server.cipherSuites, forKey: .cipherSuites)
+        try s.encode(server.clientAuth, forKey: .clientAuth)
+        try s.encode(server.clientAuthTrust, forKey: .clientAuthTrust)
+        if server.resumption != .off { try s.encode(server.resumption, forKey: .resumption) }
+        try s.encodeIfPresent(server.ticketKey, forKey: .ticketKey)
+    }
     private enum ClientKeys: String, CodingKey { case trust, pinned, backup, present, host, pinScope = "pin-scope" }
 
     public func encode(to encoder: any Encoder) throws {
@@ -155,11 +279,26 @@ extension Scenario: Encodable {
         try c.encode(tags, forKey: .tags)
         try c.encode(teaching, forKey: .teaching)
         var s = c.nestedContainer(keyedBy: ServerKeys.self, forKey: .server)
-        try s.encode(server.chain, forKey: .chain)
-        try s.encode(server.tlsVersions.map(\.scenarioName), forKey: .tlsVersions)
-        try s.encode(server.cipherSuites, forKey: .cipherSuites)
-        try s.encode(server.clientAuth, forKey: .clientAuth)
-        try s.encode(server.clientAuthTrust, forKey: .clientAuthTrust)
+        try Self.encode(server, in: &s)
+        if !parties.isEmpty {
+            var ps = c.nestedContainer(keyedBy: AnyKey.self, forKey: .parties)
+            for (name, party) in parties.sorted(by: { $0.key < $1.key }) {
+                var pc = ps.nestedContainer(keyedBy: ServerKeys.self, forKey: AnyKey(name))
+                try Self.encode(party, in: &pc)
+            }
+        }
+        if !steps.isEmpty {
+            var list = c.nestedUnkeyedContainer(forKey: .steps)
+            for step in steps {
+                var sc = list.nestedContainer(keyedBy: StepKeys.self)
+                try sc.encode(step.host, forKey: .host)
+                try sc.encode(step.party, forKey: .party)
+                try sc.encode(step.pins, forKey: .pins)
+                try sc.encodeIfPresent(step.rotateTo, forKey: .rotateTo)
+                var e = sc.nestedContainer(keyedBy: AnyKey.self, forKey: .expect)
+                for p in PinProfile.all { try e.encode(step.expected(p), forKey: AnyKey(p.rawValue)) }
+            }
+        }
         var cl = c.nestedContainer(keyedBy: ClientKeys.self, forKey: .client)
         try cl.encode(client.trust, forKey: .trust)
         try cl.encode(client.pinned, forKey: .pinned)
@@ -173,6 +312,18 @@ extension Scenario: Encodable {
         var n = c.nestedContainer(keyedBy: AnyKey.self, forKey: .notes)
         for (p, text) in notes.sorted(by: { $0.key < $1.key }) { try n.encode(text, forKey: AnyKey(p.rawValue)) }
         try c.encodeIfPresent(source, forKey: .source)
+        if let policy {
+            var pc = c.nestedContainer(keyedBy: AnyKey.self, forKey: .policy)
+            try pc.encode(policy.reason, forKey: AnyKey("reason"))
+            for (platform, row) in policy.expectations.sorted(by: { $0.key < $1.key }) {
+                var r = pc.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey(platform.rawValue))
+                for p in PinProfile.all { if let e = row[p] { try r.encode(e, forKey: AnyKey(p.rawValue)) } }
+            }
+        }
+        if !variance.isEmpty {
+            var vc = c.nestedContainer(keyedBy: AnyKey.self, forKey: .varies)
+            for (p, text) in variance.sorted(by: { $0.key < $1.key }) { try vc.encode(text, forKey: AnyKey(p.rawValue)) }
+        }
     }
 }
 

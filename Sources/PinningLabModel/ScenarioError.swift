@@ -33,6 +33,8 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
             case badRefusal = "bad-refusal-category"
             case badHost = "bad-host"
             case duplicateScenario = "duplicate-scenario"
+            case badPolicy = "bad-policy"
+            case badVariance = "bad-variance"
         }
         fileprivate var base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -93,6 +95,10 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
         public static let duplicateScenario = Code(.duplicateScenario)
         /// No scenario of the catalogue has this id.
         public static let unknownScenario = Code(.unknownScenario)
+        /// `policy` names an unknown platform, has no reason, or gives an expectation that is not accept or refuse.
+        public static let badPolicy = Code(.badPolicy)
+        /// `varies` marks a profile a correct client must refuse, or gives no reason.
+        public static let badVariance = Code(.badVariance)
     }
 
     public var code: Code

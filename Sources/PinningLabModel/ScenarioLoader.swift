@@ -7,10 +7,13 @@ internal import Yams
 /// the field, what is wrong and how to fix it.
 public enum ScenarioLoader {
     /// The keys a scenario file may hold, in the order the documentation lists them.
-    public static let topLevelFields = ["id", "title", "tags", "order", "teaching", "server", "client", "refusal", "expect", "notes"]
+    public static let topLevelFields = [
+        "id", "title", "tags", "order", "teaching", "server", "parties", "client", "refusal", "expect", "steps", "policy", "varies", "notes",
+    ]
     /// The refusal categories a scenario may name.
     public static let refusalCategories: [RefusalCategory] = [.pinMismatch, .chainInvalid, .hostname, .clientAuth, .protocolError]
-    static let serverFields = ["chain", "tls", "client-auth"]
+    static let serverFields = ["chain", "tls", "client-auth", "resumption", "ticket-key"]
+    static let stepFields = ["host", "party", "pins", "rotate-to", "expect"]
     static let tlsFields = ["versions", "ciphers"]
     static let clientAuthFields = ["mode", "trust"]
     static let clientFields = ["trust", "pinned", "backup", "present", "host", "pin-scope"]
@@ -166,9 +169,42 @@ private struct Reader {
         let server = try serverSide(try required(top, "server", in: root, "", hint: "add a `server:` mapping with at least `chain: [leaf, intermediate]`."))
         let client = try clientSide(try required(top, "client", in: root, "", hint: "add a `client:` mapping with at least `trust: lab-root`."), server: server)
 
-        // expect
-        let expectNode = try required(top, "expect", in: root, "", hint: "add an `expect:` mapping with accept or refuse for each of \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
-        let expectations = try expectations(expectNode)
+        var parties: [String: Scenario.Server] = [:]
+        if let pn = top["parties"] {
+            for (k, v) in try yaml.mapping(pn, "parties", fix: "write one server per party, e.g. `interceptor: {chain: [proxy-leaf-api]}`.") {
+                let name = k.string ?? ""
+                guard !name.isEmpty, name != Scenario.genuineParty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
+                    throw fail(.wrongType, k, "parties.\(name)", "'\(name)' cannot name a party.",
+                               fix: "use letters, digits and dashes; `\(Scenario.genuineParty)` is the scenario's own `server`.")
+                }
+                parties[name] = try serverSide(v, "parties.\(name)")
+            }
+        }
+
+        // expect, or steps (each with its own expect)
+        var steps: [Scenario.Step] = []
+        let expectations: [PinProfile: Expectation]
+        if let stepsNode = top["steps"] {
+            if let e = top["expect"] {
+                throw fail(.unknownField, e, "expect", "a scenario with `steps` states its expectations per step.",
+                           fix: "move the `expect:` rows into the steps (the last step's row is the scenario's).")
+            }
+            guard case .sequence(let seq) = stepsNode, seq.count >= 2 else {
+                throw fail(.wrongType, stepsNode, "steps", "`steps` must list at least two connections.",
+                           fix: "write a list of steps, each with `host`, `party`, `pins` and `expect`; a scenario of one connection needs no `steps`.")
+            }
+            for (i, n) in seq.enumerated() {
+                steps.append(try step(n, "steps[\(i)]", parties: parties, defaultHost: nil))
+            }
+            expectations = steps.last!.expectations
+        } else {
+            let expectNode = try required(top, "expect", in: root, "", hint: "add an `expect:` mapping with accept or refuse for each of \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
+            expectations = try self.expectations(expectNode)
+            if let pn = top["parties"], !parties.isEmpty {
+                throw fail(.unknownField, pn, "parties", "parties answer steps, but the scenario has no `steps`.",
+                           fix: "add `steps:` naming the parties, or remove `parties`.")
+            }
+        }
 
         var notes: [PinProfile: String] = [:]
         if let n = top["notes"] {
@@ -186,28 +222,154 @@ private struct Reader {
                 throw fail(.badRefusal, r, "refusal", "'\(text)' is not a refusal category.",
                            fix: "\(hint)Use one of \(names.joined(separator: ", ")).")
             }
-            guard expectations.values.contains(.refuse) else {
+            guard expectations.values.contains(.refuse) || steps.contains(where: { $0.expectations.values.contains(.refuse) }) else {
                 throw fail(.badRefusal, r, "refusal", "the scenario names a refusal category but expects no refusal.",
                            fix: "remove `refusal`, or expect `refuse` for the profiles a correct client refuses.")
             }
             refusal = RefusalCategory(rawValue: text)
         }
 
-        return Scenario(id: id, title: title, tags: tags, order: order, teaching: teaching, server: server, client: client,
-                        expectations: expectations, notes: notes, refusal: refusal, source: file)
+        let policy = try top["policy"].map { try self.policy($0, expectations: expectations) }
+        let variance = try top["varies"].map { try self.variance($0, expectations: expectations) } ?? [:]
+
+        var scenario = Scenario(id: id, title: title, tags: tags, order: order, teaching: teaching, server: server,
+                                client: client, expectations: expectations, notes: notes, refusal: refusal, source: file,
+                                policy: policy, variance: variance)
+        scenario.parties = parties
+        scenario.steps = steps
+        return scenario
     }
 
-    func serverSide(_ node: Node) throws -> Scenario.Server {
-        let m = try mapping(node, "server", allowed: ScenarioLoader.serverFields)
-        let chainNode = try required(m, "chain", in: node, "server", hint: "list the certificates the server sends, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
-        let entries = try list(chainNode, "server.chain", fix: "list identity names, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
+    /// `policy:` — `reason:` and one line per platform: `accept`/`refuse` for every profile, or a mapping per profile.
+    func policy(_ node: Node, expectations: [PinProfile: Expectation]) throws -> Scenario.Policy {
+        let names = PlatformPolicy.names
+        let shape = "write `policy:` with `reason: <why the platform decides>` and one line per platform, e.g. `ats: refuse` or `jdk: {none: accept, leaf-cert: accept, …}` (platforms: \(names.joined(separator: ", ")))."
+        let m = try yaml.mapping(node, "policy", fix: shape)
+        var reason: String?
+        var out: [PlatformPolicy: [PinProfile: Expectation]] = [:]
+        for (k, v) in m {
+            let key = k.string ?? ""
+            if key == "reason" {
+                reason = try nonEmptyString(v, "policy.reason", fix: "say in one sentence why the platform, not the pinning logic, decides these cells.")
+                continue
+            }
+            guard let platform = PlatformPolicy.named(key) else {
+                let hint = didYouMean(key, names + ["reason"])
+                throw fail(.badPolicy, k, "policy.\(key)", "'\(key)' is not a platform policy.",
+                           fix: "\(hint.isEmpty ? "" : hint + " ")Platforms: \(names.joined(separator: ", ")) (the Catalogue article lists their sources).")
+            }
+            let field = "policy.\(key)"
+            if case .scalar = v {
+                let text = v.string ?? ""
+                guard let e = Expectation(rawValue: text) else {
+                    throw fail(.badPolicy, v, field, "'\(text)' is not an expectation.",
+                               fix: "write `\(key): accept` or `\(key): refuse` (every profile), or a mapping per profile.")
+                }
+                out[platform] = Dictionary(uniqueKeysWithValues: PinProfile.all.map { ($0, e) })
+            } else {
+                var row: [PinProfile: Expectation] = [:]
+                for (profile, pv) in try profileMapping(v, field, fix: "write one line per profile, e.g. `none: accept`, or `\(key): accept` for every profile.") {
+                    guard case .scalar = pv, let e = Expectation(rawValue: pv.string ?? "") else {
+                        throw fail(.badPolicy, pv, "\(field).\(profile.rawValue)", "'\(pv.string ?? YAMLReader.describe(pv))' is not an expectation.",
+                                   fix: "write `accept` or `refuse`.")
+                    }
+                    row[profile] = e
+                }
+                let missing = PinProfile.all.filter { row[$0] == nil }
+                if !missing.isEmpty {
+                    throw fail(.badPolicy, v, "\(field).\(missing[0].rawValue)",
+                               "no expectation on \(key) for the profile(s) \(missing.map(\.rawValue).joined(separator: ", ")).",
+                               fix: "list every profile under `\(field)`, or write `\(key): accept|refuse` for all of them.")
+                }
+                out[platform] = row
+            }
+        }
+        guard let reason else {
+            throw fail(.badPolicy, node, "policy.reason", "the policy gives no reason.",
+                       fix: "add `reason: <why the platform, not the pinning logic, decides these cells>` under `policy`.")
+        }
+        guard !out.isEmpty else {
+            throw fail(.badPolicy, node, "policy", "the policy names no platform.",
+                       fix: "add one line per platform whose clients differ from `expect`, e.g. `openssl-default: accept` (platforms: \(names.joined(separator: ", "))).")
+        }
+        let decides = PinProfile.all.contains { p in Set(out.values.compactMap { $0[p] } + [expectations[p] ?? .refuse]).count > 1 }
+        guard decides else {
+            throw fail(.badPolicy, node, "policy", "every platform listed expects what `expect` says, so no platform decides any cell.",
+                       fix: "remove `policy`, or list the platforms whose correct clients do otherwise.")
+        }
+        return Scenario.Policy(reason: reason, expectations: out)
+    }
+
+    /// `varies:` — profile: reason, where correct verifiers legitimately differ; the expectation must be accept.
+    func variance(_ node: Node, expectations: [PinProfile: Expectation]) throws -> [PinProfile: String] {
+        var out: [PinProfile: String] = [:]
+        if case .scalar = node {
+            // One reason for every profile.
+            let why = try nonEmptyString(node, "varies", fix: "say which verifiers differ and why, quoted if it contains ': '.")
+            if let p = PinProfile.all.first(where: { expectations[$0] != .accept }) {
+                throw fail(.badVariance, node, "varies",
+                           "`expect.\(p.rawValue)` is refuse: an acceptance there is a flaw, so the cell cannot vary.",
+                           fix: "list the profiles that may vary (`varies: {none: \"…\"}`), each expected to accept.")
+            }
+            for p in PinProfile.all { out[p] = why }
+            return out
+        }
+        for (profile, v) in try profileMapping(node, "varies", fix: "write one line per profile: `none: \"OpenSSL accepts, GnuTLS refuses: …\"`.") {
+            let field = "varies.\(profile.rawValue)"
+            let why = try nonEmptyString(v, field, fix: "say which verifiers differ and why, quoted if it contains ': '.")
+            guard expectations[profile] == .accept else {
+                throw fail(.badVariance, v, field,
+                           "`expect.\(profile.rawValue)` is refuse: an acceptance there is a flaw, so the cell cannot vary.",
+                           fix: "mark only cells a correct client may accept (`expect: accept`) as varying, or remove the line.")
+            }
+            out[profile] = why
+        }
+        return out
+    }
+
+    func step(_ node: Node, _ field: String, parties: [String: Scenario.Server], defaultHost: String?) throws -> Scenario.Step {
+        let m = try mapping(node, field, allowed: ScenarioLoader.stepFields)
+        let host = try hostName(try required(m, "host", in: node, field, hint: "add `host: api.pinning.test`, the name the client asks for."), "\(field).host")
+        var party = Scenario.genuineParty
+        if let pn = m["party"] {
+            party = try nonEmptyString(pn, "\(field).party", fix: "name `\(Scenario.genuineParty)` or a party under `parties`.")
+            guard party == Scenario.genuineParty || parties[party] != nil else {
+                let known = [Scenario.genuineParty] + parties.keys.sorted()
+                throw fail(.unknownIdentity, pn, "\(field).party", "'\(party)' is not a party of this scenario.",
+                           fix: "use one of \(known.joined(separator: ", ")), or define it under `parties`.")
+            }
+        }
+        var pins = Scenario.Step.Pins.inForce
+        if let pn = m["pins"] {
+            let names = Scenario.Step.Pins.all.map(\.rawValue)
+            let text = try string(pn, "\(field).pins", fix: "write `pins: in-force` or `pins: absent`.")
+            guard let p = Scenario.Step.Pins.all.first(where: { $0.rawValue == text }) else {
+                throw fail(.wrongType, pn, "\(field).pins", "'\(text)' is not \(names.joined(separator: " or ")).",
+                           fix: "write `pins: in-force` (the client applies its pins) or `pins: absent` (it has none yet).")
+            }
+            pins = p
+        }
+        var rotateTo: [String]?
+        if let rn = m["rotate-to"] {
+            let rotated = try serverSide(Node.mapping(Node.Mapping([(Node("chain"), rn)])), "\(field).rotate-to")
+            rotateTo = rotated.chain
+        }
+        let expectNode = try required(m, "expect", in: node, field, hint: "add `expect:` with accept or refuse for each pin profile.")
+        let expectations = try self.expectations(expectNode, field: "\(field).expect")
+        return Scenario.Step(host: host, party: party, pins: pins, rotateTo: rotateTo, expectations: expectations)
+    }
+
+    func serverSide(_ node: Node, _ field: String = "server") throws -> Scenario.Server {
+        let m = try mapping(node, field, allowed: ScenarioLoader.serverFields)
+        let chainNode = try required(m, "chain", in: node, field, hint: "list the certificates the server sends, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
+        let entries = try list(chainNode, "\(field).chain", fix: "list identity names, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
         guard !entries.isEmpty else {
-            throw fail(.emptyChain, chainNode, "server.chain", "the chain references no certificate; a server must send at least its own.",
+            throw fail(.emptyChain, chainNode, "\(field).chain", "the chain references no certificate; a server must send at least its own.",
                        fix: "list the certificates the server sends, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
         }
         var chain: [String] = []
         for (i, (name, n)) in entries.enumerated() {
-            let field = "server.chain[\(i)]"
+            let field = "\(field).chain[\(i)]"
             if i == 0 {
                 _ = try identity(name, n, field, roles: [.leaf], purpose: "the first certificate of the chain (the server's own, whose key the server uses)")
             } else {
@@ -223,19 +385,19 @@ private struct Reader {
         var versions: [TLSVersion] = [.tls12, .tls13]
         var ciphers: [String] = []
         if let t = m["tls"] {
-            let tm = try mapping(t, "server.tls", allowed: ScenarioLoader.tlsFields)
+            let tm = try mapping(t, "\(field).tls", allowed: ScenarioLoader.tlsFields)
             if let v = tm["versions"] {
                 let all = TLSVersion.all.map(\.scenarioName)
-                let items = try list(v, "server.tls.versions", fix: "e.g. `versions: [tls1.2, tls1.3]`.")
+                let items = try list(v, "\(field).tls.versions", fix: "e.g. `versions: [tls1.2, tls1.3]`.")
                 guard !items.isEmpty else {
-                    throw fail(.badTLSVersion, v, "server.tls.versions", "the list of TLS versions is empty.",
+                    throw fail(.badTLSVersion, v, "\(field).tls.versions", "the list of TLS versions is empty.",
                                fix: "name at least one of \(all.joined(separator: ", ")), or remove the field for the default (tls1.2, tls1.3).")
                 }
                 versions = []
                 for (i, (name, n)) in items.enumerated() {
                     guard let version = TLSVersion(scenarioName: name) else {
                         let hint = suggestion(name, in: all).map { "Did you mean '\($0)'? " } ?? ""
-                        throw fail(.badTLSVersion, n, "server.tls.versions[\(i)]", "'\(name)' is not a TLS version this lab knows.",
+                        throw fail(.badTLSVersion, n, "\(field).tls.versions[\(i)]", "'\(name)' is not a TLS version this lab knows.",
                                    fix: "\(hint)Use \(all.joined(separator: ", ")).")
                     }
                     versions.append(version)
@@ -243,16 +405,16 @@ private struct Reader {
                 versions = Array(Set(versions)).sorted()
             }
             if let c = tm["ciphers"] {
-                for (i, (name, n)) in try list(c, "server.tls.ciphers", fix: "e.g. `ciphers: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]`.").enumerated() {
+                for (i, (name, n)) in try list(c, "\(field).tls.ciphers", fix: "e.g. `ciphers: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]`.").enumerated() {
                     let ok = name.hasPrefix("TLS_") && name.allSatisfy { $0.isUppercase || $0.isNumber || $0 == "_" }
                     guard ok else {
-                        throw fail(.badCipherSuite, n, "server.tls.ciphers[\(i)]", "'\(name)' is not an IANA cipher suite name.",
+                        throw fail(.badCipherSuite, n, "\(field).tls.ciphers[\(i)]", "'\(name)' is not an IANA cipher suite name.",
                                    fix: "write IANA names such as TLS_AES_128_GCM_SHA256 or TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, not OpenSSL names.")
                     }
                     guard CipherSuite.named(name) != nil else {
                         let known = CipherSuite.all.map(\.ianaName)
                         let hint = suggestion(name, in: known).map { "did you mean \($0)? " } ?? ""
-                        throw fail(.badCipherSuite, n, "server.tls.ciphers[\(i)]",
+                        throw fail(.badCipherSuite, n, "\(field).tls.ciphers[\(i)]",
                                    "'\(name)' is not a cipher suite PinningLab can serve on both engines.",
                                    fix: "\(hint)known suites: \(known.joined(separator: ", ")).")
                     }
@@ -264,30 +426,49 @@ private struct Reader {
         var mode = ClientAuthentication.none
         var trust: [String] = []
         if let ca = m["client-auth"] {
-            let cm = try mapping(ca, "server.client-auth", allowed: ScenarioLoader.clientAuthFields)
+            let cm = try mapping(ca, "\(field).client-auth", allowed: ScenarioLoader.clientAuthFields)
             let modes = ClientAuthentication.all.map(\.rawValue)
-            let modeNode = try required(cm, "mode", in: ca, "server.client-auth", hint: "add `mode: required` (or optional, none).")
-            let modeText = try string(modeNode, "server.client-auth.mode", fix: "use one of \(modes.joined(separator: ", ")).")
+            let modeNode = try required(cm, "mode", in: ca, "\(field).client-auth", hint: "add `mode: required` (or optional, none).")
+            let modeText = try string(modeNode, "\(field).client-auth.mode", fix: "use one of \(modes.joined(separator: ", ")).")
             guard let parsed = ClientAuthentication.all.first(where: { $0.rawValue == modeText }) else {
                 let hint = suggestion(modeText, in: modes).map { "Did you mean '\($0)'? " } ?? ""
-                throw fail(.badClientAuthMode, modeNode, "server.client-auth.mode", "'\(modeText)' is not a client authentication mode.",
+                throw fail(.badClientAuthMode, modeNode, "\(field).client-auth.mode", "'\(modeText)' is not a client authentication mode.",
                            fix: "\(hint)Use one of \(modes.joined(separator: ", ")).")
             }
             mode = parsed
             if let tn = cm["trust"] {
-                for (i, (name, n)) in try list(tn, "server.client-auth.trust", fix: "e.g. `trust: [client-ca]`.").enumerated() {
-                    trust.append(try identity(name, n, "server.client-auth.trust[\(i)]", roles: [.root, .intermediate],
+                for (i, (name, n)) in try list(tn, "\(field).client-auth.trust", fix: "e.g. `trust: [client-ca]`.").enumerated() {
+                    trust.append(try identity(name, n, "\(field).client-auth.trust[\(i)]", roles: [.root, .intermediate],
                                               purpose: "a CA the server accepts client certificates from"))
                 }
             }
             if mode != .none && trust.isEmpty {
-                throw fail(.missingClientAuthTrust, cm["trust"] ?? ca, "server.client-auth.trust",
+                throw fail(.missingClientAuthTrust, cm["trust"] ?? ca, "\(field).client-auth.trust",
                            "client authentication is \(mode) but no CA is listed to verify client certificates.",
                            fix: "add `trust: [client-ca]`.")
             }
         }
+        var resumption = SessionResumption.Mode.off
+        if let r = m["resumption"] {
+            let modes = SessionResumption.Mode.all.map(\.rawValue)
+            let text = try string(r, "\(field).resumption", fix: "use one of \(modes.joined(separator: ", ")).")
+            guard let mode = SessionResumption.Mode.all.first(where: { $0.rawValue == text }) else {
+                let hint = suggestion(text, in: modes).map { "Did you mean '\($0)'? " } ?? ""
+                throw fail(.wrongType, r, "\(field).resumption", "'\(text)' is not a resumption mode.",
+                           fix: "\(hint)Use one of \(modes.joined(separator: ", ")): session IDs (TLS 1.2), tickets (TLS 1.2 and 1.3), both, or off.")
+            }
+            resumption = mode
+        }
+        var ticketKey: String?
+        if let k = m["ticket-key"] {
+            ticketKey = try nonEmptyString(k, "\(field).ticket-key", fix: "name the key the parties that stand for one server share, e.g. `ticket-key: interceptor`.")
+            guard resumption.tickets else {
+                throw fail(.wrongType, k, "\(field).ticket-key", "a ticket key is named but this server issues no tickets.",
+                           fix: "add `resumption: tickets` (or both), or remove `ticket-key`.")
+            }
+        }
         return Scenario.Server(chain: chain, tlsVersions: versions, cipherSuites: ciphers, clientAuth: mode,
-                               clientAuthTrust: trust)
+                               clientAuthTrust: trust, resumption: resumption, ticketKey: ticketKey)
     }
 
     func clientSide(_ node: Node, server: Scenario.Server) throws -> Scenario.Client {
@@ -398,22 +579,22 @@ private struct Reader {
         }
     }
 
-    func expectations(_ node: Node) throws -> [PinProfile: Expectation] {
+    func expectations(_ node: Node, field: String = "expect") throws -> [PinProfile: Expectation] {
         var out: [PinProfile: Expectation] = [:]
         let lines = PinProfile.all.map { "`\($0.rawValue): accept`" }.joined(separator: ", ")
-        for (profile, v) in try profileMapping(node, "expect", fix: "write one line per profile: \(lines).") {
+        for (profile, v) in try profileMapping(node, field, fix: "write one line per profile: \(lines).") {
             let text = (v.string ?? "")
             guard case .scalar = v, let e = Expectation(rawValue: text) else {
-                throw fail(.badExpectation, v, "expect.\(profile.rawValue)", "'\(text)' is not an expectation.",
+                throw fail(.badExpectation, v, "\(field).\(profile.rawValue)", "'\(text)' is not an expectation.",
                            fix: "write `accept` (the client must send its request) or `refuse` (it must not).")
             }
             out[profile] = e
         }
         let missing = PinProfile.all.filter { out[$0] == nil }
         if !missing.isEmpty {
-            throw fail(.missingExpectation, node, "expect.\(missing[0].rawValue)",
+            throw fail(.missingExpectation, node, "\(field).\(missing[0].rawValue)",
                        "no expectation for the pin profile(s) \(missing.map(\.rawValue).joined(separator: ", ")).",
-                       fix: "add \(missing.map { "`\($0.rawValue): accept|refuse`" }.joined(separator: ", ")) under `expect`.")
+                       fix: "add \(missing.map { "`\($0.rawValue): accept|refuse`" }.joined(separator: ", ")) under `\(field)`.")
         }
         return out
     }

@@ -35,13 +35,17 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
     public var clientCertificateSubject: String?
     /// Milliseconds from accept to the end of the handshake, when it completed.
     public var handshakeMilliseconds: Double?
+    /// How the connection resumed an earlier session (no certificate was sent); absent for a full handshake.
+    public var resumption: ResumptionMechanism?
 
     public init(
         connected: Bool, handshakeCompleted: Bool = false, applicationDataReceived: Bool = false,
         requestLine: String? = nil, alertReceived: TLSAlert? = nil, alertSent: TLSAlert? = nil,
         serverError: String? = nil, negotiatedVersion: String? = nil, cipherSuite: String? = nil,
-        sni: String? = nil, clientCertificateSubject: String? = nil, handshakeMilliseconds: Double? = nil
+        sni: String? = nil, clientCertificateSubject: String? = nil, handshakeMilliseconds: Double? = nil,
+        resumption: ResumptionMechanism? = nil
     ) {
+        self.resumption = resumption
         self.connected = connected
         self.handshakeCompleted = handshakeCompleted
         self.applicationDataReceived = applicationDataReceived
@@ -124,7 +128,13 @@ public struct Verdict: Sendable, Hashable, Codable {
         public static let unsupported = Status(rawValue: "unsupported")
         /// The harness could not run the cell (a server failed to start, the client could not be launched).
         public static let error = Status(rawValue: "error")
-        public static let all: [Status] = [.pass, .fail, .disagree, .skipped, .unsupported, .error]
+        /// The outcome is the one the run's platform policy prescribes, and the policy — not the pinning logic —
+        /// decides the cell (`policy: <reason>`). Not a deviation.
+        public static let policy = Status(rawValue: "policy")
+        /// The client refused where correct verifiers legitimately differ and accepting is what is expected
+        /// (`stricter than required: <reason>`). Not a deviation.
+        public static let stricter = Status(rawValue: "stricter")
+        public static let all: [Status] = [.pass, .fail, .disagree, .skipped, .unsupported, .error, .policy, .stricter]
         public var description: String { rawValue }
         /// Whether this status makes `pinlab check` exit non-zero.
         public var isDeviation: Bool { self == .fail || self == .disagree || self == .error }
@@ -144,8 +154,65 @@ public struct Verdict: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case scenario, profile, engine, client, expected, observed, claim, status = "verdict", reason, category,
-             expectedCategory, wrongReason, alert, clientDetail, evidence, timings
+             expectedCategory, wrongReason, alert, clientDetail, evidence, timings, baselined, steps
     }
+
+    /// The verdict of one connection of a cell made of several (`Scenario.steps`).
+    public struct Step: Sendable, Hashable, Codable {
+        private enum CodingKeys: String, CodingKey {
+            case step, host, party, pins, expected, observed, status = "verdict", reason, category, evidence
+        }
+        /// 1, 2, … in the scenario's order.
+        public var step: Int
+        public var host: String
+        public var party: String
+        public var pins: Scenario.Step.Pins
+        public var expected: Expectation
+        public var observed: ObservedOutcome?
+        public var status: Status
+        public var reason: String
+        public var category: RefusalCategory?
+        public var evidence: ServerEvidence?
+
+        public init(step: Int, of s: Scenario.Step, verdict v: Verdict) {
+            self.step = step
+            host = s.host
+            party = s.party
+            pins = s.pins
+            expected = v.expected
+            observed = v.observed
+            status = v.status
+            reason = v.reason
+            category = v.category
+            evidence = v.evidence
+        }
+    }
+
+    /// A cell made of several connections: passes when every step does. Its `expected` and `observed` are the
+    /// last step's; its status and reason the first step's that did not pass (else the last step's).
+    public static func combining(
+        steps: [(Scenario.Step, Verdict)], scenario: String, profile: PinProfile, engine: String, client: String,
+        clientMilliseconds: Double
+    ) -> Verdict {
+        let numbered = steps.enumerated().map { Step(step: $0.offset + 1, of: $0.element.0, verdict: $0.element.1) }
+        let deciding = steps.firstIndex { $0.1.status != .pass } ?? (steps.count - 1)
+        let (step, v) = steps[deciding]
+        var cell = v
+        cell.scenario = scenario
+        cell.profile = profile
+        cell.engine = engine
+        cell.client = client
+        cell.reason = "step \(deciding + 1) of \(steps.count) (\(step.summary)): \(v.reason)"
+        if let last = steps.last?.1 {
+            cell.expected = last.expected
+            cell.observed = last.observed
+        }
+        cell.wrongReason = steps.contains { $0.1.wrongReason }
+        cell.timings = Timings(clientMilliseconds: clientMilliseconds, handshakeMilliseconds: v.timings.handshakeMilliseconds)
+        cell.steps = numbered
+        return cell
+    }
+
 
     public var scenario: String
     public var profile: PinProfile
@@ -172,6 +239,11 @@ public struct Verdict: Sendable, Hashable, Codable {
     public var clientDetail: String?
     public var evidence: ServerEvidence?
     public var timings: Timings
+    /// Set by a baseline comparison when this deviating cell deviated the same way in the baseline (a known,
+    /// accepted divergence: it does not fail the run); absent otherwise.
+    public var baselined: Bool?
+    /// The verdict of each connection, for a cell made of several (`Scenario.steps`); `nil` for one connection.
+    public var steps: [Step]?
 
     public init(
         scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
@@ -211,7 +283,7 @@ public struct Verdict: Sendable, Hashable, Codable {
     public static func judge(
         scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
         evidence: ServerEvidence, outcome: ClientOutcome?, clientAuth: ClientAuthentication = .none,
-        expectedCategory: RefusalCategory? = nil, clientMilliseconds: Double = 0
+        expectedCategory: RefusalCategory? = nil, clientMilliseconds: Double = 0, rule: CellRule = .plain
     ) -> Verdict {
         let observed = evidence.outcome
         let claimed: ObservedOutcome? = outcome.map { $0.claim == .accepted ? .accepted : .refused }
@@ -221,7 +293,7 @@ public struct Verdict: Sendable, Hashable, Codable {
             category = classify(evidence: evidence, outcome: outcome, clientAuth: clientAuth)
         }
 
-        let status: Status
+        var status: Status
         var reason: String
         let matches = observed.asExpectation == expected
         switch (matches, claimed) {
@@ -243,6 +315,7 @@ public struct Verdict: Sendable, Hashable, Codable {
                 ? "sent its request as expected"
                 : "refused as expected: " + refusalPhrase(evidence: evidence, category: category, alert: alert)
         }
+        applyRule(rule, expected: expected, observed: observed, claimed: claimed, category: category, status: &status, reason: &reason)
         var wrongReason = false
         if status == .pass, observed == .refused, let want = expectedCategory, let got = category, want != got {
             wrongReason = true
@@ -257,6 +330,54 @@ public struct Verdict: Sendable, Hashable, Codable {
             expectedCategory: expectedCategory, wrongReason: wrongReason, alert: alert,
             clientDetail: outcome.map(detailText), evidence: evidence,
             timings: Timings(clientMilliseconds: clientMilliseconds, handshakeMilliseconds: evidence.handshakeMilliseconds))
+    }
+
+    /// Platform policy and verifier variance: a cell the run's platform decides is `policy` when the outcome is the
+    /// platform's, `stricter` when the client refused what its platform allows (another platform refuses it), and a
+    /// deviation that names the platform when the client accepted what it refuses; a refusal where verifiers
+    /// legitimately differ is `stricter`. With no platform named, a policy cell is judged by `expect` as before, and a deviation names the
+    /// platforms whose clients do what this client did.
+    static func applyRule(
+        _ rule: CellRule, expected: Expectation, observed: ObservedOutcome, claimed: ObservedOutcome?,
+        category: RefusalCategory?, status: inout Status, reason: inout String
+    ) {
+        // A refusal on a pin mismatch is the pinning logic's doing: never excused as variance or policy.
+        let platformRefusal = expected == .accept && observed == .refused && claimed != .accepted && category != .pinMismatch
+        if status == .fail, let why = rule.variance, platformRefusal {
+            status = .stricter
+            reason = "stricter than required: \(why); the client " + reason.replacingOccurrences(of: "expected accept, but the client ", with: "")
+            return
+        }
+        guard let why = rule.policyReason else { return }
+        let want = expected == .accept ? "accepts" : "refuses"
+        if let platform = rule.platform {
+            switch status {
+            case .pass:
+                status = .policy
+                reason = "policy: \(why) — \(platform) \(want) here; \(reason)"
+            case .fail where platformRefusal:
+                // The platform allows what the client refused, and other platforms (or `expect`) refuse it: the client
+                // is stricter than its platform, not flawed.
+                status = .stricter
+                reason = "stricter than required: \(why) — \(platform) accepts here; the client "
+                    + reason.replacingOccurrences(of: "expected accept, but the client ", with: "")
+            case .fail:
+                reason = "platform \(platform) \(want) here (\(why)); \(reason)"
+            default:
+                break
+            }
+        } else if status == .fail, !rule.otherPlatforms.isEmpty {
+            let names = rule.otherPlatforms.map(\.rawValue).joined(separator: ", ")
+            reason += "; policy: \(why) — as on \(names): name the client's platform with --platform"
+        }
+    }
+
+    /// A cell's "stricter than required" or policy explanation, for reports (`nil` for other cells).
+    public var ruleNote: String? {
+        switch status {
+        case .policy, .stricter: return reason
+        default: return nil
+        }
     }
 
     static func detailText(_ o: ClientOutcome) -> String {
@@ -327,11 +448,18 @@ public struct VerdictSummary: Sendable, Hashable, Codable {
     public var error = 0
     /// Passing refusals whose reason differs from a correct client's (not deviations).
     public var wrongReason = 0
+    /// Cells the run's platform policy decided, as it prescribes (not deviations).
+    public var policy = 0
+    /// Refusals stricter than required where correct verifiers differ (not deviations).
+    public var stricter = 0
+    /// Deviating cells that deviated the same way in the baseline (counted in `fail`/`disagree`/`error` too).
+    public var baselined = 0
     public init() {}
     public init(_ verdicts: [Verdict]) {
         for v in verdicts {
             add(v.status)
             if v.wrongReason { wrongReason += 1 }
+            if v.baselined == true { baselined += 1 }
         }
     }
     public mutating func add(_ s: Verdict.Status) {
@@ -342,14 +470,80 @@ public struct VerdictSummary: Sendable, Hashable, Codable {
         case .disagree: disagree += 1
         case .skipped: skipped += 1
         case .unsupported: unsupported += 1
+        case .policy: policy += 1
+        case .stricter: stricter += 1
         default: error += 1
         }
     }
+    private enum CodingKeys: String, CodingKey {
+        case total, pass, fail, disagree, skipped, unsupported, error, wrongReason, policy, stricter, baselined
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        total = try c.decode(Int.self, forKey: .total)
+        pass = try c.decode(Int.self, forKey: .pass)
+        fail = try c.decode(Int.self, forKey: .fail)
+        disagree = try c.decode(Int.self, forKey: .disagree)
+        skipped = try c.decode(Int.self, forKey: .skipped)
+        unsupported = try c.decode(Int.self, forKey: .unsupported)
+        error = try c.decode(Int.self, forKey: .error)
+        wrongReason = try c.decode(Int.self, forKey: .wrongReason)
+        policy = try c.decodeIfPresent(Int.self, forKey: .policy) ?? 0
+        stricter = try c.decodeIfPresent(Int.self, forKey: .stricter) ?? 0
+        baselined = try c.decodeIfPresent(Int.self, forKey: .baselined) ?? 0
+    }
+
+    /// The counts; `policy`, `stricter` and `baselined` only when not zero (reports of runs without them are unchanged).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(total, forKey: .total)
+        try c.encode(pass, forKey: .pass)
+        try c.encode(fail, forKey: .fail)
+        try c.encode(disagree, forKey: .disagree)
+        try c.encode(skipped, forKey: .skipped)
+        try c.encode(unsupported, forKey: .unsupported)
+        try c.encode(error, forKey: .error)
+        try c.encode(wrongReason, forKey: .wrongReason)
+        if policy > 0 { try c.encode(policy, forKey: .policy) }
+        if stricter > 0 { try c.encode(stricter, forKey: .stricter) }
+        if baselined > 0 { try c.encode(baselined, forKey: .baselined) }
+    }
+
     public var deviations: Int { fail + disagree + error }
     public var deviates: Bool { deviations > 0 }
     /// `140 cells: 136 pass, 2 fail, 0 disagree, 2 skipped, 0 unsupported, 0 error`.
     public var line: String {
         "\(total) cells: \(pass) pass, \(fail) fail, \(disagree) disagree, \(skipped) skipped, \(unsupported) unsupported, \(error) error"
+            + (policy > 0 ? ", \(policy) policy" : "") + (stricter > 0 ? ", \(stricter) stricter than required" : "")
+            + (baselined > 0 ? " (\(baselined) deviating as in the baseline)" : "")
             + (wrongReason > 0 ? " (\(wrongReason) refused for another reason)" : "")
     }
+}
+
+/// How one cell is judged beyond its expectation: the platform the run names, whether a platform's TLS policy decides
+/// the cell (and why), and whether correct verifiers legitimately differ there (and why). `Scenario.rule(_:platform:)`
+/// makes it from the scenario's `policy` and `varies`.
+public struct CellRule: Sendable, Hashable {
+    /// The platform the run names; `nil`: none (the scenario's `expect`, as before platforms existed).
+    public var platform: PlatformPolicy?
+    /// Set when a platform's TLS policy, not the pinning logic, decides the cell: the scenario's policy reason.
+    public var policyReason: String?
+    /// The listed platforms whose correct clients do the opposite of this cell's expectation.
+    public var otherPlatforms: [PlatformPolicy]
+    /// Set when correct verifiers legitimately differ here: a refusal is "stricter than required", with this reason.
+    public var variance: String?
+
+    public init(
+        platform: PlatformPolicy? = nil, policyReason: String? = nil, otherPlatforms: [PlatformPolicy] = [],
+        variance: String? = nil
+    ) {
+        self.platform = platform
+        self.policyReason = policyReason
+        self.otherPlatforms = otherPlatforms
+        self.variance = variance
+    }
+
+    /// No platform, no policy, no variance: the cell is judged by its expectation alone.
+    public static let plain = CellRule()
 }

@@ -261,14 +261,32 @@ enum ClientConnection {
         }
         let session = try ClientSession(
             context: context, socket: socket, host: target.host, state: state, deadline: deadline)
+        // Across the steps of a cell, sessions are kept per address (IP and port), as a client that reuses sessions
+        // per peer does: two host names served from one address (an interceptor) share them.
+        let cacheKey = "\(target.ip):\(target.port)"
+        // A session is offered only for a host its certificate covers (as Go's session cache does), unless the
+        // client checks no host names at all.
+        let offered = (target.sessionCache?.value(forKey: cacheKey) as? ClientSessionEntry).flatMap {
+            !state.policy.checksHostname || $0.covers(target.host) ? $0 : nil
+        }
+        if let offered { _ = SSL_set_session(session.ssl, offered.session.pointer) }
 
         do {
             _ = try session.drive { SSL_connect($0) }
         } catch {
             throw classifyHandshakeFailure(error, session: session, state: state)
         }
-        guard state.verifyCallbackRan else {
-            // Never happens with a fresh context (no resumption), but never send without a decision.
+        let resumed = SSL_session_reused(session.ssl) == 1
+        if resumed, let offered {
+            // OpenSSL verifies nothing on an abbreviated handshake: the decision is taken again here, before any
+            // application data leaves.
+            if let failure = state.recheckResumed(offered, host: target.host) {
+                _ = SSL_shutdown(session.ssl)
+                try? session.flush()
+                throw failure
+            }
+        } else if !state.verifyCallbackRan {
+            // Never send without a decision.
             throw ClientFailure(category: .protocolError, detail: "handshake completed without certificate verification")
         }
 
@@ -304,12 +322,22 @@ enum ClientConnection {
                 break reading
             }
         }
+        if let cache = target.sessionCache, let made = SSL_get1_session(session.ssl) {
+            // TLS 1.3 tickets arrive after the handshake, with the response: the session is taken only now.
+            let handle = SSLSessionHandle(adopting: made)
+            let entry = resumed && offered != nil
+                ? ClientSessionEntry(session: handle, presentedChainDER: offered!.presentedChainDER,
+                                     verifiedChainDER: offered!.verifiedChainDER, issuerPathDER: offered!.issuerPathDER)
+                : ClientSessionEntry(session: handle, presentedChainDER: state.presentedChainDER,
+                                     verifiedChainDER: state.verifiedChainDER, issuerPathDER: state.issuerPathDER)
+            cache.store(entry, forKey: cacheKey)
+        }
         _ = SSL_shutdown(session.ssl)
         try? session.flush()
 
         let text = String(decoding: response, as: UTF8.self)
         let statusLine = text.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
-        var detail = "sent GET / over \(session.negotiated); response: \(statusLine.isEmpty ? "(none)" : statusLine)"
+        var detail = "sent GET / over \(session.negotiated)\(resumed ? " (resumed session)" : ""); response: \(statusLine.isEmpty ? "(none)" : statusLine)"
         detail += " (\(response.count) bytes, \(ending))"
         if let pinMatch = state.pinMatch { detail += "; \(pinMatch)" }
         return .accepted(detail)

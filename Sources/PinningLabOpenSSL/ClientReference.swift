@@ -50,10 +50,14 @@ public struct ReferenceClient: PinningClient {
         /// Like `correct`, but applies its pins to every host it connects to, ignoring the scope they were
         /// declared for (`target.pinScope`): a host outside it (a CDN, a forced-update check) is refused.
         public static let pinsEveryHost = Mistake("pins-every-host")
+        /// Like `correct` on every full handshake, but a resumed session is trusted without checking its pins
+        /// again (the host name still is): the pin check lives in a callback that runs only when certificates
+        /// arrive, like Go's `tls.Config.VerifyPeerCertificate` (golang/go #31641, #77217).
+        public static let skipsPinsOnResumption = Mistake("skips-pins-on-resumption")
 
         public static let all: [Mistake] = [
             .none, .pinPresentedChain, .pinReplacesValidation, .noHostnameCheck, .rawKeyHash, .noPinning,
-            .pinsByIssuerName, .pinsEveryHost,
+            .pinsByIssuerName, .pinsEveryHost, .skipsPinsOnResumption,
         ]
 
         /// The mistake whose client name is `name`, if there is one.
@@ -79,6 +83,8 @@ public struct ReferenceClient: PinningClient {
                 return "validates chain and hostname but ignores pins"
             case .pinsEveryHost:
                 return "applies its pins to every host, also to hosts outside the scope they were declared for"
+            case .skipsPinsOnResumption:
+                return "checks pins only on full handshakes: a resumed session is trusted without its pins (Go's VerifyPeerCertificate)"
             case .pinsByIssuerName:
                 return "matches pins against a path built by following issuer names through the sent certificates, not the validated chain"
             default:
@@ -94,6 +100,10 @@ public struct ReferenceClient: PinningClient {
         self.mistake = mistake
     }
 
+    /// Every reference client keeps a session cache across the steps of a cell (`target.sessionCache`), keyed by
+    /// the server's address, and decides again on every connection, resumed ones included.
+    public var keepsSessionsAcrossSteps: Bool { true }
+
     public static let correct = ReferenceClient(mistake: .none)
     public static let pinPresentedChain = ReferenceClient(mistake: .pinPresentedChain)
     public static let pinReplacesValidation = ReferenceClient(mistake: .pinReplacesValidation)
@@ -102,6 +112,7 @@ public struct ReferenceClient: PinningClient {
     public static let noPinning = ReferenceClient(mistake: .noPinning)
     public static let pinsByIssuerName = ReferenceClient(mistake: .pinsByIssuerName)
     public static let pinsEveryHost = ReferenceClient(mistake: .pinsEveryHost)
+    public static let skipsPinsOnResumption = ReferenceClient(mistake: .skipsPinsOnResumption)
 
     /// Runs one connection on a dedicated thread and resumes with its outcome.
     public func run(_ target: ClientTarget) async -> ClientOutcome {
@@ -124,7 +135,8 @@ public enum ReferenceClients {
     public static var names: [String] { ReferenceClient.Mistake.all.map(\.rawValue) }
 
     /// The reference client called `name` (`correct`, `pin-presented-chain`, `pin-replaces-validation`,
-    /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`, `pins-every-host`), or `nil`.
+    /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`, `pins-every-host`,
+    /// `skips-pins-on-resumption`), or `nil`.
     public static func named(_ name: String) -> (any PinningClient)? {
         ReferenceClient.Mistake(clientName: name).map { ReferenceClient(mistake: $0) }
     }

@@ -85,6 +85,9 @@ struct ClientPolicy {
 
     var checksPins: Bool { !pins.isEmpty && mistake != .noPinning }
 
+    /// Whether pins are checked again on a resumed connection (every client but `skips-pins-on-resumption`).
+    var checksPinsOnResumption: Bool { mistake != .skipsPinsOnResumption }
+
     /// The pin hash this client computes for `x509`.
     func pinHash(of x509: OpaquePointer) -> [UInt8] {
         switch pins.kind {
@@ -149,6 +152,10 @@ final class ClientVerifyState {
     var presentedChainLength = 0
     /// The certificates the server sent (DER, in order), captured before any decision.
     var presentedChainDER: [[UInt8]] = []
+    /// The validated chain, leaf to trusted root (DER), when validation ran and succeeded.
+    var verifiedChainDER: [[UInt8]] = []
+    /// The `pins-by-issuer-name` path (DER), for that client only.
+    var issuerPathDER: [[UInt8]] = []
     /// The alert the server sent us (`SSL_CB_READ_ALERT`), as OpenSSL's long description, and its code.
     var alertReceived: (code: Int32, text: String)?
     /// Whether the server sent a CertificateRequest.
@@ -189,6 +196,15 @@ final class ClientVerifyState {
             }
             return false
         }
+        if let verified = X509_STORE_CTX_get0_chain(storeContext) {
+            verifiedChainDER = (0..<cpl_client_sk_X509_num(verified)).compactMap { i in
+                cpl_client_sk_X509_value(verified, i).map(ClientCertificateBytes.certificate)
+            }
+        }
+        if policy.mistake == .pinsByIssuerName, let leaf = X509_STORE_CTX_get0_cert(storeContext) {
+            let path = ClientPolicy.pathByIssuerName(leaf: leaf, presented: presented, roots: trustRoots.map(\.pointer))
+            issuerPathDER = path.map(ClientCertificateBytes.certificate)
+        }
         guard policy.checksPins else { return true }
 
         if policy.mistake == .pinsByIssuerName, let leaf = X509_STORE_CTX_get0_cert(storeContext) {
@@ -209,11 +225,70 @@ final class ClientVerifyState {
         return failPins(storeContext, chainName: chainName, length: chain.map { Int(cpl_client_sk_X509_num($0)) } ?? 0)
     }
 
+    /// The trust decision on a resumed connection, where OpenSSL sends no certificate and runs no verification:
+    /// the host name and the pins are checked again against what the full handshake that created the session
+    /// validated (`entry`), under this connection's host and pins. `nil` when the client trusts the server.
+    func recheckResumed(_ entry: ClientSessionEntry, host: String) -> ClientFailure? {
+        if policy.checksHostname {
+            guard entry.covers(host) else {
+                return ClientFailure(
+                    category: .hostname,
+                    detail: "resumed session: the certificate of the session is not valid for \(host) (checked again without a handshake)")
+            }
+        }
+        guard policy.checksPins else { return nil }
+        guard policy.checksPinsOnResumption else {
+            pinMatch = "resumed session: pins not checked (they are checked on full handshakes only)"
+            return nil
+        }
+        let (chainName, chainDER): (String, [[UInt8]])
+        if policy.pinReplacesValidation || policy.mistake == .pinPresentedChain {
+            (chainName, chainDER) = ("presented chain", entry.presentedChainDER)
+        } else if policy.mistake == .pinsByIssuerName {
+            (chainName, chainDER) = ("path built by issuer names", entry.issuerPathDER)
+        } else {
+            (chainName, chainDER) = ("verified chain", entry.verifiedChainDER)
+        }
+        // The handles own the certificates: they must outlive every use of their pointers.
+        let handles = chainDER.compactMap { X509Handle(der: $0) }
+        let matched = withExtendedLifetime(handles) { policy.firstPinnedIndex(in: handles.map(\.pointer)) }
+        if let index = matched {
+            pinMatch = "resumed session: \(chainName) certificate #\(index) matched a pin (checked again without a handshake)"
+            return nil
+        }
+        let kind = policy.mistake == .rawKeyHash && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
+        return ClientFailure(
+            category: .pinMismatch,
+            detail: "resumed session: no certificate of the \(chainName) of the session (\(chainDER.count) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins (checked again without a handshake)")
+    }
+
     private func failPins(_ storeContext: OpaquePointer, chainName: String, length: Int) -> Bool {
         let kind = policy.mistake == .rawKeyHash && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
         pinFailure = "no certificate of the \(chainName) (\(length) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins"
         X509_STORE_CTX_set_error(storeContext, X509_V_ERR_APPLICATION_VERIFICATION)
         return false
+    }
+}
+
+/// A resumable session in a cell's `ClientSessionCache`, with what the full handshake that made it validated.
+final class ClientSessionEntry: Sendable {
+    let session: SSLSessionHandle
+    let presentedChainDER: [[UInt8]]
+    let verifiedChainDER: [[UInt8]]
+    let issuerPathDER: [[UInt8]]
+
+    init(session: SSLSessionHandle, presentedChainDER: [[UInt8]], verifiedChainDER: [[UInt8]], issuerPathDER: [[UInt8]]) {
+        self.session = session
+        self.presentedChainDER = presentedChainDER
+        self.verifiedChainDER = verifiedChainDER
+        self.issuerPathDER = issuerPathDER
+    }
+
+    /// Whether the session's certificate is valid for `host`.
+    func covers(_ host: String) -> Bool {
+        guard let der = verifiedChainDER.first ?? presentedChainDER.first, let leaf = X509Handle(der: der) else { return false }
+        defer { ERR_clear_error() }
+        return withExtendedLifetime(leaf) { X509_check_host(leaf.pointer, host, host.utf8.count, 0, nil) == 1 }
     }
 }
 

@@ -94,6 +94,18 @@ final class PrivateKeyHandle: @unchecked Sendable {
 
 /// The one owner of an `SSL_CTX*` (which owns its `X509_STORE`). Configured on one thread, then only read:
 /// `SSL_new` on a shared context is thread-safe.
+/// The one owner of a reference to an `SSL_SESSION` (a client's resumable session). Sessions are reference-counted
+/// and not changed once a handshake has produced them, so a handle may be kept in a cell's session cache and used
+/// by the next connection on another thread.
+final class SSLSessionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    /// Adopts a reference the caller owned (`SSL_get1_session`); this handle frees it.
+    init(adopting owned: OpaquePointer) { pointer = owned }
+
+    deinit { SSL_SESSION_free(pointer) }
+}
+
 final class SSLContextHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 

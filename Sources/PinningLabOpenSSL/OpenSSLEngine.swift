@@ -25,9 +25,12 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
     let configuration: ServerTLSConfiguration
     /// ALPN protocols in wire format (length-prefixed), kept for the select callback's output pointer.
     let alpnWire: UnsafeMutableBufferPointer<UInt8>
+    /// The ticket key of every context: the configuration's shared key, or one of this context's own.
+    let ticketKey: [UInt8]
 
     init(_ configuration: ServerTLSConfiguration) throws(TLSEngineError) {
         self.configuration = configuration
+        ticketKey = configuration.resumption.ticketKey?.bytes ?? SessionTicketKey(name: "own").bytes
         if configuration.ciphers.restrictsGnuTLS && !configuration.ciphers.restrictsOpenSSL {
             throw TLSEngineError(
                 .unsupported,
@@ -50,6 +53,19 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
             throw error
         }
         contexts = built
+        let resumption = configuration.resumption.mode
+        for ctx in contexts.map(\.pointer) where resumption != .off {
+            // Every context gets the same ID context and key: the servername callback switches contexts, and OpenSSL
+            // keeps the cache and ticket keys of the first.
+            let ok = ticketKey.withUnsafeBufferPointer {
+                cpl_srv_ctx_resumption(
+                    ctx, resumption.sessionIDs ? 1 : 0, resumption.tickets ? 1 : 0, $0.baseAddress, openSSLTicketCallback)
+            }
+            guard ok == 1 else {
+                alpnWire.deallocate()
+                throw TLSEngineError(.library, "session resumption (\(resumption)): \(drainOpenSSLErrors())")
+            }
+        }
         for ctx in contexts.map(\.pointer) {
             SSL_CTX_set_msg_callback(ctx, openSSLMessageCallback)
             cpl_srv_ctx_set_servername_callback(ctx, openSSLServerNameCallback)
@@ -157,6 +173,8 @@ final class OpenSSLServerSession: TLSServerSession {
     let ssl: OpaquePointer
     let context: OpenSSLServerContext
     var details = TLSSessionDetails()
+    /// The client offered a ticket this server could decrypt.
+    fileprivate var ticketDecrypted = false
 
     init(context: OpenSSLServerContext, socket: Int32) throws(TLSEngineError) {
         self.context = context
@@ -256,6 +274,13 @@ final class OpenSSLServerSession: TLSServerSession {
         if let proto, len > 0 {
             details.alpn = String(decoding: UnsafeBufferPointer(start: proto, count: Int(len)), as: UTF8.self)
         }
+        if details.serverName == nil {
+            details.serverName = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) }
+        }
+        if SSL_session_reused(ssl) == 1 {
+            // TLS 1.3 resumes by a PSK from a ticket only; TLS 1.2 by a ticket when one was decrypted, else by ID.
+            details.resumption = details.version == .tls13 || ticketDecrypted ? .ticket : .sessionID
+        }
     }
 
     /// Subject in RFC 4514 form.
@@ -308,6 +333,13 @@ private let openSSLServerNameCallback: @convention(c) (OpaquePointer?, UnsafeMut
     OpenSSLServerSession.from(ssl)?.selectIdentity()
     return SSL_TLSEXT_ERR_OK
 }
+
+private let openSSLTicketCallback:
+    @convention(c) (OpaquePointer?, OpaquePointer?, UnsafePointer<UInt8>?, Int, SSL_TICKET_STATUS, UnsafeMutableRawPointer?)
+        -> SSL_TICKET_RETURN = { ssl, _, _, _, status, _ in
+            if cpl_srv_ticket_decrypted(status) == 1 { OpenSSLServerSession.from(ssl)?.ticketDecrypted = true }
+            return cpl_srv_ticket_default(status)
+        }
 
 private let openSSLALPNCallback:
     @convention(c) (

@@ -156,6 +156,7 @@ public struct BuiltInClient: PinningClient {
     public var name: String { client.name }
     public var supportedProfiles: Set<PinProfile>? { client.supportedProfiles }
     public func run(_ target: ClientTarget) async -> ClientOutcome { await client.run(target) }
+    public var keepsSessionsAcrossSteps: Bool { client.keepsSessionsAcrossSteps }
     /// One sentence on what the client does (wrong).
     public var explanation: String { BuiltInClients.explanation(client.name) }
 
@@ -167,6 +168,7 @@ public struct BuiltInClient: PinningClient {
     public static let noPinning = BuiltInClient("no-pinning")
     public static let pinsByIssuerName = BuiltInClient("pins-by-issuer-name")
     public static let pinsEveryHost = BuiltInClient("pins-every-host")
+    public static let skipsPinsOnResumption = BuiltInClient("skips-pins-on-resumption")
     /// `correct` first, then the teaching clients.
     public static var all: [BuiltInClient] { BuiltInClients.names.map(BuiltInClient.init) }
 }
@@ -180,6 +182,7 @@ extension PinningClient where Self == BuiltInClient {
     public static var noPinning: BuiltInClient { BuiltInClient.noPinning }
     public static var pinsByIssuerName: BuiltInClient { BuiltInClient.pinsByIssuerName }
     public static var pinsEveryHost: BuiltInClient { BuiltInClient.pinsEveryHost }
+    public static var skipsPinsOnResumption: BuiltInClient { BuiltInClient.skipsPinsOnResumption }
 }
 
 /// Shared state of the helpers: one work folder per process (trust files, client certificates and keys), removed

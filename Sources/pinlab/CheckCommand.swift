@@ -90,13 +90,22 @@ struct CheckCommand: AsyncParsableCommand {
             Example: pinlab check --profiles none,leaf-spki,leaf-spki+backup -- \\
                        curl -sf --cacert {ca} '[--pinnedpubkey {pins.curl}]' {url}
 
-            Exit status: 0 when every cell is as expected, 1 when any cell deviates, 2 on a usage or setup error.
+            --platform ats|android|jdk|openssl-default judges the cells a platform's TLS policy decides by that \
+            platform's expectation (shown as policy). --write-baseline FILE records every cell; --baseline FILE \
+            then fails only on cells that changed, and prints them.
+
+            Exit status: 0 when every cell is as expected (with --baseline: as in the baseline), 1 when any cell \
+            deviates (with --baseline: changed), 2 on a usage or setup error.
             """
     )
 
     @OptionGroup var source: CatalogueOptions
 
     @OptionGroup var clientOptions: ClientRunOptions
+
+    @OptionGroup var platformOption: PlatformOption
+
+    @OptionGroup var baselineOptions: BaselineOptions
 
     @Option(help: "The pin profiles the client supports (comma-separated); other cells are skipped.")
     var profiles: String?
@@ -110,7 +119,7 @@ struct CheckCommand: AsyncParsableCommand {
     @Option(help: "Write the report to this file (the summary line still goes to standard output).")
     var output: String?
 
-    @Option(help: "Print a schema and exit: json or junit (reports), batch-in or batch-out (the batch protocol).")
+    @Option(help: "Print a schema and exit: json or junit (reports), batch-in or batch-out (the batch protocol), baseline.")
     var printSchema: String?
 
     @Flag(help: "Run the command once for every cell: the cells as one JSON document on standard input and in $PINLAB_BATCH, one JSON answer per cell on its standard output (see --print-schema batch-in|batch-out).")
@@ -153,11 +162,14 @@ struct CheckCommand: AsyncParsableCommand {
             case "junit": print(ReportSchemas.junitXSD)
             case "batch-in": print(BatchSchemas.input)
             case "batch-out": print(BatchSchemas.output)
-            default: throw ValidationError("--print-schema: use json, junit, batch-in or batch-out.")
+            case "baseline": print(ReportSchemas.baseline)
+            default: throw ValidationError("--print-schema: use json, junit, baseline, batch-in or batch-out.")
             }
             return
         }
         requireWritable(output, option: "--output")
+        requireWritable(baselineOptions.writeBaseline, option: "--write-baseline")
+        let baseline = baselineOptions.load()
         let subject = clientOptions.subject(command: command)
         let catalogue = source.loadCatalogue()
         let pki = await source.openPKI()
@@ -167,8 +179,8 @@ struct CheckCommand: AsyncParsableCommand {
         let options = CheckOptions(
             engines: try clientOptions.engines(), profiles: try parseProfiles(profiles), scenarios: parseList(scenarios),
             jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration, shard: try shard.map(CellShard.init(parsing:)),
-            progress: progress.update)
-        let report: CheckReport
+            progress: progress.update, platform: try platformOption.policy())
+        var report: CheckReport
         var harnessProblems: [String] = []
         do {
             if batch {
@@ -183,8 +195,10 @@ struct CheckCommand: AsyncParsableCommand {
         }
         await interrupts.holdIfInterrupted()
         progress.finish()
+        let failed = baselineOptions.apply(baseline, to: &report)
         try emit(report, format: format, output: output)
-        if report.deviates || !harnessProblems.isEmpty { throw ExitCode(1) }
+        baselineOptions.printChanges(report, format: format, output: output)
+        if failed || !harnessProblems.isEmpty { throw ExitCode(1) }
     }
 }
 

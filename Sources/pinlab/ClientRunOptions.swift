@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import PinningLab
 
 /// The client and how it runs: shared by `pinlab check` and `pinlab lab check`.
@@ -61,4 +62,66 @@ struct ClientRunOptions: ParsableArguments {
     }
 
     func engines() throws -> [any TLSEngine] { try Engines.named(engine) }
+}
+
+/// `--platform`: the platform TLS policy the client follows (shared by check, lab check and demo).
+struct PlatformOption: ParsableArguments {
+    @Option(help: "The platform TLS policy the client follows: \(PlatformPolicy.names.joined(separator: ", ")). Cells the platform decides are judged by its expectation and shown as policy; default: the catalogue's expectations.")
+    var platform: String?
+
+    func validate() throws { _ = try policy() }
+
+    func policy() throws -> PlatformPolicy? {
+        guard let platform else { return nil }
+        guard let p = PlatformPolicy.named(platform) else {
+            let hint = PlatformPolicy.names.first { $0.hasPrefix(platform.prefix(3)) }.map { "did you mean \($0)? " } ?? ""
+            throw ValidationError("--platform: '\(platform)' is not a platform policy; \(hint)use \(PlatformPolicy.names.joined(separator: ", ")) (the Catalogue article, \"Platform policies\", lists their sources).")
+        }
+        return p
+    }
+}
+
+/// `--baseline` and `--write-baseline`: known divergences (shared by check and lab check).
+struct BaselineOptions: ParsableArguments {
+    @Option(help: "A baseline file (from --write-baseline): exit 1 only when a cell differs from it, and print what changed.")
+    var baseline: String?
+
+    @Option(help: "Write every cell's verdict to this baseline file (JSON, one line per cell; --print-schema baseline).")
+    var writeBaseline: String?
+
+    /// Loads the baseline before the run, so that a bad file stops the command before any cell runs.
+    func load() -> Baseline? {
+        guard let baseline else { return nil }
+        do {
+            return try Baseline.load(contentsOf: URL(fileURLWithPath: baseline), displayName: baseline)
+        } catch {
+            fail("\(error)")
+        }
+    }
+
+    /// Compares (when a baseline was given) and writes (when asked); returns whether the run fails: any changed cell
+    /// with a baseline, any deviation without one.
+    func apply(_ loaded: Baseline?, to report: inout CheckReport) -> Bool {
+        if let loaded, let baseline { loaded.compare(&report, file: baseline) }
+        if let writeBaseline {
+            do {
+                try Baseline(report).jsonString().write(toFile: writeBaseline, atomically: true, encoding: .utf8)
+            } catch {
+                fail(writeFailure(writeBaseline, error))
+            }
+        }
+        if let c = report.baseline { return c.changed }
+        return report.deviates
+    }
+
+    /// Prints what changed against the baseline: with the report on standard output in a machine format, on standard
+    /// error, so the report stays parseable.
+    func printChanges(_ report: CheckReport, format: String, output: String?) {
+        guard let c = report.baseline else { return }
+        if output != nil || format == "text" {
+            print(c.text, terminator: "")
+        } else {
+            FileHandle.standardError.write(Data(c.text.utf8))
+        }
+    }
 }

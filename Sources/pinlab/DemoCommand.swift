@@ -19,6 +19,8 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "openssl, gnutls or both.")
     var engine: String = "both"
 
+    @OptionGroup var platformOption: PlatformOption
+
     @Flag(help: "Print only the one-line summaries, not the matrices.")
     var brief = false
 
@@ -35,7 +37,8 @@ struct DemoCommand: AsyncParsableCommand {
         if fresh { print("Creating the lab PKI in \(source.dir) (keys are made once and kept; later runs start at once)…") }
         let pki = await source.openPKI()
         let runner = CheckRunner(pki: pki, catalogue: catalogue)
-        let options = CheckOptions(engines: try Engines.named(engine), jobs: jobs)
+        let platform = try platformOption.policy()
+        let options = CheckOptions(engines: try Engines.named(engine), jobs: jobs, platform: platform)
         let color = stdoutIsTerminal
         func bold(_ s: String) -> String { color ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
 
@@ -47,6 +50,10 @@ struct DemoCommand: AsyncParsableCommand {
                             "the system curl with --cacert and --pinnedpubkey (pins only the server's own key)"))
         }
         print(bold("PinningLab demo") + ": \(catalogue.scenarios.count) scenarios × \(PinProfile.all.count) pin profiles × \(options.engines.map(\.name).joined(separator: " + ")), PKI in \(pki.directory.path)\n")
+        if let platform {
+            let decided = catalogue.scenarios.filter { s in PinProfile.all.contains { s.decidedByPolicy($0) } }.map(\.id)
+            print("Platform \(platform) (\(platform.summary)): the cells of \(decided.joined(separator: ", ")) are judged by its policy and shown as P where a client does what it prescribes.\n")
+        }
         let width = clients.map(\.0.name.count).max() ?? 10
         let cells = catalogue.scenarios.count * PinProfile.all.count * options.engines.count
         func row(_ r: CheckReport, _ explanation: String) -> String {
@@ -55,6 +62,8 @@ struct DemoCommand: AsyncParsableCommand {
             if r.summary.skipped > 0 { extra += ", \(r.summary.skipped) skipped" }
             if r.summary.unsupported > 0 { extra += ", \(r.summary.unsupported) unsupported" }
             if r.summary.wrongReason > 0 { extra += ", \(r.summary.wrongReason) refused for another reason" }
+            if r.summary.policy > 0 { extra += ", \(r.summary.policy) decided by the platform policy" }
+            if r.summary.stricter > 0 { extra += ", \(r.summary.stricter) stricter than required" }
             let count = String(r.summary.deviations).leftPadded(to: 4)
             return "  \(m) \(r.client.padding(toLength: width, withPad: " ", startingAt: 0)) \(count) deviating\(extra) — \(explanation)"
         }

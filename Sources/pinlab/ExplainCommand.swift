@@ -76,6 +76,19 @@ struct ExplainCommand: AsyncParsableCommand {
             out += s.expected(p).rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + what + "\n"
             if let note = s.notes[p] { out += String(repeating: " ", count: 29) + "— " + note + "\n" }
         }
+        if s.isMultiStep {
+            out += "\nThe client makes \(s.steps.count) connections, keeping its TLS session cache across them:\n"
+            for (name, party) in s.parties.sorted(by: { $0.key < $1.key }) {
+                out += "  party \(name): sends \(party.chain.joined(separator: ", ")); resumption \(party.resumption)"
+                    + (party.ticketKey.map { " (ticket key \($0), shared by the parties that name it)" } ?? "") + "\n"
+            }
+            out += "  party \(Scenario.genuineParty): the server above; resumption \(s.server.resumption)\n"
+            for (i, step) in s.steps.enumerated() {
+                let row = PinProfile.all.map { step.expected($0) == .accept ? "A" : "X" }.joined(separator: " ")
+                out += "  step \(i + 1): \(step.summary) — expected \(row)\n"
+            }
+            out += "A cell passes only when every step does; the row below is the last step's.\n"
+        }
         if let r = s.refusal { out += "\nWhere it refuses, a correct client refuses for: \(r)." }
         out += "\nExpected row (none leaf-cert leaf-spki +backup int-spki root-spki): \(s.expectedRow)"
         return out

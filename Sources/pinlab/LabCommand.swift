@@ -98,6 +98,8 @@ struct LabCheckCommand: AsyncParsableCommand {
 
     @OptionGroup var clientOptions: ClientRunOptions
 
+    @OptionGroup var baselineOptions: BaselineOptions
+
     @Option(help: "text, or json (the grade and every wrong cell, for scripts and tests).")
     var format: String = "text"
 
@@ -129,12 +131,14 @@ struct LabCheckCommand: AsyncParsableCommand {
             fail("lab \(l.number) needs the scenario '\(s)', which is not in this catalogue.")
         }
         requireWritable(html, option: "--html")
+        requireWritable(baselineOptions.writeBaseline, option: "--write-baseline")
+        let baseline = baselineOptions.load()
         let pki = await source.openPKI()
         let interrupts = interruptingClientCommands("pinlab.lab.signals")
         defer { interrupts.cancel() }
         let runner = CheckRunner(pki: pki, catalogue: catalogue)
         let engines = try clientOptions.engines()
-        let grade: LabGrade
+        var grade: LabGrade
         do {
             grade = try await l.grade(
                 subject, runner: runner, engines: engines, jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration)
@@ -143,6 +147,7 @@ struct LabCheckCommand: AsyncParsableCommand {
             fail("\(error)")
         }
         await interrupts.holdIfInterrupted()
+        let changed = baselineOptions.apply(baseline, to: &grade.report)
         if format == "json" {
             print(try grade.jsonString(), terminator: "")
         } else {
@@ -162,6 +167,7 @@ struct LabCheckCommand: AsyncParsableCommand {
             }
             if format == "text" { print("The lab's picture: \(html)") }
         }
-        if !grade.passed { throw ExitCode(1) }
+        baselineOptions.printChanges(grade.report, format: format, output: nil)
+        if baseline != nil ? changed : !grade.passed { throw ExitCode(1) }
     }
 }

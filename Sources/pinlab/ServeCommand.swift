@@ -54,6 +54,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("client-ca"), help: "PKI roots trusted for client certificates (comma-separated).")
     var clientCA: String = "client-ca"
 
+    @Option(help: "Session resumption of --identity servers: off, ids (TLS 1.2 session IDs), tickets or both. Default: off (every connection is a full handshake).")
+    var resumption: String = "off"
+
     @Option(help: "Address to listen on: 127.0.0.1 or ::1; anything else needs --allow-non-loopback.")
     var bind: String = "127.0.0.1"
 
@@ -124,6 +127,12 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--client-auth '\(clientAuth)': use none, optional or required")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port \(port) is not in 0...65535") }
+        guard SessionResumption.Mode.all.contains(SessionResumption.Mode(rawValue: resumption)) else {
+            throw ValidationError("--resumption '\(resumption)': use \(SessionResumption.Mode.all.map(\.rawValue).joined(separator: ", "))")
+        }
+        if resumption != "off" && identities.isEmpty {
+            throw ValidationError("--resumption applies to --identity servers (a scenario says its own resumption); add --identity or drop it")
+        }
     }
 
     func run() async throws {
@@ -133,7 +142,8 @@ struct ServeCommand: AsyncParsableCommand {
             try ServeCommand.request(
                 lab: lab, identity: name, chain: chain?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) },
                 tls: tls.flatMap(TLSVersion.init(parsing:)), clientAuth: ClientAuthentication(rawValue: clientAuth),
-                clientCA: clientCA.split(separator: ",").map(String.init))
+                clientCA: clientCA.split(separator: ",").map(String.init),
+                resumption: SessionResumption.Mode(rawValue: resumption))
         } + ServeCommand.scenarioRequests(lab: lab, ids: scenarioIDs, all: allScenarios)
         var options = FixtureServer.Options(bindAddress: bind, allowNonLoopback: allowNonLoopback, port: port)
         if log {
@@ -276,7 +286,7 @@ struct ServeCommand: AsyncParsableCommand {
     /// file, and the pins of everything in the chain and the root.
     static func request(
         lab: LabPKI, identity name: String, chain: [String]?, tls: TLSVersion?, clientAuth: ClientAuthentication,
-        clientCA: [String]
+        clientCA: [String], resumption: SessionResumption.Mode = .off
     ) throws -> ServeRequest {
         func lookup(_ n: String) throws -> Identity {
             guard let id = lab[n] else {
@@ -291,6 +301,7 @@ struct ServeCommand: AsyncParsableCommand {
             identity, chain: chainIdentities.map { $0.map(\.certificateDER) })
         if let tls { config.setVersion(tls) }
         config.clientAuthentication = clientAuth
+        config.resumption = SessionResumption(resumption)
         if clientAuth != .none { config.clientTrustRootsDER = try clientCA.map { try lookup($0).certificateDER } }
         let root = try lookup(identity.rootName)
         var pinned = chainIdentities ?? ([identity] + identity.issuerChainIdentities(in: lab))

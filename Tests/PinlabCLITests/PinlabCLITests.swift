@@ -86,6 +86,26 @@ struct PinlabCLITests {
         #expect(typo.stderr.contains("Did you mean 'rekey'"))
     }
 
+    @Test func explainShowsTheSteps() async throws {
+        let r = try await CLI.run(["explain", "resumption-after-unpinned-handshake"] + CLI.dirArgs)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("makes 2 connections"))
+        #expect(r.stdout.contains("party interceptor: sends proxy-leaf-api; resumption tickets"))
+        #expect(r.stdout.contains("step 1: api.pinning.test via interceptor, pins absent — expected A A A A A A"))
+        #expect(r.stdout.contains("step 2: api.pinning.test via interceptor — expected A X X X X X"))
+        let rotation = try await CLI.run(["explain", "rotation-between-connections"] + CLI.dirArgs)
+        #expect(rotation.stdout.contains("rotated to leaf-emergency-rekey + lab-intermediate-a"))
+    }
+
+    @Test func serveResumptionIsChecked() async throws {
+        let bad = try await CLI.run(["serve", "--identity", "leaf-v1", "--resumption", "sometimes"] + CLI.dirArgs)
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("--resumption 'sometimes': use off, ids, tickets, both"), "\(bad.stderr)")
+        let noIdentity = try await CLI.run(["serve", "--scenario", "baseline", "--resumption", "tickets"] + CLI.dirArgs)
+        #expect(noIdentity.status != 0)
+        #expect(noIdentity.stderr.contains("--resumption applies to --identity servers"), "\(noIdentity.stderr)")
+    }
+
     @Test func checkExitStatusFollowsTheVerdicts() async throws {
         let ok = try await CLI.run(["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline,rekey,chain-stuffing"] + CLI.dirArgs)
         #expect(ok.status == 0, "\(ok.stdout)\(ok.stderr)")

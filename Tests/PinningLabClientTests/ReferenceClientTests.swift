@@ -75,8 +75,10 @@ struct ClientCase: Sendable, CustomTestStringConvertible {
     /// when a sent certificate carries the name of a CA other than the one that validated (a name-collision
     /// root), `pins-every-host` only when the pins are scoped to other hosts (no case here has a pin scope). The
     /// catalogue's `name-collision-root` and `pin-scope-*` cells judge them where they differ.
+    /// `skips-pins-on-resumption` differs only on resumed connections, which these one-connection cases never make
+    /// (the catalogue's `resumption-*` scenarios judge it).
     func expectation(for client: String) -> ClientExpectation {
-        let column = ["pins-by-issuer-name", "pins-every-host"].contains(client) ? "correct" : client
+        let column = ["pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption"].contains(client) ? "correct" : client
         return expected[Self.columns.firstIndex(of: column)!]
     }
 
@@ -275,6 +277,10 @@ struct ReferenceClientTests {
 
     @Test func unknownName() {
         #expect(ReferenceClients.named("trust-everything") == nil)
+        #expect(ReferenceClients.names == [
+            "correct", "pin-presented-chain", "pin-replaces-validation", "no-hostname-check", "raw-key-hash", "no-pinning",
+            "pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption",
+        ])
     }
 
     /// The README's table of reference clients ("What `pinlab demo` shows") lists exactly the clients the package

@@ -14,12 +14,18 @@ enum Predictions {
     static let allAcceptRootNotSent = [
         "root-not-sent", "intermediate-renewed-same-key", "tls-v1-2", "ats-floor", "ecdsa-p384", "rsa-2048",
         "rsa-3072", "rsa-4096", "ed25519", "mtls-required-valid", "mtls-optional-missing",
+        // Two connections to the genuine leaf-v1 + lab-intermediate-a, the second resumed: each client decides
+        // the second time as it did the first, on the chain the first validated.
+        "resumption-genuine",
     ]
     /// Scenarios where every profile must accept and the server sends the whole chain, lab-root included.
     static let allAcceptRootSent = ["baseline", "reversed-chain"]
     /// Scenarios whose root-spki cell must accept although lab-root is not on the wire.
     static let rootPinAcceptedRootNotSent = allAcceptRootNotSent
-        + ["renewal-same-key", "rekey", "emergency-rekey", "sibling-intermediate"]
+        + ["renewal-same-key", "rekey", "emergency-rekey", "sibling-intermediate", "rotation-between-connections"]
+    /// Scenarios of two connections whose second resumes, through a trusted interceptor, a session made where no
+    /// pin applied: only a client that checks pins on resumed connections refuses (every pinned profile).
+    static let resumedIntoInterceptor = ["resumption-after-unpinned-handshake", "resumption-cross-host"]
 
     /// The cells each teaching client must fail; every other cell it must pass.
     static let failures: [String: Set<Cell>] = [
@@ -51,14 +57,19 @@ enum Predictions {
         "raw-key-hash": cells(allAcceptRootNotSent + allAcceptRootSent + ["renewal-same-key"], spkiProfiles)
             .union(cells(["rekey"], [.leafSPKIBackup, .intermediateSPKI, .rootSPKI]))
             .union(cells(["emergency-rekey"], [.intermediateSPKI, .rootSPKI]))
-            .union(cells(["sibling-intermediate"], [.leafSPKI, .leafSPKIBackup, .rootSPKI])),
+            .union(cells(["sibling-intermediate"], [.leafSPKI, .leafSPKIBackup, .rootSPKI]))
+            // Step 1 is leaf-v1 (every SPKI pin fails to match, as in baseline); step 2 the emergency re-key.
+            .union(cells(["rotation-between-connections"], spkiProfiles)),
         // Pins are ignored: every cell that only a pin can refuse is accepted.
         "no-pinning": cells(["renewal-same-key"], [.leafCert])
             .union(cells(["rekey"], [.leafCert, .leafSPKI]))
             .union(cells(["emergency-rekey"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             .union(cells(["sibling-intermediate"], [.leafCert, .intermediateSPKI]))
             .union(cells(["intercepting-proxy", "chain-stuffing", "name-collision-intermediate", "name-collision-root",
-                          "pin-scope-exact-host", "pin-scope-subdomain-included"], pinnedProfiles)),
+                          "pin-scope-exact-host", "pin-scope-subdomain-included"], pinnedProfiles))
+            // Step 2 of the rotation is the emergency re-key, step 2 of the others a resumed interceptor session.
+            .union(cells(["rotation-between-connections"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
+            .union(cells(resumedIntoInterceptor, pinnedProfiles)),
         // Issuer names lead from twin-root-leaf to the genuine lab-intermediate-a that was sent with it, and from
         // there to lab-root in the trust store. Everywhere else the names lead along the validated chain
         // (name-collision-intermediate's twin is sent itself, so the walk finds the twin, not the genuine CA).
@@ -67,7 +78,12 @@ enum Predictions {
         // api.pinning.test only) is refused, and so is the genuine CDN — except under root-spki, whose lab-root
         // also anchors the CDN's chain.
         "pins-every-host": cells(["pin-scope-subdomain-excluded"], pinnedProfiles)
-            .union(cells(["pin-scope-unpinned-host"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
+            .union(cells(["pin-scope-unpinned-host"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
+            // Step 1 of resumption-cross-host is the proxy's certificate for the unpinned CDN: refused.
+            .union(cells(["resumption-cross-host"], pinnedProfiles)),
+        // Pins checked on full handshakes only: a resumed session of the interceptor, made where no pin applied
+        // (before the pins were in force, or for the unpinned CDN), is trusted under every pinned profile.
+        "skips-pins-on-resumption": cells(resumedIntoInterceptor, pinnedProfiles),
     ]
 }
 

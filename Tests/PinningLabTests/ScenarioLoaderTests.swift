@@ -122,6 +122,21 @@ let malformedCases: [MalformedCase] = [
                   code: .badHost, line: 10, field: "client.pin-scope.domain", mentions: ["name constraints"]),
     MalformedCase(name: "notes for an unknown profile", yaml: validScenarioYAML + "\nnotes:\n  leaf-key: \"x\"",
                   code: .unknownProfile, line: 18, field: "notes.leaf-key", mentions: ["not a pin profile"]),
+    MalformedCase(name: "policy for an unknown platform", yaml: validScenarioYAML + "\npolicy:\n  reason: x\n  ios: refuse",
+                  code: .badPolicy, line: 19, field: "policy.ios", mentions: ["'ios' is not a platform policy", "ats, android, jdk, openssl-default"]),
+    MalformedCase(name: "policy without a reason", yaml: validScenarioYAML + "\npolicy:\n  ats: refuse",
+                  code: .badPolicy, line: 18, field: "policy.reason", mentions: ["no reason", "reason:"]),
+    MalformedCase(name: "policy expectation that is not one", yaml: validScenarioYAML + "\npolicy:\n  reason: x\n  ats: maybe",
+                  code: .badPolicy, line: 19, field: "policy.ats", mentions: ["'maybe' is not an expectation", "ats: refuse"]),
+    MalformedCase(name: "policy row missing a profile", yaml: validScenarioYAML + "\npolicy:\n  reason: x\n  jdk: {none: refuse}",
+                  code: .badPolicy, line: 19, field: "policy.jdk.leaf-cert", mentions: ["leaf-cert", "jdk: accept|refuse"]),
+    MalformedCase(name: "policy that decides nothing", yaml: validScenarioYAML + "\npolicy:\n  reason: x\n  ats: accept",
+                  code: .badPolicy, line: 18, field: "policy", mentions: ["no platform decides any cell", "remove `policy`"]),
+    MalformedCase(name: "variance on a cell a correct client refuses",
+                  yaml: replacing("  leaf-cert: accept", "  leaf-cert: refuse") + "\nvaries:\n  leaf-cert: \"some verifiers accept\"",
+                  code: .badVariance, line: 18, field: "varies.leaf-cert", mentions: ["an acceptance there is a flaw"]),
+    MalformedCase(name: "variance for an unknown profile", yaml: validScenarioYAML + "\nvaries:\n  leaf-key: \"x\"",
+                  code: .unknownProfile, line: 18, field: "varies.leaf-key", mentions: ["not a pin profile"]),
 ]
 
 @Suite("Scenario files")
@@ -276,13 +291,14 @@ struct BundledCatalogueTests {
         #expect(c["pinned-cert-other-host"]?.server.chain.first == c["pinned-cert-other-host"]?.client.pinned)
         #expect(c.scenarios.filter { $0.client.host != "localhost" }.map(\.id) == [
             "pinned-cert-other-host", "pin-scope-exact-host", "pin-scope-subdomain-included",
-            "pin-scope-subdomain-excluded", "pin-scope-unpinned-host",
+            "pin-scope-subdomain-excluded", "pin-scope-unpinned-host", "resumption-after-unpinned-handshake",
+            "resumption-cross-host",
         ])
         // The pin-scope rows: the pins apply exactly where the declared scope covers the host asked for.
         let applies = c.scenarios.filter { $0.client.pinScope != nil }.map { "\($0.id) \($0.client.pinsApply)" }
         #expect(applies == [
             "pin-scope-exact-host true", "pin-scope-subdomain-included true", "pin-scope-subdomain-excluded false",
-            "pin-scope-unpinned-host false",
+            "pin-scope-unpinned-host false", "resumption-cross-host true",
         ])
         #expect(c["pin-scope-subdomain-included"]?.client.pinScope == PinScope(domain: "api.pinning.test", includeSubdomains: true))
     }
@@ -335,6 +351,31 @@ struct BundledCatalogueTests {
         #expect(try Catalogue.bundled()["name-collision-root"]?.refusal == .pinMismatch)
         #expect(try Catalogue.bundled()["tls-v1-2-no-forward-secrecy"]?.refusal == .protocolError)
         #expect(try Catalogue.bundled()["mtls-required-missing"]?.refusal == .clientAuth)
+    }
+
+    /// The cells a platform's policy decides and the cells where verifiers legitimately differ, as the catalogue
+    /// states them (the Catalogue article, "Platform policies" and "Verifier variance").
+    @Test func platformPoliciesAndVarianceOfTheCatalogue() throws {
+        let c = try Catalogue.bundled()
+        #expect(c.scenarios.filter { $0.policy != nil }.map(\.id) == ["weak-rsa-1024", "sha1-signature", "tls-v1-2-no-forward-secrecy"])
+        #expect(c.scenarios.filter { !$0.variance.isEmpty }.map(\.id) == ["name-collision-root", "ats-floor", "ed25519"])
+        let rsa = try #require(c["tls-v1-2-no-forward-secrecy"])
+        for p in PinProfile.all {
+            #expect(rsa.expected(p) == .refuse, "no platform named: the strict row, as before")
+            #expect(rsa.expected(p, platform: .ats) == .refuse && rsa.expected(p, platform: .jdk) == .refuse)
+            #expect(rsa.expected(p, platform: .opensslDefault) == .accept && rsa.expected(p, platform: .android) == .accept)
+            #expect(rsa.decidedByPolicy(p))
+        }
+        let weak = try #require(c["weak-rsa-1024"])
+        #expect(weak.expected(.leafSPKI, platform: .jdk) == .accept)
+        #expect(weak.expected(.leafSPKI, platform: .android) == .refuse, "a platform the policy does not list follows expect")
+        let collision = try #require(c["name-collision-root"])
+        #expect(collision.variance.keys.sorted() == [.none])
+        #expect(collision.rule(.none, platform: nil).variance?.contains("GnuTLS") == true)
+        #expect(!collision.decidedByPolicy(.none))
+        // A run that names no platform judges by expect; the rule names the platforms that differ.
+        let rule = rsa.rule(.none, platform: nil)
+        #expect(rule.policyReason != nil && rule.otherPlatforms == [.android, .opensslDefault])
     }
 
     @Test func reversedChainKeepsTheLeafFirst() throws {

@@ -13,6 +13,9 @@ public struct BatchDocument: Sendable, Hashable, Codable {
     public var formatVersion: Int = 1
     /// How long the client may spend on one cell, in seconds (the server gives up on a silent connection then).
     public var cellTimeoutSeconds: Double
+    /// The platform TLS policy the run judges the harness by (`pinlab check --batch --platform`); absent: none named.
+    /// A harness that can play several platforms configures itself for this one.
+    public var platform: PlatformPolicy?
     public var cells: [BatchCell]
 
     public init(cells: [BatchCell], cellTimeoutSeconds: Double) {

@@ -113,7 +113,7 @@ extension CheckRunner {
                         var slot = Slot(scenario: s, profile: p, engine: e.name)
                         if let profiles = options.profiles, !profiles.contains(p) {
                             slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                   expected: s.expected(p), status: .skipped,
+                                                   expected: s.expected(p, platform: options.platform), status: .skipped,
                                                    reason: "the client does not support the profile \(p)")
                         } else {
                             do {
@@ -121,11 +121,11 @@ extension CheckRunner {
                                                                           options: serverOptions, label: s.id)
                             } catch let err where err.code == .unsupported {
                                 slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                       expected: s.expected(p), status: .unsupported,
+                                                       expected: s.expected(p, platform: options.platform), status: .unsupported,
                                                        reason: "\(e.name) cannot serve this scenario: \(err.reason)")
                             } catch {
                                 slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                       expected: s.expected(p), status: .error,
+                                                       expected: s.expected(p, platform: options.platform), status: .error,
                                                        reason: "the \(e.name) server could not start: \(error)")
                             }
                         }
@@ -157,7 +157,11 @@ extension CheckRunner {
             }
             // Client credentials first, off the cooperative pool (a PKCS#12 file may wait for the PKI's lock).
             for sl in slots where sl.server != nil { try await files.prepareCredentials(for: sl.scenario) }
-            let document = try batchDocument(addresses, files: files, cellTimeout: batch.cellTimeout)
+            let document = try {
+                var d = try batchDocument(addresses, files: files, cellTimeout: batch.cellTimeout)
+                d.platform = options.platform
+                return d
+            }()
             let index = Dictionary(uniqueKeysWithValues: slots.enumerated().compactMap { i, sl in
                 sl.server == nil ? nil : (BatchCell.id(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine), i)
             })
@@ -233,22 +237,24 @@ extension CheckRunner {
                 switch answers[i] {
                 case .answered(let a)?:
                     verdicts.append(Verdict.judge(
-                        scenario: s.id, profile: sl.profile, engine: sl.engine, client: client, expected: s.expected(sl.profile),
-                        evidence: ServerEvidence(evidence[i] ?? []),
+                        scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
+                        expected: s.expected(sl.profile, platform: options.platform), evidence: ServerEvidence(evidence[i] ?? []),
                         outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
-                        clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: a.milliseconds ?? 0))
+                        clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: a.milliseconds ?? 0,
+                        rule: s.rule(sl.profile, platform: options.platform)))
                 case .invalid(let why)?:
                     verdicts.append(.notRun(scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
-                                            expected: s.expected(sl.profile), status: .error, reason: why))
+                                            expected: s.expected(sl.profile, platform: options.platform), status: .error, reason: why))
                 case nil:
                     verdicts.append(.notRun(scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
-                                            expected: s.expected(sl.profile), status: .error, reason: unanswered))
+                                            expected: s.expected(sl.profile, platform: options.platform), status: .error, reason: unanswered))
                 }
             }
-            let report = CheckReport(
+            var report = CheckReport(
                 client: client, engines: options.engines.map(\.name), profiles: PinProfile.all, startedAt: started,
                 durationSeconds: seconds(ContinuousClock.now - clock), verdicts: verdicts,
                 scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
+            report.platform = options.platform
             return BatchRun(report: report, problems: problems)
         }
     }

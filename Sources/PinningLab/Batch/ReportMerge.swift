@@ -66,6 +66,10 @@ extension CheckReport {
                 throw ReportMergeError(file: file, problem: "it judges the client '\(r.client)', \(firstFile) judges '\(first.client)'.",
                                        fix: "merge the shards of one client's run only.")
             }
+            if r.platform != first.platform {
+                throw ReportMergeError(file: file, problem: "it was judged by the platform \(r.platform?.rawValue ?? "none"), \(firstFile) by \(first.platform?.rawValue ?? "none").",
+                                       fix: "run every shard with the same --platform.")
+            }
             let mine = catalogue(r)
             for (id, row) in mine where reference[id] != nil && reference[id] != row {
                 throw ReportMergeError(file: file, problem: "its catalogue differs from \(firstFile)'s: scenario '\(id)' expects other outcomes.",
@@ -96,10 +100,12 @@ extension CheckReport {
             (scenarioRank[$0.scenario] ?? .max, engineRank[$0.engine] ?? .max, profileRank[$0.profile] ?? .max)
                 < (scenarioRank[$1.scenario] ?? .max, engineRank[$1.engine] ?? .max, profileRank[$1.profile] ?? .max)
         }
-        return CheckReport(
+        var merged = CheckReport(
             client: first.client, engines: engines, profiles: first.profiles,
             startedAt: reports.map(\.report.startedAt).min() ?? first.startedAt,
             durationSeconds: reports.map(\.report.durationSeconds).reduce(0, +), verdicts: verdicts,
             scenarios: order.compactMap { sheets[$0] })
+        merged.platform = first.platform
+        return merged
     }
 }
