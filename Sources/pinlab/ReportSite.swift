@@ -163,6 +163,9 @@ enum ReportSite {
             }.joined(separator: " → ") + "</p>\n"
         }
         h += legend
+        var engines: [String] = []
+        for c in clients { for e in c.report.engines where !engines.contains(e) { engines.append(e) } }
+        h += "<p class=\"meta\">The marks of a cell are the engines', in this order: \(xml(engines.joined(separator: ", "))).</p>\n"
         h += "<table class=\"grid\"><thead><tr><th>client</th>"
         for p in profiles { h += "<th>\(xml(p.rawValue))</th>" }
         h += "</tr></thead><tbody>\n"
