@@ -28,6 +28,11 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
+        // The resources of PinningLabModel, PinningLab and PinningLabControl (the built-in spec and catalogue, the
+        // schemas, the OpenAPI document) embedded in their code as well, so a copied `pinlab` binary works from any
+        // folder (Plugins/EmbedResources).
+        .plugin(name: "EmbedResources", capability: .buildTool(), dependencies: ["pinlab-embed-resources"], path: "Plugins/EmbedResources"),
+        .executableTarget(name: "pinlab-embed-resources", path: "Plugins/EmbedResourcesTool", swiftSettings: swiftSettings),
         .systemLibrary(
             name: "CPinningLabOpenSSL",
             pkgConfig: "openssl",
@@ -61,7 +66,8 @@ let package = Package(
             name: "PinningLabModel",
             dependencies: ["PinningLabCore", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
             resources: [.copy("Resources/pki"), .copy("Resources/scenarios")],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            plugins: ["EmbedResources"]
         ),
         .target(
             name: "PinningLabOpenSSL",
@@ -79,7 +85,8 @@ let package = Package(
                 "PinningLabPKI", "PinningLabCore", "PinningLabModel", "PinningLabOpenSSL", "PinningLabGnuTLS",
             ],
             resources: [.copy("Resources/schemas")],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            plugins: ["EmbedResources"]
         ),
         .target(
             name: "PinningLabTesting",
@@ -113,7 +120,8 @@ let package = Package(
             name: "PinningLabControl",
             dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI"],
             resources: [.copy("openapi.yaml")],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            plugins: ["EmbedResources"]
         ),
         .executableTarget(
             name: "pinlab",

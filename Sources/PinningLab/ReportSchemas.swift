@@ -25,11 +25,11 @@ public enum BatchSchemas {
     public static let output = bundledSchema("batch-out.schema.json")
 }
 
-/// A schema file of the library's resources, without its final newline. A missing file (a broken installation) reads
+/// A schema file of the library's resources (the bundle, or the copy embedded in the code when a copied binary has
+/// no bundle next to it), without its final newline. A missing file (a broken installation) reads
 /// as a sentence that says so, which no validator accepts as a schema.
 package func bundledSchema(_ name: String) -> String {
-    guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "schemas"),
-          let text = try? String(contentsOf: url, encoding: .utf8) else {
+    guard let text = EmbeddedResources.text("schemas/" + name) else {
         return "the schema \(name) is missing from PinningLab's resources (schemas/): reinstall or rebuild PinningLab"
     }
     return text.hasSuffix("\n") ? String(text.dropLast()) : text

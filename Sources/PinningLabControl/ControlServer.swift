@@ -218,9 +218,9 @@ public final class ControlServer: Sendable {
         try? FileManager.default.removeItem(at: workDirectory)
     }
 
-    /// The OpenAPI document bundled with this module.
+    /// The OpenAPI document bundled with this module (or its copy embedded in the code, for a copied binary).
     public static func openAPIDocument() -> String? {
-        Bundle.module.url(forResource: "openapi", withExtension: "yaml").flatMap { try? String(contentsOf: $0, encoding: .utf8) }
+        EmbeddedResources.text("openapi.yaml")
     }
 
     /// The method and path of every route, in OpenAPI form (`GET /servers/{id}`).

@@ -3,20 +3,62 @@ public import PinningLabPKI
 
 /// The lab the package ships: the PKI spec (`pki/lab.yaml`) and the scenario catalogue (`scenarios/`), bundled as
 /// resources of this module. `Lab` and `Catalogue.bundled()` read them from here.
+///
+/// The same files are embedded in the code (the EmbedResources build-tool plugin): a binary copied away from its
+/// build folder, which has no resource bundle next to it, reads those instead.
 public enum BuiltInLab {
-    /// The built-in lab PKI spec file.
+    /// The built-in lab PKI spec file. Without a resource bundle (a copied binary), a copy of the embedded file in a
+    /// private temporary folder of this process.
     public static var specURL: URL {
-        Bundle.module.url(forResource: "lab", withExtension: "yaml", subdirectory: "pki")
-            ?? Bundle.module.resourceURL!.appendingPathComponent("pki/lab.yaml")
+        guard let bundle = EmbeddedResources.bundle else { return embeddedFolder.appendingPathComponent("pki/lab.yaml") }
+        return bundle.url(forResource: "lab", withExtension: "yaml", subdirectory: "pki")
+            ?? bundle.resourceURL!.appendingPathComponent("pki/lab.yaml")
     }
 
     /// The built-in lab PKI spec, parsed and validated.
     public static func spec() throws -> PKISpec {
-        try PKISpec.load(contentsOf: specURL)
+        if EmbeddedResources.bundle == nil, let text = EmbeddedResources.files["pki/lab.yaml"] {
+            return try PKISpec.parse(yaml: text, file: "pki/lab.yaml")
+        }
+        return try PKISpec.load(contentsOf: specURL)
     }
 
-    /// The directory of the built-in scenario catalogue.
+    /// The directory of the built-in scenario catalogue. Without a resource bundle (a copied binary), a copy of the
+    /// embedded files in a private temporary folder of this process.
     public static var scenariosDirectory: URL? {
-        Bundle.module.url(forResource: "scenarios", withExtension: nil)
+        guard let bundle = EmbeddedResources.bundle else { return embeddedFolder.appendingPathComponent("scenarios") }
+        return bundle.url(forResource: "scenarios", withExtension: nil)
     }
+
+    /// Whether this process runs without the module's resource bundle (a copied binary).
+    static var resourceBundleIsMissing: Bool { EmbeddedResources.bundle == nil }
+
+    /// The embedded scenario files, named as the bundled catalogue shows them (`scenarios/rekey.yaml`).
+    static var embeddedScenarioFiles: [(name: String, text: String)] {
+        EmbeddedResources.files.filter { $0.key.hasPrefix("scenarios/") && $0.key.hasSuffix(".yaml") }
+            .map { ($0.key, $0.value) }
+    }
+
+    /// The embedded files written once into a folder only this user can read (mkdtemp, 0700), removed when the
+    /// process exits normally. Only the public URLs above need it; the spec and the catalogue are read from memory.
+    private static let embeddedFolder: URL = {
+        var template = Array((FileManager.default.temporaryDirectory.path + "/pinlab-resources-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else {
+            return FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-resources-unavailable")
+        }
+        let folder = URL(fileURLWithPath: String(cString: made), isDirectory: true)
+        for (path, text) in EmbeddedResources.files {
+            let url = folder.appendingPathComponent(path)
+            try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try? text.write(to: url, atomically: false, encoding: .utf8)
+        }
+        extractedFolderPath.withLock { $0 = folder.path }
+        atexit {
+            if let path = extractedFolderPath.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+        }
+        return folder
+    }()
 }
+
+/// The folder `BuiltInLab` extracted the embedded files to, removed at exit.
+private let extractedFolderPath = Locked<String?>(nil)

@@ -49,13 +49,35 @@ public struct Catalogue: Sendable, Hashable {
                                                         problem: "the directory holds no scenario file (*.yaml).",
                                                         fix: "pass the directory that holds the scenario files, e.g. scenarios/.")])
         }
+        return try assemble(files.map { url in
+            let name = prefix + url.lastPathComponent
+            return (name, { try ScenarioLoader.load(contentsOf: url, displayName: name, identities: identities) })
+        })
+    }
+
+    /// Loads scenario files given as text (`name` as shown in errors, e.g. `scenarios/rekey.yaml`; the id must be
+    /// its last component without `.yaml`), with the checks of `load(directory:)`: the embedded copy of the bundled
+    /// catalogue is read this way.
+    static func load(texts: [(name: String, text: String)], identities: IdentityDirectory = .lab) throws -> Catalogue {
+        try assemble(texts.sorted { $0.name < $1.name }.map { file in
+            (file.name, {
+                let id = String(file.name.split(separator: "/").last ?? "").replacingOccurrences(of: ".yaml", with: "")
+                var s = try ScenarioLoader.parse(yaml: file.text, file: file.name, identities: identities, expectedID: id)
+                s.source = file.name
+                return s
+            })
+        })
+    }
+
+    /// Every file's scenario (each loader throws a `ScenarioError`), with one error per broken file, duplicate id or
+    /// duplicate scenario, thrown all at once.
+    private static func assemble(_ files: [(name: String, load: () throws -> Scenario)]) throws -> Catalogue {
         var errors: [ScenarioError] = []
         var scenarios: [Scenario] = []
         var seen: [String: String] = [:]
-        for url in files {
-            let name = prefix + url.lastPathComponent
+        for (name, load) in files {
             do {
-                let s = try ScenarioLoader.load(contentsOf: url, displayName: name, identities: identities)
+                let s = try load()
                 if let other = seen[s.id] {
                     errors.append(ScenarioError(.duplicateID, file: name, line: 1, field: "id",
                                                 problem: "the id '\(s.id)' is already used by \(other).",
@@ -147,6 +169,17 @@ public struct Catalogue: Sendable, Hashable {
     }
 
     private static let bundledResult: Result<Catalogue, CatalogueError> = {
+        if BuiltInLab.resourceBundleIsMissing {
+            // A binary copied away from its build folder: the copy embedded in the code (the same files).
+            let texts = BuiltInLab.embeddedScenarioFiles
+            do {
+                return .success(try load(texts: texts))
+            } catch let e as CatalogueError {
+                return .failure(e)
+            } catch {
+                return .failure(CatalogueError(errors: []))
+            }
+        }
         guard let dir = bundledDirectory else {
             return .failure(CatalogueError(errors: [ScenarioError(.unreadable, file: "PinningLab resources",
                                                                   problem: "the bundled scenarios folder is missing from the PinningLabModel resource bundle.",

@@ -6,6 +6,7 @@ struct Pinlab: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pinlab",
         abstract: "A private PKI, misbehaving TLS servers and a verdict matrix for certificate pinning.",
+        version: pinlabVersionText,
         subcommands: [PKICommand.self, ServeCommand.self, ScenariosCommand.self, ExplainCommand.self, LabCommand.self,
                       CheckCommand.self, DemoCommand.self, BenchCommand.self, ExportCommand.self,
                       ReportCommand.self, InterceptCommand.self, AuditCommand.self]

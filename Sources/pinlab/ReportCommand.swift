@@ -6,7 +6,7 @@ struct ReportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
         abstract: "Work with JSON reports of `pinlab check`.",
-        subcommands: [Merge.self]
+        subcommands: [Merge.self, Site.self]
     )
 
     struct Merge: AsyncParsableCommand {
@@ -51,6 +51,73 @@ struct ReportCommand: AsyncParsableCommand {
             }
             try emit(merged, format: format, output: output)
             if merged.deviates { throw ExitCode(1) }
+        }
+    }
+}
+
+extension ReportCommand {
+    struct Site: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a static site from JSON reports: an index, a page per client and a page per scenario.",
+            discussion: """
+                One report per client (the reports of one client's shards are merged first). The site is plain HTML \
+                and CSS with relative links — no script, nothing loaded from elsewhere — ready for any static host \
+                (GitHub Pages, GitLab Pages) or to open from disk: DIR/index.html.
+                Example: pinlab report site reports/*.json --out site
+                Exit status: 0 when the site is written, 2 when a report cannot be read or the folder cannot be written.
+                """)
+
+        @Argument(help: "JSON reports written by `pinlab check --format json` (or `pinlab report merge --format json`).")
+        var reports: [String]
+
+        @Option(help: "The folder to write the site to (created if needed; files of an earlier site are replaced).")
+        var out: String
+
+        func validate() throws {
+            guard !reports.isEmpty else { throw ValidationError("give the JSON reports: pinlab report site a.json b.json --out site.") }
+        }
+
+        func run() async throws {
+            var byClient: [(client: String, parts: [(file: String, report: CheckReport)])] = []
+            for path in reports {
+                guard let data = FileManager.default.contents(atPath: path) else { fail("\(path): cannot be read (is the path right?).") }
+                let report: CheckReport
+                do {
+                    report = try CheckReport.decode(json: data, file: path)
+                } catch {
+                    fail("\(error)")
+                }
+                if let i = byClient.firstIndex(where: { $0.client == report.client }) {
+                    byClient[i].parts.append((path, report))
+                } else {
+                    byClient.append((report.client, [(path, report)]))
+                }
+            }
+            var joined: [CheckReport] = []
+            for group in byClient {
+                do {
+                    joined.append(group.parts.count == 1 ? group.parts[0].report : try CheckReport.merge(group.parts))
+                } catch {
+                    fail("the reports of the client '\(group.client)' cannot be joined: \(error)")
+                }
+            }
+            let root = URL(fileURLWithPath: out, isDirectory: true)
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: out, isDirectory: &isDir), !isDir.boolValue {
+                fail("--out \(out): that is a file. Fix: name a folder (it is created if needed).")
+            }
+            let files = ReportSite.render(joined)
+            for (path, text) in files.sorted(by: { $0.key < $1.key }) {
+                let url = root.appendingPathComponent(path)
+                do {
+                    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try text.write(to: url, atomically: true, encoding: .utf8)
+                } catch {
+                    fail(writeFailure(url.path, error))
+                }
+            }
+            let scenarios = files.keys.filter { $0.hasPrefix("scenarios/") }.count
+            print("site: \(root.appendingPathComponent("index.html").path) (\(joined.count) client pages, \(scenarios) scenario pages)")
         }
     }
 }

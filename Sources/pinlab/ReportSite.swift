@@ -1,0 +1,230 @@
+import Foundation
+import PinningLab
+
+/// `pinlab report site`: a static site from JSON check reports, modelled on x509-limbo's results pages. An index
+/// (every client's summary, and a scenario × client overview), one page per client (its matrix, deviations with their
+/// reasons and the chain pictures: the HTML report) and one page per scenario (every client's row side by side).
+/// Plain HTML and CSS: no script, nothing loaded from elsewhere, every link relative.
+enum ReportSite {
+    /// A client's pages and links: its file name is its name made safe for a path, unique in the site.
+    struct Client {
+        var report: CheckReport
+        var slug: String
+        var page: String { "clients/\(slug).html" }
+    }
+
+    /// The site's files, by path relative to its folder.
+    static func render(_ reports: [CheckReport], generatedAt: Date = Date()) -> [String: String] {
+        var used: Set<String> = []
+        let clients = reports.map { r -> Client in
+            var slug = slugify(r.client), n = 2
+            while used.contains(slug) { slug = "\(slugify(r.client))-\(n)"; n += 1 }
+            used.insert(slug)
+            return Client(report: r, slug: slug)
+        }
+        var sheets: [String: ScenarioSheet] = [:]
+        var ids: [String] = []
+        for r in reports {
+            for s in r.scenarios where sheets[s.id] == nil { sheets[s.id] = s; ids.append(s.id) }
+            for v in r.verdicts where sheets[v.scenario] == nil && !ids.contains(v.scenario) { ids.append(v.scenario) }
+        }
+        let profiles = orderedProfiles(reports)
+        var files: [String: String] = ["style.css": css, "index.html": index(clients, ids: ids, sheets: sheets, at: generatedAt)]
+        for c in clients { files[c.page] = clientPage(c, ids: ids) }
+        for id in ids {
+            files["scenarios/\(slugify(id)).html"] = scenarioPage(id, sheet: sheets[id], clients: clients, profiles: profiles)
+        }
+        return files
+    }
+
+    static func scenarioPage(_ id: String) -> String { "scenarios/\(slugify(id)).html" }
+
+    static func slugify(_ s: String) -> String {
+        var out = ""
+        for u in s.lowercased().unicodeScalars {
+            if ("a"..."z").contains(u) || ("0"..."9").contains(u) || u == "." || u == "_" {
+                out.unicodeScalars.append(u)
+            } else if !out.hasSuffix("-") {
+                out += "-"
+            }
+        }
+        out = String(out.drop(while: { $0 == "-" || $0 == "." }))
+        while out.hasSuffix("-") { out.removeLast() }
+        return out.isEmpty ? "client" : String(out.prefix(80))
+    }
+
+    static func orderedProfiles(_ reports: [CheckReport]) -> [PinProfile] {
+        var out: [PinProfile] = []
+        for r in reports { for p in r.profiles where !out.contains(p) { out.append(p) } }
+        return out
+    }
+
+    static func symbol(_ v: Verdict) -> String {
+        if v.wrongReason { return "?" }
+        switch v.status {
+        case .pass: return "✓"
+        case .fail: return "✗"
+        case .disagree: return "≠"
+        case .skipped: return "·"
+        case .unsupported: return "∅"
+        default: return v.status.isDeviation ? "!" : "•"
+        }
+    }
+
+    static func cls(_ v: Verdict) -> String {
+        v.wrongReason ? "m wrong" : "m \(slugify(v.status.rawValue))"
+    }
+
+    static func head(_ title: String, depth: Int) -> String {
+        let up = String(repeating: "../", count: depth)
+        return """
+        <!DOCTYPE html>
+        <html lang="en"><head><meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>\(xml(title))</title>
+        <link rel="stylesheet" href="\(up)style.css">
+        </head><body>
+        <nav class="site"><a href="\(up)index.html">PinningLab results</a></nav>
+
+        """
+    }
+
+    static let legend = """
+        <p class="legend">Each cell: the expected outcome (A accept, X refuse), then one mark per engine:
+        <span><i class="m pass">✓</i>as expected</span> <span><i class="m fail">✗</i>deviates</span>
+        <span><i class="m disagree">≠</i>client and server disagree</span>
+        <span><i class="m wrong">?</i>refused as expected, for another reason</span>
+        <span><i class="m skipped">·</i>skipped</span> <span><i class="m unsupported">∅</i>unsupported</span>
+        <span><i class="m error">!</i>error</span>. Hover a mark for its reason.</p>
+
+        """
+
+    static func index(_ clients: [Client], ids: [String], sheets: [String: ScenarioSheet], at date: Date) -> String {
+        var h = head("PinningLab results", depth: 0)
+        h += "<h1>PinningLab results</h1>\n"
+        h += "<p class=\"meta\">\(clients.count) client\(clients.count == 1 ? "" : "s") · \(ids.count) scenarios · generated \(xml(ISO8601DateFormatter().string(from: date)))</p>\n"
+        h += "<h2>Clients</h2>\n<table class=\"grid\"><thead><tr><th>client</th><th>verdict</th><th>engines</th><th>cells</th><th>as expected</th><th>deviating</th><th>refused for another reason</th><th>skipped</th><th>unsupported</th></tr></thead><tbody>\n"
+        for c in clients {
+            let s = c.report.summary
+            h += "<tr><td class=\"name\"><a href=\"\(xml(c.page))\">\(xml(c.report.client))</a></td>"
+            h += "<td><span class=\"\(c.report.deviates ? "bad" : "ok")\">\(c.report.deviates ? "deviates" : "conforms")</span></td>"
+            h += "<td>\(xml(c.report.engines.joined(separator: ", ")))</td><td>\(s.total)</td><td>\(s.pass)</td>"
+            h += "<td>\(s.deviations)</td><td>\(s.wrongReason)</td><td>\(s.skipped)</td><td>\(s.unsupported)</td></tr>\n"
+        }
+        h += "</tbody></table>\n"
+        h += "<h2>Scenarios</h2>\n<p class=\"meta\">Deviating cells per scenario and client; a scenario's page shows every client's row side by side.</p>\n"
+        h += "<table class=\"grid\"><thead><tr><th>scenario</th>"
+        for c in clients { h += "<th><a href=\"\(xml(c.page))\">\(xml(c.report.client))</a></th>" }
+        h += "</tr></thead><tbody>\n"
+        for id in ids {
+            h += "<tr><td class=\"name\"><a href=\"\(xml(scenarioPage(id)))\" title=\"\(xml(sheets[id]?.title ?? ""))\">\(xml(id))</a></td>"
+            for c in clients {
+                let vs = c.report.verdicts.filter { $0.scenario == id }
+                let run = vs.filter { $0.status != .skipped && $0.status != .unsupported }
+                let bad = vs.filter { $0.status.isDeviation }.count
+                if run.isEmpty {
+                    h += "<td><i class=\"m skipped\" title=\"not run\">·</i></td>"
+                } else if bad == 0 {
+                    h += "<td><i class=\"m pass\" title=\"\(run.count) cells as expected\">✓</i></td>"
+                } else {
+                    h += "<td><i class=\"m fail\" title=\"\(bad) of \(run.count) cells deviate\">✗</i> \(bad)</td>"
+                }
+            }
+            h += "</tr>\n"
+        }
+        h += "</tbody></table>\n</body></html>\n"
+        return h
+    }
+
+    /// The client's HTML report, with the site's navigation and each scenario's heading linked to its page.
+    static func clientPage(_ c: Client, ids: [String]) -> String {
+        var page = c.report.renderHTMLPage()
+        let nav = "<nav class=\"site\" style=\"margin-bottom:12px\"><a href=\"../index.html\">PinningLab results</a> › \(xml(c.report.client))</nav>\n"
+        if let body = page.range(of: "<body>") { page.insert(contentsOf: "\n" + nav, at: body.upperBound) }
+        for id in ids {
+            let anchor = "<section class=\"scenario\" id=\"s-\(xml(id))\"><h3>"
+            page = page.replacingOccurrences(
+                of: anchor, with: anchor + "<a href=\"../\(xml(scenarioPage(id)))\" title=\"every client on this scenario\">⇄</a> ")
+        }
+        return page
+    }
+
+    static func scenarioPage(_ id: String, sheet: ScenarioSheet?, clients: [Client], profiles: [PinProfile]) -> String {
+        var h = head("\(id) — PinningLab results", depth: 1)
+        h += "<h1>\(xml(id))\(sheet.map { " — " + xml($0.title) } ?? "")</h1>\n"
+        if let s = sheet {
+            h += "<p class=\"teach\">\(xml(s.teaching))</p>\n"
+            h += "<p class=\"meta\">client trusts <code>\(xml(s.trust))</code> · built for <code>\(xml(s.pinned))</code>"
+            if s.clientAuth != "none" {
+                h += " · server client auth <code>\(xml(s.clientAuth))</code>, client presents <code>\(xml(s.presents ?? "nothing"))</code>"
+            }
+            h += "</p>\n<p class=\"meta\">chain: " + s.chain.map { c in
+                "<code>\(xml(c.name))</code>\(c.onTheWire ? "" : " (not sent)")"
+            }.joined(separator: " → ") + "</p>\n"
+        }
+        h += legend
+        var engines: [String] = []
+        for c in clients { for e in c.report.engines where !engines.contains(e) { engines.append(e) } }
+        h += "<p class=\"meta\">The marks of a cell are the engines', in this order: \(xml(engines.joined(separator: ", "))).</p>\n"
+        h += "<table class=\"grid\"><thead><tr><th>client</th>"
+        for p in profiles { h += "<th>\(xml(p.rawValue))</th>" }
+        h += "</tr></thead><tbody>\n"
+        var deviations: [(Client, Verdict)] = []
+        for c in clients {
+            h += "<tr><td class=\"name\"><a href=\"../\(xml(c.page))#s-\(xml(id))\">\(xml(c.report.client))</a></td>"
+            for p in profiles {
+                let vs = c.report.engines.map { c.report.verdict(id, p, $0) }
+                let letter = vs.compactMap { $0 }.first.map { $0.expected == .accept ? "A" : "X" }
+                    ?? sheet?.expected[p.rawValue].map { $0 == .accept ? "A" : "X" } ?? ""
+                h += "<td><span class=\"exp\">\(letter)</span>"
+                for (engine, v) in zip(c.report.engines, vs) {
+                    if let v {
+                        h += "<i class=\"\(cls(v))\" title=\"\(xml("\(engine): \(v.status) — \(v.reason)"))\">\(symbol(v))</i>"
+                        if v.status.isDeviation || v.wrongReason { deviations.append((c, v)) }
+                    } else {
+                        h += "<i class=\"m skipped\" title=\"\(xml(engine)): not run\"> </i>"
+                    }
+                }
+                h += "</td>"
+            }
+            h += "</tr>\n"
+        }
+        h += "</tbody></table>\n"
+        if !deviations.isEmpty {
+            h += "<h2>Deviations and other reasons (\(deviations.count))</h2>\n<ul class=\"dev\">\n"
+            for (c, v) in deviations {
+                h += "<li><i class=\"\(cls(v))\">\(symbol(v))</i> <a href=\"../\(xml(c.page))#s-\(xml(id))\">\(xml(c.report.client))</a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(xml(v.reason))</li>\n"
+            }
+            h += "</ul>\n"
+        } else {
+            h += "<p class=\"ok\">Every client that ran this scenario did what a correct client does.</p>\n"
+        }
+        h += "</body></html>\n"
+        return h
+    }
+
+    static let css = """
+        body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;background:#fbfbfd}
+        h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
+        code{font-family:"SF Mono",Menlo,"DejaVu Sans Mono",monospace;font-size:12px}
+        nav.site{margin-bottom:12px;font-size:13px} a{color:#1f4fbf}
+        .meta{color:#667085} .teach{max-width:980px}
+        table.grid{border-collapse:collapse;margin:8px 0}
+        .grid th,.grid td{border:1px solid #d7dbe3;padding:3px 8px;text-align:center;white-space:nowrap}
+        .grid th{background:#eef1f6;font-weight:600} .grid td.name{text-align:left}
+        .ok{background:#e3f6e8;color:#14532d;padding:1px 8px;border-radius:6px}
+        .bad{background:#fde8e8;color:#7f1d1d;padding:1px 8px;border-radius:6px}
+        .exp{color:#667085;font-size:11px;margin-right:3px}
+        .m{display:inline-block;width:16px;height:16px;line-height:16px;border-radius:3px;margin:0 1px;font-size:12px;color:#fff;font-style:normal;text-align:center}
+        .pass{background:#22a05a} .fail{background:#d92d20} .disagree{background:#e08a00} .error{background:#8a4ad8}
+        .m.skipped,.m.unsupported{background:#c3c8d2} .wrong{background:#22a05a;outline:2px solid #e08a00;outline-offset:-2px}
+        .m:not(.pass):not(.fail):not(.disagree):not(.error):not(.skipped):not(.unsupported):not(.wrong){background:#5b6b8c}
+        .legend span{margin-right:10px} ul.dev li{margin:3px 0}
+
+        """
+}
+
+extension CheckReport {
+    /// The report as a self-contained HTML page.
+    func renderHTMLPage() -> String { (try? render(.html)) ?? "<!DOCTYPE html><html><body><p>\(xml(client))</p></body></html>" }
+}

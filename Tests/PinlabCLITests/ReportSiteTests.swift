@@ -1,0 +1,121 @@
+import Foundation
+import PinningLabTestSupport
+import PinningLab
+import Testing
+
+/// `pinlab report site`: an index, a page per client and a page per scenario from JSON reports; every link
+/// resolves, nothing is loaded from elsewhere, no script.
+@Suite("pinlab report site")
+struct ReportSiteTests {
+    static let scenarios = ["baseline", "wrong-host", "rekey"]
+
+    func tempDir() throws -> URL {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-site-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    /// JSON reports of `correct` (in two shards) and `no-hostname-check`, and the site made from them.
+    func makeSite(in dir: URL) async throws -> URL {
+        var reports: [String] = []
+        for (client, shard) in [("correct", "1/2"), ("correct", "2/2"), ("no-hostname-check", nil)] {
+            let out = dir.appendingPathComponent("\(client)-\(reports.count).json").path
+            let r = try await CLI.run(["check", "--client", client, "--engine", "openssl", "--scenarios", Self.scenarios.joined(separator: ","),
+                                       "--format", "json", "--output", out] + (shard.map { ["--shard", $0] } ?? []) + CLI.dirArgs)
+            #expect(r.status == (client == "correct" ? 0 : 1), "\(r.stderr)")
+            reports.append(out)
+        }
+        let site = dir.appendingPathComponent("site")
+        let r = try await CLI.run(["report", "site"] + reports + ["--out", site.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("2 client pages, 3 scenario pages"), "\(r.stdout)")
+        return site
+    }
+
+    @Test("index, a page per client and per scenario; every link resolves; no script or external resource")
+    func siteStructureAndLinks() async throws {
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let site = try await makeSite(in: dir)
+        let expected = ["index.html", "style.css", "clients/correct.html", "clients/no-hostname-check.html"]
+            + Self.scenarios.map { "scenarios/\($0).html" }
+        for f in expected { #expect(FileManager.default.fileExists(atPath: site.appendingPathComponent(f).path), "no \(f)") }
+
+        let pages = try FileManager.default.subpathsOfDirectory(atPath: site.path).filter { $0.hasSuffix(".html") }
+        #expect(pages.count == 1 + 2 + Self.scenarios.count, "\(pages)")
+        for page in pages {
+            let url = site.appendingPathComponent(page)
+            let html = try String(contentsOf: url, encoding: .utf8)
+            #expect(!html.contains("<script"), "\(page) has a script")
+            #expect(!html.contains("http://") && !html.contains("https://") && !html.contains("src=\"//"), "\(page) loads something from elsewhere")
+            for link in Self.attributes(html, "href") + Self.attributes(html, "src") {
+                let parts = link.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                let target = parts[0].isEmpty ? url : url.deletingLastPathComponent().appendingPathComponent(parts[0]).standardizedFileURL
+                #expect(target.path.hasPrefix(site.standardizedFileURL.path), "\(page): \(link) leaves the site")
+                let text = try? String(contentsOf: target, encoding: .utf8)
+                #expect(text != nil, "\(page): \(link) does not resolve")
+                if parts.count == 2, let text {
+                    #expect(text.contains("id=\"\(parts[1])\""), "\(page): \(link): no anchor \(parts[1])")
+                }
+            }
+        }
+        // The index links every client and every scenario; each scenario page shows every client's row.
+        let index = try String(contentsOf: site.appendingPathComponent("index.html"), encoding: .utf8)
+        for f in expected.dropFirst(2) { #expect(index.contains("href=\"\(f)\""), "the index does not link \(f)") }
+        for id in Self.scenarios {
+            let page = try String(contentsOf: site.appendingPathComponent("scenarios/\(id).html"), encoding: .utf8)
+            #expect(page.contains(">correct</a>") && page.contains(">no-hostname-check</a>"), "\(id): a client's row is missing")
+        }
+        // The deviation is on wrong-host's page with its reason, and the shards of `correct` were joined.
+        let wrongHost = try String(contentsOf: site.appendingPathComponent("scenarios/wrong-host.html"), encoding: .utf8)
+        #expect(wrongHost.contains("Deviations"))
+        #expect(wrongHost.range(of: #"no-hostname-check</a> × <code>[a-z+-]+</code> × openssl: \S"#, options: .regularExpression) != nil)
+        let baseline = try String(contentsOf: site.appendingPathComponent("scenarios/baseline.html"), encoding: .utf8)
+        #expect(!baseline.contains("Deviations"))
+        let correct = try String(contentsOf: site.appendingPathComponent("clients/correct.html"), encoding: .utf8)
+        #expect(correct.contains("Conforms") && !correct.contains("m skipped\" title=\"openssl: not run"), "the shards of correct were not joined")
+    }
+
+    @Test("bad input: a missing report and --out naming a file exit 2 and say so")
+    func badInput() async throws {
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let missing = try await CLI.run(["report", "site", dir.appendingPathComponent("nope.json").path, "--out", dir.path])
+        #expect(missing.status == 2 && missing.stderr.contains("nope.json: cannot be read"), "\(missing.stderr)")
+        let notJSON = dir.appendingPathComponent("x.json")
+        try "{}".write(to: notJSON, atomically: true, encoding: .utf8)
+        let bad = try await CLI.run(["report", "site", notJSON.path, "--out", dir.appendingPathComponent("s").path])
+        #expect(bad.status == 2 && bad.stderr.contains("x.json"), "\(bad.stderr)")
+    }
+
+    @Test("the index and a scenario page render in headless Chromium (not blank)", .requires("chromium"))
+    func rendersInHeadlessChromium() async throws {
+        let chromium = try #require(LabTests.chromium, "CI installs Chromium (.ci/run); none was found")
+        let python = try #require(LabTests.python)
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let site = try await makeSite(in: dir)
+        for page in ["index.html", "scenarios/wrong-host.html"] {
+            let png = dir.appendingPathComponent(page.replacingOccurrences(of: "/", with: "-") + ".png")
+            let shot = try await run(
+                [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1024,768",
+                 "--screenshot=\(png.path)", site.appendingPathComponent(page).absoluteString], timeout: 120)
+            #expect(FileManager.default.fileExists(atPath: png.path), "no screenshot of \(page): \(shot.output)")
+            let check = try await run([python, LabTests.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path])
+            #expect(check.status == 0, "\(page): \(check.output)")
+        }
+    }
+
+    /// The values of every `name="…"` attribute of a page.
+    static func attributes(_ html: String, _ name: String) -> [String] {
+        var out: [String] = []
+        var rest = html[...]
+        while let r = rest.range(of: " \(name)=\"") {
+            let after = rest[r.upperBound...]
+            guard let end = after.firstIndex(of: "\"") else { break }
+            out.append(String(after[..<end]).replacingOccurrences(of: "&amp;", with: "&"))
+            rest = after[end...]
+        }
+        return out
+    }
+}
