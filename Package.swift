@@ -177,7 +177,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabTests",
-            dependencies: ["PinningLabTestSupport", "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabTesting", "PinningLabIntercept"],
+            dependencies: ["PinningLabTestSupport", "PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabTesting", "PinningLabIntercept"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
