@@ -72,6 +72,12 @@ public final class ScenarioServer: Sendable {
     public func verdict(
         _ profile: PinProfile, client: String = "client", _ connect: () async throws -> Void
     ) async -> Verdict {
+        if scenario.isMultiStep {
+            return .notRun(
+                scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected(profile),
+                status: .unsupported,
+                reason: "this scenario is \(scenario.steps.count) connections that share the client's TLS session cache; a closure that connects once cannot show it: use verdict(_:running:) with a PinningClient that keeps sessions across steps")
+        }
         let before = server.connectionsAccepted
         let t0 = ContinuousClock.now
         var outcome: ClientOutcome?

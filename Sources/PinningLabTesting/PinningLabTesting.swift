@@ -110,9 +110,19 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     /// The user-installed proxy case (`intercepting-proxy`).
     public static let proxy = interceptingProxy
 
-    /// Every bundled scenario, in teaching order (the catalogue's, read from the scenario files' `order:`); empty
-    /// only if the bundled catalogue cannot be loaded, which `Catalogue.bundled()` reports with its reasons.
-    public static let all: [ScenarioID] = ((try? Catalogue.bundled())?.ids ?? []).map { ScenarioID($0) }
+    /// Every bundled scenario of one connection, in teaching order (the catalogue's, read from the scenario files'
+    /// `order:`): what a test that hands its client one target at a time is judged on. Empty only if the bundled
+    /// catalogue cannot be loaded, which `Catalogue.bundled()` reports with its reasons.
+    public static let all: [ScenarioID] = bundled(steps: false)
+
+    /// The bundled scenarios of several connections (`resumption-*`, `rotation-between-connections`): judge them with
+    /// `server.verdict(profile, running: client)` and a `PinningClient` that keeps sessions across connections
+    /// (``PinningClient/keepsSessionsAcrossSteps``); a closure that connects once cannot show them.
+    public static let withSteps: [ScenarioID] = bundled(steps: true)
+
+    private static func bundled(steps: Bool) -> [ScenarioID] {
+        ((try? Catalogue.bundled())?.scenarios ?? []).filter { $0.isMultiStep == steps }.map { ScenarioID($0.id) }
+    }
 }
 
 /// The TLS engine a fixture server runs on: `.openssl` (libssl) or `.gnutls`. Both serve exactly the chain a

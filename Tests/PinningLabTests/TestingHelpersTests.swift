@@ -27,7 +27,10 @@ struct TestingHelpersTests {
     @Test func scenarioIDsCoverTheCatalogueInOrder() throws {
         // The parameterized test below runs over ScenarioID.all: it must not be empty, and it must be the catalogue.
         try #require(!ScenarioID.all.isEmpty)
-        #expect(ScenarioID.all.map(\.rawValue) == (try Catalogue.bundled().ids))
+        let catalogue = try Catalogue.bundled()
+        #expect(ScenarioID.all.map(\.rawValue) == catalogue.scenarios.filter { !$0.isMultiStep }.map(\.id))
+        #expect(ScenarioID.withSteps.map(\.rawValue) == catalogue.scenarios.filter(\.isMultiStep).map(\.id))
+        #expect(!ScenarioID.withSteps.isEmpty)
         #expect(ScenarioID.rogueCA == ScenarioID("untrusted-rogue"))
     }
 
@@ -140,6 +143,18 @@ struct TestingHelpersTests {
                 let v = try await server.verdict(profile, running: .correct)
                 #expect(v.status == .pass, "\(id) \(profile): \(v.reason)")
             }
+        }
+    }
+
+    /// The scenarios of several connections through the helper: the correct client (it keeps sessions) passes every
+    /// step; a closure that connects once is reported unsupported, never judged.
+    @Test(arguments: ScenarioID.withSteps)
+    func scenariosWithStepsThroughTheHelper(_ id: ScenarioID) async throws {
+        try await Lab.withServer(id, engine: .openssl, pkiDirectory: TestLab.directory) { server in
+            let v = try await server.verdict(.leafSPKI, running: .correct)
+            #expect(v.status == .pass, "\(id): \(v.reason)")
+            let once = try await server.verdict(.leafSPKI) { _ in }
+            #expect(once.status == .unsupported, "\(id): \(once.reason)")
         }
     }
 

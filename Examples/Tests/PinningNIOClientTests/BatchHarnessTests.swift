@@ -23,7 +23,10 @@ struct BatchHarnessTests {
         #expect(run.report.verdicts.count == runner.catalogue.scenarios.count * 6 * 2)
         #expect(run.report.deviations.isEmpty,
                 "\(run.report.deviations.prefix(5).map { "\($0.scenario) \($0.profile) \($0.engine): \($0.reason)" })")
-        #expect(run.report.verdicts.allSatisfy { $0.claim != nil }, "every cell answered")
+        // Every cell of one connection answered; those of several are unsupported in a batch (one address per cell).
+        #expect(run.report.verdicts.allSatisfy { $0.claim != nil || $0.status == .unsupported }, "every cell answered")
+        #expect(Set(run.report.verdicts.filter { $0.status == .unsupported }.map(\.scenario))
+                == Set(ScenarioID.withSteps.map(\.rawValue)))
         print("swift batch: \(run.report.summaryLine)")
 
         let perCell = try await Lab.check(NIOPinningClient(), engines: .both)
