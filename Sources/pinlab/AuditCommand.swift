@@ -60,7 +60,7 @@ struct AuditCommand: AsyncParsableCommand {
             }
             let ders = PEM.decodeAll(text)
             guard !ders.isEmpty else {
-                throw fail("--against: \(against) holds no PEM certificate. Fix: give the chain as -----BEGIN CERTIFICATE----- blocks (openssl s_client -showcerts).")
+                throw fail("--against: \(against) holds no PEM certificate. Fix: give the chain as PEM certificate blocks, as `openssl s_client -showcerts` prints them.")
             }
             var pins: [String] = []
             for (i, der) in ders.enumerated() {
