@@ -1,4 +1,5 @@
 public import Foundation
+import PinningLabPKI
 import PinningLabCore
 public import PinningLabModel
 

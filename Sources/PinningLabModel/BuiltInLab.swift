@@ -39,26 +39,19 @@ public enum BuiltInLab {
             .map { ($0.key, $0.value) }
     }
 
-    /// The embedded files written once into a folder only this user can read (mkdtemp, 0700), removed when the
-    /// process exits normally. Only the public URLs above need it; the spec and the catalogue are read from memory.
+    /// The embedded files written once into a scratch folder only this user can read (``ScratchFolders``, 0700):
+    /// removed when the process exits normally, and by `pinlab`'s SIGINT/SIGTERM handler with every other scratch
+    /// folder. Only the public URLs above need it; the spec and the catalogue are read from memory.
     private static let embeddedFolder: URL = {
-        var template = Array((FileManager.default.temporaryDirectory.path + "/pinlab-resources-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else {
+        guard let folder = try? ScratchFolders.make("pinlab-resources") else {
             return FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-resources-unavailable")
         }
-        let folder = URL(fileURLWithPath: String(cString: made), isDirectory: true)
         for (path, text) in EmbeddedResources.files {
             let url = folder.appendingPathComponent(path)
             try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try? text.write(to: url, atomically: false, encoding: .utf8)
         }
-        extractedFolderPath.withLock { $0 = folder.path }
-        atexit {
-            if let path = extractedFolderPath.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
-        }
+        atexit { ScratchFolders.removeAll() }
         return folder
     }()
 }
-
-/// The folder `BuiltInLab` extracted the embedded files to, removed at exit.
-private let extractedFolderPath = Locked<String?>(nil)

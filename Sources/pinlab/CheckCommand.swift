@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PinningLabPKI
 import PinningLab
 
 /// `--catalogue`: the scenarios a command reads (the bundled catalogue unless a folder is given).

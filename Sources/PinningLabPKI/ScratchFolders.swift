@@ -1,5 +1,5 @@
 package import Foundation
-import PinningLabPKI
+
 
 /// The temporary folders of this process's runs (trust files, client certificates and their private keys, a
 /// client's output): each is made through ``make(_:)``, removed by ``remove(_:)`` when its run ends, and all that
