@@ -24,7 +24,8 @@ struct InterceptCommand: AsyncParsableCommand {
             upstream, not intercepted).
 
             --learn passes a host through once it refused an intercepted connection, so the app keeps working and \
-            reveals its other hosts; --evidence writes the MASTG-TEST-0244 evidence (Markdown) a tester files.
+            reveals its other hosts; --evidence writes the MASTG-TEST-0244 evidence (Markdown) a tester files; \
+            --write-baseline records each host's verdict and --baseline fails only when one changes.
 
             Example: pinlab intercept --pinned 'api.pinning.test,**.api.pinning.test' --policy stuff --until-idle 3
                      curl -x http://127.0.0.1:8080 --cacert proxy-root.pem https://api.pinning.test/
@@ -81,6 +82,12 @@ struct InterceptCommand: AsyncParsableCommand {
     @Option(help: "Write the MASTG-TEST-0244 evidence (Markdown: test id, weakness, per-domain table, the command that reproduces it) to this file.")
     var evidence: String?
 
+    @Option(help: "Compare each host's verdict with this file (written by --write-baseline): exit 1 only when a host's verdict changed, or a new host deviates.")
+    var baseline: String?
+
+    @Option(help: "Write every host's verdict to this file (JSON, one line per host), to commit and pass to --baseline.")
+    var writeBaseline: String?
+
     @Option(help: "Print the JSON Schema of the json report and exit.")
     var printSchema: String?
 
@@ -97,6 +104,15 @@ struct InterceptCommand: AsyncParsableCommand {
         }
         let formats = try parseFormats(report)
         requireWritable(evidence, option: "--evidence")
+        requireWritable(writeBaseline, option: "--write-baseline")
+        var knownVerdicts: InterceptBaseline?
+        if let baseline {
+            do {
+                knownVerdicts = try InterceptBaseline.load(contentsOf: URL(fileURLWithPath: baseline), displayName: baseline)
+            } catch {
+                fail("--baseline: \(error.description)")
+            }
+        }
         var configuration = InterceptProxy.Configuration(engine: engine)
         configuration.learn = learn
         do {
@@ -191,6 +207,19 @@ struct InterceptCommand: AsyncParsableCommand {
             }
         }
         if !formats.contains(.text) { print(result.summaryLine) }
+        if let writeBaseline {
+            do {
+                try InterceptBaseline(result).jsonString().write(toFile: writeBaseline, atomically: true, encoding: .utf8)
+                print("wrote the baseline \(writeBaseline) (\(result.hosts.count) hosts)")
+            } catch {
+                fail("--write-baseline: " + writeFailure(writeBaseline, error))
+            }
+        }
+        if let knownVerdicts, let baseline {
+            print(knownVerdicts.text(for: result, file: baseline), terminator: "")
+            if !knownVerdicts.changes(in: result).isEmpty { throw ExitCode(1) }
+            return
+        }
         if result.deviates { throw ExitCode(1) }
     }
 

@@ -116,3 +116,55 @@ struct InterceptEvidenceCLITests {
         #expect(skips.verdicts == ["api.pinning.test": "not-pinned"], "\(skips.stdout)")
     }
 }
+
+/// `pinlab intercept --write-baseline` / `--baseline`: a known unpinned host stays green; a host whose verdict
+/// changes (api pinned, then not) fails with the change named; a bad baseline file is a usage error naming it.
+@Suite("pinlab intercept --baseline", .serialized)
+struct InterceptBaselineCLITests {
+    typealias S = InterceptCLITests
+
+    @Test(.requires("curl"))
+    func aBaselineFailsOnlyWhenAVerdictChanges() async throws {
+        let leaf = try S.spki("leaf-v1")
+        let dir = try S.tempDir("baseline")
+        let file = dir.appendingPathComponent("intercept-baseline.json")
+        // The app pins api and sends to cdn (declared pinned too, so cdn is NOT PINNED: a known deviation).
+        let written = try await S.session(["--pinned", "api.pinning.test,cdn.pinning.test", "--write-baseline", file.path], label: "bl-write") { port, d in
+            let trust = try S.trustFile(in: d)
+            #expect(await S.curl(port, trust, "api.pinning.test", pin: leaf) == 90)
+            #expect(await S.curl(port, trust, "cdn.pinning.test") == 0)
+        }
+        #expect(written.status == 1, "cdn deviates: \(written.stdout)")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        #expect(text.contains("\"api.pinning.test\" : \"refused\"") && text.contains("\"cdn.pinning.test\" : \"not-pinned\""), "\(text)")
+
+        // Same behaviour against the baseline: exit 0, no host changed.
+        let same = try await S.session(["--pinned", "api.pinning.test,cdn.pinning.test", "--baseline", file.path], label: "bl-same") { port, d in
+            let trust = try S.trustFile(in: d)
+            #expect(await S.curl(port, trust, "api.pinning.test", pin: leaf) == 90)
+            #expect(await S.curl(port, trust, "cdn.pinning.test") == 0)
+        }
+        #expect(same.status == 0 && same.stdout.contains("no host changed"), "\(same.stdout)")
+
+        // The app lost its pin on api: exit 1, the change named.
+        let changed = try await S.session(["--pinned", "api.pinning.test,cdn.pinning.test", "--baseline", file.path], label: "bl-changed") { port, d in
+            let trust = try S.trustFile(in: d)
+            #expect(await S.curl(port, trust, "api.pinning.test") == 0)
+        }
+        #expect(changed.status == 1, "\(changed.stdout)")
+        #expect(changed.stdout.contains("api.pinning.test: refused → not-pinned"), "\(changed.stdout)")
+        #expect(changed.stdout.contains("not reached in this run (not counted): cdn.pinning.test"), "\(changed.stdout)")
+    }
+
+    @Test func aBadBaselineIsAUsageErrorNamingTheFile() async throws {
+        let dir = try S.tempDir("baseline-bad")
+        let file = dir.appendingPathComponent("b.json")
+        try #"{"format":"pinlab-baseline","formatVersion":1,"client":"x","cells":{}}"#.write(to: file, atomically: true, encoding: .utf8)
+        let r = try await CLI.run(["intercept", "--baseline", file.path, "--duration", "1"] + CLI.dirArgs)
+        #expect(r.status == 64 || r.status == 2, "\(r.status)")
+        #expect(r.stderr.contains("--baseline: baseline \(file.path): the field 'format' is 'pinlab-baseline'") && r.stderr.contains("`pinlab check` baseline"), "\(r.stderr)")
+        try #"{"format":"pinlab-intercept-baseline","formatVersion":1,"pinned":[],"hosts":{"a.test":"great"}}"#.write(to: file, atomically: true, encoding: .utf8)
+        let r2 = try await CLI.run(["intercept", "--baseline", file.path, "--duration", "1"] + CLI.dirArgs)
+        #expect(r2.stderr.contains("the host 'a.test' has a verdict that is not one of refused"), "\(r2.stderr)")
+    }
+}
