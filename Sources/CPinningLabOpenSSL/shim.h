@@ -2,6 +2,7 @@
 #define C_PINNINGLAB_OPENSSL_SHIM_H
 // Macros and variadic functions of OpenSSL that the Swift importer cannot see become static inline
 // functions prefixed `cpl_`.
+#include <string.h>
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
@@ -63,6 +64,18 @@ static inline int cpl_srv_ctx_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
 }
 static inline void cpl_srv_ctx_set_servername_callback(SSL_CTX *ctx, int (*cb)(SSL *, int *, void *)) {
     SSL_CTX_set_tlsext_servername_callback(ctx, cb);
+}
+/* OCSP stapling: the status callback runs when a client sends status_request; it hands OpenSSL a copy of the
+   response (SSL_set_tlsext_status_ocsp_resp takes ownership of an OPENSSL_malloc'd buffer). */
+static inline void cpl_srv_ctx_set_status_callback(SSL_CTX *ctx, int (*cb)(SSL *, void *)) {
+    SSL_CTX_set_tlsext_status_cb(ctx, cb);
+}
+static inline int cpl_srv_set_ocsp_response(SSL *ssl, const unsigned char *der, size_t len) {
+    unsigned char *copy = OPENSSL_malloc(len);
+    if (copy == NULL) return 0;
+    memcpy(copy, der, len);
+    if (SSL_set_tlsext_status_ocsp_resp(ssl, copy, (long)len) != 1) { OPENSSL_free(copy); return 0; }
+    return 1;
 }
 /// A fresh ex_data index for SSL objects (SSL_get_ex_new_index is a macro), so that the server session and the
 /// client's verify state never share a slot.
