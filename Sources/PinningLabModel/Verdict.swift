@@ -350,6 +350,14 @@ public struct Verdict: Sendable, Hashable, Codable {
             reason = "stricter than required: \(why); the client " + reason.replacingOccurrences(of: "expected accept, but the client ", with: "")
             return
         }
+        if let why = rule.undecided {
+            status = .policy
+            reason = "undecided: \(why); the client " + (observed == .accepted ? "sent its request" : "refused")
+            return
+        }
+        if let checks = rule.checks, status == .pass || status == .fail {
+            reason += " (\(checks))"
+        }
         guard let why = rule.policyReason else { return }
         let want = expected == .accept ? "accepts" : "refuses"
         if let platform = rule.platform {
@@ -535,6 +543,11 @@ public struct CellRule: Sendable, Hashable {
     public var otherPlatforms: [PlatformPolicy]
     /// Set when correct verifiers legitimately differ here: a refusal is "stricter than required", with this reason.
     public var variance: String?
+    /// Set when the outcome depends on a check (revocation, CT) the client does not declare: the cell is neither
+    /// pass nor fail but `policy`, undecided, with this reason.
+    public var undecided: String? = nil
+    /// Set when the expectation is the one for the client's declared checks: said in the reason.
+    public var checks: String? = nil
     /// The variance is which path verifiers validate: a refusal on a pin mismatch is excused too (the pins were
     /// checked against the path this client's verifier built).
     public var varianceIsPathBuilding: Bool

@@ -94,10 +94,18 @@ public struct ReferenceClient: PinningClient {
     }
 
     public let mistake: Mistake
-    public var name: String { mistake.rawValue }
+    /// What the client does with a stapled OCSP response: `none` ignores it (and asks for none); `soft` refuses
+    /// only a validly signed, current "revoked"; `hard` refuses unless it holds a validly signed, current "good" — for a leaf that names an OCSP responder
+    /// (one that names none publishes no status to demand). Either refuses a Must-Staple leaf served without one.
+    public let revocation: ClientChecks.Revocation
+    /// `correct`, or `correct-revocation-hard` for a client that checks staples.
+    public var name: String { revocation == .none ? mistake.rawValue : "\(mistake.rawValue)-revocation-\(revocation)" }
+    /// Every reference client declares its revocation checking (CT is left undeclared).
+    public var checks: ClientChecks { ClientChecks(revocation: revocation) }
 
-    public init(mistake: Mistake = .none) {
+    public init(mistake: Mistake = .none, revocation: ClientChecks.Revocation = .none) {
         self.mistake = mistake
+        self.revocation = revocation
     }
 
     /// Every reference client keeps a session cache across the steps of a cell (`target.sessionCache`), keyed by
@@ -113,6 +121,10 @@ public struct ReferenceClient: PinningClient {
     public static let pinsByIssuerName = ReferenceClient(mistake: .pinsByIssuerName)
     public static let pinsEveryHost = ReferenceClient(mistake: .pinsEveryHost)
     public static let skipsPinsOnResumption = ReferenceClient(mistake: .skipsPinsOnResumption)
+    /// The correct client that also checks stapled OCSP responses, soft-fail.
+    public static let correctRevocationSoft = ReferenceClient(mistake: .none, revocation: .soft)
+    /// The correct client that also checks stapled OCSP responses, hard-fail.
+    public static let correctRevocationHard = ReferenceClient(mistake: .none, revocation: .hard)
 
     /// Runs one connection on a dedicated thread and resumes with its outcome.
     public func run(_ target: ClientTarget) async -> ClientOutcome {
@@ -122,7 +134,7 @@ public struct ReferenceClient: PinningClient {
     /// Runs one connection on the calling thread, blocking it for at most about `target.timeout`.
     /// Do not call this from the cooperative thread pool; `run(_:)` does the right thing.
     public func runBlocking(_ target: ClientTarget) -> ClientOutcome {
-        ClientConnection.run(target: target, mistake: mistake)
+        ClientConnection.run(target: target, mistake: mistake, revocation: revocation)
     }
 }
 
@@ -137,8 +149,11 @@ public enum ReferenceClients {
     /// The reference client called `name` (`correct`, `pin-presented-chain`, `pin-replaces-validation`,
     /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`, `pins-every-host`,
     /// `skips-pins-on-resumption`), or `nil`.
+    /// Also the clients that check stapled OCSP responses, `correct-revocation-soft` and `correct-revocation-hard`,
+    /// which `all` leaves out: they differ from `correct` only where a leaf names an OCSP responder.
     public static func named(_ name: String) -> (any PinningClient)? {
-        ReferenceClient.Mistake(clientName: name).map { ReferenceClient(mistake: $0) }
+        if let m = ReferenceClient.Mistake(clientName: name) { return ReferenceClient(mistake: m) }
+        return [ReferenceClient.correctRevocationSoft, .correctRevocationHard].first { $0.name == name }
     }
 }
 
