@@ -11,9 +11,9 @@ extension Reader {
         let names = OCSPVariant.allCases.map(\.rawValue)
         let text = try string(node, field, fix: "write one of \(names.joined(separator: ", ")).")
         guard let v = OCSPVariant(rawValue: text) else {
-            let hint = didYouMean(text, names)
+            let hint = suggestion(text, in: names).map { "Did you mean '\($0)'? " } ?? ""
             throw fail(.badStaple, node, field, "'\(text)' is not a kind of OCSP response the lab staples.",
-                       fix: "\(hint.isEmpty ? "" : hint + " ")Use one of \(names.joined(separator: ", ")).")
+                       fix: "\(hint)Use one of \(names.joined(separator: ", ")).")
         }
         return v
     }

@@ -317,7 +317,9 @@ public struct Verdict: Sendable, Hashable, Codable {
         }
         applyRule(rule, expected: expected, observed: observed, claimed: claimed, category: category, status: &status, reason: &reason)
         var wrongReason = false
-        if status == .pass, observed == .refused, let want = expectedCategory, let got = category, want != got {
+        // The scenario's refusal category speaks for `expect`; a refusal a declared check asks for (a revoked
+        // certificate refused under a pin that matches) has its own reason.
+        if status == .pass, observed == .refused, rule.checks == nil, let want = expectedCategory, let got = category, want != got {
             wrongReason = true
             reason += "; but a correct client refuses here for \(want), not \(got)"
         }

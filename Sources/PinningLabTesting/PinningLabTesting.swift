@@ -168,6 +168,8 @@ public struct BuiltInClient: PinningClient {
     public var supportedProfiles: Set<PinProfile>? { client.supportedProfiles }
     public func run(_ target: ClientTarget) async -> ClientOutcome { await client.run(target) }
     public var keepsSessionsAcrossSteps: Bool { client.keepsSessionsAcrossSteps }
+    public var platform: PlatformPolicy? { client.platform }
+    public var checks: ClientChecks { client.checks }
     /// One sentence on what the client does (wrong).
     public var explanation: String { BuiltInClients.explanation(client.name) }
 
