@@ -54,10 +54,14 @@ public struct ReferenceClient: PinningClient {
         /// again (the host name still is): the pin check lives in a callback that runs only when certificates
         /// arrive, like Go's `tls.Config.VerifyPeerCertificate` (golang/go #31641, #77217).
         public static let skipsPinsOnResumption = Mistake("skips-pins-on-resumption")
+        /// Checks stapled OCSP responses hard-fail like `correct-revocation-hard`, but skips the check when a pin
+        /// matched: a pinned key is taken as proof enough, so a revoked certificate for a key still in the pin set
+        /// (the old K1 after an emergency re-key, kept as a backup pin) is accepted. Declares `revocation=hard`.
+        public static let trustsRevokedBackupPin = Mistake("trusts-revoked-backup-pin")
 
         public static let all: [Mistake] = [
             .none, .pinPresentedChain, .pinReplacesValidation, .noHostnameCheck, .rawKeyHash, .noPinning,
-            .pinsByIssuerName, .pinsEveryHost, .skipsPinsOnResumption,
+            .pinsByIssuerName, .pinsEveryHost, .skipsPinsOnResumption, .trustsRevokedBackupPin,
         ]
 
         /// The mistake whose client name is `name`, if there is one.
@@ -83,6 +87,8 @@ public struct ReferenceClient: PinningClient {
                 return "validates chain and hostname but ignores pins"
             case .pinsEveryHost:
                 return "applies its pins to every host, also to hosts outside the scope they were declared for"
+            case .trustsRevokedBackupPin:
+                return "checks revocation (hard-fail) only when no pin matched: a revoked certificate whose key is still pinned is accepted"
             case .skipsPinsOnResumption:
                 return "checks pins only on full handshakes: a resumed session is trusted without its pins (Go's VerifyPeerCertificate)"
             case .pinsByIssuerName:
@@ -99,13 +105,16 @@ public struct ReferenceClient: PinningClient {
     /// (one that names none publishes no status to demand). Either refuses a Must-Staple leaf served without one.
     public let revocation: ClientChecks.Revocation
     /// `correct`, or `correct-revocation-hard` for a client that checks staples.
-    public var name: String { revocation == .none ? mistake.rawValue : "\(mistake.rawValue)-revocation-\(revocation)" }
+    public var name: String {
+        revocation == .none || mistake == .trustsRevokedBackupPin ? mistake.rawValue : "\(mistake.rawValue)-revocation-\(revocation)"
+    }
     /// Every reference client declares its revocation checking (CT is left undeclared).
     public var checks: ClientChecks { ClientChecks(revocation: revocation) }
 
     public init(mistake: Mistake = .none, revocation: ClientChecks.Revocation = .none) {
         self.mistake = mistake
-        self.revocation = revocation
+        // Its mistake is in how it checks revocation, so it checks it.
+        self.revocation = mistake == .trustsRevokedBackupPin ? .hard : revocation
     }
 
     /// Every reference client keeps a session cache across the steps of a cell (`target.sessionCache`), keyed by

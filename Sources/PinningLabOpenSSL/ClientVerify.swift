@@ -319,6 +319,8 @@ private let clientStatusCallback: @convention(c) (OpaquePointer?, UnsafeMutableR
     let state = Unmanaged<ClientVerifyState>.fromOpaque(argument).takeUnretainedValue()
     let revocation = state.policy.revocation
     guard revocation != .none else { return 1 }
+    // trusts-revoked-backup-pin: a pin match stands in for the revocation check.
+    if state.policy.mistake == .trustsRevokedBackupPin && state.pinMatch != nil { return 1 }
     let status = cpl_client_ocsp_staple_status(ssl)
     let said: String
     switch status {

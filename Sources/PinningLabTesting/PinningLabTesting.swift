@@ -182,6 +182,7 @@ public struct BuiltInClient: PinningClient {
     public static let pinsByIssuerName = BuiltInClient("pins-by-issuer-name")
     public static let pinsEveryHost = BuiltInClient("pins-every-host")
     public static let skipsPinsOnResumption = BuiltInClient("skips-pins-on-resumption")
+    public static let trustsRevokedBackupPin = BuiltInClient("trusts-revoked-backup-pin")
     /// `correct` first, then the teaching clients.
     public static var all: [BuiltInClient] { BuiltInClients.names.map(BuiltInClient.init) }
 }
@@ -196,6 +197,7 @@ extension PinningClient where Self == BuiltInClient {
     public static var pinsByIssuerName: BuiltInClient { BuiltInClient.pinsByIssuerName }
     public static var pinsEveryHost: BuiltInClient { BuiltInClient.pinsEveryHost }
     public static var skipsPinsOnResumption: BuiltInClient { BuiltInClient.skipsPinsOnResumption }
+    public static var trustsRevokedBackupPin: BuiltInClient { BuiltInClient.trustsRevokedBackupPin }
 }
 
 /// Shared state of the helpers: one work folder per process (trust files, client certificates and keys), removed

@@ -106,6 +106,11 @@ enum Predictions {
         // Pins checked on full handshakes only: a resumed session of the interceptor, made where no pin applied
         // (before the pins were in force, or for the unpinned CDN), is trusted under every pinned profile.
         "skips-pins-on-resumption": cells(resumedIntoInterceptor, pinnedProfiles),
+        // Declares revocation=hard but skips the check when a pin matched: every pinned profile where a hard-fail
+        // client refuses on revocation is accepted (in revoked-key-replay, leaf-cert's pin is leaf-v1's certificate
+        // and does not match, so it refuses on pins like every client).
+        "trusts-revoked-backup-pin": cells(revocationAllAccept, pinnedProfiles)
+            .union(cells(["revoked-key-replay"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI])),
     ]
 }
 
