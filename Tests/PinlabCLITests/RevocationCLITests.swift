@@ -30,6 +30,9 @@ struct RevocationCLITests {
         let replay = report.verdicts.filter { $0.scenario == "revoked-key-replay" && $0.profile == .leafSPKIBackup }
         #expect(replay.count == 2 && replay.allSatisfy { $0.observed == .refused }, "curl --cert-status refuses the replayed K1 leaf")
 
+        let text = try await CLI.run(common.filter { $0 != "json" && $0 != "--format" } + ["--client-checks", "revocation=hard"] + CLI.dirArgs + curl)
+        #expect(text.stdout.contains("· checks revocation=hard"), "\(text.stdout.prefix(400))")
+
         // Declared as not checking revocation, curl --cert-status is stricter than it claims: red.
         let none = try await CLI.run(common + ["--client-checks", "revocation=none"] + CLI.dirArgs + curl)
         #expect(none.status != 0)
