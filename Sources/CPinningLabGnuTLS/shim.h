@@ -10,6 +10,14 @@
 static inline void cpl_gnutls_free(void *p) { gnutls_free(p); }
 
 /* ---- engines (server) ---- */
+/* OCSP stapling: GnuTLS frees the response it is handed with gnutls_free, so it gets a gnutls_malloc'd copy. */
+static inline int cpl_gnutls_set_ocsp_response(gnutls_datum_t *out, const unsigned char *der, unsigned int len) {
+    out->data = gnutls_malloc(len);
+    if (out->data == NULL) { out->size = 0; return GNUTLS_E_MEMORY_ERROR; }
+    memcpy(out->data, der, len);
+    out->size = len;
+    return 0;
+}
 static inline void cpl_gnutls_transport_set_fd(gnutls_session_t s, int fd) { gnutls_transport_set_int2(s, fd, fd); }
 
 /* Verifies the peer's (client's) chain against the credentials' trust list, requiring the TLS client EKU. */

@@ -2,6 +2,7 @@
 #define C_PINNINGLAB_OPENSSL_SHIM_H
 // Macros and variadic functions of OpenSSL that the Swift importer cannot see become static inline
 // functions prefixed `cpl_`.
+#include <string.h>
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
@@ -9,6 +10,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
+#include <openssl/ocsp.h>
 
 /* ---- lead (pkcs12) ---- */
 static inline STACK_OF(X509) *cpl_p12_sk_X509_new_null(void) { return sk_X509_new_null(); }
@@ -38,6 +40,56 @@ static inline int cpl_client_bio_set_mem_eof_return(BIO *bio, int value) {
     return (int)BIO_set_mem_eof_return(bio, value);
 }
 static inline int cpl_client_tls1_2_version(void) { return TLS1_2_VERSION; }
+/* OCSP stapling, client side: ask for a staple, and judge the one that came. */
+static inline int cpl_client_request_ocsp_staple(SSL *ssl) {
+    return (int)SSL_set_tlsext_status_type(ssl, TLSEXT_STATUSTYPE_ocsp);
+}
+static inline void cpl_client_ctx_set_status_callback(SSL_CTX *ctx, int (*cb)(SSL *, void *)) {
+    SSL_CTX_set_tlsext_status_cb(ctx, cb);
+}
+/* What the stapled OCSP response says about the leaf, checked as RFC 6960 section 3.2 asks: 0 good; 1 no staple;
+   2 unreadable or not "successful"; 3 the signature does not verify or the signer may not speak for the issuer;
+   4 outside thisUpdate..nextUpdate (5 minutes of leeway); 5 revoked; 6 unknown or not about this certificate;
+   7 no issuer to check against; 8 none stapled though the leaf demands one (Must-Staple); 9 none stapled, and the leaf names no OCSP
+   responder. */
+static inline int cpl_client_ocsp_staple_status(SSL *ssl) {
+    const unsigned char *p = NULL;
+    long len = SSL_get_tlsext_status_ocsp_resp(ssl, &p);
+    if (len <= 0 || p == NULL) {
+        /* None stapled: 8 when the leaf demands one (TLS feature status_request, RFC 7633). */
+        STACK_OF(X509) *peer = SSL_get_peer_cert_chain(ssl);
+        X509 *leaf = peer != NULL && sk_X509_num(peer) > 0 ? sk_X509_value(peer, 0) : NULL;
+        if (leaf != NULL && X509_get_ext_by_NID(leaf, NID_tlsfeature, -1) >= 0) return 8;
+        /* 9: the certificate names no OCSP responder, so there is no status to demand. */
+        STACK_OF(OPENSSL_STRING) *urls = leaf != NULL ? X509_get1_ocsp(leaf) : NULL;
+        int named = urls != NULL && sk_OPENSSL_STRING_num(urls) > 0;
+        X509_email_free(urls);
+        return named ? 1 : 9;
+    }
+    OCSP_RESPONSE *resp = d2i_OCSP_RESPONSE(NULL, &p, len);
+    if (resp == NULL) { ERR_clear_error(); return 2; }
+    int result = 2;
+    OCSP_BASICRESP *bs = NULL;
+    OCSP_CERTID *id = NULL;
+    STACK_OF(X509) *chain = SSL_get0_verified_chain(ssl);
+    if (chain == NULL) chain = SSL_get_peer_cert_chain(ssl);
+    if (OCSP_response_status(resp) != OCSP_RESPONSE_STATUS_SUCCESSFUL) goto done;
+    if ((bs = OCSP_response_get1_basic(resp)) == NULL) goto done;
+    if (chain == NULL || sk_X509_num(chain) < 2) { result = 7; goto done; }
+    if (OCSP_basic_verify(bs, chain, SSL_CTX_get_cert_store(SSL_get_SSL_CTX(ssl)), 0) <= 0) { result = 3; goto done; }
+    if ((id = OCSP_cert_to_id(NULL, sk_X509_value(chain, 0), sk_X509_value(chain, 1))) == NULL) { result = 7; goto done; }
+    int status = -1, reason = -1;
+    ASN1_GENERALIZEDTIME *revoked = NULL, *thisUpdate = NULL, *nextUpdate = NULL;
+    if (OCSP_resp_find_status(bs, id, &status, &reason, &revoked, &thisUpdate, &nextUpdate) != 1) { result = 6; goto done; }
+    if (OCSP_check_validity(thisUpdate, nextUpdate, 300, -1) != 1) { result = 4; goto done; }
+    result = status == V_OCSP_CERTSTATUS_GOOD ? 0 : status == V_OCSP_CERTSTATUS_REVOKED ? 5 : 6;
+done:
+    OCSP_CERTID_free(id);
+    OCSP_BASICRESP_free(bs);
+    OCSP_RESPONSE_free(resp);
+    ERR_clear_error();
+    return result;
+}
 /* ---- end clients ---- */
 
 /* ---- engines (server) ---- */
@@ -63,6 +115,18 @@ static inline int cpl_srv_ctx_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
 }
 static inline void cpl_srv_ctx_set_servername_callback(SSL_CTX *ctx, int (*cb)(SSL *, int *, void *)) {
     SSL_CTX_set_tlsext_servername_callback(ctx, cb);
+}
+/* OCSP stapling: the status callback runs when a client sends status_request; it hands OpenSSL a copy of the
+   response (SSL_set_tlsext_status_ocsp_resp takes ownership of an OPENSSL_malloc'd buffer). */
+static inline void cpl_srv_ctx_set_status_callback(SSL_CTX *ctx, int (*cb)(SSL *, void *)) {
+    SSL_CTX_set_tlsext_status_cb(ctx, cb);
+}
+static inline int cpl_srv_set_ocsp_response(SSL *ssl, const unsigned char *der, size_t len) {
+    unsigned char *copy = OPENSSL_malloc(len);
+    if (copy == NULL) return 0;
+    memcpy(copy, der, len);
+    if (SSL_set_tlsext_status_ocsp_resp(ssl, copy, (long)len) != 1) { OPENSSL_free(copy); return 0; }
+    return 1;
 }
 /// A fresh ex_data index for SSL objects (SSL_get_ex_new_index is a macro), so that the server session and the
 /// client's verify state never share a slot.

@@ -16,6 +16,8 @@ actor CellScheduler {
         var inShard: [PinProfile] = PinProfile.all
         /// The platform policy the cells are judged by.
         var platform: PlatformPolicy?
+        /// The checks the client declares.
+        var checks: ClientChecks = .undeclared
     }
     struct Assignment: Sendable {
         var index: Int
@@ -109,12 +111,12 @@ actor CellScheduler {
                     out.append(v)
                 } else if !(supported?.contains(p) ?? true) {
                     out.append(.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client,
-                                       expected: s.expected(p, platform: job.platform), status: .skipped,
+                                       expected: s.expected(p, platform: job.platform, checks: job.checks), status: .skipped,
                                        reason: "the client does not support the profile \(p)"))
                 } else {
                     let (status, reason) = st.abandoned ?? (.error, "the cell was not run")
                     out.append(.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client,
-                                       expected: s.expected(p, platform: job.platform), status: status, reason: reason))
+                                       expected: s.expected(p, platform: job.platform, checks: job.checks), status: status, reason: reason))
                 }
             }
         }

@@ -24,6 +24,9 @@ public struct CheckOptions: Sendable {
     /// The platform TLS policy the client follows (`--platform`); `nil` keeps what the client declares
     /// (``PinningClient/platform``), and with neither the catalogue's `expect` judges every cell.
     public var platform: PlatformPolicy?
+    /// What the client claims to check (`--client-checks revocation=hard,ct=required`); `nil` keeps what the client
+    /// declares (``PinningClient/checks``). Cells whose outcome depends on an undeclared check are undecided.
+    public var clientChecks: ClientChecks?
 
     public init(
         engines: [any TLSEngine] = Engines.all, profiles: Set<PinProfile>? = nil, scenarios: [String] = [],

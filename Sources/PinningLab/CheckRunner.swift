@@ -54,6 +54,8 @@ public struct CheckRunner: Sendable {
         c.ciphers = try CipherPreferences(ianaSuites: server.cipherSuites)
         c.clientAuthentication = server.clientAuth
         c.clientTrustRootsDER = try server.clientAuthTrust.map { try pki.identity($0).certificateDER }
+        // Built now, so thisUpdate/nextUpdate are always fresh for the cell.
+        c.ocspStaple = try server.ocspStaple.map { try pki.ocspResponse(for: chain[0].name, options: $0.options) }
         return c
     }
 
@@ -64,13 +66,14 @@ public struct CheckRunner: Sendable {
         let (started, clock, selected, files) = (start.date, start.clock, start.selected, start.files)
         let supported = options.profiles ?? client.supportedProfiles
         let platform = options.platform ?? client.platform
+        let checks = options.clientChecks ?? client.checks
 
         var jobs: [CellScheduler.Job] = []
         for sc in selected.scenarios {
             for e in options.engines {
                 let inShard = PinProfile.all.filter { options.shard?.contains(scenario: sc.id, profile: $0, engine: e.name) ?? true }
                 let runnable = inShard.filter { supported?.contains($0) ?? true }
-                jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable, inShard: inShard, platform: platform))
+                jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable, inShard: inShard, platform: platform, checks: checks))
             }
         }
         let scheduler = CellScheduler(jobs, progress: options.progress)
@@ -103,6 +106,7 @@ public struct CheckRunner: Sendable {
             durationSeconds: seconds, verdicts: verdicts,
             scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
         report.platform = platform
+        report.clientChecks = checks.isUndeclared ? nil : checks
         return report
     }
 
@@ -148,7 +152,7 @@ public struct CheckRunner: Sendable {
                 // The client gets its timeout and 5 s more; one that ignores cancellation no longer holds the run.
                 guard let o = await raceAgainstDeadline(timeout + .seconds(5), { await c.run(target) }) else {
                     let v = Verdict.notRun(
-                        scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p, platform: job.platform),
+                        scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p, platform: job.platform, checks: job.checks),
                         status: .error,
                         reason: "the client did not finish: it had not returned \(Int(milliseconds(timeout) / 1000) + 5) s after the cell started (it ignores its timeout and cancellation)")
                     if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
@@ -162,16 +166,16 @@ public struct CheckRunner: Sendable {
             }
         } catch {
             let v = Verdict.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
-                                   expected: s.expected(p, platform: job.platform), status: .error, reason: "cannot prepare the cell: \(error)")
+                                   expected: s.expected(p, platform: job.platform, checks: job.checks), status: .error, reason: "cannot prepare the cell: \(error)")
             if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
             return
         }
         let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
         let v = Verdict.judge(
             scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
-            expected: s.expected(p, platform: job.platform), evidence: ServerEvidence(observations), outcome: outcome,
+            expected: s.expected(p, platform: job.platform, checks: job.checks), evidence: ServerEvidence(observations), outcome: outcome,
             clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: ms,
-            rule: s.rule(p, platform: job.platform))
+            rule: s.rule(p, platform: job.platform, checks: job.checks))
         if let done = await scheduler.finish(a.index, p, v, server: server) {
             // Stopping joins the server's threads (on a thread of its own): the next cell starts at once, and
             // run() awaits the stop before it returns.

@@ -31,4 +31,12 @@ public enum ClientUnderTest: Sendable {
         case .command: return nil
         }
     }
+
+    /// The checks the client declares (in-process clients only; a command's are `CheckOptions.clientChecks`).
+    public var checks: ClientChecks {
+        switch self {
+        case .inProcess(let c): return c.checks
+        case .command: return .undeclared
+        }
+    }
 }

@@ -132,6 +132,8 @@ public struct CheckReport: Sendable, Codable {
     public var scenarios: [ScenarioSheet]
     /// The platform TLS policy the cells were judged by (`--platform`); absent: the catalogue's `expect`.
     public var platform: PlatformPolicy?
+    /// What the client declared it checks (`--client-checks`, ``PinningClient/checks``); absent: nothing.
+    public var clientChecks: ClientChecks?
     /// The comparison with a baseline (`--baseline`), when the run had one.
     public var baseline: BaselineComparison?
 

@@ -79,7 +79,7 @@ enum TextReport {
         var out = ""
         let engines = r.engines
         out += paint("pinlab check", "1") + " · client \(r.client) · engines \(engines.joined(separator: ", "))"
-            + (r.platform.map { " · platform \($0)" } ?? "") + "\n"
+            + (r.platform.map { " · platform \($0)" } ?? "") + (r.clientChecks.map { " · checks \($0)" } ?? "") + "\n"
         out += "Each cell: expected (A accept, X refuse), then one mark per engine (\(engines.joined(separator: ", "))):\n"
         out += "\(painted(.pass)) as expected  \(painted(.fail)) deviates  \(painted(.disagree)) client and server disagree  "
         out += "\(paint("?", "33")) refused, but for another reason  "
@@ -163,6 +163,7 @@ enum MarkdownReport {
         var out = "# pinlab check: \(r.client)\n\n"
         out += "- Engines: \(r.engines.joined(separator: ", "))\n"
         if let p = r.platform { out += "- Platform: \(p)\n" }
+        if let c = r.clientChecks { out += "- Client checks: \(c)\n" }
         out += "- Result: **\(r.deviates ? "deviates" : "conforms")** — \(r.summary.line)\n"
         out += "- Duration: \(String(format: "%.2f", r.durationSeconds)) s\n\n"
         out += "Each cell: the expected outcome (A accept, X refuse), then one mark per engine "

@@ -133,9 +133,9 @@ public final class ScenarioServer: Sendable {
         let seen = (await server.settle(timeout: .seconds(10)) ?? server.observations()).filter { $0.id > before }
         return Verdict.judge(
             scenario: scenario.id, profile: profile, engine: engine, client: client.name,
-            expected: scenario.expected(profile, platform: client.platform), evidence: ServerEvidence(seen), outcome: outcome,
+            expected: scenario.expected(profile, platform: client.platform, checks: client.checks), evidence: ServerEvidence(seen), outcome: outcome,
             clientAuth: scenario.server.clientAuth, expectedCategory: scenario.refusal, clientMilliseconds: ms,
-            rule: scenario.rule(profile, platform: client.platform))
+            rule: scenario.rule(profile, platform: client.platform, checks: client.checks))
     }
 
     public func stop() async { await server.stop() }

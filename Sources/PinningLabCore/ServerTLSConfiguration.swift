@@ -168,6 +168,9 @@ public struct ServerTLSConfiguration: Hashable, Sendable {
     /// Whether (and how) a client may resume a session: off by default, so that every connection is a full
     /// handshake and the client verifies the chain every time.
     public var resumption: SessionResumption
+    /// An OCSP response (DER `OCSPResponse`) stapled for every client that sends status_request; nil: none.
+    /// Served as given, whatever it says: a scenario may staple a revoked, expired or badly signed response.
+    public var ocspStaple: [UInt8]? = nil
 
     public init(
         identities: [ServerIdentity], minimumVersion: TLSVersion = .tls12, maximumVersion: TLSVersion = .tls13,
@@ -232,6 +235,9 @@ public struct ServerTLSConfiguration: Hashable, Sendable {
             if identity.privateKeyPKCS8DER.isEmpty {
                 throw TLSEngineError(.invalidConfiguration, "\(label) has no private key")
             }
+        }
+        if let staple = ocspStaple, staple.isEmpty {
+            throw TLSEngineError(.invalidConfiguration, "the OCSP staple is empty: give a DER OCSPResponse, or nil for none")
         }
         if minimumVersion > maximumVersion {
             throw TLSEngineError(

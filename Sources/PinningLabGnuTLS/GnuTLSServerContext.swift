@@ -57,6 +57,15 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // imm
             guard let s = GnuTLSServerSession.from(session) else { return -1 }
             return s.retrieve(pcert, length, key)
         }
+        if c.ocspStaple != nil {
+            // The credentials' status callback: GnuTLS calls it for the certificate the retrieve callback chose,
+            // only when the client sent status_request, and staples what it returns.
+            gnutls_certificate_set_ocsp_status_request_function(credentials.pointer, { session, _, response in
+                guard let s = GnuTLSServerSession.from(session), let staple = s.context.configuration.ocspStaple,
+                      let response else { return GNUTLS_E_NO_CERTIFICATE_STATUS }
+                return staple.withUnsafeBufferPointer { cpl_gnutls_set_ocsp_response(response, $0.baseAddress, UInt32($0.count)) }
+            }, nil)
+        }
 
         var storage: [UInt8] = []
         for p in c.alpnProtocols { storage.append(contentsOf: p.utf8) }

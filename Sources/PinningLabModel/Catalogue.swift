@@ -122,8 +122,13 @@ public struct Catalogue: Sendable, Hashable {
         var resumption: SessionResumption.Mode
         var parties: [String: Scenario.Server]
         var steps: [Scenario.Step]
+        /// The stapled OCSP response, and the rows per declared client check.
+        var staple: OCSPVariant?
+        var conditional: ConditionalExpectations?
 
         init(_ s: Scenario) {
+            staple = s.server.ocspStaple
+            conditional = s.conditional
             resumption = s.server.resumption
             parties = s.parties
             steps = s.steps

@@ -212,6 +212,10 @@ public protocol PinningClient: Sendable {
     /// The platform TLS policy the client follows (`ats`, `android`, `jdk`, `openssl-default`): the cells a
     /// platform decides are judged by its expectation. `nil` (the default): the catalogue's `expect`.
     var platform: PlatformPolicy? { get }
+    /// What the client claims to check beyond its pins (revocation, CT): cells whose outcome depends on a check
+    /// are judged by the scenario's expectation for it. ``ClientChecks/undeclared`` (the default): those cells are
+    /// undecided, never pass or fail.
+    var checks: ClientChecks { get }
     func run(_ target: ClientTarget) async -> ClientOutcome
     /// Whether the client keeps TLS sessions across the connections of a cell (`target.sessionCache`): only then
     /// is it run through scenarios made of several connections; otherwise those cells are `unsupported`.
@@ -221,5 +225,6 @@ public protocol PinningClient: Sendable {
 extension PinningClient {
     public var supportedProfiles: Set<PinProfile>? { nil }
     public var platform: PlatformPolicy? { nil }
+    public var checks: ClientChecks { .undeclared }
     public var keepsSessionsAcrossSteps: Bool { false }
 }

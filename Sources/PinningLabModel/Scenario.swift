@@ -1,6 +1,6 @@
 import Foundation
 public import PinningLabCore
-import PinningLabPKI
+public import PinningLabPKI
 
 /// What a correct client must do in one cell: proceed and send its request, or refuse before sending anything.
 public enum Expectation: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
@@ -43,6 +43,9 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         /// The parties of a scenario that name the same ticket key accept each other's tickets (one interceptor
         /// behind two servers); the key's bytes are random, made afresh for each cell.
         public var ticketKey: String?
+        /// The OCSP response the server staples for a client that asks (`ocsp-staple:`), built for the first
+        /// certificate of the chain; nil: none.
+        public var ocspStaple: OCSPVariant? = nil
 
         public init(
             chain: [String], tlsVersions: [TLSVersion] = [.tls12, .tls13], cipherSuites: [String] = [],
@@ -177,6 +180,9 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     /// correct client's refusal on a pin mismatch is "stricter than required" too, because the pins are checked
     /// against the path its verifier built (a trusted-first verifier ends at another root).
     public var pathVariance: Set<PinProfile> = []
+    /// The expectations of clients that declare checks (`expect-if:`): revocation and CT are client policy, so the
+    /// same server may be refused by one correct client and accepted by another.
+    public var conditional: ConditionalExpectations? = nil
 
     /// What a scenario says about the cells a platform's TLS policy decides: why, and what a correct client on each
     /// listed platform does. Platforms not listed, and runs that name no platform, follow `expect`.
@@ -262,8 +268,9 @@ public struct Scenario: Sendable, Hashable, Identifiable {
 extension Scenario: Encodable {
     private enum CodingKeys: String, CodingKey {
         case id, title, tags, teaching, server, client, refusal, expect, notes, source, policy, varies, parties, steps
+        case expectIf = "expect-if"
     }
-    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust", resumption, ticketKey = "ticket-key" }
+    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust", resumption, ticketKey = "ticket-key", ocspStaple = "ocsp-staple" }
     private enum StepKeys: String, CodingKey { case host, party, pins, rotateTo = "rotate-to", expect }
 
     private static func encode(_ server: Server, in s: inout KeyedEncodingContainer<ServerKeys>) throws {
@@ -274,6 +281,7 @@ extension Scenario: Encodable {
         try s.encode(server.clientAuthTrust, forKey: .clientAuthTrust)
         if server.resumption != .off { try s.encode(server.resumption, forKey: .resumption) }
         try s.encodeIfPresent(server.ticketKey, forKey: .ticketKey)
+        try s.encodeIfPresent(server.ocspStaple?.rawValue, forKey: .ocspStaple)
     }
     private enum ClientKeys: String, CodingKey { case trust, pinned, backup, present, host, pinScope = "pin-scope" }
 
@@ -323,6 +331,14 @@ extension Scenario: Encodable {
             for (platform, row) in policy.expectations.sorted(by: { $0.key < $1.key }) {
                 var r = pc.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey(platform.rawValue))
                 for p in PinProfile.all { if let e = row[p] { try r.encode(e, forKey: AnyKey(p.rawValue)) } }
+            }
+        }
+        if let conditional {
+            var ec = c.nestedContainer(keyedBy: AnyKey.self, forKey: .expectIf)
+            try ec.encode(conditional.reason, forKey: AnyKey("reason"))
+            for entry in conditional.entries {
+                var r = ec.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey(entry.condition.description))
+                for p in PinProfile.all { if let e = entry.expectations[p] { try r.encode(e, forKey: AnyKey(p.rawValue)) } }
             }
         }
         if !variance.isEmpty {

@@ -35,6 +35,8 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
             case duplicateScenario = "duplicate-scenario"
             case badPolicy = "bad-policy"
             case badVariance = "bad-variance"
+            case badStaple = "bad-ocsp-staple"
+            case badConditionalExpectation = "bad-expect-if"
         }
         fileprivate var base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -99,6 +101,11 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
         public static let badPolicy = Code(.badPolicy)
         /// `varies` marks a profile a correct client must refuse, or gives no reason.
         public static let badVariance = Code(.badVariance)
+        /// `server.ocsp-staple` names no kind of OCSP response, or staples for a chain whose first certificate no
+        /// lab CA issued.
+        public static let badStaple = Code(.badStaple)
+        /// `expect-if` names an unknown check, gives no reason, or changes no cell.
+        public static let badConditionalExpectation = Code(.badConditionalExpectation)
     }
 
     public var code: Code

@@ -8,11 +8,11 @@ internal import Yams
 public enum ScenarioLoader {
     /// The keys a scenario file may hold, in the order the documentation lists them.
     public static let topLevelFields = [
-        "id", "title", "tags", "order", "teaching", "server", "parties", "client", "refusal", "expect", "steps", "policy", "varies", "notes",
+        "id", "title", "tags", "order", "teaching", "server", "parties", "client", "refusal", "expect", "steps", "policy", "varies", "notes", "expect-if",
     ]
     /// The refusal categories a scenario may name.
     public static let refusalCategories: [RefusalCategory] = [.pinMismatch, .chainInvalid, .hostname, .clientAuth, .protocolError]
-    static let serverFields = ["chain", "tls", "client-auth", "resumption", "ticket-key"]
+    static let serverFields = ["chain", "tls", "client-auth", "resumption", "ticket-key", "ocsp-staple"]
     static let stepFields = ["host", "party", "pins", "rotate-to", "expect"]
     static let tlsFields = ["versions", "ciphers"]
     static let clientAuthFields = ["mode", "trust"]
@@ -56,7 +56,7 @@ public enum ScenarioLoader {
 }
 
 /// Walks the composed YAML node tree and builds a `Scenario`, failing on the first problem.
-private struct Reader {
+struct Reader {  // internal: ScenarioChecks.swift extends it
     let file: String
     let identities: IdentityDirectory
 
@@ -213,6 +213,7 @@ private struct Reader {
             }
         }
 
+        let conditional = try top["expect-if"].map { try conditionalExpectations($0, expectations: expectations) }
         var refusal: RefusalCategory?
         if let r = top["refusal"] {
             let names = ScenarioLoader.refusalCategories.map(\.rawValue)
@@ -222,7 +223,8 @@ private struct Reader {
                 throw fail(.badRefusal, r, "refusal", "'\(text)' is not a refusal category.",
                            fix: "\(hint)Use one of \(names.joined(separator: ", ")).")
             }
-            guard expectations.values.contains(.refuse) || steps.contains(where: { $0.expectations.values.contains(.refuse) }) else {
+            guard expectations.values.contains(.refuse) || steps.contains(where: { $0.expectations.values.contains(.refuse) })
+                || conditional?.entries.contains(where: { $0.expectations.values.contains(.refuse) }) == true else {
                 throw fail(.badRefusal, r, "refusal", "the scenario names a refusal category but expects no refusal.",
                            fix: "remove `refusal`, or expect `refuse` for the profiles a correct client refuses.")
             }
@@ -239,6 +241,7 @@ private struct Reader {
         scenario.parties = parties
         scenario.steps = steps
         scenario.pathVariance = pathVariance
+        scenario.conditional = conditional
         return scenario
     }
 
@@ -482,8 +485,16 @@ private struct Reader {
                            fix: "add `resumption: tickets` (or both), or remove `ticket-key`.")
             }
         }
-        return Scenario.Server(chain: chain, tlsVersions: versions, cipherSuites: ciphers, clientAuth: mode,
-                               clientAuthTrust: trust, resumption: resumption, ticketKey: ticketKey)
+        var server = Scenario.Server(chain: chain, tlsVersions: versions, cipherSuites: ciphers, clientAuth: mode,
+                                     clientAuthTrust: trust, resumption: resumption, ticketKey: ticketKey)
+        if let n = m["ocsp-staple"] {
+            server.ocspStaple = try ocspStaple(n, field: "\(field).ocsp-staple")
+            if let first = chain.first, identities[first]?.issuer == first {
+                throw fail(.badStaple, n, "\(field).ocsp-staple", "'\(first)' is self-signed: no CA answers for it.",
+                           fix: "staple for a chain whose first certificate a lab CA issued, or remove ocsp-staple.")
+            }
+        }
+        return server
     }
 
     func clientSide(_ node: Node, server: Scenario.Server) throws -> Scenario.Client {

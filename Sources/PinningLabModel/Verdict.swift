@@ -317,7 +317,9 @@ public struct Verdict: Sendable, Hashable, Codable {
         }
         applyRule(rule, expected: expected, observed: observed, claimed: claimed, category: category, status: &status, reason: &reason)
         var wrongReason = false
-        if status == .pass, observed == .refused, let want = expectedCategory, let got = category, want != got {
+        // The scenario's refusal category speaks for `expect`; a refusal a declared check asks for (a revoked
+        // certificate refused under a pin that matches) has its own reason.
+        if status == .pass, observed == .refused, rule.checks == nil, let want = expectedCategory, let got = category, want != got {
             wrongReason = true
             reason += "; but a correct client refuses here for \(want), not \(got)"
         }
@@ -349,6 +351,14 @@ public struct Verdict: Sendable, Hashable, Codable {
             status = .stricter
             reason = "stricter than required: \(why); the client " + reason.replacingOccurrences(of: "expected accept, but the client ", with: "")
             return
+        }
+        if let why = rule.undecided {
+            status = .policy
+            reason = "undecided: \(why); the client " + (observed == .accepted ? "sent its request" : "refused")
+            return
+        }
+        if let checks = rule.checks, status == .pass || status == .fail {
+            reason += " (\(checks))"
         }
         guard let why = rule.policyReason else { return }
         let want = expected == .accept ? "accepts" : "refuses"
@@ -535,6 +545,11 @@ public struct CellRule: Sendable, Hashable {
     public var otherPlatforms: [PlatformPolicy]
     /// Set when correct verifiers legitimately differ here: a refusal is "stricter than required", with this reason.
     public var variance: String?
+    /// Set when the outcome depends on a check (revocation, CT) the client does not declare: the cell is neither
+    /// pass nor fail but `policy`, undecided, with this reason.
+    public var undecided: String? = nil
+    /// Set when the expectation is the one for the client's declared checks: said in the reason.
+    public var checks: String? = nil
     /// The variance is which path verifiers validate: a refusal on a pin mismatch is excused too (the pins were
     /// checked against the path this client's verifier built).
     public var varianceIsPathBuilding: Bool

@@ -160,6 +160,11 @@ final class ClientSession {
         guard cpl_client_set_tlsext_host_name(ssl, host) == 1 else {
             throw ClientFailure(category: .other, detail: "SNI \"\(host)\": \(openSSLErrorQueue())")
         }
+        if state.policy.revocation != .none {
+            guard cpl_client_request_ocsp_staple(ssl) == 1 else {
+                throw ClientFailure(category: .other, detail: "status_request: \(openSSLErrorQueue())")
+            }
+        }
         if state.policy.checksHostname {
             guard SSL_set1_host(ssl, host) == 1 else {
                 throw ClientFailure(category: .other, detail: "host check \"\(host)\": \(openSSLErrorQueue())")
@@ -235,7 +240,7 @@ final class ClientSession {
 enum ClientConnection {
     static let maximumResponseBytes = 1 << 20
 
-    static func run(target: ClientTarget, mistake: ReferenceClient.Mistake) -> ClientOutcome {
+    static func run(target: ClientTarget, mistake: ReferenceClient.Mistake, revocation: ClientChecks.Revocation = .none) -> ClientOutcome {
         let deadline = ClientDeadline(after: target.timeout)
         // Pins declared for other hosts do not apply here (unless the mistake is to ignore their scope, or to
         // compare the host with the scope byte for byte).
@@ -249,7 +254,7 @@ enum ClientConnection {
         default: pinsApply = target.pinsApply
         }
         let pins = pinsApply ? target.pins : .empty
-        let state = ClientVerifyState(policy: ClientPolicy(mistake: mistake, pins: pins))
+        let state = ClientVerifyState(policy: ClientPolicy(mistake: mistake, pins: pins, revocation: revocation))
         do {
             return try withExtendedLifetime(state) { () throws(ClientFailure) -> ClientOutcome in
                 try connect(target: target, mistake: mistake, state: state, deadline: deadline)
@@ -431,6 +436,9 @@ enum ClientConnection {
     ) -> ClientFailure {
         if let pinFailure = state.pinFailure {
             return ClientFailure(category: .pinMismatch, detail: pinFailure)
+        }
+        if let revocationFailure = state.revocationFailure {
+            return ClientFailure(category: .chainInvalid, detail: revocationFailure)
         }
         let verifyResult = SSL_get_verify_result(session.ssl)
         if state.verifyCallbackRan && verifyResult != X509_V_OK {

@@ -54,6 +54,10 @@ public struct ReferenceClient: PinningClient {
         /// again (the host name still is): the pin check lives in a callback that runs only when certificates
         /// arrive, like Go's `tls.Config.VerifyPeerCertificate` (golang/go #31641, #77217).
         public static let skipsPinsOnResumption = Mistake("skips-pins-on-resumption")
+        /// Checks stapled OCSP responses hard-fail like `correct-revocation-hard`, but skips the check when a pin
+        /// matched: a pinned key is taken as proof enough, so a revoked certificate for a key still in the pin set
+        /// (the old K1 after an emergency re-key, kept as a backup pin) is accepted. Declares `revocation=hard`.
+        public static let trustsRevokedBackupPin = Mistake("trusts-revoked-backup-pin")
 
         /// Like `correct`, but decides whether its pins apply by comparing the host name with the scope they were
         /// declared for byte for byte: `API.Pinning.Test` or `api.pinning.test.` (the same host) escape the pins
@@ -69,6 +73,7 @@ public struct ReferenceClient: PinningClient {
         public static let all: [Mistake] = [
             .none, .pinPresentedChain, .pinReplacesValidation, .noHostnameCheck, .rawKeyHash, .noPinning,
             .pinsByIssuerName, .pinsEveryHost, .skipsPinsOnResumption, .caseSensitiveScope, .sharesSessionsAcrossHosts,
+            .trustsRevokedBackupPin,
         ]
 
         /// The mistake whose client name is `name`, if there is one.
@@ -94,6 +99,8 @@ public struct ReferenceClient: PinningClient {
                 return "validates chain and hostname but ignores pins"
             case .pinsEveryHost:
                 return "applies its pins to every host, also to hosts outside the scope they were declared for"
+            case .trustsRevokedBackupPin:
+                return "checks revocation (hard-fail) only when no pin matched: a revoked certificate whose key is still pinned is accepted"
             case .skipsPinsOnResumption:
                 return "checks pins only on full handshakes: a resumed session is trusted without its pins (Go's VerifyPeerCertificate)"
             case .caseSensitiveScope:
@@ -109,10 +116,21 @@ public struct ReferenceClient: PinningClient {
     }
 
     public let mistake: Mistake
-    public var name: String { mistake.rawValue }
+    /// What the client does with a stapled OCSP response: `none` ignores it (and asks for none); `soft` refuses
+    /// only a validly signed, current "revoked"; `hard` refuses unless it holds a validly signed, current "good" — for a leaf that names an OCSP responder
+    /// (one that names none publishes no status to demand). Either refuses a Must-Staple leaf served without one.
+    public let revocation: ClientChecks.Revocation
+    /// `correct`, or `correct-revocation-hard` for a client that checks staples.
+    public var name: String {
+        revocation == .none || mistake == .trustsRevokedBackupPin ? mistake.rawValue : "\(mistake.rawValue)-revocation-\(revocation)"
+    }
+    /// Every reference client declares its revocation checking (CT is left undeclared).
+    public var checks: ClientChecks { ClientChecks(revocation: revocation) }
 
-    public init(mistake: Mistake = .none) {
+    public init(mistake: Mistake = .none, revocation: ClientChecks.Revocation = .none) {
         self.mistake = mistake
+        // Its mistake is in how it checks revocation, so it checks it.
+        self.revocation = mistake == .trustsRevokedBackupPin ? .hard : revocation
     }
 
     /// Every reference client keeps a session cache across the steps of a cell (`target.sessionCache`), keyed by
@@ -130,6 +148,10 @@ public struct ReferenceClient: PinningClient {
     public static let skipsPinsOnResumption = ReferenceClient(mistake: .skipsPinsOnResumption)
     public static let caseSensitiveScope = ReferenceClient(mistake: .caseSensitiveScope)
     public static let sharesSessionsAcrossHosts = ReferenceClient(mistake: .sharesSessionsAcrossHosts)
+    /// The correct client that also checks stapled OCSP responses, soft-fail.
+    public static let correctRevocationSoft = ReferenceClient(mistake: .none, revocation: .soft)
+    /// The correct client that also checks stapled OCSP responses, hard-fail.
+    public static let correctRevocationHard = ReferenceClient(mistake: .none, revocation: .hard)
 
     /// Runs one connection on a dedicated thread and resumes with its outcome.
     public func run(_ target: ClientTarget) async -> ClientOutcome {
@@ -139,7 +161,7 @@ public struct ReferenceClient: PinningClient {
     /// Runs one connection on the calling thread, blocking it for at most about `target.timeout`.
     /// Do not call this from the cooperative thread pool; `run(_:)` does the right thing.
     public func runBlocking(_ target: ClientTarget) -> ClientOutcome {
-        ClientConnection.run(target: target, mistake: mistake)
+        ClientConnection.run(target: target, mistake: mistake, revocation: revocation)
     }
 }
 
@@ -153,9 +175,12 @@ public enum ReferenceClients {
 
     /// The reference client called `name` (`correct`, `pin-presented-chain`, `pin-replaces-validation`,
     /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`, `pins-every-host`,
-    /// `skips-pins-on-resumption`, `case-sensitive-scope`, `shares-sessions-across-hosts`), or `nil`.
+    /// `skips-pins-on-resumption`, `case-sensitive-scope`, `shares-sessions-across-hosts`, `trusts-revoked-backup-pin`), or `nil`.
+    /// Also the clients that check stapled OCSP responses, `correct-revocation-soft` and `correct-revocation-hard`,
+    /// which `all` leaves out: they differ from `correct` only where a leaf names an OCSP responder.
     public static func named(_ name: String) -> (any PinningClient)? {
-        ReferenceClient.Mistake(clientName: name).map { ReferenceClient(mistake: $0) }
+        if let m = ReferenceClient.Mistake(clientName: name) { return ReferenceClient(mistake: m) }
+        return [ReferenceClient.correctRevocationSoft, .correctRevocationHard].first { $0.name == name }
     }
 }
 

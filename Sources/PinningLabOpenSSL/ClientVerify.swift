@@ -73,6 +73,8 @@ enum ClientCertificateBytes {
 struct ClientPolicy {
     var mistake: ReferenceClient.Mistake
     var pins: PinSet
+    /// What the client does with a stapled OCSP response (it fetches none itself).
+    var revocation: ClientChecks.Revocation = .none
 
     /// Whether `X509_VERIFY_PARAM`'s host check is configured.
     var checksHostname: Bool {
@@ -146,6 +148,8 @@ final class ClientVerifyState {
     /// The trusted roots, kept for the `pins-by-issuer-name` walk (the store owns its own references).
     var trustRoots: [X509Handle] = []
     var verifyCallbackRan = false
+    /// Set when the stapled OCSP response (or its absence) made the client refuse.
+    var revocationFailure: String?
     /// Set when the chain was acceptable but no pin matched.
     var pinFailure: String?
     /// Which certificate matched, for the outcome's detail.
@@ -309,6 +313,37 @@ private let clientCertVerifyCallback: @convention(c) (OpaquePointer?, UnsafeMuta
     return state.verify(storeContext) ? 1 : 0
 }
 
+/// OpenSSL's status callback (a client that asked for a staple): the revocation decision, inside the handshake.
+/// Hard-fail refuses unless the staple is a validly signed, current "good" (for a leaf that names an OCSP
+/// responder; one that names none has no status to demand); soft-fail refuses only a validly signed,
+/// current "revoked" (or a Must-Staple certificate served without a staple, RFC 7633). Refusing makes OpenSSL send bad_certificate_status_response.
+private let clientStatusCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _ in
+    guard let ssl, let argument = SSL_get_ex_data(ssl, ClientVerifyState.exDataIndex) else { return 0 }
+    let state = Unmanaged<ClientVerifyState>.fromOpaque(argument).takeUnretainedValue()
+    let revocation = state.policy.revocation
+    guard revocation != .none else { return 1 }
+    // trusts-revoked-backup-pin: a pin match stands in for the revocation check.
+    if state.policy.mistake == .trustsRevokedBackupPin && state.pinMatch != nil { return 1 }
+    let status = cpl_client_ocsp_staple_status(ssl)
+    let said: String
+    switch status {
+    case 0, 9: return 1  // good, or nothing published to check (the leaf names no OCSP responder)
+    case 1: said = "no OCSP response was stapled"
+    case 2: said = "the stapled OCSP response is unreadable or not successful"
+    case 3: said = "the stapled OCSP response's signature does not verify or its signer may not speak for the issuer"
+    case 4: said = "the stapled OCSP response is not current (outside thisUpdate..nextUpdate)"
+    case 5: said = "the stapled OCSP response says the certificate is revoked"
+    case 7: said = "the certificate's issuer is unknown, so the stapled OCSP response cannot be checked"
+    case 8: said = "the certificate demands a stapled OCSP response (Must-Staple) and none was stapled"
+    default: said = "the stapled OCSP response does not say the certificate is good (unknown)"
+    }
+    if status == 5 || status == 8 || revocation == .hard {
+        state.revocationFailure = "certificate revocation check (\(revocation)-fail): \(said)"
+        return 0
+    }
+    return 1
+}
+
 /// OpenSSL's info callback: records alerts received and whether a client certificate was requested.
 private let clientInfoCallback: @convention(c) (OpaquePointer?, Int32, Int32) -> Void = { ssl, where_, value in
     guard let ssl, let argument = SSL_get_ex_data(ssl, ClientVerifyState.exDataIndex) else { return }
@@ -400,6 +435,7 @@ final class ClientContext: @unchecked Sendable {  // immutable after init; OpenS
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         SSL_CTX_set_cert_verify_callback(context, clientCertVerifyCallback, nil)
         SSL_CTX_set_info_callback(context, clientInfoCallback)
+        cpl_client_ctx_set_status_callback(context, clientStatusCallback)
 
         if let credentials = target.clientCredentials {
             try Self.useCredentials(credentials, in: context)

@@ -73,6 +73,9 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
             if !configuration.alpnProtocols.isEmpty {
                 SSL_CTX_set_alpn_select_cb(ctx, openSSLALPNCallback, nil)
             }
+            if configuration.ocspStaple != nil {
+                cpl_srv_ctx_set_status_callback(ctx, openSSLStatusCallback)
+            }
         }
     }
 
@@ -333,6 +336,15 @@ private let openSSLServerNameCallback: @convention(c) (OpaquePointer?, UnsafeMut
     ssl, _, _ in
     OpenSSLServerSession.from(ssl)?.selectIdentity()
     return SSL_TLSEXT_ERR_OK
+}
+
+/// Staples the configured OCSP response for a client that sent status_request (the callback runs only then).
+private let openSSLStatusCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _ in
+    guard let session = OpenSSLServerSession.from(ssl), let staple = session.context.configuration.ocspStaple else {
+        return SSL_TLSEXT_ERR_NOACK
+    }
+    let ok = staple.withUnsafeBufferPointer { cpl_srv_set_ocsp_response(ssl, $0.baseAddress, $0.count) }
+    return ok == 1 ? SSL_TLSEXT_ERR_OK : SSL_TLSEXT_ERR_ALERT_FATAL
 }
 
 private let openSSLTicketCallback:

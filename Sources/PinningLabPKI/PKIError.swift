@@ -44,6 +44,8 @@ public struct PKIError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let wrongPassword = Code("wrong-password")
         public static let seededUnconstrainedRoot = Code("seeded-unconstrained-root")
         public static let badScope = Code("bad-scope")
+        public static let badRevocationURL = Code("bad-revocation-url")
+        public static let badRevocation = Code("bad-revocation")
     }
 
     public var code: Code

@@ -96,6 +96,7 @@ extension Builder {
                         case .serverAuth: return .serverAuth
                         case .clientAuth: return .clientAuth
                         case .codeSigning: return .codeSigning
+                        case .ocspSigning: return .ocspSigning
                         default: return .emailProtection
                         }
                     })
@@ -125,6 +126,7 @@ extension Builder {
                 if !e.isSelfSigned {
                     try ext.append(Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: aki[...]), critical: false))
                 }
+                for revocationExtension in try RevocationExtensions.extensions(for: e) { try ext.append(revocationExtension) }
 
                 let cert: Certificate
                 do {

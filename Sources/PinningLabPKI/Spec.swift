@@ -85,7 +85,9 @@ public struct KeyUsagePurpose: RawRepresentable, Hashable, Sendable, CustomStrin
     public static let clientAuth = KeyUsagePurpose(rawValue: "clientAuth")
     public static let codeSigning = KeyUsagePurpose(rawValue: "codeSigning")
     public static let emailProtection = KeyUsagePurpose(rawValue: "emailProtection")
-    public static let all: [KeyUsagePurpose] = [.serverAuth, .clientAuth, .codeSigning, .emailProtection]
+    /// A delegated OCSP responder's certificate (id-kp-OCSPSigning).
+    public static let ocspSigning = KeyUsagePurpose(rawValue: "ocspSigning")
+    public static let all: [KeyUsagePurpose] = [.serverAuth, .clientAuth, .codeSigning, .emailProtection, .ocspSigning]
     public var description: String { rawValue }
 }
 
@@ -124,6 +126,14 @@ public struct EntitySpec: Sendable, Hashable {
     /// Copy subject DN and subject key identifier from this entity (a name-collision twin).
     public var twinOf: String?
     public var summary: String?
+    /// The OCSP responder URL written in the Authority Information Access extension (`http://ocsp.pinning.test/…`).
+    public var ocspResponder: String? = nil
+    /// The CRL distribution point (`http://crl.pinning.test/…`).
+    public var crlDistributionPoint: String? = nil
+    /// The TLS feature extension with status_request (Must-Staple).
+    public var mustStaple: Bool = false
+    /// What the lab's OCSP responses and CRLs say about this entity.
+    public var revocation: RevocationStatus = .good
     /// Line of the entity in the spec file.
     public var line: Int
 

@@ -141,7 +141,7 @@ struct SpecParser {
                 throw fail(.duplicateName, "'\(name)' names both a key and an entity", kn, entity: name,
                            fix: "rename one of them")
             }
-            raw.append((name, kn, try mapping(v, entity: name, field: nil, allowed: entityFields)))
+            raw.append((name, kn, try mapping(v, entity: name, field: nil, allowed: entityFields + Self.revocationFieldNames)))
         }
         let entityNames = Set(raw.map(\.0))
         // Entities without `key:` own a key named after them, which others may share with `key: <entity>`.
@@ -306,10 +306,13 @@ struct SpecParser {
         }
 
         let summary = try m["description"].map { try string($0, entity: name, field: "description") }
+        let revocation = try parseRevocationFields(name, role: role, m)
         return EntitySpec(
             name: name, role: role, issuer: issuer, keyName: keyName, keyType: keyType, subject: subject,
             hosts: hosts, validity: val, signature: signature, isCA: isCA, pathLength: pathLength,
             permitted: permitted, excluded: excluded, usages: usages, twinOf: twinOf, summary: summary,
+            ocspResponder: revocation.ocspResponder, crlDistributionPoint: revocation.crlDistributionPoint,
+            mustStaple: revocation.mustStaple, revocation: revocation.revocation,
             line: nameNode.mark?.line ?? 0)
     }
 

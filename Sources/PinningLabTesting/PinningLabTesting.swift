@@ -175,6 +175,8 @@ public struct BuiltInClient: PinningClient {
     public var supportedProfiles: Set<PinProfile>? { client.supportedProfiles }
     public func run(_ target: ClientTarget) async -> ClientOutcome { await client.run(target) }
     public var keepsSessionsAcrossSteps: Bool { client.keepsSessionsAcrossSteps }
+    public var platform: PlatformPolicy? { client.platform }
+    public var checks: ClientChecks { client.checks }
     /// One sentence on what the client does (wrong).
     public var explanation: String { BuiltInClients.explanation(client.name) }
 
@@ -189,6 +191,7 @@ public struct BuiltInClient: PinningClient {
     public static let skipsPinsOnResumption = BuiltInClient("skips-pins-on-resumption")
     public static let caseSensitiveScope = BuiltInClient("case-sensitive-scope")
     public static let sharesSessionsAcrossHosts = BuiltInClient("shares-sessions-across-hosts")
+    public static let trustsRevokedBackupPin = BuiltInClient("trusts-revoked-backup-pin")
     /// `correct` first, then the teaching clients.
     public static var all: [BuiltInClient] { BuiltInClients.names.map(BuiltInClient.init) }
 }
@@ -205,6 +208,7 @@ extension PinningClient where Self == BuiltInClient {
     public static var skipsPinsOnResumption: BuiltInClient { BuiltInClient.skipsPinsOnResumption }
     public static var caseSensitiveScope: BuiltInClient { BuiltInClient.caseSensitiveScope }
     public static var sharesSessionsAcrossHosts: BuiltInClient { BuiltInClient.sharesSessionsAcrossHosts }
+    public static var trustsRevokedBackupPin: BuiltInClient { BuiltInClient.trustsRevokedBackupPin }
 }
 
 /// Shared state of the helpers: one work folder per process (trust files, client certificates and keys), removed

@@ -105,6 +105,7 @@ struct CheckCommand: AsyncParsableCommand {
     @OptionGroup var clientOptions: ClientRunOptions
 
     @OptionGroup var platformOption: PlatformOption
+    @OptionGroup var clientChecksOption: ClientChecksOption
 
     @OptionGroup var baselineOptions: BaselineOptions
 
@@ -177,10 +178,11 @@ struct CheckCommand: AsyncParsableCommand {
         let interrupts = interruptingClientCommands("pinlab.check.signals")
         defer { interrupts.cancel() }
         let progress = ProgressLine()
-        let options = CheckOptions(
+        var options = CheckOptions(
             engines: try clientOptions.engines(), profiles: try parseProfiles(profiles), scenarios: parseList(scenarios),
             jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration, shard: try shard.map(CellShard.init(parsing:)),
             progress: progress.update, platform: try platformOption.policy())
+        options.clientChecks = try clientChecksOption.checks()
         var report: CheckReport
         var harnessProblems: [String] = []
         do {

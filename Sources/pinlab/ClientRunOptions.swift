@@ -81,6 +81,23 @@ struct PlatformOption: ParsableArguments {
     }
 }
 
+/// `--client-checks`: what the client claims to check beyond its pins (revocation, CT).
+struct ClientChecksOption: ParsableArguments {
+    @Option(name: .customLong("client-checks"), help: "What the client checks beyond its pins: \(ClientChecks.syntax), e.g. revocation=hard,ct=required. Cells whose outcome depends on a check are judged by the scenario's expectation for it; with nothing declared they are shown as policy (undecided), never pass or fail.")
+    var clientChecks: String?
+
+    func validate() throws { _ = try checks() }
+
+    func checks() throws -> ClientChecks? {
+        guard let clientChecks else { return nil }
+        do {
+            return try ClientChecks(parsing: clientChecks)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+}
+
 /// `--baseline` and `--write-baseline`: known divergences (shared by check and lab check).
 struct BaselineOptions: ParsableArguments {
     @Option(help: "A baseline file (from --write-baseline): exit 1 only when a cell differs from it, and print what changed.")

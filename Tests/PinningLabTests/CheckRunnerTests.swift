@@ -17,12 +17,20 @@ enum Predictions {
         // Two connections to the genuine leaf-v1 + lab-intermediate-a, the second resumed: each client decides
         // the second time as it did the first, on the chain the first validated.
         "resumption-genuine",
+        // A stapled "good" response: every client accepts, whatever it checks.
+        "ocsp-stapled-good",
+    ]
+    /// Scenarios every profile accepts, lab-root not sent, for a client that declares it checks no revocation
+    /// (every built-in reference client); a client that declares nothing is undecided there (`expect-if`).
+    static let revocationAllAccept = [
+        "ocsp-stapled-revoked", "ocsp-stapled-unknown", "ocsp-stapled-expired", "ocsp-stapled-bad-signature",
+        "ocsp-stapled-wrong-responder", "must-staple-missing",
     ]
     /// Scenarios where every profile must accept and the server sends the whole chain, lab-root included.
     static let allAcceptRootSent = ["baseline", "reversed-chain"]
     /// Scenarios whose root-spki cell must accept although lab-root is not on the wire.
-    static let rootPinAcceptedRootNotSent = allAcceptRootNotSent
-        + ["renewal-same-key", "rekey", "emergency-rekey", "sibling-intermediate", "rotation-between-connections",
+    static let rootPinAcceptedRootNotSent = allAcceptRootNotSent + revocationAllAccept
+        + ["renewal-same-key", "revoked-key-replay", "rekey", "emergency-rekey", "sibling-intermediate", "rotation-between-connections",
            // The CA moved: the pool's lab-intermediate-c or the new root's intermediate and cross-certificate are
            // sent, lab-root itself is not (root-rollover-new-root-trusted's root-spki cell varies by path instead).
            "intermediate-pool-rotation", "short-lived-renewal", "root-rollover-cross-signed"]
@@ -57,7 +65,7 @@ enum Predictions {
         "no-hostname-check": cells(["wrong-host"], [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI])
             .union(cells(["pinned-cert-other-host"], PinProfile.all)),
         // SPKI pins are compared with the hash of the bare key: no SPKI pin ever matches.
-        "raw-key-hash": cells(allAcceptRootNotSent + allAcceptRootSent + ["renewal-same-key"], spkiProfiles)
+        "raw-key-hash": cells(allAcceptRootNotSent + allAcceptRootSent + revocationAllAccept + ["renewal-same-key", "revoked-key-replay"], spkiProfiles)
             .union(cells(["rekey"], [.leafSPKIBackup, .intermediateSPKI, .rootSPKI]))
             .union(cells(["emergency-rekey"], [.intermediateSPKI, .rootSPKI]))
             .union(cells(["sibling-intermediate"], [.leafSPKI, .leafSPKIBackup, .rootSPKI]))
@@ -72,7 +80,7 @@ enum Predictions {
             // The trusted intermediate ends the chain: the leaf and intermediate SPKI cells accept for a correct client.
             .union(cells(["intermediate-as-trust-anchor"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
         // Pins are ignored: every cell that only a pin can refuse is accepted.
-        "no-pinning": cells(["renewal-same-key"], [.leafCert])
+        "no-pinning": cells(["renewal-same-key", "revoked-key-replay"], [.leafCert])
             .union(cells(["rekey"], [.leafCert, .leafSPKI]))
             .union(cells(["emergency-rekey"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             .union(cells(["sibling-intermediate"], [.leafCert, .intermediateSPKI]))
@@ -112,6 +120,11 @@ enum Predictions {
         // CDN's decision left it. A session resumed for its own host (resumption-after-unpinned-handshake, the
         // rotation, resumption-genuine) is checked again as `correct` does.
         "shares-sessions-across-hosts": cells(["resumption-cross-host"], pinnedProfiles),
+        // Declares revocation=hard but skips the check when a pin matched: every pinned profile where a hard-fail
+        // client refuses on revocation is accepted (in revoked-key-replay, leaf-cert's pin is leaf-v1's certificate
+        // and does not match, so it refuses on pins like every client).
+        "trusts-revoked-backup-pin": cells(revocationAllAccept, pinnedProfiles)
+            .union(cells(["revoked-key-replay"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI])),
     ]
 }
 

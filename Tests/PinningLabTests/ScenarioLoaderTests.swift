@@ -141,6 +141,21 @@ let malformedCases: [MalformedCase] = [
                   code: .badVariance, line: 18, field: "varies.leaf-cert", mentions: ["an acceptance there is a flaw"]),
     MalformedCase(name: "variance for an unknown profile", yaml: validScenarioYAML + "\nvaries:\n  leaf-key: \"x\"",
                   code: .unknownProfile, line: 18, field: "varies.leaf-key", mentions: ["not a pin profile"]),
+    MalformedCase(name: "unknown kind of OCSP staple",
+                  yaml: replacing("  chain: [leaf-v1, lab-intermediate-a]", "  chain: [leaf-v1, lab-intermediate-a]\n  ocsp-staple: revokd"),
+                  code: .badStaple, line: 8, field: "server.ocsp-staple", mentions: ["'revokd'", "Did you mean 'revoked'", "wrong-responder"]),
+    MalformedCase(name: "OCSP staple for a self-signed leaf",
+                  yaml: replacing("  chain: [leaf-v1, lab-intermediate-a]", "  chain: [leaf-self-signed]\n  ocsp-staple: good"),
+                  code: .badStaple, line: 8, field: "server.ocsp-staple", mentions: ["self-signed", "remove ocsp-staple"]),
+    MalformedCase(name: "expect-if for an unknown check", yaml: validScenarioYAML + "\nexpect-if:\n  reason: x\n  revocation=strict: refuse",
+                  code: .badConditionalExpectation, line: 19, field: "expect-if.revocation=strict",
+                  mentions: ["'strict' is not none, soft or hard", "revocation=hard: refuse"]),
+    MalformedCase(name: "expect-if without a reason", yaml: validScenarioYAML + "\nexpect-if:\n  revocation=hard: refuse",
+                  code: .badConditionalExpectation, line: 18, field: "expect-if.reason", mentions: ["no reason", "reason:"]),
+    MalformedCase(name: "expect-if that decides nothing", yaml: validScenarioYAML + "\nexpect-if:\n  reason: x\n  ct=required: accept",
+                  code: .badConditionalExpectation, line: 18, field: "expect-if", mentions: ["no declared check decides any cell"]),
+    MalformedCase(name: "expect-if expectation that is not one", yaml: validScenarioYAML + "\nexpect-if:\n  reason: x\n  revocation=soft: {none: maybe}",
+                  code: .badConditionalExpectation, line: 19, field: "expect-if.revocation=soft.none", mentions: ["'maybe'", "accept"]),
 ]
 
 @Suite("Scenario files")

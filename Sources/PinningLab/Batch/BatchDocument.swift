@@ -16,6 +16,9 @@ public struct BatchDocument: Sendable, Hashable, Codable {
     /// The platform TLS policy the run judges the harness by (`pinlab check --batch --platform`); absent: none named.
     /// A harness that can play several platforms configures itself for this one.
     public var platform: PlatformPolicy?
+    /// What the run judges the harness to check beyond its pins (`pinlab check --batch --client-checks`), e.g.
+    /// `revocation=hard,ct=required`; absent: nothing declared, and cells that depend on it are undecided.
+    public var clientChecks: ClientChecks?
     public var cells: [BatchCell]
 
     public init(cells: [BatchCell], cellTimeoutSeconds: Double) {

@@ -41,13 +41,13 @@ extension CheckRunner {
                         var slot = Slot(scenario: s, profile: p, engine: e.name)
                         if let profiles = options.profiles, !profiles.contains(p) {
                             slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                   expected: s.expected(p, platform: options.platform), status: .skipped,
+                                                   expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .skipped,
                                                    reason: "the client does not support the profile \(p)")
                         } else if s.isMultiStep {
                             // The batch document has one address per cell: a cell of several connections (steps) is
                             // not expressible yet, so it is reported, never judged — as for a per-cell command.
                             slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                   expected: s.expected(p, platform: options.platform), status: .unsupported,
+                                                   expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .unsupported,
                                                    reason: "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the batch document carries one connection per cell, so it is not judged here")
                         } else {
                             do {
@@ -55,11 +55,11 @@ extension CheckRunner {
                                                                           options: serverOptions, label: s.id)
                             } catch let err where err.code == .unsupported {
                                 slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                       expected: s.expected(p, platform: options.platform), status: .unsupported,
+                                                       expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .unsupported,
                                                        reason: "\(e.name) cannot serve this scenario: \(err.reason)")
                             } catch {
                                 slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                       expected: s.expected(p, platform: options.platform), status: .error,
+                                                       expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .error,
                                                        reason: "the \(e.name) server could not start: \(error)")
                             }
                         }
@@ -94,6 +94,7 @@ extension CheckRunner {
             let document = try {
                 var d = try batchDocument(addresses, files: files, cellTimeout: batch.cellTimeout)
                 d.platform = options.platform
+                d.clientChecks = options.clientChecks
                 return d
             }()
             let index = Dictionary(uniqueKeysWithValues: slots.enumerated().compactMap { i, sl in
@@ -172,16 +173,16 @@ extension CheckRunner {
                 case .answered(let a)?:
                     verdicts.append(Verdict.judge(
                         scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
-                        expected: s.expected(sl.profile, platform: options.platform), evidence: ServerEvidence(evidence[i] ?? []),
+                        expected: s.expected(sl.profile, platform: options.platform, checks: options.clientChecks ?? .undeclared), evidence: ServerEvidence(evidence[i] ?? []),
                         outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
                         clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: a.milliseconds ?? 0,
-                        rule: s.rule(sl.profile, platform: options.platform)))
+                        rule: s.rule(sl.profile, platform: options.platform, checks: options.clientChecks ?? .undeclared)))
                 case .invalid(let why)?:
                     verdicts.append(.notRun(scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
-                                            expected: s.expected(sl.profile, platform: options.platform), status: .error, reason: why))
+                                            expected: s.expected(sl.profile, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .error, reason: why))
                 case nil:
                     verdicts.append(.notRun(scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
-                                            expected: s.expected(sl.profile, platform: options.platform), status: .error, reason: unanswered))
+                                            expected: s.expected(sl.profile, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .error, reason: unanswered))
                 }
             }
             var report = CheckReport(
@@ -189,6 +190,7 @@ extension CheckRunner {
                 durationSeconds: seconds(ContinuousClock.now - clock), verdicts: verdicts,
                 scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
             report.platform = options.platform
+            report.clientChecks = options.clientChecks
             return BatchRun(report: report, problems: problems)
         }
     }

@@ -1,0 +1,138 @@
+import Foundation
+
+/// What a client claims to check beyond the chain and its pins: revocation (OCSP, CRLs) and Certificate
+/// Transparency. Both are client policy, not pins (DESIGN.md, "Trust beyond the chain"): a run declares them
+/// (`pinlab check --client-checks revocation=hard,ct=required`, ``PinningClient/checks``, the batch document's
+/// `client-checks`), and a scenario whose outcome depends on them gives its expectations per declared policy
+/// (`expect-if:`). A client that declares nothing is judged only where the outcome does not depend on it.
+public struct ClientChecks: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// How a client treats revocation status.
+    public struct Revocation: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible, Comparable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// Ignores revocation status.
+        public static let none = Revocation(rawValue: "none")
+        /// Soft-fail: refuses only a certificate it has proof is revoked (a validly signed, current response that
+        /// says so); a missing, stale or unverifiable response lets the connection through.
+        public static let soft = Revocation(rawValue: "soft")
+        /// Hard-fail: refuses unless it holds a validly signed, current response saying "good".
+        public static let hard = Revocation(rawValue: "hard")
+        public static let all: [Revocation] = [.none, .soft, .hard]
+        public var description: String { rawValue }
+        public static func < (a: Revocation, b: Revocation) -> Bool {
+            (all.firstIndex(of: a) ?? .max) < (all.firstIndex(of: b) ?? .max)
+        }
+    }
+
+    /// Whether a client requires Certificate Transparency (SCTs from logs it knows).
+    public struct CT: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let none = CT(rawValue: "none")
+        public static let required = CT(rawValue: "required")
+        public static let all: [CT] = [.none, .required]
+        public var description: String { rawValue }
+    }
+
+    /// `nil`: not declared.
+    public var revocation: Revocation?
+    /// `nil`: not declared.
+    public var ct: CT?
+
+    public init(revocation: Revocation? = nil, ct: CT? = nil) {
+        self.revocation = revocation
+        self.ct = ct
+    }
+
+    /// Nothing declared.
+    public static let undeclared = ClientChecks()
+    public var isUndeclared: Bool { revocation == nil && ct == nil }
+
+    /// `revocation=hard,ct=required` (either part may be left out).
+    public var description: String {
+        let parts = [revocation.map { "revocation=\($0)" }, ct.map { "ct=\($0)" }].compactMap { $0 }
+        return parts.isEmpty ? "undeclared" : parts.joined(separator: ",")
+    }
+
+    /// The field names, for error messages.
+    public static let syntax = "revocation=none|soft|hard,ct=none|required"
+
+    /// Parses `revocation=hard,ct=required`; `what` names the flag or field in the error.
+    public init(parsing text: String, what: String = "--client-checks") throws(ClientChecksError) {
+        var checks = ClientChecks()
+        for raw in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let part = raw.trimmingCharacters(in: .whitespaces)
+            let kv = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard kv.count == 2 else {
+                throw ClientChecksError(what: what, problem: "'\(part)' is not NAME=VALUE")
+            }
+            switch kv[0] {
+            case "revocation":
+                let r = Revocation(rawValue: kv[1])
+                guard Revocation.all.contains(r) else {
+                    throw ClientChecksError(what: what, problem: "revocation '\(kv[1])' is not none, soft or hard")
+                }
+                if checks.revocation != nil { throw ClientChecksError(what: what, problem: "revocation is given twice") }
+                checks.revocation = r
+            case "ct":
+                let c = CT(rawValue: kv[1])
+                guard CT.all.contains(c) else {
+                    throw ClientChecksError(what: what, problem: "ct '\(kv[1])' is not none or required")
+                }
+                if checks.ct != nil { throw ClientChecksError(what: what, problem: "ct is given twice") }
+                checks.ct = c
+            default:
+                throw ClientChecksError(what: what, problem: "'\(kv[0])' is not a check (there are revocation and ct)")
+            }
+        }
+        self = checks
+    }
+
+    /// Whether every check `condition` declares is declared the same here.
+    public func satisfies(_ condition: ClientChecks) -> Bool {
+        (condition.revocation == nil || condition.revocation == revocation) && (condition.ct == nil || condition.ct == ct)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        do {
+            self = try ClientChecks(parsing: text, what: "client-checks")
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(description)
+    }
+}
+
+/// A `--client-checks` value (or `client-checks` field) that does not parse: what is wrong, and the form to write.
+public struct ClientChecksError: Error, Sendable, CustomStringConvertible {
+    public var what: String
+    public var problem: String
+    public var description: String {
+        "\(what): \(problem); write \(ClientChecks.syntax), e.g. revocation=hard,ct=required"
+    }
+}
+
+/// What a scenario expects of clients that declare a check (`expect-if:` in the file): per condition
+/// (`revocation=hard`), the expectation per profile; profiles a condition does not list follow `expect`.
+public struct ConditionalExpectations: Sendable, Hashable {
+    public struct Entry: Sendable, Hashable {
+        public var condition: ClientChecks
+        public var expectations: [PinProfile: Expectation]
+        public init(condition: ClientChecks, expectations: [PinProfile: Expectation]) {
+            self.condition = condition
+            self.expectations = expectations
+        }
+    }
+    /// Why the declared checks, not the pins, decide these cells.
+    public var reason: String
+    public var entries: [Entry]
+    public init(reason: String, entries: [Entry]) {
+        self.reason = reason
+        self.entries = entries
+    }
+}

@@ -1,0 +1,88 @@
+// What OCSP responses and CRLs share: times, algorithm identifiers and signatures, serialized with SwiftASN1's DER
+// serializer (swift-certificates keeps its OCSP types internal and has no CRL type).
+internal import Foundation
+internal import Crypto
+internal import X509
+internal import SwiftASN1
+
+/// The issuer (or responder) that signs a revocation artefact: its certificate and key.
+struct RevocationSigner {
+    let certificate: Certificate
+    let certificateDER: [UInt8]
+    let key: LabKey
+    let algorithm: Certificate.SignatureAlgorithm
+
+    init(_ identity: Identity) throws {
+        certificateDER = identity.certificateDER
+        certificate = try Certificate(derEncoded: identity.certificateDER)
+        key = try LabKey.read(pkcs8: identity.privateKeyPKCS8DER, type: identity.keyType)
+        algorithm = Builder.signatureAlgorithm(signer: identity.keyType, hash: nil)
+    }
+
+    /// The DER of the signer's subject name.
+    var subjectDER: [UInt8] { get throws { try Builder.der(certificate.subject) } }
+    /// SHA-1 of the subjectPublicKey BIT STRING's contents: OCSP's issuerKeyHash and byKey, and the CRL's AKI.
+    var keyHash: [UInt8] { Array(Insecure.SHA1.hash(data: Array(certificate.publicKey.subjectPublicKeyInfoBytes))) }
+    /// The certificate's own subject key identifier, or the key hash.
+    var keyIdentifier: [UInt8] {
+        (try? certificate.extensions.subjectKeyIdentifier).flatMap { $0.map { Array($0.keyIdentifier) } } ?? keyHash
+    }
+
+    /// The signature of `tbs`, as the BIT STRING of a signed structure holds it.
+    func sign(_ tbs: [UInt8], corrupt: Bool = false) throws -> ASN1BitString {
+        var bytes = try key.certificatePrivateKey.sign(bytes: tbs, signatureAlgorithm: algorithm).rawRepresentation
+        // A bad signature: the last byte flipped (never part of a length, so the structure stays well formed).
+        if corrupt, !bytes.isEmpty { bytes[bytes.count - 1] ^= 0x01 }
+        return ASN1BitString(bytes: bytes[...])
+    }
+
+    /// AlgorithmIdentifier of the signature (RSA carries NULL parameters, ECDSA and Ed25519 none).
+    func serializeAlgorithm(into s: inout DER.Serializer) throws {
+        let oid: ASN1ObjectIdentifier
+        var nullParameters = false
+        switch algorithm {
+        case .ecdsaWithSHA256: oid = [1, 2, 840, 10045, 4, 3, 2]
+        case .ecdsaWithSHA384: oid = [1, 2, 840, 10045, 4, 3, 3]
+        case .ecdsaWithSHA512: oid = [1, 2, 840, 10045, 4, 3, 4]
+        case .ed25519: oid = [1, 3, 101, 112]
+        case .sha1WithRSAEncryption: oid = [1, 2, 840, 113549, 1, 1, 5]; nullParameters = true
+        case .sha384WithRSAEncryption: oid = [1, 2, 840, 113549, 1, 1, 12]; nullParameters = true
+        case .sha512WithRSAEncryption: oid = [1, 2, 840, 113549, 1, 1, 13]; nullParameters = true
+        default: oid = [1, 2, 840, 113549, 1, 1, 11]; nullParameters = true
+        }
+        try s.appendConstructedNode(identifier: .sequence) { a in
+            try a.serialize(oid)
+            if nullParameters { try a.serialize(ASN1Null()) }
+        }
+    }
+}
+
+enum RevocationTime {
+    private static func components(_ date: Date) -> DateComponents {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+    }
+
+    static func generalized(_ date: Date) throws -> GeneralizedTime {
+        let c = components(date)
+        return try GeneralizedTime(year: c.year!, month: c.month!, day: c.day!, hours: c.hour!, minutes: c.minute!,
+                                   seconds: c.second!, fractionalSeconds: 0)
+    }
+
+    /// RFC 5280 Time: UTCTime through 2049, GeneralizedTime from 2050.
+    static func serializeTime(_ date: Date, into s: inout DER.Serializer) throws {
+        let c = components(date)
+        if c.year! < 2050 {
+            try s.serialize(try UTCTime(year: c.year!, month: c.month!, day: c.day!, hours: c.hour!, minutes: c.minute!,
+                                        seconds: c.second!))
+        } else {
+            try s.serialize(try generalized(date))
+        }
+    }
+}
+
+/// The serial number of a lab identity, as an INTEGER's content bytes.
+func serialBytes(_ identity: Identity) throws -> [UInt8] {
+    try Certificate(derEncoded: identity.certificateDER).serialNumber.bytes.map { $0 }
+}
