@@ -1,0 +1,43 @@
+// Reading SCTs back out of a certificate and checking them against a lab log, as a CT-enforcing client does:
+// for `pinlab pki show`, the tests, and any caller that wants the lab's own view next to OpenSSL's.
+internal import Foundation
+internal import Crypto
+internal import SwiftASN1
+internal import X509
+
+extension SignedCertificateTimestamp {
+    /// The SCTs embedded in a certificate (extension 1.3.6.1.4.1.11129.2.4.2); nil when it has none or they cannot
+    /// be read.
+    public static func embedded(in certificateDER: [UInt8]) -> [SignedCertificateTimestamp]? {
+        guard let cert = try? Certificate(derEncoded: certificateDER),
+              let oid = try? ASN1ObjectIdentifier(dotRepresentation: CTObjectIdentifier.embeddedSCTList),
+              let ext = cert.extensions.first(where: { $0.oid == oid }),
+              let octets = try? ASN1OctetString(derEncoded: ext.value) else { return nil }
+        return parseList(Array(octets.bytes))
+    }
+}
+
+extension SignedCertificateTimestamp.Entry {
+    /// The precertificate entry a verifier rebuilds from a final certificate: its TBSCertificate without the
+    /// embedded SCT list, with the SHA-256 of the issuer's SubjectPublicKeyInfo (RFC 6962 §3.2).
+    public static func precert(reconstructedFrom certificateDER: [UInt8], issuerCertificateDER: [UInt8]) throws -> Self {
+        let issuer = try Certificate(derEncoded: issuerCertificateDER)
+        let spki = try Builder.der(issuer.publicKey)
+        let tbs = try Precertificate.tbsWithout(
+            try ASN1ObjectIdentifier(dotRepresentation: CTObjectIdentifier.embeddedSCTList), in: certificateDER,
+            mustBeCritical: false)
+        return .precert(issuerKeyHash: Array(SHA256.hash(data: spki)), tbsCertificateDER: tbs)
+    }
+}
+
+extension CTLog {
+    /// Whether `sct` is this log's and its signature verifies over `entry` (the timestamp is not judged here).
+    public func verifies(_ sct: SignedCertificateTimestamp, for entry: SignedCertificateTimestamp.Entry) -> Bool {
+        guard sct.logID == logID, sct.hashAlgorithm == 4, sct.signatureAlgorithm == 3,
+              let key = try? P256.Signing.PublicKey(derRepresentation: publicKeyDER),
+              let signature = try? P256.Signing.ECDSASignature(derRepresentation: sct.signature),
+              let data = try? SignedCertificateTimestamp.signedData(timestamp: sct.timestamp, entry: entry,
+                                                                    extensions: sct.extensions) else { return false }
+        return key.isValidSignature(signature, for: data)
+    }
+}
