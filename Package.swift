@@ -108,6 +108,13 @@ let package = Package(
             dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
+        // `pinlab timeline`: the chains a CA policy issues over a horizon, and which pin sets survive them. Linked by
+        // pinlab only.
+        .target(
+            name: "PinningLabTimeline",
+            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL"],
+            swiftSettings: swiftSettings
+        ),
         // `pinlab lab`: the teaching labs, their graders and pictures. Linked by pinlab only.
         .target(
             name: "PinningLabLabs",
@@ -127,6 +134,7 @@ let package = Package(
             name: "pinlab",
             dependencies: [
                 "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabControl", "PinningLabIntercept", "PinningLabLabs", "PinningLabExports",
+                "PinningLabTimeline",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -106,6 +106,8 @@ def catalogue_reasons(pinlab):
             sys.exit(f"compatibility: the catalogue has no scenario '{sid}' (CATALOGUE_REASONS in {os.path.relpath(__file__, ROOT)})")
         if kind == "varies":
             why = next(iter((s.get("varies") or {}).values()), None)
+            if isinstance(why, dict):  # {reason: …, path-building: true}
+                why = why.get("reason")
         else:
             why = (s.get("policy") or {}).get("reason")
         if not why:

@@ -115,11 +115,21 @@ public enum InterceptPolicy: String, Sendable, Codable, CaseIterable, CustomStri
     case collision
     /// No interception: a plain TCP tunnel to the upstream.
     case passthrough
+    /// A leaf from the genuine issuing CA (`lab-intermediate-a`, which issues `leaf-v1`) for ANOTHER host
+    /// (`foreign-host.pinning.test`), sent with that CA: every CA and root pin of the lab matches it, so only a
+    /// client that checks the host name refuses it — it catches clients that pin a CA and skip host-name
+    /// verification. Meaningful against lab hosts (the client trusts `lab-root`): the proxy holds no real CA's key.
+    case foreignHost = "foreign-host"
 
     public var description: String { rawValue }
 
     /// Whether the proxy terminates TLS for the host.
     public var intercepts: Bool { self != .passthrough }
+
+    /// The name a `foreign-host` leaf is issued for when the client asks for `host`: never `host` itself.
+    public static func foreignName(for host: String) -> String {
+        host == "foreign-host.pinning.test" ? "other-foreign-host.pinning.test" : "foreign-host.pinning.test"
+    }
 }
 
 /// The policy per host: the first rule whose pattern matches, else the default.

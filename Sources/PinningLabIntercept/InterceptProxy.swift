@@ -71,6 +71,10 @@ public final class InterceptProxy: Sendable {
         package var maxPendingLookups = 64
         /// Resolves upstream names (tests make one slow); nil: the system's `getaddrinfo`.
         package var resolver: NameResolver?
+        /// `--learn`: once a host refused an intercepted connection (no request sent), its later connections are
+        /// passed through to the upstream, so the app keeps working and reveals its other hosts (mitmproxy's
+        /// conservative strategy). The host's verdict stays the one its intercepted connections earned.
+        public var learn = false
         /// How many finished connections the session lists (``InterceptReport/connections``); older ones are let
         /// go and stay counted in their host's verdict, so memory stays bounded however long `pinlab intercept` runs.
         public var keepConnections = 10_000
@@ -137,6 +141,7 @@ public final class InterceptProxy: Sendable {
         }
         let proxyRoot = try c.proxyRoot ?? identity("proxy-root")
         let twin = try identity("twin-intermediate-a")
+        let genuineIssuer = try identity("lab-intermediate-a")
         let genuine: [[UInt8]]
         if c.genuineChainDER.isEmpty {
             genuine = try ["leaf-v1", "lab-intermediate-a", "lab-root"].map { try identity($0).certificateDER }
@@ -145,7 +150,7 @@ public final class InterceptProxy: Sendable {
         }
         let minters = ProxyCore.Minters(
             proxy: try LeafMinter(issuer: proxyRoot), twin: try LeafMinter(issuer: twin), twinChain: [twin.certificateDER],
-            genuine: genuine)
+            genuine: genuine, genuineIssuer: try LeafMinter(issuer: genuineIssuer), genuineIssuerChain: [genuineIssuer.certificateDER])
         let listening: (fd: Int32, port: Int)
         do {
             listening = try c.listener.bind(who: "pinlab intercept")
@@ -252,6 +257,22 @@ public struct InterceptObservation: Sendable, Hashable, Codable {
     /// upstream's could not be fetched.
     public var genuineChain: String?
     public var totalMilliseconds: Double
+
+    /// The client refused this intercepted connection: TLS was terminated by the proxy, and no request was sent
+    /// (an alert, a close during or after the handshake, a timeout) — not a proxy error or a refused destination.
+    public var refusedInterception: Bool {
+        guard policy?.intercepts ?? false, !applicationDataReceived, host != nil else { return false }
+        return !["proxy-error", "not-tls", "upstream-timeout", "upstream-unreachable", InterceptReport.destinationRefused].contains(closure)
+    }
+
+    /// How the client refused, in words: `sent the alert bad_certificate`, `closed during the handshake without an
+    /// alert`, `completed the handshake and sent nothing`; nil when it did not refuse.
+    public var refusalDescription: String? {
+        guard refusedInterception else { return nil }
+        if let alertReceived { return "sent the alert \(alertReceived)" }
+        if handshakeCompleted { return "completed the handshake and sent nothing" }
+        return "closed during the handshake without an alert"
+    }
 }
 
 // MARK: - Core
@@ -262,6 +283,9 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
         var twin: LeafMinter
         var twinChain: [[UInt8]]
         var genuine: [[UInt8]]
+        /// `foreign-host`: the genuine issuing CA's minter and chain.
+        var genuineIssuer: LeafMinter
+        var genuineIssuerChain: [[UInt8]]
     }
     struct State: ListenerState {
         /// Per-host verdict material and the latest connections (bounded).
@@ -278,6 +302,8 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
         /// Connections closed unserved: their peer is not in `allowedPeers`; the first hundred peers' addresses.
         var peersRefused = 0
         var refusedPeerAddresses: [String] = []
+        /// `--learn`: hosts that refused an intercepted connection, passed through from then on.
+        var learned: Set<String> = []
     }
 
     let listener: ListenerCore<State>
@@ -336,11 +362,19 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
     }
 
     func record(_ o: InterceptObservation) {
+        let learn = configuration.learn
         withLock {
             $0.inFlight -= 1
             $0.tally.add(o)
             $0.lastActivity = Date()
+            if learn, let host = o.host, o.refusedInterception, $0.learned.count < SessionTally.maxHosts { $0.learned.insert(host) }
         }
+    }
+
+    /// The policy for `host`: passthrough once it refused under `--learn`, else the configured one.
+    func policy(for host: String) -> InterceptPolicy {
+        if configuration.learn, withLock({ $0.learned.contains(host) }) { return .passthrough }
+        return configuration.policies.policy(for: host)
     }
 
     /// The chain presented for `host` under an intercepting `policy`.
@@ -349,6 +383,7 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
         case .mint: return [try minters.proxy.mint(host: host)]
         case .stuff: return [try minters.proxy.mint(host: host)] + genuine(for: host).chain
         case .collision: return [try minters.twin.mint(host: host)] + minters.twinChain
+        case .foreignHost: return [try minters.genuineIssuer.mint(host: InterceptPolicy.foreignName(for: host))] + minters.genuineIssuerChain
         case .passthrough: return []
         }
     }
@@ -414,7 +449,12 @@ final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`
         let key = "\(policy.rawValue)|\(host)"
         if let hit = withLock({ $0.contexts[key] }) { return hit }
         let chain = try chain(host: host, policy: policy)
-        let key8 = policy == .collision ? minters.twin.leafKeyPKCS8DER : minters.proxy.leafKeyPKCS8DER
+        let key8: [UInt8]
+        switch policy {
+        case .collision: key8 = minters.twin.leafKeyPKCS8DER
+        case .foreignHost: key8 = minters.genuineIssuer.leafKeyPKCS8DER
+        case .mint, .stuff, .passthrough: key8 = minters.proxy.leafKeyPKCS8DER
+        }
         let configuration = ServerTLSConfiguration.makeServerConfiguration(
             chainDER: chain, privateKeyPKCS8DER: key8, name: "\(policy.rawValue):\(host)")
         let context = try engine.makeContext(configuration)

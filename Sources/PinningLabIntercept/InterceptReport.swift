@@ -47,6 +47,11 @@ public struct HostVerdict: Sendable, Hashable, Codable {
     public var alerts: [String]
     public var closures: [String]
     public var requestLines: [String]
+    /// How the client refused the intercepted connections it did not send a request on, e.g. `sent the alert
+    /// bad_certificate`, `completed the handshake and sent nothing`, `closed during the handshake without an alert`.
+    public var refusals: [String]
+    /// Connections passed through to the upstream after the host refused (`--learn`).
+    public var passedThroughAfterRefusal: Int
 
     /// Judges one host from its connections.
     public init(host: String, pinned: [HostPattern], observations: [InterceptObservation]) {
@@ -68,6 +73,8 @@ public struct HostVerdict: Sendable, Hashable, Codable {
         alerts = tally.alerts.sorted()
         closures = tally.closures.sorted()
         requestLines = tally.requestLines.sorted()
+        refusals = tally.refusals.sorted()
+        passedThroughAfterRefusal = tally.passedThroughAfterRefusal
         if !tally.intercepted {
             status = .passedThrough
         } else if requestsSent > 0 {
@@ -91,6 +98,8 @@ public struct HostTally: Sendable, Hashable {
     public var alerts: Set<String> = []
     public var closures: Set<String> = []
     public var requestLines: Set<String> = []
+    public var refusals: Set<String> = []
+    public var passedThroughAfterRefusal = 0
 
     public init() {}
 
@@ -99,6 +108,7 @@ public struct HostTally: Sendable, Hashable {
         connections += 1
         if o.handshakeCompleted { handshakesCompleted += 1 }
         if o.applicationDataReceived { requestsSent += 1 }
+        if o.policy == .passthrough && intercepted { passedThroughAfterRefusal += 1 }
         if o.policy?.intercepts ?? false { intercepted = true }
         func keep(_ value: String?, in set: inout Set<String>) {
             if let value, set.count < Self.maxDistinct { set.insert(value) }
@@ -106,6 +116,7 @@ public struct HostTally: Sendable, Hashable {
         keep(o.alertReceived, in: &alerts)
         keep(o.closure, in: &closures)
         keep(o.applicationDataReceived ? o.requestLine : nil, in: &requestLines)
+        keep(o.refusalDescription, in: &refusals)
     }
 }
 
@@ -286,7 +297,8 @@ public struct InterceptReport: Sendable, Codable {
         for h in hosts {
             let scope = h.pinnedBy.map { "pinned by \($0)" } ?? "not pinned"
             let detail = "\(h.policy), \(h.connections) conn, \(h.requestsSent) sent"
-                + (h.alerts.isEmpty ? "" : ", alert \(h.alerts.joined(separator: "/"))")
+                + (h.refusals.isEmpty ? "" : ", \(h.refusals.joined(separator: "; "))")
+                + (h.passedThroughAfterRefusal > 0 ? ", \(h.passedThroughAfterRefusal) passed through after (--learn)" : "")
             out += paint("\(mark(h.status)) ", h.status) + h.host.padding(toLength: width, withPad: " ", startingAt: 0)
                 + "  \(scope.padding(toLength: 26, withPad: " ", startingAt: 0)) \(paint(h.message, h.status))  [\(detail)]\n"
         }
@@ -324,9 +336,9 @@ public struct InterceptReport: Sendable, Codable {
     }
 
     public func renderMarkdown() -> String {
-        var m = "# pinlab intercept\n\n\(summaryLine)\n\n| host | declared | policy | connections | requests sent | verdict |\n|---|---|---|---|---|---|\n"
+        var m = "# pinlab intercept\n\n\(summaryLine)\n\n| host | declared | policy | connections | requests sent | how it refused | verdict |\n|---|---|---|---|---|---|---|\n"
         for h in hosts {
-            m += "| `\(h.host)` | \(h.pinnedBy.map { "pinned (`\($0)`)" } ?? "not pinned") | \(h.policy) | \(h.connections) | \(h.requestsSent) | \(h.status.isDeviation ? "**\(h.message)**" : h.message) |\n"
+            m += "| `\(h.host)` | \(h.pinnedBy.map { "pinned (`\($0)`)" } ?? "not pinned") | \(h.policy) | \(h.connections) | \(h.requestsSent) | \(markdownCell(h.refusals.joined(separator: "; "))) | \(h.status.isDeviation ? "**\(h.message)**" : h.message) |\n"
         }
         return m
     }
@@ -348,13 +360,13 @@ public struct InterceptReport: Sendable, Codable {
         <h1>pinlab intercept</h1>
         <p>Proxy <code>\(xml(proxy))</code> (\(xml(engine))), declared pinned: <code>\(xml(pinned.isEmpty ? "(none)" : pinned.joined(separator: ", ")))</code></p>
         <div class="summary \(deviates ? "bad" : "ok")">\(xml(summaryLine))</div>
-        <table><tr><th>host</th><th>declared</th><th>policy</th><th>connections</th><th>handshakes</th><th>requests sent</th><th>alerts</th><th>verdict</th></tr>
+        <table><tr><th>host</th><th>declared</th><th>policy</th><th>connections</th><th>handshakes</th><th>requests sent</th><th>how it refused</th><th>verdict</th></tr>
 
         """
         for v in hosts {
             let cls = v.status.isDeviation ? "bad" : v.status == .passedThrough ? "none" : "ok"
             h += "<tr><td><code>\(xml(v.host))</code></td><td>\(xml(v.pinnedBy.map { "pinned by \($0)" } ?? "not pinned"))</td><td>\(v.policy)</td>"
-            h += "<td>\(v.connections)</td><td>\(v.handshakesCompleted)</td><td>\(v.requestsSent)</td><td>\(xml(v.alerts.joined(separator: ", ")))</td>"
+            h += "<td>\(v.connections)</td><td>\(v.handshakesCompleted)</td><td>\(v.requestsSent)</td><td>\(xml(v.refusals.joined(separator: "; ")))</td>"
             h += "<td class=\"\(cls)\">\(xml(v.message))</td></tr>\n"
         }
         h += "</table>\n</body></html>\n"

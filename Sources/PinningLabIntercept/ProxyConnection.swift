@@ -219,7 +219,7 @@ final class ProxyConnection {
         // A passthrough host named by the authority is resolved, vetted and dialled before the 200 (server-speaks-
         // first protocols work; a refused destination gets its 403); otherwise the ClientHello's SNI decides. An
         // address whose own policy passes it through is vetted now too, so that it is refused with a 403.
-        let passthrough = core.configuration.policies.policy(for: host) == .passthrough
+        let passthrough = core.policy(for: host) == .passthrough
         if passthrough && AddressRange.bytes(host) == nil {
             observation.host = host
             observation.policy = .passthrough
@@ -297,7 +297,7 @@ final class ProxyConnection {
             observation.serverName = sni
         }
         observation.host = host
-        let policy = core.configuration.policies.policy(for: host)
+        let policy = core.policy(for: host)
         observation.policy = policy
         if policy == .passthrough {
             startDial(replyPending: false)

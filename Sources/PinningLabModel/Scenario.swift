@@ -173,6 +173,10 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     /// The profiles where correct verifiers legitimately differ (`varies:` in the file), with the reason: the
     /// expectation is accept, and a refusal is "stricter than required", not a deviation.
     public var variance: [PinProfile: String] = [:]
+    /// The varying profiles whose difference is which path the verifier validates (`path-building: true`): there a
+    /// correct client's refusal on a pin mismatch is "stricter than required" too, because the pins are checked
+    /// against the path its verifier built (a trusted-first verifier ends at another root).
+    public var pathVariance: Set<PinProfile> = []
 
     /// What a scenario says about the cells a platform's TLS policy decides: why, and what a correct client on each
     /// listed platform does. Platforms not listed, and runs that name no platform, follow `expect`.
@@ -240,10 +244,11 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     public func rule(_ profile: PinProfile, platform: PlatformPolicy?) -> CellRule {
         let e = expected(profile, platform: platform)
         guard let policy, decidedByPolicy(profile) else {
-            return CellRule(platform: platform, variance: variance[profile])
+            return CellRule(platform: platform, variance: variance[profile], varianceIsPathBuilding: pathVariance.contains(profile))
         }
         let others = policy.expectations.keys.sorted().filter { policy.expectations[$0]?[profile] != e && $0 != platform }
-        return CellRule(platform: platform, policyReason: policy.reason, otherPlatforms: others, variance: variance[profile])
+        return CellRule(platform: platform, policyReason: policy.reason, otherPlatforms: others, variance: variance[profile],
+                        varianceIsPathBuilding: pathVariance.contains(profile))
     }
 
     /// The expected row in `PinProfile.all` order, e.g. `A X X A A A`.
@@ -322,7 +327,15 @@ extension Scenario: Encodable {
         }
         if !variance.isEmpty {
             var vc = c.nestedContainer(keyedBy: AnyKey.self, forKey: .varies)
-            for (p, text) in variance.sorted(by: { $0.key < $1.key }) { try vc.encode(text, forKey: AnyKey(p.rawValue)) }
+            for (p, text) in variance.sorted(by: { $0.key < $1.key }) {
+                if pathVariance.contains(p) {
+                    var pc = vc.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey(p.rawValue))
+                    try pc.encode(text, forKey: AnyKey("reason"))
+                    try pc.encode(true, forKey: AnyKey("path-building"))
+                } else {
+                    try vc.encode(text, forKey: AnyKey(p.rawValue))
+                }
+            }
         }
     }
 }

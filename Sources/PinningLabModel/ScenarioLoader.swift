@@ -230,13 +230,15 @@ private struct Reader {
         }
 
         let policy = try top["policy"].map { try self.policy($0, expectations: expectations) }
-        let variance = try top["varies"].map { try self.variance($0, expectations: expectations) } ?? [:]
+        var pathVariance: Set<PinProfile> = []
+        let variance = try top["varies"].map { try self.variance($0, expectations: expectations, pathBuilding: &pathVariance) } ?? [:]
 
         var scenario = Scenario(id: id, title: title, tags: tags, order: order, teaching: teaching, server: server,
                                 client: client, expectations: expectations, notes: notes, refusal: refusal, source: file,
                                 policy: policy, variance: variance)
         scenario.parties = parties
         scenario.steps = steps
+        scenario.pathVariance = pathVariance
         return scenario
     }
 
@@ -301,7 +303,7 @@ private struct Reader {
     }
 
     /// `varies:` — profile: reason, where correct verifiers legitimately differ; the expectation must be accept.
-    func variance(_ node: Node, expectations: [PinProfile: Expectation]) throws -> [PinProfile: String] {
+    func variance(_ node: Node, expectations: [PinProfile: Expectation], pathBuilding: inout Set<PinProfile>) throws -> [PinProfile: String] {
         var out: [PinProfile: String] = [:]
         if case .scalar = node {
             // One reason for every profile.
@@ -316,7 +318,20 @@ private struct Reader {
         }
         for (profile, v) in try profileMapping(node, "varies", fix: "write one line per profile: `none: \"OpenSSL accepts, GnuTLS refuses: …\"`.") {
             let field = "varies.\(profile.rawValue)"
-            let why = try nonEmptyString(v, field, fix: "say which verifiers differ and why, quoted if it contains ': '.")
+            var reasonNode = v
+            if case .mapping = v {
+                // `{reason: "…", path-building: true}`: verifiers validate different paths here.
+                let m = try mapping(v, field, allowed: ["reason", "path-building"])
+                reasonNode = try required(m, "reason", in: v, field, hint: "add `reason: \"which verifiers differ and why\"`.")
+                if let pb = m["path-building"] {
+                    guard case .scalar = pb, pb.string == "true" || pb.string == "false" else {
+                        throw fail(.badVariance, pb, "\(field).path-building", "not true or false.",
+                                   fix: "write `path-building: true` when the verifiers differ in the path they validate.")
+                    }
+                    if pb.string == "true" { pathBuilding.insert(profile) }
+                }
+            }
+            let why = try nonEmptyString(reasonNode, field, fix: "say which verifiers differ and why, quoted if it contains ': '.")
             guard expectations[profile] == .accept else {
                 throw fail(.badVariance, v, field,
                            "`expect.\(profile.rawValue)` is refuse: an acceptance there is a flaw, so the cell cannot vary.",

@@ -343,7 +343,9 @@ public struct Verdict: Sendable, Hashable, Codable {
     ) {
         // A refusal on a pin mismatch is the pinning logic's doing: never excused as variance or policy.
         let platformRefusal = expected == .accept && observed == .refused && claimed != .accepted && category != .pinMismatch
-        if status == .fail, let why = rule.variance, platformRefusal {
+        // …unless the scenario says the variance is the validated path itself: then the pin check ran on another path.
+        let pathRefusal = rule.varianceIsPathBuilding && expected == .accept && observed == .refused && claimed != .accepted
+        if status == .fail, let why = rule.variance, platformRefusal || pathRefusal {
             status = .stricter
             reason = "stricter than required: \(why); the client " + reason.replacingOccurrences(of: "expected accept, but the client ", with: "")
             return
@@ -533,15 +535,19 @@ public struct CellRule: Sendable, Hashable {
     public var otherPlatforms: [PlatformPolicy]
     /// Set when correct verifiers legitimately differ here: a refusal is "stricter than required", with this reason.
     public var variance: String?
+    /// The variance is which path verifiers validate: a refusal on a pin mismatch is excused too (the pins were
+    /// checked against the path this client's verifier built).
+    public var varianceIsPathBuilding: Bool
 
     public init(
         platform: PlatformPolicy? = nil, policyReason: String? = nil, otherPlatforms: [PlatformPolicy] = [],
-        variance: String? = nil
+        variance: String? = nil, varianceIsPathBuilding: Bool = false
     ) {
         self.platform = platform
         self.policyReason = policyReason
         self.otherPlatforms = otherPlatforms
         self.variance = variance
+        self.varianceIsPathBuilding = varianceIsPathBuilding
     }
 
     /// No platform, no policy, no variance: the cell is judged by its expectation alone.

@@ -19,7 +19,13 @@ struct InterceptCommand: AsyncParsableCommand {
 
             Policies: mint (a leaf for the host from proxy-root, like Charles/mitmproxy/Burp), stuff (the same with \
             the genuine chain appended), collision (a leaf from twin-intermediate-a, a CA with lab-intermediate-a's \
-            name and key identifier), passthrough (a plain TCP tunnel to the upstream, not intercepted).
+            name and key identifier), foreign-host (a leaf from the genuine lab-intermediate-a for another host: \
+            catches clients that pin a CA and skip the host-name check), passthrough (a plain TCP tunnel to the \
+            upstream, not intercepted).
+
+            --learn passes a host through once it refused an intercepted connection, so the app keeps working and \
+            reveals its other hosts; --evidence writes the MASTG-TEST-0244 evidence (Markdown) a tester files; \
+            --write-baseline records each host's verdict and --baseline fails only when one changes.
 
             Example: pinlab intercept --pinned 'api.pinning.test,**.api.pinning.test' --policy stuff --until-idle 3
                      curl -x http://127.0.0.1:8080 --cacert proxy-root.pem https://api.pinning.test/
@@ -38,7 +44,7 @@ struct InterceptCommand: AsyncParsableCommand {
     @Option(help: "Off loopback: a device address or block allowed to use the proxy (CIDR, e.g. 192.168.1.23/32); repeatable.")
     var allowPeer: [String] = []
 
-    @Option(help: "mint, stuff, collision or passthrough, alone (the default) or HOST=POLICY; repeatable or comma-separated.")
+    @Option(help: "mint, stuff, collision, foreign-host or passthrough, alone (the default) or HOST=POLICY; repeatable or comma-separated.")
     var policy: [String] = []
 
     @Option(help: "Where passthrough goes: HOST:PORT (every host) or PATTERN=HOST:PORT; repeatable. Default: the CONNECT authority, if it is a public address (a route also allows a loopback or private one).")
@@ -70,6 +76,18 @@ struct InterceptCommand: AsyncParsableCommand {
     @Option(help: "The root that mints leaves: proxy-root (NOT name-constrained, any host) or proxy-root-scoped (only the hosts of `pinlab pki proxy-root --scope`; a name covers itself and its subdomains).")
     var proxyRoot: String = "proxy-root"
 
+    @Flag(help: "Pass a host through to its upstream once it refused an intercepted connection (its verdict stays), so the app keeps working and reveals its other hosts.")
+    var learn = false
+
+    @Option(help: "Write the MASTG-TEST-0244 evidence (Markdown: test id, weakness, per-domain table, the command that reproduces it) to this file.")
+    var evidence: String?
+
+    @Option(help: "Compare each host's verdict with this file (written by --write-baseline): exit 1 only when a host's verdict changed, or a new host deviates.")
+    var baseline: String?
+
+    @Option(help: "Write every host's verdict to this file (JSON, one line per host), to commit and pass to --baseline.")
+    var writeBaseline: String?
+
     @Option(help: "Print the JSON Schema of the json report and exit.")
     var printSchema: String?
 
@@ -85,7 +103,18 @@ struct InterceptCommand: AsyncParsableCommand {
             return
         }
         let formats = try parseFormats(report)
+        requireWritable(evidence, option: "--evidence")
+        requireWritable(writeBaseline, option: "--write-baseline")
+        var knownVerdicts: InterceptBaseline?
+        if let baseline {
+            do {
+                knownVerdicts = try InterceptBaseline.load(contentsOf: URL(fileURLWithPath: baseline), displayName: baseline)
+            } catch {
+                fail("--baseline: \(error.description)")
+            }
+        }
         var configuration = InterceptProxy.Configuration(engine: engine)
+        configuration.learn = learn
         do {
             configuration.pinned = try HostPattern.parseList(pinned, option: "--pinned")
             configuration.policies = try PolicyTable.parse(policy, option: "--policy")
@@ -168,7 +197,29 @@ struct InterceptCommand: AsyncParsableCommand {
                 fail("--output-dir: cannot write \(url.path): \(error.localizedDescription)")
             }
         }
+        if let evidence {
+            let text = InterceptEvidence(report: result, commandLine: ["pinlab"] + CommandLine.arguments.dropFirst()).markdown()
+            do {
+                try text.write(toFile: evidence, atomically: true, encoding: .utf8)
+                print("wrote \(evidence)")
+            } catch {
+                fail("--evidence: " + writeFailure(evidence, error))
+            }
+        }
         if !formats.contains(.text) { print(result.summaryLine) }
+        if let writeBaseline {
+            do {
+                try InterceptBaseline(result).jsonString().write(toFile: writeBaseline, atomically: true, encoding: .utf8)
+                print("wrote the baseline \(writeBaseline) (\(result.hosts.count) hosts)")
+            } catch {
+                fail("--write-baseline: " + writeFailure(writeBaseline, error))
+            }
+        }
+        if let knownVerdicts, let baseline {
+            print(knownVerdicts.text(for: result, file: baseline), terminator: "")
+            if !knownVerdicts.changes(in: result).isEmpty { throw ExitCode(1) }
+            return
+        }
         if result.deviates { throw ExitCode(1) }
     }
 

@@ -358,7 +358,8 @@ struct BundledCatalogueTests {
     @Test func platformPoliciesAndVarianceOfTheCatalogue() throws {
         let c = try Catalogue.bundled()
         #expect(c.scenarios.filter { $0.policy != nil }.map(\.id) == ["weak-rsa-1024", "sha1-signature", "tls-v1-2-no-forward-secrecy"])
-        #expect(c.scenarios.filter { !$0.variance.isEmpty }.map(\.id) == ["name-collision-root", "ats-floor", "ed25519"])
+        #expect(c.scenarios.filter { !$0.variance.isEmpty }.map(\.id) == ["root-rollover-new-root-trusted", "name-collision-root", "ats-floor", "ed25519"])
+        #expect(c.scenarios.filter { !$0.pathVariance.isEmpty }.map(\.id) == ["root-rollover-new-root-trusted"])
         let rsa = try #require(c["tls-v1-2-no-forward-secrecy"])
         for p in PinProfile.all {
             #expect(rsa.expected(p) == .refuse, "no platform named: the strict row, as before")

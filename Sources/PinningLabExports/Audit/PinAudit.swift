@@ -20,6 +20,11 @@ public enum PinAudit {
         return AuditReport(files: summaries, findings: findings)
     }
 
+    /// The pin sets a configuration file declares, per host, as base64 SHA-256 hashes (`pinlab timeline --pins`).
+    public static func pinSets(in file: String) throws(PinConfigError) -> [(host: String, pins: [String])] {
+        try read(file).domains.map { ($0.host, $0.pins.map(\.sha256)) }
+    }
+
     static func read(_ file: String) throws(PinConfigError) -> AuditedFile {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {

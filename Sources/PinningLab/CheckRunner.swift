@@ -1,0 +1,189 @@
+import Foundation
+public import PinningLabCore
+public import PinningLabModel
+public import PinningLabPKI
+import PinningLabGnuTLS
+import PinningLabOpenSSL
+
+/// Runs clients through the catalogue on real servers and judges every cell.
+///
+/// One server per (scenario, engine) serves all profiles of that scenario, one cell after the other, so each
+/// observation belongs to exactly one cell; cells of different servers run concurrently (`CheckOptions.jobs`).
+public struct CheckRunner: Sendable {
+    public let pki: LabPKI
+    public let catalogue: Catalogue
+
+    public init(pki: LabPKI, catalogue: Catalogue) {
+        self.pki = pki
+        self.catalogue = catalogue
+    }
+
+    /// The bundled catalogue on the default lab PKI.
+    public static func lab() throws -> CheckRunner {
+        CheckRunner(pki: try Lab.pki(), catalogue: try Catalogue.bundled())
+    }
+
+    /// The server configuration of a scenario: its exact chain, key, versions, ciphers and client authentication.
+    public func serverConfiguration(for s: Scenario) throws -> ServerTLSConfiguration {
+        try serverConfiguration(for: s, party: s.server, name: s.id)
+    }
+
+    /// The configuration of one party of a scenario (`genuine` is `s.server`); `chain` replaces its chain (a
+    /// rotation), `ticketKeys` holds the cell's keys by name.
+    func serverConfiguration(
+        for s: Scenario, party server: Scenario.Server, name: String, chain names: [String]? = nil,
+        ticketKeys: [String: SessionTicketKey]
+    ) throws -> ServerTLSConfiguration {
+        var c = try serverConfiguration(for: s, party: server, name: name, chain: names)
+        c.resumption.ticketKey = server.ticketKey.flatMap { ticketKeys[$0] }
+        return c
+    }
+
+    private func serverConfiguration(
+        for s: Scenario, party server: Scenario.Server, name: String, chain names: [String]? = nil
+    ) throws -> ServerTLSConfiguration {
+        let chain = try (names ?? server.chain).map { try pki.identity($0) }
+        var identity = ServerIdentity(chain[0], chain: chain.map(\.certificateDER), serverNames: [])
+        identity.name = name
+        var c = ServerTLSConfiguration(identities: [identity])
+        c.resumption = SessionResumption(server.resumption)
+        let versions = server.tlsVersions
+        c.minimumVersion = versions.min() ?? .tls12
+        c.maximumVersion = versions.max() ?? .tls13
+        // Every IANA name maps on both engines, or this throws: a restriction never silently disappears.
+        c.ciphers = try CipherPreferences(ianaSuites: server.cipherSuites)
+        c.clientAuthentication = server.clientAuth
+        c.clientTrustRootsDER = try server.clientAuthTrust.map { try pki.identity($0).certificateDER }
+        return c
+    }
+
+    /// Runs `client` through the selected scenarios, profiles and engines.
+    public func run(_ client: ClientUnderTest, options: CheckOptions = CheckOptions()) async throws -> CheckReport {
+        let start = try RunStart(self, options)
+        defer { start.cleanUp() }
+        let (started, clock, selected, files) = (start.date, start.clock, start.selected, start.files)
+        let supported = options.profiles ?? client.supportedProfiles
+        let platform = options.platform ?? client.platform
+
+        var jobs: [CellScheduler.Job] = []
+        for sc in selected.scenarios {
+            for e in options.engines {
+                let inShard = PinProfile.all.filter { options.shard?.contains(scenario: sc.id, profile: $0, engine: e.name) ?? true }
+                let runnable = inShard.filter { supported?.contains($0) ?? true }
+                jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable, inShard: inShard, platform: platform))
+            }
+        }
+        let scheduler = CellScheduler(jobs, progress: options.progress)
+        let workers = min(options.jobs, max(1, jobs.reduce(0) { $0 + $1.profiles.count }))
+        // Servers whose cells are done stop beside the next cells (stopping joins their threads); the run returns
+        // only when every one has stopped, so no server outlives it (a process exiting meanwhile corrupted the heap).
+        let stopping = Locked<[Task<Void, Never>]>([])
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<workers {
+                    group.addTask {
+                        while let a = await scheduler.take() {
+                            try await self.work(a, scheduler: scheduler, client: client, timeout: options.timeout,
+                                                files: files, stopping: stopping)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        } catch {
+            for t in stopping.withLock({ $0 }) { await t.value }
+            throw error
+        }
+        for t in stopping.withLock({ $0 }) { await t.value }
+        let verdicts = await scheduler.verdicts(client: client.name, supported: supported)
+        let d = ContinuousClock.now - clock
+        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        var report = CheckReport(
+            client: client.name, engines: options.engines.map(\.name), profiles: PinProfile.all, startedAt: started,
+            durationSeconds: seconds, verdicts: verdicts,
+            scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
+        report.platform = platform
+        return report
+    }
+
+    /// Runs one assignment: starts the job's server first if needed, then one cell.
+    func work(
+        _ a: CellScheduler.Assignment, scheduler: CellScheduler, client: ClientUnderTest, timeout: Duration,
+        files: CellFiles, stopping: Locked<[Task<Void, Never>]>
+    ) async throws {
+        let job = a.job
+        let s = job.scenario
+        if s.isMultiStep {
+            let v = await runSteps(of: s, profile: a.profile, engine: job.engine, client: client, timeout: timeout, files: files)
+            _ = await scheduler.finish(a.index, a.profile, v, server: nil)
+            return
+        }
+        var server = a.server
+        if server == nil {
+            do {
+                server = try await FixtureServer.start(
+                    engine: job.engine, configuration: try serverConfiguration(for: s),
+                    options: .init(handshakeTimeout: timeout, idleTimeout: timeout, workerThreads: 1), label: s.id)
+            } catch let e as TLSEngineError where e.code == .unsupported {
+                await scheduler.abandon(a.index, status: .unsupported,
+                                        reason: "\(job.engine.name) cannot serve this scenario: \(e.reason)")
+                return
+            } catch {
+                await scheduler.abandon(a.index, status: .error,
+                                        reason: "the \(job.engine.name) server could not start: \(error)")
+                return
+            }
+        }
+        guard let server else { return }
+        let p = a.profile
+        let before = server.connectionsAccepted
+        let outcome: ClientOutcome
+        let ms: Double
+        do {
+            try await files.prepareCredentials(for: s)
+            switch client {
+            case .inProcess(let c):
+                let target = try files.target(for: s, profile: p, port: server.port, timeout: timeout)
+                let t0 = ContinuousClock.now
+                // The client gets its timeout and 5 s more; one that ignores cancellation no longer holds the run.
+                guard let o = await raceAgainstDeadline(timeout + .seconds(5), { await c.run(target) }) else {
+                    let v = Verdict.notRun(
+                        scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p, platform: job.platform),
+                        status: .error,
+                        reason: "the client did not finish: it had not returned \(Int(milliseconds(timeout) / 1000) + 5) s after the cell started (it ignores its timeout and cancellation)")
+                    if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
+                    return
+                }
+                outcome = o
+                ms = milliseconds(ContinuousClock.now - t0)
+            case .command(let c):
+                let ctx = try files.context(for: s, profile: p, port: server.port)
+                (outcome, ms) = await c.run(ctx, scratch: files.directory)
+            }
+        } catch {
+            let v = Verdict.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
+                                   expected: s.expected(p, platform: job.platform), status: .error, reason: "cannot prepare the cell: \(error)")
+            if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
+            return
+        }
+        let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
+        let v = Verdict.judge(
+            scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
+            expected: s.expected(p, platform: job.platform), evidence: ServerEvidence(observations), outcome: outcome,
+            clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: ms,
+            rule: s.rule(p, platform: job.platform))
+        if let done = await scheduler.finish(a.index, p, v, server: server) {
+            // Stopping joins the server's threads (on a thread of its own): the next cell starts at once, and
+            // run() awaits the stop before it returns.
+            let stop = Task { await done.stop() }
+            stopping.withLock { $0.append(stop) }
+        }
+    }
+}
+
+func milliseconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+}
+
+/// A run's scratch folder (`$TMPDIR/pinlab-check-…`), registered so that SIGINT and SIGTERM remove it too.
+func makeTemporaryDirectory() throws -> URL { try ScratchFolders.make("pinlab-check") }

@@ -1,0 +1,24 @@
+import Foundation
+public import PinningLabCore
+public import PinningLabModel
+import PinningLabPKI
+
+extension ServerEvidence {
+    /// The evidence of the connections one client made: accepted if any of them carried application data.
+    public init(_ observations: [Observation]) {
+        guard !observations.isEmpty else {
+            self = .noConnection
+            return
+        }
+        let o = observations.first { $0.applicationDataReceived } ?? observations.last!
+        // close_notify is an orderly end, not a refusal; the level is not part of the evidence.
+        func alert(_ a: TLSAlert?) -> TLSAlert? { a.flatMap { $0.isCloseNotify ? nil : TLSAlert(code: $0.code) } }
+        self.init(
+            connected: true, handshakeCompleted: o.handshakeCompleted,
+            applicationDataReceived: o.applicationDataReceived, requestLine: o.requestLine,
+            alertReceived: alert(o.alertReceived), alertSent: alert(o.alertSent), serverError: o.error,
+            negotiatedVersion: o.tlsVersion?.rawValue, cipherSuite: o.cipherSuite, sni: o.serverName,
+            clientCertificateSubject: o.clientCertificateSubject, handshakeMilliseconds: o.handshakeMilliseconds,
+            resumption: o.resumption)
+    }
+}

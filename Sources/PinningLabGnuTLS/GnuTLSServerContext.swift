@@ -1,0 +1,97 @@
+internal import CPinningLabGnuTLS
+internal import PinningLabCore
+internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
+internal import PinningLabPKI  // Locked
+
+final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // immutable after init; GnuTLS credentials and priority caches may be shared by sessions on several threads
+    let configuration: ServerTLSConfiguration
+    let identities: [GnuTLSIdentity]
+    let credentials: GnuTLSCredentials
+    let priority: GnuTLSPriority
+    let priorityString: String
+    /// ALPN protocol names as datums, pointing into `alpnStorage`.
+    let alpn: UnsafeMutablePointer<gnutls_datum_t>
+    let alpnStorage: UnsafeMutableRawBufferPointer
+    /// The 64-byte ticket master key (the configuration's shared key, or one of this context's own), for
+    /// `gnutls_session_ticket_enable_server`, which copies it into each session.
+    let ticketKey: [UInt8]
+    /// The session cache of TLS 1.2 session IDs, shared by the sessions of this context.
+    let sessionCache = Locked<[[UInt8]: [UInt8]]>([:])
+    /// At most this many cached sessions; the cache starts afresh when full.
+    static let sessionCacheCapacity = 4096
+
+    init(_ c: ServerTLSConfiguration) throws(TLSEngineError) {
+        configuration = c
+        ticketKey = Array((c.resumption.ticketKey?.bytes ?? SessionTicketKey(name: "own").bytes).prefix(64))
+        if c.ciphers.restrictsOpenSSL && !c.ciphers.restrictsGnuTLS {
+            throw TLSEngineError(
+                .unsupported, "the cipher restriction is given only for OpenSSL; add a gnuTLSPriority string")
+        }
+        var built: [GnuTLSIdentity] = []
+        for identity in c.identities { built.append(try GnuTLSIdentity(identity)) }
+        identities = built
+
+        let versions = c.versions.map { v -> String in
+            switch v {
+            case .tls10: return "+VERS-TLS1.0"
+            case .tls11: return "+VERS-TLS1.1"
+            case .tls12: return "+VERS-TLS1.2"
+            default: return "+VERS-TLS1.3"
+            }
+        }
+        var ps = (c.ciphers.gnuTLSPriority ?? "NORMAL") + ":-VERS-ALL:" + versions.joined(separator: ":")
+        if c.minimumVersion.isLegacy {
+            // TLS 1.0/1.1 sign with SHA-1; GnuTLS refuses that unless told to allow it.
+            ps += ":%VERIFY_ALLOW_SIGN_WITH_SHA1:+SIGN-ALL"
+        }
+        priorityString = ps
+        do {
+            priority = try GnuTLSPriority(ps)
+        } catch {
+            throw TLSEngineError(
+                c.ciphers.gnuTLSPriority == nil ? .unsupported : .invalidConfiguration,
+                "GnuTLS rejects the priority string '\(ps)' at '\(error.at)': \(gnutlsErrorText(error.code))")
+        }
+        credentials = try GnuTLSCredentials()
+        gnutls_certificate_set_retrieve_function2(credentials.pointer) { session, _, _, _, _, pcert, length, key in
+            guard let s = GnuTLSServerSession.from(session) else { return -1 }
+            return s.retrieve(pcert, length, key)
+        }
+
+        var storage: [UInt8] = []
+        for p in c.alpnProtocols { storage.append(contentsOf: p.utf8) }
+        alpnStorage = .allocate(byteCount: max(storage.count, 1), alignment: 1)
+        alpnStorage.copyBytes(from: storage)
+        alpn = .allocate(capacity: max(c.alpnProtocols.count, 1))
+        var offset = 0
+        for (i, p) in c.alpnProtocols.enumerated() {
+            let n = p.utf8.count
+            alpn[i] = gnutls_datum_t(
+                data: alpnStorage.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self), size: UInt32(n))
+            offset += n
+        }
+
+        // From here on deinit frees everything.
+        if c.clientAuthentication != .none {
+            for (i, der) in c.clientTrustRootsDER.enumerated() {
+                let rc = der.withUnsafeBufferPointer { buf -> Int32 in
+                    var datum = gnutls_datum_t(
+                        data: UnsafeMutablePointer(mutating: buf.baseAddress), size: UInt32(buf.count))
+                    return gnutls_certificate_set_x509_trust_mem(credentials.pointer, &datum, GNUTLS_X509_FMT_DER)
+                }
+                guard rc >= 0 else {
+                    throw TLSEngineError(.invalidConfiguration, "clientTrustRootsDER[\(i)] is not DER: \(gnutlsErrorText(rc))")
+                }
+            }
+        }
+    }
+
+    deinit {
+        alpn.deallocate()
+        alpnStorage.deallocate()
+    }
+
+    func makeSession(socket: Int32) throws(TLSEngineError) -> any TLSServerSession {
+        try GnuTLSServerSession(context: self, socket: socket)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import PinningLabPKI
+
+/// The PKI of a timeline: a spec written from the plan (the pool's intermediates, the next root and its
+/// cross-certificate, one leaf per renewal) and issued by the lab's own PKI builder in a scratch folder.
+enum TimelinePKI {
+    /// The lab's keys a timeline reuses, so that the lab's pins (and every export of them) apply to its chains.
+    static let sharedKeys = ["K1", "K2", "lab-root", "lab-intermediate-a", "lab-intermediate-b"]
+    static let permitted = #"[localhost, test, 127.0.0.0/8, "::1/128"]"#
+
+    static func spec(policy: CAPolicy, renewals: [Renewal]) -> String {
+        var keys = ["K1", "K2"]
+        for r in renewals where !keys.contains(r.key) { keys.append(r.key) }
+        var y = """
+            version: 1
+            defaults:
+              keyType: p256
+              leafValidity: { notBefore: -1h, notAfter: +30d }
+              caValidity: { notBefore: -1h, notAfter: +3650d }
+              hosts: [localhost, api.pinning.test]
+            keys:
+
+            """
+        for k in keys { y += "  \(k): p256\n" }
+        y += """
+            entities:
+              lab-root:
+                role: root
+                subject: { CN: PinningLab Root CA, O: PinningLab }
+                nameConstraints: { permitted: \(permitted) }
+
+            """
+        for (i, name) in policy.poolNames(root: 1).enumerated() {
+            let cn = i == 0 ? "PinningLab Intermediate A" : i == 1 ? "PinningLab Intermediate B" : "PinningLab Pool Intermediate \(i + 1)"
+            y += intermediate(name, issuer: "lab-root", cn: cn)
+        }
+        if policy.rolloverDay != nil {
+            y += """
+                  lab-root-2:
+                    role: root
+                    subject: { CN: PinningLab Root CA 2, O: PinningLab }
+                    nameConstraints: { permitted: \(permitted) }
+                  lab-root-2-cross:
+                    role: intermediate
+                    issuer: lab-root
+                    key: lab-root-2
+                    subject: { CN: PinningLab Root CA 2, O: PinningLab }
+                    nameConstraints: { permitted: \(permitted) }
+
+                """
+            for (i, name) in policy.poolNames(root: 2).enumerated() {
+                y += intermediate(name, issuer: "lab-root-2", cn: "PinningLab Root 2 Intermediate \(i + 1)")
+            }
+        }
+        // K2's pin (the backup) needs a certificate that carries K2 even when the plan never re-keys.
+        y += """
+              backup-key-holder:
+                role: leaf
+                issuer: lab-intermediate-a
+                key: K2
+
+            """
+        for r in renewals {
+            y += """
+                  leaf-\(r.index):
+                    role: leaf
+                    issuer: \(r.intermediate)
+                    key: \(r.key)
+                    validity: { notBefore: -1h, notAfter: +\(r.validityDays)d }
+
+                """
+        }
+        return y
+    }
+
+    static func intermediate(_ name: String, issuer: String, cn: String) -> String {
+        """
+          \(name):
+            role: intermediate
+            issuer: \(issuer)
+            subject: { CN: \(cn), O: PinningLab }
+            pathLength: 0
+
+        """
+    }
+
+    /// Issues the timeline's PKI in `folder`, linking the lab's kept keys first (when `labKeys` has them).
+    static func issue(policy: CAPolicy, renewals: [Renewal], in folder: URL, labKeys: LabPKI?) throws -> LabPKI {
+        let keys = folder.appendingPathComponent("keys", isDirectory: true)
+        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        if let labKeys {
+            for name in sharedKeys {
+                let source = labKeys.keyFile(name)
+                guard FileManager.default.fileExists(atPath: source.path) else { continue }
+                // A hard link where the file system allows (the same file, mode 0600); else a 0600 copy inside the
+                // 0700 scratch folder, which is removed when the run ends (and by pinlab's SIGINT/SIGTERM handler).
+                // Not a symbolic link: the PKI refuses a key file whose own mode is not 0600.
+                let target = keys.appendingPathComponent("\(name).pem")
+                if link(source.path, target.path) != 0 {
+                    let data = try Data(contentsOf: source)
+                    guard FileManager.default.createFile(atPath: target.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+                        throw TimelineError("pki", "cannot copy the key \(name) into \(keys.path)", fix: "check that the temporary folder is writable")
+                    }
+                }
+            }
+        }
+        let spec = try PKISpec.parse(yaml: spec(policy: policy, renewals: renewals), file: "<pinlab timeline>")
+        var options = PKIOptions(directory: folder)
+        options.writeIdentityFiles = false
+        options.pkcs12Encoder = nil
+        return try LabPKI.open(spec: spec, options: options)
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import PinningLabTestSupport
+import PinningLab
+import Testing
+
+/// `pinlab timeline` (issue 24): every renewal's real chain is issued, served and checked by the reference client
+/// with each pin set. Each expected break is written by reasoning from the policy; the runs confirm it.
+@Suite("pinlab timeline", .serialized)
+struct TimelineCLITests {
+    struct Lane {
+        var name: String
+        var firstBreakDay: Int?
+    }
+    struct Run {
+        var status: Int32
+        var lanes: [String: Lane]
+        var renewals: [[String: Any]]
+        var stdout: String
+    }
+
+    static func timeline(_ args: [String]) async throws -> Run {
+        let r = try await CLI.run(["timeline", "--format", "json"] + args + CLI.dirArgs)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)\n\(r.stderr)")
+        var lanes: [String: Lane] = [:]
+        for l in json["lanes"] as? [[String: Any]] ?? [] {
+            let name = (l["lane"] as? [String: Any])?["name"] as? String ?? "?"
+            lanes[name] = Lane(name: name, firstBreakDay: (l["firstBreak"] as? [String: Any])?["day"] as? Int)
+        }
+        return Run(status: r.status, lanes: lanes, renewals: json["renewals"] as? [[String: Any]] ?? [], stdout: r.stdout)
+    }
+
+    /// 47-day certificates renewed at day 31 (two thirds) with a new key each time: the first re-key uses the
+    /// backup K2, so leaf-spki (K1) and leaf-cert break on day 31, leaf-spki+backup (K1, K2) on day 62 (the
+    /// second re-key, to a key nobody pinned); the issuer and the root never change, so their pins hold.
+    @Test func aReKeyingPolicyBreaksLeafPinsAtTheFirstRenewal() async throws {
+        let r = try await Self.timeline(["--preset", "sc081-47", "--horizon", "100"])
+        #expect(r.status == 0)
+        #expect(r.renewals.map { $0["day"] as? Int } == [0, 31, 62, 93])
+        #expect(r.lanes["leaf-cert"]?.firstBreakDay == 31 && r.lanes["leaf-spki"]?.firstBreakDay == 31)
+        #expect(r.lanes["leaf-spki+backup"]?.firstBreakDay == 62)
+        #expect(r.lanes["intermediate-spki"]?.firstBreakDay == nil && r.lanes["root-spki"]?.firstBreakDay == nil)
+    }
+
+    /// A root rollover on day 100, without and with a cross-sign. The client's store gains lab-root-2 on that day
+    /// (a trust-store update). Without a cross-sign the chain ends at lab-root-2: the old root's pin breaks on day
+    /// 100. With one, the server sends lab-root-2 cross-signed by lab-root, but OpenSSL's verifier prefers the
+    /// trusted lab-root-2 to the cross-certificate, so the validated chain still ends at the new root and the old
+    /// root's pin breaks on day 100 too (a verifier that prefers the path through the sent cross-certificate would
+    /// keep it until the cross-sign is dropped). The pin set with the next root holds throughout; the key never
+    /// changes, so leaf pins other than the certificate hash hold.
+    @Test(arguments: ["0", "120"])
+    func aRootPinHoldsUntilTheRolloverAndTheNextRootKeepsIt(crossSignDays: String) async throws {
+        let r = try await Self.timeline(["--validity", "90", "--no-rekey", "--rollover-day", "100", "--cross-sign-days", crossSignDays, "--horizon", "300"])
+        #expect(r.lanes["root-spki"]?.firstBreakDay == 100, "\(r.stdout)")
+        #expect(r.lanes["root-spki+next-root"] != nil && r.lanes["root-spki+next-root"]?.firstBreakDay == nil)
+        #expect(r.lanes["leaf-spki"]?.firstBreakDay == nil && r.lanes["leaf-spki+backup"]?.firstBreakDay == nil)
+        #expect(r.lanes["leaf-cert"]?.firstBreakDay == 60)
+        #expect(r.lanes["intermediate-spki"]?.firstBreakDay == 100, "the new root issues from its own intermediates")
+        let crossed = r.renewals.filter { $0["crossSigned"] as? Bool == true }.map { $0["day"] as? Int }
+        #expect(crossed == (crossSignDays == "0" ? [] : [100, 160]), "\(crossed)")
+    }
+
+    /// Let's Encrypt's preset draws each issuance's intermediate from a pool of five: an intermediate pin breaks on
+    /// the first issuance not made by lab-intermediate-a (read from the plan), a pin on the whole pool holds.
+    @Test func anIntermediatePinBreaksAtTheFirstRotation() async throws {
+        let r = try await Self.timeline(["--preset", "letsencrypt"])
+        let firstRotation = r.renewals.first { ($0["intermediate"] as? String) != "lab-intermediate-a" }?["day"] as? Int
+        #expect(firstRotation != nil, "the seeded draw rotates within a year: \(r.renewals)")
+        #expect(r.lanes["intermediate-spki"]?.firstBreakDay == firstRotation)
+        #expect(r.lanes["intermediate-pool"]?.firstBreakDay == nil)
+        #expect(r.lanes["root-spki"]?.firstBreakDay == nil)
+    }
+
+    /// The pins of an export apply: `pinlab export pins-json` pins K1 and the backup K2, so under the re-keying
+    /// policy it breaks with leaf-spki+backup on day 62 — and a user pin set that breaks makes the exit status 1.
+    /// A root pin of one's own holds: exit 0.
+    @Test func exportedPinsAreFollowedAndDecideTheExitStatus() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-timeline-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("pins.json")
+        let e = try await CLI.run(["export", "pins-json", "--out", file.path] + CLI.dirArgs)
+        #expect(e.status == 0, "\(e.stderr)")
+        let r = try await Self.timeline(["--preset", "sc081-47", "--horizon", "100", "--pins", file.path])
+        #expect(r.lanes["pins.json: localhost"]?.firstBreakDay == 62, "\(r.lanes.keys.sorted())")
+        #expect(r.status == 1)
+        let root = try await CLI.run(["pki", "pins", "lab-root", "--format", "okhttp"] + CLI.dirArgs)
+        let pin = try #require(root.stdout.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("sha256/") }.map(String.init), "\(root.stdout)")
+        let held = try await Self.timeline(["--preset", "sc081-47", "--horizon", "100", "--pin", pin])
+        #expect(held.lanes["your pins"]?.firstBreakDay == nil && held.status == 0, "\(held.stdout)")
+    }
+
+    @Test func badOptionsNameTheOptionAndTheFix() async throws {
+        for (args, text) in [
+            (["--preset", "bogus"], "--preset: 'bogus' is not a preset"),
+            (["--validity", "0"], "--validity: 0 is not a validity in days"),
+            (["--rollover-day", "9999"], "--rollover-day: day 9999 is outside the horizon"),
+            (["--pin", "sha256/nope"], "--pin: 'sha256/nope' is not sha256/BASE64 of 32 bytes"),
+            (["--format", "pdf"], "--format: 'pdf' is not a format"),
+            (["--start", "tomorrow"], "--start: 'tomorrow' is not a date"),
+            (["--pins", "/nonexistent/pins.json"], "--pins: /nonexistent/pins.json"),
+        ] {
+            let r = try await CLI.run(["timeline"] + args + CLI.dirArgs)
+            #expect(r.status == 2, "\(args): exit \(r.status)")
+            #expect(r.stderr.contains(text), "\(args): \(r.stderr)")
+        }
+    }
+
+    /// The HTML picture renders in headless Chromium and is not blank (CI installs Chromium).
+    @Test(.enabled(if: LabTests.chromium != nil || Tool.inCI, "Chromium is not installed (apt-get install -y chromium)"))
+    func htmlPictureRendersInHeadlessChromium() async throws {
+        let chromium = try #require(LabTests.chromium, "CI installs Chromium (.ci/run); none was found")
+        let python = try #require(LabTests.python)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-timeline-shot-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let html = dir.appendingPathComponent("timeline.html")
+        let png = dir.appendingPathComponent("timeline.png")
+        let r = try await CLI.run(["timeline", "--preset", "letsencrypt", "--rollover-day", "200", "--format", "html", "--output", html.path] + CLI.dirArgs)
+        #expect(r.status == 0, "\(r.stderr)")
+        let page = try String(contentsOf: html, encoding: .utf8)
+        #expect(page.contains("<svg") && page.contains("intermediate-spki") && page.contains("breaks on day"))
+        let shot = await ChildProcess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900",
+             "--screenshot=\(png.path)", html.absoluteString], timeout: .seconds(120))
+        #expect(FileManager.default.fileExists(atPath: png.path), "no screenshot: \(shot.output)")
+        let check = await ChildProcess.run([python, LabTests.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path], timeout: .seconds(30))
+        #expect(check.status == 0, "\(check.output)")
+    }
+}
