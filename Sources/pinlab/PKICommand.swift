@@ -66,6 +66,9 @@ extension PKICommand {
                 for line in pki.refresh.repaired { print("  \(line)") }
             }
             print("Trust file: \(pki.files(for: "lab-root").certificatePEM.path)")
+            if !pki.ctLogs.isEmpty {
+                print("CT log lists: \(pki.ctLogListFile.path) (log list v3), \(pki.ctLogOpenSSLFile.path) (openssl -ctlogfile)")
+            }
             warnSeededCAs(pki)
             print("Next: pinlab pki list · pinlab pki show leaf-v1 · pinlab pki pins leaf-v1 --format curl")
         }
