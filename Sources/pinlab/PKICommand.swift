@@ -128,6 +128,7 @@ extension PKICommand {
                 if let t = s.twinOf { facts.append(("twin of", "\(t) (same subject and key identifier, another key)")) }
             }
             facts.append(("chain", ([id.name] + pki.issuers(of: id).map(\.name)).joined(separator: " ← ")))
+            for (i, sct) in pki.timestampSummaries(of: id).enumerated() { facts.append((i == 0 ? "SCTs" : "", "\(sct)")) }
             let p12 = id.role == .leaf || id.role == .client ? ",identity.p12" : ""
             print("""
                 \(id.name) — \(spec?.summary ?? id.role.rawValue)

@@ -120,6 +120,19 @@ struct CertificateTransparencyTests {
         #expect(pki["leaf-ct-valid"]?.signedCertificateTimestampList == nil)
     }
 
+    @Test("pki show's SCT summary: delivery, log, and whether each would count")
+    func summaries() throws {
+        let pki = try SharedPKI.pki()
+        func lines(_ name: String) throws -> [String] { pki.timestampSummaries(of: try pki.identity(name)).map(\.description) }
+        #expect(try lines("leaf-v1").isEmpty)
+        let valid = try lines("leaf-ct-valid")
+        #expect(valid.count == 2 && valid.allSatisfy { $0.hasPrefix("embedded: lab-ct-log-") && $0.hasSuffix("signature verifies") }, "\(valid)")
+        #expect(try lines("leaf-ct-tls").allSatisfy { $0.hasPrefix("TLS extension: ") && $0.hasSuffix("signature verifies") })
+        #expect(try lines("leaf-ct-unknown-log").first?.contains("unknown-ct-log (unlisted") == true)
+        #expect(try lines("leaf-ct-bad-signature").allSatisfy { $0.hasSuffix("signature does NOT verify") })
+        #expect(try lines("leaf-ct-future-timestamp").allSatisfy { $0.hasSuffix("signature verifies; timestamp in the future") })
+    }
+
     @Test("the log lists name the listed logs only, in Google's v3 JSON and OpenSSL's CT log file")
     func logListExports() throws {
         let pki = try SharedPKI.pki()
