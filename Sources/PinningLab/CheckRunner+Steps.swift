@@ -17,10 +17,20 @@ extension CheckRunner {
             .notRun(scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: s.expected(p),
                     status: status, reason: reason)
         }
-        guard case .inProcess(let c) = client, c.keepsSessionsAcrossSteps else {
+        // An in-process client that keeps sessions runs each step; a command whose template names the steps runs
+        // them all in one process (CommandSteps.swift); any other client is not judged here.
+        var inProcess: (any PinningClient)?
+        var command: CommandClient?
+        switch client {
+        case .inProcess(let c) where c.keepsSessionsAcrossSteps:
+            inProcess = c
+        case .command(let c):
+            if let why = Self.commandStepsUnsupported(c, s) { return notRun(.unsupported, why) }
+            command = c
+        default:
             return notRun(
                 .unsupported,
-                "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the client cannot keep state across connections (a command runs one process per connection), so it is not judged here")
+                "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the client cannot keep state across connections, so it is not judged here")
         }
         var servers: [String: FixtureServer] = [:]
         // The cell's ticket keys, by name: random, made for this cell only.
@@ -51,7 +61,12 @@ extension CheckRunner {
                 }
             }
             try await files.prepareCredentials(for: s)
+            if let command {
+                stepVerdicts = try await runCommandSteps(
+                    of: s, profile: p, engine: engine, client: command, servers: servers, files: files)
+            }
             for (i, step) in s.steps.enumerated() {
+                guard let c = inProcess else { break }
                 let server = servers[step.party]!
                 if let chain = step.rotateTo, let party = s.party(step.party) {
                     try server.rotate(to: try serverConfiguration(

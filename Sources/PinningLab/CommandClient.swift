@@ -67,6 +67,70 @@ public struct CommandClient: Sendable {
     }
 }
 
+extension CommandClient {
+    /// Runs the command once for every connection of a cell made of several (`context.steps`), when its template
+    /// names them (``CommandTemplate/usesSteps``): the client keeps whatever state it keeps (curl `--next` keeps
+    /// its TLS session cache) across the steps of one process.
+    ///
+    /// Its answer is one line per step on standard output: the last `steps.count` non-empty lines, in step order
+    /// (what it prints before them is not read). A line `0` (curl's `--write-out '%{exitcode}\n'` for a transfer
+    /// that succeeded) or `accepted` claims that the step was accepted; any other line (a non-zero exit code,
+    /// `refused`) that it was refused. A step without a line is claimed refused. The exit status is not read (it
+    /// is usually the last step's). As for every client, the claim is checked against what the server received.
+    public func runSteps(_ context: CellContext, scratch: URL) async -> (outcomes: [ClientOutcome], milliseconds: Double) {
+        var context = context
+        if context.hostsFile == nil {
+            let file = scratch.appendingPathComponent("hosts-\(context.host)-\(context.ip)")
+            if (try? context.hostsFileContents.write(to: file, atomically: true, encoding: .utf8)) != nil {
+                context.hostsFile = file.path
+            }
+        }
+        let count = context.stepList.count
+        let out = scratch.appendingPathComponent("steps-\(UUID().uuidString).out")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil, attributes: [.posixPermissions: 0o600])
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = await ProcessRunner.run(
+            template.arguments(for: context), extraEnvironment: context.environment, timeout: timeout, scratch: scratch,
+            stdoutFile: out.path)
+        if let e = r.launchError {
+            return (Array(repeating: ClientOutcome(claim: .refused, category: .other, detail: e, exitStatus: r.exitStatus), count: count), r.milliseconds)
+        }
+        let lines = Self.answerLines(at: out.path, count: count)
+        let stderr = r.stderrTail
+        var outcomes: [ClientOutcome] = []
+        for i in 0..<count {
+            let line = i < lines.count ? lines[i] : nil
+            let detail: String
+            if let line {
+                detail = "step \(i + 1) of one process: answered '\(line)'" + (stderr.isEmpty ? "" : "; \(stderr)")
+            } else if r.timedOut {
+                detail = "killed after \(timeout) (time limit) before it answered for step \(i + 1)"
+            } else {
+                detail = "the command printed \(lines.count) answer line(s) for \(count) steps: none for step \(i + 1)"
+                    + (stderr.isEmpty ? "" : "; \(stderr)")
+            }
+            let accepted = line.map { $0 == "0" || $0.lowercased() == "accepted" } ?? false
+            outcomes.append(accepted
+                ? ClientOutcome(claim: .accepted, detail: detail, exitStatus: r.exitStatus)
+                : ClientOutcome(claim: .refused, category: line == nil && r.timedOut ? .timeout : nil, detail: detail,
+                                exitStatus: r.exitStatus))
+        }
+        return (outcomes, r.milliseconds)
+    }
+
+    /// The last `count` non-empty lines of the file (its last 64 KiB), trimmed; fewer when it has fewer.
+    public static func answerLines(at path: String, count: Int) -> [String] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
+        defer { try? handle.close() }
+        let size = (try? handle.seekToEnd()) ?? 0
+        try? handle.seek(toOffset: size > 65_536 ? size - 65_536 : 0)
+        let data = (try? handle.readToEnd()) ?? Data()
+        let lines = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return Array(lines.suffix(count))
+    }
+}
+
 extension CommandClient: PinningClient {
     /// Runs the command from a `ClientTarget` (for use as an in-process client). `{certpins.hex}` holds the
     /// certificate hashes only when the target pins certificates.

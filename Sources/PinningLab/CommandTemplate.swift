@@ -25,6 +25,9 @@ public struct CellContext: Sendable, Hashable {
     public var hostsFile: String?
     /// The hosts the pins are declared for; `nil` declares them for `host` itself.
     public var pinScope: PinScope?
+    /// The connections of a cell made of several (a scenario's `steps`), in order; empty for a one-connection cell,
+    /// whose one connection is step 1 (``stepList``).
+    public var steps: [StepContext] = []
 
     public init(
         scenario: String, profile: PinProfile, host: String = "localhost", ip: String = "127.0.0.1", port: Int,
@@ -58,8 +61,23 @@ public struct CellContext: Sendable, Hashable {
     /// `HOST:PORT:IP`, curl's `--resolve` entry that sends the scenario's host name to the fixture server.
     public var resolve: String { "\(host):\(port):\(ip.contains(":") ? "[\(ip)]" : ip)" }
 
+    /// The connections of the cell: ``steps``, or the cell itself as step 1 when it is one connection.
+    public var stepList: [StepContext] {
+        steps.isEmpty
+            ? [StepContext(step: 1, host: host, ip: ip, port: port, pins: pins, certificatePins: certificatePins)]
+            : steps
+    }
+
     /// The value of every placeholder (without braces). See the CommandTemplates article for the exact meaning.
     public var values: [String: String] {
+        var out = singleValues
+        for step in stepList {
+            for (name, value) in step.values { out["\(name).\(step.step)"] = value }
+        }
+        return out
+    }
+
+    private var singleValues: [String: String] {
         let b64 = pins.map { Data($0).base64EncodedString() }
         return [
             "url": url,
@@ -92,7 +110,61 @@ public struct CellContext: Sendable, Hashable {
         for (k, v) in values {
             env["PINLAB_" + k.uppercased().replacingOccurrences(of: ".", with: "_")] = v
         }
+        env["PINLAB_STEPS"] = stepsJSON
         return env
+    }
+
+    /// `PINLAB_STEPS`: the connections of the cell as a JSON array, in order, one object per step with `step`,
+    /// `host`, `ip`, `port`, `url`, `resolve`, `pins` (base64 SHA-256 hashes, empty where the step's pins are not
+    /// in force) and `certpins` (hex). A one-connection cell has one step.
+    public var stepsJSON: String {
+        struct Entry: Encodable {
+            var step: Int, host: String, ip: String, port: Int, url: String, resolve: String, pins: [String], certpins: [String]
+        }
+        let entries = stepList.map {
+            Entry(step: $0.step, host: $0.host, ip: $0.ip, port: $0.port, url: $0.url, resolve: $0.resolve,
+                  pins: $0.pins.map { Data($0).base64EncodedString() }, certpins: $0.certificatePins.map(\.hexString))
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(entries)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+    }
+}
+
+/// One connection of a cell, as the per-step placeholders give it: `{url.2}`, `{host.2}`, `{resolve.2}`,
+/// `{pins.curl.2}`, … (``CommandTemplate/stepPlaceholders``).
+public struct StepContext: Sendable, Hashable {
+    /// 1, 2, …
+    public var step: Int
+    public var host: String
+    public var ip: String
+    public var port: Int
+    /// The hashes the client holds in this step: the profile's, or none where the step's pins are not in force.
+    public var pins: [[UInt8]]
+    public var certificatePins: [[UInt8]]
+
+    public init(step: Int, host: String, ip: String = "127.0.0.1", port: Int, pins: [[UInt8]], certificatePins: [[UInt8]]) {
+        self.step = step
+        self.host = host
+        self.ip = ip
+        self.port = port
+        self.pins = pins
+        self.certificatePins = certificatePins
+    }
+
+    public var url: String { "https://\(host):\(port)/" }
+    public var resolve: String { "\(host):\(port):\(ip.contains(":") ? "[\(ip)]" : ip)" }
+
+    /// The values of the step placeholders, without the `.N` suffix.
+    var values: [String: String] {
+        let b64 = pins.map { Data($0).base64EncodedString() }
+        return [
+            "url": url, "host": host, "port": String(port), "ip": ip, "resolve": resolve,
+            "pins": b64.joined(separator: ","), "pins.curl": PinFormat.curlPins(b64),
+            "pins.okhttp": b64.map(PinFormat.okhttpPin).joined(separator: ","),
+            "pins.hex": pins.map(\.hexString).joined(separator: ","),
+            "certpins.hex": certificatePins.map(\.hexString).joined(separator: ","),
+        ]
     }
 }
 
@@ -111,6 +183,34 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
         "client.cert", "client.key", "client.p12", "client.password", "scenario", "profile",
     ]
 
+    /// The placeholders that also come per step, with the step's number after a dot: `{url.1}`, `{url.2}`,
+    /// `{pins.curl.2}`, … A template that uses one runs every connection of a cell in one process (a scenario's
+    /// `steps`); on a one-connection cell, step 1 is the cell and later steps' placeholders are empty.
+    public static let stepPlaceholders = [
+        "url", "host", "port", "ip", "resolve", "pins", "pins.curl", "pins.okhttp", "pins.hex", "certpins.hex",
+    ]
+
+    /// `(name, step)` when `name` is a per-step placeholder (`pins.curl.2` is `("pins.curl", 2)`).
+    static func stepPlaceholder(_ name: String) -> (base: String, step: Int)? {
+        guard let dot = name.lastIndex(of: ".") else { return nil }
+        let digits = name[name.index(after: dot)...]
+        guard !digits.isEmpty, digits.count <= 3, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
+            digits.first != "0", let n = Int(digits)
+        else { return nil }
+        let base = String(name[..<dot])
+        return stepPlaceholders.contains(base) ? (base, n) : nil
+    }
+
+    static func isKnown(_ name: String) -> Bool { placeholders.contains(name) || stepPlaceholder(name) != nil }
+
+    /// The highest step number the template names (`{url.2}`: 2); 0 when it uses no per-step placeholder.
+    public var stepsNamed: Int {
+        words.flatMap { Self.names(in: $0) }.compactMap { Self.stepPlaceholder($0)?.step }.max() ?? 0
+    }
+
+    /// Whether the template runs the connections of a cell made of several in one process.
+    public var usesSteps: Bool { stepsNamed > 0 }
+
     public var words: [String]
 
     /// Parses and checks a template; unknown placeholders and empty templates are errors.
@@ -120,11 +220,11 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
                                        fix: "give the client command after `--`, e.g. `pinlab check -- curl -sf --cacert {ca} {url}`.")
         }
         for (i, w) in words.enumerated() {
-            for name in Self.names(in: w) where !Self.placeholders.contains(name) {
+            for name in Self.names(in: w) where !Self.isKnown(name) {
                 let hint = suggestion(name, in: Self.placeholders).map { "Did you mean {\($0)}? " } ?? ""
                 throw CheckSetupError(
                     .commandTemplate, problem: "word \(i + 1) ('\(w)') uses the unknown placeholder {\(name)}.",
-                    fix: "\(hint)Placeholders: \(Self.placeholders.map { "{\($0)}" }.joined(separator: " ")).")
+                    fix: "\(hint)Placeholders: \(Self.placeholders.map { "{\($0)}" }.joined(separator: " ")); per connection of a scenario with steps: \(Self.stepPlaceholders.map { "{\($0).N}" }.joined(separator: " ")) (N = 1, 2, …).")
             }
             if let open = Self.unclosedPlaceholder(in: w) {
                 throw CheckSetupError(
@@ -142,7 +242,8 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { words.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ") }
 
-    /// The placeholder names used in a word.
+    /// The placeholder names used in a word. `%{name}` is curl's `--write-out` variable (`%{exitcode}`), not a
+    /// placeholder.
     static func names(in word: String) -> [String] {
         var out: [String] = []
         var rest = Substring(word)
@@ -150,7 +251,8 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
             let after = rest[rest.index(after: open)...]
             guard let close = after.firstIndex(of: "}") else { break }
             let name = after[..<close]
-            if !name.isEmpty, name.allSatisfy({ $0.isLowercase || $0 == "." || $0 == "-" || $0.isNumber }) {
+            let writeOut = open > rest.startIndex && rest[rest.index(before: open)] == "%"
+            if !writeOut, !name.isEmpty, name.allSatisfy({ $0.isLowercase || $0 == "." || $0 == "-" || $0.isNumber }) {
                 out.append(String(name))
             }
             rest = after[after.index(after: close)...]

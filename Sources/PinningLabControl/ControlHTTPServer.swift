@@ -1,6 +1,7 @@
 import Foundation
 import PinningLab
 import PinningLabCore
+import PinningLabPKI  // Locked
 
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,7 @@ import Darwin
 /// line and headers are read until CRLFCRLF or ``ControlHTTPHead/maxBytes`` (then 431 at once, without reading on);
 /// a body only with `Content-Length` and at most `maxBodyBytes` (413 before reading it); the head and then the body
 /// each within `readTimeout` (else 408). The head is scanned once, so the work is linear in what was read.
-final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`, `stopping`) only under `lock`
+final class ControlHTTPServer: Sendable {
     /// A parsed request handed to the handler, with its body and the peer's address (`127.0.0.1`, `::1`).
     struct Request: Sendable {
         var head: ControlHTTPHead
@@ -49,10 +50,12 @@ final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`
     private let limits: Limits
     private let handler: Handler
     private let refusal: Refusal
-    private let lock = NSLock()
-    private var active = 0
-    private var stopping = false
-    private var acceptThread: WorkerThread?
+    private struct State {
+        var active = 0
+        var stopping = false
+        var acceptThread: WorkerThread?
+    }
+    private let state = Locked(State())
 
     /// Binds `host:port` (the caller has checked the address); `start()` starts accepting.
     init(host: String, port: Int, limits: Limits, handler: @escaping Handler, refusal: @escaping Refusal) throws(TLSEngineError) {
@@ -76,9 +79,10 @@ final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`
     /// Starts accepting on a thread of its own. Once only; on a failure, the socket is closed.
     func start() throws(TLSEngineError) {
         do {
-            acceptThread = try WorkerThread(name: "pinlab.ctl.accept") { [self] in acceptLoop() }
+            let thread = try WorkerThread(name: "pinlab.ctl.accept") { [self] in acceptLoop() }
+            state.withLock { $0.acceptThread = thread }
         } catch {
-            lock.withLock { stopping = true }
+            state.withLock { $0.stopping = true }
             close(listenFD)
             throw error
         }
@@ -90,27 +94,29 @@ final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`
 
     /// Stops accepting, wakes every connection (each ends at its next wait), and waits up to `grace` for them.
     func stop(grace: Duration = .seconds(2)) {
-        let first: Bool = lock.withLock {
-            defer { stopping = true }
-            return !stopping
+        let first: Bool = state.withLock { s in
+            defer { s.stopping = true }
+            return !s.stopping
         }
         guard first else { return }
         stopPipe.wake()
-        guard let accepting = acceptThread else {
+        guard let accepting = state.withLock({ s in
+            defer { s.acceptThread = nil }
+            return s.acceptThread
+        }) else {
             close(listenFD)
             return
         }
         accepting.join()
-        acceptThread = nil
         close(listenFD)
         let deadline = Sockets.now() + Sockets.nanoseconds(grace)
-        while lock.withLock({ active }) > 0 && Sockets.now() < deadline { usleep(2_000) }
+        while activeConnections > 0 && Sockets.now() < deadline { usleep(2_000) }
     }
 
     /// Connections being served now.
-    var activeConnections: Int { lock.withLock { active } }
+    var activeConnections: Int { state.withLock { $0.active } }
 
-    private var isStopping: Bool { lock.withLock { stopping } }
+    private var isStopping: Bool { state.withLock { $0.stopping } }
 
     // MARK: - Accepting
 
@@ -118,7 +124,7 @@ final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`
         var fds = [pollfd(fd: stopPipe.readEnd, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)]
         while !isStopping {
-            let room = lock.withLock { active < limits.maxConnections }
+            let room = state.withLock { $0.active < limits.maxConnections }
             fds[1].fd = room ? listenFD : -1
             fds[0].revents = 0
             fds[1].revents = 0
@@ -127,13 +133,13 @@ final class ControlHTTPServer: @unchecked Sendable {  // mutable state (`active`
             if n < 0 && errno != EINTR { return }
             if fds[0].revents != 0 { return }
             guard room, fds[1].revents != 0 else { continue }
-            while lock.withLock({ active < limits.maxConnections && !stopping }), let (fd, peer) = Sockets.accept(listenFD) {
-                lock.withLock { active += 1 }
+            while state.withLock({ $0.active < limits.maxConnections && !$0.stopping }), let (fd, peer) = Sockets.accept(listenFD) {
+                state.withLock { $0.active += 1 }
                 let t = Thread { [self] in
                     Sockets.nameCurrentThread("pinlab.ctl.conn")
                     serve(fd, peer: Self.host(ofPeer: peer))
                     close(fd)
-                    lock.withLock { active -= 1 }
+                    state.withLock { $0.active -= 1 }
                 }
                 t.stackSize = 512 * 1024
                 t.start()

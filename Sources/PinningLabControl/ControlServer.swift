@@ -267,13 +267,18 @@ public final class ControlServer: Sendable {
 
 /// What every request passes before a handler sees it, in this order: the peer, `Host`, `Origin`, the media type of
 /// a body, the bearer token; then the route, or the JSON 404/405 of the fallback.
-final class Gate: @unchecked Sendable {  // `port` is set once, before the server's first request is answered
+final class Gate: Sendable {
     let boundHost: String
     let allowRemotePeers: Bool
     let allowedOrigins: Set<String>
     let token: [UInt8]?
     let routes: [ControlAPI.Route]
-    var port = 0
+    private let boundPort = Locked(0)
+    /// The server's port: set once, before the server's first request is answered.
+    var port: Int {
+        get { boundPort.withLock { $0 } }
+        set { boundPort.withLock { $0 = newValue } }
+    }
 
     init(boundHost: String, allowRemotePeers: Bool, allowedOrigins: Set<String>, token: [UInt8]?, routes: [ControlAPI.Route]) {
         self.boundHost = boundHost

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabPKI  // Locked
 
 /// What every listener counts under its lock, next to its own fields.
 package protocol ListenerState {
@@ -12,15 +13,14 @@ package protocol ListenerState {
 /// The part of a listener's core that a fixture server (`ServerCore`) and the interception proxy (`ProxyCore`)
 /// share: the listening socket and its timeouts, the worker threads, and the state guarded by one lock, counted on
 /// accept and marked on stop. Each core holds one and adds what it records and how it stops.
-package final class ListenerCore<State: ListenerState>: @unchecked Sendable {  // `state` only under `lock`; `workers` only at start and in the one shutdown
+package final class ListenerCore<State: ListenerState>: Sendable {
     package let listenFD: Int32
     /// The handshake and idle timeouts in nanoseconds of `Sockets.now()`.
     package let handshakeTimeout: UInt64
     package let idleTimeout: UInt64
     package let workers = WorkerPool()
     private let maxConnections: Int
-    private let lock = NSLock()
-    private var state: State
+    private let state: Locked<State>
 
     /// Takes over `listenFD`: the owning core's shutdown closes it.
     package init(listenFD: Int32, settings: ListenerSettings, state: State) {
@@ -28,14 +28,10 @@ package final class ListenerCore<State: ListenerState>: @unchecked Sendable {  /
         handshakeTimeout = Sockets.nanoseconds(settings.handshakeTimeout)
         idleTimeout = Sockets.nanoseconds(settings.idleTimeout)
         maxConnections = settings.maxConnections
-        self.state = state
+        self.state = Locked(state)
     }
 
-    package func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&state)
-    }
+    package func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T { try state.withLock(body) }
 
     package var isStopping: Bool { withLock { $0.stopping } }
 

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The shared state of a server: every mutable field is in `listener`'s state, guarded by its lock.
-final class ServerCore: @unchecked Sendable {  // its mutable state is `listener`'s, under that lock
+final class ServerCore: Sendable {
     struct State: ListenerState {
         var context: any TLSServerContext
         var configuration: ServerTLSConfiguration

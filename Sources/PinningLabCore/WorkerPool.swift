@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabPKI  // Locked
 
 /// A worker of a ``WorkerPool``: runs its loop on its own thread until its listener is stopping; `wakeUp` interrupts
 /// its wait.
@@ -9,12 +10,17 @@ package protocol PooledWorker: AnyObject {
 
 /// The worker threads of one listener (a fixture server, the interception proxy): started together, then woken,
 /// joined and their wake-up pipes closed together. Used only by its listener's start and shutdown, which the
-/// listener serialises.
-package final class WorkerPool {
-    private(set) var workers: [any PooledWorker] = []
-    private var threads: [WorkerThread] = []
+/// listener serialises; the lists are behind a lock all the same, so the pool is `Sendable` without a promise.
+package final class WorkerPool: Sendable {
+    private struct Members {
+        var workers: [any PooledWorker] = []
+        var threads: [WorkerThread] = []
+    }
+    private let members = Locked(Members())
 
     package init() {}
+
+    var workers: [any PooledWorker] { members.withLock { $0.workers } }
 
     /// Starts `count` workers made by `make`, each on a thread `name(n)` (at most 15 bytes are kept). On a failure
     /// the workers already started keep running: the listener's shutdown stops them.
@@ -23,8 +29,9 @@ package final class WorkerPool {
     ) throws(TLSEngineError) {
         for i in 0..<count {
             let worker = try make(i)
-            workers.append(worker)
-            threads.append(try WorkerThread(name: name(i)) { worker.run() })
+            members.withLock { $0.workers.append(worker) }
+            let thread = try WorkerThread(name: name(i)) { worker.run() }
+            members.withLock { $0.threads.append(thread) }
         }
     }
 
@@ -32,11 +39,13 @@ package final class WorkerPool {
     /// their pipes and drops them: each worker holds its listener's core, so this breaks the cycle and a stopped
     /// listener frees its state.
     package func stop() {
-        for w in workers { w.wakeUp.wake() }
-        for t in threads { t.join() }
-        for w in workers { w.wakeUp.closeEnds() }
-        workers.removeAll()
-        threads.removeAll()
+        let taken = members.withLock { m in
+            defer { m = Members() }
+            return m
+        }
+        for w in taken.workers { w.wakeUp.wake() }
+        for t in taken.threads { t.join() }
+        for w in taken.workers { w.wakeUp.closeEnds() }
     }
 
     /// The wake-up pipes' descriptors, for tests that count what a server owns.

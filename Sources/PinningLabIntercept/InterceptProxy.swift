@@ -277,7 +277,7 @@ public struct InterceptObservation: Sendable, Hashable, Codable {
 
 // MARK: - Core
 
-final class ProxyCore: @unchecked Sendable {  // its mutable state is `listener`'s, under that lock; workers own their connections
+final class ProxyCore: Sendable {  // its mutable state is `listener`'s, under that lock; workers own their connections
     struct Minters {
         var proxy: LeafMinter
         var twin: LeafMinter

@@ -72,11 +72,20 @@ public struct PinScope: Sendable, Hashable, Codable, CustomStringConvertible {
         self.includeSubdomains = includeSubdomains
     }
 
-    /// Whether pins declared for this scope apply to `host` (DNS names compare case-insensitively).
+    /// Whether pins declared for this scope apply to `host`. Both names are compared in their normal form
+    /// (``normalizedHost(_:)``): `API.Pinning.Test` and `api.pinning.test.` are the host `api.pinning.test`, so its
+    /// pins apply to them exactly as declared.
     public func covers(_ host: String) -> Bool {
-        let h = host.lowercased()
-        let d = domain.lowercased()
+        let h = Self.normalizedHost(host)
+        let d = Self.normalizedHost(domain)
         return h == d || (includeSubdomains && h.hasSuffix("." + d))
+    }
+
+    /// A DNS name as a pin scope compares it: lower-cased, with one trailing dot (the fully qualified spelling,
+    /// `api.pinning.test.`) dropped. DNS names compare case-insensitively, and the trailing dot names the same host.
+    public static func normalizedHost(_ host: String) -> String {
+        let lower = host.lowercased()
+        return lower.count > 1 && lower.hasSuffix(".") ? String(lower.dropLast()) : lower
     }
 
     /// OkHttp's `CertificatePinner` pattern for this scope: `api.pinning.test` or `**.api.pinning.test`.

@@ -344,7 +344,7 @@ private struct Reader {
 
     func step(_ node: Node, _ field: String, parties: [String: Scenario.Server], defaultHost: String?) throws -> Scenario.Step {
         let m = try mapping(node, field, allowed: ScenarioLoader.stepFields)
-        let host = try hostName(try required(m, "host", in: node, field, hint: "add `host: api.pinning.test`, the name the client asks for."), "\(field).host")
+        let host = try hostName(try required(m, "host", in: node, field, hint: "add `host: api.pinning.test`, the name the client asks for."), "\(field).host", spelling: true)
         var party = Scenario.genuineParty
         if let pn = m["party"] {
             party = try nonEmptyString(pn, "\(field).party", fix: "name `\(Scenario.genuineParty)` or a party under `parties`.")
@@ -531,7 +531,7 @@ private struct Reader {
         }
         var host = Scenario.defaultHost
         if let h = m["host"] {
-            host = try hostName(h, "client.host")
+            host = try hostName(h, "client.host", spelling: true)
         }
         var scope: PinScope?
         if let p = m["pin-scope"] {
@@ -557,27 +557,34 @@ private struct Reader {
     }
 
     /// `client.host` or `client.pin-scope.domain`: a lower-case DNS name that lab-root's name constraints permit (`localhost`, or a name ending
-    /// in `.test` or `.localhost`), so that a lab certificate can be issued for it and no real site is named.
-    func hostName(_ node: Node, _ field: String) throws -> String {
+    /// in `.test` or `.localhost`), so that a lab certificate can be issued for it and no real site is named. With
+    /// `spelling` (the host a client asks for), the name may be spelled as a user or server could write it: with
+    /// upper-case letters and one trailing dot (`API.Pinning.Test`, `api.pinning.test.`); its normal form
+    /// (``PinScope/normalizedHost(_:)``) must be a permitted name.
+    func hostName(_ node: Node, _ field: String, spelling: Bool = false) throws -> String {
         let fix = "write a DNS name under .test, e.g. `host: other.pinning.test` (lab-root may only certify localhost and names under test or localhost)."
-        let text = try nonEmptyString(node, field, fix: fix)
+        let spelled = try nonEmptyString(node, field, fix: fix)
+        let text = spelling ? PinScope.normalizedHost(spelled) : spelled
         let labels = text.split(separator: ".", omittingEmptySubsequences: false)
         let wellFormed = labels.allSatisfy { label in
             !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
                 && label.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }
         } && !(labels.last ?? "").allSatisfy(\.isNumber)
         guard wellFormed else {
+            let allowed = spelling
+                ? "letters, digits and dashes in dot-separated labels, optionally one trailing dot"
+                : "lower-case letters, digits and dashes in dot-separated labels"
             throw fail(.badHost, node, field,
-                       "'\(text)' is not a DNS host name (lower-case letters, digits and dashes in dot-separated labels; no IP address, port, scheme or wildcard).",
+                       "'\(spelled)' is not a DNS host name (\(allowed); no IP address, port, scheme or wildcard).",
                        fix: fix)
         }
         let permitted = text == "localhost" || text.hasSuffix(".test") || text.hasSuffix(".localhost")
         guard permitted else {
             throw fail(.badHost, node, field,
-                       "'\(text)' is outside lab-root's name constraints, so no lab certificate can be valid for it.",
+                       "'\(spelled)' is outside lab-root's name constraints, so no lab certificate can be valid for it.",
                        fix: fix)
         }
-        return text
+        return spelled
     }
 
     /// A mapping whose keys are pin profiles (`expect:`, `notes:`), in file order.

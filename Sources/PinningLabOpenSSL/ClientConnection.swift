@@ -237,19 +237,29 @@ enum ClientConnection {
 
     static func run(target: ClientTarget, mistake: ReferenceClient.Mistake) -> ClientOutcome {
         let deadline = ClientDeadline(after: target.timeout)
-        // Pins declared for other hosts do not apply here (unless the mistake is to ignore their scope).
-        let pins = target.pinsApply || mistake == .pinsEveryHost ? target.pins : .empty
+        // Pins declared for other hosts do not apply here (unless the mistake is to ignore their scope, or to
+        // compare the host with the scope byte for byte).
+        let pinsApply: Bool
+        switch mistake {
+        case .pinsEveryHost: pinsApply = true
+        case .caseSensitiveScope:
+            pinsApply = target.pinScope.map {
+                target.host == $0.domain || ($0.includeSubdomains && target.host.hasSuffix("." + $0.domain))
+            } ?? true
+        default: pinsApply = target.pinsApply
+        }
+        let pins = pinsApply ? target.pins : .empty
         let state = ClientVerifyState(policy: ClientPolicy(mistake: mistake, pins: pins))
         do {
             return try withExtendedLifetime(state) { () throws(ClientFailure) -> ClientOutcome in
-                try connect(target: target, state: state, deadline: deadline)
+                try connect(target: target, mistake: mistake, state: state, deadline: deadline)
             }
         } catch {
             return .refused(error.category, error.detail)
         }
     }
 
-    private static func connect(target: ClientTarget, state: ClientVerifyState, deadline: ClientDeadline)
+    private static func connect(target: ClientTarget, mistake: ReferenceClient.Mistake, state: ClientVerifyState, deadline: ClientDeadline)
         throws(ClientFailure) -> ClientOutcome
     {
         let context = try ClientContext.shared(for: target)
@@ -260,15 +270,20 @@ enum ClientConnection {
         } else {
             socket = try ClientSocket(ip: target.ip, port: target.port, deadline: deadline)
         }
+        // The name in SNI and in the certificate check is the host's normal form: one trailing dot (the fully
+        // qualified spelling) is not part of it (RFC 6066 section 3, RFC 6125 section 6.2.1), and case never is.
+        let name = PinScope.normalizedHost(target.host)
         let session = try ClientSession(
-            context: context, socket: socket, host: target.host, state: state, deadline: deadline)
+            context: context, socket: socket, host: name, state: state, deadline: deadline)
         // Across the steps of a cell, sessions are kept per address (IP and port), as a client that reuses sessions
         // per peer does: two host names served from one address (an interceptor) share them.
         let cacheKey = "\(target.ip):\(target.port)"
         // A session is offered only for a host its certificate covers (as Go's session cache does), unless the
         // client checks no host names at all.
+        // `shares-sessions-across-hosts` offers whatever it holds for the address.
+        let sharesAcrossHosts = mistake == .sharesSessionsAcrossHosts
         let offered = (target.sessionCache?.value(forKey: cacheKey) as? ClientSessionEntry).flatMap {
-            !state.policy.checksHostname || $0.covers(target.host) ? $0 : nil
+            sharesAcrossHosts || !state.policy.checksHostname || $0.covers(name) ? $0 : nil
         }
         if let offered { _ = SSL_set_session(session.ssl, offered.session.pointer) }
 
@@ -280,8 +295,11 @@ enum ClientConnection {
         let resumed = SSL_session_reused(session.ssl) == 1
         if resumed, let offered {
             // OpenSSL verifies nothing on an abbreviated handshake: the decision is taken again here, before any
-            // application data leaves.
-            if let failure = state.recheckResumed(offered, host: target.host) {
+            // application data leaves — except by `shares-sessions-across-hosts`, which trusts a session made for
+            // another host name as that host's decision left it (neither name nor pins are checked again).
+            if sharesAcrossHosts && offered.host != name {
+                state.pinMatch = "resumed a session made for \(offered.host): trusted as it was decided there (not checked again for \(name))"
+            } else if let failure = state.recheckResumed(offered, host: name) {
                 _ = SSL_shutdown(session.ssl)
                 try? session.flush()
                 throw failure
@@ -328,9 +346,11 @@ enum ClientConnection {
             let handle = SSLSessionHandle(adopting: made)
             let entry = resumed && offered != nil
                 ? ClientSessionEntry(session: handle, presentedChainDER: offered!.presentedChainDER,
-                                     verifiedChainDER: offered!.verifiedChainDER, issuerPathDER: offered!.issuerPathDER)
+                                     verifiedChainDER: offered!.verifiedChainDER, issuerPathDER: offered!.issuerPathDER,
+                                     host: offered!.host)
                 : ClientSessionEntry(session: handle, presentedChainDER: state.presentedChainDER,
-                                     verifiedChainDER: state.verifiedChainDER, issuerPathDER: state.issuerPathDER)
+                                     verifiedChainDER: state.verifiedChainDER, issuerPathDER: state.issuerPathDER,
+                                     host: name)
             cache.store(entry, forKey: cacheKey)
         }
         _ = SSL_shutdown(session.ssl)

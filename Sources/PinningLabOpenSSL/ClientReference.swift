@@ -55,9 +55,20 @@ public struct ReferenceClient: PinningClient {
         /// arrive, like Go's `tls.Config.VerifyPeerCertificate` (golang/go #31641, #77217).
         public static let skipsPinsOnResumption = Mistake("skips-pins-on-resumption")
 
+        /// Like `correct`, but decides whether its pins apply by comparing the host name with the scope they were
+        /// declared for byte for byte: `API.Pinning.Test` or `api.pinning.test.` (the same host) escape the pins
+        /// declared for `api.pinning.test` (square/okhttp #2609 and the trailing-dot bypass).
+        public static let caseSensitiveScope = Mistake("case-sensitive-scope")
+
+        /// Like `correct`, but keeps its sessions per address and, on resuming one made for another host name,
+        /// trusts it as that host's decision left it: neither the new host's name nor its pins are checked again
+        /// (Bun's reused sessions across server names, oven-sh/bun #33734). A session resumed for the host it was
+        /// made for is checked again like `correct` does.
+        public static let sharesSessionsAcrossHosts = Mistake("shares-sessions-across-hosts")
+
         public static let all: [Mistake] = [
             .none, .pinPresentedChain, .pinReplacesValidation, .noHostnameCheck, .rawKeyHash, .noPinning,
-            .pinsByIssuerName, .pinsEveryHost, .skipsPinsOnResumption,
+            .pinsByIssuerName, .pinsEveryHost, .skipsPinsOnResumption, .caseSensitiveScope, .sharesSessionsAcrossHosts,
         ]
 
         /// The mistake whose client name is `name`, if there is one.
@@ -85,6 +96,10 @@ public struct ReferenceClient: PinningClient {
                 return "applies its pins to every host, also to hosts outside the scope they were declared for"
             case .skipsPinsOnResumption:
                 return "checks pins only on full handshakes: a resumed session is trusted without its pins (Go's VerifyPeerCertificate)"
+            case .caseSensitiveScope:
+                return "compares the host with its pins' scope byte for byte: an upper-case or trailing-dot spelling of a pinned host escapes its pins"
+            case .sharesSessionsAcrossHosts:
+                return "resumes a session made for another host name as that host's decision left it, without checking the new host's name or pins"
             case .pinsByIssuerName:
                 return "matches pins against a path built by following issuer names through the sent certificates, not the validated chain"
             default:
@@ -113,6 +128,8 @@ public struct ReferenceClient: PinningClient {
     public static let pinsByIssuerName = ReferenceClient(mistake: .pinsByIssuerName)
     public static let pinsEveryHost = ReferenceClient(mistake: .pinsEveryHost)
     public static let skipsPinsOnResumption = ReferenceClient(mistake: .skipsPinsOnResumption)
+    public static let caseSensitiveScope = ReferenceClient(mistake: .caseSensitiveScope)
+    public static let sharesSessionsAcrossHosts = ReferenceClient(mistake: .sharesSessionsAcrossHosts)
 
     /// Runs one connection on a dedicated thread and resumes with its outcome.
     public func run(_ target: ClientTarget) async -> ClientOutcome {
@@ -136,7 +153,7 @@ public enum ReferenceClients {
 
     /// The reference client called `name` (`correct`, `pin-presented-chain`, `pin-replaces-validation`,
     /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`, `pins-every-host`,
-    /// `skips-pins-on-resumption`), or `nil`.
+    /// `skips-pins-on-resumption`, `case-sensitive-scope`, `shares-sessions-across-hosts`), or `nil`.
     public static func named(_ name: String) -> (any PinningClient)? {
         ReferenceClient.Mistake(clientName: name).map { ReferenceClient(mistake: $0) }
     }

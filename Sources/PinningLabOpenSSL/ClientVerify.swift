@@ -277,9 +277,12 @@ final class ClientSessionEntry: Sendable {
     let presentedChainDER: [[UInt8]]
     let verifiedChainDER: [[UInt8]]
     let issuerPathDER: [[UInt8]]
+    /// The host name (normal form) the session's certificate was checked for when it was made.
+    let host: String
 
-    init(session: SSLSessionHandle, presentedChainDER: [[UInt8]], verifiedChainDER: [[UInt8]], issuerPathDER: [[UInt8]]) {
+    init(session: SSLSessionHandle, presentedChainDER: [[UInt8]], verifiedChainDER: [[UInt8]], issuerPathDER: [[UInt8]], host: String) {
         self.session = session
+        self.host = host
         self.presentedChainDER = presentedChainDER
         self.verifiedChainDER = verifiedChainDER
         self.issuerPathDER = issuerPathDER

@@ -106,6 +106,9 @@ final class SSLSessionHandle: @unchecked Sendable {
     deinit { SSL_SESSION_free(pointer) }
 }
 
+/// The one owner of an `SSL_CTX*`. A class, not a `Locked` value: the pointer must be freed exactly once, when the
+/// last holder lets go. Configured before it is shared and only read afterwards (`SSL_new` on a shared context is
+/// thread-safe), so it is `Sendable` on that promise.
 final class SSLContextHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 

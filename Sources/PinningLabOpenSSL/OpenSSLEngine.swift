@@ -1,6 +1,7 @@
 internal import CPinningLabOpenSSL
 internal import Foundation
 public import PinningLabCore
+internal import PinningLabPKI  // Locked
 
 
 /// The OpenSSL (libssl 3) fixture engine.
@@ -374,11 +375,13 @@ private let openSSLALPNCallback:
 /// Decoded certificates and keys, shared between contexts: decoding a PKCS#8 key in OpenSSL 3 costs most of a
 /// millisecond, and most scenarios share keys and intermediates. The cache holds handles; a context that uses one
 /// takes OpenSSL's own reference (`SSL_CTX_use_certificate` and friends up-ref), so evicting is always safe.
-final class DecodedObjects: @unchecked Sendable {  // `certificates` and `keys` are only touched under `lock`
+final class DecodedObjects: Sendable {
     static let shared = DecodedObjects()
-    private let lock = NSLock()
-    private var certificates: [[UInt8]: X509Handle] = [:]
-    private var keys: [[UInt8]: PrivateKeyHandle] = [:]
+    private struct Tables {
+        var certificates: [[UInt8]: X509Handle] = [:]
+        var keys: [[UInt8]: PrivateKeyHandle] = [:]
+    }
+    private let tables = Locked(Tables())
     private let capacity = 256
 
     /// The certificate, or nil when `der` is not one (the reason is on the error queue).
@@ -389,14 +392,13 @@ final class DecodedObjects: @unchecked Sendable {  // `certificates` and `keys` 
 
     /// The handle decoded from `der` before, or decoded now and kept (the table starts afresh when full).
     private func cached<Handle>(
-        _ der: [UInt8], in table: ReferenceWritableKeyPath<DecodedObjects, [[UInt8]: Handle]>,
-        _ decode: ([UInt8]) -> Handle?
+        _ der: [UInt8], in table: WritableKeyPath<Tables, [[UInt8]: Handle]>, _ decode: ([UInt8]) -> Handle?
     ) -> Handle? {
-        lock.withLock {
-            if let h = self[keyPath: table][der] { return h }
+        tables.withLock { t in
+            if let h = t[keyPath: table][der] { return h }
             guard let h = decode(der) else { return nil }
-            if self[keyPath: table].count >= capacity { self[keyPath: table].removeAll() }
-            self[keyPath: table][der] = h
+            if t[keyPath: table].count >= capacity { t[keyPath: table].removeAll() }
+            t[keyPath: table][der] = h
             return h
         }
     }

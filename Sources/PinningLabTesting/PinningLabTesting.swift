@@ -49,6 +49,13 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     public static let pinScopeSubdomainExcluded = ScenarioID("pin-scope-subdomain-excluded")
     /// `pin-scope-unpinned-host`: A host outside the pin scope: the genuine cdn.pinning.test.
     public static let pinScopeUnpinnedHost = ScenarioID("pin-scope-unpinned-host")
+    /// `pin-scope-trailing-dot`: Pins declared for api.pinning.test: the client asks for api.pinning.test.
+    public static let pinScopeTrailingDot = ScenarioID("pin-scope-trailing-dot")
+    /// `pin-scope-upper-case`: Pins declared for api.pinning.test: the client asks for API.Pinning.Test.
+    public static let pinScopeUpperCase = ScenarioID("pin-scope-upper-case")
+    /// `pins-for-other-host`: Pins declared for cdn.pinning.test only: the genuine api.pinning.test is not pinned
+    /// by them.
+    public static let pinsForOtherHost = ScenarioID("pins-for-other-host")
     /// `self-signed-pinned-key`: A self-signed certificate carrying the pinned key.
     public static let selfSignedPinnedKey = ScenarioID("self-signed-pinned-key")
     /// `untrusted-rogue`: A certificate from a CA the device does not trust.
@@ -180,6 +187,8 @@ public struct BuiltInClient: PinningClient {
     public static let pinsByIssuerName = BuiltInClient("pins-by-issuer-name")
     public static let pinsEveryHost = BuiltInClient("pins-every-host")
     public static let skipsPinsOnResumption = BuiltInClient("skips-pins-on-resumption")
+    public static let caseSensitiveScope = BuiltInClient("case-sensitive-scope")
+    public static let sharesSessionsAcrossHosts = BuiltInClient("shares-sessions-across-hosts")
     /// `correct` first, then the teaching clients.
     public static var all: [BuiltInClient] { BuiltInClients.names.map(BuiltInClient.init) }
 }
@@ -194,6 +203,8 @@ extension PinningClient where Self == BuiltInClient {
     public static var pinsByIssuerName: BuiltInClient { BuiltInClient.pinsByIssuerName }
     public static var pinsEveryHost: BuiltInClient { BuiltInClient.pinsEveryHost }
     public static var skipsPinsOnResumption: BuiltInClient { BuiltInClient.skipsPinsOnResumption }
+    public static var caseSensitiveScope: BuiltInClient { BuiltInClient.caseSensitiveScope }
+    public static var sharesSessionsAcrossHosts: BuiltInClient { BuiltInClient.sharesSessionsAcrossHosts }
 }
 
 /// Shared state of the helpers: one work folder per process (trust files, client certificates and keys), removed

@@ -1,15 +1,18 @@
 import Foundation
+import PinningLabPKI  // Locked
 
 /// SIGINT and SIGTERM, caught from the moment this is made (their default actions are replaced at once, so a signal
 /// that arrives before anyone waits is not lost): `pinlab serve` waits for one, `pinlab intercept` polls `fired`,
 /// `pinlab check` and `pinlab lab check` pass an `action` that ends the process (it receives the signal's number).
 /// `cancel()` restores the defaults.
-final class TerminationSignals: @unchecked Sendable {  // `signalled` and `waiter` under `lock`
-    private let lock = NSLock()
-    private var signalled = false
-    private var number: Int32?
-    private var waiter: CheckedContinuation<Void, Never>?
-    private var sources: [any DispatchSourceSignal] = []
+final class TerminationSignals: Sendable {
+    private struct State {
+        var signalled = false
+        var number: Int32?
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+    private let state = Locked(State())
+    private let sources = Locked<[any DispatchSourceSignal]>([])
 
     /// - Parameter action: run on the signal queue for each signal, after `fired` is set, with the signal's number.
     init(_ label: String, action: (@Sendable (Int32) -> Void)? = nil) {
@@ -22,25 +25,25 @@ final class TerminationSignals: @unchecked Sendable {  // `signalled` and `waite
                 action?(sig)
             }
             source.resume()
-            sources.append(source)
+            sources.withLock { $0.append(source) }
         }
     }
 
     /// Whether SIGINT or SIGTERM has arrived.
-    var fired: Bool { lock.withLock { signalled } }
+    var fired: Bool { state.withLock { $0.signalled } }
 
     /// The first signal that arrived (SIGINT or SIGTERM), if any.
-    var signalNumber: Int32? { lock.withLock { number } }
+    var signalNumber: Int32? { state.withLock { $0.number } }
 
     /// The exit status a process ended by that signal reports by convention: 130 after SIGINT, 143 after SIGTERM.
     var exitStatus: Int32? { signalNumber.map { 128 + $0 } }
 
     private func fire(_ sig: Int32) {
-        let resume: CheckedContinuation<Void, Never>? = lock.withLock {
-            signalled = true
-            if number == nil { number = sig }
-            defer { waiter = nil }
-            return waiter
+        let resume: CheckedContinuation<Void, Never>? = state.withLock { s in
+            s.signalled = true
+            if s.number == nil { s.number = sig }
+            defer { s.waiter = nil }
+            return s.waiter
         }
         resume?.resume()
     }
@@ -48,9 +51,9 @@ final class TerminationSignals: @unchecked Sendable {  // `signalled` and `waite
     /// Returns once SIGINT or SIGTERM arrived (at once if one already has).
     func wait() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let now: Bool = lock.withLock {
-                if signalled { return true }
-                waiter = c
+            let now: Bool = state.withLock { s in
+                if s.signalled { return true }
+                s.waiter = c
                 return false
             }
             if now { c.resume() }
@@ -67,7 +70,7 @@ final class TerminationSignals: @unchecked Sendable {  // `signalled` and `waite
 
     /// Stops watching and restores the default actions of SIGINT and SIGTERM.
     func cancel() {
-        for s in sources { s.cancel() }
+        for s in sources.withLock({ $0 }) { s.cancel() }
         signal(SIGINT, SIG_DFL)
         signal(SIGTERM, SIG_DFL)
     }

@@ -121,6 +121,15 @@ struct BatchCLITests {
         // The JDK's default algorithm constraints accept an RSA-1024 leaf and a SHA-1-signed leaf under a non-JDK
         // root: both runs must see that, cell for cell (a finding about the client, not about the harness).
         #expect(b.summary.pass > b.verdicts.count / 2)
+        // The JDK's PKIX takes the sent lab-intermediate-a as the twin leaf's issuer by name and refuses the unpinned
+        // name-collision-root cell, and ends the rollover path at the trusted new root: both are "stricter than
+        // required" (verifier variance), never deviations.
+        for engine in ["openssl", "gnutls"] {
+            for (scenario, profile) in [("name-collision-root", PinProfile.none), ("root-rollover-new-root-trusted", .rootSPKI)] {
+                let v = b.verdicts.first { $0.scenario == scenario && $0.profile == profile && $0.engine == engine }
+                #expect(v?.status == .stricter, "\(scenario) × \(profile) × \(engine): \(v?.reason ?? "missing")")
+            }
+        }
         print("okhttp: batch \(b.durationSeconds) s, per cell \(p.durationSeconds) s; \(b.summaryLine)")
     }
 

@@ -76,9 +76,11 @@ struct ClientCase: Sendable, CustomTestStringConvertible {
     /// root), `pins-every-host` only when the pins are scoped to other hosts (no case here has a pin scope). The
     /// catalogue's `name-collision-root` and `pin-scope-*` cells judge them where they differ.
     /// `skips-pins-on-resumption` differs only on resumed connections, which these one-connection cases never make
-    /// (the catalogue's `resumption-*` scenarios judge it).
+    /// (the catalogue's `resumption-*` scenarios judge it), and so does `shares-sessions-across-hosts`;
+    /// `case-sensitive-scope` differs only where a scope is declared and the host is spelled otherwise.
     func expectation(for client: String) -> ClientExpectation {
-        let column = ["pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption"].contains(client) ? "correct" : client
+        let column = ["pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption", "case-sensitive-scope",
+                      "shares-sessions-across-hosts"].contains(client) ? "correct" : client
         return expected[Self.columns.firstIndex(of: column)!]
     }
 
@@ -279,7 +281,8 @@ struct ReferenceClientTests {
         #expect(ReferenceClients.named("trust-everything") == nil)
         #expect(ReferenceClients.names == [
             "correct", "pin-presented-chain", "pin-replaces-validation", "no-hostname-check", "raw-key-hash", "no-pinning",
-            "pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption",
+            "pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption", "case-sensitive-scope",
+            "shares-sessions-across-hosts",
         ])
     }
 

@@ -75,7 +75,8 @@ enum Predictions {
             .union(cells(["emergency-rekey"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             .union(cells(["sibling-intermediate"], [.leafCert, .intermediateSPKI]))
             .union(cells(["intercepting-proxy", "chain-stuffing", "name-collision-intermediate", "name-collision-root",
-                          "pin-scope-exact-host", "pin-scope-subdomain-included"], pinnedProfiles))
+                          "pin-scope-exact-host", "pin-scope-subdomain-included", "pin-scope-trailing-dot",
+                          "pin-scope-upper-case"], pinnedProfiles))
             // Step 2 of the rotation is the emergency re-key, step 2 of the others a resumed interceptor session.
             .union(cells(["rotation-between-connections"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             .union(cells(resumedIntoInterceptor, pinnedProfiles))
@@ -93,11 +94,20 @@ enum Predictions {
         // also anchors the CDN's chain.
         "pins-every-host": cells(["pin-scope-subdomain-excluded"], pinnedProfiles)
             .union(cells(["pin-scope-unpinned-host"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
+            // The CDN's pins (its key, intermediate B, lab-root) applied to the genuine API (K1, intermediate A).
+            .union(cells(["pins-for-other-host"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
             // Step 1 of resumption-cross-host is the proxy's certificate for the unpinned CDN: refused.
             .union(cells(["resumption-cross-host"], pinnedProfiles)),
         // Pins checked on full handshakes only: a resumed session of the interceptor, made where no pin applied
         // (before the pins were in force, or for the unpinned CDN), is trusted under every pinned profile.
         "skips-pins-on-resumption": cells(resumedIntoInterceptor, pinnedProfiles),
+        // The host compared with the scope byte for byte: the two spellings of api.pinning.test find no pins and
+        // the interceptor is trusted. Every other scoped scenario spells its hosts in lower case without a dot.
+        "case-sensitive-scope": cells(["pin-scope-trailing-dot", "pin-scope-upper-case"], pinnedProfiles),
+        // A session made for the unpinned CDN, resumed for the pinned API on the same address, is trusted as the
+        // CDN's decision left it. A session resumed for its own host (resumption-after-unpinned-handshake, the
+        // rotation, resumption-genuine) is checked again as `correct` does.
+        "shares-sessions-across-hosts": cells(["resumption-cross-host"], pinnedProfiles),
     ]
 }
 

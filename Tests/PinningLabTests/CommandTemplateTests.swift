@@ -176,7 +176,7 @@ struct CurlTests {
         let report = try await TestLab.runner().run(.command(try CommandClient.curl()), options: CheckOptions(jobs: 8))
         // curl has no pin scope: it applies --pinnedpubkey to whatever host it is sent to.
         let predicted = cells(["tls-v1-2-no-forward-secrecy"], [.none, .leafSPKI, .leafSPKIBackup])
-            .union(cells(["pin-scope-subdomain-excluded", "pin-scope-unpinned-host"], [.leafSPKI, .leafSPKIBackup]))
+            .union(cells(["pin-scope-subdomain-excluded", "pin-scope-unpinned-host", "pins-for-other-host"], [.leafSPKI, .leafSPKIBackup]))
         for engine in ["openssl", "gnutls"] {
             let failed = report.cells(.fail, engine: engine)
             #expect(failed == predicted, "\(engine): unpredicted \(failed.subtracting(predicted).sorted()), missing \(predicted.subtracting(failed).sorted())")
@@ -193,6 +193,10 @@ struct CurlTests {
             #expect(other.evidence?.sni == "other.pinning.test")
             #expect(other.status == .pass, "\(other.reason)")
             #expect(other.category == .hostname, "\(other.reason)")
+            // curl sends SNI without the trailing dot of api.pinning.test. (RFC 6066), verifies the name and pins it.
+            let dotted = try #require(report.verdict("pin-scope-trailing-dot", .leafSPKI, engine))
+            #expect(dotted.evidence?.sni == "api.pinning.test", "\(dotted.evidence?.sni ?? "no SNI")")
+            #expect(dotted.status == .pass && dotted.category == .pinMismatch, "\(dotted.reason)")
         }
         #expect(report.cells(.disagree, engine: "openssl").isEmpty && report.cells(.disagree, engine: "gnutls").isEmpty)
         #expect(report.summary.skipped == report.summary.total / 2, "curl declares 3 of 6 profiles")
@@ -213,7 +217,7 @@ struct CurlTests {
         let acceptAll = Predictions.allAcceptRootNotSent + Predictions.allAcceptRootSent
         let predicted = cells(acceptAll, [.leafCert, .intermediateSPKI, .rootSPKI])
             .union(cells(["tls-v1-2-no-forward-secrecy"], [.none, .leafSPKI, .leafSPKIBackup]))
-            .union(cells(["pin-scope-subdomain-excluded", "pin-scope-unpinned-host"], Predictions.pinnedProfiles))
+            .union(cells(["pin-scope-subdomain-excluded", "pin-scope-unpinned-host", "pins-for-other-host"], Predictions.pinnedProfiles))
             .union(cells(["renewal-same-key", "rekey", "emergency-rekey"], [.intermediateSPKI, .rootSPKI]))
             .union(cells(["sibling-intermediate"], [.rootSPKI]))
             .subtracting(report.cells(.unsupported, engine: "openssl"))

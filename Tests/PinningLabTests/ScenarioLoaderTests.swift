@@ -112,8 +112,12 @@ let malformedCases: [MalformedCase] = [
                   code: .badHost, line: 10, field: "client.host", mentions: ["'127.0.0.1'", "not a DNS host name"]),
     MalformedCase(name: "host with a port", yaml: replacing("trust: lab-root", "trust: lab-root\n  host: \"other.pinning.test:443\""),
                   code: .badHost, line: 10, field: "client.host", mentions: ["no IP address, port"]),
-    MalformedCase(name: "host in capitals", yaml: replacing("trust: lab-root", "trust: lab-root\n  host: Other.Pinning.Test"),
-                  code: .badHost, line: 10, field: "client.host", mentions: ["lower-case"]),
+    // A host may be spelled in capitals or with one trailing dot (what the client asks for); a scope's domain is
+    // written in its normal form, and two trailing dots are no spelling of any host.
+    MalformedCase(name: "pin scope domain in capitals", yaml: replacing("trust: lab-root", "trust: lab-root\n  pin-scope: {domain: Api.Pinning.Test}"),
+                  code: .badHost, line: 10, field: "client.pin-scope.domain", mentions: ["lower-case"]),
+    MalformedCase(name: "host with two trailing dots", yaml: replacing("trust: lab-root", "trust: lab-root\n  host: other.pinning.test.."),
+                  code: .badHost, line: 10, field: "client.host", mentions: ["'other.pinning.test..'", "one trailing dot"]),
     MalformedCase(name: "pin scope without a domain", yaml: replacing("trust: lab-root", "trust: lab-root\n  pin-scope: {subdomains: true}"),
                   code: .missingField, line: 10, field: "client.pin-scope.domain", mentions: ["'domain'", "api.pinning.test"]),
     MalformedCase(name: "pin scope subdomains not a boolean", yaml: replacing("trust: lab-root", "trust: lab-root\n  pin-scope: {domain: api.pinning.test, subdomains: all}"),
@@ -290,16 +294,20 @@ struct BundledCatalogueTests {
         #expect(c["pinned-cert-other-host"]?.client.host == "other.pinning.test")
         #expect(c["pinned-cert-other-host"]?.server.chain.first == c["pinned-cert-other-host"]?.client.pinned)
         #expect(c.scenarios.filter { $0.client.host != "localhost" }.map(\.id) == [
-            "pinned-cert-other-host", "pin-scope-exact-host", "pin-scope-subdomain-included",
-            "pin-scope-subdomain-excluded", "pin-scope-unpinned-host", "resumption-after-unpinned-handshake",
-            "resumption-cross-host",
+            "pinned-cert-other-host", "pin-scope-exact-host", "pin-scope-trailing-dot", "pin-scope-upper-case",
+            "pin-scope-subdomain-included", "pin-scope-subdomain-excluded", "pin-scope-unpinned-host",
+            "pins-for-other-host", "resumption-after-unpinned-handshake", "resumption-cross-host",
         ])
         // The pin-scope rows: the pins apply exactly where the declared scope covers the host asked for.
         let applies = c.scenarios.filter { $0.client.pinScope != nil }.map { "\($0.id) \($0.client.pinsApply)" }
         #expect(applies == [
-            "pin-scope-exact-host true", "pin-scope-subdomain-included true", "pin-scope-subdomain-excluded false",
-            "pin-scope-unpinned-host false", "resumption-cross-host true",
+            "pin-scope-exact-host true", "pin-scope-trailing-dot true", "pin-scope-upper-case true",
+            "pin-scope-subdomain-included true", "pin-scope-subdomain-excluded false", "pin-scope-unpinned-host false",
+            "pins-for-other-host false", "resumption-cross-host true",
         ])
+        // The spellings are kept as written (the client asks for them) and normalised only to match the scope.
+        #expect(c["pin-scope-trailing-dot"]?.client.host == "api.pinning.test.")
+        #expect(c["pin-scope-upper-case"]?.client.host == "API.Pinning.Test")
         #expect(c["pin-scope-subdomain-included"]?.client.pinScope == PinScope(domain: "api.pinning.test", includeSubdomains: true))
     }
 
@@ -336,6 +344,9 @@ struct BundledCatalogueTests {
         ("pin-scope-subdomain-included", "A X X X X X"),
         ("pin-scope-subdomain-excluded", "A A A A A A"),
         ("pin-scope-unpinned-host", "A A A A A A"),
+        ("pin-scope-trailing-dot", "A X X X X X"),
+        ("pin-scope-upper-case", "A X X X X X"),
+        ("pins-for-other-host", "A A A A A A"),
     ])
     func matchesTheDesignTable(id: String, row: String) throws {
         let s = try #require(try Catalogue.bundled()[id])

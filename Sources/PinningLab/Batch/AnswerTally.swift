@@ -4,8 +4,7 @@ import PinningLabModel
 import PinningLabPKI
 
 /// The answers so far, matched to cells; shared between the process watcher and the runner.
-final class AnswerTally: @unchecked Sendable {
-    // @unchecked: every mutable field is touched under `lock`.
+final class AnswerTally: Sendable {
     enum Answer {
         case answered(BatchResult, line: Int)
         case invalid(String)
@@ -14,15 +13,30 @@ final class AnswerTally: @unchecked Sendable {
         case answered(BatchResult)
         case invalid(String)
     }
-    private let lock = NSLock()
+    private struct Tally {
+        var byCell: [Int: Answer] = [:]
+        var problems: [String] = []
+        var lastAnswer: ContinuousClock.Instant?
+
+        mutating func record(_ i: Int, _ answer: Answer, line n: Int) {
+            lastAnswer = .now
+            if let previous = byCell[i] {
+                let first: String
+                switch previous {
+                case .answered(_, let line): first = "line \(line)"
+                case .invalid(let why): first = why.hasPrefix("reported twice") ? String(why.prefix(while: { $0 != ";" })) : "an earlier line"
+                }
+                byCell[i] = .invalid("reported twice (\(first) and line \(n)); a cell must be answered exactly once")
+                return
+            }
+            byCell[i] = answer
+        }
+    }
+    private let tally = Locked(Tally())
     private let index: [String: Int]
     private let progress: (@Sendable (CheckProgress) -> Void)?
     private let total: Int
     private let started = ContinuousClock.now
-    private var byCell: [Int: Answer] = [:]
-    private var _problems: [String] = []
-    private var _lastAnswer: ContinuousClock.Instant?
-    private var lineCount = 0
 
     init(index: [String: Int], progress: (@Sendable (CheckProgress) -> Void)?, total: Int) {
         self.index = index
@@ -40,54 +54,40 @@ final class AnswerTally: @unchecked Sendable {
 
     func take(_ lines: [(Int, AnswerLine)]) {
         guard !lines.isEmpty else { return }
-        lock.lock()
-        for (n, line) in lines {
-            switch line {
-            case .malformed(let text, let why):
-                let shown = text.count > 120 ? String(text.prefix(120)) + "…" : text
-                _problems.append("line \(n) of the harness's output is not an answer (\(why)): \(shown)")
-            case .invalid(let id, let why):
-                guard let i = index[id] else {
-                    _problems.append("line \(n) names an unknown cell id '\(id)'")
-                    continue
+        let (done, bad) = tally.withLock { t in
+            for (n, line) in lines {
+                switch line {
+                case .malformed(let text, let why):
+                    let shown = text.count > 120 ? String(text.prefix(120)) + "…" : text
+                    t.problems.append("line \(n) of the harness's output is not an answer (\(why)): \(shown)")
+                case .invalid(let id, let why):
+                    guard let i = index[id] else {
+                        t.problems.append("line \(n) names an unknown cell id '\(id)'")
+                        continue
+                    }
+                    t.record(i, .invalid("line \(n) answers this cell with a malformed result: \(why)"), line: n)
+                case .decoded(let a):
+                    guard let i = index[a.id] else {
+                        let hint = suggestion(a.id, in: Array(index.keys)).map { " (did you mean '\($0)'?)" } ?? ""
+                        t.problems.append("line \(n) names an unknown cell id '\(a.id)'\(hint)")
+                        continue
+                    }
+                    t.record(i, .answered(a, line: n), line: n)
                 }
-                record(i, .invalid("line \(n) answers this cell with a malformed result: \(why)"), line: n)
-            case .decoded(let a):
-                guard let i = index[a.id] else {
-                    let hint = suggestion(a.id, in: Array(index.keys)).map { " (did you mean '\($0)'?)" } ?? ""
-                    _problems.append("line \(n) names an unknown cell id '\(a.id)'\(hint)")
-                    continue
-                }
-                record(i, .answered(a, line: n), line: n)
             }
+            return (t.byCell.count, t.byCell.values.filter { if case .invalid = $0 { true } else { false } }.count)
         }
-        let (done, bad) = (byCell.count, byCell.values.filter { if case .invalid = $0 { true } else { false } }.count)
-        lock.unlock()
         progress?(CheckProgress(done: done, total: total, deviations: bad,
                                 elapsedSeconds: seconds(ContinuousClock.now - started)))
     }
 
-    private func record(_ i: Int, _ answer: Answer, line n: Int) {
-        _lastAnswer = .now
-        if let previous = byCell[i] {
-            let first: String
-            switch previous {
-            case .answered(_, let line): first = "line \(line)"
-            case .invalid(let why): first = why.hasPrefix("reported twice") ? String(why.prefix(while: { $0 != ";" })) : "an earlier line"
-            }
-            byCell[i] = .invalid("reported twice (\(first) and line \(n)); a cell must be answered exactly once")
-            return
-        }
-        byCell[i] = answer
-    }
-
-    var problems: [String] { lock.withLock { _problems } }
-    var lastAnswer: ContinuousClock.Instant? { lock.withLock { _lastAnswer } }
-    var complete: Bool { lock.withLock { byCell.count == index.count } }
+    var problems: [String] { tally.withLock { $0.problems } }
+    var lastAnswer: ContinuousClock.Instant? { tally.withLock { $0.lastAnswer } }
+    var complete: Bool { tally.withLock { $0.byCell.count == index.count } }
 
     var answers: [Int: Final] {
-        lock.withLock {
-            byCell.mapValues {
+        tally.withLock {
+            $0.byCell.mapValues {
                 switch $0 {
                 case .answered(let a, _): return .answered(a)
                 case .invalid(let why): return .invalid(why)

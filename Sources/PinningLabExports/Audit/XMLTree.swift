@@ -5,7 +5,7 @@ import FoundationXML
 
 /// An XML element with the line it starts on: what `pinlab audit` reads network security configs and property
 /// lists into, so that every finding and every error names its line.
-final class XMLElementNode: @unchecked Sendable {
+final class XMLElementNode: @unchecked Sendable {  // built by one parser on one thread, then only read
     let name: String
     let attributes: [String: String]
     let line: Int

@@ -1,0 +1,63 @@
+import Foundation
+import PinningLabCore
+import PinningLabModel
+
+// A command client through a scenario made of several connections: one process for all the steps of a cell, when
+// its template names them (`{url.1}`, `{url.2}`, …; the CommandTemplates article), so that whatever the client keeps
+// between connections — curl `--next` keeps its TLS session cache — is kept.
+
+extension CheckRunner {
+    /// Why a command client is not judged on the steps of `s` (the cell is `unsupported`), or `nil` when it is.
+    static func commandStepsUnsupported(_ c: CommandClient, _ s: Scenario) -> String? {
+        let count = s.steps.count
+        guard c.template.usesSteps else {
+            return "this scenario is \(count) connections that share the client's TLS session cache; the command template names no step ({url.1} … {url.\(count)}), so it would run one process per connection and keep nothing between them: it is not judged here"
+        }
+        guard c.template.stepsNamed >= count else {
+            return "the command template names steps up to \(c.template.stepsNamed) ({url.\(c.template.stepsNamed)}); this scenario has \(count) connections"
+        }
+        if s.steps.contains(where: { $0.rotateTo != nil }) {
+            return "the server rotates its certificate between two connections, and a command that makes them all in one process leaves no moment to rotate in: it is not judged here"
+        }
+        return nil
+    }
+
+    /// Runs the command once for every step of the cell and judges each step by what its party's server received:
+    /// the k-th connection a party's server accepted belongs to the k-th step answered by that party.
+    func runCommandSteps(
+        of s: Scenario, profile p: PinProfile, engine: any TLSEngine, client c: CommandClient,
+        servers: [String: FixtureServer], files: CellFiles
+    ) async throws -> [(Scenario.Step, Verdict)] {
+        var context = try files.context(for: s, profile: p, port: servers[s.steps[0].party]!.port)
+        let pins = context.pins
+        let certificatePins = context.certificatePins
+        context.steps = s.steps.enumerated().map { i, step in
+            StepContext(
+                step: i + 1, host: step.host, port: servers[step.party]!.port,
+                pins: step.pins == .absent ? [] : pins, certificatePins: step.pins == .absent ? [] : certificatePins)
+        }
+        let before = servers.mapValues(\.connectionsAccepted)
+        let (outcomes, milliseconds) = await c.runSteps(context, scratch: files.directory)
+        var connections: [String: [Observation]] = [:]
+        for (name, server) in servers {
+            let seen = (await server.settle(timeout: .seconds(5)) ?? server.observations())
+            connections[name] = seen.filter { $0.id > before[name]! }.sorted { $0.id < $1.id }
+        }
+        var taken: [String: Int] = [:]
+        var out: [(Scenario.Step, Verdict)] = []
+        for (i, step) in s.steps.enumerated() {
+            let k = taken[step.party, default: 0]
+            taken[step.party] = k + 1
+            let list = connections[step.party] ?? []
+            let observation = k < list.count ? [list[k]] : []
+            let v = Verdict.judge(
+                scenario: s.id, profile: p, engine: engine.name, client: c.name, expected: step.expected(p),
+                evidence: ServerEvidence(observation), outcome: outcomes[i],
+                clientAuth: s.party(step.party)?.clientAuth ?? .none,
+                expectedCategory: step.expected(p) == .refuse ? s.refusal : nil,
+                clientMilliseconds: i == 0 ? milliseconds : 0)
+            out.append((step, v))
+        }
+        return out
+    }
+}
