@@ -49,6 +49,37 @@ struct CertificateTransparencyJudgeTests {
         }
     }
 
+    /// OpenSSL's strict CT policy (SSL_CT_VALIDATION_STRICT: one SCT that validates against a log of the file) is
+    /// the refusing judge: it accepts the valid, TLS-extension and one-SCT certificates and refuses the rest.
+    @Test(.requires("openssl"), arguments: sctJudgeCases)
+    func opensslStrictPolicyAcceptsOnlyValidSCTs(_ c: SCTJudgeCase) async throws {
+        let f = try Fixtures.load()
+        let config = ServerTLSConfiguration.makeServerConfiguration(f.identity(c.leaf))
+        let expected = c.statuses.contains("valid")
+        try await FixtureServer.withServer(engine: OpenSSLEngine(), configuration: config) { server in
+            let port = server.port
+            let verdict = try await Task.detached {
+                try OpenSSLCTCheck.handshake(ip: "127.0.0.1", port: port, host: "localhost",
+                                             trustRootsDER: [f.der("lab-root")], ctLogFile: f.pki.ctLogOpenSSLFile.path)
+            }.value
+            #expect(verdict.accepted == expected, "\(c.leaf): \(verdict)")
+            #expect(verdict.statuses == c.statuses, "\(c.leaf): \(verdict)")
+            if !expected { #expect(verdict.reason.contains("no valid SCTs") || verdict.reason.contains("71"), "\(verdict)") }
+            let seen = try #require(await server.settle()?.last)
+            #expect(seen.handshakeCompleted == expected, "the server saw the refusal too: \(seen)")
+        }
+    }
+
+    @Test("the strict check with a log file that is not one is an error naming the file, not a verdict")
+    func unreadableLogFile() async throws {
+        let f = try Fixtures.load()
+        let bogus = f.path("no-such-ctlogs.cnf")
+        #expect(throws: OpenSSLCTCheckError.self) {
+            try OpenSSLCTCheck.handshake(ip: "127.0.0.1", port: 9, host: "localhost", trustRootsDER: [f.der("lab-root")],
+                                         ctLogFile: bogus)
+        }
+    }
+
     @Test("GnuTLS says it cannot send SCTs in the TLS extension instead of serving the certificate without them")
     func gnutlsRefusesTheTLSExtension() async throws {
         let f = try Fixtures.load()
