@@ -27,18 +27,24 @@ package struct OpenSSLCTCheckError: Error, CustomStringConvertible {
 package enum OpenSSLCTCheck {
     /// Connects to `ip:port` as `host`, trusting `trustRootsDER` only, with OpenSSL's strict CT policy and the logs of
     /// `ctLogFile` (`ct/ctlogs.cnf` of a lab PKI); sends nothing after the handshake.
+    /// `minimumDistinctLogs` nil: OpenSSL's strict policy decides in the handshake (one valid SCT). A number: the
+    /// handshake runs with OpenSSL's permissive policy (it still validates every SCT) and the connection is then
+    /// refused, before any data, unless valid SCTs come from at least that many distinct logs — the browsers' count.
     package static func handshake(
-        ip: String, port: Int, host: String, trustRootsDER: [[UInt8]], ctLogFile: String, timeout: Duration = .seconds(5)
+        ip: String, port: Int, host: String, trustRootsDER: [[UInt8]], ctLogFile: String,
+        minimumDistinctLogs: Int? = nil, timeout: Duration = .seconds(5)
     ) throws(OpenSSLCTCheckError) -> OpenSSLCTVerdict {
         do {
-            return try run(ip: ip, port: port, host: host, trustRootsDER: trustRootsDER, ctLogFile: ctLogFile, timeout: timeout)
+            return try run(ip: ip, port: port, host: host, trustRootsDER: trustRootsDER, ctLogFile: ctLogFile,
+                           minimumDistinctLogs: minimumDistinctLogs, timeout: timeout)
         } catch {
             throw OpenSSLCTCheckError(description: error.detail)
         }
     }
 
     private static func run(
-        ip: String, port: Int, host: String, trustRootsDER: [[UInt8]], ctLogFile: String, timeout: Duration
+        ip: String, port: Int, host: String, trustRootsDER: [[UInt8]], ctLogFile: String, minimumDistinctLogs: Int?,
+        timeout: Duration
     ) throws(ClientFailure) -> OpenSSLCTVerdict {
         let deadline = ClientDeadline(after: timeout)
         ERR_clear_error()
@@ -59,7 +65,8 @@ package enum OpenSSLCTCheck {
         guard SSL_CTX_set_ctlog_list_file(ctx, ctLogFile) == 1 else {
             throw ClientFailure(category: .other, detail: "\(ctLogFile): not a CT log file OpenSSL can read: \(openSSLErrorQueue())")
         }
-        guard SSL_CTX_enable_ct(ctx, Int32(SSL_CT_VALIDATION_STRICT)) == 1 else {
+        guard SSL_CTX_enable_ct(
+            ctx, Int32(minimumDistinctLogs == nil ? SSL_CT_VALIDATION_STRICT : SSL_CT_VALIDATION_PERMISSIVE)) == 1 else {
             throw ClientFailure(category: .other, detail: "SSL_CTX_enable_ct: \(openSSLErrorQueue())")
         }
         let socket = try ClientSocket(ip: ip, port: port, deadline: deadline)
@@ -83,14 +90,25 @@ package enum OpenSSLCTCheck {
             }
         }
         var statuses: [String] = []
+        var validLogs: Set<[UInt8]> = []
         if let scts = SSL_get0_peer_scts(ssl) {
             for i in 0..<cpl_ct_sk_SCT_num(scts) {
                 guard let sct = cpl_ct_sk_SCT_value(scts, i) else { continue }
                 statuses.append(SCT_validation_status_string(sct).map { String(cString: $0) } ?? "?")
+                var id: UnsafeMutablePointer<UInt8>? = nil
+                let length = SCT_get0_log_id(sct, &id)
+                if SCT_get_validation_status(sct) == SCT_VALIDATION_STATUS_VALID, let id, length > 0 {
+                    validLogs.insert(Array(UnsafeBufferPointer(start: id, count: Int(length))))
+                }
             }
         }
         var reason = ""
-        if !accepted {
+        if accepted, let minimum = minimumDistinctLogs, validLogs.count < minimum {
+            accepted = false
+            reason = "valid SCTs from \(validLogs.count) distinct log(s), fewer than the \(minimum) the policy requires"
+            _ = SSL_shutdown(ssl)
+        }
+        if !accepted && reason.isEmpty {
             let verify = SSL_get_verify_result(ssl)
             reason = "verify result \(verify) (\(String(cString: X509_verify_cert_error_string(verify)))); \(openSSLErrorQueue())"
         }

@@ -70,6 +70,24 @@ struct CertificateTransparencyJudgeTests {
         }
     }
 
+    /// The browsers' count (valid SCTs from two distinct logs) over OpenSSL's per-SCT validation: only the valid
+    /// and TLS-extension certificates pass; the one-SCT certificate that OpenSSL's own policy accepts is refused.
+    @Test(.requires("openssl"), arguments: sctJudgeCases)
+    func twoLogPolicyAcceptsOnlyTwoValidSCTs(_ c: SCTJudgeCase) async throws {
+        let f = try Fixtures.load()
+        let config = ServerTLSConfiguration.makeServerConfiguration(f.identity(c.leaf))
+        let expected = c.statuses.filter { $0 == "valid" }.count >= 2
+        try await FixtureServer.withServer(engine: OpenSSLEngine(), configuration: config) { server in
+            let port = server.port
+            let verdict = try await Task.detached {
+                try OpenSSLCTCheck.handshake(ip: "127.0.0.1", port: port, host: "localhost", trustRootsDER: [f.der("lab-root")],
+                                             ctLogFile: f.pki.ctLogOpenSSLFile.path, minimumDistinctLogs: 2)
+            }.value
+            #expect(verdict.accepted == expected, "\(c.leaf): \(verdict)")
+            #expect(verdict.statuses == c.statuses, "\(c.leaf): \(verdict)")
+        }
+    }
+
     @Test("the strict check with a log file that is not one is an error naming the file, not a verdict")
     func unreadableLogFile() async throws {
         let f = try Fixtures.load()
