@@ -66,7 +66,11 @@ public struct LabGrade: Sendable {
     /// What the client did in one cell, in a sentence.
     static func describe(_ v: Verdict, sheet: ScenarioSheet?) -> String {
         let presented = sheet.map { s in s.chain.filter(\.onTheWire).map(\.name).joined(separator: ", ") } ?? ""
-        let server = presented.isEmpty ? "the server" : "a server presenting \(presented)"
+        var server = presented.isEmpty ? "the server" : "a server presenting \(presented)"
+        // A cell of several connections: the step that went wrong, and who answered it.
+        if let step = v.steps?.first(where: { $0.status.isDeviation }) {
+            server = "the \(step.party) server answering \(step.host) in step \(step.step)"
+        }
         var s: String
         switch v.status {
         case .fail where v.observed == .accepted:
@@ -174,7 +178,10 @@ public struct LabGrade: Sendable {
                     + "baseline pass first.", indent: "")
         }
         out += labWrap("What to try next: \(lab.tryNext)", indent: "")
-        out += labWrap("(In Swift: the TODO in \(lab.swiftStarterPath). The whole story: \(lab.pagePath).)", indent: "")
+        out += labWrap(
+            lab.hasSwiftStarter
+                ? "(In Swift: the TODO in \(lab.swiftStarterPath). The whole story: \(lab.pagePath).)"
+                : "(The whole story: \(lab.pagePath).)", indent: "")
         out +=
             paint("NOT YET", "1;31") + ": \(report.summary.deviations) of \(cellsRun) cells are "
             + "wrong (\(failures.count) scenario × profile pairs). Run the same command again after your change.\n"

@@ -8,7 +8,7 @@ import PinningLab
 /// `labs/` folder; this is the part the grader needs: which cells to run, which cells the starter is meant to get
 /// wrong, and what to say about each cell a learner gets wrong.
 public struct TeachingLab: Sendable, Hashable {
-    /// 1 to 8.
+    /// 1 to 9.
     public var number: Int
     /// The folder under `labs/`, e.g. `01-why-pin`.
     public var slug: String
@@ -32,6 +32,9 @@ public struct TeachingLab: Sendable, Hashable {
     public var tryNext: String
     /// The built-in client that makes the same mistake as the starter, if there is one.
     public var teachingClient: String?
+    /// How many connections each cell of the lab is (its scenarios' `steps`): above 1, the learner's client makes
+    /// them all in one process and its command names them (``stepArguments``).
+    public var connections: Int = 1
 
     public init(
         number: Int, slug: String, title: String, goal: String, scenarios: [String], profiles: [PinProfile],
@@ -53,6 +56,14 @@ public struct TeachingLab: Sendable, Hashable {
         self.teachingClient = teachingClient
     }
 
+    /// The step placeholders the grading command ends with (`{url.1} {url.2}`), so that one process makes every
+    /// connection of a cell; empty for a lab of one connection per cell.
+    public var stepArguments: [String] { connections > 1 ? (1...connections).map { "{url.\($0)}" } : [] }
+
+    /// Whether the lab has a Swift starter in `Examples/Labs`: the Swift lab plumbing (SwiftNIO SSL) offers no
+    /// client session resumption, so the labs of several connections are Python only.
+    public var hasSwiftStarter: Bool { connections == 1 }
+
     /// `labs/01-why-pin/README.md`, relative to the repository root.
     public var pagePath: String { "labs/\(slug)/README.md" }
     /// `labs/starters/python/lab01_why_pin.py`.
@@ -71,7 +82,9 @@ public struct TeachingLab: Sendable, Hashable {
     public var swiftStarterCommand: String { "Examples/.build/debug/lab-starter \(number)" }
 
     /// The command that grades the Python starter, as a learner types it from the repository root.
-    public var gradeCommand: String { "pinlab lab check \(number) -- python3 \(pythonStarterPath)" }
+    public var gradeCommand: String {
+        (["pinlab lab check \(number) -- python3 \(pythonStarterPath)"] + stepArguments).joined(separator: " ")
+    }
 
     /// The explanation for a cell: scenario and profile first, then the scenario alone.
     public func explanation(scenario: String, profile: PinProfile) -> CellExplanation? {

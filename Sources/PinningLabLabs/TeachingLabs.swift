@@ -2,11 +2,12 @@ import Foundation
 import PinningLabCore
 import PinningLab
 
-/// The eight teaching labs, as data: scenarios, profiles, the starter's mistake, and per-cell explanations.
+/// The nine teaching labs, as data: scenarios, profiles, the starter's mistake, and per-cell explanations.
 /// The pages are `labs/NN-slug/README.md`; keep both in step.
 public enum TeachingLabs {
     public static let all: [TeachingLab] = [
         whyPin, certVersusKey, rotation, whereToPin, chainStuffing, pinPlusValidation, mutualTLS, rightBytes,
+        stateBetweenConnections,
     ]
 
     /// The lab numbered `text` (`3`, `03`) or named by its folder (`03-rotation`).
@@ -367,4 +368,52 @@ public enum TeachingLabs {
         tryNext: "Hash labtls.spki(leaf) instead of labtls.raw_public_key(leaf); compare your value with "
             + "`pinlab explain baseline` or the openssl pipeline in the lab page.",
         teachingClient: "raw-key-hash")
+
+    // MARK: 9
+
+    static let stateBetweenConnections: TeachingLab = {
+        var lab = TeachingLab(
+            number: 9, slug: "09-state-between-connections", title: "State between connections: pins and resumed sessions",
+            goal: "Keep a TLS session across connections, as apps do, and still check the pins on every connection: "
+                + "a resumed session sends no certificate and the TLS library verifies nothing.",
+            scenarios: ["resumption-genuine", "resumption-after-unpinned-handshake", "resumption-cross-host"],
+            profiles: [.none, .leafSPKI],
+            pythonFile: "lab09_state_between_connections.py",
+            mistake: "The client checks its pins where a certificate callback would — only on full handshakes — so a "
+                + "resumed session is trusted without them.",
+            starterFails: [
+                LabCell("resumption-after-unpinned-handshake", .leafSPKI), LabCell("resumption-cross-host", .leafSPKI),
+            ],
+            explanations: [
+                CellExplanation(
+                    "resumption-after-unpinned-handshake", .leafSPKI,
+                    shouldHave: "Refuse step 2: it resumes the session the interceptor made in step 1, before the pins "
+                        + "were in force; the session's certificate is the proxy's, whose key is not the pinned K1.",
+                    missed: "On a resumed connection no certificate crosses the wire, so a check that runs when "
+                        + "certificates arrive (Go's VerifyPeerCertificate, Node's checkServerIdentity, a guard on "
+                        + "session_reused) never runs. The pins must be checked on every connection against the "
+                        + "certificate the session was made with — getpeercert(True) returns it."),
+                CellExplanation(
+                    "resumption-cross-host", .leafSPKI,
+                    shouldHave: "Refuse step 2: the session was made for the unpinned cdn.pinning.test through the "
+                        + "interceptor; resumed for the pinned api.pinning.test, its certificate is still the proxy's.",
+                    missed: "A session is a decision made for one host under one set of pins. Resuming it for another "
+                        + "host, or under other pins, must not skip the check of this host's pins (Bun's reused "
+                        + "sessions across server names, oven-sh/bun #33734)."),
+                CellExplanation(
+                    "resumption-genuine",
+                    shouldHave: "Accept both connections: the genuine server, and the second one resumes the first's "
+                        + "session — resumption must keep working under pins.",
+                    missed: "A check on every connection must still pass the genuine server's resumed session: hash "
+                        + "the SPKI of getpeercert(True), which is the session's certificate, and keep the session "
+                        + "(tls.session) after reading the response, when TLS 1.3 tickets arrive."),
+            ],
+            lesson: "Pins are a decision about every connection. A resumed session skips the handshake's certificate "
+                + "checks, not yours.",
+            tryNext: "Drop the `not tls.session_reused` guard in the starter: check the pins whenever they apply, on "
+                + "every connection, against tls.getpeercert(True).",
+            teachingClient: "skips-pins-on-resumption")
+        lab.connections = 2
+        return lab
+    }()
 }

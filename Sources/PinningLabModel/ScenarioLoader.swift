@@ -493,9 +493,11 @@ private struct Reader {
         let roots = identities.names(withRole: .root)
         let parts = TrustProfile(rawValue: trustText).roots
         for part in parts {
-            guard let e = identities[part], e.role == .root else {
+            // A trust anchor is a root, or an intermediate installed as one (`intermediate-as-trust-anchor`: Apple
+            // platforms, Android, the JDK, Go and curl accept any certificate of the store as an anchor).
+            guard let e = identities[part], e.role == .root || e.role == .intermediate else {
                 let hint = suggestion(part, in: roots).map { "Did you mean '\($0)'? " } ?? ""
-                let what = identities[part] == nil ? "is not an identity of the PKI" : "is a \(identities[part]!.role), not a root"
+                let what = identities[part] == nil ? "is not an identity of the PKI" : "is a \(identities[part]!.role), not a root (or a CA certificate installed as an anchor)"
                 throw fail(.badTrustProfile, trustNode, "client.trust", "bad trust profile '\(trustText)': '\(part)' \(what).",
                            fix: "\(hint)A trust profile is one or more roots joined by '+': lab-root, lab-root+proxy-root (roots: \(roots.joined(separator: ", "))).")
             }

@@ -381,6 +381,10 @@ final class ClientContext: @unchecked Sendable {  // immutable after init; OpenS
             throw ClientFailure(category: .other, detail: "X509_STORE_new failed: \(openSSLErrorQueue())")
         }
         SSL_CTX_set_cert_store(context, store)  // the context owns the store now
+        // Any certificate of the store is an anchor, a trusted intermediate included — as on Apple platforms,
+        // Android, the JDK and Go, and in curl (which sets this flag by default). Without it OpenSSL would insist on
+        // a self-signed root beyond a trusted intermediate.
+        X509_STORE_set_flags(store, UInt(X509_V_FLAG_PARTIAL_CHAIN))
         var roots: [X509Handle] = []
         for (index, der) in target.trustRootsDER.enumerated() {
             let root = try clientCertificate(der, what: "trustRootsDER[\(index)]")

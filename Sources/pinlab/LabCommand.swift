@@ -43,8 +43,9 @@ struct LabShowCommand: AsyncParsableCommand {
     func run() async throws {
         let l = lab(number)
         let catalogue = source.loadCatalogue()
+        let width = max(30, (l.scenarios.map(\.count).max() ?? 0) + 2)
         let scenarios = l.scenarios.map {
-            "  \($0.padding(toLength: 30, withPad: " ", startingAt: 0))\(catalogue[$0]?.title ?? "(not in this catalogue)")\n"
+            "  \($0.padding(toLength: width, withPad: " ", startingAt: 0))\(catalogue[$0]?.title ?? "(not in this catalogue)")\n"
         }
         let teaching = l.teachingClient.map {
             "  pinlab lab check \(l.number) --client \($0)    (the built-in client that makes the same mistake)\n"
@@ -65,12 +66,10 @@ struct LabShowCommand: AsyncParsableCommand {
 
             Starter clients
               Python: \(l.pythonStarterPath)
-              Swift:  \(l.swiftStarterPath) (build once: cd Examples && swift build --product lab-starter)
-
+            \(l.hasSwiftStarter ? "  Swift:  \(l.swiftStarterPath) (build once: cd Examples && swift build --product lab-starter)\n" : "")
             Grade it
               \(l.gradeCommand)
-              pinlab lab check \(l.number) -- \(l.swiftStarterCommand)
-            \(teaching ?? "")
+            \(l.hasSwiftStarter ? "  pinlab lab check \(l.number) -- \(l.swiftStarterCommand)\n" : "")\(teaching ?? "")
             The whole page, with the background and the questions: \(l.pagePath)
             """)
     }

@@ -68,7 +68,9 @@ enum Predictions {
             .union(cells(["intermediate-pool-rotation"], [.leafSPKIBackup, .rootSPKI]))
             .union(cells(["short-lived-renewal"], [.rootSPKI]))
             .union(cells(["root-rollover-cross-signed"], [.leafSPKI, .leafSPKIBackup, .rootSPKI]))
-            .union(cells(["root-rollover-new-root-trusted"], [.leafSPKI, .leafSPKIBackup])),
+            .union(cells(["root-rollover-new-root-trusted"], [.leafSPKI, .leafSPKIBackup]))
+            // The trusted intermediate ends the chain: the leaf and intermediate SPKI cells accept for a correct client.
+            .union(cells(["intermediate-as-trust-anchor"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
         // Pins are ignored: every cell that only a pin can refuse is accepted.
         "no-pinning": cells(["renewal-same-key"], [.leafCert])
             .union(cells(["rekey"], [.leafCert, .leafSPKI]))
@@ -84,7 +86,9 @@ enum Predictions {
             // nobody pinned) is accepted.
             .union(cells(["intermediate-pool-rotation"], [.leafCert, .leafSPKI, .intermediateSPKI]))
             .union(cells(["short-lived-renewal"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
-            .union(cells(["root-rollover-cross-signed", "root-rollover-new-root-trusted"], [.leafCert, .intermediateSPKI])),
+            .union(cells(["root-rollover-cross-signed", "root-rollover-new-root-trusted"], [.leafCert, .intermediateSPKI]))
+            // lab-root is not in the chain that ends at the trusted intermediate: only the root pin refuses.
+            .union(cells(["intermediate-as-trust-anchor"], [.rootSPKI])),
         // Issuer names lead from twin-root-leaf to the genuine lab-intermediate-a that was sent with it, and from
         // there to lab-root in the trust store. Everywhere else the names lead along the validated chain
         // (name-collision-intermediate's twin is sent itself, so the walk finds the twin, not the genuine CA).

@@ -220,6 +220,11 @@ struct CurlTests {
             .union(cells(["pin-scope-subdomain-excluded", "pin-scope-unpinned-host", "pins-for-other-host"], Predictions.pinnedProfiles))
             .union(cells(["renewal-same-key", "rekey", "emergency-rekey"], [.intermediateSPKI, .rootSPKI]))
             .union(cells(["sibling-intermediate"], [.rootSPKI]))
+            // The CA moved; the root pin should hold (root-rollover-new-root-trusted's root cell varies by path).
+            .union(cells(["intermediate-pool-rotation", "short-lived-renewal", "root-rollover-cross-signed"], [.rootSPKI]))
+            // curl sets X509_V_FLAG_PARTIAL_CHAIN: the trusted intermediate is an anchor; its certificate and
+            // intermediate pins cannot be expressed (curl pins the leaf key only).
+            .union(cells(["intermediate-as-trust-anchor"], [.leafCert, .intermediateSPKI]))
             .subtracting(report.cells(.unsupported, engine: "openssl"))
         let failed = report.cells(.fail, engine: "openssl")
         #expect(failed.subtracting(predicted).isEmpty, "unpredicted: \(failed.subtracting(predicted).sorted())")

@@ -82,7 +82,7 @@ let malformedCases: [MalformedCase] = [
                   code: .badTrustProfile, line: 9, field: "client.trust",
                   mentions: ["'proxy'", "Did you mean 'proxy-root'"]),
     MalformedCase(name: "trust profile names a leaf", yaml: replacing("trust: lab-root", "trust: leaf-v1"),
-                  code: .badTrustProfile, line: 9, field: "client.trust", mentions: ["is a leaf, not a root"]),
+                  code: .badTrustProfile, line: 9, field: "client.trust", mentions: ["is a leaf, not a root (or a CA certificate installed as an anchor)"]),
     MalformedCase(name: "bad TLS version",
                   yaml: replacing("  chain: [leaf-v1, lab-intermediate-a]", "  chain: [leaf-v1, lab-intermediate-a]\n  tls:\n    versions: [tls1.2, tls1.4]"),
                   code: .badTLSVersion, line: 9, field: "server.tls.versions[1]", mentions: ["'tls1.4'", "tls1.3"]),
@@ -369,7 +369,7 @@ struct BundledCatalogueTests {
     @Test func platformPoliciesAndVarianceOfTheCatalogue() throws {
         let c = try Catalogue.bundled()
         #expect(c.scenarios.filter { $0.policy != nil }.map(\.id) == ["weak-rsa-1024", "sha1-signature", "tls-v1-2-no-forward-secrecy"])
-        #expect(c.scenarios.filter { !$0.variance.isEmpty }.map(\.id) == ["root-rollover-new-root-trusted", "name-collision-root", "ats-floor", "ed25519"])
+        #expect(c.scenarios.filter { !$0.variance.isEmpty }.map(\.id) == ["root-rollover-new-root-trusted", "intermediate-as-trust-anchor", "name-collision-root", "ats-floor", "ed25519"])
         #expect(c.scenarios.filter { !$0.pathVariance.isEmpty }.map(\.id) == ["root-rollover-new-root-trusted"])
         let rsa = try #require(c["tls-v1-2-no-forward-secrecy"])
         for p in PinProfile.all {

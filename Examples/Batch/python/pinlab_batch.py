@@ -89,6 +89,8 @@ def ats_context(ca):
     """Python's default client context (chain and host-name validation with `ca`), at ATS's floor: TLS 1.2 or later,
     the suites of ATS_CIPHERS."""
     ctx = ssl.create_default_context(cafile=ca)
+    # A trusted intermediate is an anchor, as on Apple platforms, Android, the JDK and Go (Python's default from 3.13).
+    ctx.verify_flags |= getattr(ssl, "VERIFY_X509_PARTIAL_CHAIN", 0)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.set_ciphers(ATS_CIPHERS)
     return ctx
@@ -105,7 +107,8 @@ def judge(host, port, ca, profile, pins, cert=None, key=None, timeout=10.0, doma
         ctx.load_cert_chain(cert, key)
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
-            with ctx.wrap_socket(raw, server_hostname=host) as tls:
+            # A fully qualified name's trailing dot is not part of the SNI (RFC 6066) nor of the certificate's names.
+            with ctx.wrap_socket(raw, server_hostname=host[:-1] if host.endswith(".") else host) as tls:
                 if pins:
                     chain = verified_chain_der(tls)
                     if chain is None:
