@@ -21,6 +21,10 @@ static inline X509 *cpl_p12_sk_X509_value(const STACK_OF(X509) *stack, int i) { 
 /* ---- end lead (pkcs12) ---- */
 
 /* ---- clients ---- */
+#include <openssl/ct.h>
+/* ct: the SCTs OpenSSL collected for a connection (a STACK_OF(SCT) it owns). */
+static inline int cpl_ct_sk_SCT_num(const STACK_OF(SCT) *stack) { return sk_SCT_num(stack); }
+static inline SCT *cpl_ct_sk_SCT_value(const STACK_OF(SCT) *stack, int i) { return sk_SCT_value(stack, i); }
 static inline long cpl_client_set_tlsext_host_name(SSL *ssl, const char *name) {
     return SSL_set_tlsext_host_name(ssl, name);
 }

@@ -118,20 +118,32 @@ public struct ServerIdentity: Hashable, Sendable {
     /// SNI host names this identity answers (exact, or `*.example.test`). The first identity of a configuration
     /// is also the default for unknown or absent names.
     public var serverNames: [String]
+    /// A TLS-encoded `SignedCertificateTimestampList` to send in the `signed_certificate_timestamp` extension
+    /// (type 18, RFC 6962 §3.3) to a client that asks for it: in the ServerHello up to TLS 1.2, in the first
+    /// certificate's entry in TLS 1.3. An engine that cannot send it refuses the configuration as unsupported.
+    public var signedCertificateTimestampList: [UInt8]?
 
-    public init(name: String = "", chainDER: [[UInt8]], privateKeyPKCS8DER: [UInt8], serverNames: [String] = []) {
+    public init(
+        name: String = "", chainDER: [[UInt8]], privateKeyPKCS8DER: [UInt8], serverNames: [String] = [],
+        signedCertificateTimestampList: [UInt8]? = nil
+    ) {
         self.name = name
         self.chainDER = chainDER
         self.privateKeyPKCS8DER = privateKeyPKCS8DER
         self.serverNames = serverNames
+        self.signedCertificateTimestampList = signedCertificateTimestampList
     }
 
     /// The identity of a PKI entity: its certificate then its issuers without the root, unless `chain` says
     /// otherwise.
+    /// The SCT list of the PKI entity (`tlsSCTs:` in the spec) goes with it when its certificate is served first.
     public init(_ identity: Identity, chain: [[UInt8]]? = nil, serverNames: [String]? = nil) {
+        let chainDER = chain ?? identity.servedChainDER
         self.init(
-            name: identity.name, chainDER: chain ?? identity.servedChainDER,
-            privateKeyPKCS8DER: identity.privateKeyPKCS8DER, serverNames: serverNames ?? identity.hosts)
+            name: identity.name, chainDER: chainDER,
+            privateKeyPKCS8DER: identity.privateKeyPKCS8DER, serverNames: serverNames ?? identity.hosts,
+            signedCertificateTimestampList: chainDER.first == identity.certificateDER
+                ? identity.signedCertificateTimestampList : nil)
     }
 
     /// Whether this identity answers `serverName` (case-insensitive; `*.x` matches one label).

@@ -145,6 +145,9 @@ public struct PinExport: Sendable, Hashable {
     /// the app's release horizon (the last day a build may still be in use), not a certificate's notAfter; `nil`:
     /// ``pinHorizonDays`` after ``exportDate``.
     public var expiration: Date?
+    /// Android's `<certificateTransparency enabled=…>` in the domain's config (network-security-config, Android 16
+    /// and later); `nil` leaves the element out, so the platform default applies.
+    public var certificateTransparency: Bool? = nil
     /// Days from ``exportDate`` to the pin-set expiration when ``expiration`` is not given.
     public var pinHorizonDays: Int = PinExport.defaultPinHorizonDays
     /// The day the export is made: the start of ``pinHorizonDays``.

@@ -54,6 +54,14 @@ enum NSCExport {
             }
             s += "        </pin-set>\n"
         }
+        if let ct = e.certificateTransparency {
+            s += xmlComment(ct ? [
+                "Certificate Transparency (Android 16+): connections to this domain need SCTs from logs the platform",
+                "knows. The lab's logs are not among them: on a device, the lab's SCT scenarios judge a CT library",
+                "configured with the lab log list (ct/log_list.json of the PKI folder), not the platform's check.",
+            ] : ["Certificate Transparency explicitly off for this domain (Android 16+)."], indent: "        ")
+            s += "        <certificateTransparency enabled=\"\(ct)\" />\n"
+        }
         s += "    </domain-config>\n"
         s += "    <debug-overrides>\n"
         s += xmlComment(

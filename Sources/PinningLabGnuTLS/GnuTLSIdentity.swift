@@ -11,6 +11,14 @@ final class GnuTLSIdentity {
 
     init(_ identity: ServerIdentity) throws(TLSEngineError) {
         let label = identity.name.isEmpty ? "the identity" : "identity '\(identity.name)'"
+        // GnuTLS has no hook for an extension in a TLS 1.3 certificate entry (where signed_certificate_timestamp
+        // goes); gnutls_session_ext_register reaches the TLS 1.2 ServerHello only. Saying so beats serving a
+        // certificate without the SCTs the scenario is about.
+        if identity.signedCertificateTimestampList != nil {
+            throw TLSEngineError(
+                .unsupported,
+                "\(label): GnuTLS cannot send signed certificate timestamps in the TLS extension (no API for TLS 1.3 certificate-entry extensions); use the OpenSSL engine")
+        }
         count = identity.chainDER.count
         pcerts = .allocate(capacity: count)
         for (i, der) in identity.chainDER.enumerated() {

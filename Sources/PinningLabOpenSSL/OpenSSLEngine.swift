@@ -146,6 +146,20 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
                 throw TLSEngineError(.library, "\(label): SSL_CTX_add0_chain_cert: \(drainOpenSSLErrors())")
             }
         }
+        // Signed certificate timestamps in the TLS extension: serverinfo version 2 (a 4-byte context, the type,
+        // a 2-byte length, the data), offered in the TLS 1.2 ServerHello and the TLS 1.3 leaf's certificate entry
+        // when the ClientHello asks for type 18. OpenSSL lets serverinfo carry this one built-in type.
+        if let scts = identity.signedCertificateTimestampList {
+            let context = UInt32(SSL_EXT_CLIENT_HELLO | SSL_EXT_TLS1_2_SERVER_HELLO | SSL_EXT_TLS1_3_CERTIFICATE)
+            guard scts.count <= 0xffff else {
+                throw TLSEngineError(.invalidConfiguration, "\(label): the SCT list is \(scts.count) bytes, more than a TLS extension holds")
+            }
+            var info: [UInt8] = [24, 16, 8, 0].map { UInt8((context >> $0) & 0xff) }
+            info += [0, 18, UInt8(scts.count >> 8), UInt8(scts.count & 0xff)] + scts
+            guard SSL_CTX_use_serverinfo_ex(ctx, UInt32(SSL_SERVERINFOV2), info, info.count) == 1 else {
+                throw TLSEngineError(.library, "\(label): SSL_CTX_use_serverinfo_ex: \(drainOpenSSLErrors())")
+            }
+        }
         // Client authentication.
         if c.clientAuthentication != .none {
             let store = SSL_CTX_get_cert_store(ctx)

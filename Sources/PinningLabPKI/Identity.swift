@@ -106,6 +106,12 @@ public struct Identity: Sendable, Hashable {
     /// DNS names and IP addresses in the subjectAltName.
     public var hosts: [String]
     public var pins: Pins
+    /// The TLS-encoded `SignedCertificateTimestampList` over this certificate (`tlsSCTs:` in the spec): what a
+    /// server sends in the `signed_certificate_timestamp` TLS extension (type 18). Wrap it with
+    /// ``SignedCertificateTimestamp/listExtensionValue(_:)`` for an OCSP response's SCT extension.
+    public var signedCertificateTimestampList: [UInt8]? = nil
+    /// DER of the precertificate (poison extension 1.3.6.1.4.1.11129.2.4.3) the embedded SCTs were issued for.
+    public var precertificateDER: [UInt8]? = nil
 
     public init(
         name: String, role: Role, issuerName: String, keyName: String, keyType: KeyType,

@@ -102,6 +102,13 @@ public final class LabPKI: Sendable {
     /// fingerprint (the state file records it).
     public let keyOrigins: [String: String]
     private let byName: [String: Int]
+    /// The lab's Certificate Transparency logs (`ctLogs:` of the spec), listed and unlisted.
+    public let ctLogs: [CTLog]
+
+    /// Google's log list v3 of the listed CT logs (`ct/log_list.json`), written with the certificates.
+    public var ctLogListFile: URL { directory.appendingPathComponent("ct/log_list.json") }
+    /// OpenSSL's CT log file of the listed logs (`ct/ctlogs.cnf`), for `openssl s_client -ct -ctlogfile`.
+    public var ctLogOpenSSLFile: URL { directory.appendingPathComponent("ct/ctlogs.cnf") }
 
     /// The per-user default folder for library use: `$PINNINGLAB_DIR`, else `~/.cache/pinninglab`
     /// (`~/Library/Caches/PinningLab` on macOS).
@@ -144,10 +151,11 @@ public final class LabPKI: Sendable {
     }
 
     init(
-        spec: PKISpec, directory: URL, identities: [Identity], refresh: PKIRefresh, keyOrigins: [String: String],
-        password: String, issuedAt: Date, pkcs12Encoder: (any PKCS12Encoder)?
+        spec: PKISpec, directory: URL, identities: [Identity], refresh: PKIRefresh, ctLogs: [CTLog] = [],
+        keyOrigins: [String: String], password: String, issuedAt: Date, pkcs12Encoder: (any PKCS12Encoder)?
     ) {
         self.spec = spec
+        self.ctLogs = ctLogs
         self.keyOrigins = keyOrigins
         self.pkcs12Encoder = pkcs12Encoder
         self.directory = directory

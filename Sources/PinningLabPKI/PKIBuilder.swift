@@ -25,6 +25,10 @@ struct StateFile: Codable {
         var spki: String
         var cert: String
         var raw: String
+        /// Base64 of the TLS-encoded SCT list over the certificate (`tlsSCTs:`), for the TLS extension and OCSP.
+        var tlsSCTList: String? = nil
+        /// Base64 DER of the precertificate the embedded SCTs were issued for (`scts:`).
+        var precertificate: String? = nil
     }
     var version: Int = 1
     var specFingerprint: String
@@ -34,6 +38,8 @@ struct StateFile: Codable {
     var pkcs12Password: String?
     var keys: [String: Key]
     var identities: [Entry]
+    /// The log ID (hex) of each CT log whose SCTs the certificates carry: a replaced log key re-issues them.
+    var ctLogIDs: [String: String]? = nil
 }
 
 // MARK: - Builder
@@ -67,6 +73,8 @@ struct Builder {
         // Keys: every key name used by an entity.
         var keyTypes: [String: KeyType] = [:]
         for e in spec.entities { keyTypes[e.keyName] = e.keyType }
+        // CT log keys are P-256 and, not being a leaf's or client's, never derived from a seed (seedableKeys).
+        for l in spec.ctLogs { keyTypes[l.name] = .p256 }
         let seedable = Self.seedableKeys(spec)
         var keys: [String: LabKey] = [:]
         var keyOrigins: [String: StateFile.Key] = [:]
@@ -118,6 +126,8 @@ struct Builder {
         refresh.repaired = keyNotes.withLock { $0 }.sorted()
 
         mark("keys")
+        let ctLogs = try spec.ctLogs.map { try CTLogSigner(spec: $0, key: keys[$0.name]!) }
+        let ctLogIDs = Dictionary(uniqueKeysWithValues: ctLogs.map { ($0.log.name, $0.log.logID.hexString) })
         // Are the kept certificates still good?
         let now = options.now
         var reason: String? = nil
@@ -133,7 +143,7 @@ struct Builder {
         } else if Set(oldState!.identities.map(\.name)) != Set(spec.names) { reason = "the entities changed" }
         else if let stranger = try keyNotMatchingState(oldState!, keys: keys) {
             reason = "the key \(stranger) is not the key of its certificates"
-        }
+        } else if (oldState!.ctLogIDs ?? [:]) != ctLogIDs { reason = "the CT log keys changed" }
 
         let identities: [Identity]
         let state: StateFile
@@ -141,7 +151,7 @@ struct Builder {
             refresh.reissued = true
             refresh.reason = reason
             mark("check")
-            (identities, state) = try issueAll(keys: keys, keyOrigins: keyOrigins, now: now)
+            (identities, state) = try issueAll(keys: keys, keyOrigins: keyOrigins, ctLogs: ctLogs, now: now)
             mark("issue")
             // Files are rewritten in place under the lock; without a state file a crash half-way means
             // "no certificates yet" to the next run, never a mix of old and new.
@@ -162,7 +172,12 @@ struct Builder {
                 mark("files checked")
             }
         }
+        if !ctLogs.isEmpty {
+            try writeCTLogLists(ctLogs.map(\.log), since: Date(timeIntervalSince1970: state.issuedAt))
+            mark("ct log lists")
+        }
         return LabPKI(spec: spec, directory: dir, identities: identities, refresh: refresh,
+                      ctLogs: ctLogs.map(\.log),
                       keyOrigins: state.keys.mapValues(\.origin),
                       password: state.pkcs12Password ?? options.pkcs12Password,
                       issuedAt: Date(timeIntervalSince1970: state.issuedAt), pkcs12Encoder: options.pkcs12Encoder)
@@ -256,13 +271,16 @@ struct Builder {
             let above = issuerWalk(from: e.name) { byName[$0]?.issuerName }
             let top = above.last.flatMap { byName[$0] } ?? e
             let chain = above.dropLast().map { ders[$0]! }
-            return Identity(
+            var identity = Identity(
                 name: e.name, role: Role(rawValue: e.role), issuerName: e.issuerName, keyName: e.keyName,
                 keyType: KeyType(rawValue: e.keyType), certificateDER: ders[e.name]!, privateKeyPKCS8DER: key.pkcs8DER,
                 issuerChainDER: chain, rootDER: ders[top.name]!, rootName: top.name, subject: e.subject,
                 issuer: e.issuer, serialHex: e.serial, notBefore: Date(timeIntervalSince1970: e.notBefore),
                 notAfter: Date(timeIntervalSince1970: e.notAfter), hosts: e.hosts,
                 pins: Pins(spkiSHA256: hexBytes(e.spki), certificateSHA256: hexBytes(e.cert), rawKeySHA256: hexBytes(e.raw)))
+            identity.signedCertificateTimestampList = e.tlsSCTList.flatMap { Data(base64Encoded: $0) }.map { Array($0) }
+            identity.precertificateDER = e.precertificate.flatMap { Data(base64Encoded: $0) }.map { Array($0) }
+            return identity
         }
     }
 }

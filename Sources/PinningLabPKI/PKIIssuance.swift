@@ -39,13 +39,23 @@ extension Builder {
         }
     }
 
+    /// `extensions` with one more extension `oid` whose extnValue is `value`, last.
+    static func withCTExtension(_ extensions: Certificate.Extensions, _ oid: String, critical: Bool, value: [UInt8]) throws -> Certificate.Extensions {
+        var out = extensions
+        try out.append(Certificate.Extension(oid: ASN1ObjectIdentifier(dotRepresentation: oid), critical: critical, value: value[...]))
+        return out
+    }
+
     static func der(_ value: some DERSerializable) throws -> [UInt8] {
         var s = DER.Serializer()
         try s.serialize(value)
         return s.serializedBytes
     }
 
-    func issueAll(keys: [String: LabKey], keyOrigins: [String: StateFile.Key], now: Date) throws -> ([Identity], StateFile) {
+    func issueAll(
+        keys: [String: LabKey], keyOrigins: [String: StateFile.Key], ctLogs: [CTLogSigner] = [], now: Date
+    ) throws -> ([Identity], StateFile) {
+        let logs = Dictionary(uniqueKeysWithValues: ctLogs.map { ($0.log.name, $0) })
         var subjects: [String: DistinguishedName] = [:]
         var skis: [String: [UInt8]] = [:]
         var publicKeys: [String: Certificate.PublicKey] = [:]
@@ -128,18 +138,45 @@ extension Builder {
                 }
                 for revocationExtension in try RevocationExtensions.extensions(for: e) { try ext.append(revocationExtension) }
 
-                let cert: Certificate
-                do {
-                    cert = try Certificate(
-                        version: .v3, serialNumber: .init(bytes: serial), publicKey: publicKey,
-                        notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN, subject: subject,
-                        signatureAlgorithm: Self.signatureAlgorithm(signer: signer.type, hash: e.signature),
-                        extensions: ext, issuerPrivateKey: signer.certificatePrivateKey)
-                } catch {
-                    throw PKIError(.issuanceFailed, "cannot issue the certificate: \(error)", file: spec.file,
-                                   line: e.line, entity: e.name)
+                func sign(_ extensions: Certificate.Extensions) throws -> Certificate {
+                    do {
+                        return try Certificate(
+                            version: .v3, serialNumber: .init(bytes: serial), publicKey: publicKey,
+                            notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN, subject: subject,
+                            signatureAlgorithm: Self.signatureAlgorithm(signer: signer.type, hash: e.signature),
+                            extensions: extensions, issuerPrivateKey: signer.certificatePrivateKey)
+                    } catch {
+                        throw PKIError(.issuanceFailed, "cannot issue the certificate: \(error)", file: spec.file,
+                                       line: e.line, entity: e.name)
+                    }
                 }
+                // RFC 6962 §3.1: a precertificate (the certificate plus the critical poison extension) goes to the
+                // logs; the final certificate carries their SCTs where the precertificate had the poison.
+                var precertificateDER: [UInt8]? = nil
+                if !e.embeddedSCTs.isEmpty {
+                    let precert = try Self.der(sign(try Self.withCTExtension(ext, CTObjectIdentifier.poison, critical: true,
+                                                                              value: Precertificate.poisonValue)))
+                    let issuerSPKI = try Self.der(signer.publicKey)
+                    let scts = try e.embeddedSCTs.map { r in
+                        try logs[r.log]!.timestamp(precertificate: precert, issuerSPKIDER: issuerSPKI,
+                                                   at: now.addingTimeInterval(TimeInterval(r.timestamp.seconds)),
+                                                   validSignature: r.validSignature)
+                    }
+                    let list = try SignedCertificateTimestamp.list(scts)
+                    ext = try Self.withCTExtension(ext, CTObjectIdentifier.embeddedSCTList, critical: false,
+                                                   value: SignedCertificateTimestamp.listExtensionValue(list))
+                    precertificateDER = precert
+                }
+                let cert = try sign(ext)
                 let certDER = try Self.der(cert)
+                var tlsSCTList: [UInt8]? = nil
+                if !e.tlsSCTs.isEmpty {
+                    tlsSCTList = try SignedCertificateTimestamp.list(e.tlsSCTs.map { r in
+                        try logs[r.log]!.timestamp(.x509(certificateDER: certDER),
+                                                   at: now.addingTimeInterval(TimeInterval(r.timestamp.seconds)),
+                                                   validSignature: r.validSignature)
+                    })
+                }
                 return StateFile.Entry(
                     name: e.name, role: e.role.rawValue, issuerName: e.issuer, keyName: e.keyName,
                     keyType: e.keyType.rawValue, der: Data(certDER).base64EncodedString(),
@@ -148,7 +185,9 @@ extension Builder {
                     notAfter: notAfter.timeIntervalSince1970.rounded(.down), hosts: e.hosts,
                     spki: Array(SHA256.hash(data: spkiDER)).hexString,
                     cert: Array(SHA256.hash(data: certDER)).hexString,
-                    raw: Array(SHA256.hash(data: Array(publicKey.subjectPublicKeyInfoBytes))).hexString)
+                    raw: Array(SHA256.hash(data: Array(publicKey.subjectPublicKeyInfoBytes))).hexString,
+                    tlsSCTList: tlsSCTList.map { Data($0).base64EncodedString() },
+                    precertificate: precertificateDER.map { Data($0).base64EncodedString() })
             }
         }
         let entries = try slots.values()
@@ -156,7 +195,8 @@ extension Builder {
             specFingerprint: spec.fingerprint, seedFingerprint: seedFingerprint,
             issuedAt: now.timeIntervalSince1970, reissueBy: reissueBy,
             pkcs12Password: options.pkcs12Encoder == nil ? nil : options.pkcs12Password,
-            keys: keyOrigins, identities: entries)
+            keys: keyOrigins, identities: entries,
+            ctLogIDs: Dictionary(uniqueKeysWithValues: ctLogs.map { ($0.log.name, $0.log.logID.hexString) }))
         return (try assemble(state: state, keys: keys), state)
     }
 

@@ -136,6 +136,10 @@ public struct EntitySpec: Sendable, Hashable {
     public var revocation: RevocationStatus = .good
     /// Line of the entity in the spec file.
     public var line: Int
+    /// SCTs embedded through the precertificate flow (`scts:`), in order.
+    public var embeddedSCTs: [SCTRequest] = []
+    /// SCTs over the final certificate (`tlsSCTs:`), for the TLS extension and OCSP responses.
+    public var tlsSCTs: [SCTRequest] = []
 
     public var isSelfSigned: Bool { issuer == name }
 }
@@ -155,6 +159,8 @@ public struct PKISpec: Sendable {
     public var entities: [EntitySpec]
     /// SHA-256 of the spec text: certificates are re-issued when it changes.
     public var fingerprint: String
+    /// The lab's Certificate Transparency logs (`ctLogs:`).
+    public var ctLogs: [CTLogSpec] = []
 
     public func entity(_ name: String) -> EntitySpec? { entities.first { $0.name == name } }
     public var names: [String] { entities.map(\.name) }

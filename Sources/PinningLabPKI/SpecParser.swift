@@ -17,12 +17,13 @@ struct SpecContext {
     var keys: [String: KeyType]
     var ownKeys: [String: KeyType]
     var defaults: SpecDefaults
+    var ctLogs: Set<String> = []
 }
 
 
 private let entityFields = [
     "role", "issuer", "key", "keyType", "subject", "hosts", "validity", "signature", "pathLength",
-    "nameConstraints", "scope", "usages", "twinOf", "ca", "description",
+    "nameConstraints", "scope", "usages", "twinOf", "ca", "description", "scts", "tlsSCTs",
 ]
 private let subjectAttributes = ["CN", "O", "OU", "C", "L", "ST", "emailAddress"]
 
@@ -117,7 +118,7 @@ struct SpecParser {
             throw fail(.missingField, "the spec is empty", nil, field: "entities",
                        fix: "start from the built-in pki/lab.yaml")
         }
-        let top = try mapping(root, entity: nil, field: nil, allowed: ["version", "defaults", "keys", "entities"])
+        let top = try mapping(root, entity: nil, field: nil, allowed: ["version", "defaults", "keys", "ctLogs", "entities"])
         if let v = top["version"] {
             let s = try string(v, entity: nil, field: "version")
             if s != "1" {
@@ -150,7 +151,9 @@ struct SpecParser {
             ownKeys[name] = try m["keyType"].map { try keyType($0, entity: name, field: "keyType") } ?? defaults.keyType
         }
 
-        let context = SpecContext(entityNames: entityNames, keys: keys, ownKeys: ownKeys, defaults: defaults)
+        let ctLogs = try parseCTLogs(top["ctLogs"], keys: keys, entityNames: entityNames)
+        let context = SpecContext(entityNames: entityNames, keys: keys, ownKeys: ownKeys, defaults: defaults,
+                                  ctLogs: Set(ctLogs.map(\.name)))
         var specs: [String: EntitySpec] = [:]
         var order: [String] = []
         for (name, nameNode, m) in raw {
@@ -159,7 +162,7 @@ struct SpecParser {
         }
         let digest = SHA256.hash(data: Data(text.utf8))
         return PKISpec(file: file, keys: keys, entities: try ordered(specs, order),
-                       fingerprint: Array(digest).hexString)
+                       fingerprint: Array(digest).hexString, ctLogs: ctLogs)
     }
 
     /// The `defaults:` mapping, over the built-in defaults.
@@ -307,13 +310,18 @@ struct SpecParser {
 
         let summary = try m["description"].map { try string($0, entity: name, field: "description") }
         let revocation = try parseRevocationFields(name, role: role, m)
-        return EntitySpec(
+        var spec = EntitySpec(
             name: name, role: role, issuer: issuer, keyName: keyName, keyType: keyType, subject: subject,
             hosts: hosts, validity: val, signature: signature, isCA: isCA, pathLength: pathLength,
             permitted: permitted, excluded: excluded, usages: usages, twinOf: twinOf, summary: summary,
             ocspResponder: revocation.ocspResponder, crlDistributionPoint: revocation.crlDistributionPoint,
             mustStaple: revocation.mustStaple, revocation: revocation.revocation,
             line: nameNode.mark?.line ?? 0)
+        for (field, path) in [("scts", \EntitySpec.embeddedSCTs), ("tlsSCTs", \EntitySpec.tlsSCTs)] {
+            guard let n = m[field] else { continue }
+            spec[keyPath: path] = try parseSCTRequests(n, entity: name, field: field, role: role, logs: context.ctLogs)
+        }
+        return spec
     }
 
     /// `issuer:`: the entity itself for a root or `self`, otherwise another entity of the spec.

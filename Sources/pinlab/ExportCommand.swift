@@ -74,6 +74,11 @@ struct ExportCommand: AsyncParsableCommand {
         help: "Android: days from today to the pin-set expiration (1–3650; default \(PinExport.defaultPinHorizonDays); fewer than \(PinExport.shortestSensiblePinHorizonDays) is warned about).")
     var pinHorizon: Int?
 
+    @Option(
+        name: .customLong("certificate-transparency"),
+        help: "nsc: write <certificateTransparency enabled=…> for the domain: on or off (default: leave it out, the platform's default).")
+    var certificateTransparency: String?
+
     @Flag(
         name: .customLong("include-proxy-root"),
         help: "mobileconfig: also install the proxy root (the interception lessons). proxy-root is NOT name-constrained: remove it after the session.")
@@ -124,6 +129,24 @@ struct ExportCommand: AsyncParsableCommand {
                 .badArguments, argument: "--pin-horizon", problem: "\(pinHorizon) days is out of range.",
                 fix: "give 1 to 3650 days: the time this build of the app will be in use (365 by default).")
         }
+        var ct: Bool?
+        if let certificateTransparency {
+            guard f == .nsc else {
+                throw ExportError(
+                    .badArguments, argument: "--certificate-transparency",
+                    problem: "only the nsc format says whether Certificate Transparency is required, not \(f.rawValue).",
+                    fix: "use --format nsc, or drop --certificate-transparency.")
+            }
+            switch certificateTransparency {
+            case "on": ct = true
+            case "off": ct = false
+            default:
+                throw ExportError(
+                    .badArguments, argument: "--certificate-transparency",
+                    problem: "'\(certificateTransparency)' is neither on nor off.",
+                    fix: "write --certificate-transparency on (require SCTs) or off.")
+            }
+        }
         var export: PinExport
         if let from {
             if scenario != nil || !names.isEmpty || includeProxyRoot || includeSubdomains {
@@ -140,6 +163,7 @@ struct ExportCommand: AsyncParsableCommand {
             export = try PinsDocument.parse(data, file: from).export(host: host, file: from)
             if let day { export.expiration = day }
             if let pinHorizon { export.pinHorizonDays = pinHorizon; export.expiration = nil }
+            export.certificateTransparency = ct
             if f == .nsc, let w = export.expirationWarning { warn(w) }
             try write(try f.render(export), folder: outFolder())
             return
@@ -156,6 +180,7 @@ struct ExportCommand: AsyncParsableCommand {
         }
         export.expiration = day
         if let pinHorizon { export.pinHorizonDays = pinHorizon }
+        export.certificateTransparency = ct
         if includeProxyRoot {
             let proxy: Identity
             do {

@@ -66,6 +66,9 @@ extension PKICommand {
                 for line in pki.refresh.repaired { print("  \(line)") }
             }
             print("Trust file: \(pki.files(for: "lab-root").certificatePEM.path)")
+            if !pki.ctLogs.isEmpty {
+                print("CT log lists: \(pki.ctLogListFile.path) (log list v3), \(pki.ctLogOpenSSLFile.path) (openssl -ctlogfile)")
+            }
             warnSeededCAs(pki)
             print("Next: pinlab pki list · pinlab pki show leaf-v1 · pinlab pki pins leaf-v1 --format curl")
         }
@@ -125,6 +128,7 @@ extension PKICommand {
                 if let t = s.twinOf { facts.append(("twin of", "\(t) (same subject and key identifier, another key)")) }
             }
             facts.append(("chain", ([id.name] + pki.issuers(of: id).map(\.name)).joined(separator: " ← ")))
+            for (i, sct) in pki.timestampSummaries(of: id).enumerated() { facts.append((i == 0 ? "SCTs" : "", "\(sct)")) }
             let p12 = id.role == .leaf || id.role == .client ? ",identity.p12" : ""
             print("""
                 \(id.name) — \(spec?.summary ?? id.role.rawValue)

@@ -40,9 +40,12 @@ def plist_to_json(value):
 UNBOUNDED = None
 NSC_RULES = {
     "network-security-config": ({}, {"base-config": (0, 1), "domain-config": (0, UNBOUNDED), "debug-overrides": (0, 1)}, False),
-    "base-config": ({"cleartextTrafficPermitted": "bool"}, {"trust-anchors": (0, 1)}, False),
+    "base-config": ({"cleartextTrafficPermitted": "bool"}, {"trust-anchors": (0, 1), "certificateTransparency": (0, 1)}, False),
     "domain-config": ({"cleartextTrafficPermitted": "bool"},
-                      {"domain": (1, UNBOUNDED), "trust-anchors": (0, 1), "pin-set": (0, 1), "domain-config": (0, UNBOUNDED)}, False),
+                      {"domain": (1, UNBOUNDED), "trust-anchors": (0, 1), "pin-set": (0, 1), "certificateTransparency": (0, 1),
+                       "domain-config": (0, UNBOUNDED)}, False),
+    # Android 16 and later.
+    "certificateTransparency": ({"enabled": "bool"}, {}, False),
     "domain": ({"includeSubdomains": "bool"}, {}, True),
     "debug-overrides": ({}, {"trust-anchors": (0, 1)}, False),
     "trust-anchors": ({}, {"certificates": (0, UNBOUNDED)}, False),
@@ -138,6 +141,9 @@ def check_nsc(path):
         "expiration": pin_set.get("expiration") if pin_set is not None else None,
         "anchors": [c.get("src") for c in domain_config.findall("trust-anchors/certificates")] if domain_config is not None else [],
         "debugAnchors": [c.get("src") for c in debug.findall("trust-anchors/certificates")] if debug is not None else [],
+        "certificateTransparency": (domain_config.find("certificateTransparency").get("enabled")
+                                    if domain_config is not None and domain_config.find("certificateTransparency") is not None
+                                    else None),
     }
     print(json.dumps(summary))
 

@@ -264,6 +264,21 @@ struct ExportTests {
             #expect(r.status == 2, "\(args): \(r.stdout)\(r.stderr)")
             for w in words + ["--pin-horizon"] { #expect(r.stderr.contains(w), "\(args): \(w) in \(r.stderr)") }
         }
+        // Certificate Transparency: left out by default (the platform's default), on or off when asked; a wrong
+        // value or another format is a clear error.
+        #expect(summary["certificateTransparency"] is NSNull, "\(summary)")
+        for (value, expected) in [("on", "true"), ("off", "false")] {
+            let ctFile = horizon.appendingPathComponent("ct-\(value).xml")
+            let r = try await CLI.run(["export", "nsc", "--certificate-transparency", value, "--out", ctFile.path] + CLI.dirArgs)
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            #expect(try await python("nsc", ctFile)["certificateTransparency"] as? String == expected)
+        }
+        for (args, words) in [(["nsc", "--certificate-transparency", "yes"], ["neither on nor off"]),
+                              (["curl", "--certificate-transparency", "on"], ["only the nsc format"])] {
+            let r = try await CLI.run(["export"] + args + CLI.dirArgs)
+            #expect(r.status == 2, "\(args): \(r.stdout)\(r.stderr)")
+            for w in words + ["--certificate-transparency"] { #expect(r.stderr.contains(w), "\(args): \(w) in \(r.stderr)") }
+        }
         // The raw resource is the lab root.
         let raw = try String(contentsOf: dir.appendingPathComponent("lab_root.pem"), encoding: .utf8)
         #expect(await raw == (try certificatePEM("lab-root")))

@@ -185,7 +185,8 @@ struct PKICLITests {
         #expect(r.status == 0, "\(r.output)")
         let keyFiles = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("keys").path)
         #expect(keyFiles.filter { $0.hasPrefix(".tmp") }.isEmpty)
-        #expect(keyFiles.count == Set(pki.identities.map(\.keyName)).count)
+        // One file per key an identity uses, and one per CT log.
+        #expect(keyFiles.count == Set(pki.identities.map(\.keyName)).count + pki.ctLogs.count)
     }
 }
 

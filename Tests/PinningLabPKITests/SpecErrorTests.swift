@@ -52,6 +52,12 @@ let badSpecs: [BadSpec] = [
     .init(label: "duplicate entity", yaml: okRoot + "  root: { role: root }\n", code: .duplicateName),
     .init(label: "bad entity name", yaml: okRoot + "  \"leaf one\": { role: leaf, issuer: root }\n", code: .badName, line: 4),
     .init(label: "name shared by key and entity", yaml: "version: 1\nkeys: { root: p256 }\nentities:\n  root: { role: root }\n", code: .duplicateName, entity: "root"),
+    .init(label: "SCT from a log that is not in ctLogs", yaml: "version: 1\nctLogs:\n  log-a: {}\nentities:\n  root: { role: root }\n  leaf: { role: leaf, issuer: root, scts: [log-b] }\n", code: .badSCT, line: 6, entity: "leaf", field: "scts"),
+    .init(label: "SCTs on a CA", yaml: "version: 1\nctLogs:\n  log-a: {}\nentities:\n  root: { role: root, tlsSCTs: [log-a] }\n", code: .badSCT, entity: "root", field: "tlsSCTs"),
+    .init(label: "unknown SCT signature", yaml: "version: 1\nctLogs:\n  log-a: {}\nentities:\n  root: { role: root }\n  leaf: { role: leaf, issuer: root, scts: [{ log: log-a, signature: forged }] }\n", code: .badSCT, entity: "leaf", field: "scts.signature"),
+    .init(label: "CT log named like an entity", yaml: "version: 1\nctLogs:\n  root: {}\nentities:\n  root: { role: root }\n", code: .duplicateName, line: 3, entity: "root"),
+    .init(label: "CT log URL without https", yaml: "version: 1\nctLogs:\n  log-a: { url: \"http://ct.pinning.test/\" }\nentities:\n  root: { role: root }\n", code: .badCTLog, entity: "log-a", field: "url"),
+    .init(label: "CT log MMD not a number", yaml: "version: 1\nctLogs:\n  log-a: { mmd: a day }\nentities:\n  root: { role: root }\n", code: .badCTLog, entity: "log-a", field: "mmd"),
     .init(label: "hosts on a CA", yaml: okRoot + "  int: { role: intermediate, issuer: root, hosts: [localhost] }\n", code: .unknownField, entity: "int", field: "hosts"),
 ]
 
