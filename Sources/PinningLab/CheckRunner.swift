@@ -56,6 +56,10 @@ public struct CheckRunner: Sendable {
         c.clientTrustRootsDER = try server.clientAuthTrust.map { try pki.identity($0).certificateDER }
         // Built now, so thisUpdate/nextUpdate are always fresh for the cell.
         c.ocspStaple = try server.ocspStaple.map { try pki.ocspResponse(for: chain[0].name, options: $0.options) }
+        // SCTs in the staple travel there only, not in the TLS extension as well.
+        if server.ocspStaple?.options.includesSCTs == true {
+            c.identities[0].signedCertificateTimestampList = nil
+        }
         return c
     }
 

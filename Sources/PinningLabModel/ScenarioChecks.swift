@@ -6,7 +6,7 @@ internal import Yams
 
 extension Reader {
     /// `ocsp-staple: as-issued | good | revoked | unknown | expired | bad-signature | wrong-responder | delegated |
-    /// try-later | unauthorized`.
+    /// try-later | unauthorized | good-with-scts`.
     func ocspStaple(_ node: Node, field: String) throws -> OCSPVariant {
         let names = OCSPVariant.allCases.map(\.rawValue)
         let text = try string(node, field, fix: "write one of \(names.joined(separator: ", ")).")

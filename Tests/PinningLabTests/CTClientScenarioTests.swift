@@ -6,13 +6,13 @@ import Testing
 
 /// The CT scenarios judged per declared CT policy. Predictions, by reasoning from each scenario's SCTs: a client
 /// that checks no CT accepts wherever its pins do; `correct-ct-required` (two valid SCTs from distinct listed logs,
-/// embedded or in the TLS extension, for chains ending at lab-root) accepts only leaf-ct-valid and leaf-ct-tls, and
+/// embedded, in the TLS extension or in a stapled OCSP response, for chains ending at lab-root) accepts only leaf-ct-valid and leaf-ct-tls, and
 /// the proxy's chain to the user-installed proxy-root, which CT exempts.
 @Suite("CT scenarios per declared client checks", .serialized)
 struct CTClientScenarioTests {
     static let scenarios = [
         "ct-embedded-valid", "ct-tls-extension-valid", "ct-no-sct", "ct-one-sct", "ct-unknown-log", "ct-bad-signature",
-        "ct-future-timestamp", "ct-private-anchor-exempt",
+        "ct-future-timestamp", "ct-private-anchor-exempt", "ct-ocsp-valid",
     ]
 
     /// What each client does (A/X per profile, `PinProfile.all` order), the same on both engines.
@@ -21,11 +21,13 @@ struct CTClientScenarioTests {
             "ct-embedded-valid": "A X A A A A", "ct-tls-extension-valid": "A X A A A A", "ct-no-sct": "A A A A A A",
             "ct-one-sct": "A X A A A A", "ct-unknown-log": "A X A A A A", "ct-bad-signature": "A X A A A A",
             "ct-future-timestamp": "A X A A A A", "ct-private-anchor-exempt": "A X X X X X",
+            "ct-ocsp-valid": "A X A A A A",
         ],
         "correct-ct-required": [
             "ct-embedded-valid": "A X A A A A", "ct-tls-extension-valid": "A X A A A A", "ct-no-sct": "X X X X X X",
             "ct-one-sct": "X X X X X X", "ct-unknown-log": "X X X X X X", "ct-bad-signature": "X X X X X X",
             "ct-future-timestamp": "X X X X X X", "ct-private-anchor-exempt": "A X X X X X",
+            "ct-ocsp-valid": "A X A A A A",
         ],
     ]
 

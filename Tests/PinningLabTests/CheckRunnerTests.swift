@@ -26,6 +26,7 @@ enum Predictions {
     /// refuses, every other profile accepts for a client that declares ct=none (every built-in reference client).
     static let ctNewCertificateSameKey = [
         "ct-embedded-valid", "ct-tls-extension-valid", "ct-one-sct", "ct-unknown-log", "ct-bad-signature", "ct-future-timestamp",
+        "ct-ocsp-valid",
     ]
     /// Cells an engine cannot serve: GnuTLS has no API for SCTs in TLS 1.3's certificate entry (ct.md).
     static let unsupported: [String: Set<Cell>] = ["gnutls": cells(["ct-tls-extension-valid"], PinProfile.all)]

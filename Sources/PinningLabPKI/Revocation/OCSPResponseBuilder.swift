@@ -48,6 +48,10 @@ public enum OCSPVariant: String, Sendable, Hashable, CaseIterable, CustomStringC
     case tryLater = "try-later"
     /// responseStatus unauthorized, no response body.
     case unauthorized
+    /// `good`, signed by the issuer, fresh, carrying the identity's SCT list (its `tlsSCTs:`) in the single
+    /// response's extension 1.3.6.1.4.1.11129.2.4.5 (RFC 6962 section 3.3); the server then sends those SCTs in the
+    /// staple only, not in the TLS extension.
+    case goodWithSCTs = "good-with-scts"
     public var description: String { rawValue }
 
     /// The builder options this variant stands for.
@@ -65,6 +69,9 @@ public enum OCSPVariant: String, Sendable, Hashable, CaseIterable, CustomStringC
         case .wrongResponder: o.responder = .unauthorized(OCSPResponseOptions.defaultWrongResponder)
         case .tryLater: o.responseStatus = .tryLater
         case .unauthorized: o.responseStatus = .unauthorized
+        case .goodWithSCTs:
+            o.status = .good
+            o.includesSCTs = true
         }
         if self == .delegated { o.responder = .delegated(nil) }
         return o
@@ -96,6 +103,8 @@ public struct OCSPResponseOptions: Sendable, Hashable {
     public var corruptSignature = false
     /// Anything but successful: the response is that status alone.
     public var responseStatus = OCSPResponseStatus.successful
+    /// Carry the identity's SCT list (`tlsSCTs:`) in the single response's SCT extension (1.3.6.1.4.1.11129.2.4.5).
+    public var includesSCTs = false
 
     public init() {}
 }
@@ -146,6 +155,22 @@ extension LabPKI {
                     if let next = options.nextUpdate {
                         try single.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) {
                             try $0.serialize(try RevocationTime.generalized(now.addingTimeInterval(TimeInterval(next.seconds))))
+                        }
+                    }
+                    if options.includesSCTs {
+                        guard let list = subject.signedCertificateTimestampList else {
+                            throw PKIError(.badRevocation, "\(name) has no SCTs for an OCSP response to carry", entity: name,
+                                           fix: "staple good-with-scts only for a leaf with `tlsSCTs:` (e.g. leaf-ct-tls)")
+                        }
+                        // singleExtensions [1] EXPLICIT Extensions: one Extension { extnID, extnValue OCTET STRING },
+                        // whose value is the TLS-encoded SCT list in an OCTET STRING.
+                        try single.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 1, tagClass: .contextSpecific)) { tagged in
+                            try tagged.appendConstructedNode(identifier: .sequence) { extensions in
+                                try extensions.appendConstructedNode(identifier: .sequence) { ext in
+                                    try ext.serialize(try ASN1ObjectIdentifier(dotRepresentation: CTObjectIdentifier.ocspSCTList))
+                                    try ext.serialize(ASN1OctetString(contentBytes: SignedCertificateTimestamp.listExtensionValue(list)[...]))
+                                }
+                            }
                         }
                     }
                 }
