@@ -72,6 +72,20 @@ struct RevocationArtefactTests {
         }
     }
 
+    @Test("good-with-scts carries the SCT list in the single response, and openssl ocsp reads both SCTs", .requires("openssl"))
+    func ocspWithSCTs() async throws {
+        let pki = try SharedPKI.pki()
+        let f = try RevocationFiles(pki, "leaf-ct-tls")
+        let resp = try f.write(try pki.ocspResponse(for: "leaf-ct-tls", options: OCSPVariant.goodWithSCTs.options), "scts.der")
+        let r = try await run(["openssl", "ocsp", "-respin", resp, "-resp_text", "-CAfile", f.root, "-issuer", f.issuer,
+                               "-cert", f.cert])
+        #expect(r.output.contains("Response verify OK") && r.stdout.contains("cert.pem: good"), "\(r.output)")
+        #expect(r.stdout.contains("CT Certificate SCTs"), "\(r.output)")
+        #expect(r.stdout.components(separatedBy: "Signed Certificate Timestamp:").count == 3, "\(r.output)")
+        // Only a leaf with SCTs for the TLS extension has a list to carry.
+        #expect(throws: PKIError.self) { try pki.ocspResponse(for: "leaf-ocsp", options: OCSPVariant.goodWithSCTs.options) }
+    }
+
     @Test("an expired response says so; the error statuses carry no body", .requires("openssl"))
     func ocspExpiredAndErrorStatuses() async throws {
         let pki = try SharedPKI.pki()
