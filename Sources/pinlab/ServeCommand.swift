@@ -208,7 +208,7 @@ struct ServeCommand: AsyncParsableCommand {
         await termination.wait()
         let status = termination.exitStatus ?? 0
         // However long stopping takes (a handler still running, a server slow to close), the process ends soon.
-        Thread.detachNewThread {
+        startThread(named: "pinlab.exitwatch") {
             Thread.sleep(forTimeInterval: 5)
             FileHandle.standardError.write(Data("pinlab serve: stopping took over 5 s; exiting\n".utf8))
             Foundation.exit(status)
