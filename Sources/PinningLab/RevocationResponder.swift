@@ -1,6 +1,6 @@
-public import Foundation
+package import Foundation
 package import PinningLabCore
-public import PinningLabPKI
+package import PinningLabPKI
 
 #if canImport(Glibc)
 import Glibc
