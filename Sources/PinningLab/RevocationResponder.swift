@@ -60,6 +60,7 @@ package final class RevocationResponder: Sendable {
 
     private let pki: LabPKI
     private let behaviour: Behaviour
+    private let index: OCSPIssuerIndex
     private let listenFD: Int32
     private let stopPipe: WakePipe
     private let readTimeout: Duration
@@ -92,6 +93,7 @@ package final class RevocationResponder: Sendable {
         }
         self.pki = pki
         self.behaviour = behaviour
+        self.index = OCSPIssuerIndex(pki)
         self.host = host == "localhost" ? "127.0.0.1" : host
         self.port = bound.port
         self.listenFD = bound.fd
@@ -282,7 +284,7 @@ package final class RevocationResponder: Sendable {
     }
 
     private func ocsp(_ head: Head, request: [UInt8]) -> Answer {
-        let a = pki.answerOCSPRequest(request, options: behaviour.ocsp)
+        let a = pki.answerOCSPRequest(request, index: index, options: behaviour.ocsp)
         let status = a.status == "malformedRequest" ? 400 : 200
         record(head, kind: .ocsp, serial: a.serialHex, subject: a.subject, status: status, answer: a.status)
         return Answer(status: status, contentType: "application/ocsp-response", body: a.response)

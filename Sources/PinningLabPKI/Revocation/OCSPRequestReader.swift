@@ -101,7 +101,8 @@ extension LabPKI {
     /// Answers the DER `OCSPRequest` `der` about its first certificate: the response ``ocspResponse(for:options:now:)``
     /// builds for the lab identity with that issuer key hash and serial; `unauthorized` when no CA of the lab issued it
     /// (the lab's responder is authoritative only for its own CAs), `malformedRequest` when it cannot be read.
-    public func answerOCSPRequest(_ der: [UInt8], options: OCSPResponseOptions = .init(), now: Date = Date()) -> OCSPAnswer {
+    public func answerOCSPRequest(_ der: [UInt8], index: OCSPIssuerIndex? = nil, options: OCSPResponseOptions = .init(),
+                                  now: Date = Date()) -> OCSPAnswer {
         let asked: OCSPRequestedCertificate
         do {
             guard let first = try OCSPRequestReader.certificates(in: der).first else { throw OCSPRequestError(reason: "empty") }
@@ -110,7 +111,7 @@ extension LabPKI {
             return OCSPAnswer(response: OCSPRequestReader.errorResponse(.malformedRequest), serialHex: nil, subject: nil,
                               status: "malformedRequest")
         }
-        guard let subject = identityAsked(asked) else {
+        guard let subject = (index ?? OCSPIssuerIndex(self)).identity(asked).flatMap({ self[$0] }) else {
             return OCSPAnswer(response: OCSPRequestReader.errorResponse(.unauthorized), serialHex: asked.serialHex,
                               subject: nil, status: "unauthorized")
         }
@@ -135,20 +136,50 @@ extension LabPKI {
 
     /// The identity a CertID names: issued by a lab CA whose key (and name) hash match, with that serial.
     public func identityAsked(_ asked: OCSPRequestedCertificate) -> Identity? {
-        func hash(_ bytes: [UInt8]) -> [UInt8] {
-            asked.hashAlgorithm == "sha256" ? Array(SHA256.hash(data: bytes)) : Array(Insecure.SHA1.hash(data: bytes))
-        }
-        let issuers = identities.filter { ca in
-            guard ca.role.isCA, let cert = try? Certificate(derEncoded: ca.certificateDER),
-                  hash(Array(cert.publicKey.subjectPublicKeyInfoBytes)) == asked.issuerKeyHash else { return false }
+        OCSPIssuerIndex(self).identity(asked).flatMap { self[$0] }
+    }
+}
+
+/// The lab's CAs by the hashes a CertID carries (SHA-1 and SHA-256 of their names and keys), and the identities
+/// they issued by serial: built once, so that answering a request hashes nothing but the request.
+public struct OCSPIssuerIndex: Sendable {
+    private struct Key: Hashable {
+        var algorithm: String
+        var nameHash: [UInt8]
+        var keyHash: [UInt8]
+    }
+    private var issuers: [Key: Set<String>] = [:]
+    /// Serial (lower-case hex without leading zeros) and issuer name → identity name.
+    private var issued: [String: String] = [:]
+
+    public init(_ pki: LabPKI) {
+        for ca in pki.identities where ca.role.isCA {
+            guard let cert = try? Certificate(derEncoded: ca.certificateDER) else { continue }
             var s = DER.Serializer()
-            guard (try? s.serialize(cert.subject)) != nil else { return false }
-            return hash(s.serializedBytes) == asked.issuerNameHash
+            guard (try? s.serialize(cert.subject)) != nil else { continue }
+            let name = s.serializedBytes
+            let key = Array(cert.publicKey.subjectPublicKeyInfoBytes)
+            issuers[Key(algorithm: "sha1", nameHash: Array(Insecure.SHA1.hash(data: name)),
+                        keyHash: Array(Insecure.SHA1.hash(data: key))), default: []].insert(ca.name)
+            issuers[Key(algorithm: "sha256", nameHash: Array(SHA256.hash(data: name)),
+                        keyHash: Array(SHA256.hash(data: key))), default: []].insert(ca.name)
         }
-        let issuerNames = Set(issuers.map(\.name))
-        return identities.first { id in
-            !id.isSelfSigned && issuerNames.contains(id.issuerName)
-                && id.serialHex.lowercased().drop(while: { $0 == "0" }) == asked.serialHex.drop(while: { $0 == "0" })
+        for id in pki.identities where !id.isSelfSigned {
+            issued[Self.serialKey(id.serialHex) + " " + id.issuerName] = id.name
         }
+    }
+
+    private static func serialKey(_ hex: String) -> String {
+        let s = hex.lowercased().filter { $0 != ":" }.drop(while: { $0 == "0" })
+        return s.isEmpty ? "0" : String(s)
+    }
+
+    /// The name of the lab identity the CertID names, nil when no lab CA issued it.
+    public func identity(_ asked: OCSPRequestedCertificate) -> String? {
+        let key = Key(algorithm: asked.hashAlgorithm, nameHash: asked.issuerNameHash, keyHash: asked.issuerKeyHash)
+        for issuer in (issuers[key] ?? []).sorted() {
+            if let name = issued[Self.serialKey(asked.serialHex) + " " + issuer] { return name }
+        }
+        return nil
     }
 }
