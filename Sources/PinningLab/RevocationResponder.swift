@@ -22,7 +22,7 @@ import Darwin
 ///   a request not complete within `readTimeout` 408.
 ///
 /// One request per connection (`Connection: close`), each on a thread of its own, at most `maxConnections` at once.
-/// It binds loopback addresses only.
+/// It binds loopback addresses only. Call ``stop()`` when done: the accepting thread holds the responder until then.
 package final class RevocationResponder: Sendable {
     /// One request as the responder saw it.
     package struct Request: Sendable, Hashable {
