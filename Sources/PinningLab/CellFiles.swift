@@ -76,10 +76,21 @@ struct CellFiles: Sendable {
 
     func target(for s: Scenario, profile: PinProfile, port: Int, timeout: Duration) throws -> ClientTarget {
         let trust = try trustFile(s)
-        return ClientTarget(
+        var target = ClientTarget(
             host: s.client.host, ip: "127.0.0.1", port: port, trustRootsDER: trust.roots, trustFile: trust.path,
             pins: try s.pinSet(for: profile, in: pki), clientCredentials: try credentials(s), scenario: s.id,
             profile: profile, timeout: timeout, pinScope: s.client.pinScope)
+        target.certificateTransparency = try certificateTransparency(for: s)
+        return target
+    }
+
+    /// The catalogue's `ct` scenarios turn CT on for their host: the lab's listed logs, and lab-root as the one
+    /// root whose chains need SCTs (a root the scenario's client trusts besides it counts as user-installed).
+    func certificateTransparency(for s: Scenario) throws -> CertificateTransparencyPolicy? {
+        guard s.tags.contains("ct") else { return nil }
+        return CertificateTransparencyPolicy(
+            logPublicKeysDER: pki.ctLogs.filter(\.listed).map(\.publicKeyDER),
+            enforcedRootsDER: [try pki.identity("lab-root").certificateDER])
     }
 
     func context(for s: Scenario, profile: PinProfile, port: Int) throws -> CellContext {

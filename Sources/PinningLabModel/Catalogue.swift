@@ -95,7 +95,7 @@ public struct Catalogue: Sendable, Hashable {
             for other in group.dropFirst() {
                 errors.append(ScenarioError(
                     .duplicateScenario, file: other.source ?? other.id, line: 1, field: "",
-                    problem: "the scenario '\(other.id)' shows exactly what \(first) shows: the same chain, trust, TLS versions, ciphers, client authentication, host, pin scope, expected row and steps.",
+                    problem: "the scenario '\(other.id)' shows exactly what \(first) shows: the same chain, trust, TLS versions, ciphers, client authentication, host, pin scope, CT, expected rows and steps.",
                     fix: "make it show something no other scenario does (change what the server presents, what the client trusts or asks for), or remove it."))
             }
         }
@@ -125,8 +125,11 @@ public struct Catalogue: Sendable, Hashable {
         /// The stapled OCSP response, and the rows per declared client check.
         var staple: OCSPVariant?
         var conditional: ConditionalExpectations?
+        /// Whether CT is turned on for the host (the `ct` tag: the runner gives the client the lab's log list).
+        var certificateTransparency: Bool
 
         init(_ s: Scenario) {
+            certificateTransparency = s.tags.contains("ct")
             staple = s.server.ocspStaple
             conditional = s.conditional
             resumption = s.server.resumption

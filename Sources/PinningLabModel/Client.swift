@@ -125,6 +125,11 @@ public struct ClientTarget: Sendable {
     public var sessionCache: ClientSessionCache?
     /// The step's number (1, 2, …) in a scenario made of several connections; `nil` for a one-connection cell.
     public var step: Int?
+    /// Certificate Transparency as the app turns it on for this host (Android's per-domain `certificateTransparency`
+    /// in a network security config): the logs it knows and the roots whose chains need SCTs. `nil`: CT is not
+    /// turned on for this host, so even a client that requires CT checks none here. The runner sets it for the
+    /// catalogue's `ct` scenarios, with the lab's listed logs and lab-root.
+    public var certificateTransparency: CertificateTransparencyPolicy?
     /// Whether the pins are declared for `host` (always, without a scope).
     public var pinsApply: Bool { pinScope?.covers(host) ?? true }
     /// The pins a client configures for ``host``: ``pins`` where they are declared for it (``pinsApply``), none
@@ -148,6 +153,24 @@ public struct ClientTarget: Sendable {
         self.profile = profile
         self.timeout = timeout
         self.pinScope = pinScope
+    }
+}
+
+/// What a client that requires Certificate Transparency is told for one host: the public keys of the logs on its
+/// log list and the roots whose chains must carry SCTs. Chains ending at any other trusted root (one the user or an
+/// administrator installed: a proxy's) are exempt, as Chrome, Apple platforms and Android exempt them.
+public struct CertificateTransparencyPolicy: Sendable, Hashable {
+    /// SubjectPublicKeyInfo DER of each listed log; a log's ID is the SHA-256 of its key.
+    public var logPublicKeysDER: [[UInt8]]
+    /// The roots (DER) whose chains must carry SCTs: the platform's own roots, never a user-installed one.
+    public var enforcedRootsDER: [[UInt8]]
+    /// How many distinct listed logs must have signed valid SCTs (Chrome and Apple ask for two).
+    public var minimumDistinctLogs: Int
+
+    public init(logPublicKeysDER: [[UInt8]], enforcedRootsDER: [[UInt8]], minimumDistinctLogs: Int = 2) {
+        self.logPublicKeysDER = logPublicKeysDER
+        self.enforcedRootsDER = enforcedRootsDER
+        self.minimumDistinctLogs = minimumDistinctLogs
     }
 }
 

@@ -165,6 +165,16 @@ final class ClientSession {
                 throw ClientFailure(category: .other, detail: "status_request: \(openSSLErrorQueue())")
             }
         }
+        if state.policy.certificateTransparency != nil {
+            // OpenSSL asks for the SCT extension, collects SCTs from the certificate, the extension and a stapled
+            // OCSP response, and calls back with them once the chain is verified (the verified chain our verify
+            // callback left in the store context supplies the issuer); without a log store it judges none itself.
+            guard cpl_client_request_ocsp_staple(ssl) == 1,
+                  SSL_set_ct_validation_callback(ssl, clientCTCallback, Unmanaged.passUnretained(state).toOpaque()) == 1
+            else {
+                throw ClientFailure(category: .other, detail: "SSL_set_ct_validation_callback: \(openSSLErrorQueue())")
+            }
+        }
         if state.policy.checksHostname {
             guard SSL_set1_host(ssl, host) == 1 else {
                 throw ClientFailure(category: .other, detail: "host check \"\(host)\": \(openSSLErrorQueue())")
@@ -240,7 +250,10 @@ final class ClientSession {
 enum ClientConnection {
     static let maximumResponseBytes = 1 << 20
 
-    static func run(target: ClientTarget, mistake: ReferenceClient.Mistake, revocation: ClientChecks.Revocation = .none) -> ClientOutcome {
+    static func run(
+        target: ClientTarget, mistake: ReferenceClient.Mistake, revocation: ClientChecks.Revocation = .none,
+        ct: ClientChecks.CT = .none
+    ) -> ClientOutcome {
         let deadline = ClientDeadline(after: target.timeout)
         // Pins declared for other hosts do not apply here (unless the mistake is to ignore their scope, or to
         // compare the host with the scope byte for byte).
@@ -254,7 +267,9 @@ enum ClientConnection {
         default: pinsApply = target.pinsApply
         }
         let pins = pinsApply ? target.pins : .empty
-        let state = ClientVerifyState(policy: ClientPolicy(mistake: mistake, pins: pins, revocation: revocation))
+        let state = ClientVerifyState(policy: ClientPolicy(
+            mistake: mistake, pins: pins, revocation: revocation,
+            certificateTransparency: ct == .required ? target.certificateTransparency : nil))
         do {
             return try withExtendedLifetime(state) { () throws(ClientFailure) -> ClientOutcome in
                 try connect(target: target, mistake: mistake, state: state, deadline: deadline)
@@ -439,6 +454,9 @@ enum ClientConnection {
         }
         if let revocationFailure = state.revocationFailure {
             return ClientFailure(category: .chainInvalid, detail: revocationFailure)
+        }
+        if let ctFailure = state.ctFailure {
+            return ClientFailure(category: .chainInvalid, detail: ctFailure)
         }
         let verifyResult = SSL_get_verify_result(session.ssl)
         if state.verifyCallbackRan && verifyResult != X509_V_OK {

@@ -120,15 +120,23 @@ public struct ReferenceClient: PinningClient {
     /// only a validly signed, current "revoked"; `hard` refuses unless it holds a validly signed, current "good" — for a leaf that names an OCSP responder
     /// (one that names none publishes no status to demand). Either refuses a Must-Staple leaf served without one.
     public let revocation: ClientChecks.Revocation
-    /// `correct`, or `correct-revocation-hard` for a client that checks staples.
+    /// `required`: where the target turns Certificate Transparency on (``ClientTarget/certificateTransparency``),
+    /// a chain ending at one of its enforced roots must carry valid SCTs (embedded, in the TLS extension or in a
+    /// stapled OCSP response) from at least its minimum of distinct listed logs, none dated in the future; a chain
+    /// ending at another trusted root (user-installed) is exempt. `none`: SCTs are ignored.
+    public let ct: ClientChecks.CT
+    /// `correct`, `correct-revocation-hard` for a client that checks staples, `correct-ct-required` for one that
+    /// requires CT.
     public var name: String {
-        revocation == .none || mistake == .trustsRevokedBackupPin ? mistake.rawValue : "\(mistake.rawValue)-revocation-\(revocation)"
+        if ct == .required { return "\(mistake.rawValue)-ct-required" }
+        return revocation == .none || mistake == .trustsRevokedBackupPin ? mistake.rawValue : "\(mistake.rawValue)-revocation-\(revocation)"
     }
-    /// Every reference client declares its revocation checking (CT is left undeclared).
-    public var checks: ClientChecks { ClientChecks(revocation: revocation) }
+    /// Every reference client declares its revocation and CT checking.
+    public var checks: ClientChecks { ClientChecks(revocation: revocation, ct: ct) }
 
-    public init(mistake: Mistake = .none, revocation: ClientChecks.Revocation = .none) {
+    public init(mistake: Mistake = .none, revocation: ClientChecks.Revocation = .none, ct: ClientChecks.CT = .none) {
         self.mistake = mistake
+        self.ct = ct
         // Its mistake is in how it checks revocation, so it checks it.
         self.revocation = mistake == .trustsRevokedBackupPin ? .hard : revocation
     }
@@ -152,6 +160,9 @@ public struct ReferenceClient: PinningClient {
     public static let correctRevocationSoft = ReferenceClient(mistake: .none, revocation: .soft)
     /// The correct client that also checks stapled OCSP responses, hard-fail.
     public static let correctRevocationHard = ReferenceClient(mistake: .none, revocation: .hard)
+    /// The correct client that also requires Certificate Transparency (two SCTs from distinct listed logs) where
+    /// the target turns it on, exempting chains to user-installed roots.
+    public static let correctCTRequired = ReferenceClient(mistake: .none, ct: .required)
 
     /// Runs one connection on a dedicated thread and resumes with its outcome.
     public func run(_ target: ClientTarget) async -> ClientOutcome {
@@ -161,7 +172,7 @@ public struct ReferenceClient: PinningClient {
     /// Runs one connection on the calling thread, blocking it for at most about `target.timeout`.
     /// Do not call this from the cooperative thread pool; `run(_:)` does the right thing.
     public func runBlocking(_ target: ClientTarget) -> ClientOutcome {
-        ClientConnection.run(target: target, mistake: mistake, revocation: revocation)
+        ClientConnection.run(target: target, mistake: mistake, revocation: revocation, ct: ct)
     }
 }
 
@@ -177,10 +188,11 @@ public enum ReferenceClients {
     /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`, `pins-every-host`,
     /// `skips-pins-on-resumption`, `case-sensitive-scope`, `shares-sessions-across-hosts`, `trusts-revoked-backup-pin`), or `nil`.
     /// Also the clients that check stapled OCSP responses, `correct-revocation-soft` and `correct-revocation-hard`,
-    /// which `all` leaves out: they differ from `correct` only where a leaf names an OCSP responder.
+    /// which `all` leaves out: they differ from `correct` only where a leaf names an OCSP responder; and
+    /// `correct-ct-required`, which differs from `correct` only where the target turns CT on.
     public static func named(_ name: String) -> (any PinningClient)? {
         if let m = ReferenceClient.Mistake(clientName: name) { return ReferenceClient(mistake: m) }
-        return [ReferenceClient.correctRevocationSoft, .correctRevocationHard].first { $0.name == name }
+        return [ReferenceClient.correctRevocationSoft, .correctRevocationHard, .correctCTRequired].first { $0.name == name }
     }
 }
 

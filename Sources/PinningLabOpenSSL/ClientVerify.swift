@@ -1,6 +1,7 @@
 // Trust, pin and certificate handling of the reference clients: the per-run SSL_CTX, the certificate verify
 // callback where every trust decision (chain, hostname, pins) is taken inside the handshake, and pin hashing.
 internal import CPinningLabOpenSSL
+internal import Foundation
 internal import PinningLabCore
 internal import PinningLabModel
 internal import PinningLabPKI
@@ -75,6 +76,8 @@ struct ClientPolicy {
     var pins: PinSet
     /// What the client does with a stapled OCSP response (it fetches none itself).
     var revocation: ClientChecks.Revocation = .none
+    /// What a client that requires CT enforces for this host (`nil`: it checks no SCT here).
+    var certificateTransparency: CertificateTransparencyPolicy? = nil
 
     /// Whether `X509_VERIFY_PARAM`'s host check is configured.
     var checksHostname: Bool {
@@ -150,6 +153,8 @@ final class ClientVerifyState {
     var verifyCallbackRan = false
     /// Set when the stapled OCSP response (or its absence) made the client refuse.
     var revocationFailure: String?
+    /// Set when the SCTs were not enough for the client's CT policy.
+    var ctFailure: String?
     /// Set when the chain was acceptable but no pin matched.
     var pinFailure: String?
     /// Which certificate matched, for the outcome's detail.
@@ -342,6 +347,98 @@ private let clientStatusCallback: @convention(c) (OpaquePointer?, UnsafeMutableR
         return 0
     }
     return 1
+}
+
+/// Where an SCT reached the client, and so what its signature covers.
+enum ClientSCTSource: Sendable {
+    /// In the certificate (a precertificate entry: the TBSCertificate without the SCT list, and the issuer key hash).
+    case embedded
+    /// In the TLS extension or a stapled OCSP response (an x509 entry: the certificate itself).
+    case tlsExtension, ocspResponse
+}
+
+extension ClientVerifyState {
+    /// The CT decision of a client that requires CT, once the chain verified: `nil` accepts. A chain ending at a
+    /// root the policy does not enforce (one the user installed) is exempt; otherwise valid SCTs — from a listed
+    /// log, signature verified over what they cover, not dated in the future — must come from at least the
+    /// policy's minimum of distinct logs.
+    func ctDecision(leafDER: [UInt8], issuerDER: [UInt8], scts: [(SignedCertificateTimestamp, ClientSCTSource)],
+                    now: Date = Date()) -> String? {
+        guard let policy = policy.certificateTransparency else { return nil }
+        guard let anchor = verifiedChainDER.last, policy.enforcedRootsDER.contains(anchor) else { return nil }
+        let keysByID = Dictionary(policy.logPublicKeysDER.map { (clientSHA256($0), $0) }, uniquingKeysWith: { a, _ in a })
+        let precert = try? SignedCertificateTimestamp.Entry.precert(reconstructedFrom: leafDER, issuerCertificateDER: issuerDER)
+        var validLogs: Set<[UInt8]> = []
+        var verdicts: [String] = []
+        for (sct, source) in scts {
+            let entry = source == .embedded ? precert : .x509(certificateDER: leafDER)
+            let verdict: String
+            if let key = keysByID[sct.logID] {
+                if let entry, sct.verifies(logPublicKeyDER: key, for: entry) {
+                    // A log cannot have seen the certificate later than now (a minute's clock skew allowed).
+                    if sct.date > now.addingTimeInterval(60) {
+                        verdict = "dated in the future"
+                    } else {
+                        validLogs.insert(sct.logID)
+                        verdict = "valid"
+                    }
+                } else {
+                    verdict = "signature does not verify"
+                }
+            } else {
+                verdict = "from a log not on the list"
+            }
+            verdicts.append("\(source): \(verdict)")
+        }
+        guard validLogs.count < policy.minimumDistinctLogs else { return nil }
+        let seen = verdicts.isEmpty ? "no SCT at all" : verdicts.joined(separator: ", ")
+        return "certificate transparency: valid SCTs from \(validLogs.count) distinct listed log(s), fewer than the \(policy.minimumDistinctLogs) required (\(seen))"
+    }
+}
+
+/// OpenSSL's CT validation callback (`SSL_set_ct_validation_callback`, set only for a client that requires CT
+/// where the target turns it on): called during the handshake once the chain verified, with every SCT the server
+/// delivered and the leaf and issuer of the verified chain. Returning 0 aborts the handshake.
+let clientCTCallback: @convention(c) (OpaquePointer?, OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = {
+    context, list, argument in
+    guard let context, let argument else { return 0 }
+    let state = Unmanaged<ClientVerifyState>.fromOpaque(argument).takeUnretainedValue()
+    guard let leaf = CT_POLICY_EVAL_CTX_get0_cert(context), let issuer = CT_POLICY_EVAL_CTX_get0_issuer(context) else {
+        state.ctFailure = "certificate transparency: OpenSSL gave no leaf or issuer to check SCTs against"
+        return 0
+    }
+    var scts: [(SignedCertificateTimestamp, ClientSCTSource)] = []
+    if let list {
+        for i in 0..<cpl_ct_sk_SCT_num(list) {
+            guard let sct = cpl_ct_sk_SCT_value(list, i) else { continue }
+            let source: ClientSCTSource
+            switch SCT_get_source(sct) {
+            case SCT_SOURCE_X509V3_EXTENSION: source = .embedded
+            case SCT_SOURCE_OCSP_STAPLED_RESPONSE: source = .ocspResponse
+            default: source = .tlsExtension
+            }
+            // The SCT as sent (RFC 6962's TLS encoding), read back by the lab's own parser as a one-item list.
+            let length = i2o_SCT(sct, nil)
+            guard length > 0 else { continue }
+            var bytes = [UInt8](repeating: 0, count: Int(length))
+            let written = bytes.withUnsafeMutableBufferPointer { buffer in
+                var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+                return i2o_SCT(sct, &cursor)
+            }
+            let item = [UInt8(length >> 8), UInt8(length & 0xff)] + bytes
+            let listBytes = [UInt8(item.count >> 8), UInt8(item.count & 0xff)] + item
+            guard written == length, let parsed = SignedCertificateTimestamp.parseList(listBytes)?.first else {
+                state.ctFailure = "certificate transparency: an SCT (\(source)) cannot be read"
+                return 0
+            }
+            scts.append((parsed, source))
+        }
+    }
+    ERR_clear_error()
+    let failure = state.ctDecision(
+        leafDER: ClientCertificateBytes.certificate(leaf), issuerDER: ClientCertificateBytes.certificate(issuer), scts: scts)
+    state.ctFailure = failure
+    return failure == nil ? 1 : 0
 }
 
 /// OpenSSL's info callback: records alerts received and whether a client certificate was requested.

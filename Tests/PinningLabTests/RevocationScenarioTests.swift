@@ -66,7 +66,7 @@ struct RevocationScenarioTests {
             }
         }
         #expect(report.clientChecks == client.checks)
-        #expect(client.checks.revocation != nil && client.checks.ct == nil)
+        #expect(client.checks.revocation != nil && client.checks.ct == ClientChecks.CT.none)
     }
 
     @Test("a client that declares nothing is undecided exactly where the outcome depends on revocation")

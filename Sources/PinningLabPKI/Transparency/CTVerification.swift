@@ -33,11 +33,18 @@ extension SignedCertificateTimestamp.Entry {
 extension CTLog {
     /// Whether `sct` is this log's and its signature verifies over `entry` (the timestamp is not judged here).
     public func verifies(_ sct: SignedCertificateTimestamp, for entry: SignedCertificateTimestamp.Entry) -> Bool {
-        guard sct.logID == logID, sct.hashAlgorithm == 4, sct.signatureAlgorithm == 3,
-              let key = try? P256.Signing.PublicKey(derRepresentation: publicKeyDER),
-              let signature = try? P256.Signing.ECDSASignature(derRepresentation: sct.signature),
-              let data = try? SignedCertificateTimestamp.signedData(timestamp: sct.timestamp, entry: entry,
-                                                                    extensions: sct.extensions) else { return false }
+        sct.verifies(logPublicKeyDER: publicKeyDER, for: entry)
+    }
+}
+
+extension SignedCertificateTimestamp {
+    /// Whether this SCT carries the ID of the log whose P-256 key is `logPublicKeyDER` (SubjectPublicKeyInfo DER) and
+    /// its ECDSA-SHA256 signature verifies with that key over `entry` (the timestamp is not judged here).
+    public func verifies(logPublicKeyDER: [UInt8], for entry: Entry) -> Bool {
+        guard logID == Array(SHA256.hash(data: logPublicKeyDER)), hashAlgorithm == 4, signatureAlgorithm == 3,
+              let key = try? P256.Signing.PublicKey(derRepresentation: logPublicKeyDER),
+              let signature = try? P256.Signing.ECDSASignature(derRepresentation: self.signature),
+              let data = try? Self.signedData(timestamp: timestamp, entry: entry, extensions: extensions) else { return false }
         return key.isValidSignature(signature, for: data)
     }
 }
