@@ -5,9 +5,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
-static int set_flags(int fd) {
+static int set_flags(int fd, int nonblock) {
     int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
+    if (fl < 0 || (nonblock && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)) return -1;
     return fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
@@ -16,17 +16,17 @@ int cpinninglab_accept4(int fd, void *address, unsigned int *length, int nonbloc
     return accept4(fd, (struct sockaddr *)address, (socklen_t *)length, nonblock_cloexec ? (SOCK_NONBLOCK | SOCK_CLOEXEC) : 0);
 #else
     int c = accept(fd, (struct sockaddr *)address, (socklen_t *)length);
-    if (c >= 0 && nonblock_cloexec && set_flags(c) < 0) { close(c); return -1; }
+    if (c >= 0 && nonblock_cloexec && set_flags(c, 1) < 0) { close(c); return -1; }
     return c;
 #endif
 }
 
-int cpinninglab_pipe2_nonblock_cloexec(int fds[2]) {
+int cpinninglab_pipe2_cloexec(int fds[2], int nonblock) {
 #ifdef __linux__
-    return pipe2(fds, O_NONBLOCK | O_CLOEXEC);
+    return pipe2(fds, O_CLOEXEC | (nonblock ? O_NONBLOCK : 0));
 #else
     if (pipe(fds) < 0) return -1;
-    if (set_flags(fds[0]) < 0 || set_flags(fds[1]) < 0) { close(fds[0]); close(fds[1]); return -1; }
+    if (set_flags(fds[0], nonblock) < 0 || set_flags(fds[1], nonblock) < 0) { close(fds[0]); close(fds[1]); return -1; }
     return 0;
 #endif
 }

@@ -213,15 +213,14 @@ package enum ChildProcess {
         return Background(pid: pid)
     }
 
-    /// Held while creating close-on-exec descriptors and while spawning, so that no child spawned here inherits a
-    /// descriptor in the instant between its creation and FD_CLOEXEC (Glibc's `pipe2` is not visible to Swift).
-    private static let spawnLock = NSLock()
+    /// Held while creating close-on-exec descriptors and while spawning, so that where pipes are not made close-on-exec
+    /// atomically (Darwin: pipe, then fcntl) no child spawned here inherits one in the instant between.
+    private static let spawnLock = Locked(())
 
+    /// A blocking pipe (a child's standard stream), close-on-exec: `Sockets.makePipe`.
     private static func makePipe(_ fds: inout [Int32]) -> Bool {
-        spawnLock.lock()
-        defer { spawnLock.unlock() }
-        guard pipe(&fds) == 0 else { return false }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        guard let (r, w) = spawnLock.withLock({ _ in Sockets.makePipe(nonBlocking: false) }) else { return false }
+        fds = [r, w]
         return true
     }
 
@@ -262,9 +261,7 @@ package enum ChildProcess {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
-        spawnLock.lock()
-        defer { spawnLock.unlock() }
-        return posix_spawn(&pid, path, &actions, &attr, argv, envp)
+        return spawnLock.withLock { _ in posix_spawn(&pid, path, &actions, &attr, argv, envp) }
     }
 }
 

@@ -134,10 +134,7 @@ final class PKICache: Sendable {
             lock.unlock()
             if let p { c.resume(returning: p); return }
             guard claimed else { return }  // resumed by the opening under way
-            Thread { [self] in
-                Sockets.nameCurrentThread("pinlab.pki-open")
-                finish(key, Result { try make() })
-            }.start()
+            startThread(named: "pinlab.pki-open") { [self] in finish(key, Result { try make() }) }
         }
     }
 }

@@ -11,17 +11,9 @@ enum HTMLReport {
         let ids = r.scenarios.map(\.id).isEmpty ? orderedUnique(r.verdicts.map(\.scenario)) : r.scenarios.map(\.id)
         let titles = Dictionary(r.scenarios.map { ($0.id, $0.title) }, uniquingKeysWith: { a, _ in a })
 
-        var h = """
-        <!DOCTYPE html>
-        <html lang="en"><head><meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>pinlab check: \(xml(r.client))</title>
-        <style>
-        body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;background:#fbfbfd}
-        h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px} h3{font-size:15px;margin:0 0 4px}
-        code,.mono{font-family:"SF Mono",Menlo,"DejaVu Sans Mono",monospace;font-size:12px}
+        var h = HTMLPage.head(title: "pinlab check: \(r.client)", style: """
+        h2{font-size:17px;margin:28px 0 8px} h3{font-size:15px;margin:0 0 4px}
         .summary{padding:10px 14px;border-radius:8px;margin:12px 0;font-weight:600}
-        .ok{background:#e3f6e8;color:#14532d} .bad{background:#fde8e8;color:#7f1d1d}
         table.matrix{border-collapse:collapse;margin:8px 0}
         .matrix th,.matrix td{border:1px solid #d7dbe3;padding:3px 6px;text-align:center;white-space:nowrap}
         .matrix th{background:#eef1f6;font-weight:600} .matrix td.name{text-align:left}
@@ -43,7 +35,8 @@ enum HTMLReport {
         .role{font-size:11px;color:#667085;text-transform:uppercase;letter-spacing:.04em}
         .row{font-size:12px;color:#3b4252}
         ul.dev li{margin:3px 0}
-        </style></head><body>
+        """)
+        h += """
         <h1>pinlab check: \(xml(r.client))</h1>
         <div class="mono">engines: \(xml(r.engines.joined(separator: ", ")))\(r.platform.map { " · platform \(xml($0.rawValue))" } ?? "") · started \(xml(ISO8601DateFormatter().string(from: r.startedAt))) · \(String(format: "%.2f", r.durationSeconds)) s</div>
         <div class="summary \(r.deviates ? "bad" : "ok")">\(r.deviates ? "Deviates" : "Conforms"): \(xml(r.summary.line))</div>
@@ -158,7 +151,7 @@ enum HTMLReport {
             }
             h += "</section>\n"
         }
-        h += "</body></html>\n"
+        h += HTMLPage.foot
         return h
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import PinningLab
+import PinningLabCore
 
 /// The control API's routes and handlers, independent of the HTTP server that carries them.
 ///
@@ -192,7 +193,7 @@ final class ControlAPI: Sendable {
         let bytes: [UInt8]
         do {
             // PKCS#12 encryption is a C call of tens of milliseconds: off the cooperative pool.
-            bytes = try await OffPool.run { try pki.export(id, as: format, password: password) }
+            bytes = try await onDedicatedThread(named: "pinlab.ctl.block") { Result { try pki.export(id, as: format, password: password) } }.get()
         } catch {
             throw ControlError(500, field: nil, "'\(id.name)' could not be exported as \(format): \(error)")
         }
@@ -352,13 +353,4 @@ final class ControlAPI: Sendable {
     }
 }
 
-/// Runs blocking work (a lock wait, a long C call) on a thread of its own, never on Swift's cooperative pool.
-enum OffPool {
-    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
-            let t = Thread { c.resume(with: Result { try body() }) }
-            t.name = "pinlab.control.blocking"
-            t.start()
-        }
-    }
-}
+

@@ -135,14 +135,11 @@ final class ControlHTTPServer: Sendable {
             guard room, fds[1].revents != 0 else { continue }
             while state.withLock({ $0.active < limits.maxConnections && !$0.stopping }), let (fd, peer) = Sockets.accept(listenFD) {
                 state.withLock { $0.active += 1 }
-                let t = Thread { [self] in
-                    Sockets.nameCurrentThread("pinlab.ctl.conn")
+                startThread(named: "pinlab.ctl.conn", stackSize: 512 * 1024) { [self] in
                     serve(fd, peer: Self.host(ofPeer: peer))
                     close(fd)
                     state.withLock { $0.active -= 1 }
                 }
-                t.stackSize = 512 * 1024
-                t.start()
             }
         }
     }

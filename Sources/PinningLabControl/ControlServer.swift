@@ -175,11 +175,13 @@ public final class ControlServer: Sendable {
         // Client identities' PKCS#12 files are made now, on a thread of their own (they take the PKI folder's
         // lock), so that starting a mutual-TLS scenario later never waits for a lock on the cooperative pool.
         let clients = Set(catalogue.scenarios.compactMap(\.client.present))
-        try await OffPool.run {
-            _ = sweepStaleFolders(in: controlFolder)
-            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-            for name in clients.sorted() { _ = try pki.pkcs12File(for: name) }
-        }
+        try await onDedicatedThread(named: "pinlab.ctl.block") {
+            Result {
+                _ = sweepStaleFolders(in: controlFolder)
+                try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+                for name in clients.sorted() { _ = try pki.pkcs12File(for: name) }
+            }
+        }.get()
         let registry = ServerRegistry(
             runner: CheckRunner(pki: pki, catalogue: catalogue), workDirectory: work, options: options.serverOptions,
             maxServers: options.maxServers)

@@ -104,11 +104,7 @@ public final class FixtureServer: Sendable {
     deinit {
         guard !core.listener.isStopping else { return }
         let core = self.core
-        let t = Thread {
-            Sockets.nameCurrentThread("pinninglab.drop")
-            core.shutdown()
-        }
-        t.start()
+        startThread(named: "pinninglab.drop") { core.shutdown() }
     }
 
     /// Observations of the connections finished so far, oldest first (at most `maxStoredObservations`).

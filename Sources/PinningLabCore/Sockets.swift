@@ -109,10 +109,11 @@ package enum Sockets {
         return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// A pipe whose ends are close-on-exec (atomically on Linux) and non-blocking.
-    package static func makePipe() -> (read: Int32, write: Int32)? {
+    /// A pipe whose ends are close-on-exec (atomically on Linux) and, unless `nonBlocking` is false, non-blocking.
+    /// The one pipe maker: wake-up pipes and child processes' standard streams.
+    package static func makePipe(nonBlocking: Bool = true) -> (read: Int32, write: Int32)? {
         var fds: [Int32] = [0, 0]
-        guard cpinninglab_pipe2_nonblock_cloexec(&fds) == 0 else { return nil }
+        guard cpinninglab_pipe2_cloexec(&fds, nonBlocking ? 1 : 0) == 0 else { return nil }
         return (fds[0], fds[1])
     }
 

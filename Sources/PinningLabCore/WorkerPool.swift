@@ -54,12 +54,20 @@ package final class WorkerPool: Sendable {
 
 /// Runs blocking `work` (joining threads, a blocking handshake, waiting for a child process) on a new thread named
 /// `name` (at most 15 bytes are kept) and awaits its result, so that no thread of Swift's cooperative pool is held
-/// while it blocks.
+/// while it blocks. Work that throws returns a `Result` and the caller `get()`s it.
 package func onDedicatedThread<T: Sendable>(named name: String, _ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
-        Thread {
-            Sockets.nameCurrentThread(name)
-            done.resume(returning: work())
-        }.start()
+        startThread(named: name) { done.resume(returning: work()) }
     }
+}
+
+/// Starts `work` on a new thread named `name` (at most 15 bytes are kept), never on Swift's cooperative pool, and
+/// returns at once: the one way this package runs something off the pool without awaiting it.
+package func startThread(named name: String, stackSize: Int? = nil, _ work: @escaping @Sendable () -> Void) {
+    let t = Thread {
+        Sockets.nameCurrentThread(name)
+        work()
+    }
+    if let stackSize { t.stackSize = stackSize }
+    t.start()
 }

@@ -316,23 +316,17 @@ public struct InterceptReport: Sendable, Codable {
     }
 
     public func renderJUnit() -> String {
-        let failures = hosts.filter(\.status.isDeviation).count
-        let skipped = hosts.filter { $0.status == .passedThrough }.count
-        var x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        x += "<testsuites name=\"pinlab intercept\" tests=\"\(hosts.count)\" failures=\"\(failures)\" errors=\"0\" skipped=\"\(skipped)\" time=\"\(String(format: "%.3f", durationSeconds))\">\n"
-        x += "  <testsuite name=\"intercept \(xml(proxy))\" tests=\"\(hosts.count)\" failures=\"\(failures)\" errors=\"0\" skipped=\"\(skipped)\" time=\"\(String(format: "%.3f", durationSeconds))\">\n"
-        for h in hosts {
-            x += "    <testcase classname=\"intercept.\(xml(h.policy.rawValue))\" name=\"\(xml(h.host))\" time=\"0\">\n"
+        let cases = hosts.map { h in
             let detail = "\(h.message); pinned by: \(h.pinnedBy ?? "nothing"); connections: \(h.connections); requests sent: \(h.requestsSent); alerts: \(h.alerts.joined(separator: ", ")); closures: \(h.closures.joined(separator: ", "))"
-            if h.status.isDeviation {
-                x += "      <failure message=\"\(xml(h.message))\" type=\"\(h.status.rawValue)\">\(xml(detail))</failure>\n"
-            } else if h.status == .passedThrough {
-                x += "      <skipped message=\"\(xml(h.message))\"/>\n"
-            }
-            x += "      <system-out>\(xml(detail))</system-out>\n    </testcase>\n"
+            let outcome: JUnitDocument.TestCase.Outcome = h.status.isDeviation
+                ? .failure(type: h.status.rawValue, message: h.message)
+                : h.status == .passedThrough ? .skipped(message: h.message) : .passed
+            return JUnitDocument.TestCase(classname: "intercept.\(h.policy.rawValue)", name: h.host, seconds: 0,
+                                          outcome: outcome, detail: detail, systemOut: detail)
         }
-        x += "  </testsuite>\n</testsuites>\n"
-        return x
+        return JUnitDocument(name: "pinlab intercept", seconds: durationSeconds, suites: [
+            JUnitDocument.Suite(name: "intercept \(proxy)", seconds: durationSeconds, timestamp: startedAt, cases: cases),
+        ]).render()
     }
 
     public func renderMarkdown() -> String {
@@ -344,19 +338,12 @@ public struct InterceptReport: Sendable, Codable {
     }
 
     public func renderHTML() -> String {
-        var h = """
-        <!DOCTYPE html>
-        <html lang="en"><head><meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>pinlab intercept: \(xml(proxy))</title>
-        <style>
-        body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;background:#fbfbfd}
-        h1{font-size:22px;margin:0 0 4px} code{font-family:"SF Mono",Menlo,"DejaVu Sans Mono",monospace;font-size:12px}
-        .summary{padding:10px 14px;border-radius:8px;margin:12px 0;font-weight:600}
-        .ok{background:#e3f6e8;color:#14532d} .bad{background:#fde8e8;color:#7f1d1d} .none{background:#eef1f6;color:#475467}
+        var h = HTMLPage.head(title: "pinlab intercept: \(proxy)", style: """
+        .summary{padding:10px 14px;border-radius:8px;margin:12px 0;font-weight:600} .none{background:#eef1f6;color:#475467}
         table{border-collapse:collapse;margin:8px 0} th,td{border:1px solid #d7dbe3;padding:4px 8px;text-align:left}
         th{background:#eef1f6}
-        </style></head><body>
+        """)
+        h += """
         <h1>pinlab intercept</h1>
         <p>Proxy <code>\(xml(proxy))</code> (\(xml(engine))), declared pinned: <code>\(xml(pinned.isEmpty ? "(none)" : pinned.joined(separator: ", ")))</code></p>
         <div class="summary \(deviates ? "bad" : "ok")">\(xml(summaryLine))</div>
@@ -369,7 +356,7 @@ public struct InterceptReport: Sendable, Codable {
             h += "<td>\(v.connections)</td><td>\(v.handshakesCompleted)</td><td>\(v.requestsSent)</td><td>\(xml(v.refusals.joined(separator: "; ")))</td>"
             h += "<td class=\"\(cls)\">\(xml(v.message))</td></tr>\n"
         }
-        h += "</table>\n</body></html>\n"
+        h += "</table>\n" + HTMLPage.foot
         return h
     }
 

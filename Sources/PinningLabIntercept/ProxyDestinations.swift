@@ -190,8 +190,7 @@ final class LookupPool: @unchecked Sendable {  // every field under `condition`
             condition.signal()
         } else if threads < maxThreads {
             threads += 1
-            let t = Thread { [self] in loop() }
-            t.start()
+            startThread(named: "pinlab.lookup") { [self] in loop() }
         }
         return true
     }

@@ -10,18 +10,12 @@ public enum LabReportHTML {
         let lab = grade.lab
         let r = grade.report
         let sheets = Dictionary(r.scenarios.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        var h = """
-            <!DOCTYPE html>
-            <html lang="en"><head><meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>Lab \(lab.number): \(xml(lab.title))</title>
-            <style>
+        var h = HTMLPage.head(title: "Lab \(lab.number): \(lab.title)", style: """
             body{font:15px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:20px 28px;color:#1d2330;background:#fbfbfd;max-width:1220px}
             h1{font-size:24px;margin:0 0 4px} h2{font-size:18px;margin:0 0 6px}
             code,.mono{font-family:"SF Mono",Menlo,"DejaVu Sans Mono",monospace;font-size:13px}
             .goal{color:#3b4252;margin:2px 0 10px}
             .verdict{padding:10px 14px;border-radius:8px;margin:10px 0 16px;font-weight:600;font-size:16px}
-            .ok{background:#e3f6e8;color:#14532d} .bad{background:#fde8e8;color:#7f1d1d}
             .scenario{background:#fff;border:1px solid #e3e6ed;border-radius:10px;padding:14px 18px;margin:14px 0;break-inside:avoid}
             .grid{display:grid;grid-template-columns:minmax(380px,1fr) minmax(420px,1.2fr);gap:22px;align-items:start}
             .teach{color:#3b4252;margin:4px 0 10px;font-size:14px}
@@ -51,7 +45,8 @@ public enum LabReportHTML {
             table.glance{width:auto;margin:0 0 12px} .glance td{padding:3px 8px} .glance .o{min-width:0} .glance a{color:inherit}
             @media print{body{background:#fff;margin:8mm;max-width:none;font-size:11pt}.scenario{border-color:#999}
               .grid{grid-template-columns:1fr 1.2fr}*{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
-            </style></head><body>
+            """)
+        h += """
             <h1>Lab \(lab.number) — \(xml(lab.title))</h1>
             <div class="goal">\(xml(lab.goal))</div>
             <div class="mono">client: \(xml(r.client)) · engines: \(xml(r.engines.joined(separator: ", "))) · profiles: \(xml(lab.profiles.map(\.rawValue).joined(separator: ", ")))</div>
@@ -96,7 +91,7 @@ public enum LabReportHTML {
             }
             h += "</div></div></section>\n"
         }
-        h += "</body></html>\n"
+        h += HTMLPage.foot
         return h
     }
 

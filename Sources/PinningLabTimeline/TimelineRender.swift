@@ -1,4 +1,5 @@
 import Foundation
+import PinningLab
 import PinningLabPKI
 
 extension TimelineReport {
@@ -94,24 +95,17 @@ extension TimelineReport {
             else { verdict = "holds through day \(horizonDays)" }
             rows += "<tr><td><code>\(esc(l.lane.name))</code></td><td>\(esc(l.lane.description))</td><td class=\"\(l.firstBreak == nil ? "ok" : "bad")\">\(verdict)</td></tr>\n"
         }
-        return """
-            <!DOCTYPE html>
-            <html lang="en"><head><meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>pinlab timeline: \(esc(policy.name))</title>
-            <style>
-            body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;background:#fbfbfd}
-            h1{font-size:22px;margin:0 0 4px} svg{max-width:100%;height:auto;background:#fff;border:1px solid #e4e7ec;border-radius:8px}
+        return HTMLPage.head(title: "pinlab timeline: \(policy.name)", style: """
+            svg{max-width:100%;height:auto;background:#fff;border:1px solid #e4e7ec;border-radius:8px}
             table{border-collapse:collapse;margin:12px 0} th,td{border:1px solid #d7dbe3;padding:4px 8px;text-align:left}
-            th{background:#eef1f6} .ok{background:#e3f6e8} .bad{background:#fde8e8}
-            </style></head><body>
+            th{background:#eef1f6}
+            """) + """
             <h1>pinlab timeline — \(esc(policy.name))</h1>
             <p>\(esc(policySummary)); \(renewals.count) issuances over \(horizonDays) days, each chain served on \(esc(engine)) and checked by the reference client with every pin set (green: accepted, red: refused).</p>
             \(svg)
             <table><tr><th>pin set</th><th>pins</th><th>verdict</th></tr>
             \(rows)</table>
-            </body></html>
 
-            """
+            """ + HTMLPage.foot
     }
 }

@@ -77,13 +77,7 @@ enum ReportSite {
 
     static func head(_ title: String, depth: Int) -> String {
         let up = String(repeating: "../", count: depth)
-        return """
-        <!DOCTYPE html>
-        <html lang="en"><head><meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>\(xml(title))</title>
-        <link rel="stylesheet" href="\(up)style.css">
-        </head><body>
+        return HTMLPage.head(title: title, stylesheet: "\(up)style.css") + """
         <nav class="site"><a href="\(up)index.html">PinningLab results</a></nav>
 
         """
@@ -132,7 +126,7 @@ enum ReportSite {
             }
             h += "</tr>\n"
         }
-        h += "</tbody></table>\n</body></html>\n"
+        h += "</tbody></table>\n" + HTMLPage.foot
         return h
     }
 
@@ -199,14 +193,12 @@ enum ReportSite {
         } else {
             h += "<p class=\"ok\">Every client that ran this scenario did what a correct client does.</p>\n"
         }
-        h += "</body></html>\n"
+        h += HTMLPage.foot
         return h
     }
 
-    static let css = """
-        body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;background:#fbfbfd}
-        h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
-        code{font-family:"SF Mono",Menlo,"DejaVu Sans Mono",monospace;font-size:12px}
+    static let css = HTMLPage.baseStyle + """
+        h2{font-size:17px;margin:28px 0 8px}
         nav.site{margin-bottom:12px;font-size:13px} a{color:#1f4fbf}
         .meta{color:#667085} .teach{max-width:980px}
         table.grid{border-collapse:collapse;margin:8px 0}

@@ -72,6 +72,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Stream observations as JSON lines on standard output.")
     var log = false
 
+    @Flag(name: .customLong("revocation-responder"),
+          help: "Also serve the lab's OCSP responder and CRLs over HTTP on a free loopback port (printed): OCSP POST /<issuer> or GET /<issuer>/<base64 request>, CRLs GET /<issuer>.crl.")
+    var revocationResponder = false
+
     @Option(help: "Serve the control API (HTTP+JSON) on HOST:PORT, e.g. 127.0.0.1:0 (0: a free port).")
     var control: String?
 
@@ -164,6 +168,17 @@ struct ServeCommand: AsyncParsableCommand {
             await group.stop()
             throw error
         }
+        var responder: RevocationResponder?
+        if revocationResponder {
+            do throws(TLSEngineError) {
+                responder = try RevocationResponder(pki: lab, host: bind == "::1" ? "::1" : "127.0.0.1")
+            } catch {
+                await controlServer?.stop()
+                await group.stop()
+                throw ValidationError("cannot start the revocation responder: \(error.reason)")
+            }
+        }
+        defer { responder?.stop() }
         // Catch SIGINT/SIGTERM before anyone can read the manifest and signal us (a signal sent right after the
         // manifest appeared was lost while the handler was still being installed).
         let termination = TerminationSignals("pinlab.serve.signals")
@@ -173,6 +188,9 @@ struct ServeCommand: AsyncParsableCommand {
             if let token = controlServer.token {
                 text += "control token: \(token) (send Authorization: Bearer <token> on every route but GET /health)\n"
             }
+        }
+        if let responder {
+            text += "revocation: \(responder.baseURL) (OCSP: POST \(responder.baseURL)/<issuer>; CRL: GET \(responder.baseURL)/<issuer>.crl)\n"
         }
         if let manifest {
             let data = try controlServer.map { try ControlManifest(group.manifest, control: $0).json() } ?? group.manifest.json()
@@ -190,7 +208,7 @@ struct ServeCommand: AsyncParsableCommand {
         await termination.wait()
         let status = termination.exitStatus ?? 0
         // However long stopping takes (a handler still running, a server slow to close), the process ends soon.
-        Thread.detachNewThread {
+        startThread(named: "pinlab.exitwatch") {
             Thread.sleep(forTimeInterval: 5)
             FileHandle.standardError.write(Data("pinlab serve: stopping took over 5 s; exiting\n".utf8))
             Foundation.exit(status)

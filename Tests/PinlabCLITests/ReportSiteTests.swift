@@ -119,3 +119,51 @@ struct ReportSiteTests {
         return out
     }
 }
+
+/// A report is input from wherever CI got it: hostile client names and scenario ids must not write outside `--out`
+/// nor inject markup.
+@Suite("pinlab report site: hostile names")
+struct ReportSiteHostileNameTests {
+    @Test func hostileClientNamesAndScenarioIdsStayInsideTheSiteAndAreEscaped() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-site-hostile-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let plain = dir.appendingPathComponent("plain.json")
+        let r = try await CLI.run(["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline",
+                                   "--format", "json", "--output", plain.path] + CLI.dirArgs)
+        #expect(r.status == 0, "\(r.stderr)")
+        let names = ["../../escaped<script>alert(1)</script>", "/etc/passwd", "..", ""]
+        var reports: [String] = []
+        for (i, name) in names.enumerated() {
+            var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: plain)) as? [String: Any])
+            json["client"] = name
+            if var verdicts = json["verdicts"] as? [[String: Any]] {
+                for k in verdicts.indices { verdicts[k]["scenario"] = "../../../pwn-\(i)"; verdicts[k]["client"] = name }
+                json["verdicts"] = verdicts
+            }
+            if var scenarios = json["scenarios"] as? [[String: Any]] {
+                for k in scenarios.indices { scenarios[k]["id"] = "../../../pwn-\(i)" }
+                json["scenarios"] = scenarios
+            }
+            let url = dir.appendingPathComponent("r\(i).json")
+            try JSONSerialization.data(withJSONObject: json).write(to: url)
+            reports.append(url.path)
+        }
+        let site = dir.appendingPathComponent("out/site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        let made = try await CLI.run(["report", "site"] + reports + ["--out", site.path])
+        #expect(made.status == 0, "\(made.stderr)")
+        // Every file under dir is either an input or under the site folder.
+        let all = try FileManager.default.subpathsOfDirectory(atPath: dir.path)
+        let outside = all.filter { !$0.hasPrefix("out/site") && !$0.hasPrefix("out") && !$0.hasSuffix(".json") }
+        #expect(outside.isEmpty, "written outside the site: \(outside)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("pwn-0.html").path))
+        let pages = try FileManager.default.subpathsOfDirectory(atPath: site.path).filter { $0.hasSuffix(".html") }
+        #expect(pages.count == 1 + names.count + names.count, "an index, one page per client and per scenario id: \(pages.sorted())")
+        for page in pages {
+            #expect(!page.contains(".."), "\(page)")
+            let html = try String(contentsOf: site.appendingPathComponent(page), encoding: .utf8)
+            #expect(!html.contains("<script"), "\(page) carries the client's markup unescaped")
+        }
+    }
+}

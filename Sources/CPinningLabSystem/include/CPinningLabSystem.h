@@ -9,8 +9,9 @@
 /// accept(2) followed by fcntl for the flags, which is not atomic with respect to fork.
 int cpinninglab_accept4(int fd, void *address, unsigned int *length, int nonblock_cloexec);
 
-/// pipe2(2) with O_NONBLOCK and O_CLOEXEC: 0, or -1 with errno set.
-int cpinninglab_pipe2_nonblock_cloexec(int fds[2]);
+/// pipe2(2) with O_CLOEXEC, and O_NONBLOCK on both ends when `nonblock` is not 0: 0, or -1 with errno set. On
+/// systems without pipe2 (Darwin) it is pipe(2) followed by fcntl, which is not atomic with respect to fork.
+int cpinninglab_pipe2_cloexec(int fds[2], int nonblock);
 
 /// The calling thread's name as the operating system knows it (pthread_getname_np), into `buffer`; 0 on success.
 int cpinninglab_thread_name(char *buffer, unsigned long length);

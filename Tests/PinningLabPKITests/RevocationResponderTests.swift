@@ -1,0 +1,157 @@
+import Foundation
+import PinningLabTestSupport
+import PinningLab
+import PinningLabPKI
+import Testing
+
+/// The lab's OCSP responder and CRL server, judged by `openssl ocsp -url`, `curl` and `openssl crl`, and fed bad
+/// requests from the attacker's side.
+@Suite("The lab OCSP responder and CRL server")
+struct RevocationResponderTests {
+    /// PEM files for `openssl`: the root, an issuer and a certificate.
+    private struct Files {
+        var dir: URL
+        var root: String
+        var issuer: String
+        var cert: String
+
+        init(_ pki: LabPKI, cert name: String, issuer issuerName: String? = nil) throws {
+            dir = temporaryDirectory("responder")
+            let id = try pki.identity(name)
+            let issuer = try pki.identity(issuerName ?? id.issuerName)
+            root = dir.appendingPathComponent("root.pem").path
+            self.issuer = dir.appendingPathComponent("issuer.pem").path
+            cert = dir.appendingPathComponent("cert.pem").path
+            try pem(id.rootDER).write(toFile: root, atomically: true, encoding: .utf8)
+            try pem(issuer.certificateDER).write(toFile: self.issuer, atomically: true, encoding: .utf8)
+            try pem(id.certificateDER).write(toFile: cert, atomically: true, encoding: .utf8)
+        }
+    }
+
+    @Test("openssl ocsp -url gets good, revoked and unauthorized as the PKI says; each request is recorded",
+          .requires("openssl"))
+    func ocspOverHTTP() async throws {
+        let pki = try SharedPKI.pki()
+        let responder = try RevocationResponder(pki: pki)
+        defer { responder.stop() }
+        let url = responder.baseURL + "/lab-intermediate-a"
+        for (name, status) in [("leaf-ocsp", "cert.pem: good"), ("leaf-k1-revoked", "cert.pem: revoked")] {
+            let f = try Files(pki, cert: name)
+            let r = try await run(["openssl", "ocsp", "-no_nonce", "-issuer", f.issuer, "-cert", f.cert, "-url", url,
+                                   "-CAfile", f.root])
+            #expect(r.status == 0, "\(name): \(r.output)")
+            #expect(r.output.contains("Response verify OK"), "\(name): \(r.output)")
+            #expect(r.stdout.contains(status), "\(name): \(r.output)")
+        }
+        // Asked with another CA as the issuer: a CertID no lab CA issued.
+        let wrong = try Files(pki, cert: "leaf-ocsp", issuer: "lab-intermediate-b")
+        let r = try await run(["openssl", "ocsp", "-no_nonce", "-issuer", wrong.issuer, "-cert", wrong.cert, "-url", url,
+                               "-CAfile", wrong.root])
+        #expect(r.output.contains("unauthorized"), "\(r.output)")
+
+        let seen = responder.requests
+        #expect(seen.map(\.kind) == [.ocsp, .ocsp, .ocsp])
+        #expect(seen.map(\.answer) == ["good", "revoked", "unauthorized"])
+        #expect(seen.map(\.subject) == ["leaf-ocsp", "leaf-k1-revoked", nil])
+        let serials = try ["leaf-ocsp", "leaf-k1-revoked"].map { try pki.identity($0).serialHex.lowercased() }
+        #expect(seen.prefix(2).map { $0.serialHex ?? "" } == serials.map { String($0.drop(while: { $0 == "0" })) })
+        #expect(seen.allSatisfy { $0.method == "POST" && $0.path == "/lab-intermediate-a" && $0.status == 200 })
+    }
+
+    @Test("the GET form (base64 request in the path) answers as POST does", .requires("openssl", "curl"))
+    func ocspGet() async throws {
+        let pki = try SharedPKI.pki()
+        let responder = try RevocationResponder(pki: pki)
+        defer { responder.stop() }
+        let f = try Files(pki, cert: "leaf-k1-revoked")
+        let req = f.dir.appendingPathComponent("req.der").path
+        let made = try await run(["openssl", "ocsp", "-no_nonce", "-issuer", f.issuer, "-cert", f.cert, "-reqout", req])
+        #expect(made.status == 0, "\(made.output)")
+        let b64 = try Data(contentsOf: URL(fileURLWithPath: req)).base64EncodedString()
+        let escaped = b64.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let resp = f.dir.appendingPathComponent("resp.der").path
+        let got = try await run(["curl", "-sS", "--fail", "-o", resp, responder.baseURL + "/lab-intermediate-a/" + escaped])
+        #expect(got.status == 0, "\(got.output)")
+        let r = try await run(["openssl", "ocsp", "-respin", resp, "-issuer", f.issuer, "-cert", f.cert, "-CAfile", f.root])
+        #expect(r.stdout.contains("cert.pem: revoked"), "\(r.output)")
+        #expect(responder.requests.map(\.method) == ["GET"])
+        #expect(responder.requests.first?.answer == "revoked")
+    }
+
+    @Test("curl fetches the CRL at its distribution point's path and openssl crl verifies it", .requires("openssl", "curl"))
+    func crlOverHTTP() async throws {
+        let pki = try SharedPKI.pki()
+        let responder = try RevocationResponder(pki: pki)
+        defer { responder.stop() }
+        let f = try Files(pki, cert: "leaf-k1-revoked")
+        let crl = f.dir.appendingPathComponent("a.crl").path
+        let got = try await run(["curl", "-sS", "--fail", "-o", crl, responder.baseURL + "/lab-intermediate-a.crl"])
+        #expect(got.status == 0, "\(got.output)")
+        let chain = f.dir.appendingPathComponent("chain.pem").path
+        try (pem(try pki.identity("lab-intermediate-a").certificateDER) + pem(try pki.identity("leaf-k1-revoked").rootDER))
+            .write(toFile: chain, atomically: true, encoding: .utf8)
+        let v = try await run(["openssl", "crl", "-inform", "DER", "-in", crl, "-CAfile", chain, "-noout", "-text"])
+        #expect(v.status == 0, "\(v.output)")
+        #expect(v.output.contains("verify OK"), "\(v.output)")
+        let serial = try pki.identity("leaf-k1-revoked").serialHex.uppercased()
+        #expect(v.stdout.replacingOccurrences(of: ":", with: "").uppercased().contains(String(serial.drop(while: { $0 == "0" }))),
+                "\(v.output)")
+        #expect(responder.requests.map(\.kind) == [.crl])
+        #expect(responder.requests.first?.subject == "lab-intermediate-a")
+        // A leaf's name, or a CA the lab does not have: 404.
+        for path in ["/leaf-ocsp.crl", "/nobody.crl", "/", "/lab-intermediate-a"] {
+            let r = try await run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", responder.baseURL + path])
+            #expect(r.stdout == "404", "\(path): \(r.output)")
+        }
+    }
+
+    @Test("oversized, malformed and hostile requests get 4xx and the responder keeps answering", .requires("curl", "python3"))
+    func hostileRequests() async throws {
+        let pki = try SharedPKI.pki()
+        let responder = try RevocationResponder(pki: pki, readTimeout: .seconds(2))
+        defer { responder.stop() }
+        let dir = temporaryDirectory("responder-hostile")
+        let big = dir.appendingPathComponent("big").path
+        try Data(repeating: 0x30, count: 100_000).write(to: URL(fileURLWithPath: big))
+        let junk = dir.appendingPathComponent("junk").path
+        try Data("not an OCSP request".utf8).write(to: URL(fileURLWithPath: junk))
+        let truncated = dir.appendingPathComponent("truncated").path
+        try Data([0x30, 0x82, 0xFF, 0xFF, 0x30]).write(to: URL(fileURLWithPath: truncated))
+        func code(_ extra: [String]) async throws -> String {
+            try await run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Content-Type: application/ocsp-request"]
+                          + extra).stdout
+        }
+        let url = responder.baseURL + "/lab-intermediate-a"
+        #expect(try await code(["--data-binary", "@" + big, url]) == "413")
+        #expect(try await code(["--data-binary", "@" + junk, url]) == "400")
+        #expect(try await code(["--data-binary", "@" + truncated, url]) == "400")
+        #expect(try await code(["-H", "X-Big: " + String(repeating: "a", count: 9000), url]) == "431")
+        #expect(try await code(["-X", "DELETE", url]) == "405")
+        #expect(try await code(["-H", "Transfer-Encoding: chunked", "--data-binary", "@" + junk, url]) == "411")
+        // A bad request line, a NUL in the head, a head that never ends: answered (or closed), never a crash.
+        let script = """
+            import socket, sys
+            def ask(data, wait=5):
+                s = socket.create_connection(("127.0.0.1", \(responder.port)), timeout=wait)
+                s.sendall(data)
+                try:
+                    return s.recv(64).split(b" ")[1].decode()
+                except Exception:
+                    return "closed"
+                finally:
+                    s.close()
+            print(ask(b"HELLO\\r\\n\\r\\n"), ask(b"GET /\\x00 HTTP/1.1\\r\\n\\r\\n"), ask(b"GET / HTTP/1.1\\r\\nX: y"))
+            """
+        let py = try await run(["python3", "-c", script], timeout: 20)
+        #expect(py.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "400 400 408", "\(py.output)")
+        // Still alive.
+        let f = try await run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", responder.baseURL + "/lab-intermediate-a.crl"])
+        #expect(f.stdout == "200", "\(f.output)")
+    }
+
+    @Test("the responder binds loopback only")
+    func loopbackOnly() throws {
+        let pki = try SharedPKI.pki()
+        #expect(throws: (any Error).self) { _ = try RevocationResponder(pki: pki, host: "0.0.0.0") }
+    }
+}
