@@ -134,7 +134,7 @@ let package = Package(
             name: "pinlab",
             dependencies: [
                 "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabControl", "PinningLabIntercept", "PinningLabLabs", "PinningLabExports",
-                "PinningLabTimeline",
+                "PinningLabTimeline", "PinningLabOpenSSL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -175,7 +175,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabEngineTests",
-            dependencies: ["PinningLabTestSupport", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "PinningLab"],
+            dependencies: ["PinningLabTestSupport", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "PinningLab", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import PinningLabCore
 import PinningLabExports
+import PinningLabOpenSSL
 import PinningLabPKI
 
 struct AuditCommand: AsyncParsableCommand {
@@ -11,7 +13,8 @@ struct AuditCommand: AsyncParsableCommand {
             Reads Android's network_security_config.xml, an Info.plist with TrustKit (TSKConfiguration) or \
             NSPinnedDomains, a TrustKit Swift configuration (kTSKPinnedDomains literal, best effort), an OkHttp \
             CertificatePinner (.add("host", "sha256/…")) and PinningLab's pins.json. Reports expired or soon-expiring \
-            pin sets, a single pin, a backup equal to the current pin, pins that match nothing in --against CHAIN.pem, \
+            pin sets, a single pin, a backup equal to the current pin, pins that match nothing in --against CHAIN.pem \
+            (or the chain a server on this machine presents: --against 127.0.0.1:8443, with --sni NAME), \
             overridePins / debug overrides that reach release builds, cleartext permitted, and scopes that leave \
             subdomains unpinned — each with its file and line (or key path), severity, MASTG test id (or why none \
             applies) and a fix.
@@ -29,8 +32,11 @@ struct AuditCommand: AsyncParsableCommand {
     @Option(help: "Report pin sets expiring within this many days (default 30).")
     var soon: Int = 30
 
-    @Option(help: "A PEM file with the chain the server presents: report pin sets none of whose pins is in it.")
+    @Option(help: "A PEM file with the chain the server presents, or a server on this machine as HOST:PORT (127.0.0.1:8443, [::1]:8443, localhost:8443): report pin sets none of whose pins is in its chain.")
     var against: String?
+
+    @Option(help: "With --against HOST:PORT: the server name to ask for (SNI); default: the host.")
+    var sni: String?
 
     @Option(help: "text or json.")
     var format: String = "text"
@@ -54,7 +60,29 @@ struct AuditCommand: AsyncParsableCommand {
         guard (0...3650).contains(soon) else { throw fail("--soon: \(soon) days is out of range. Fix: give 0 to 3650.") }
         var options = AuditOptions()
         options.soonDays = soon
-        if let against {
+        if let against, !FileManager.default.fileExists(atPath: against), let (ip, port, host) = Self.localServer(against) {
+            // The chain a server on this machine presents, as `openssl s_client -showcerts` would print it.
+            let name = sni ?? host
+            let fetched = await onDedicatedThread(named: "pinlab.audit.fetch") { () -> Result<[[UInt8]], PresentedChainError> in
+                Result { () throws(PresentedChainError) -> [[UInt8]] in try PresentedChain.fetch(ip: ip, port: port, serverName: name) }
+            }
+            let ders: [[UInt8]]
+            switch fetched {
+            case .success(let chain): ders = chain
+            case .failure(let e):
+                throw fail("--against: no chain from \(e.description). Fix: start the server (e.g. pinlab serve) or give its chain as a PEM file.")
+            }
+            options.chainPins = try ders.enumerated().map { i, der in
+                guard let p = try? Pins(certificateDER: der) else {
+                    throw fail("--against: certificate \(i + 1) presented by \(against) is not a valid X.509 certificate.")
+                }
+                return p.spkiBase64
+            }
+            options.chainFile = "\(against) (SNI \(name))"
+        } else if let against {
+            if !FileManager.default.fileExists(atPath: against), against.contains(":"), Self.localServer(against) == nil {
+                throw fail("--against: \(against) is neither a file nor a server on this machine. Fix: give a PEM file, or 127.0.0.1:PORT, [::1]:PORT or localhost:PORT (pinlab audit connects to loopback only).")
+            }
             guard let text = try? String(contentsOf: URL(fileURLWithPath: against), encoding: .utf8) else {
                 throw fail("--against: \(against) cannot be read. Fix: give a PEM file with the server's chain.")
             }
@@ -84,5 +112,21 @@ struct AuditCommand: AsyncParsableCommand {
             print(report.text, terminator: "")
         }
         if report.fails(at: threshold) { throw ExitCode(1) }
+    }
+
+    /// `127.0.0.1:8443`, `[::1]:8443` or `localhost:8443` → the address to dial, the port and the host as written;
+    /// nil for anything else (audit fetches chains from this machine only).
+    static func localServer(_ text: String) -> (ip: String, port: Int, host: String)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65535).contains(port)
+        else { return nil }
+        let host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        switch host.lowercased() {
+        case "localhost": return ("127.0.0.1", port, "localhost")
+        case "::1": return ("::1", port, host)
+        default:
+            let parts = host.split(separator: ".")
+            guard parts.count == 4, parts.allSatisfy({ UInt8($0) != nil }), parts[0] == "127" else { return nil }
+            return (host, port, host)
+        }
     }
 }

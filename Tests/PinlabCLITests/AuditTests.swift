@@ -153,6 +153,32 @@ struct AuditTests {
         #expect(bad.status == 2 && bad.stderr.contains("--against") && bad.stderr.contains("no PEM certificate"), "\(bad.stderr)")
     }
 
+    /// `--against HOST:PORT`: the chain a server on this machine presents — a fixture server serving leaf-v1 (the
+    /// pinned K1: clean) and one serving the emergency re-key (K3, pinned by nobody: the pin set matches nothing).
+    /// Anything off loopback is refused before any connection; a port with no server is a clear error.
+    @Test("--against HOST:PORT: the chain of a server on this machine, loopback only")
+    func againstALocalServer() async throws {
+        let p = try await Self.pins()
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("n.xml")
+        try Self.nsc(pins: [p["leaf-v1"]!, p["leaf-v3-rekey"]!]).write(to: file, atomically: true, encoding: .utf8)
+        let pki = try Lab.pki(directory: CLI.pkiDirectory)
+        for (name, expected) in [("leaf-v1", [String]()), ("leaf-emergency-rekey", ["pins-match-nothing"])] {
+            let server = try await FixtureServer.start(
+                engine: Engines.openssl, configuration: .makeServerConfiguration(try #require(pki[name])), label: "audit-\(name)")
+            let a = try await audit(["--against", "127.0.0.1:\(server.port)", "--sni", "api.pinning.test", file.path])
+            #expect(a.ids == expected, "\(name): \(a.ids) \(a.stderr)")
+            let viaLocalhost = try await audit(["--against", "localhost:\(server.port)", file.path])
+            #expect(viaLocalhost.ids == expected, "\(name) via localhost: \(viaLocalhost.stderr)")
+            await server.stop()
+        }
+        let remote = try await audit(["--against", "192.0.2.10:443", file.path])
+        #expect(remote.status == 2 && remote.stderr.contains("loopback only"), "\(remote.stderr)")
+        let closed = try await audit(["--against", "127.0.0.1:1", file.path])
+        #expect(closed.status == 2 && closed.stderr.contains("--against: no chain from 127.0.0.1:1"), "\(closed.stderr)")
+    }
+
     @Test("Info.plist (TrustKit, NSPinnedDomains, ATS), TrustKit Swift, OkHttp and pins.json: each defect is its finding")
     func otherFormats() async throws {
         let p = try await Self.pins()
