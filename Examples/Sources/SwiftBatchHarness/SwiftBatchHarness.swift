@@ -36,9 +36,13 @@ public enum SwiftBatchHarness {
         public var includeSubdomains: Bool?
 
         /// Whether the pins are declared for `host` (a host outside the scope is validated, not pinned).
+        /// Names compare in their normal form: lower case, one trailing dot dropped (`API.Pinning.Test.` is
+        /// `api.pinning.test`), so that no spelling of a host escapes its pins.
         public func apply(to host: String) -> Bool {
             guard let domain, !domain.isEmpty else { return true }
-            return host == domain || (includeSubdomains == true && host.hasSuffix("." + domain))
+            func normal(_ s: String) -> String { let l = s.lowercased(); return l.hasSuffix(".") ? String(l.dropLast()) : l }
+            let h = normal(host), d = normal(domain)
+            return h == d || (includeSubdomains == true && h.hasSuffix("." + d))
         }
     }
 

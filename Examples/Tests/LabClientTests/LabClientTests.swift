@@ -29,7 +29,8 @@ struct LabClientTests {
         return try await lab.grade(.command(client), runner: try CheckRunner.lab(), jobs: 4, timeout: .seconds(20))
     }
 
-    @Test("the Swift reference solution passes", arguments: TeachingLabs.all.map(\.number))
+    // Labs of several connections have no Swift starter (SwiftNIO SSL offers no client session resumption).
+    @Test("the Swift reference solution passes", arguments: TeachingLabs.all.filter(\.hasSwiftStarter).map(\.number))
     func solutionPasses(_ number: Int) async throws {
         let lab = try TeachingLabs.named(String(number))
         let g = try await Self.grade(lab, executable: "lab-solution")
@@ -41,7 +42,7 @@ struct LabClientTests {
 
     @Test(
         "the Swift starter fails for exactly the lab's reason, on both engines",
-        arguments: TeachingLabs.all.map(\.number))
+        arguments: TeachingLabs.all.filter(\.hasSwiftStarter).map(\.number))
     func starterFailsForTheLabsReason(_ number: Int) async throws {
         let lab = try TeachingLabs.named(String(number))
         let g = try await Self.grade(lab, executable: "lab-starter")

