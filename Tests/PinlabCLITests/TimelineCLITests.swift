@@ -90,6 +90,24 @@ struct TimelineCLITests {
         #expect(held.lanes["your pins"]?.firstBreakDay == nil && held.status == 0, "\(held.stdout)")
     }
 
+    /// The timeline's scratch PKI shares the lab's CA keys (hard links, or 0600 copies): nothing of it may stay in
+    /// the temporary folder after a run, whether it succeeds or fails on a bad option after opening the PKI.
+    @Test func noScratchFolderWithKeysIsLeftBehind() async throws {
+        let bin = try #require(CLI.binary)
+        let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-timeline-tmp-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: tmp) }
+        var env = ProcessInfo.processInfo.environment
+        env["TMPDIR"] = tmp.path
+        let ok = await ChildProcess.run([bin.path, "timeline", "--preset", "sc081-47", "--horizon", "100"] + CLI.dirArgs,
+                                        environment: env, timeout: .seconds(120))
+        #expect(ok.status == 0, "\(ok.stderrText)")
+        let engine = await ChildProcess.run([bin.path, "timeline", "--engine", "bogus"] + CLI.dirArgs, environment: env, timeout: .seconds(120))
+        #expect(engine.status == 2 && engine.stderrText.contains("--engine"), "\(engine.stderrText)")
+        let left = ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.hasPrefix("pinlab-timeline") }
+        #expect(left.isEmpty, "left behind: \(left)")
+    }
+
     @Test func badOptionsNameTheOptionAndTheFix() async throws {
         for (args, text) in [
             (["--preset", "bogus"], "--preset: 'bogus' is not a preset"),
