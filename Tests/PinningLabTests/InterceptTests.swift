@@ -255,7 +255,7 @@ struct InterceptTests {
             configuration: .init(policies: PolicyTable(defaultPolicy: .passthrough), upstreams: [UpstreamRoute(host: "127.0.0.1", port: upstream.port)]))
         let script = """
             import socket, sys
-            c = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+            c = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=30)
             c.sendall(b'CONNECT 127.0.0.1:%s HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' % sys.argv[2].encode())
             reply = c.recv(4096)
             c.sendall(b'hello through the tunnel')  # the proxy picks host and policy from the first bytes
@@ -265,13 +265,14 @@ struct InterceptTests {
                 pass
             print(reply.split(b'\\r\\n')[0].decode())
             """
-        async let reset = upstream.acceptAndReset(within: .seconds(10))
-        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port), String(upstream.port)], timeout: .seconds(30))
-        #expect(await reset)
+        async let reset = upstream.acceptAndReset(within: .seconds(30))
+        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port), String(upstream.port)], timeout: .seconds(60))
+        #expect(await reset, "the upstream saw no connection, or no byte on it, in time: \(run.output)")
         #expect(run.stdoutText.hasPrefix("HTTP/1.1 200"), "\(run.output)")
         #expect(await proxy.settle())
         let tunnel = try #require(proxy.observations().first)
-        #expect(tunnel.closure == "tunnel-reset" && tunnel.error != nil && tunnel.bytesFromClient > 0, "\(tunnel)")
+        #expect(tunnel.closure == "tunnel-reset", "closure \(tunnel.closure), error \(tunnel.error ?? "none")")
+        #expect(tunnel.error != nil && tunnel.bytesFromClient > 0, "\(tunnel)")
         // Still serving: a bad request gets its answer.
         #expect(try await Self.rawExchange(port: proxy.port, "hello\r\n\r\n").hasPrefix("HTTP/1.1 400"))
         await proxy.stop()

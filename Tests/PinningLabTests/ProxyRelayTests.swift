@@ -48,19 +48,28 @@ final class LoopbackListener: Sendable {
         }
     }
 
-    /// Accepts the first connection within `timeout`, waits for its first bytes, then resets it (RST: SO_LINGER 0).
+    /// Accepts the first connection within `timeout`, waits (up to `timeout` again) for its first bytes, then resets
+    /// it (RST: SO_LINGER 0). Returns false, and resets nothing, when no connection or no byte came in time: a reset
+    /// before the proxy's first bytes would hit it while it still dials, which is another closure (CI under load
+    /// once spent the whole shared window starting Python and reset a connection that had sent nothing yet).
     func acceptAndReset(within timeout: Duration) async -> Bool {
         let fd = self.fd
         return await onDedicatedThread(named: "test.reset") {
-            let end = ContinuousClock.now.advanced(by: timeout)
+            var end = ContinuousClock.now.advanced(by: timeout)
             var accepted: Int32 = -1
             while ContinuousClock.now < end {
                 if let (c, _) = Sockets.accept(fd) { accepted = c; break }
                 usleep(10_000)
             }
             guard accepted >= 0 else { return false }
+            end = ContinuousClock.now.advanced(by: timeout)
             var chunk = [UInt8](repeating: 0, count: 4096)
-            while ContinuousClock.now < end && read(accepted, &chunk, chunk.count) <= 0 { usleep(10_000) }
+            var received = false
+            while ContinuousClock.now < end {
+                if read(accepted, &chunk, chunk.count) > 0 { received = true; break }
+                usleep(10_000)
+            }
+            guard received else { close(accepted); return false }
             var option = linger(l_onoff: 1, l_linger: 0)
             setsockopt(accepted, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
             close(accepted)
