@@ -22,7 +22,8 @@ struct ServeCommand: AsyncParsableCommand {
             and client identities. Port 0 picks a free port; the URL is printed and written to the manifest. Every \
             route but GET /health needs the token printed at start (and written to the manifest, mode 0600) as \
             Authorization: Bearer TOKEN; requests naming another Host (DNS rebinding) or carrying an Origin (a web \
-            page) are refused unless --control-allow-origin allows that origin.
+            page) are refused unless --control-allow-origin allows that origin. The live view (GET /live, the \
+            address printed as "live view:") shows the scenario servers' connections and verdicts as they happen.
 
             Example: pinlab serve --identity leaf-v1 --engine both --manifest servers.json --log
             Example: pinlab serve --control 127.0.0.1:0 --manifest control.json
@@ -188,6 +189,7 @@ struct ServeCommand: AsyncParsableCommand {
             if let token = controlServer.token {
                 text += "control token: \(token) (send Authorization: Bearer <token> on every route but GET /health)\n"
             }
+            text += "live view: \(controlServer.livePageURL) (the scenario servers' connections as they happen)\n"
         }
         if let responder {
             text += "revocation: \(responder.baseURL) (OCSP: POST \(responder.baseURL)/<issuer>; CRL: GET \(responder.baseURL)/<issuer>.crl)\n"
