@@ -136,7 +136,8 @@ enum LivePage {
         th, td { text-align: left; padding: .25em .6em; border-bottom: 1px solid #ddd; vertical-align: top; }
         th { background: #f3f3f3; font-weight: 600; }
         td.n { text-align: right; font-variant-numeric: tabular-nums; }
-        td.name { font-family: ui-monospace, monospace; word-break: break-all; }
+        td.name { font-family: ui-monospace, monospace; white-space: nowrap; }
+        td.verdict { white-space: nowrap; }
         tr.good td.verdict { color: #0a6b2b; font-weight: 700; }
         tr.bad td.verdict { color: #b00020; font-weight: 700; }
         tr.bad { background: #fff0f0; }
