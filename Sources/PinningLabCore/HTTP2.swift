@@ -80,6 +80,13 @@ package final class HTTP2Session {
         if rc < 0 { throw HTTP2Error(code: rc) }
     }
 
+    /// Feeds received bytes (see ``receive(_:)-(UnsafeRawBufferPointer)``).
+    package func receive(_ bytes: [UInt8]) throws(HTTP2Error) {
+        guard !bytes.isEmpty else { return }
+        let rc = bytes.withUnsafeBufferPointer { cpl_h2_receive(handle, $0.baseAddress, UInt($0.count)) }
+        if rc < 0 { throw HTTP2Error(code: rc) }
+    }
+
     /// Everything the session has to send now (frames, in order).
     package func takeOutput() throws(HTTP2Error) -> [UInt8] {
         var out: [UInt8] = []
