@@ -113,8 +113,13 @@ static int load_now(void) {
     void *handle = NULL;
     const char *first_error = NULL;
     char first[256] = "";
-    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !handle; i++) {
-        handle = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+    // PINLAB_NGHTTP2_LIBRARY names the one library to load (a path), instead of the usual places.
+    const char *chosen = getenv("PINLAB_NGHTTP2_LIBRARY");
+    const char *only[] = {chosen};
+    const char **names = chosen && *chosen ? only : candidates;
+    size_t count = chosen && *chosen ? 1 : sizeof candidates / sizeof candidates[0];
+    for (size_t i = 0; i < count && !handle; i++) {
+        handle = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
         if (!handle && !first_error) {
             first_error = dlerror();
             snprintf(first, sizeof first, "%s", first_error ? first_error : "not found");

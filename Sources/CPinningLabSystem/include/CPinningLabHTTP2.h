@@ -9,7 +9,8 @@
 
 typedef struct cpl_h2 cpl_h2;
 
-/// Loads libnghttp2 once (later calls return the first answer): 1 when it is usable, else 0 with the reason in
+/// Loads libnghttp2 once (later calls return the first answer; PINLAB_NGHTTP2_LIBRARY, when set, names the one file
+/// to load): 1 when it is usable, else 0 with the reason in
 /// `reason` (NUL-terminated, truncated to `length`).
 int cpl_h2_load(char *reason, unsigned long length);
 /// The loaded library's version, e.g. "1.52.0"; "" when not loaded.
