@@ -284,7 +284,7 @@ struct ReferenceClientTests {
         #expect(ReferenceClients.names == [
             "correct", "pin-presented-chain", "pin-replaces-validation", "no-hostname-check", "raw-key-hash", "no-pinning",
             "pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption", "case-sensitive-scope",
-            "shares-sessions-across-hosts", "trusts-revoked-backup-pin",
+            "shares-sessions-across-hosts", "trusts-revoked-backup-pin", "coalesces-without-pins",
         ])
     }
 
