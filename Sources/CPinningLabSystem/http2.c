@@ -214,9 +214,30 @@ static stream *find(cpl_h2 *h2, int32_t id) {
     return NULL;
 }
 
+static void free_stream(stream *s) {
+    free(s->authority);
+    free(s->path);
+    free(s->method);
+    free(s->scheme);
+    free(s->host);
+    free(s->body);
+}
+
+/// Drops the closed streams (answered and done), keeping the open ones in order.
+static void compact(cpl_h2 *h2) {
+    int kept = 0;
+    for (int i = 0; i < h2->count; i++) {
+        if (h2->streams[i].closed) free_stream(&h2->streams[i]);
+        else h2->streams[kept++] = h2->streams[i];
+    }
+    h2->count = kept;
+}
+
 static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user) {
     cpl_h2 *h2 = user;
     if (!h2->server || frame->hd.type != NGHTTP2_HEADERS || find(h2, frame->hd.stream_id)) return 0;
+    // A server keeps the streams still open; closed ones make room (during mem_recv, before its caller looks).
+    if (h2->count >= MAX_STREAMS) compact(h2);
     if (h2->count >= MAX_STREAMS) {
         lib.submit_rst_stream(session, 0, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -320,15 +341,7 @@ cpl_h2 *cpl_h2_new(int server) {
 void cpl_h2_free(cpl_h2 *h2) {
     if (!h2) return;
     if (h2->session) lib.session_del(h2->session);
-    for (int i = 0; i < h2->count; i++) {
-        stream *s = &h2->streams[i];
-        free(s->authority);
-        free(s->path);
-        free(s->method);
-        free(s->scheme);
-        free(s->host);
-        free(s->body);
-    }
+    for (int i = 0; i < h2->count; i++) free_stream(&h2->streams[i]);
     free(h2);
 }
 

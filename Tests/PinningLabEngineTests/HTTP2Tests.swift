@@ -106,3 +106,23 @@ struct HTTP2Tests {
         #expect(o.http2Streams?.map(\.authority) == ["api.pinning.test"])
     }
 }
+
+@Suite("HTTP/2 under load", .requiresHTTP2())
+struct HTTP2LoadTests {
+    @Test("h2load: 600 streams on one connection, 10 at a time, are all answered (closed streams make room)",
+          .requires("h2load"), arguments: EngineKind.allCases)
+    func manyStreams(engine: EngineKind) async throws {
+        let f = try Fixtures.load()
+        var c = f.configuration(["leaf-v1", "lab-intermediate-a"])
+        c.alpnProtocols = [HTTP2.alpn, "http/1.1"]
+        let server = try await FixtureServer.start(engine: engine.engine, configuration: c, label: "h2-load")
+        defer { server.stopSync() }
+        let r = await run(["h2load", "-n", "600", "-c", "1", "-m", "10", "https://127.0.0.1:\(server.port)/"], timeout: .seconds(30))
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("Application protocol: h2"), "\(r.stdout)")
+        #expect(r.stdout.contains("600 succeeded, 0 failed"), "\(r.stdout)")
+        let o = try #require(await server.settle()?.first)
+        #expect(o.http2Streams?.count == 256, "the observation keeps the first 256 streams")
+        #expect(server.http2Streams().count == 600, "every stream is recorded as it arrives")
+    }
+}

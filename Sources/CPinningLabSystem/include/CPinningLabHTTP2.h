@@ -31,7 +31,8 @@ void cpl_h2_goaway(cpl_h2 *h2);
 /// nghttp2's words for an error code.
 const char *cpl_h2_error_text(int code);
 
-/// Streams, in the order they were opened (at most 256 are kept per session; later ones are refused).
+/// Streams, in the order they were opened. A server keeps at most 256 open at once (more are refused); closed ones
+/// are dropped when room is needed, inside cpl_h2_receive, so indexes stay valid between two receives.
 int cpl_h2_stream_count(const cpl_h2 *h2);
 int32_t cpl_h2_stream_id(const cpl_h2 *h2, int index);
 /// A request header the stream carried (":authority", ":path", ":method", ":scheme", "host"), or NULL. Values are
