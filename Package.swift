@@ -164,7 +164,7 @@ let package = Package(
         // hint on a developer's machine, run — and failed when the tool is missing — in CI).
         .target(
             name: "PinningLabTestSupport",
-            dependencies: ["PinningLab", "PinningLabPKI"],
+            dependencies: ["PinningLab", "PinningLabPKI", "PinningLabCore"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),

@@ -46,6 +46,11 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         /// The OCSP response the server staples for a client that asks (`ocsp-staple:`), built for the first
         /// certificate of the chain; nil: none.
         public var ocspStaple: OCSPVariant? = nil
+        /// The ALPN protocols the server selects from, in its order of preference (`tls: {alpn: [h2, http/1.1]}`):
+        /// with `h2` it speaks HTTP/2 to a client that offers it, and records each stream's `:authority`.
+        public var alpn: [String] = ["http/1.1"]
+        /// Whether the server offers HTTP/2.
+        public var offersHTTP2: Bool { alpn.contains("h2") }
 
         public init(
             chain: [String], tlsVersions: [TLSVersion] = [.tls12, .tls13], cipherSuites: [String] = [],

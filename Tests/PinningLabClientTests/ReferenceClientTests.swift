@@ -79,10 +79,11 @@ struct ClientCase: Sendable, CustomTestStringConvertible {
     /// (the catalogue's `resumption-*` scenarios judge it), and so does `shares-sessions-across-hosts`;
     /// `case-sensitive-scope` differs only where a scope is declared and the host is spelled otherwise;
     /// `trusts-revoked-backup-pin` only where a leaf names an OCSP responder (the catalogue's `ocsp-stapled-*` and
-    /// `revoked-key-replay` judge it).
+    /// `revoked-key-replay` judge it); `coalesces-without-pins` only on an HTTP/2 connection kept for a later request
+    /// (the catalogue's `h2-coalescing-pinned-host` judges it).
     func expectation(for client: String) -> ClientExpectation {
         let column = ["pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption", "case-sensitive-scope",
-                      "shares-sessions-across-hosts", "trusts-revoked-backup-pin"].contains(client) ? "correct" : client
+                      "shares-sessions-across-hosts", "trusts-revoked-backup-pin", "coalesces-without-pins"].contains(client) ? "correct" : client
         return expected[Self.columns.firstIndex(of: column)!]
     }
 
@@ -284,7 +285,7 @@ struct ReferenceClientTests {
         #expect(ReferenceClients.names == [
             "correct", "pin-presented-chain", "pin-replaces-validation", "no-hostname-check", "raw-key-hash", "no-pinning",
             "pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption", "case-sensitive-scope",
-            "shares-sessions-across-hosts", "trusts-revoked-backup-pin",
+            "shares-sessions-across-hosts", "trusts-revoked-backup-pin", "coalesces-without-pins",
         ])
     }
 
