@@ -130,6 +130,11 @@ public struct ClientTarget: Sendable {
     /// turned on for this host, so even a client that requires CT checks none here. The runner sets it for the
     /// catalogue's `ct` scenarios, with the lab's listed logs and lab-root.
     public var certificateTransparency: CertificateTransparencyPolicy?
+    /// The lab's revocation responder for this cell, `IP:PORT` on loopback: where the URLs the lab's certificates
+    /// name (`http://ocsp.pinning.test/<path>`, `http://crl.pinning.test/<path>`) are answered, path for path, as a
+    /// client that resolves those names to it would reach them (`http://IP:PORT/<path>`). `nil`: the scenario
+    /// serves no responder, so a client that tries to fetch status reaches nothing (it cannot resolve the names).
+    public var revocationResponder: String?
     /// Whether the pins are declared for `host` (always, without a scope).
     public var pinsApply: Bool { pinScope?.covers(host) ?? true }
     /// The pins a client configures for ``host``: ``pins`` where they are declared for it (``pinsApply``), none

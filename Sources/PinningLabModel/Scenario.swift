@@ -46,6 +46,9 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         /// The OCSP response the server staples for a client that asks (`ocsp-staple:`), built for the first
         /// certificate of the chain; nil: none.
         public var ocspStaple: OCSPVariant? = nil
+        /// The lab OCSP responder and CRL server the cell starts beside the server (`responder:`), which the client is
+        /// given the address of (``ClientTarget/revocationResponder``, `{ocsp.url}`, `{crl.url}`); nil: none.
+        public var responder: RevocationResponderMode? = nil
 
         public init(
             chain: [String], tlsVersions: [TLSVersion] = [.tls12, .tls13], cipherSuites: [String] = [],
@@ -270,7 +273,7 @@ extension Scenario: Encodable {
         case id, title, tags, teaching, server, client, refusal, expect, notes, source, policy, varies, parties, steps
         case expectIf = "expect-if"
     }
-    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust", resumption, ticketKey = "ticket-key", ocspStaple = "ocsp-staple" }
+    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust", resumption, ticketKey = "ticket-key", ocspStaple = "ocsp-staple", responder }
     private enum StepKeys: String, CodingKey { case host, party, pins, rotateTo = "rotate-to", expect }
 
     private static func encode(_ server: Server, in s: inout KeyedEncodingContainer<ServerKeys>) throws {
@@ -282,6 +285,7 @@ extension Scenario: Encodable {
         if server.resumption != .off { try s.encode(server.resumption, forKey: .resumption) }
         try s.encodeIfPresent(server.ticketKey, forKey: .ticketKey)
         try s.encodeIfPresent(server.ocspStaple?.rawValue, forKey: .ocspStaple)
+        try s.encodeIfPresent(server.responder?.rawValue, forKey: .responder)
     }
     private enum ClientKeys: String, CodingKey { case trust, pinned, backup, present, host, pinScope = "pin-scope" }
 
