@@ -16,10 +16,13 @@ struct CellFiles: Sendable {
     private let credentialMemo = CredentialMemo()
     /// The trust store file and roots per trust profile, made once per run: every cell of the run asks for one.
     private let trustFiles = Locked<[TrustProfile: (path: String, roots: [[UInt8]])]>([:])
+    /// The run's revocation responders (`server.responder:`); nil where the files serve none (a batch document).
+    let responders: CellResponders?
 
-    init(pki: LabPKI, directory: URL) throws {
+    init(pki: LabPKI, directory: URL, servesResponders: Bool = true) throws {
         self.pki = pki
         self.directory = directory
+        responders = servesResponders ? CellResponders() : nil
     }
 
     func pem(_ ders: [[UInt8]]) -> String { PEM.encode(ders) }
@@ -87,6 +90,7 @@ struct CellFiles: Sendable {
             pins: try s.pinSet(for: profile, in: pki), clientCredentials: try credentials(s), scenario: s.id,
             profile: profile, timeout: timeout, pinScope: s.client.pinScope)
         target.certificateTransparency = try certificateTransparency(for: s)
+        target.revocationResponder = try revocationResponder(for: s)
         return target
     }
 
@@ -102,12 +106,15 @@ struct CellFiles: Sendable {
     func context(for s: Scenario, profile: PinProfile, port: Int) throws -> CellContext {
         let trust = try trustFile(s)
         let creds = try credentials(s)
-        return CellContext(
+        var context = CellContext(
             scenario: s.id, profile: profile, host: s.client.host, ip: "127.0.0.1", port: port, caFile: trust.path,
             pins: try s.pinSet(for: profile, in: pki).hashes,
             certificatePins: try s.pinnedIdentities(for: profile, in: pki).map(\.pins.certificateSHA256),
             clientCertificateFile: creds?.certificateFile, clientKeyFile: creds?.keyFile,
             clientPKCS12File: creds?.pkcs12File, clientPKCS12Password: creds?.pkcs12Password,
             pinScope: s.client.pinScope)
+        let responder = try revocationResponder(for: s)
+        (context.ocspURL, context.crlURL) = revocationURLs(for: s, responder: responder)
+        return context
     }
 }

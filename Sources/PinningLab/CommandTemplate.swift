@@ -25,6 +25,13 @@ public struct CellContext: Sendable, Hashable {
     public var hostsFile: String?
     /// The hosts the pins are declared for; `nil` declares them for `host` itself.
     public var pinScope: PinScope?
+    /// The OCSP responder the served certificate names (its Authority Information Access URL), moved to the
+    /// scenario's lab responder: `http://127.0.0.1:PORT/lab-intermediate-a` for
+    /// `http://ocsp.pinning.test/lab-intermediate-a`. `nil` where the certificate names none or the scenario runs no
+    /// responder (`server.responder`).
+    public var ocspURL: String?
+    /// The CRL distribution point the served certificate names, moved to the scenario's lab responder the same way.
+    public var crlURL: String?
     /// The connections of a cell made of several (a scenario's `steps`), in order; empty for a one-connection cell,
     /// whose one connection is step 1 (``stepList``).
     public var steps: [StepContext] = []
@@ -101,6 +108,8 @@ public struct CellContext: Sendable, Hashable {
             "client.password": clientPKCS12File == nil ? "" : (clientPKCS12Password ?? ""),
             "scenario": scenario,
             "profile": profile.rawValue,
+            "ocsp.url": ocspURL ?? "",
+            "crl.url": crlURL ?? "",
         ]
     }
 
@@ -180,7 +189,7 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
     public static let placeholders = [
         "url", "host", "port", "ip", "resolve", "hosts.file", "ca", "pins", "pins.curl", "pins.okhttp", "pins.hex", "pins.domain", "pins.subdomains",
         "pins.okhttp.pattern", "certpins.hex",
-        "client.cert", "client.key", "client.p12", "client.password", "scenario", "profile",
+        "client.cert", "client.key", "client.p12", "client.password", "scenario", "profile", "ocsp.url", "crl.url",
     ]
 
     /// The placeholders that also come per step, with the step's number after a dot: `{url.1}`, `{url.2}`,

@@ -51,7 +51,7 @@ package final class RevocationResponder: Sendable {
         }
     }
 
-    package static let maxHeadBytes = 8 * 1024
+    package static let maxHeadBytes = HTTPRequestHead.maxBytes
 
     package let host: String
     package let port: Int
@@ -207,11 +207,11 @@ package final class RevocationResponder: Sendable {
         var headEnd: Int?
         var scanned = 0
         while headEnd == nil {
-            if let end = Self.endOfHead(buffer, filled, from: scanned) {
+            if let end = HTTPRequestHead.end(of: buffer, count: filled, scannedUpTo: scanned) {
                 headEnd = end
                 break
             }
-            scanned = max(0, filled - 3)
+            scanned = filled
             guard filled < buffer.count else {
                 return respond(fd, Answer(431, "the request head exceeds \(Self.maxHeadBytes) bytes"))
             }
@@ -220,14 +220,22 @@ package final class RevocationResponder: Sendable {
                 return
             }
         }
-        guard let end = headEnd, let head = Self.parseHead(buffer[0..<end]) else {
-            return respond(fd, Answer(400, "the request is not HTTP/1.1 (request line METHOD /path HTTP/1.1, then headers)"))
+        guard let end = headEnd else { return }
+        let head: HTTPRequestHead
+        do {
+            head = try HTTPRequestHead.parse(buffer[0..<(end - 2)])
+        } catch {
+            return respond(fd, Answer(400, "the request is not HTTP/1.1: \(error.reason) Fix: \(error.fix)"))
         }
-        if head.fields["transfer-encoding"] != nil {
+        if !head.values("transfer-encoding").isEmpty {
             return respond(fd, Answer(411, "send the OCSP request with a Content-Length, not chunked"))
         }
+        let contentLength = head.values("content-length")
+        guard Set(contentLength).count <= 1 else {
+            return respond(fd, Answer(400, "the request has several different Content-Length headers"))
+        }
         var length = 0
-        if let value = head.fields["content-length"] {
+        if let value = contentLength.first {
             guard value.utf8.count <= 9, let n = Int(value), n >= 0, value.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
                 return respond(fd, Answer(400, "the Content-Length is not one whole number"))
             }
@@ -249,7 +257,7 @@ package final class RevocationResponder: Sendable {
         respond(fd, answer(head, body: body), method: head.method)
     }
 
-    private func answer(_ head: Head, body: [UInt8]) -> Answer {
+    private func answer(_ head: HTTPRequestHead, body: [UInt8]) -> Answer {
         let path = head.path
         let segments = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         switch head.method {
@@ -283,14 +291,14 @@ package final class RevocationResponder: Sendable {
         }
     }
 
-    private func ocsp(_ head: Head, request: [UInt8]) -> Answer {
+    private func ocsp(_ head: HTTPRequestHead, request: [UInt8]) -> Answer {
         let a = pki.answerOCSPRequest(request, index: index, options: behaviour.ocsp)
         let status = a.status == "malformedRequest" ? 400 : 200
         record(head, kind: .ocsp, serial: a.serialHex, subject: a.subject, status: status, answer: a.status)
         return Answer(status: status, contentType: "application/ocsp-response", body: a.response)
     }
 
-    private func record(_ head: Head, kind: Request.Kind, serial: String?, subject: String?, status: Int, answer: String?) {
+    private func record(_ head: HTTPRequestHead, kind: Request.Kind, serial: String?, subject: String?, status: Int, answer: String?) {
         let r = Request(time: Date(), method: head.method, path: String(head.path.prefix(256)), kind: kind,
                         serialHex: serial, subject: subject, status: status, answer: answer)
         state.withLock { s in
@@ -341,47 +349,7 @@ package final class RevocationResponder: Sendable {
          411: "Length Required", 413: "Content Too Large", 431: "Request Header Fields Too Large"][status] ?? "Status"
     }
 
-    // MARK: - HTTP head
-
-    struct Head {
-        var method: String
-        var path: String
-        var fields: [String: String]
-    }
-
-    /// The index just past CRLFCRLF in the first `count` bytes, nil when not there yet.
-    static func endOfHead(_ buffer: [UInt8], _ count: Int, from start: Int = 0) -> Int? {
-        var i = start
-        while i + 3 < count {
-            if buffer[i] == 0x0D && buffer[i + 1] == 0x0A && buffer[i + 2] == 0x0D && buffer[i + 3] == 0x0A { return i + 4 }
-            i += 1
-        }
-        return nil
-    }
-
-    /// The request line and headers; nil when they are not HTTP/1.x (bad request line, control bytes, no colon).
-    static func parseHead(_ bytes: ArraySlice<UInt8>) -> Head? {
-        guard bytes.allSatisfy({ $0 == 0x0D || $0 == 0x0A || $0 == 0x09 || ($0 >= 0x20 && $0 < 0x7F) }) else { return nil }
-        let text = String(decoding: bytes, as: UTF8.self)
-        var lines = text.components(separatedBy: "\r\n")
-        while lines.last == "" { lines.removeLast() }
-        guard let first = lines.first else { return nil }
-        let parts = first.split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy({ $0.isLetter && $0.isUppercase }),
-              parts[1].hasPrefix("/"), parts[2] == "HTTP/1.1" || parts[2] == "HTTP/1.0" else { return nil }
-        var fields: [String: String] = [:]
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex, !line.contains("\n") else { return nil }
-            let name = line[..<colon].lowercased()
-            guard !name.contains(" ") else { return nil }
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            if let old = fields[name], old != value, name == "content-length" { return nil }
-            fields[name] = value
-        }
-        let target = String(parts[1])
-        let path = target.firstIndex(of: "?").map { String(target[..<$0]) } ?? target
-        return Head(method: String(parts[0]), path: path, fields: fields)
-    }
+    // MARK: - Request targets
 
     /// Standard or URL-safe base64, padding optional.
     static func base64(_ text: String) -> [UInt8]? {

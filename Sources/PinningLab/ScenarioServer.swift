@@ -138,7 +138,14 @@ public final class ScenarioServer: Sendable {
             rule: scenario.rule(profile, platform: client.platform, checks: client.checks))
     }
 
-    public func stop() async { await server.stop() }
+    /// The lab revocation responder of the scenario (`server.responder`), `IP:PORT` on loopback, started with the
+    /// first target or context that needs it; `nil` when the scenario has none.
+    public var revocationResponder: String? { try? files.revocationResponder(for: scenario) }
+
+    public func stop() async {
+        await server.stop()
+        files.responders?.stopAll()
+    }
 }
 
 extension CheckRunner {

@@ -14,13 +14,13 @@ import Darwin
 /// starve the process's other work (its signal handling included).
 ///
 /// Bounded everywhere: at most `maxConnections` connections at once (more wait in the listen queue); the request
-/// line and headers are read until CRLFCRLF or ``ControlHTTPHead/maxBytes`` (then 431 at once, without reading on);
+/// line and headers are read until CRLFCRLF or ``HTTPRequestHead/maxBytes`` (then 431 at once, without reading on);
 /// a body only with `Content-Length` and at most `maxBodyBytes` (413 before reading it); the head and then the body
 /// each within `readTimeout` (else 408). The head is scanned once, so the work is linear in what was read.
 final class ControlHTTPServer: Sendable {
     /// A parsed request handed to the handler, with its body and the peer's address (`127.0.0.1`, `::1`).
     struct Request: Sendable {
-        var head: ControlHTTPHead
+        var head: HTTPRequestHead
         var body: Data
         var peer: String
     }
@@ -198,20 +198,20 @@ final class ControlHTTPServer: Sendable {
     private func serve(_ fd: Int32, peer: String) {
         let timeout = Sockets.nanoseconds(limits.readTimeout)
         let seconds = Int(limits.readTimeout.components.seconds)
-        var buffer = [UInt8](repeating: 0, count: ControlHTTPHead.maxBytes)
+        var buffer = [UInt8](repeating: 0, count: HTTPRequestHead.maxBytes)
         var filled = 0
         var scanned = 0
         var headEnd: Int?
         let headDeadline = Sockets.now() + timeout
         while true {
-            if let end = ControlHTTPHead.end(of: buffer, count: filled, scannedUpTo: scanned) {
+            if let end = HTTPRequestHead.end(of: buffer, count: filled, scannedUpTo: scanned) {
                 headEnd = end
                 break
             }
             scanned = filled
-            if filled >= ControlHTTPHead.maxBytes {
-                respond(fd, refusal(431, nil, "the request line and headers exceed \(ControlHTTPHead.maxBytes) bytes.",
-                                    "send a shorter URL and fewer or shorter headers (at most \(ControlHTTPHead.maxBytes / 1024) KiB together)."),
+            if filled >= HTTPRequestHead.maxBytes {
+                respond(fd, refusal(431, nil, "the request line and headers exceed \(HTTPRequestHead.maxBytes) bytes.",
+                                    "send a shorter URL and fewer or shorter headers (at most \(HTTPRequestHead.maxBytes / 1024) KiB together)."),
                         method: nil)
                 return
             }
@@ -227,9 +227,9 @@ final class ControlHTTPServer: Sendable {
             }
         }
         guard let end = headEnd else { return }
-        let head: ControlHTTPHead
+        let head: HTTPRequestHead
         do {
-            head = try ControlHTTPHead.parse(buffer[0..<(end - 2)])
+            head = try HTTPRequestHead.parse(buffer[0..<(end - 2)])
         } catch {
             respond(fd, refusal(400, nil, "the request is not HTTP/1.1: \(error.reason)", error.fix), method: nil)
             return

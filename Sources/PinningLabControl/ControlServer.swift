@@ -408,7 +408,7 @@ final class Gate: Sendable {
     }
 
     /// The route and its path parameters.
-    func route(for head: ControlHTTPHead) -> (route: ControlAPI.Route, parameters: [String: String])? {
+    func route(for head: HTTPRequestHead) -> (route: ControlAPI.Route, parameters: [String: String])? {
         for route in routes where route.method == head.method {
             let pattern = route.path.split(separator: "/")
             guard pattern.count == head.segments.count else { continue }
@@ -429,7 +429,7 @@ final class Gate: Sendable {
     }
 
     /// No route matched: 405 when the path exists under another method, else 404; JSON either way.
-    func fallback(_ head: ControlHTTPHead) -> ControlReply {
+    func fallback(_ head: HTTPRequestHead) -> ControlReply {
         let methods = routes.filter { route in
             let pattern = route.path.split(separator: "/")
             return pattern.count == head.segments.count

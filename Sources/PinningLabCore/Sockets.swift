@@ -25,8 +25,9 @@ package enum Sockets {
         address == "::1" || address.hasPrefix("127.") || address == "localhost"
     }
 
-    /// Opens a non-blocking listening socket bound to `address:port` and returns it with the bound port.
-    package static func listen(address: String, port: Int, backlog: Int32) throws(TLSEngineError) -> (fd: Int32, port: Int) {
+    /// Opens a non-blocking listening socket bound to `address:port` and returns it with the bound port. With
+    /// `listening: false` the socket is bound only: connections to the port are refused while the port stays taken.
+    package static func listen(address: String, port: Int, backlog: Int32, listening: Bool = true) throws(TLSEngineError) -> (fd: Int32, port: Int) {
         let host = address == "localhost" ? "127.0.0.1" : address
         let isV6 = host.contains(":")
         let fd = socket(isV6 ? AF_INET6 : AF_INET, stream | closeOnExecFlag, 0)
@@ -65,7 +66,7 @@ package enum Sockets {
             }
         }
         guard rc == 0 else { throw TLSEngineError(.io, "bind(\(address):\(port)): \(errnoText())") }
-        guard Glibc_or_Darwin_listen(fd, backlog) == 0 else { throw TLSEngineError(.io, "listen(): \(errnoText())") }
+        guard !listening || Glibc_or_Darwin_listen(fd, backlog) == 0 else { throw TLSEngineError(.io, "listen(): \(errnoText())") }
         guard setNonBlocking(fd) else { throw TLSEngineError(.io, "fcntl(O_NONBLOCK): \(errnoText())") }
         var storage = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)

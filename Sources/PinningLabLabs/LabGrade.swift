@@ -212,7 +212,9 @@ extension TeachingLab {
         engines: [any TLSEngine] = Engines.all, jobs: Int = CheckOptions.defaultJobs,
         timeout: Duration = .seconds(10)
     ) -> CheckOptions {
-        CheckOptions(engines: engines, profiles: Set(profiles), scenarios: scenarios, jobs: jobs, timeout: timeout)
+        var options = CheckOptions(engines: engines, profiles: Set(profiles), scenarios: scenarios, jobs: jobs, timeout: timeout)
+        options.clientChecks = clientChecks
+        return options
     }
 
     /// Runs `client` on this lab's cells and grades it.

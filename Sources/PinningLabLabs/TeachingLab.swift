@@ -8,7 +8,7 @@ import PinningLab
 /// `labs/` folder; this is the part the grader needs: which cells to run, which cells the starter is meant to get
 /// wrong, and what to say about each cell a learner gets wrong.
 public struct TeachingLab: Sendable, Hashable {
-    /// 1 to 9.
+    /// 1 to 10.
     public var number: Int
     /// The folder under `labs/`, e.g. `01-why-pin`.
     public var slug: String
@@ -35,6 +35,15 @@ public struct TeachingLab: Sendable, Hashable {
     /// How many connections each cell of the lab is (its scenarios' `steps`): above 1, the learner's client makes
     /// them all in one process and its command names them (``stepArguments``).
     public var connections: Int = 1
+    /// What a client graded by this lab declares it checks beyond chain and pins (`nil`: nothing, the labs about
+    /// pins): lab 10 grades clients as hard-fail revocation checkers.
+    public var clientChecks: ClientChecks? = nil
+    /// The built-in client that solves the lab (the picture's "correct" row): `correct`, or one that also keeps the
+    /// lab's ``clientChecks``.
+    public var referenceClient = "correct"
+    /// Whether the lab has a Swift starter at all (the Swift lab plumbing cannot express every lab: resumed sessions,
+    /// revocation).
+    public var swiftStarterExists = true
 
     public init(
         number: Int, slug: String, title: String, goal: String, scenarios: [String], profiles: [PinProfile],
@@ -62,7 +71,7 @@ public struct TeachingLab: Sendable, Hashable {
 
     /// Whether the lab has a Swift starter in `Examples/Labs`: the Swift lab plumbing (SwiftNIO SSL) offers no
     /// client session resumption, so the labs of several connections are Python only.
-    public var hasSwiftStarter: Bool { connections == 1 }
+    public var hasSwiftStarter: Bool { connections == 1 && swiftStarterExists }
 
     /// `labs/01-why-pin/README.md`, relative to the repository root.
     public var pagePath: String { "labs/\(slug)/README.md" }

@@ -2,12 +2,12 @@ import Foundation
 import PinningLabCore
 import PinningLab
 
-/// The nine teaching labs, as data: scenarios, profiles, the starter's mistake, and per-cell explanations.
+/// The ten teaching labs, as data: scenarios, profiles, the starter's mistake, and per-cell explanations.
 /// The pages are `labs/NN-slug/README.md`; keep both in step.
 public enum TeachingLabs {
     public static let all: [TeachingLab] = [
         whyPin, certVersusKey, rotation, whereToPin, chainStuffing, pinPlusValidation, mutualTLS, rightBytes,
-        stateBetweenConnections,
+        stateBetweenConnections, pinnedKeyStolen,
     ]
 
     /// The lab numbered `text` (`3`, `03`) or named by its folder (`03-rotation`).
@@ -414,6 +414,66 @@ public enum TeachingLabs {
                 + "every connection, against tls.getpeercert(True).",
             teachingClient: "skips-pins-on-resumption")
         lab.connections = 2
+        return lab
+    }()
+
+    // MARK: 10
+
+    static let pinnedKeyStolen: TeachingLab = {
+        var lab = TeachingLab(
+            number: 10, slug: "10-when-a-pinned-key-is-stolen", title: "When a pinned key is stolen",
+            goal: "See why a pin set that kept a compromised key accepts the attacker after an emergency re-key, and "
+                + "add the check that refuses it: revocation, hard-fail.",
+            scenarios: ["baseline", "revoked-key-replay", "crl-good", "crl-revoked-leaf"],
+            profiles: [.leafSPKI, .leafSPKIBackup],
+            pythonFile: "lab10_when_a_pinned_key_is_stolen.py",
+            mistake: "The client checks its pins correctly but never asks whether the certificate was revoked, so the "
+                + "stolen K1 — still pinned — opens every connection.",
+            starterFails: [
+                LabCell("revoked-key-replay", .leafSPKI), LabCell("revoked-key-replay", .leafSPKIBackup),
+                LabCell("crl-revoked-leaf", .leafSPKI), LabCell("crl-revoked-leaf", .leafSPKIBackup),
+            ],
+            explanations: [
+                CellExplanation(
+                    "revoked-key-replay",
+                    shouldHave: "Refuse: the certificate is the old K1 leaf, revoked for keyCompromise after the "
+                        + "emergency re-key. It names its CRL and OCSP responder, and the attacker lets neither be "
+                        + "reached: a hard-fail client refuses a certificate that publishes status when it cannot get "
+                        + "current proof of good standing.",
+                    missed: "Pins say which keys you trust, not whether a key is still safe. After a key leaks, every "
+                        + "pin set that kept it — the leaf pin, the backup set K1+K2 — matches the attacker exactly, "
+                        + "until the app ships without it. Only revocation tells the stolen key apart, and only "
+                        + "hard-fail revocation survives an attacker who also blocks the revocation hosts."),
+                CellExplanation(
+                    "crl-revoked-leaf",
+                    shouldHave: "Refuse: the certificate's own CRL, current and signed by its issuer, lists it as "
+                        + "revoked.",
+                    missed: "A pin match is not proof of good standing. Fetch the CRL the certificate names "
+                        + "(cell.crl_url), load it into the context and turn on ssl.VERIFY_CRL_CHECK_LEAF: OpenSSL "
+                        + "then refuses a listed certificate inside the handshake."),
+                CellExplanation(
+                    "crl-good",
+                    shouldHave: "Accept: the CRL is current, signed by the issuer, and does not list the certificate.",
+                    missed: "A revocation check must still accept a good certificate: load the CRL fetched from "
+                        + "cell.crl_url before the handshake (labtls.load_crl), or VERIFY_CRL_CHECK_LEAF refuses for "
+                        + "want of a CRL."),
+                CellExplanation(
+                    "baseline",
+                    shouldHave: "Accept: leaf-v1 publishes no revocation status (no OCSP responder, no CRL), so "
+                        + "there is nothing to demand.",
+                    missed: "Hard-fail applies to certificates that publish status: turn the CRL check on only when "
+                        + "there is a CRL (cell.crl_url), and refuse afterwards only when the certificate names a "
+                        + "CRL or responder that could not be reached (labtls.publishes_status)."),
+            ],
+            lesson: "A pin set is a promise about keys; revocation is how you take a key back before the next "
+                + "release. Remove a compromised key from the pins in the next release, and check revocation "
+                + "hard-fail until then.",
+            tryNext: "Before the handshake, when cell.crl_url is set, call labtls.load_crl(context, cell.crl_url) and "
+                + "add ssl.VERIFY_CRL_CHECK_LEAF to context.verify_flags; after it, refuse when cell.crl_url is "
+                + "empty but labtls.publishes_status(tls) says the certificate names a CRL or OCSP responder.")
+        lab.clientChecks = ClientChecks(revocation: .hard)
+        lab.referenceClient = "correct-revocation-hard"
+        lab.swiftStarterExists = false
         return lab
     }()
 }

@@ -124,6 +124,7 @@ public struct Catalogue: Sendable, Hashable {
         var steps: [Scenario.Step]
         /// The stapled OCSP response, and the rows per declared client check.
         var staple: OCSPVariant?
+        var responder: RevocationResponderMode?
         var conditional: ConditionalExpectations?
         /// Whether CT is turned on for the host (the `ct` tag: the runner gives the client the lab's log list).
         var certificateTransparency: Bool
@@ -131,6 +132,7 @@ public struct Catalogue: Sendable, Hashable {
         init(_ s: Scenario) {
             certificateTransparency = s.tags.contains("ct")
             staple = s.server.ocspStaple
+            responder = s.server.responder
             conditional = s.conditional
             resumption = s.server.resumption
             parties = s.parties

@@ -133,6 +133,11 @@ public struct ClientTarget: Sendable {
     /// Whether the server offers HTTP/2 (ALPN `h2`): a client that speaks it offers `h2` and sends its request as
     /// an HTTP/2 stream, and may keep the connection for a later step's request (connection reuse, coalescing).
     public var http2 = false
+    /// The lab's revocation responder for this cell, `IP:PORT` on loopback: where the URLs the lab's certificates
+    /// name (`http://ocsp.pinning.test/<path>`, `http://crl.pinning.test/<path>`) are answered, path for path, as a
+    /// client that resolves those names to it would reach them (`http://IP:PORT/<path>`). `nil`: the scenario
+    /// serves no responder, so a client that tries to fetch status reaches nothing (it cannot resolve the names).
+    public var revocationResponder: String?
     /// Whether the pins are declared for `host` (always, without a scope).
     public var pinsApply: Bool { pinScope?.covers(host) ?? true }
     /// The pins a client configures for ``host``: ``pins`` where they are declared for it (``pinsApply``), none

@@ -79,6 +79,8 @@ public struct IdentityDirectory: Sendable, Hashable {
         .init(name: "leaf-ocsp-unknown", role: .leaf, issuer: "lab-intermediate-a"),
         .init(name: "leaf-k1-revoked", role: .leaf, issuer: "lab-intermediate-a"),
         .init(name: "leaf-must-staple", role: .leaf, issuer: "lab-intermediate-a"),
+        .init(name: "leaf-crl", role: .leaf, issuer: "lab-intermediate-a"),
+        .init(name: "leaf-crl-revoked", role: .leaf, issuer: "lab-intermediate-a"),
         .init(name: "lab-ocsp-responder-a", role: .client, issuer: "lab-intermediate-a"),
         .init(name: "leaf-p384", role: .leaf, issuer: "lab-intermediate-a"),
         .init(name: "leaf-rsa-2048", role: .leaf, issuer: "lab-intermediate-a"),

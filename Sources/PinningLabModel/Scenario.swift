@@ -51,6 +51,9 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         public var alpn: [String] = ["http/1.1"]
         /// Whether the server offers HTTP/2.
         public var offersHTTP2: Bool { alpn.contains("h2") }
+        /// The lab OCSP responder and CRL server the cell starts beside the server (`responder:`), which the client is
+        /// given the address of (``ClientTarget/revocationResponder``, `{ocsp.url}`, `{crl.url}`); nil: none.
+        public var responder: RevocationResponderMode? = nil
 
         public init(
             chain: [String], tlsVersions: [TLSVersion] = [.tls12, .tls13], cipherSuites: [String] = [],
@@ -275,7 +278,7 @@ extension Scenario: Encodable {
         case id, title, tags, teaching, server, client, refusal, expect, notes, source, policy, varies, parties, steps
         case expectIf = "expect-if"
     }
-    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust", resumption, ticketKey = "ticket-key", ocspStaple = "ocsp-staple" }
+    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust", resumption, ticketKey = "ticket-key", ocspStaple = "ocsp-staple", responder }
     private enum StepKeys: String, CodingKey { case host, party, pins, rotateTo = "rotate-to", expect }
 
     private static func encode(_ server: Server, in s: inout KeyedEncodingContainer<ServerKeys>) throws {
@@ -287,6 +290,7 @@ extension Scenario: Encodable {
         if server.resumption != .off { try s.encode(server.resumption, forKey: .resumption) }
         try s.encodeIfPresent(server.ticketKey, forKey: .ticketKey)
         try s.encodeIfPresent(server.ocspStaple?.rawValue, forKey: .ocspStaple)
+        try s.encodeIfPresent(server.responder?.rawValue, forKey: .responder)
     }
     private enum ClientKeys: String, CodingKey { case trust, pinned, backup, present, host, pinScope = "pin-scope" }
 

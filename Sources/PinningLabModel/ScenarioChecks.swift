@@ -4,7 +4,32 @@ import Foundation
 import PinningLabPKI
 internal import Yams
 
+/// How the lab's revocation responder (OCSP and CRLs, `http://ocsp.pinning.test/…`, `http://crl.pinning.test/…`)
+/// behaves for a scenario (`server.responder:`).
+public enum RevocationResponderMode: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Answers as the PKI issued: OCSP status per identity, fresh CRLs listing the revoked identities.
+    case asIssued = "as-issued"
+    /// Answers OCSP as issued, but its CRLs are stale: nextUpdate passed a day ago.
+    case staleCRL = "stale-crl"
+    /// Its address refuses connections (a port bound on loopback that listens to nothing): a client that fetches
+    /// status learns nothing.
+    case refusesConnections = "refuses-connections"
+    public var description: String { rawValue }
+}
+
 extension Reader {
+    /// `responder: as-issued | stale-crl | refuses-connections`.
+    func responderMode(_ node: Node, field: String) throws -> RevocationResponderMode {
+        let names = RevocationResponderMode.allCases.map(\.rawValue)
+        let text = try string(node, field, fix: "write one of \(names.joined(separator: ", ")).")
+        guard let m = RevocationResponderMode(rawValue: text) else {
+            let hint = suggestion(text, in: names).map { "Did you mean '\($0)'? " } ?? ""
+            throw fail(.badStaple, node, field, "'\(text)' is not a way the lab's revocation responder behaves.",
+                       fix: "\(hint)Use one of \(names.joined(separator: ", ")).")
+        }
+        return m
+    }
+
     /// `ocsp-staple: as-issued | good | revoked | unknown | expired | bad-signature | wrong-responder | delegated |
     /// try-later | unauthorized | good-with-scts`.
     func ocspStaple(_ node: Node, field: String) throws -> OCSPVariant {

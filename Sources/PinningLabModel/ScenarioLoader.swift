@@ -12,7 +12,7 @@ public enum ScenarioLoader {
     ]
     /// The refusal categories a scenario may name.
     public static let refusalCategories: [RefusalCategory] = [.pinMismatch, .chainInvalid, .hostname, .clientAuth, .protocolError]
-    static let serverFields = ["chain", "tls", "client-auth", "resumption", "ticket-key", "ocsp-staple"]
+    static let serverFields = ["chain", "tls", "client-auth", "resumption", "ticket-key", "ocsp-staple", "responder"]
     static let stepFields = ["host", "party", "pins", "rotate-to", "expect"]
     static let tlsFields = ["versions", "ciphers", "alpn"]
     /// The ALPN protocols a fixture server can speak.
@@ -514,6 +514,9 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
                 throw fail(.badStaple, n, "\(field).ocsp-staple", "'\(first)' is self-signed: no CA answers for it.",
                            fix: "staple for a chain whose first certificate a lab CA issued, or remove ocsp-staple.")
             }
+        }
+        if let n = m["responder"] {
+            server.responder = try responderMode(n, field: "\(field).responder")
         }
         return server
     }

@@ -288,6 +288,8 @@ enum ClientConnection {
         let state = ClientVerifyState(policy: ClientPolicy(
             mistake: mistake, pins: pins, revocation: revocation,
             certificateTransparency: ct == .required ? target.certificateTransparency : nil))
+        state.revocationResponder = target.revocationResponder
+        state.fetchDeadline = deadline
         do {
             return try withExtendedLifetime(state) { () throws(ClientFailure) -> ClientOutcome in
                 try connect(target: target, mistake: mistake, state: state, deadline: deadline)

@@ -124,9 +124,13 @@ public struct ReferenceClient: PinningClient {
     }
 
     public let mistake: Mistake
-    /// What the client does with a stapled OCSP response: `none` ignores it (and asks for none); `soft` refuses
-    /// only a validly signed, current "revoked"; `hard` refuses unless it holds a validly signed, current "good" — for a leaf that names an OCSP responder
-    /// (one that names none publishes no status to demand). Either refuses a Must-Staple leaf served without one.
+    /// What the client does with revocation status: `none` ignores it (and asks for no staple); otherwise it reads
+    /// the stapled OCSP response, or, when none is stapled, fetches the status the leaf names — its OCSP responder,
+    /// then its CRL distribution point — from ``ClientTarget/revocationResponder`` (the lab's revocation hosts lead
+    /// nowhere else). `soft` refuses only validly signed, current proof of revocation; `hard` refuses unless it
+    /// holds a validly signed, current "good" (a staple, a fetched OCSP response, or a current CRL that does not list
+    /// the leaf) — for a leaf that names a responder or CRL (one that names neither publishes no status to demand).
+    /// Either refuses a Must-Staple leaf served without a staple.
     public let revocation: ClientChecks.Revocation
     /// `required`: where the target turns Certificate Transparency on (``ClientTarget/certificateTransparency``),
     /// a chain ending at one of its enforced roots must carry valid SCTs (embedded, in the TLS extension or in a

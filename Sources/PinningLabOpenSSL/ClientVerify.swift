@@ -74,7 +74,8 @@ enum ClientCertificateBytes {
 struct ClientPolicy {
     var mistake: ReferenceClient.Mistake
     var pins: PinSet
-    /// What the client does with a stapled OCSP response (it fetches none itself).
+    /// What the client does with revocation status: a stapled OCSP response, or else the status it fetches from the
+    /// OCSP responder and CRL the leaf names (``ClientTarget/revocationResponder``).
     var revocation: ClientChecks.Revocation = .none
     /// What a client that requires CT enforces for this host (`nil`: it checks no SCT here).
     var certificateTransparency: CertificateTransparencyPolicy? = nil
@@ -153,6 +154,9 @@ final class ClientVerifyState {
     var verifyCallbackRan = false
     /// Set when the stapled OCSP response (or its absence) made the client refuse.
     var revocationFailure: String?
+    /// Where the lab's revocation hosts lead (`IP:PORT`), and until when status may be fetched.
+    var revocationResponder: String?
+    var fetchDeadline = ClientDeadline(after: .seconds(5))
     /// Set when the SCTs were not enough for the client's CT policy.
     var ctFailure: String?
     /// Set when the chain was acceptable but no pin matched.
@@ -323,9 +327,10 @@ private let clientCertVerifyCallback: @convention(c) (OpaquePointer?, UnsafeMuta
 }
 
 /// OpenSSL's status callback (a client that asked for a staple): the revocation decision, inside the handshake.
-/// Hard-fail refuses unless the staple is a validly signed, current "good" (for a leaf that names an OCSP
-/// responder; one that names none has no status to demand); soft-fail refuses only a validly signed,
-/// current "revoked" (or a Must-Staple certificate served without a staple, RFC 7633). Refusing makes OpenSSL send bad_certificate_status_response.
+/// Without a staple the client fetches the status the leaf names (its OCSP responder, then its CRL) from the lab's
+/// responder. Hard-fail refuses unless a validly signed, current staple, OCSP response or CRL shows the certificate
+/// good (a leaf that names neither responder nor CRL has no status to demand); soft-fail refuses only validly
+/// signed, current proof of revocation (or a Must-Staple certificate served without a staple, RFC 7633). Refusing makes OpenSSL send bad_certificate_status_response.
 private let clientStatusCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _ in
     guard let ssl, let argument = SSL_get_ex_data(ssl, ClientVerifyState.exDataIndex) else { return 0 }
     let state = Unmanaged<ClientVerifyState>.fromOpaque(argument).takeUnretainedValue()
@@ -336,8 +341,20 @@ private let clientStatusCallback: @convention(c) (OpaquePointer?, UnsafeMutableR
     let status = cpl_client_ocsp_staple_status(ssl)
     let said: String
     switch status {
-    case 0, 9: return 1  // good, or nothing published to check (the leaf names no OCSP responder)
-    case 1: said = "no OCSP response was stapled"
+    case 0: return 1  // good
+    case 1, 9:
+        // None stapled: fetch the status the leaf names (OCSP, then its CRL). Soft-fail refuses only proof of
+        // revocation; hard-fail also refuses when no current, validly signed status says good.
+        switch ClientRevocationFetch.decide(ssl, responder: state.revocationResponder, deadline: state.fetchDeadline) {
+        case nil: return 1  // the leaf names no OCSP responder and no CRL: there is no status to demand
+        case .good?: return 1
+        case .revoked(let why)?: said = "no OCSP response was stapled, and \(why)"
+        case .unavailable(let why)?:
+            guard revocation == .hard else { return 1 }
+            said = "no OCSP response was stapled, and no status could be fetched (\(why))"
+        }
+        state.revocationFailure = "certificate revocation check (\(revocation)-fail): \(said)"
+        return 0
     case 2: said = "the stapled OCSP response is unreadable or not successful"
     case 3: said = "the stapled OCSP response's signature does not verify or its signer may not speak for the issuer"
     case 4: said = "the stapled OCSP response is not current (outside thisUpdate..nextUpdate)"

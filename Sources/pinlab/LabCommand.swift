@@ -61,7 +61,7 @@ struct LabShowCommand: AsyncParsableCommand {
 
             Scenarios (pinlab explain ID for each)
             \(scenarios.joined())
-            Pin profiles graded: \(l.profiles.map(\.rawValue).joined(separator: ", "))
+            Pin profiles graded: \(l.profiles.map(\.rawValue).joined(separator: ", "))\(l.clientChecks.map { "\nGraded as a client that declares --client-checks \($0)" } ?? "")
             Engines: both (openssl, gnutls)
 
             Starter clients
@@ -154,7 +154,7 @@ struct LabCheckCommand: AsyncParsableCommand {
         }
         if let html {
             let correct: CheckReport?
-            if let c = BuiltInClients.named("correct") {
+            if let c = BuiltInClients.named(l.referenceClient) {
                 correct = try? await runner.run(.inProcess(c), options: l.checkOptions(engines: engines, jobs: clientOptions.jobs))
             } else {
                 correct = nil

@@ -17,8 +17,9 @@ enum Predictions {
         // Two connections to the genuine leaf-v1 + lab-intermediate-a, the second resumed: each client decides
         // the second time as it did the first, on the chain the first validated.
         "resumption-genuine",
-        // A stapled "good" response: every client accepts, whatever it checks.
-        "ocsp-stapled-good",
+        // A stapled "good" response, or a current CRL that does not list the leaf: every client accepts, whatever
+        // it checks.
+        "ocsp-stapled-good", "crl-good",
         // leaf-v1 with no SCT: only a client that requires CT refuses, and no built-in client does (ct=none).
         "ct-no-sct",
     ]
@@ -34,7 +35,7 @@ enum Predictions {
     /// (every built-in reference client); a client that declares nothing is undecided there (`expect-if`).
     static let revocationAllAccept = [
         "ocsp-stapled-revoked", "ocsp-stapled-unknown", "ocsp-stapled-expired", "ocsp-stapled-bad-signature",
-        "ocsp-stapled-wrong-responder", "must-staple-missing",
+        "ocsp-stapled-wrong-responder", "must-staple-missing", "crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable",
     ]
     /// Scenarios where every profile must accept and the server sends the whole chain, lab-root included.
     static let allAcceptRootSent = ["baseline", "reversed-chain"]

@@ -15,11 +15,14 @@ private struct Undeclared: PinningClient {
 /// a client that checks no revocation accepts every stapled scenario (and revoked-key-replay wherever its pins
 /// match); soft-fail refuses only a validly signed, current "revoked" and a Must-Staple leaf without a staple;
 /// hard-fail refuses everything but a validly signed, current "good" for a leaf that names a responder.
+/// Without a staple the soft and hard clients fetch what the leaf names from the scenario's lab responder
+/// (`server.responder`): the CRL scenarios and the unreachable responder are decided by what they fetch.
 @Suite("Revocation scenarios per declared client checks", .serialized)
 struct RevocationScenarioTests {
     static let scenarios = [
         "ocsp-stapled-good", "ocsp-stapled-revoked", "ocsp-stapled-unknown", "ocsp-stapled-expired",
         "ocsp-stapled-bad-signature", "ocsp-stapled-wrong-responder", "must-staple-missing", "revoked-key-replay",
+        "crl-good", "crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable",
     ]
 
     /// What each client does (A/X per profile, `PinProfile.all` order), the same on both engines.
@@ -29,18 +32,26 @@ struct RevocationScenarioTests {
             "ocsp-stapled-expired": "A A A A A A", "ocsp-stapled-bad-signature": "A A A A A A",
             "ocsp-stapled-wrong-responder": "A A A A A A", "must-staple-missing": "A A A A A A",
             "revoked-key-replay": "A X A A A A",
+            "crl-good": "A A A A A A", "crl-revoked-leaf": "A A A A A A", "crl-stale": "A A A A A A",
+            "ocsp-responder-unreachable": "A A A A A A",
         ],
         "correct-revocation-soft": [
             "ocsp-stapled-good": "A A A A A A", "ocsp-stapled-revoked": "X X X X X X", "ocsp-stapled-unknown": "A A A A A A",
             "ocsp-stapled-expired": "A A A A A A", "ocsp-stapled-bad-signature": "A A A A A A",
             "ocsp-stapled-wrong-responder": "A A A A A A", "must-staple-missing": "X X X X X X",
             "revoked-key-replay": "A X A A A A",
+            // Nothing stapled: it fetches the CRL the leaf names; only a current, signed CRL that lists it refuses.
+            "crl-good": "A A A A A A", "crl-revoked-leaf": "X X X X X X", "crl-stale": "A A A A A A",
+            "ocsp-responder-unreachable": "A A A A A A",
         ],
         "correct-revocation-hard": [
             "ocsp-stapled-good": "A A A A A A", "ocsp-stapled-revoked": "X X X X X X", "ocsp-stapled-unknown": "X X X X X X",
             "ocsp-stapled-expired": "X X X X X X", "ocsp-stapled-bad-signature": "X X X X X X",
             "ocsp-stapled-wrong-responder": "X X X X X X", "must-staple-missing": "X X X X X X",
             "revoked-key-replay": "X X X X X X",
+            // No current status that says good: a listed serial, a stale CRL, a responder that refuses connections.
+            "crl-good": "A A A A A A", "crl-revoked-leaf": "X X X X X X", "crl-stale": "X X X X X X",
+            "ocsp-responder-unreachable": "X X X X X X",
         ],
     ]
 
@@ -67,6 +78,39 @@ struct RevocationScenarioTests {
         }
         #expect(report.clientChecks == client.checks)
         #expect(client.checks.revocation != nil && client.checks.ct == ClientChecks.CT.none)
+    }
+
+    @Test("without a staple, the checking clients fetch the status the leaf names from the scenario's responder")
+    func fetchedStatusDecides() async throws {
+        let client = try #require(BuiltInClients.named("correct-revocation-hard"))
+        let report = try await TestLab.runner().run(.inProcess(client), options: CheckOptions(
+            engines: [Engines.openssl], profiles: [.leafSPKI],
+            scenarios: ["crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable", "revoked-key-replay"]))
+        func detail(_ s: String) -> String { report.verdicts.first { $0.scenario == s && $0.profile == .leafSPKI }?.clientDetail ?? "" }
+        #expect(detail("crl-revoked-leaf").contains("the CRL at http://crl.pinning.test/lab-intermediate-a.crl lists the certificate as revoked"),
+                "\(detail("crl-revoked-leaf"))")
+        #expect(detail("crl-stale").contains("not current (its nextUpdate has passed: stale)"), "\(detail("crl-stale"))")
+        #expect(detail("ocsp-responder-unreachable").contains("OCSP http://ocsp.pinning.test/lab-intermediate-a: connect to 127.0.0.1:"),
+                "\(detail("ocsp-responder-unreachable"))")
+        // revoked-key-replay runs no responder: the lab's names lead nowhere, as when the attacker blocks them.
+        #expect(detail("revoked-key-replay").contains("no lab responder serves this scenario"), "\(detail("revoked-key-replay"))")
+    }
+
+    @Test("server.responder takes the three behaviours; anything else is an error naming the field and the choices")
+    func responderField() throws {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scenarios/crl-stale.yaml")
+        let good = try String(contentsOf: file, encoding: .utf8)
+        let s = try ScenarioLoader.parse(yaml: good, file: "scenarios/crl-stale.yaml", expectedID: "crl-stale")
+        #expect(s.server.responder == .staleCRL)
+        let bad = good.replacingOccurrences(of: "responder: stale-crl", with: "responder: stale-crll")
+        do {
+            _ = try ScenarioLoader.parse(yaml: bad, file: "scenarios/crl-stale.yaml")
+            Issue.record("an unknown responder behaviour was accepted")
+        } catch let e as ScenarioError {
+            let text = String(describing: e)
+            #expect(text.contains("server.responder") && text.contains("stale-crll") && text.contains("as-issued, stale-crl, refuses-connections"), "\(text)")
+        }
     }
 
     @Test("a client that declares nothing is undecided exactly where the outcome depends on revocation")

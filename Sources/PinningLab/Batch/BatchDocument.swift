@@ -199,7 +199,7 @@ extension CheckRunner {
     public func batchDocument(
         _ cells: [BatchCellAddress], workDirectory: URL, cellTimeout: Duration = .seconds(10)
     ) throws -> BatchDocument {
-        try batchDocument(cells, files: try CellFiles(pki: pki, directory: workDirectory), cellTimeout: cellTimeout)
+        try batchDocument(cells, files: try CellFiles(pki: pki, directory: workDirectory, servesResponders: false), cellTimeout: cellTimeout)
     }
 
     func batchDocument(_ cells: [BatchCellAddress], files: CellFiles, cellTimeout: Duration) throws -> BatchDocument {

@@ -24,5 +24,8 @@ struct RunStart {
         }
     }
 
-    func cleanUp() { if ownsWork { ScratchFolders.remove(files.directory) } }
+    func cleanUp() {
+        files.responders?.stopAll()
+        if ownsWork { ScratchFolders.remove(files.directory) }
+    }
 }

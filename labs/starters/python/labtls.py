@@ -33,6 +33,10 @@ class Cell:
         self.client_key = env.get("PINLAB_CLIENT_KEY", "")
         self.profile = env.get("PINLAB_PROFILE", "")
         self.scenario = env.get("PINLAB_SCENARIO", "")
+        # The OCSP responder and CRL the server's certificate names, on the lab's responder (http://127.0.0.1:PORT/...);
+        # empty when the certificate names none, or when nothing answers for them in this scenario.
+        self.ocsp_url = env.get("PINLAB_OCSP_URL", "")
+        self.crl_url = env.get("PINLAB_CRL_URL", "")
 
 
 def refuse(message, tls=None):
@@ -166,3 +170,31 @@ def sha256_b64(data):
 
 def sha256_hex(data):
     return hashlib.sha256(data).hexdigest()
+
+
+# ---- revocation -----------------------------------------------------------------------------------------------------
+
+def load_crl(context, url):
+    """Fetch the CRL at url (DER, from the lab's responder) and add it to the context's trust store, where OpenSSL
+    looks for CRLs once ssl.VERIFY_CRL_CHECK_LEAF is set. A CRL that cannot be fetched refuses (exit 1)."""
+    import tempfile
+    import urllib.request
+    try:
+        der = urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=TIMEOUT).read()
+    except OSError as e:
+        refuse("cannot fetch the CRL at %s: %s" % (url, e))
+    pem = "-----BEGIN X509 CRL-----\n" + base64.encodebytes(der).decode() + "-----END X509 CRL-----\n"
+    with tempfile.NamedTemporaryFile("w", suffix=".pem") as f:
+        f.write(pem)
+        f.flush()
+        try:
+            context.load_verify_locations(cafile=f.name)
+        except ssl.SSLError as e:
+            refuse("the file at %s is not a CRL: %s" % (url, e))
+
+
+def publishes_status(tls):
+    """Whether the server's (validated) certificate names a CRL distribution point or an OCSP responder."""
+    cert = tls.getpeercert() or {}
+    return bool(cert.get("crlDistributionPoints") or cert.get("OCSP"))
+

@@ -1,36 +1,37 @@
 import Foundation
 
-/// The request line and headers of one HTTP/1.1 request, as the control API's server reads them: found by one
-/// scan for CRLFCRLF (``ControlHTTPHead/end(of:scannedUpTo:)``) and parsed in one pass, so reading and parsing
-/// a head costs time in proportion to its length, and a head is never longer than ``ControlHTTPHead/maxBytes``.
-struct ControlHTTPHead: Sendable, Equatable {
+/// The request line and headers of one HTTP/1.1 request, as the lab's small HTTP servers (the control API, the
+/// revocation responder) read them: found by one
+/// scan for CRLFCRLF (``HTTPRequestHead/end(of:scannedUpTo:)``) and parsed in one pass, so reading and parsing
+/// a head costs time in proportion to its length, and a head is never longer than ``HTTPRequestHead/maxBytes``.
+package struct HTTPRequestHead: Sendable, Equatable {
     /// Request line and headers together, their CRLFs and the blank line's included: a longer head gets 431.
-    static let maxBytes = 8 * 1024
+    package static let maxBytes = 8 * 1024
 
-    var method: String
+    package var method: String
     /// The request target as sent (`/servers/x?wait=5`).
-    var target: String
+    package var target: String
     /// The path of the target, percent-decoded segment by segment, without empty segments.
-    var segments: [String]
+    package var segments: [String]
     /// The path as sent (before `?`), for messages.
-    var path: String
+    package var path: String
     /// Query parameters in order, `+` and percent-escapes decoded.
-    var query: [(name: String, value: String)]
+    package var query: [(name: String, value: String)]
     /// `HTTP/1.1` or `HTTP/1.0`.
-    var version: String
+    package var version: String
     /// Header fields in order: the name lower-cased, the value without surrounding whitespace.
-    var fields: [(name: String, value: String)]
+    package var fields: [(name: String, value: String)]
 
-    static func == (a: ControlHTTPHead, b: ControlHTTPHead) -> Bool {
+    package static func == (a: HTTPRequestHead, b: HTTPRequestHead) -> Bool {
         a.method == b.method && a.target == b.target && a.version == b.version
             && a.fields.map(\.name) == b.fields.map(\.name) && a.fields.map(\.value) == b.fields.map(\.value)
     }
 
     /// Every value of the header `name` (lower-case).
-    func values(_ name: String) -> [String] { fields.filter { $0.name == name }.map(\.value) }
+    package func values(_ name: String) -> [String] { fields.filter { $0.name == name }.map(\.value) }
 
     /// The only value of `name`, nil when absent; a repeated header is an error of the caller's choosing.
-    func single(_ name: String) -> (value: String?, repeated: Bool) {
+    package func single(_ name: String) -> (value: String?, repeated: Bool) {
         let all = values(name)
         return (all.first, all.count > 1)
     }
@@ -38,7 +39,7 @@ struct ControlHTTPHead: Sendable, Equatable {
     /// Where the head ends in the first `count` bytes of `buffer`: the index just past CRLFCRLF. `scannedUpTo` is
     /// how far an earlier call looked (the next one starts 3 bytes before it), so that a head read in many pieces is
     /// still scanned once.
-    static func end(of buffer: [UInt8], count: Int, scannedUpTo: Int) -> Int? {
+    package static func end(of buffer: [UInt8], count: Int, scannedUpTo: Int) -> Int? {
         var i = max(0, scannedUpTo - 3)
         let n = min(count, buffer.count)
         while i + 3 < n {
@@ -50,14 +51,14 @@ struct ControlHTTPHead: Sendable, Equatable {
     }
 
     /// Why a head cannot be parsed: a 400 with these words.
-    struct Malformed: Error, Sendable {
-        var reason: String
-        var fix: String
+    package struct Malformed: Error, Sendable {
+        package var reason: String
+        package var fix: String
     }
 
     /// Parses `bytes`, the head up to and excluding the blank line's CRLF (so it ends in the last header's CRLF, or
     /// the request line's).
-    static func parse(_ bytes: ArraySlice<UInt8>) throws(Malformed) -> ControlHTTPHead {
+    package static func parse(_ bytes: ArraySlice<UInt8>) throws(Malformed) -> HTTPRequestHead {
         var lines: [ArraySlice<UInt8>] = []
         var start = bytes.startIndex
         var i = bytes.startIndex
@@ -145,13 +146,13 @@ struct ControlHTTPHead: Sendable, Equatable {
             }
             fields.append((String(decoding: name, as: UTF8.self).lowercased(), String(decoding: value, as: UTF8.self)))
         }
-        return ControlHTTPHead(
+        return HTTPRequestHead(
             method: String(decoding: parts[0], as: UTF8.self), target: targetText, segments: segments,
             path: String(pathPart), query: query, version: version, fields: fields)
     }
 
     /// RFC 9110 `tchar`.
-    static func isTokenByte(_ b: UInt8) -> Bool {
+    package static func isTokenByte(_ b: UInt8) -> Bool {
         switch b {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true

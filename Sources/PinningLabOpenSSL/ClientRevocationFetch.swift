@@ -1,0 +1,122 @@
+// Revocation status a reference client fetches itself when the server staples none: the OCSP responder the leaf
+// names in its Authority Information Access, then the CRL its distribution point names, both over plain HTTP from
+// the lab's responder (the only place the lab's `ocsp.pinning.test` / `crl.pinning.test` names lead).
+internal import CPinningLabOpenSSL
+internal import PinningLabCore
+internal import PinningLabModel
+internal import PinningLabPKI
+internal import Foundation
+
+enum ClientRevocationFetch {
+    /// What the fetched status decided: a verdict, or nothing usable (with why, for the refusal's detail).
+    enum Decision {
+        case good(String)
+        case revoked(String)
+        case unavailable(String)
+    }
+
+    /// The whole fetch: OCSP when the leaf names a responder (a current, validly signed answer decides), else or
+    /// then the CRL (a current CRL signed by the issuer decides). `nil` when the leaf names neither.
+    static func decide(_ ssl: OpaquePointer, responder: String?, deadline: ClientDeadline) -> Decision? {
+        var problems: [String] = []
+        let ocspURL = url(ssl, which: 0)
+        let crlURL = url(ssl, which: 1)
+        if ocspURL == nil && crlURL == nil { return nil }
+        if let ocspURL {
+            var request = [UInt8](repeating: 0, count: 2048)
+            let n = request.withUnsafeMutableBufferPointer { cpl_client_ocsp_request(ssl, $0.baseAddress, Int32($0.count)) }
+            if n <= 0 {
+                problems.append("no OCSP request could be made for the certificate")
+            } else {
+                switch fetch(ocspURL, body: Array(request.prefix(Int(n))), responder: responder, deadline: deadline) {
+                case .failure(let why): problems.append("OCSP \(ocspURL): \(why)")
+                case .success(let der):
+                    let status = der.withUnsafeBufferPointer { cpl_client_ocsp_der_status(ssl, $0.baseAddress, $0.count) }
+                    switch status {
+                    case 0: return .good("the OCSP responder at \(ocspURL) says good")
+                    case 5: return .revoked("the OCSP responder at \(ocspURL) says the certificate is revoked")
+                    default: problems.append("OCSP \(ocspURL): \(ocspProblem(status))")
+                    }
+                }
+            }
+        }
+        if let crlURL {
+            switch fetch(crlURL, body: nil, responder: responder, deadline: deadline) {
+            case .failure(let why): problems.append("CRL \(crlURL): \(why)")
+            case .success(let der):
+                let status = der.withUnsafeBufferPointer { cpl_client_crl_status(ssl, $0.baseAddress, $0.count) }
+                switch status {
+                case 0: return .good("the CRL at \(crlURL) does not list the certificate")
+                case 5: return .revoked("the CRL at \(crlURL) lists the certificate as revoked")
+                case 2: problems.append("CRL \(crlURL): unreadable")
+                case 3: problems.append("CRL \(crlURL): not signed by the certificate's issuer")
+                case 4: problems.append("CRL \(crlURL): not current (its nextUpdate has passed: stale)")
+                default: problems.append("CRL \(crlURL): the certificate's issuer is unknown")
+                }
+            }
+        }
+        return .unavailable(problems.joined(separator: "; "))
+    }
+
+    private static func ocspProblem(_ status: Int32) -> String {
+        switch status {
+        case 2: return "the response is unreadable or not successful"
+        case 3: return "the response's signature does not verify or its signer may not speak for the issuer"
+        case 4: return "the response is not current"
+        case 7: return "the certificate's issuer is unknown"
+        default: return "the response does not say the certificate is good (unknown)"
+        }
+    }
+
+    private static func url(_ ssl: OpaquePointer, which: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: 1024)
+        let n = buffer.withUnsafeMutableBufferPointer { cpl_client_status_url(ssl, which, $0.baseAddress, Int32($0.count)) }
+        guard n > 0 else { return nil }
+        return String(decoding: buffer.prefix(Int(n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// GET (no body) or POST an OCSP request to `url`, whose host must be one of the lab's revocation hosts: they
+    /// resolve to `responder` only. At most 1 MiB; HTTP 200 only.
+    static func fetch(_ url: String, body: [UInt8]?, responder: String?, deadline: ClientDeadline) -> Result<[UInt8], FetchFailure> {
+        guard url.hasPrefix("http://") else { return .failure(FetchFailure("only http:// URLs are fetched")) }
+        let rest = url.dropFirst("http://".count)
+        let authority = rest.prefix { $0 != "/" }
+        let path = rest.dropFirst(authority.count)
+        let host = authority.split(separator: ":").first.map(String.init) ?? ""
+        guard [RevocationHosts.ocsp, RevocationHosts.crl].contains(host.lowercased()) else {
+            return .failure(FetchFailure("cannot resolve \(host): only the lab's revocation hosts are reached"))
+        }
+        guard let responder, let colon = responder.lastIndex(of: ":"), let port = Int(responder[responder.index(after: colon)...]) else {
+            return .failure(FetchFailure("cannot resolve \(host): no lab responder serves this scenario"))
+        }
+        let ip = responder[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        do {
+            let socket = try ClientSocket(ip: ip, port: port, deadline: deadline)
+            var head = "\(body == nil ? "GET" : "POST") \(path.isEmpty ? "/" : path) HTTP/1.1\r\nHost: \(authority)\r\nConnection: close\r\n"
+            if let body { head += "Content-Type: application/ocsp-request\r\nContent-Length: \(body.count)\r\n" }
+            try socket.sendAll(Array((head + "\r\n").utf8) + (body ?? []), deadline: deadline)
+            var reply: [UInt8] = []
+            while true {
+                let got = try socket.receive(deadline: deadline)
+                if got.isEmpty { break }
+                reply += got
+                if reply.count > 1 << 20 { return .failure(FetchFailure("the answer is over 1 MiB")) }
+            }
+            guard let end = reply.indices.first(where: { i in i + 3 < reply.count && reply[i..<i + 4].elementsEqual([13, 10, 13, 10]) }) else {
+                return .failure(FetchFailure("the answer is not HTTP"))
+            }
+            let statusLine = String(decoding: reply.prefix { $0 != 13 }, as: UTF8.self)
+            guard statusLine.split(separator: " ").dropFirst().first == "200" else {
+                return .failure(FetchFailure("answered \(statusLine)"))
+            }
+            return .success(Array(reply[(end + 4)...]))
+        } catch {
+            return .failure(FetchFailure(error.detail))
+        }
+    }
+
+    struct FetchFailure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+}
