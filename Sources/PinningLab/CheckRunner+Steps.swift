@@ -78,6 +78,7 @@ extension CheckRunner {
                 if step.pins == .absent { target.pins = PinSet(kind: target.pins.kind, hashes: []) }
                 target.sessionCache = cache
                 target.step = i + 1
+                target.earlyData = step.earlyData
                 let stepTarget = target
                 let outcome = await raceAgainstDeadline(timeout + .seconds(5), { await c.run(stepTarget) })
                 let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
