@@ -43,13 +43,10 @@ extension CheckRunner {
             let seen = (await server.settle(timeout: .seconds(5)) ?? server.observations())
             connections[name] = seen.filter { $0.id > before[name]! }.sorted { $0.id < $1.id }
         }
-        var taken: [String: Int] = [:]
+        let evidence = Self.stepEvidence(s, connections)
         var out: [(Scenario.Step, Verdict)] = []
         for (i, step) in s.steps.enumerated() {
-            let k = taken[step.party, default: 0]
-            taken[step.party] = k + 1
-            let list = connections[step.party] ?? []
-            let observation = k < list.count ? [list[k]] : []
+            let observation = evidence[i]
             let v = Verdict.judge(
                 scenario: s.id, profile: p, engine: engine.name, client: c.name, expected: step.expected(p),
                 evidence: ServerEvidence(observation), outcome: outcomes[i],
@@ -59,5 +56,17 @@ extension CheckRunner {
             out.append((step, v))
         }
         return out
+    }
+
+    /// Each step's connection, when the client made one: the k-th connection a party's server accepted (in `id`
+    /// order) belongs to the k-th step answered by that party.
+    static func stepEvidence(_ s: Scenario, _ connections: [String: [Observation]]) -> [[Observation]] {
+        var taken: [String: Int] = [:]
+        return s.steps.map { step in
+            let k = taken[step.party, default: 0]
+            taken[step.party] = k + 1
+            let list = (connections[step.party] ?? []).sorted { $0.id < $1.id }
+            return k < list.count ? [list[k]] : []
+        }
     }
 }

@@ -24,6 +24,7 @@ enum HTMLReport {
         .skipped,.unsupported{background:#c3c8d2} .wrong{background:#22a05a;outline:2px solid #e08a00;outline-offset:-2px}
         .policy,.stricter{background:#2f7fb5} .baselined{background:#d92d20;opacity:.45}
         .legend span{margin-right:12px}
+        .matrix.steps td.name{font-size:12px} .resumed{font-size:10px;color:#2f7fb5;margin-left:1px}
         .scenario{background:#fff;border:1px solid #e3e6ed;border-radius:10px;padding:14px 16px;margin:14px 0}
         .teach{color:#3b4252;max-width:980px}
         .chain{display:flex;flex-direction:column;align-items:flex-start;gap:0;margin:10px 0}
@@ -138,6 +139,7 @@ enum HTMLReport {
                 h += "</div>\n"
             }
             h += "</div>\n"
+            h += stepTimeline(s.id, r, index)
             if !r.engines.isEmpty {
                 h += "<div class=\"row\">"
                 for p in r.profiles {
@@ -153,6 +155,41 @@ enum HTMLReport {
         }
         h += HTMLPage.foot
         return h
+    }
+
+    /// A scenario of several connections: its steps in time order, one row each (host, the party that answered, the
+    /// pins held), and per cell the step's expected outcome and one mark per engine; ↻ marks a connection that
+    /// resumed an earlier session (no certificate was sent). Empty for a scenario of one connection.
+    static func stepTimeline(_ id: String, _ r: CheckReport, _ index: [String: Verdict]) -> String {
+        let cells = r.verdicts.filter { $0.scenario == id }
+        guard let steps = cells.compactMap(\.steps).max(by: { $0.count < $1.count }), steps.count > 1 else { return "" }
+        var h = "<table class=\"matrix steps\"><thead><tr><th>step</th><th>host</th><th>answered by</th><th>pins</th>"
+        for p in r.profiles { h += "<th>\(xml(p.rawValue))</th>" }
+        h += "</tr></thead><tbody>\n"
+        for (k, step) in steps.enumerated() {
+            h += "<tr><td>\(step.step)</td><td class=\"name\"><code>\(xml(step.host))</code></td><td class=\"name\">\(xml(step.party))</td>"
+            h += "<td class=\"name\">\(xml(step.pins.rawValue))</td>"
+            for p in r.profiles {
+                let vs = r.engines.map { index["\(id)|\(p.rawValue)|\($0)"] }
+                let first = vs.compactMap { $0?.steps }.first { $0.count > k }?[k]
+                h += "<td><span class=\"exp\">\(first.map { $0.expected == .accept ? "A" : "X" } ?? "")</span>"
+                for (engine, v) in zip(r.engines, vs) {
+                    if let v, let st = v.steps, k < st.count {
+                        let resumed = st[k].evidence?.resumption
+                        let tip = "\(engine): step \(st[k].step) \(st[k].status) — \(st[k].reason)" + (resumed.map { " (resumed: \($0.rawValue))" } ?? "")
+                        h += "<i class=\"m \(st[k].status.rawValue)\" title=\"\(xml(tip))\">\(mark(st[k].status))</i>"
+                        if resumed != nil { h += "<span class=\"resumed\" title=\"resumed an earlier session\">↻</span>" }
+                    } else if let v {
+                        h += "<i class=\"m \(v.status.rawValue)\" title=\"\(xml("\(engine): \(v.status) — \(v.reason)"))\">\(cellMark(v))</i>"
+                    } else {
+                        h += "<i class=\"m skipped\" title=\"\(xml(engine)): not run\"> </i>"
+                    }
+                }
+                h += "</td>"
+            }
+            h += "</tr>\n"
+        }
+        return h + "</tbody></table>\n"
     }
 
     static func ordinal(_ n: Int) -> String {

@@ -127,6 +127,9 @@ struct CheckCommand: AsyncParsableCommand {
     @Flag(help: "Run the command once for every cell: the cells as one JSON document on standard input and in $PINLAB_BATCH, one JSON answer per cell on its standard output (see --print-schema batch-in|batch-out).")
     var batch = false
 
+    @Flag(help: "With --batch: the harness keeps state between connections (one TLS session cache, one connection pool per cell): cells of scenarios made of several connections carry their steps, and the harness answers each step (\"step\": N). Without it those cells are reported unsupported.")
+    var batchSteps = false
+
     @Option(help: "With --batch: seconds the whole harness run may take, start-up included.")
     var batchTimeout: Double = 300
 

@@ -141,6 +141,37 @@ struct BatchCLITests {
         print("okhttp: batch \(b.durationSeconds) s, per cell \(p.durationSeconds) s; \(b.summaryLine)")
     }
 
+    @Test("OkHttp across steps: one client per cell resumes the JSSE session and still checks the pins it holds (--batch-steps)",
+          .enabled(if: Tool.runs(needing: "javac") && (Tool.inCI || FileManager.default.fileExists(atPath: "/usr/share/java/okhttp.jar"))))
+    func okhttpAcrossSteps() async throws {
+        let classes = Self.temporary("okhttp-steps-classes"), json = Self.temporary("okhttp-steps.json")
+        defer { for f in [classes, json] { try? FileManager.default.removeItem(at: f) } }
+        let cp = Self.okhttpJars.joined(separator: ":")
+        let javac = await ChildProcess.run(["javac", "-cp", cp, "-d", classes.path, Self.java], timeout: .seconds(300))
+        try #require(javac.status == 0, "javac: \(javac.output)")
+        let scenarios = ["resumption-genuine", "resumption-after-unpinned-handshake", "resumption-cross-host"]
+        let run = try await Self.pinlab(["check"] + CLI.dirArgs + [
+            "--batch", "--batch-steps", "--scenarios", scenarios.joined(separator: ","), "--profiles", Self.okhttpProfiles,
+            "--format", "json", "--output", json.path, "--", "java", "-cp", classes.path + ":" + cp, "PinlabBatch"])
+        #expect(run.stderr.isEmpty, "no harness problem: \(run.stderr)")
+        let report = try Self.report(json)
+        // Predicted from OkHttp 3's documented design: the certificate pinner is part of a connection's Address, so a
+        // pinned step never reuses the unpinned step's pooled connection; a new connection's handshake (resumed or
+        // not) is checked with CertificatePinner.check against the session's peer certificates. Every cell passes.
+        let judged = report.verdicts.filter { $0.status != .skipped }
+        #expect(judged.count == 3 * 5 * 2)
+        for v in judged { #expect(v.status == .pass, "\(v.scenario) \(v.profile) \(v.engine): \(v.reason)") }
+        // And the JDK did resume: the second connection to the genuine server carried no certificate.
+        for v in judged where v.scenario == "resumption-genuine" {
+            #expect(v.steps?.last?.evidence?.resumption != nil, "\(v.profile) \(v.engine): step 2 did not resume")
+        }
+        // The bypass scenario's pinned step 2 resumed the interceptor's session and sent nothing.
+        for v in judged where v.scenario == "resumption-after-unpinned-handshake" && v.profile != .none {
+            #expect(v.steps?.last?.evidence?.resumption != nil && v.steps?.last?.evidence?.applicationDataReceived == false,
+                    "\(v.profile) \(v.engine)")
+        }
+    }
+
     @Test func shardsMergeIntoTheWholeRun() async throws {
         let whole = Self.temporary("whole.json"), a = Self.temporary("a.json"), b = Self.temporary("b.json"),
             merged = Self.temporary("merged.json")

@@ -179,10 +179,12 @@ struct BatchTests {
         _ = try await TestLab.runner().runBatch(.inProcess(name: "capture") { doc in
             seen.value = doc
             return []
-        }, options: CheckOptions(scenarios: ["baseline", "mtls-required-valid"]))
+        }, options: CheckOptions(scenarios: ["baseline", "mtls-required-valid", "resumption-genuine"]), batch: BatchOptions(steps: true))
         let doc = try #require(seen.value)
+        let stepCell = try #require(doc.cells.first { $0.steps != nil })
         let answers = [BatchResult(id: doc.cells[0].id, claim: .refused, detail: "pin", category: .pinMismatch, milliseconds: 3),
-                       BatchResult(id: doc.cells[1].id, claim: .accepted)]
+                       BatchResult(id: doc.cells[1].id, claim: .accepted),
+                       BatchResult(id: stepCell.id, step: 2, claim: .accepted)]
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-batch-schema-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -203,7 +205,12 @@ struct BatchTests {
             bad = [dict(doc, cells=[dict(doc["cells"][0], expected="accept")]), dict(doc, formatVersion=2)]
             for b in bad:
                 if V(sin).is_valid(b): print("accepted a bad document"); sys.exit(3)
-            for b in [{"id": "x", "claim": "maybe"}, {"claim": "accepted"}, {"id": "x", "claim": "accepted", "extra": 1}]:
+            steps = [c for c in doc["cells"] if "steps" in c]
+            if not steps or len(steps[0]["steps"]) != 2: print("no cell with steps"); sys.exit(3)
+            if V(sin).is_valid(dict(doc, cells=[dict(steps[0], steps=[dict(steps[0]["steps"][0], step=0)] * 2)])):
+                print("accepted step 0"); sys.exit(3)
+            for b in [{"id": "x", "claim": "maybe"}, {"claim": "accepted"}, {"id": "x", "claim": "accepted", "extra": 1},
+                      {"id": "x", "claim": "accepted", "step": 0}, {"id": "x", "claim": "accepted", "step": True}]:
                 if V(sout).is_valid(b): print("accepted a bad answer", b); sys.exit(3)
             print("ok", len(doc["cells"]))
             """

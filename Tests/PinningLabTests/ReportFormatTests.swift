@@ -146,6 +146,25 @@ struct ReportFormatTests {
         #expect(!html.contains("synthetic <client>"))
     }
 
+    @Test("the HTML page draws a scenario of several connections as a timeline: a row per step, the resumed ones marked")
+    func htmlShowsStepsAsATimeline() async throws {
+        let report = try await TestLab.runner().run(
+            .inProcess(BuiltInClients.named("skips-pins-on-resumption")!),
+            options: CheckOptions(engines: [Engines.openssl], scenarios: ["baseline", "resumption-after-unpinned-handshake"]))
+        let html = try report.render(.html)
+        let section = try #require(html.components(separatedBy: "id=\"s-resumption-after-unpinned-handshake\"").last)
+        let timeline = try #require(section.components(separatedBy: "<table class=\"matrix steps\">").dropFirst().first)
+        let rows = timeline.components(separatedBy: "</tbody>")[0].components(separatedBy: "<tr>").dropFirst(2)
+        #expect(rows.count == 2, "one row per step")
+        #expect(rows.first?.contains(">absent<") == true && rows.last?.contains(">in-force<") == true)
+        // Step 2 resumes the interceptor's session: marked, and failed under the pinned profiles by this client.
+        #expect(rows.last?.contains("class=\"resumed\"") == true && rows.first?.contains("class=\"resumed\"") == false)
+        #expect(rows.last?.contains("class=\"m fail\" title=\"openssl: step 2 fail") == true)
+        // A scenario of one connection has no timeline.
+        let baseline = try #require(html.components(separatedBy: "id=\"s-baseline\"").last?.components(separatedBy: "</section>").first)
+        #expect(!baseline.contains("matrix steps"))
+    }
+
     @Test func chainSheetMarksWhichPinMatches() throws {
         let pki = try TestLab.pki()
         let s = try Catalogue.bundled().scenario("chain-stuffing")

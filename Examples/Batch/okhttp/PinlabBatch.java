@@ -2,8 +2,8 @@
 //
 // Build (Debian's libokhttp-java; OkHttp 3 is Java, it needs only okio):
 //   javac -cp /usr/share/java/okhttp.jar:/usr/share/java/okio.jar -d build PinlabBatch.java
-// Batch (one JVM for every cell):
-//   pinlab check --batch --profiles none,leaf-spki,leaf-spki+backup,intermediate-spki,root-spki -- \
+// Batch (one JVM for every cell; --batch-steps: a cell of several connections is made with one client, see steps()):
+//   pinlab check --batch --batch-steps --profiles none,leaf-spki,leaf-spki+backup,intermediate-spki,root-spki -- \
 //     java -cp build:/usr/share/java/okhttp.jar:/usr/share/java/okio.jar PinlabBatch
 // Cells judged at a time: -Dpinlab.threads=N (default 8). A JVM that lives seconds spends about 30 % less CPU with
 // -XX:TieredStopAtLevel=1 -XX:+UseSerialGC (what `pinlab bench batch` passes to both modes).
@@ -34,6 +34,16 @@ public final class PinlabBatch {
                           String p12, String password, double timeout) {
         try {
             Tls tls = TLS.computeIfAbsent(trustFile + "|" + p12, k -> tls(trustFile, p12, password));
+            return judge(BASE, tls, url, ip, pins, domain, subdomains, timeout);
+        } catch (Exception e) {
+            return new String[] {"refused", "other", e.toString()};
+        }
+    }
+
+    /** One request with `base`'s connection pool and `tls`'s session cache, and the pins held now. */
+    static String[] judge(OkHttpClient base, Tls tls, String url, String ip, List<String> pins, String domain,
+                          boolean subdomains, double timeout) {
+        try {
             HttpUrl target = HttpUrl.get(url);
             CertificatePinner.Builder pinner = new CertificatePinner.Builder();
             // The pins are declared for `domain` (the cell's host unless the scenario scopes them elsewhere), and for
@@ -44,7 +54,7 @@ public final class PinlabBatch {
                 if (subdomains) pinner.add("*." + scope, p);
             }
             long ms = (long) (timeout * 1000);
-            OkHttpClient client = BASE.newBuilder()
+            OkHttpClient client = base.newBuilder()
                 .sslSocketFactory(tls.context.getSocketFactory(), tls.trust)
                 .certificatePinner(pinner.build())
                 // The cell's host name (localhost, api.pinning.test, …) is reached at the cell's address, as an app's
@@ -119,6 +129,10 @@ public final class PinlabBatch {
         List<Future<?>> all = new ArrayList<>();
         for (Object o : (List<?>) doc.get("cells")) {
             Map<?, ?> cell = (Map<?, ?>) o;
+            if (cell.get("steps") != null) {
+                all.add(pool.submit(() -> steps(cell, timeout)));
+                continue;
+            }
             all.add(pool.submit(() -> {
                 Map<?, ?> pins = (Map<?, ?>) cell.get("pins");
                 Map<?, ?> id = (Map<?, ?>) cell.get("clientIdentity");
@@ -139,6 +153,42 @@ public final class PinlabBatch {
         pool.shutdown();
         BASE.dispatcher().executorService().shutdown();
         BASE.connectionPool().evictAll();
+    }
+
+    /**
+     * A cell of several connections (`pinlab check --batch --batch-steps`): one SSLContext (one TLS session cache) and
+     * one connection pool for all its steps, as one app holds them; each step's client is the cell's client with the
+     * pins held in that step (none before the app has its pin set). OkHttp pools a connection per address, and the
+     * certificate pinner is part of the address: a pinned step never reuses a connection made without its pins, and
+     * the JSSE session it may resume is checked against the pins like a fresh one.
+     */
+    static void steps(Map<?, ?> cell, double timeout) {
+        Map<?, ?> id = (Map<?, ?>) cell.get("clientIdentity");
+        Tls tls;
+        try {
+            tls = tls((String) cell.get("trustFile"), id == null ? null : (String) id.get("pkcs12File"),
+                id == null ? null : (String) id.get("pkcs12Password"));
+        } catch (Exception e) {
+            tls = null;
+        }
+        OkHttpClient base = BASE.newBuilder().connectionPool(new ConnectionPool()).build();
+        for (Object o : (List<?>) cell.get("steps")) {
+            Map<?, ?> step = (Map<?, ?>) o;
+            Map<?, ?> pins = (Map<?, ?>) step.get("pins");
+            List<String> okhttp = new ArrayList<>();
+            for (Object p : (List<?>) pins.get("okhttp")) okhttp.add((String) p);
+            long t0 = System.nanoTime();
+            String[] r = tls == null ? new String[] {"refused", "other", "cannot load the trust file"}
+                : judge(base, tls, (String) step.get("url"), (String) step.get("ip"), okhttp, (String) pins.get("domain"),
+                    Boolean.TRUE.equals(pins.get("includeSubdomains")), timeout);
+            StringBuilder line = new StringBuilder("{\"id\":").append(Json.quote((String) cell.get("id")))
+                .append(",\"step\":").append(((Number) step.get("step")).intValue())
+                .append(",\"claim\":\"").append(r[0]).append("\",\"detail\":").append(Json.quote(r[2]))
+                .append(",\"milliseconds\":").append((System.nanoTime() - t0) / 1e6);
+            if (r[1] != null) line.append(",\"category\":\"").append(r[1]).append('"');
+            synchronized (System.out) { System.out.println(line.append('}')); System.out.flush(); }
+        }
+        base.connectionPool().evictAll();
     }
 
     /** Just enough JSON for the batch document: objects, arrays, strings, numbers, true/false/null. */

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """A pinning HTTPS client in Python's `ssl`, as a PinningLab batch harness and as a per-cell command.
 
-Batch (one process for every cell):   pinlab check --batch -- python3 pinlab_batch.py
+Batch (one process for every cell):   pinlab check --batch --batch-steps -- python3 pinlab_batch.py
     reads the batch document on standard input (or from the file named by $PINLAB_BATCH) and prints one JSON answer
-    per cell on standard output: {"id": …, "claim": "accepted"|"refused", "detail": …, "category": …}.
+    per cell on standard output: {"id": …, "claim": "accepted"|"refused", "detail": …, "category": …}. A cell of
+    several connections (`steps`, with --batch-steps) is made with one context, offering each step the session the
+    previous one left, and answered per step ({"id": …, "step": N, …}); pins are checked on every connection, a
+    resumed one against the chain its session was validated with.
 Per cell (one process per cell):      pinlab check -- python3 pinlab_batch.py --cell {url} {ca} {profile} \
                                           '[--pins {pins}]' '[--cert {client.cert}]' '[--key {client.key}]' \
                                           '[--pin-domain {pins.domain}]' '[--pin-subdomains {pins.subdomains}]'
@@ -99,30 +102,49 @@ def ats_context(ca):
 def judge(host, port, ca, profile, pins, cert=None, key=None, timeout=10.0, domain="", include_subdomains=False):
     """Connects, validates, pins (when `host` is in the pins' scope), and sends GET / only when all is right.
     Returns (claim, category, detail)."""
-    certificate_pins = profile == "leaf-cert"
-    if not in_scope(host, domain, include_subdomains):
-        pins = []                                 # pinned for other hosts: this one is validated only
     ctx = ats_context(ca)
     if cert and key:
         ctx.load_cert_chain(cert, key)
+    return connect(ctx, host, port, profile, pins, timeout, domain, include_subdomains)[:3]
+
+
+def connect(ctx, host, port, profile, pins, timeout=10.0, domain="", include_subdomains=False, ip="127.0.0.1",
+            resume=None):
+    """One connection with `ctx`, offering `resume` — (session, the validated chain it was made with) from an earlier
+    connection of the same cell — and checking the pins on every connection, resumed or not: a resumed session is
+    checked against the chain it was validated with, never waved through. Returns (claim, category, detail, resume)
+    where the last is what the next connection may offer (None when nothing was made)."""
+    certificate_pins = profile == "leaf-cert"
+    if not in_scope(host, domain, include_subdomains):
+        pins = []                                 # pinned for other hosts: this one is validated only
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+        with socket.create_connection((ip, port), timeout=timeout) as raw:
             # A fully qualified name's trailing dot is not part of the SNI (RFC 6066) nor of the certificate's names.
-            with ctx.wrap_socket(raw, server_hostname=host[:-1] if host.endswith(".") else host) as tls:
-                if pins:
+            with ctx.wrap_socket(raw, server_hostname=host[:-1] if host.endswith(".") else host,
+                                 session=resume[0] if resume else None) as tls:
+                if tls.session_reused:
+                    chain = resume[1]                 # OpenSSL keeps no verified chain on a resumed session
+                else:
                     chain = verified_chain_der(tls)
-                    if chain is None:
-                        if profile not in ("leaf-cert", "leaf-spki", "leaf-spki+backup"):
-                            return "refused", "other", "this Python gives the leaf only (no get_verified_chain): cannot match %s pins" % profile
+                    if chain is None and profile in ("leaf-cert", "leaf-spki", "leaf-spki+backup"):
                         chain = [tls.getpeercert(binary_form=True)]
+                if pins:
+                    if chain is None:
+                        return "refused", "other", "this Python gives the leaf only (no get_verified_chain): cannot match %s pins" % profile, None
                     have = {base64.b64encode(hashlib.sha256(c if certificate_pins else spki_der(c)).digest()).decode() for c in chain}
                     if not have & set(pins):
-                        return "refused", "pin-mismatch", "no pin matches the validated chain"
+                        return "refused", "pin-mismatch", "no pin matches the validated chain%s" % (" (resumed session)" if tls.session_reused else ""), None
                 tls.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host).encode())
-                status = tls.recv(4096).split(b"\r\n", 1)[0].decode(errors="replace")
+                response = b""
+                while True:                           # to the end: TLS 1.3 tickets arrive after the handshake
+                    data = tls.recv(16384)
+                    if not data:
+                        break
+                    response += data
+                status = response.split(b"\r\n", 1)[0].decode(errors="replace")
                 if not status.startswith("HTTP/"):
-                    return "refused", "other", "no HTTP response (%r)" % status
-                return "accepted", None, status
+                    return "refused", "other", "no HTTP response (%r)" % status, None
+                return "accepted", None, status, (tls.session, chain)
     except ssl.SSLCertVerificationError as e:
         category = "hostname" if "hostname" in str(e).lower() or "match" in str(e).lower() else "chain-invalid"
         return "refused", category, str(e)
@@ -134,7 +156,31 @@ def judge(host, port, ca, profile, pins, cert=None, key=None, timeout=10.0, doma
         return "refused", "other", str(e)
 
 
+def judge_steps(cell, timeout):
+    """A cell of several connections (`pinlab check --batch --batch-steps`): one context — one session cache — for
+    all its steps, made in order; one answer per step."""
+    identity = cell.get("clientIdentity") or {}
+    ctx = ats_context(cell["trustFile"])
+    if identity:
+        ctx.load_cert_chain(identity["certificateFile"], identity["keyFile"])
+    answers, resume = [], None
+    for step in cell["steps"]:
+        t0 = time.monotonic()
+        claim, category, detail, made = connect(
+            ctx, step["host"], step["port"], cell["profile"], step["pins"]["base64"], timeout,
+            step["pins"].get("domain", ""), step["pins"].get("includeSubdomains", False), ip=step["ip"], resume=resume)
+        resume = made or resume
+        answer = {"id": cell["id"], "step": step["step"], "claim": claim, "detail": detail,
+                  "milliseconds": (time.monotonic() - t0) * 1000}
+        if category:
+            answer["category"] = category
+        answers.append(answer)
+    return answers
+
+
 def judge_cell(cell, timeout):
+    if cell.get("steps"):
+        return judge_steps(cell, timeout)
     identity = cell.get("clientIdentity") or {}
     t0 = time.monotonic()
     claim, category, detail = judge(
@@ -144,7 +190,7 @@ def judge_cell(cell, timeout):
     answer = {"id": cell["id"], "claim": claim, "detail": detail, "milliseconds": (time.monotonic() - t0) * 1000}
     if category:
         answer["category"] = category
-    return answer
+    return [answer]
 
 
 def batch():
@@ -154,9 +200,9 @@ def batch():
     lock = threading.Lock()
 
     def run(cell):
-        answer = judge_cell(cell, timeout)
-        with lock:                                # one whole line at a time
-            sys.stdout.write(json.dumps(answer) + "\n")
+        answers = judge_cell(cell, timeout)
+        with lock:                                # whole lines at a time
+            sys.stdout.write("".join(json.dumps(a) + "\n" for a in answers))
             sys.stdout.flush()
 
     with ThreadPoolExecutor(max_workers=8) as pool:

@@ -60,16 +60,18 @@ final class AnswerTally: Sendable {
                 case .malformed(let text, let why):
                     let shown = text.count > 120 ? String(text.prefix(120)) + "…" : text
                     t.problems.append("line \(n) of the harness's output is not an answer (\(why)): \(shown)")
-                case .invalid(let id, let why):
-                    guard let i = index[id] else {
-                        t.problems.append("line \(n) names an unknown cell id '\(id)'")
+                case .invalid(let id, let step, let why):
+                    guard let i = index[BatchResult.key(id, step: step)] else {
+                        t.problems.append("line \(n) names an unknown cell id '\(id)'" + stepHint(id, step))
                         continue
                     }
                     t.record(i, .invalid("line \(n) answers this cell with a malformed result: \(why)"), line: n)
                 case .decoded(let a):
-                    guard let i = index[a.id] else {
-                        let hint = suggestion(a.id, in: Array(index.keys)).map { " (did you mean '\($0)'?)" } ?? ""
-                        t.problems.append("line \(n) names an unknown cell id '\(a.id)'\(hint)")
+                    guard let i = index[a.key] else {
+                        let hint = stepHint(a.id, a.step)
+                        let near = hint.isEmpty
+                            ? suggestion(a.id, in: index.keys.filter { !$0.contains("#") }).map { " (did you mean '\($0)'?)" } ?? "" : ""
+                        t.problems.append("line \(n) names an unknown cell id '\(a.id)'\(near)\(hint)")
                         continue
                     }
                     t.record(i, .answered(a, line: n), line: n)
@@ -79,6 +81,17 @@ final class AnswerTally: Sendable {
         }
         progress?(CheckProgress(done: done, total: total, deviations: bad,
                                 elapsedSeconds: seconds(ContinuousClock.now - started)))
+    }
+
+    /// Why an id that names a cell does not match with this `step` (empty when the id names no cell at all).
+    private func stepHint(_ id: String, _ step: Int?) -> String {
+        let steps = index.keys.filter { $0.hasPrefix(id + "#") }.count
+        if step == nil && steps > 0 {
+            return ": that cell is \(steps) connections; answer each with \"step\": 1 … \(steps)"
+        }
+        if let step, steps > 0 { return ": that cell has steps 1 … \(steps), not \(step)" }
+        if step != nil && index[id] != nil { return ": that cell is one connection; answer it without \"step\"" }
+        return ""
     }
 
     var problems: [String] { tally.withLock { $0.problems } }

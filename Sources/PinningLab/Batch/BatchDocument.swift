@@ -55,6 +55,11 @@ public struct BatchCell: Sendable, Hashable, Codable {
     public var pins: BatchPins
     /// The client certificate to present, when the scenario's server asks for one and the scenario presents one.
     public var clientIdentity: BatchClientIdentity?
+    /// The connections of a scenario made of several (`pinlab check --batch --batch-steps`), in order; absent for a
+    /// cell of one connection. The harness makes them one after the other with one client — one TLS session cache,
+    /// one connection pool — as an app would, and answers each (`"step": N`). `url`, `host` and `port` above are
+    /// step 1's.
+    public var steps: [BatchStep]?
 
     public init(
         id: String, scenario: String, profile: PinProfile, engine: String, url: String, host: String, ip: String,
@@ -76,6 +81,30 @@ public struct BatchCell: Sendable, Hashable, Codable {
     /// The id of a cell: `scenario/profile/engine`.
     public static func id(scenario: String, profile: PinProfile, engine: String) -> String {
         "\(scenario)/\(profile.rawValue)/\(engine)"
+    }
+}
+
+/// One connection of a cell of several (``BatchCell/steps``).
+public struct BatchStep: Sendable, Hashable, Codable {
+    /// 1, 2, …: the `step` of the answer line.
+    public var step: Int
+    /// `https://HOST:PORT/`.
+    public var url: String
+    /// The name to connect to and to check the certificate against (it may differ from step to step).
+    public var host: String
+    public var ip: String
+    public var port: Int
+    /// The pins the client holds in this step: the cell's, or empty lists where the scenario says the pins are not
+    /// in force yet (an app that fetches its pin set after its first connection).
+    public var pins: BatchPins
+
+    public init(step: Int, url: String, host: String, ip: String, port: Int, pins: BatchPins) {
+        self.step = step
+        self.url = url
+        self.host = host
+        self.ip = ip
+        self.port = port
+        self.pins = pins
     }
 }
 
@@ -116,6 +145,9 @@ public struct BatchPins: Sendable, Hashable, Codable {
         self.includeSubdomains = includeSubdomains
         self.okhttpPattern = okhttpPattern
     }
+
+    /// No pins (a step whose pins are not in force), of the same kind.
+    var emptied: BatchPins { BatchPins(kind: kind, base64: [], curl: "", okhttp: [], hex: [], certificateHex: []) }
 
     /// The values the command template would substitute for this cell.
     init(_ context: CellContext, kind: PinSet.Kind) {

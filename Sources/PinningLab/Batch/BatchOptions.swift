@@ -12,11 +12,16 @@ public struct BatchOptions: Sendable {
     public var batchTimeout: Duration
     /// The environment variable naming the document's file.
     public var environmentVariable: String
+    /// Whether the harness keeps state between connections (`pinlab check --batch --batch-steps`): the document then
+    /// gives the cells of scenarios made of several connections their `steps`, and the harness answers every step
+    /// (`"step": N`). Without it those cells are reported `unsupported`, never judged.
+    public var steps: Bool
 
     public init(cellTimeout: Duration = .seconds(10), batchTimeout: Duration = .seconds(300),
-                environmentVariable: String = "PINLAB_BATCH") {
+                environmentVariable: String = "PINLAB_BATCH", steps: Bool = false) {
         self.cellTimeout = cellTimeout
         self.batchTimeout = batchTimeout
         self.environmentVariable = environmentVariable
+        self.steps = steps
     }
 }

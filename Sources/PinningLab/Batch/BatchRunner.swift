@@ -44,11 +44,32 @@ extension CheckRunner {
                                                    expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .skipped,
                                                    reason: "the client does not support the profile \(p)")
                         } else if s.isMultiStep {
-                            // The batch document has one address per cell: a cell of several connections (steps) is
-                            // not expressible yet, so it is reported, never judged — as for a per-cell command.
-                            slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                   expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .unsupported,
-                                                   reason: "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the batch document carries one connection per cell, so it is not judged here")
+                            if let why = Self.batchStepsUnsupported(s, batch) {
+                                slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
+                                                       expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared),
+                                                       status: .unsupported, reason: why)
+                            } else {
+                                // A server per party, with the cell's own ticket keys: each cell starts with fresh
+                                // session state, as in a per-cell run.
+                                var keys: [String: SessionTicketKey] = [:]
+                                for name in Set(s.steps.compactMap { s.party($0.party)?.ticketKey }) { keys[name] = SessionTicketKey(name: name) }
+                                do {
+                                    for name in Set(s.steps.map(\.party)).sorted() {
+                                        guard let party = s.party(name) else { throw CheckSetupError(.runOption, problem: "scenario \(s.id) has no party '\(name)'", fix: "name a party of its `parties`") }
+                                        slot.parties[name] = try FixtureServer.startSync(
+                                            engine: e, configuration: try serverConfiguration(for: s, party: party, name: "\(s.id)/\(name)", ticketKeys: keys),
+                                            options: serverOptions, label: "\(s.id)/\(name)")
+                                    }
+                                } catch {
+                                    await stopAll(Array(slot.parties.values))
+                                    slot.parties = [:]
+                                    let unsupported = (error as? TLSEngineError)?.code == .unsupported
+                                    slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
+                                                           expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared),
+                                                           status: unsupported ? .unsupported : .error,
+                                                           reason: unsupported ? "\(e.name) cannot serve this scenario: \(error)" : "the \(e.name) servers could not start: \(error)")
+                                }
+                            }
                         } else {
                             do {
                                 slot.server = try FixtureServer.startSync(engine: e, configuration: configuration,
@@ -68,13 +89,13 @@ extension CheckRunner {
                 }
             }
         } catch {
-            await stopAll(slots.compactMap(\.server))
+            await stopAll(slots.flatMap(\.servers))
             throw error
         }
         // The servers are stopped (and their threads joined) before this returns, whatever happens: a stop still
         // under way when the process exits races the engines' exit-time cleanup (OpenSSL's atexit handler, GnuTLS's
         // destructor), which corrupted the heap at the end of `pinlab bench batch`.
-        let servers = slots.compactMap(\.server)
+        let servers = slots.flatMap(\.servers)
         let run: BatchRun
         do {
             run = try await harnessAndJudge()
@@ -86,21 +107,30 @@ extension CheckRunner {
         return run
 
         func harnessAndJudge() async throws -> BatchRun {
-            let addresses = slots.compactMap { sl in
-                sl.server.map { BatchCellAddress(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine, port: $0.port) }
-            }
             // Client credentials first, off the cooperative pool (a PKCS#12 file may wait for the PKI's lock).
-            for sl in slots where sl.server != nil { try await files.prepareCredentials(for: sl.scenario) }
-            let document = try {
-                var d = try batchDocument(addresses, files: files, cellTimeout: batch.cellTimeout)
+            for sl in slots where !sl.servers.isEmpty { try await files.prepareCredentials(for: sl.scenario) }
+            var cells: [BatchCell] = []
+            // What each answer line is matched to: a cell (a slot), or one step of it.
+            var answerKeys: [(key: String, slot: Int, step: Int?)] = []
+            for (i, sl) in slots.enumerated() {
+                let id = BatchCell.id(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine)
+                if let server = sl.server {
+                    let address = BatchCellAddress(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine, port: server.port)
+                    cells += try batchDocument([address], files: files, cellTimeout: batch.cellTimeout).cells
+                    answerKeys.append((id, i, nil))
+                } else if !sl.parties.isEmpty {
+                    cells.append(try stepCell(sl.scenario, profile: sl.profile, engine: sl.engine, parties: sl.parties.mapValues(\.port), files: files))
+                    for n in 1...sl.scenario.steps.count { answerKeys.append((BatchResult.key(id, step: n), i, n)) }
+                }
+            }
+            let document = {
+                var d = BatchDocument(cells: cells, cellTimeoutSeconds: seconds(batch.cellTimeout))
                 d.platform = options.platform
                 d.clientChecks = options.clientChecks
                 return d
             }()
-            let index = Dictionary(uniqueKeysWithValues: slots.enumerated().compactMap { i, sl in
-                sl.server == nil ? nil : (BatchCell.id(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine), i)
-            })
-            let tally = AnswerTally(index: index, progress: options.progress, total: addresses.count)
+            let index = Dictionary(uniqueKeysWithValues: answerKeys.enumerated().map { ($0.element.key, $0.offset) })
+            let tally = AnswerTally(index: index, progress: options.progress, total: answerKeys.count)
 
             // Run the harness.
             var problems: [String] = []
@@ -151,17 +181,27 @@ extension CheckRunner {
             }
             problems += tally.problems
 
-            // Judge: each cell on its own server's observations.
-            let evidence = await withTaskGroup(of: (Int, [Observation]).self) { group in
+            // Judge: each cell on its own server's observations (a cell of several connections: its parties').
+            let evidence = await withTaskGroup(of: (Int, String, [Observation]).self) { group in
                 for (i, sl) in slots.enumerated() {
-                    guard let server = sl.server else { continue }
-                    group.addTask { (i, await server.settle(timeout: .seconds(5)) ?? server.observations()) }
+                    if let server = sl.server {
+                        group.addTask { (i, "", await server.settle(timeout: .seconds(5)) ?? server.observations()) }
+                    }
+                    for (name, server) in sl.parties {
+                        group.addTask { (i, name, await server.settle(timeout: .seconds(5)) ?? server.observations()) }
+                    }
                 }
-                var out: [Int: [Observation]] = [:]
-                for await (i, o) in group { out[i] = o }
+                var out: [Int: [String: [Observation]]] = [:]
+                for await (i, name, o) in group { out[i, default: [:]][name] = o }
                 return out
             }
-            let answers = tally.answers
+            let byKey = tally.answers
+            var answers: [Int: AnswerTally.Final] = [:]
+            var stepAnswers: [Int: [Int: AnswerTally.Final]] = [:]
+            for (k, a) in byKey {
+                let (_, slot, step) = answerKeys[k]
+                if let step { stepAnswers[slot, default: [:]][step] = a } else { answers[slot] = a }
+            }
             var verdicts: [Verdict] = []
             for (i, sl) in slots.enumerated() {
                 if let v = sl.verdict {
@@ -169,11 +209,15 @@ extension CheckRunner {
                     continue
                 }
                 let s = sl.scenario
+                if !sl.parties.isEmpty {
+                    verdicts.append(judgeSteps(sl, answers: stepAnswers[i] ?? [:], evidence: evidence[i] ?? [:], unanswered: unanswered))
+                    continue
+                }
                 switch answers[i] {
                 case .answered(let a)?:
                     verdicts.append(Verdict.judge(
                         scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
-                        expected: s.expected(sl.profile, platform: options.platform, checks: options.clientChecks ?? .undeclared), evidence: ServerEvidence(evidence[i] ?? []),
+                        expected: s.expected(sl.profile, platform: options.platform, checks: options.clientChecks ?? .undeclared), evidence: ServerEvidence(evidence[i]?[""] ?? []),
                         outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
                         clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: a.milliseconds ?? 0,
                         rule: s.rule(sl.profile, platform: options.platform, checks: options.clientChecks ?? .undeclared)))
@@ -193,6 +237,61 @@ extension CheckRunner {
             report.clientChecks = options.clientChecks
             return BatchRun(report: report, problems: problems)
         }
+
+        /// A cell of several connections: a verdict per step on its party's k-th connection, then the cell's.
+        func judgeSteps(_ sl: Slot, answers: [Int: AnswerTally.Final], evidence: [String: [Observation]], unanswered: String) -> Verdict {
+            let s = sl.scenario, p = sl.profile
+            let connections = Self.stepEvidence(s, evidence)
+            var stepVerdicts: [(Scenario.Step, Verdict)] = []
+            var milliseconds = 0.0
+            for (n, step) in zip(1..., s.steps) {
+                switch answers[n] {
+                case .answered(let a)?:
+                    milliseconds += a.milliseconds ?? 0
+                    stepVerdicts.append((step, Verdict.judge(
+                        scenario: s.id, profile: p, engine: sl.engine, client: client, expected: step.expected(p),
+                        evidence: ServerEvidence(connections[n - 1]),
+                        outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
+                        clientAuth: s.party(step.party)?.clientAuth ?? .none,
+                        expectedCategory: step.expected(p) == .refuse ? s.refusal : nil, clientMilliseconds: a.milliseconds ?? 0)))
+                case .invalid(let why)?:
+                    return .notRun(scenario: s.id, profile: p, engine: sl.engine, client: client, expected: s.expected(p),
+                                   status: .error, reason: "step \(n) of \(s.steps.count): \(why)")
+                case nil:
+                    return .notRun(scenario: s.id, profile: p, engine: sl.engine, client: client, expected: s.expected(p),
+                                   status: .error, reason: "step \(n) of \(s.steps.count): \(unanswered)")
+                }
+            }
+            return Verdict.combining(steps: stepVerdicts, scenario: s.id, profile: p, engine: sl.engine, client: client,
+                                     clientMilliseconds: milliseconds)
+        }
+    }
+
+    /// Why the cells of `s` (several connections) are not judged in this batch run, or `nil` when they are.
+    static func batchStepsUnsupported(_ s: Scenario, _ batch: BatchOptions) -> String? {
+        guard batch.steps else {
+            return "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the harness did not say it keeps state between connections (pinlab check --batch --batch-steps), so it is not judged here"
+        }
+        if s.steps.contains(where: { $0.rotateTo != nil }) {
+            return "the server rotates its certificate between two connections, and a harness that makes them on its own leaves no moment to rotate in: it is not judged here"
+        }
+        return nil
+    }
+
+    /// The document's cell for a scenario of several connections whose parties listen on `parties` (name → port).
+    func stepCell(_ s: Scenario, profile p: PinProfile, engine: String, parties: [String: Int], files: CellFiles) throws -> BatchCell {
+        let first = s.steps[0]
+        var cell = try batchDocument(
+            [BatchCellAddress(scenario: s.id, profile: p, engine: engine, port: parties[first.party]!)], files: files,
+            cellTimeout: .seconds(1)).cells[0]
+        cell.steps = s.steps.enumerated().map { i, step in
+            let place = StepContext(step: i + 1, host: step.host, port: parties[step.party]!, pins: [], certificatePins: [])
+            return BatchStep(step: i + 1, url: place.url, host: step.host, ip: place.ip, port: place.port,
+                             pins: step.pins == .absent ? cell.pins.emptied : cell.pins)
+        }
+        cell.url = cell.steps![0].url
+        cell.host = first.host
+        return cell
     }
 
     private struct Slot: Sendable {
@@ -200,8 +299,12 @@ extension CheckRunner {
         var profile: PinProfile
         var engine: String
         var server: FixtureServer?
+        /// The servers of a cell of several connections, by party.
+        var parties: [String: FixtureServer] = [:]
         /// Set when the cell is not run (skipped, unsupported, server error).
         var verdict: Verdict?
+
+        var servers: [FixtureServer] { (server.map { [$0] } ?? []) + Array(parties.values) }
     }
 }
 
