@@ -76,13 +76,14 @@ struct ClientCase: Sendable, CustomTestStringConvertible {
     /// root), `pins-every-host` only when the pins are scoped to other hosts (no case here has a pin scope). The
     /// catalogue's `name-collision-root` and `pin-scope-*` cells judge them where they differ.
     /// `skips-pins-on-resumption` differs only on resumed connections, which these one-connection cases never make
-    /// (the catalogue's `resumption-*` scenarios judge it), and so does `shares-sessions-across-hosts`;
+    /// (the catalogue's `resumption-*` scenarios judge it), and so do `shares-sessions-across-hosts` and
+    /// `sends-early-data-on-resumption` (early-data-to-interceptor);
     /// `case-sensitive-scope` differs only where a scope is declared and the host is spelled otherwise;
     /// `trusts-revoked-backup-pin` only where a leaf names an OCSP responder (the catalogue's `ocsp-stapled-*` and
     /// `revoked-key-replay` judge it).
     func expectation(for client: String) -> ClientExpectation {
         let column = ["pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption", "case-sensitive-scope",
-                      "shares-sessions-across-hosts", "trusts-revoked-backup-pin"].contains(client) ? "correct" : client
+                      "shares-sessions-across-hosts", "trusts-revoked-backup-pin", "sends-early-data-on-resumption"].contains(client) ? "correct" : client
         return expected[Self.columns.firstIndex(of: column)!]
     }
 
@@ -284,7 +285,7 @@ struct ReferenceClientTests {
         #expect(ReferenceClients.names == [
             "correct", "pin-presented-chain", "pin-replaces-validation", "no-hostname-check", "raw-key-hash", "no-pinning",
             "pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption", "case-sensitive-scope",
-            "shares-sessions-across-hosts", "trusts-revoked-backup-pin",
+            "shares-sessions-across-hosts", "trusts-revoked-backup-pin", "sends-early-data-on-resumption",
         ])
     }
 
