@@ -125,7 +125,7 @@ let package = Package(
         // threads of its own). Not part of any library product.
         .target(
             name: "PinningLabControl",
-            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI"],
+            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabIntercept"],
             resources: [.copy("openapi.yaml")],
             swiftSettings: swiftSettings,
             plugins: ["EmbedResources"]
@@ -164,7 +164,7 @@ let package = Package(
         // hint on a developer's machine, run — and failed when the tool is missing — in CI).
         .target(
             name: "PinningLabTestSupport",
-            dependencies: ["PinningLab", "PinningLabPKI"],
+            dependencies: ["PinningLab", "PinningLabPKI", "PinningLabCore"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -190,7 +190,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabControlTests",
-            dependencies: ["PinningLabTestSupport", "PinningLabControl", "PinningLab", .product(name: "Yams", package: "Yams")],
+            dependencies: ["PinningLabTestSupport", "PinningLabControl", "PinningLab", "PinningLabIntercept", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -45,6 +45,19 @@ ATTACKERS = """
 # The scenario name-collision-root: twin-root-leaf followed by the genuine lab-intermediate-a (same subject as twin-root-a),
 # with lab-root and twin-root-a trusted; only twin-root-a's key verifies the leaf.
 COLLISION_CASE = "twin-root-leaf sent with lab-intermediate-a"
+# The chains of a CA that moves (issue 24), each exactly as its scenario's server sends it.
+ROLLOVER_CASE = "root-rollover-cross-signed"
+ROLLOVER_TRUSTED_CASE = "root-rollover-new-root-trusted"
+ANCHOR_CASE = "intermediate-as-trust-anchor"
+ROLLOVER_CHAIN = ["leaf-after-rollover", "lab-root-2-intermediate", "lab-root-2-cross"]
+
+# Cases whose chain is a scenario's, served by that scenario's server: case id -> (scenario id, the chain sent).
+SCENARIO_CHAINS = {
+    COLLISION_CASE: ("name-collision-root", ["twin-root-leaf", "lab-intermediate-a"]),
+    ROLLOVER_CASE: ("root-rollover-cross-signed", ROLLOVER_CHAIN),
+    ROLLOVER_TRUSTED_CASE: ("root-rollover-new-root-trusted", ROLLOVER_CHAIN),
+    ANCHOR_CASE: ("intermediate-as-trust-anchor", ["leaf-v1", "lab-intermediate-a"]),
+}
 
 # (case id, identity, host, trust roots, purpose, expected, reason). "varies": the stacks legitimately differ.
 CASES = [
@@ -78,6 +91,11 @@ CASES = [
     ("attacker: www.example.com", "attacker-example-com", "www.example.com", ["lab-root"], "server", "refuse", "name constraints (DNS)"),
     ("attacker: 203.0.113.7", "attacker-bank-address", "203.0.113.7", ["lab-root"], "server", "refuse", "name constraints (IP)"),
     ("IP SAN under IP constraints", "lab-loopback-address", "localhost", ["lab-root"], "server", "accept", "valid; BoringSSL does not implement IP constraints"),
+    (ROLLOVER_CASE, "leaf-after-rollover", "localhost", ["lab-root"], "server", "accept",
+     "the new hierarchy sent with lab-root-2 cross-signed by lab-root; only lab-root trusted: the path goes through the cross-certificate"),
+    (ROLLOVER_TRUSTED_CASE, "leaf-after-rollover", "localhost", ["lab-root", "lab-root-2"], "server", "accept",
+     "the same chain with lab-root and lab-root-2 trusted: two valid paths, so every stack accepts; which root ends the path (what a root pin sees) is listed below the table where the stack says it"),
+    (ANCHOR_CASE, "leaf-v1", "localhost", ["lab-intermediate-a"], "server", "varies", "an intermediate as the only trust anchor"),
     ("client-valid", "client-valid", "", ["client-ca"], "client", "accept", ""),
     ("client-expired", "client-expired", "", ["client-ca"], "client", "refuse", "expired"),
     ("client-untrusted", "client-untrusted", "", ["client-ca"], "client", "refuse", "untrusted root"),
@@ -90,6 +108,7 @@ CATALOGUE_REASONS = {
     "leaf-weak-rsa-1024": ("weak-rsa-1024", "policy"),
     "leaf-sha1": ("sha1-signature", "policy"),
     COLLISION_CASE: ("name-collision-root", "varies"),
+    ANCHOR_CASE: ("intermediate-as-trust-anchor", "varies"),
 }
 
 
@@ -198,29 +217,34 @@ class Lab:
                 p.kill()
 
     def cases(self):
-        identities = sorted({c[1] for c in CASES if c[4] == "server" and c[0] != COLLISION_CASE})
+        identities = sorted({c[1] for c in CASES if c[4] == "server" and c[0] not in SCENARIO_CHAINS})
         args = ["--engine", "openssl"]
         for i in identities:
             args += ["--identity", i]
         ports = {s["id"]: s["port"] for s in self.serve(args, "identities")}
         leaf_only = {s["id"]: s["port"] for s in self.serve(["--engine", "openssl", "--identity", "leaf-v1", "--chain", "leaf-v1"], "leaf-only")}
         scen = {(s["id"], s["engine"]): s["port"] for s in self.serve(
-            ["--engine", "both", "--scenario", "baseline", "--scenario", "untrusted-rogue", "--scenario", "name-collision-root"],
+            ["--engine", "both", "--scenario", "baseline", "--scenario", "untrusted-rogue"]
+            + [a for sid in sorted({v[0] for v in SCENARIO_CHAINS.values()}) for a in ("--scenario", sid)],
             "scenarios")}
         out = []
         shared = catalogue_reasons(self.pinlab)
         for cid, ident, host, roots, purpose, expect, why in CASES:
             why = shared.get(cid, why)
-            if cid == COLLISION_CASE:
-                # One trust file with both roots (the stacks that take a single CA file read every certificate in it).
-                both = os.path.join(self.work, "roots-lab-root+twin-root-a.pem")
-                with open(both, "w") as f:
-                    for r in roots:
-                        with open(self.cert(r)) as g:
-                            f.write(g.read())
-                out.append({"id": cid, "kind": "identity", "chain": [self.cert(ident), self.cert("lab-intermediate-a")],
-                            "roots": [both], "host": host, "purpose": purpose,
-                            "port": scen[("name-collision-root", "openssl")], "expect": expect, "reason": why})
+            if cid in SCENARIO_CHAINS:
+                scenario, sent = SCENARIO_CHAINS[cid]
+                # One trust file with every root (the stacks that take a single CA file read every certificate in it),
+                # and one with the certificates sent after the leaf, in the order sent.
+                trust = os.path.join(self.work, "roots-" + "+".join(roots) + ".pem")
+                issuers = os.path.join(self.work, f"sent-{scenario}.pem")
+                for path, names in ((trust, roots), (issuers, sent[1:])):
+                    with open(path, "w") as f:
+                        for r in names:
+                            with open(self.cert(r)) as g:
+                                f.write(g.read())
+                out.append({"id": cid, "kind": "identity", "chain": [self.cert(sent[0]), issuers],
+                            "roots": [trust], "host": host, "purpose": purpose,
+                            "port": scen[(scenario, "openssl")], "expect": expect, "reason": why})
                 continue
             chain = [self.cert(ident)]
             leafonly = "leaf only" in cid
@@ -248,11 +272,15 @@ def openssl_path(c):
         args += ["-purpose", "sslclient"]
     else:
         args += ["-purpose", "sslserver"] + (["-verify_ip", c["host"]] if is_ip(c["host"]) else ["-verify_hostname", c["host"]])
-    r = run(args + [c["chain"][0]], timeout=30)
+    r = run(args + ["-show_chain", c["chain"][0]], timeout=30)
     ok = r.returncode == 0 and ": OK" in r.stdout
     detail = " ".join((r.stdout + r.stderr).split())
     m = re.search(r"error (\d+) at \d+ depth lookup: ([^\n]*)", r.stdout + r.stderr)
-    return ("accept", "OK") if ok else ("refuse", f"error {m.group(1)}: {m.group(2)}" if m else detail[:200])
+    if ok:
+        depths = re.findall(r"depth=(\d+): ([^\n]*)", r.stdout)
+        end = f"; path ends at {depths[-1][1].strip()} (depth {depths[-1][0]})" if depths else ""
+        return "accept", "OK" + end
+    return "refuse", f"error {m.group(1)}: {m.group(2)}" if m else detail[:200]
 
 
 def openssl_handshake(c):
@@ -420,14 +448,22 @@ def measure():
         shutil.rmtree(work, ignore_errors=True)
 
 
-def cell(result, expect, known):
+def cell(result, expect, known, predicted=None):
     if result is None:
         return "—"
     r = result[0]
     mark = {"accept": "✓", "refuse": "✗", "n/a": "—"}.get(r, "?")
     if r in ("accept", "refuse") and expect in ("accept", "refuse") and r != expect:
         mark += " (known)" if known else " **!**"
+    elif r in ("accept", "refuse") and predicted in ("accept", "refuse") and r != predicted:
+        mark += " **!**"
     return mark
+
+
+def prediction(expected, stack, case):
+    """What `expected.json` predicts for a stack on a "varies" case (reasoned from the stack's documentation)."""
+    p = expected.get("predictions", {}).get(case, {}).get(stack)
+    return p["result"] if isinstance(p, dict) else p
 
 
 def render(cases, results, versions, skipped, expected):
@@ -437,7 +473,8 @@ def render(cases, results, versions, skipped, expected):
              "|---|---|" + "---|" * len(names)]
     for c in cases:
         exp = {"accept": "✓", "refuse": "✗", "varies": "varies"}[c["expect"]]
-        row = [cell(results[n].get(c["id"]), c["expect"], c["id"] in known.get(n, {})) for n in names]
+        row = [cell(results[n].get(c["id"]), c["expect"], c["id"] in known.get(n, {}), prediction(expected, n, c["id"]))
+               for n in names]
         lines.append(f"| {c['id']}{' — ' + c['reason'] if c['reason'] else ''} | {exp} | " + " | ".join(row) + " |")
     legend = ["", "Columns (stack — how it judges — version on the machine that generated this table):", ""]
     for i, n in enumerate(names):
@@ -446,7 +483,7 @@ def render(cases, results, versions, skipped, expected):
         legend.append(f"- {n}: not installed here ({why})")
     legend += ["", "✓ accepted, ✗ refused, — not applicable (a handshake-only stack and a client certificate, or a path-only "
                "stack and a scenario server). **(known)** marks a deviation from the expectation that is documented below; "
-               "**!** an unexpected one.", ""]
+               "**!** an unexpected one (on a \"varies\" row: a stack that did not do what `expected.json` predicts for it).", ""]
     notes = []
     for n, cases_known in known.items():
         for cid, why in cases_known.items():
@@ -461,6 +498,23 @@ def render(cases, results, versions, skipped, expected):
             varies.append(f"- {c['id']}: accepted by {', '.join(acc) or 'none'}; refused by {', '.join(ref) or 'none'}.")
     if varies:
         legend += ["", "Where stacks legitimately differ:", ""] + varies
+    predicted = []
+    for cid, per_stack in expected.get("predictions", {}).items():
+        for n, p in per_stack.items():
+            if n in results and isinstance(p, dict) and p.get("why"):
+                predicted.append(f"- {cid}, {n}: predicted {'✓' if p['result'] == 'accept' else '✗'}: {p['why']}")
+    if predicted:
+        legend += ["", "Predictions for the rows that vary, reasoned from each stack's documentation before it ran "
+                   "(`Compatibility/expected.json`; a measured cell that differs is marked **!**):", ""] + predicted
+    ends = []
+    for n in names:
+        r = results[n].get(ROLLOVER_TRUSTED_CASE)
+        m = re.search(r"path ends at ([^;]+)", r[1]) if r else None
+        if m:
+            ends.append(f"- {n}: {m.group(1)}")
+    if ends:
+        legend += ["", f"Where the validated path of {ROLLOVER_TRUSTED_CASE} ends (what a root pin is compared with), for the "
+                   "stacks that say:", ""] + ends
     return "\n".join(lines + legend) + "\n"
 
 
@@ -475,6 +529,9 @@ def problems(cases, results, expected, asked):
                     out.append(f"{n} gave no answer for {c['id']}")
                 continue
             if c["expect"] not in ("accept", "refuse"):
+                p = prediction(expected, n, c["id"])
+                if p in ("accept", "refuse") and r[0] in ("accept", "refuse") and r[0] != p:
+                    out.append(f"{n}: {c['id']}: predicted {p}, got {r[0]} ({r[1][:160]})")
                 continue
             if r[0] in ("accept", "refuse") and r[0] != c["expect"] and c["id"] not in known.get(n, {}):
                 out.append(f"{n}: {c['id']}: expected {c['expect']}, got {r[0]} ({r[1][:160]})")

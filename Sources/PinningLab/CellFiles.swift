@@ -14,6 +14,8 @@ struct CellFiles: Sendable {
     /// Client credentials per identity and certificate, made once per run: making the PKCS#12 file takes the PKI
     /// folder's lock, which no mutual-TLS cell should wait for again.
     private let credentialMemo = CredentialMemo()
+    /// The trust store file and roots per trust profile, made once per run: every cell of the run asks for one.
+    private let trustFiles = Locked<[TrustProfile: (path: String, roots: [[UInt8]])]>([:])
 
     init(pki: LabPKI, directory: URL) throws {
         self.pki = pki
@@ -31,8 +33,12 @@ struct CellFiles: Sendable {
     }
 
     func trustFile(_ s: Scenario) throws -> (path: String, roots: [[UInt8]]) {
+        let trust = s.client.trust
+        if let made = trustFiles.withLock({ $0[trust] }) { return made }
         let roots = try s.trustRoots(in: pki).map(\.certificateDER)
-        return (try file("trust-\(s.client.trust.rawValue)", "pem", pem(roots)), roots)
+        let made = (path: try file("trust-\(trust.rawValue)", "pem", pem(roots)), roots: roots)
+        trustFiles.withLock { $0[trust] = made }
+        return made
     }
 
     /// The client credentials of the scenario (`nil` when it presents none); made now if ``prepareCredentials(for:)``

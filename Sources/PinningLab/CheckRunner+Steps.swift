@@ -73,20 +73,29 @@ extension CheckRunner {
                         for: s, party: party, name: "\(s.id)/\(step.party)", chain: chain, ticketKeys: keys))
                 }
                 let before = server.connectionsAccepted
+                let streamsBefore = server.http2Streams().last?.sequence ?? 0
+                let http2 = s.party(step.party)?.offersHTTP2 ?? false
                 var target = try files.target(for: s, profile: p, port: server.port, timeout: timeout)
                 target.host = step.host
                 if step.pins == .absent { target.pins = PinSet(kind: target.pins.kind, hashes: []) }
                 target.sessionCache = cache
                 target.step = i + 1
                 target.earlyData = step.earlyData
+                target.http2 = http2
                 let stepTarget = target
                 let outcome = await raceAgainstDeadline(timeout + .seconds(5), { await c.run(stepTarget) })
-                let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
+                let evidence: ServerEvidence
+                if http2 {
+                    evidence = await Self.http2Evidence(server, host: step.host, streamsAfter: streamsBefore, connectionsAfter: before)
+                } else {
+                    let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
+                    evidence = ServerEvidence(observations)
+                }
                 let v: Verdict
                 if let outcome {
                     v = Verdict.judge(
                         scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: step.expected(p),
-                        evidence: ServerEvidence(observations), outcome: outcome, clientAuth: s.party(step.party)?.clientAuth ?? .none,
+                        evidence: evidence, outcome: outcome, clientAuth: s.party(step.party)?.clientAuth ?? .none,
                         expectedCategory: step.expected(p) == .refuse ? s.refusal : nil)
                 } else {
                     v = .notRun(scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: step.expected(p),
@@ -103,5 +112,48 @@ extension CheckRunner {
         return Verdict.combining(
             steps: stepVerdicts, scenario: s.id, profile: p, engine: engine.name, client: client.name,
             clientMilliseconds: milliseconds(ContinuousClock.now - t0))
+    }
+
+    /// What a party that speaks HTTP/2 saw of one step. A client may keep an HTTP/2 connection open for a later
+    /// request, and may send that request on a connection opened for another host (coalescing): the request
+    /// reached the party when it recorded a stream whose `:authority` is the step's host — on any connection,
+    /// one opened in an earlier step included. Without such a stream, the step's new connections decide (waiting
+    /// until each has finished, or is an open HTTP/2 connection, for at most 5 s).
+    static func http2Evidence(
+        _ server: FixtureServer, host: String, streamsAfter: Int, connectionsAfter: Int
+    ) async -> ServerEvidence {
+        let wanted = PinScope.normalizedHost(host)
+        func hostOf(_ authority: String?) -> String? {
+            guard var a = authority else { return nil }
+            if a.hasPrefix("["), let end = a.firstIndex(of: "]") {
+                a = String(a[a.index(after: a.startIndex)..<end])
+            } else if let colon = a.lastIndex(of: ":"), a.firstIndex(of: ":") == colon {
+                a = String(a[..<colon])
+            }
+            return PinScope.normalizedHost(a)
+        }
+        let giveUp = ContinuousClock.now.advanced(by: .seconds(5))
+        var finished: [Observation] = []
+        var forHost: [ObservedHTTP2Stream] = []
+        while true {
+            finished = server.observations(after: connectionsAfter)
+            forHost = server.http2Streams(after: streamsAfter).filter { hostOf($0.stream.authority) == wanted }
+            let open = Set(server.http2Streams().map(\.connection))
+            let done = Set(finished.map(\.id))
+            let accepted = server.connectionsAccepted
+            let pending = accepted > connectionsAfter
+                ? ((connectionsAfter + 1)...accepted).filter { !done.contains($0) && !open.contains($0) } : []
+            if pending.isEmpty || ContinuousClock.now >= giveUp { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        guard let s = forHost.first else { return ServerEvidence(finished) }
+        let earlier = s.connection <= connectionsAfter
+        let line = "\(s.stream.method ?? "GET") \(s.stream.path ?? "/") HTTP/2 (:authority \(s.stream.authority ?? "?"), stream \(s.stream.id) on connection \(s.connection)"
+            + (earlier ? ", opened in an earlier step with SNI \(s.serverName ?? "none")" : "") + ")"
+        let o = finished.first { $0.id == s.connection }
+        return ServerEvidence(
+            connected: true, handshakeCompleted: true, applicationDataReceived: true, requestLine: line,
+            negotiatedVersion: o?.tlsVersion?.rawValue, cipherSuite: o?.cipherSuite, sni: s.serverName,
+            handshakeMilliseconds: o?.handshakeMilliseconds, resumption: o?.resumption)
     }
 }

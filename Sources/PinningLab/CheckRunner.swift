@@ -53,6 +53,7 @@ public struct CheckRunner: Sendable {
         // Every IANA name maps on both engines, or this throws: a restriction never silently disappears.
         c.ciphers = try CipherPreferences(ianaSuites: server.cipherSuites)
         c.clientAuthentication = server.clientAuth
+        c.alpnProtocols = server.alpn
         c.clientTrustRootsDER = try server.clientAuthTrust.map { try pki.identity($0).certificateDER }
         // Built now, so thisUpdate/nextUpdate are always fresh for the cell.
         c.ocspStaple = try server.ocspStaple.map { try pki.ocspResponse(for: chain[0].name, options: $0.options) }

@@ -2,29 +2,53 @@ import Foundation
 import PinningLabCore
 import PinningLabPKI
 
-/// Child processes started with `posix_spawnp`, for the CLIs PinningLab drives (clients under test, openssl, curl).
+/// Child processes started with `posix_spawnp`: the one way PinningLab runs another program (clients under test,
+/// batch harnesses, openssl, curl).
 ///
 /// Foundation's `Process` is not used: on Linux its `run()` can crash reading `/proc/self/fd` (an over-read in
 /// `findMaximumOpenFromProcSelfFD`, swift-corelibs-foundation#5472) in processes with many descriptors open, as a
-/// test process full of servers is. Pipes are created close-on-exec, so a process spawned concurrently by another
-/// thread never inherits them, and output is read until the child exits, not until EOF, so a grandchild holding a
-/// pipe open cannot stall the caller.
+/// test process full of servers is. Pipes and files are opened close-on-exec, so a process spawned concurrently by
+/// another thread never inherits them; output is read until the child exits, not until EOF, so a grandchild
+/// holding a pipe open cannot stall the caller. Children start with default signal dispositions and an empty mask
+/// (the runner ignores SIGPIPE; a child must not inherit that).
 package enum ChildProcess {
     /// How a child ended.
     package struct Result: Sendable {
-        /// The exit code, or 128 + the signal that ended it (as a shell reports it); 127 when it could not be started.
+        /// The exit code, or 128 + the signal that ended it (as a shell reports it); 127 when the command was not
+        /// found, 126 when it was found but could not be started.
         package var status: Int32
+        /// Its standard output (empty when it went to a `stdoutFile`) and standard error, at most `outputLimit`
+        /// bytes each.
         package var stdout: [UInt8]
         package var stderr: [UInt8]
-        /// Killed because its time ran out.
+        /// Killed because its time ran out, or because `stop` asked for it.
         package var timedOut: Bool
         /// Why it could not be started, if it could not.
         package var launchError: String?
         package var milliseconds: Double
+        /// Why `stop` ended it early, if it did.
+        package var stopReason: String? = nil
         package var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
         package var stderrText: String { String(decoding: stderr, as: UTF8.self) }
         /// Standard output then standard error.
         package var output: String { stdoutText + stderrText }
+        /// The gist of standard error (``ChildProcess/gist(_:)``).
+        package var stderrGist: String { ChildProcess.gist(stderr) }
+        /// The gist of standard output.
+        package var stdoutGist: String { ChildProcess.gist(stdout) }
+    }
+
+    /// The gist of a program's output (its first 2 kB and last 2 kB): the first two lines, where command-line
+    /// programs put the error, and the last one, where they put a summary; at most about 600 characters.
+    package static func gist(_ bytes: [UInt8]) -> String {
+        guard !bytes.isEmpty else { return "" }
+        let text = bytes.count <= 4096
+            ? String(decoding: bytes, as: UTF8.self)
+            : String(decoding: bytes.prefix(2048), as: UTF8.self) + "\n" + String(decoding: bytes.suffix(2048), as: UTF8.self)
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let picked = lines.count <= 3 ? lines : Array(lines.prefix(2)) + ["…", lines[lines.count - 1]]
+        let joined = picked.joined(separator: " | ")
+        return joined.count > 600 ? String(joined.prefix(600)) + "…" : joined
     }
 
     /// A `waitpid` status as a shell reports it: the exit code, or 128 + the number of the signal that ended the
@@ -43,39 +67,61 @@ package enum ChildProcess {
         return nil
     }
 
-    /// Runs `arguments` to completion on a dedicated thread (off the cooperative pool).
+    /// Runs `arguments` to completion on a dedicated thread (off the cooperative pool); see ``runBlocking``.
     package static func run(
-        _ arguments: [String], environment: [String: String]? = nil, input: [UInt8] = [],
-        timeout: Duration = .seconds(30), newProcessGroup: Bool = false, outputLimit: Int = 8 << 20
+        _ arguments: [String], environment: [String: String]? = nil, input: [UInt8] = [], stdinFile: String? = nil,
+        stdoutFile: String? = nil, timeout: Duration = .seconds(30), newProcessGroup: Bool = false,
+        killAfter grace: Duration = .milliseconds(500), outputLimit: Int = 8 << 20,
+        stop: (@Sendable () -> String?)? = nil
     ) async -> Result {
         await onDedicatedThread(named: "pinlab.child") {
-            runBlocking(arguments, environment: environment, input: input, timeout: timeout,
-                        newProcessGroup: newProcessGroup, outputLimit: outputLimit)
+            runBlocking(arguments, environment: environment, input: input, stdinFile: stdinFile, stdoutFile: stdoutFile,
+                        timeout: timeout, newProcessGroup: newProcessGroup, killAfter: grace,
+                        outputLimit: outputLimit, stop: stop)
         }
     }
 
-    /// Runs `arguments` to completion on the calling thread. On overrun the child (and its process group when
-    /// `newProcessGroup`) gets SIGTERM, then SIGKILL 500 ms later.
+    /// Runs `arguments` to completion on the calling thread.
+    ///
+    /// Standard input is `input` through a pipe, or the file `stdinFile`; standard output is captured, or appended
+    /// to `stdoutFile` (which the caller owns and may read while the child runs); standard error is captured. On
+    /// overrun — or when `stop`, asked about every 50 ms, returns a reason (kept in `stopReason`) — the child gets
+    /// SIGTERM, then SIGKILL `grace` later. With `newProcessGroup` the child leads a process group of its own:
+    /// signals go to the whole group, a group that outlives a killed child is killed, and the child is listed in
+    /// ``LiveChildren`` while it runs (a terminal's Ctrl-C does not reach it). The child is signalled only before
+    /// it is reaped, so a pid that may belong to another process by then is never signalled.
     package static func runBlocking(
-        _ arguments: [String], environment: [String: String]? = nil, input: [UInt8] = [],
-        timeout: Duration = .seconds(30), newProcessGroup: Bool = false, outputLimit: Int = 8 << 20
+        _ arguments: [String], environment: [String: String]? = nil, input: [UInt8] = [], stdinFile: String? = nil,
+        stdoutFile: String? = nil, timeout: Duration = .seconds(30), newProcessGroup: Bool = false,
+        killAfter grace: Duration = .milliseconds(500), outputLimit: Int = 8 << 20,
+        stop: (@Sendable () -> String?)? = nil
     ) -> Result {
         let start = DispatchTime.now().uptimeNanoseconds
         func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6 }
-        func failed(_ why: String) -> Result {
-            Result(status: 127, stdout: [], stderr: Array(why.utf8), timedOut: false, launchError: why, milliseconds: elapsed())
+        func failed(_ status: Int32, _ why: String) -> Result {
+            Result(status: status, stdout: [], stderr: Array(why.utf8), timedOut: false, launchError: why, milliseconds: elapsed())
         }
-        guard let exe = arguments.first else { return failed("no command") }
+        guard let exe = arguments.first else { return failed(127, "no command") }
         let env = environment ?? ProcessInfo.processInfo.environment
-        guard let path = resolve(exe, path: env["PATH"]) else { return failed("command not found: '\(exe)' (searched PATH)") }
+        guard let path = resolve(exe, path: env["PATH"]) else { return failed(127, "command not found: '\(exe)' (searched PATH)") }
 
+        // Standard input, output and error: a pipe each, or the named files (opened close-on-exec).
         var inP: [Int32] = [-1, -1], outP: [Int32] = [-1, -1], errP: [Int32] = [-1, -1]
-        guard makePipe(&inP), makePipe(&outP), makePipe(&errP) else {
-            for fd in inP + outP + errP where fd >= 0 { close(fd) }
-            return failed("cannot create pipes: \(String(cString: strerror(errno)))")
+        var opened = true
+        if let stdinFile { inP[0] = open(stdinFile, O_RDONLY | O_CLOEXEC) } else { opened = makePipe(&inP) }
+        if let stdoutFile {
+            outP[1] = open(stdoutFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        } else if opened {
+            opened = makePipe(&outP)
         }
-        defer { for fd in [outP[0], errP[0]] { close(fd) } }
-        for fd in [outP[0], errP[0], inP[1]] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        if opened { opened = makePipe(&errP) }
+        guard opened, inP[0] >= 0, outP[1] >= 0 else {
+            let why = String(cString: strerror(errno))
+            for fd in inP + outP + errP where fd >= 0 { close(fd) }
+            return failed(126, "cannot open the standard streams of '\(exe)': \(why)")
+        }
+        defer { for fd in [outP[0], errP[0]] where fd >= 0 { close(fd) } }
+        for fd in [outP[0], errP[0], inP[1]] where fd >= 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
 
         var pid: pid_t = 0
         let rc = spawn(path: path, arguments: arguments, environment: env, stdin: inP[0], stdout: outP[1],
@@ -84,14 +130,17 @@ package enum ChildProcess {
         close(outP[1])
         close(errP[1])
         guard rc == 0 else {
-            close(inP[1])
-            return failed("cannot start '\(exe)': \(String(cString: strerror(rc)))")
+            if inP[1] >= 0 { close(inP[1]) }
+            return failed(126, "cannot start '\(exe)': \(String(cString: strerror(rc)))")
         }
+        if newProcessGroup { LiveChildren.shared.add(pid) }
+        defer { if newProcessGroup { LiveChildren.shared.remove(pid) } }
+        let target = newProcessGroup ? -pid : pid
 
         var out: [UInt8] = [], err: [UInt8] = []
         var pendingInput = input[...]
         var inputFD: Int32 = inP[1]
-        if pendingInput.isEmpty {
+        if inputFD >= 0 && pendingInput.isEmpty {
             close(inputFD)
             inputFD = -1
         }
@@ -107,12 +156,15 @@ package enum ChildProcess {
                 return errno == EINTR ? true : errno == EAGAIN || errno == EWOULDBLOCK
             }
         }
-        let deadline = start + UInt64(timeout.components.seconds) * 1_000_000_000
-            + UInt64(timeout.components.attoseconds / 1_000_000_000)
+        func nanoseconds(_ d: Duration) -> UInt64 {
+            UInt64(max(0, d.components.seconds)) * 1_000_000_000 + UInt64(max(0, d.components.attoseconds) / 1_000_000_000)
+        }
+        let deadline = start + nanoseconds(timeout)
         var timedOut = false
+        var stopReason: String? = nil
+        var nextStopCheck = start
         var killAt: UInt64? = nil
-        var status: Int32 = 0
-        var outOpen = true, errOpen = true
+        var outOpen = outP[0] >= 0, errOpen = true
         while true {
             if inputFD >= 0 {
                 let n = pendingInput.withUnsafeBytes { systemWrite(inputFD, $0.baseAddress, $0.count) }
@@ -129,24 +181,32 @@ package enum ChildProcess {
             _ = poll(&fds, nfds_t(fds.count), 10)
             if outOpen { outOpen = drain(outP[0], into: &out) }
             if errOpen { errOpen = drain(errP[0], into: &err) }
-            let w = waitpid(pid, &status, WNOHANG)
-            if w == pid { break }
+            // Ended? Asked without reaping (WNOWAIT): until it is reaped the pid, and its group, are still its own.
+            var info = siginfo_t()
+            if waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_signo == SIGCHLD { break }
             let now = DispatchTime.now().uptimeNanoseconds
-            if !timedOut && now > deadline {
+            if !timedOut, let stop, now >= nextStopCheck {
+                nextStopCheck = now + 50_000_000
+                stopReason = stop()
+            }
+            if !timedOut && (now > deadline || stopReason != nil) {
                 timedOut = true
-                kill(newProcessGroup ? -pid : pid, SIGTERM)
-                killAt = now + 500_000_000
+                kill(target, SIGTERM)
+                killAt = now + nanoseconds(grace)
             }
             if let k = killAt, now > k {
-                kill(newProcessGroup ? -pid : pid, SIGKILL)
+                kill(target, SIGKILL)
                 killAt = nil
             }
         }
+        if newProcessGroup && timedOut { kill(-pid, SIGKILL) }  // leave no grandchild behind
+        var raw: Int32 = 0
+        while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
         if inputFD >= 0 { close(inputFD) }
         if outOpen { _ = drain(outP[0], into: &out) }
         if errOpen { _ = drain(errP[0], into: &err) }
-        if newProcessGroup && timedOut { kill(-pid, SIGKILL) }
-        return Result(status: exitCode(waitStatus: status), stdout: out, stderr: err, timedOut: timedOut, launchError: nil, milliseconds: elapsed())
+        return Result(status: exitCode(waitStatus: raw), stdout: out, stderr: err, timedOut: timedOut, launchError: nil,
+                      milliseconds: elapsed(), stopReason: stopReason)
     }
 
     /// A child running in the background, its output going to files (or /dev/null). Stop it with ``terminate()``.
@@ -265,6 +325,22 @@ package enum ChildProcess {
         return spawnLock.withLock { spawned in
             spawned += 1
             return posix_spawn(&pid, path, &actions, &attr, argv, envp)
+        }
+    }
+}
+
+/// The process groups of the children running now in groups of their own (``ChildProcess/runBlocking``'s
+/// `newProcessGroup`), so an interrupted runner can end them: a terminal's Ctrl-C does not reach them.
+final class LiveChildren: Sendable {
+    static let shared = LiveChildren()
+    private let pids = Locked<Set<pid_t>>([])
+    func add(_ pid: pid_t) { pids.withLock { _ = $0.insert(pid) } }
+    func remove(_ pid: pid_t) { pids.withLock { _ = $0.remove(pid) } }
+    /// Sends SIGKILL to every such child's process group.
+    func killAll() {
+        for pid in pids.withLock({ $0 }) {
+            kill(-pid, SIGKILL)
+            kill(pid, SIGKILL)
         }
     }
 }

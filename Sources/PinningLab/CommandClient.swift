@@ -41,6 +41,19 @@ public struct CommandClient: Sendable {
     /// clients lead their own process groups, so a terminal's Ctrl-C does not reach them.
     public static func killRunningCommands() { LiveChildren.shared.killAll() }
 
+    /// Runs a client command (or a batch harness): standard input from `/dev/null` (or `stdinFile`), the runner's
+    /// environment with `environment` added, a process group of its own (an overrun kills the whole tree: SIGTERM,
+    /// then SIGKILL one second later), and standard error captured for the verdict's detail.
+    static func runCommand(
+        _ arguments: [String], environment: [String: String], timeout: Duration, stdinFile: String? = nil,
+        stdoutFile: String? = nil, stop: (@Sendable () -> String?)? = nil
+    ) async -> ChildProcess.Result {
+        await ChildProcess.run(
+            arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            stdinFile: stdinFile ?? "/dev/null", stdoutFile: stdoutFile, timeout: timeout, newProcessGroup: true,
+            killAfter: .seconds(1), stop: stop)
+    }
+
     /// Runs the command for one cell.
     public func run(_ context: CellContext, scratch: URL) async -> (outcome: ClientOutcome, milliseconds: Double) {
         var context = context
@@ -51,19 +64,19 @@ public struct CommandClient: Sendable {
             }
         }
         let args = template.arguments(for: context)
-        let r = await ProcessRunner.run(args, extraEnvironment: context.environment, timeout: timeout, scratch: scratch)
+        let r = await Self.runCommand(args, environment: context.environment, timeout: timeout)
         if let e = r.launchError {
-            return (ClientOutcome(claim: .refused, category: .other, detail: e, exitStatus: r.exitStatus), r.milliseconds)
+            return (ClientOutcome(claim: .refused, category: .other, detail: e, exitStatus: r.status), r.milliseconds)
         }
         if r.timedOut {
             return (ClientOutcome(claim: .refused, category: .timeout,
-                                  detail: "killed after \(timeout) (time limit)", exitStatus: r.exitStatus), r.milliseconds)
+                                  detail: "killed after \(timeout) (time limit)", exitStatus: r.status), r.milliseconds)
         }
-        let text = r.stderrTail.isEmpty ? r.stdoutTail : r.stderrTail
-        if r.exitStatus == 0 {
+        let text = r.stderrGist.isEmpty ? r.stdoutGist : r.stderrGist
+        if r.status == 0 {
             return (ClientOutcome(claim: .accepted, detail: text, exitStatus: 0), r.milliseconds)
         }
-        return (ClientOutcome(claim: .refused, category: nil, detail: text, exitStatus: r.exitStatus), r.milliseconds)
+        return (ClientOutcome(claim: .refused, category: nil, detail: text, exitStatus: r.status), r.milliseconds)
     }
 }
 
@@ -89,14 +102,13 @@ extension CommandClient {
         let out = scratch.appendingPathComponent("steps-\(UUID().uuidString).out")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil, attributes: [.posixPermissions: 0o600])
         defer { try? FileManager.default.removeItem(at: out) }
-        let r = await ProcessRunner.run(
-            template.arguments(for: context), extraEnvironment: context.environment, timeout: timeout, scratch: scratch,
-            stdoutFile: out.path)
+        let r = await Self.runCommand(
+            template.arguments(for: context), environment: context.environment, timeout: timeout, stdoutFile: out.path)
         if let e = r.launchError {
-            return (Array(repeating: ClientOutcome(claim: .refused, category: .other, detail: e, exitStatus: r.exitStatus), count: count), r.milliseconds)
+            return (Array(repeating: ClientOutcome(claim: .refused, category: .other, detail: e, exitStatus: r.status), count: count), r.milliseconds)
         }
         let lines = Self.answerLines(at: out.path, count: count)
-        let stderr = r.stderrTail
+        let stderr = r.stderrGist
         var outcomes: [ClientOutcome] = []
         for i in 0..<count {
             let line = i < lines.count ? lines[i] : nil
@@ -111,9 +123,9 @@ extension CommandClient {
             }
             let accepted = line.map { $0 == "0" || $0.lowercased() == "accepted" } ?? false
             outcomes.append(accepted
-                ? ClientOutcome(claim: .accepted, detail: detail, exitStatus: r.exitStatus)
+                ? ClientOutcome(claim: .accepted, detail: detail, exitStatus: r.status)
                 : ClientOutcome(claim: .refused, category: line == nil && r.timedOut ? .timeout : nil, detail: detail,
-                                exitStatus: r.exitStatus))
+                                exitStatus: r.status))
         }
         return (outcomes, r.milliseconds)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import PinningLab
 import PinningLabCore
+import PinningLabPKI  // Locked
 
 /// The control API's routes and handlers, independent of the HTTP server that carries them.
 ///
@@ -11,6 +12,9 @@ final class ControlAPI: Sendable {
         var method: String
         /// OpenAPI form: `/servers/{id}`.
         var path: String
+        /// Answered without the bearer token (`GET /health`, the live view's page and assets): routes that return no
+        /// lab data.
+        var open = false
         var handle: @Sendable (ControlRequest) async throws(ControlError) -> ControlReply
 
         /// Path parameter names, in order.
@@ -25,6 +29,10 @@ final class ControlAPI: Sendable {
     let runner: CheckRunner
     let index: IdentityIndex
     let openAPIDocument: String
+    /// The live view of the scenario servers (`GET /live`).
+    let live: LiveRoutes
+    /// `pinlab serve --control on http://127.0.0.1:PORT/`, set once the server listens.
+    let liveSource = Locked("pinlab serve --control")
     /// Longest wait of `GET /servers/{id}/observations?wait=`.
     static let maxWaitSeconds = 10
 
@@ -35,11 +43,13 @@ final class ControlAPI: Sendable {
         self.runner = CheckRunner(pki: pki, catalogue: catalogue)
         self.index = IdentityIndex(pki)
         self.openAPIDocument = openAPIDocument
+        let source = liveSource
+        live = LiveRoutes(feed: Self.liveFeed(registry: registry, catalogue: catalogue, index: index) { source.withLock { $0 } })
     }
 
     var routes: [Route] {
         [
-            Route(method: "GET", path: "/health") { [self] _ in await health() },
+            Route(method: "GET", path: "/health", open: true) { [self] _ in await health() },
             Route(method: "GET", path: "/openapi.yaml") { [self] _ in
                 .text(openAPIDocument, contentType: "application/yaml")
             },
@@ -73,7 +83,7 @@ final class ControlAPI: Sendable {
                 let stopped = try await registry.stopBatch(r.parameter("id"))
                 return .json(StoppedBatchView(batch: r.parameter("id"), servers: stopped.map { ServerView($0, index: index) }))
             },
-        ]
+        ] + live.routes
     }
 
     // MARK: - Handlers

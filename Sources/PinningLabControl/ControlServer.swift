@@ -202,6 +202,7 @@ public final class ControlServer: Sendable {
             throw ControlServerError("the control API cannot listen on \(host):\(options.port): \(error.reason)")
         }
         gate.port = http.port
+        api.liveSource.withLock { $0 = "pinlab serve --control on http://\(urlHost(host)):\(http.port)/" }
         do {
             try http.start()
         } catch {
@@ -214,6 +215,7 @@ public final class ControlServer: Sendable {
 
     /// Stops the HTTP server, then every scenario server started through it, and removes their files.
     public func stop() async {
+        api.live.stop()
         let http = self.http
         await onDedicatedThread(named: "pinlab.ctl.stop") { http.stop(grace: .seconds(1)) }
         await api.registry.stopAll()
@@ -224,6 +226,10 @@ public final class ControlServer: Sendable {
     public static func openAPIDocument() -> String? {
         EmbeddedResources.text("openapi.yaml")
     }
+
+    /// `http://127.0.0.1:PORT/live#token=TOKEN`: the live view of the scenario servers, to open in a browser (the
+    /// fragment never leaves the browser; the page sends the token as `Authorization: Bearer`).
+    public var livePageURL: String { url + "live" + (token.map { "#token=" + $0 } ?? "") }
 
     /// The method and path of every route, in OpenAPI form (`GET /servers/{id}`).
     public var routes: [String] { Self.routeTable(api) }
@@ -282,7 +288,12 @@ final class Gate: Sendable {
         set { boundPort.withLock { $0 = newValue } }
     }
 
-    init(boundHost: String, allowRemotePeers: Bool, allowedOrigins: Set<String>, token: [UInt8]?, routes: [ControlAPI.Route]) {
+    /// What a 401 tells the caller to do.
+    let tokenFix: String
+
+    init(boundHost: String, allowRemotePeers: Bool, allowedOrigins: Set<String>, token: [UInt8]?, routes: [ControlAPI.Route],
+         tokenFix: String = "send Authorization: Bearer TOKEN with the token pinlab serve --control printed (also in its manifest under control.token).") {
+        self.tokenFix = tokenFix
         self.boundHost = boundHost
         self.allowRemotePeers = allowRemotePeers
         self.allowedOrigins = allowedOrigins
@@ -341,13 +352,13 @@ final class Gate: Sendable {
                               fix: "send the body as JSON with Content-Type: application/json.")
             }
         }
-        let isHealth = head.method == "GET" && matched?.route.path == "/health"
-        if let token, !isHealth {
+        let isOpen = head.method == "GET" && matched?.route.open == true
+        if let token, !isOpen {
             let given = head.values("authorization")
             guard given.count == 1, Self.bearer(given[0]).map({ Self.constantTimeEqual($0, token) }) == true else {
                 var r = refuse(401, "Authorization", given.isEmpty ? "the request has no bearer token."
                                    : "the bearer token is not this control API's.",
-                               fix: "send Authorization: Bearer TOKEN with the token pinlab serve --control printed (also in its manifest under control.token).")
+                               fix: tokenFix)
                 r.headers.append(("WWW-Authenticate", "Bearer realm=\"pinlab-control\""))
                 return r
             }

@@ -50,6 +50,8 @@ actor ServerRegistry {
     }
 
     var all: [Entry] { entries }
+    /// Servers started so far (the live view's version counts it, so that a start always changes the version).
+    var started: Int { counter }
 
     func entry(_ id: String) throws(ControlError) -> Entry {
         guard let e = entries.first(where: { $0.id == id }) else {

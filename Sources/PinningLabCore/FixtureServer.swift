@@ -117,6 +117,13 @@ public final class FixtureServer: Sendable {
         core.withLock { $0.observations.filter { $0.id > afterID } }
     }
 
+    /// The HTTP/2 streams answered so far (at most `maxStoredObservations`), oldest first, each recorded the moment
+    /// its request arrived — also on a connection that is still open (a client that keeps a connection for the
+    /// next request). `sequence` numbers them from 1 per server.
+    public func http2Streams(after sequence: Int = 0) -> [ObservedHTTP2Stream] {
+        core.withLock { $0.streams.filter { $0.sequence > sequence } }
+    }
+
     /// How many connections have been accepted so far (the id of the latest one).
     public var connectionsAccepted: Int { core.withLock { $0.accepted } }
     /// Connections accepted and not yet finished.

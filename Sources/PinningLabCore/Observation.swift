@@ -164,8 +164,11 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
     /// Whether the client sent any application data: the oracle of "the client trusted this server".
     public var applicationDataReceived: Bool
     public var bytesReceived: Int
-    /// The HTTP request line, e.g. `GET / HTTP/1.1`.
+    /// The HTTP request line, e.g. `GET / HTTP/1.1`; over HTTP/2, the first stream's (`GET / HTTP/2`).
     public var requestLine: String?
+    /// Over HTTP/2 (ALPN `h2`): every stream the client opened on this connection, in order, each with the
+    /// `:authority` it asked for; `nil` over HTTP/1.1.
+    public var http2Streams: [HTTP2Stream]?
     public var handshakeMilliseconds: Double?
     public var totalMilliseconds: Double
 
@@ -176,8 +179,8 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
         cipherSuite: String? = nil, alpn: String? = nil, resumption: ResumptionMechanism? = nil,
         clientCertificates: [ObservedCertificate] = [],
         serverCertificates: [ObservedCertificate]? = nil, applicationDataReceived: Bool, bytesReceived: Int = 0,
-        requestLine: String? = nil, handshakeMilliseconds: Double? = nil, totalMilliseconds: Double,
-        earlyDataBytes: Int = 0
+        requestLine: String? = nil, http2Streams: [HTTP2Stream]? = nil, handshakeMilliseconds: Double? = nil,
+        totalMilliseconds: Double, earlyDataBytes: Int = 0
     ) {
         self.earlyDataBytes = earlyDataBytes
         self.id = id
@@ -203,6 +206,7 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
         self.applicationDataReceived = applicationDataReceived
         self.bytesReceived = bytesReceived
         self.requestLine = requestLine
+        self.http2Streams = http2Streams
         self.handshakeMilliseconds = handshakeMilliseconds
         self.totalMilliseconds = totalMilliseconds
     }

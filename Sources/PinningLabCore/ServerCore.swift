@@ -7,6 +7,9 @@ final class ServerCore: Sendable {
         var configuration: ServerTLSConfiguration
         var generation = 0
         var observations: [Observation] = []
+        /// HTTP/2 streams, recorded as they arrive (`recordStream`).
+        var streams: [ObservedHTTP2Stream] = []
+        var streamsRecorded = 0
         var recorded = 0
         var accepted = 0
         var inFlight = 0
@@ -84,6 +87,17 @@ final class ServerCore: Sendable {
         var context: any TLSServerContext
         var generation: Int
         var identities: [ServerIdentity]
+    }
+
+    /// An HTTP/2 request that reached the server, recorded at once (its connection may stay open).
+    func recordStream(connection: Int, serverName: String?, stream: HTTP2Stream) {
+        withLock { s in
+            s.streamsRecorded += 1
+            s.streams.append(ObservedHTTP2Stream(
+                sequence: s.streamsRecorded, connection: connection, serverName: serverName, stream: stream))
+            let limit = options.maxStoredObservations
+            if s.streams.count > limit + max(limit / 4, 16) { s.streams.removeFirst(s.streams.count - limit) }
+        }
     }
 
     func record(_ observation: Observation) {

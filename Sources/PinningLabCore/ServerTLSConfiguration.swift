@@ -265,6 +265,10 @@ public struct ServerTLSConfiguration: Hashable, Sendable {
         for proto in alpnProtocols where proto.isEmpty || proto.utf8.count > 255 {
             throw TLSEngineError(.invalidConfiguration, "ALPN protocol '\(proto)' must be 1 to 255 bytes")
         }
+        // HTTP/2 is offered only when it can be spoken: never a negotiated h2 that nothing answers.
+        if alpnProtocols.contains(HTTP2.alpn), let why = HTTP2.availability.unavailableReason {
+            throw TLSEngineError(.unsupported, why)
+        }
     }
 }
 

@@ -124,9 +124,10 @@ final class Worker: PooledWorker, @unchecked Sendable {  // `connections` is tou
     #endif
 }
 
-/// One accepted connection: handshake, read one HTTP request, write one response, close.
+/// One accepted connection: handshake, read one HTTP request, write one response, close — or, when the client
+/// negotiated ALPN `h2`, answer every HTTP/2 stream until the client closes (`http2`).
 final class Connection {
-    enum Phase { case handshake, request, response, finished }
+    enum Phase { case handshake, request, response, http2, finished }
 
     let fd: Int32
     let id: Int
@@ -147,6 +148,9 @@ final class Connection {
     private var requestLine: String?
     private var response: [UInt8] = []
     private var written = 0
+    /// The HTTP/2 session, once the client negotiated `h2`; the streams it asked for, in order.
+    private var http2: HTTP2Session?
+    private var streams: [HTTP2Stream] = []
 
     var isFinished: Bool { phase == .finished }
 
@@ -193,6 +197,19 @@ final class Connection {
                 step = response.withUnsafeBytes { all in
                     session.write(UnsafeRawBufferPointer(rebasing: all[written...]))
                 }
+            case .http2:
+                if written < response.count {
+                    step = response.withUnsafeBytes { all in
+                        session.write(UnsafeRawBufferPointer(rebasing: all[written...]))
+                    }
+                } else if let h2 = http2, !h2.isAlive {
+                    session.shutdown()
+                    drain()
+                    finish(streams.isEmpty ? .closedAfterHandshake : .responseSent, error: openError)
+                    return
+                } else {
+                    step = session.read(into: buffer)
+                }
             case .finished:
                 return
             }
@@ -202,6 +219,10 @@ final class Connection {
                 return
             case .wantWrite:
                 events = Int16(POLLOUT)
+                return
+            case .closed(let t) where phase == .http2 && !streams.isEmpty && t.kind != .protocolError:
+                // The client closed an HTTP/2 connection after its requests were answered: the normal end.
+                finish(.responseSent, error: nil)
                 return
             case .closed(let t):
                 let handshakeDone = phase != .handshake
@@ -225,6 +246,7 @@ final class Connection {
             handshakeNanos = Sockets.now()
             phase = .request
             deadline = handshakeNanos! &+ core.listener.idleTimeout
+            if session?.details.alpn == HTTP2.alpn { startHTTP2() }
         case .request:
             // The deadline set at the end of the handshake bounds the whole request: a client trickling bytes
             // cannot hold the connection longer than the idle timeout.
@@ -240,15 +262,73 @@ final class Connection {
         case .response:
             written += n
             deadline = Sockets.now() &+ core.listener.idleTimeout
+        case .http2:
+            guard let h2 = http2 else { return }
+            deadline = Sockets.now() &+ core.listener.idleTimeout
+            if written < response.count {
+                written += n
+                if written < response.count { return }
+            } else {
+                bytesReceived += n
+                do {
+                    try h2.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    answerStreams(h2)
+                } catch {
+                    h2.goAway()  // nghttp2 queued a GOAWAY with the error: send it, then close
+                    openError = error.description
+                }
+            }
+            do {
+                response = try h2.takeOutput()
+                written = 0
+            } catch {
+                finish(.protocolError, error: error.description)
+            }
         case .finished:
             break
         }
     }
 
+    /// The client negotiated `h2`: the server's SETTINGS go out first, then every stream is answered.
+    private func startHTTP2() {
+        guard let h2 = HTTP2Session(server: true) else {
+            finish(.protocolError, error: HTTP2.availability.unavailableReason ?? "could not create an HTTP/2 session")
+            return
+        }
+        http2 = h2
+        phase = .http2
+        response = (try? h2.takeOutput()) ?? []
+        written = 0
+    }
+
+    /// Answers each stream whose request ended, with the connection as the server saw it and the stream's
+    /// `:authority`; records the stream at once (``ServerCore/recordStream``), so that a request sent on a
+    /// connection that is still open counts as sent.
+    private func answerStreams(_ h2: HTTP2Session) {
+        for i in 0..<h2.streamCount where h2.awaitsResponse(i) {
+            let stream = h2.stream(at: i)
+            if streams.count < Self.maxStreamsRecorded { streams.append(stream) }
+            let line = "\(stream.method ?? "GET") \(stream.path ?? "/") HTTP/2"
+            if requestLine == nil { requestLine = line }
+            let d = session?.details ?? TLSSessionDetails()
+            core.recordStream(connection: id, serverName: d.serverName, stream: stream)
+            let summary = ResponseBody(
+                scenario: core.label, engine: core.engineName, connection: id, tlsVersion: d.version?.rawValue,
+                cipher: d.cipherSuite, alpn: d.alpn, sni: d.serverName,
+                clientCertificateSubject: d.clientCertificates.first?.subject, request: line,
+                authority: stream.authority, stream: Int(stream.id))
+            let body = ((try? Self.encoder.encode(summary)) ?? Data("{}".utf8)) + Data("\n".utf8)
+            try? h2.respond(i, status: 200, body: Array(body))
+        }
+    }
+
+    static let maxStreamsRecorded = 256
+
     func timedOut() {
         switch phase {
         case .handshake: finish(.handshakeTimeout, error: nil)
         case .request, .response: finish(.idleTimeout, error: nil)
+        case .http2: finish(streams.isEmpty ? .idleTimeout : .responseSent, error: nil)
         case .finished: return
         }
     }
@@ -311,9 +391,12 @@ final class Connection {
         @NullWhenAbsent var sni: String?
         @NullWhenAbsent var clientCertificateSubject: String?
         @NullWhenAbsent var request: String?
+        /// HTTP/2 only (absent over HTTP/1.1): the stream's `:authority` and identifier.
+        var authority: String? = nil
+        var stream: Int? = nil
 
         enum CodingKeys: String, CodingKey {
-            case scenario, engine, connection, cipher, alpn, sni, request
+            case scenario, engine, connection, cipher, alpn, sni, request, authority, stream
             case tlsVersion = "tls_version"
             case clientCertificateSubject = "client_certificate_subject"
         }
@@ -357,6 +440,7 @@ final class Connection {
             // request was read it is part of `bytesReceived` already.
             applicationDataReceived: bytesReceived > 0 || d.earlyDataBytes > 0,
             bytesReceived: max(bytesReceived, d.earlyDataBytes), requestLine: requestLine,
+            http2Streams: http2 == nil ? nil : streams,
             handshakeMilliseconds: handshakeNanos.map { Double($0 - startNanos) / 1e6 },
             totalMilliseconds: Double(end - startNanos) / 1e6, earlyDataBytes: d.earlyDataBytes)
         core.record(observation)

@@ -134,6 +134,9 @@ public struct ClientTarget: Sendable {
     /// turned on for this host, so even a client that requires CT checks none here. The runner sets it for the
     /// catalogue's `ct` scenarios, with the lab's listed logs and lab-root.
     public var certificateTransparency: CertificateTransparencyPolicy?
+    /// Whether the server offers HTTP/2 (ALPN `h2`): a client that speaks it offers `h2` and sends its request as
+    /// an HTTP/2 stream, and may keep the connection for a later step's request (connection reuse, coalescing).
+    public var http2 = false
     /// Whether the pins are declared for `host` (always, without a scope).
     public var pinsApply: Bool { pinScope?.covers(host) ?? true }
     /// The pins a client configures for ``host``: ``pins`` where they are declared for it (``pinsApply``), none

@@ -49,6 +49,11 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         /// Whether a client resuming one of this server's TLS 1.3 tickets may send early data (0-RTT), which the
         /// server reads and counts (`early-data: accept`); off unless a scenario says so.
         public var earlyData = false
+        /// The ALPN protocols the server selects from, in its order of preference (`tls: {alpn: [h2, http/1.1]}`):
+        /// with `h2` it speaks HTTP/2 to a client that offers it, and records each stream's `:authority`.
+        public var alpn: [String] = ["http/1.1"]
+        /// Whether the server offers HTTP/2.
+        public var offersHTTP2: Bool { alpn.contains("h2") }
 
         public init(
             chain: [String], tlsVersions: [TLSVersion] = [.tls12, .tls13], cipherSuites: [String] = [],

@@ -14,7 +14,9 @@ public enum ScenarioLoader {
     public static let refusalCategories: [RefusalCategory] = [.pinMismatch, .chainInvalid, .hostname, .clientAuth, .protocolError]
     static let serverFields = ["chain", "tls", "client-auth", "resumption", "ticket-key", "early-data", "ocsp-staple"]
     static let stepFields = ["host", "party", "pins", "rotate-to", "early-data", "expect"]
-    static let tlsFields = ["versions", "ciphers"]
+    static let tlsFields = ["versions", "ciphers", "alpn"]
+    /// The ALPN protocols a fixture server can speak.
+    static let alpnProtocols = ["h2", "http/1.1"]
     static let clientAuthFields = ["mode", "trust"]
     static let clientFields = ["trust", "pinned", "backup", "present", "host", "pin-scope"]
     static let pinScopeFields = ["domain", "subdomains"]
@@ -413,6 +415,7 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
 
         var versions: [TLSVersion] = [.tls12, .tls13]
         var ciphers: [String] = []
+        var alpn = ["http/1.1"]
         if let t = m["tls"] {
             let tm = try mapping(t, "\(field).tls", allowed: ScenarioLoader.tlsFields)
             if let v = tm["versions"] {
@@ -432,6 +435,23 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
                     versions.append(version)
                 }
                 versions = Array(Set(versions)).sorted()
+            }
+            if let a = tm["alpn"] {
+                let known = ScenarioLoader.alpnProtocols
+                let items = try list(a, "\(field).tls.alpn", fix: "e.g. `alpn: [h2, http/1.1]`.")
+                guard !items.isEmpty else {
+                    throw fail(.wrongType, a, "\(field).tls.alpn", "the list of ALPN protocols is empty.",
+                               fix: "name at least one of \(known.joined(separator: ", ")), or remove the field for the default (http/1.1).")
+                }
+                alpn = []
+                for (i, (name, n)) in items.enumerated() {
+                    guard known.contains(name) else {
+                        let hint = suggestion(name, in: known).map { "Did you mean '\($0)'? " } ?? ""
+                        throw fail(.wrongType, n, "\(field).tls.alpn[\(i)]", "'\(name)' is not an ALPN protocol a fixture server speaks.",
+                                   fix: "\(hint)Use \(known.joined(separator: " or ")), in the server's order of preference.")
+                    }
+                    if !alpn.contains(name) { alpn.append(name) }
+                }
             }
             if let c = tm["ciphers"] {
                 for (i, (name, n)) in try list(c, "\(field).tls.ciphers", fix: "e.g. `ciphers: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]`.").enumerated() {
@@ -512,6 +532,7 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         var server = Scenario.Server(chain: chain, tlsVersions: versions, cipherSuites: ciphers, clientAuth: mode,
                                      clientAuthTrust: trust, resumption: resumption, ticketKey: ticketKey)
         server.earlyData = earlyData
+        server.alpn = alpn
         if let n = m["ocsp-staple"] {
             server.ocspStaple = try ocspStaple(n, field: "\(field).ocsp-staple")
             if let first = chain.first, identities[first]?.issuer == first {

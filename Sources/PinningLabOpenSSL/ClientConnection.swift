@@ -128,10 +128,13 @@ final class ClientSession {
     private let readBIO: OpaquePointer  // owned by `ssl`
     private let writeBIO: OpaquePointer  // owned by `ssl`
     private let socket: ClientSocket
-    private let deadline: ClientDeadline
+    /// The current run's deadline (an HTTP/2 connection kept for a later step gets that step's).
+    var deadline: ClientDeadline
 
-    init(context: ClientContext, socket: ClientSocket, host: String, state: ClientVerifyState, deadline: ClientDeadline)
-        throws(ClientFailure)
+    init(
+        context: ClientContext, socket: ClientSocket, host: String, state: ClientVerifyState, deadline: ClientDeadline,
+        offerHTTP2: Bool = false
+    ) throws(ClientFailure)
     {
         ERR_clear_error()
         guard let ssl = SSL_new(context.pointer) else {
@@ -173,6 +176,12 @@ final class ClientSession {
                   SSL_set_ct_validation_callback(ssl, clientCTCallback, Unmanaged.passUnretained(state).toOpaque()) == 1
             else {
                 throw ClientFailure(category: .other, detail: "SSL_set_ct_validation_callback: \(openSSLErrorQueue())")
+            }
+        }
+        if offerHTTP2 {
+            let protocols: [UInt8] = [2] + Array("h2".utf8) + [8] + Array("http/1.1".utf8)
+            guard SSL_set_alpn_protos(ssl, protocols, UInt32(protocols.count)) == 0 else {
+                throw ClientFailure(category: .other, detail: "SSL_set_alpn_protos: \(openSSLErrorQueue())")
             }
         }
         if state.policy.checksHostname {
@@ -239,6 +248,15 @@ final class ClientSession {
         }
     }
 
+    /// The protocol the server selected by ALPN, if any.
+    var negotiatedALPN: String? {
+        var proto: UnsafePointer<UInt8>? = nil
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &proto, &length)
+        guard let proto, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: proto, count: Int(length)), as: UTF8.self)
+    }
+
     var negotiated: String {
         let version = SSL_get_version(ssl).map { String(cString: $0) } ?? "?"
         let cipher = SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) } ?? "?"
@@ -282,6 +300,10 @@ enum ClientConnection {
     private static func connect(target: ClientTarget, mistake: ReferenceClient.Mistake, state: ClientVerifyState, deadline: ClientDeadline)
         throws(ClientFailure) -> ClientOutcome
     {
+        // Over HTTP/2 a connection kept from an earlier step may carry this request (ClientHTTP2.swift).
+        if target.http2, let reused = try reuseHTTP2(target: target, mistake: mistake, state: state, deadline: deadline) {
+            return reused
+        }
         let context = try ClientContext.shared(for: target)
         context.prepare(state)
         let socket: ClientSocket
@@ -294,7 +316,8 @@ enum ClientConnection {
         // qualified spelling) is not part of it (RFC 6066 section 3, RFC 6125 section 6.2.1), and case never is.
         let name = PinScope.normalizedHost(target.host)
         let session = try ClientSession(
-            context: context, socket: socket, host: name, state: state, deadline: deadline)
+            context: context, socket: socket, host: name, state: state, deadline: deadline,
+            offerHTTP2: target.http2 && HTTP2.availability.isAvailable)
         // Across the steps of a cell, sessions are kept per address (IP and port), as a client that reuses sessions
         // per peer does: two host names served from one address (an interceptor) share them.
         let cacheKey = "\(target.ip):\(target.port)"
@@ -351,6 +374,9 @@ enum ClientConnection {
         }
 
         // Trusted: only now may application data leave (unless it left as early data the server accepted).
+        if session.negotiatedALPN == HTTP2.alpn {
+            return try startHTTP2(session: session, target: target, host: name, state: state, resumed: resumed, offered: offered)
+        }
         if !earlyAccepted {
             do {
                 _ = try session.drive { ssl in

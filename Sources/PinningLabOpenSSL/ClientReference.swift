@@ -70,6 +70,12 @@ public struct ReferenceClient: PinningClient {
         /// made for is checked again like `correct` does.
         public static let sharesSessionsAcrossHosts = Mistake("shares-sessions-across-hosts")
 
+        /// Like `correct`, but over HTTP/2 it sends a request for another host on a connection it keeps open
+        /// whenever that connection's certificate covers the host (coalescing), without checking the host's pins:
+        /// the pins were checked when the connection was made, for the host it was made for (OkHttp coalesces only
+        /// when `CertificatePinner` accepts, square/okhttp #3207).
+        public static let coalescesWithoutPins = Mistake("coalesces-without-pins")
+
         /// Like `correct`, but where the app sends its request as TLS 1.3 early data (``ClientTarget/earlyData``), it
         /// does so on any session that allows it, before checking that session's chain against the pins now in
         /// force: the pins are checked once the handshake completes, when the request has already reached the
@@ -79,7 +85,7 @@ public struct ReferenceClient: PinningClient {
         public static let all: [Mistake] = [
             .none, .pinPresentedChain, .pinReplacesValidation, .noHostnameCheck, .rawKeyHash, .noPinning,
             .pinsByIssuerName, .pinsEveryHost, .skipsPinsOnResumption, .caseSensitiveScope, .sharesSessionsAcrossHosts,
-            .trustsRevokedBackupPin, .sendsEarlyDataOnResumption,
+            .trustsRevokedBackupPin, .coalescesWithoutPins, .sendsEarlyDataOnResumption,
         ]
 
         /// The mistake whose client name is `name`, if there is one.
@@ -113,6 +119,8 @@ public struct ReferenceClient: PinningClient {
                 return "compares the host with its pins' scope byte for byte: an upper-case or trailing-dot spelling of a pinned host escapes its pins"
             case .sharesSessionsAcrossHosts:
                 return "resumes a session made for another host name as that host's decision left it, without checking the new host's name or pins"
+            case .coalescesWithoutPins:
+                return "over HTTP/2, reuses a connection made for another host whose certificate covers this one without checking this host's pins"
             case .sendsEarlyDataOnResumption:
                 return "sends its request as 0-RTT early data on a resumed session before checking the session's chain against its pins: the request leaves before the refusal"
             case .pinsByIssuerName:
@@ -164,6 +172,7 @@ public struct ReferenceClient: PinningClient {
     public static let skipsPinsOnResumption = ReferenceClient(mistake: .skipsPinsOnResumption)
     public static let caseSensitiveScope = ReferenceClient(mistake: .caseSensitiveScope)
     public static let sharesSessionsAcrossHosts = ReferenceClient(mistake: .sharesSessionsAcrossHosts)
+    public static let coalescesWithoutPins = ReferenceClient(mistake: .coalescesWithoutPins)
     public static let sendsEarlyDataOnResumption = ReferenceClient(mistake: .sendsEarlyDataOnResumption)
     /// The correct client that also checks stapled OCSP responses, soft-fail.
     public static let correctRevocationSoft = ReferenceClient(mistake: .none, revocation: .soft)
@@ -196,7 +205,7 @@ public enum ReferenceClients {
     /// The reference client called `name` (`correct`, `pin-presented-chain`, `pin-replaces-validation`,
     /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`, `pins-every-host`,
     /// `skips-pins-on-resumption`, `case-sensitive-scope`, `shares-sessions-across-hosts`, `trusts-revoked-backup-pin`,
-    /// `sends-early-data-on-resumption`), or `nil`.
+    /// `coalesces-without-pins`, `sends-early-data-on-resumption`), or `nil`.
     /// Also the clients that check stapled OCSP responses, `correct-revocation-soft` and `correct-revocation-hard`,
     /// which `all` leaves out: they differ from `correct` only where a leaf names an OCSP responder; and
     /// `correct-ct-required`, which differs from `correct` only where the target turns CT on.

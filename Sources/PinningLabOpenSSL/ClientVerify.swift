@@ -238,16 +238,20 @@ final class ClientVerifyState {
     /// The trust decision on a resumed connection, where OpenSSL sends no certificate and runs no verification:
     /// the host name and the pins are checked again against what the full handshake that created the session
     /// validated (`entry`), under this connection's host and pins. `nil` when the client trusts the server.
-    func recheckResumed(_ entry: ClientSessionEntry, host: String) -> ClientFailure? {
+    /// `reuse`: the decision is for a request sent on a connection kept open (HTTP/2), not for a resumed session:
+    /// the pins are checked whatever the client does on resumption, and the words say so.
+    func recheckResumed(_ entry: ClientSessionEntry, host: String, reuse: Bool = false) -> ClientFailure? {
+        let what = reuse ? "reused connection" : "resumed session"
+        let of = reuse ? "connection" : "session"
         if policy.checksHostname {
             guard entry.covers(host) else {
                 return ClientFailure(
                     category: .hostname,
-                    detail: "resumed session: the certificate of the session is not valid for \(host) (checked again without a handshake)")
+                    detail: "\(what): the certificate of the \(of) is not valid for \(host) (checked again without a handshake)")
             }
         }
         guard policy.checksPins else { return nil }
-        guard policy.checksPinsOnResumption else {
+        guard reuse || policy.checksPinsOnResumption else {
             pinMatch = "resumed session: pins not checked (they are checked on full handshakes only)"
             return nil
         }
@@ -263,13 +267,13 @@ final class ClientVerifyState {
         let handles = chainDER.compactMap { X509Handle(der: $0) }
         let matched = withExtendedLifetime(handles) { policy.firstPinnedIndex(in: handles.map(\.pointer)) }
         if let index = matched {
-            pinMatch = "resumed session: \(chainName) certificate #\(index) matched a pin (checked again without a handshake)"
+            pinMatch = "\(what): \(chainName) certificate #\(index) matched a pin (checked again without a handshake)"
             return nil
         }
         let kind = policy.mistake == .rawKeyHash && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
         return ClientFailure(
             category: .pinMismatch,
-            detail: "resumed session: no certificate of the \(chainName) of the session (\(chainDER.count) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins (checked again without a handshake)")
+            detail: "\(what): no certificate of the \(chainName) of the \(of) (\(chainDER.count) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins (checked again without a handshake)")
     }
 
     private func failPins(_ storeContext: OpaquePointer, chainName: String, length: Int) -> Bool {

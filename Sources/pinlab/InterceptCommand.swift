@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabControl
 import PinningLabIntercept
 
 struct InterceptCommand: AsyncParsableCommand {
@@ -26,6 +27,9 @@ struct InterceptCommand: AsyncParsableCommand {
             --learn passes a host through once it refused an intercepted connection, so the app keeps working and \
             reveals its other hosts; --evidence writes the MASTG-TEST-0244 evidence (Markdown) a tester files; \
             --write-baseline records each host's verdict and --baseline fails only when one changes.
+
+            --live 127.0.0.1:0 serves a page that shows each connection and each host's verdict as they happen, on a \
+            loopback port of its own; open the address it prints (the token is in its #fragment).
 
             Example: pinlab intercept --pinned 'api.pinning.test,**.api.pinning.test' --policy stuff --until-idle 3
                      curl -x http://127.0.0.1:8080 --cacert proxy-root.pem https://api.pinning.test/
@@ -87,6 +91,9 @@ struct InterceptCommand: AsyncParsableCommand {
 
     @Option(help: "Write every host's verdict to this file (JSON, one line per host), to commit and pass to --baseline.")
     var writeBaseline: String?
+
+    @Option(help: ArgumentHelp("Serve the live view (each connection and host verdict as they happen) on this loopback address, e.g. 127.0.0.1:0 (0: a free port); open the printed address, whose #token=… the page sends as its bearer token.", valueName: "address"))
+    var live: String?
 
     @Option(help: "Print the JSON Schema of the json report and exit.")
     var printSchema: String?
@@ -153,6 +160,15 @@ struct InterceptCommand: AsyncParsableCommand {
         } catch let error as InterceptError {
             throw ValidationError(error.description)
         }
+        var liveView: LiveViewServer?
+        if let live {
+            do {
+                liveView = try LiveViewServer.start(address: live, feed: .intercept(proxy))
+            } catch {
+                await proxy.stop()
+                throw ValidationError("--live \(live): \(error.reason)")
+            }
+        }
         let started = Date()
         // SIGINT/SIGTERM end the session normally: the report is still printed.
         let stopper = TerminationSignals("pinlab.intercept.signals")
@@ -161,6 +177,7 @@ struct InterceptCommand: AsyncParsableCommand {
         print("pinlab intercept: listening on \(proxy.address) (\(engine)); the device trusts lab-root (\(labRootFile)) and the installed proxy root (\(rootFile))")
         print("  policy: \(policySummary(configuration.policies)); pinned: \(configuration.pinned.isEmpty ? "(none)" : configuration.pinned.map(\.text).joined(separator: ", "))")
         if !configuration.allowedPeers.isEmpty { print("  peers: this machine and \(configuration.allowedPeers.map(\.description).joined(separator: ", "))") }
+        if let liveView { print("  live view: \(liveView.pageURL) (loopback only; the #token is the page's key: do not share it)") }
         fflush(nil)  // the address line must reach a pipe before any client starts
         if let readyFile {
             do {
@@ -179,6 +196,7 @@ struct InterceptCommand: AsyncParsableCommand {
                 break
             }
         }
+        await liveView?.stop()
         await proxy.stop()
         stopper.cancel()
         let result = proxy.report(startedAt: started, durationSeconds: Date().timeIntervalSince(started))

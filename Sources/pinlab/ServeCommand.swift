@@ -22,7 +22,8 @@ struct ServeCommand: AsyncParsableCommand {
             and client identities. Port 0 picks a free port; the URL is printed and written to the manifest. Every \
             route but GET /health needs the token printed at start (and written to the manifest, mode 0600) as \
             Authorization: Bearer TOKEN; requests naming another Host (DNS rebinding) or carrying an Origin (a web \
-            page) are refused unless --control-allow-origin allows that origin.
+            page) are refused unless --control-allow-origin allows that origin. The live view (GET /live, the \
+            address printed as "live view:") shows the scenario servers' connections and verdicts as they happen.
 
             Example: pinlab serve --identity leaf-v1 --engine both --manifest servers.json --log
             Example: pinlab serve --control 127.0.0.1:0 --manifest control.json
@@ -56,6 +57,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Session resumption of --identity servers: off, ids (TLS 1.2 session IDs), tickets or both. Default: off (every connection is a full handshake).")
     var resumption: String = "off"
+
+    @Flag(help: "Offer HTTP/2 on --identity servers (ALPN h2, then http/1.1): every stream is answered and its :authority recorded. Needs the nghttp2 library at run time.")
+    var http2 = false
 
     @Option(help: "Address to listen on: 127.0.0.1 or ::1; anything else needs --allow-non-loopback.")
     var bind: String = "127.0.0.1"
@@ -134,6 +138,10 @@ struct ServeCommand: AsyncParsableCommand {
         guard SessionResumption.Mode.all.contains(SessionResumption.Mode(rawValue: resumption)) else {
             throw ValidationError("--resumption '\(resumption)': use \(SessionResumption.Mode.all.map(\.rawValue).joined(separator: ", "))")
         }
+        if http2 && identities.isEmpty {
+            throw ValidationError("--http2 applies to --identity servers (a scenario says its own ALPN); add --identity or drop it")
+        }
+        if http2, let why = HTTP2.availability.unavailableReason { throw ValidationError("--http2: \(why)") }
         if resumption != "off" && identities.isEmpty {
             throw ValidationError("--resumption applies to --identity servers (a scenario says its own resumption); add --identity or drop it")
         }
@@ -147,7 +155,7 @@ struct ServeCommand: AsyncParsableCommand {
                 lab: lab, identity: name, chain: chain?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) },
                 tls: tls.flatMap(TLSVersion.init(parsing:)), clientAuth: ClientAuthentication(rawValue: clientAuth),
                 clientCA: clientCA.split(separator: ",").map(String.init),
-                resumption: SessionResumption.Mode(rawValue: resumption))
+                resumption: SessionResumption.Mode(rawValue: resumption), http2: http2)
         } + ServeCommand.scenarioRequests(lab: lab, ids: scenarioIDs, all: allScenarios)
         var options = FixtureServer.Options(bindAddress: bind, allowNonLoopback: allowNonLoopback, port: port)
         if log {
@@ -188,6 +196,7 @@ struct ServeCommand: AsyncParsableCommand {
             if let token = controlServer.token {
                 text += "control token: \(token) (send Authorization: Bearer <token> on every route but GET /health)\n"
             }
+            text += "live view: \(controlServer.livePageURL) (the scenario servers' connections as they happen)\n"
         }
         if let responder {
             text += "revocation: \(responder.baseURL) (OCSP: POST \(responder.baseURL)/<issuer>; CRL: GET \(responder.baseURL)/<issuer>.crl)\n"
@@ -304,7 +313,7 @@ struct ServeCommand: AsyncParsableCommand {
     /// file, and the pins of everything in the chain and the root.
     static func request(
         lab: LabPKI, identity name: String, chain: [String]?, tls: TLSVersion?, clientAuth: ClientAuthentication,
-        clientCA: [String], resumption: SessionResumption.Mode = .off
+        clientCA: [String], resumption: SessionResumption.Mode = .off, http2: Bool = false
     ) throws -> ServeRequest {
         func lookup(_ n: String) throws -> Identity {
             guard let id = lab[n] else {
@@ -320,6 +329,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let tls { config.setVersion(tls) }
         config.clientAuthentication = clientAuth
         config.resumption = SessionResumption(resumption)
+        if http2 { config.alpnProtocols = [HTTP2.alpn, "http/1.1"] }
         if clientAuth != .none { config.clientTrustRootsDER = try clientCA.map { try lookup($0).certificateDER } }
         let root = try lookup(identity.rootName)
         var pinned = chainIdentities ?? ([identity] + identity.issuerChainIdentities(in: lab))

@@ -222,3 +222,28 @@ struct PinlabCLITests {
         #expect(await !sleeping(), "no client process is left behind")
     }
 }
+
+/// Without the nghttp2 library, HTTP/2 scenarios are unsupported — never judged — and the report says how to install
+/// it. PINLAB_NGHTTP2_LIBRARY points the loader at a file that does not exist, as on a machine without the library.
+@Suite("pinlab without nghttp2")
+struct WithoutNGHTTP2Tests {
+    @Test func anHTTP2ScenarioIsUnsupportedWithTheInstallHint() async throws {
+        let bin = try #require(CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
+        var env = ProcessInfo.processInfo.environment
+        env["NO_COLOR"] = "1"
+        env["PINLAB_NGHTTP2_LIBRARY"] = "/nonexistent/libnghttp2.so.14"
+        let r = await ChildProcess.run(
+            [bin.path, "check", "--client", "coalesces-without-pins", "--scenarios", "h2-coalescing-pinned-host,baseline",
+             "--format", "json"],
+            environment: env, timeout: .seconds(120))
+        #expect(r.status == 0, "\(r.stderrText)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdoutText.utf8)) as? [String: Any])
+        let verdicts = try #require(report["verdicts"] as? [[String: Any]])
+        let h2 = verdicts.filter { $0["scenario"] as? String == "h2-coalescing-pinned-host" }
+        #expect(h2.count == 12)
+        #expect(h2.allSatisfy { $0["verdict"] as? String == "unsupported" }, "\(h2.map { $0["verdict"] ?? "-" })")
+        #expect(h2.allSatisfy { ($0["reason"] as? String)?.contains("apt-get install libnghttp2-14") == true })
+        // Everything else runs as usual.
+        #expect(verdicts.filter { $0["scenario"] as? String == "baseline" }.allSatisfy { $0["verdict"] as? String == "pass" })
+    }
+}

@@ -103,6 +103,9 @@ enum Predictions {
             // Step 2 of the rotation is the emergency re-key, step 2 of the others a resumed interceptor session.
             .union(cells(["rotation-between-connections"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             .union(cells(resumedIntoInterceptor, pinnedProfiles))
+            // Step 2 of h2-coalescing-pinned-host: the interceptor's open connection (or a new one) is trusted for
+            // the pinned API.
+            .union(cells(["h2-coalescing-pinned-host"], pinnedProfiles))
             // The CA moved: every cell only a pin refuses (the old certificate, the old intermediate, and the keys
             // nobody pinned) is accepted.
             .union(cells(["intermediate-pool-rotation"], [.leafCert, .leafSPKI, .intermediateSPKI]))
@@ -122,7 +125,9 @@ enum Predictions {
             // The CDN's pins (its key, intermediate B, lab-root) applied to the genuine API (K1, intermediate A).
             .union(cells(["pins-for-other-host"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
             // Step 1 of resumption-cross-host is the proxy's certificate for the unpinned CDN: refused.
-            .union(cells(["resumption-cross-host"], pinnedProfiles)),
+            .union(cells(["resumption-cross-host"], pinnedProfiles))
+            // So is step 1 of h2-coalescing-pinned-host, the same certificate over HTTP/2.
+            .union(cells(["h2-coalescing-pinned-host"], pinnedProfiles)),
         // Pins checked on full handshakes only: a resumed session of the interceptor, made where no pin applied
         // (before the pins were in force, or for the unpinned CDN), is trusted under every pinned profile.
         "skips-pins-on-resumption": cells(resumedIntoInterceptor, pinnedProfiles),
@@ -136,6 +141,10 @@ enum Predictions {
         // Declares revocation=hard but skips the check when a pin matched: every pinned profile where a hard-fail
         // client refuses on revocation is accepted (in revoked-key-replay, leaf-cert's pin is leaf-v1's certificate
         // and does not match, so it refuses on pins like every client).
+        // Over HTTP/2, the connection kept open for the unpinned CDN carries the pinned API's request without a
+        // pin check: every pinned profile. (Reusing a connection is no resumption: skips-pins-on-resumption and
+        // shares-sessions-across-hosts check the API's pins before reusing it, as `correct` does.)
+        "coalesces-without-pins": cells(["h2-coalescing-pinned-host"], pinnedProfiles),
         "trusts-revoked-backup-pin": cells(revocationAllAccept, pinnedProfiles)
             .union(cells(["revoked-key-replay"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI])),
         // Sends its request as 0-RTT before checking the session's chain against the pins now in force: only where

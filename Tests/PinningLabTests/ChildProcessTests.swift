@@ -1,5 +1,6 @@
 import Foundation
 import PinningLab
+import PinningLabPKI
 import Testing
 
 @Suite("ChildProcess")
@@ -52,5 +53,45 @@ struct ChildProcessTests {
         #expect(child.isRunning)
         child.terminate()
         #expect(!child.isRunning)
+    }
+
+    @Test func stopEndsTheChildWithItsReason() {
+        let asked = Locked(0)
+        let r = ChildProcess.runBlocking(["sleep", "20"], timeout: .seconds(30), stop: {
+            asked.withLock { n in
+                n += 1
+                return n >= 3 ? "enough" : nil
+            }
+        })
+        #expect(r.timedOut && r.stopReason == "enough")
+        #expect(r.status == 128 + Int32(SIGTERM))
+        #expect(r.milliseconds < 5000)
+    }
+
+    @Test func anOverrunKillsTheWholeProcessGroup() async {
+        let marker = "\(Int.random(in: 100_000...999_999)).5"
+        let r = await ChildProcess.run(["sh", "-c", "sleep \(marker) & sleep \(marker)"], timeout: .milliseconds(300),
+                                       newProcessGroup: true)
+        #expect(r.timedOut)
+        var left = true
+        for _ in 0..<50 {
+            left = await ChildProcess.run(["pgrep", "-f", "^sleep \(marker)$"]).status == 0
+            if !left { break }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(!left, "the grandchild in the child's process group is killed too")
+    }
+
+    @Test func filesAsStandardInputAndOutput() throws {
+        let dir = FileManager.default.temporaryDirectory
+        let input = dir.appendingPathComponent("pinlab-in-\(UUID().uuidString)").path
+        let output = dir.appendingPathComponent("pinlab-out-\(UUID().uuidString)").path
+        defer { unlink(input); unlink(output) }
+        try "from a file\n".write(toFile: input, atomically: true, encoding: .utf8)
+        let r = ChildProcess.runBlocking(["sh", "-c", "cat; echo oops >&2"], stdinFile: input, stdoutFile: output)
+        #expect(r.status == 0 && r.stdout.isEmpty && r.stderrGist == "oops")
+        #expect(try String(contentsOfFile: output, encoding: .utf8) == "from a file\n")
+        let missing = ChildProcess.runBlocking(["cat"], stdinFile: dir.appendingPathComponent("no-such-\(UUID())").path)
+        #expect(missing.status == 126 && missing.launchError?.contains("cannot open") == true)
     }
 }

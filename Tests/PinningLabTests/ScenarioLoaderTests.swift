@@ -311,14 +311,15 @@ struct BundledCatalogueTests {
         #expect(c.scenarios.filter { $0.client.host != "localhost" }.map(\.id) == [
             "pinned-cert-other-host", "pin-scope-exact-host", "pin-scope-trailing-dot", "pin-scope-upper-case",
             "pin-scope-subdomain-included", "pin-scope-subdomain-excluded", "pin-scope-unpinned-host",
-            "pins-for-other-host", "resumption-after-unpinned-handshake", "resumption-cross-host", "early-data-to-interceptor",
+            "pins-for-other-host", "resumption-after-unpinned-handshake", "resumption-cross-host",
+            "h2-coalescing-pinned-host", "early-data-to-interceptor",
         ])
         // The pin-scope rows: the pins apply exactly where the declared scope covers the host asked for.
         let applies = c.scenarios.filter { $0.client.pinScope != nil }.map { "\($0.id) \($0.client.pinsApply)" }
         #expect(applies == [
             "pin-scope-exact-host true", "pin-scope-trailing-dot true", "pin-scope-upper-case true",
             "pin-scope-subdomain-included true", "pin-scope-subdomain-excluded false", "pin-scope-unpinned-host false",
-            "pins-for-other-host false", "resumption-cross-host true",
+            "pins-for-other-host false", "resumption-cross-host true", "h2-coalescing-pinned-host true",
         ])
         // The spellings are kept as written (the client asks for them) and normalised only to match the scope.
         #expect(c["pin-scope-trailing-dot"]?.client.host == "api.pinning.test.")

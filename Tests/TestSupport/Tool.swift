@@ -2,6 +2,7 @@ import Foundation
 public import Testing
 import PinningLab
 import PinningLabPKI
+import PinningLabCore
 
 /// The command-line tools the test suites call, found on the PATH — one lookup for every suite.
 ///
@@ -39,12 +40,13 @@ public enum Tool {
             "gnutls-cli": "gnutls-bin", "gnutls-serv": "gnutls-bin", "certtool": "gnutls-bin", "xmllint": "libxml2-utils",
             "java": "default-jdk-headless", "javac": "default-jdk-headless", "go": "golang-go", "node": "nodejs",
             "chromium": "chromium", "openssl": "openssl", "curl": "curl", "python3": "python3", "git": "git",
-            "pgrep": "procps",
+            "pgrep": "procps", "nghttp": "nghttp2-client", "h2load": "nghttp2-client",
         ]
         let brew: [String: String] = [
             "gnutls-cli": "gnutls", "gnutls-serv": "gnutls", "certtool": "gnutls", "xmllint": "libxml2",
             "java": "openjdk", "javac": "openjdk", "go": "go", "node": "node", "chromium": "--cask chromium",
-            "openssl": "openssl@3", "curl": "curl", "python3": "python", "git": "git",
+            "openssl": "openssl@3", "curl": "curl", "python3": "python", "git": "git", "nghttp": "nghttp2",
+            "h2load": "nghttp2",
         ]
         return "apt-get install \(debian[name] ?? name)" + (brew[name].map { " or brew install \($0)" } ?? "")
     }
@@ -62,6 +64,15 @@ extension Trait where Self == ConditionTrait {
     /// elsewhere — and always in CI, where a missing tool fails it.
     public static func requires(_ tools: String..., sourceLocation: SourceLocation = #_sourceLocation) -> Self {
         .enabled(if: Tool.runs(needing: tools), Comment(rawValue: Tool.skipReason(tools)), sourceLocation: sourceLocation)
+    }
+
+    /// Runs the test only where HTTP/2 can be spoken (nghttp2's runtime library loads, see `HTTP2.availability`):
+    /// skipped elsewhere with the package that installs it, always run in CI.
+    public static func requiresHTTP2(sourceLocation: SourceLocation = #_sourceLocation) -> Self {
+        .enabled(if: Tool.inCI || HTTP2.availability.isAvailable,
+                 Comment(rawValue: "needs the nghttp2 library (apt-get install libnghttp2-14 or brew install nghttp2): "
+                     + (HTTP2.availability.unavailableReason ?? "available") + "; CI installs it"),
+                 sourceLocation: sourceLocation)
     }
 
     /// Like ``requires(_:sourceLocation:)`` for a python3 module (`pip install MODULE`).

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -84,10 +85,16 @@ func path(c Case) Result {
 		opts.DNSName = ""
 		opts.KeyUsages = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
-	if _, err := chain[0].Verify(opts); err != nil {
+	chains, err := chain[0].Verify(opts)
+	if err != nil {
 		return Result{c.ID, "refuse", err.Error()}
 	}
-	return Result{c.ID, "accept", "verified"}
+	// Every chain Verify built, by the anchor that ends it (what a root pin is compared with).
+	ends := make([]string, 0, len(chains))
+	for _, ch := range chains {
+		ends = append(ends, fmt.Sprintf("%s (%d certificates)", ch[len(ch)-1].Subject.CommonName, len(ch)))
+	}
+	return Result{c.ID, "accept", "verified; path ends at " + strings.Join(ends, " or ")}
 }
 
 func handshake(c Case) Result {

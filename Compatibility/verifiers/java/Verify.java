@@ -32,13 +32,15 @@ public class Verify {
             PKIXParameters params = new PKIXParameters(anchors);
             params.setRevocationEnabled(false);
             CertificateFactory cf = CertificateFactory.getInstance("X.509");
-            CertPathValidator.getInstance("PKIX").validate(cf.generateCertPath(chain), params);
+            PKIXCertPathValidatorResult result =
+                (PKIXCertPathValidatorResult) CertPathValidator.getInstance("PKIX").validate(cf.generateCertPath(chain), params);
             // PKIX checks neither the host name nor the extended key usage: JSSE does, as the trust manager does.
             List<String> eku = chain.get(0).getExtendedKeyUsage();
             String want = "client".equals(c.purpose()) ? "1.3.6.1.5.5.7.3.2" : "1.3.6.1.5.5.7.3.1";
             if (eku != null && !eku.contains(want)) return "refuse\tthe extended key usage does not allow " + c.purpose() + " authentication";
             if (!"client".equals(c.purpose()) && !hostMatches(chain.get(0), c.host())) return "refuse\tthe host name " + c.host() + " is not in the certificate";
-            return "accept\tvalidated";
+            // The anchor that ends the path (what a root pin is compared with): the path is validated as sent.
+            return "accept\tvalidated; path ends at " + result.getTrustAnchor().getTrustedCert().getSubjectX500Principal().getName();
         } catch (Exception e) {
             return "refuse\t" + e;
         }

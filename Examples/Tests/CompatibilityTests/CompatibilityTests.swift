@@ -91,5 +91,14 @@ struct CompatibilityTests {
                       "swift-certificates `Verifier`", "Python ssl"] {
             #expect(answers[stack]?["attacker: www.example.com"] == "refuse", "\(stack)")
         }
+        // The chains of a CA that moves: the cross-signed rollover is accepted by every stack (with or without the new
+        // root trusted); an intermediate as the only anchor splits OpenSSL (no PARTIAL_CHAIN) from GnuTLS and Go.
+        for (stack, verdicts) in answers where verdicts["root-rollover-cross-signed"] != nil {
+            #expect(verdicts["root-rollover-cross-signed"] == "accept", "\(stack)")
+            #expect(verdicts["root-rollover-new-root-trusted"] == "accept", "\(stack)")
+        }
+        #expect(answers["OpenSSL `openssl verify`"]?["intermediate-as-trust-anchor"] == "refuse")
+        #expect(answers["GnuTLS `certtool --verify`"]?["intermediate-as-trust-anchor"] == "accept")
+        #expect(answers["Go crypto/x509"].map { $0["intermediate-as-trust-anchor"] == "accept" } != false)
     }
 }

@@ -20,6 +20,9 @@ int cpinninglab_thread_name(char *buffer, unsigned long length);
 /// the name of the thread that created it.
 int cpinninglab_set_thread_name(const char *name);
 
+// HTTP/2 through nghttp2, loaded at run time (http2.c).
+#include "CPinningLabHTTP2.h"
+
 #ifdef __linux__
 // epoll(7), which the Glibc module does not include: the fixture server's workers wait on it (Epoll.swift).
 #include <sys/epoll.h>

@@ -143,9 +143,9 @@ extension CheckRunner {
                 _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
                 let reader = LineReader(path: outURL.path)
                 let stall = batch.cellTimeout * 2
-                let r = await ProcessRunner.run(
-                    arguments, extraEnvironment: [batch.environmentVariable: docURL.path], timeout: batch.batchTimeout,
-                    scratch: work, stdinFile: docURL.path, stdoutFile: outURL.path,
+                let r = await CommandClient.runCommand(
+                    arguments, environment: [batch.environmentVariable: docURL.path], timeout: batch.batchTimeout,
+                    stdinFile: docURL.path, stdoutFile: outURL.path,
                     stop: {
                         tally.takeText(reader.newLines())
                         if tally.complete { return nil }
@@ -164,10 +164,10 @@ extension CheckRunner {
                 } else if r.timedOut {
                     problems.append("the harness was killed after the batch timeout (\(batch.batchTimeout))")
                     unanswered = "the harness was killed after the batch timeout (\(batch.batchTimeout)) before reporting this cell"
-                } else if r.exitStatus != 0 {
-                    problems.append("the harness exited with status \(r.exitStatus)" + (r.stderrTail.isEmpty ? "" : ": \(r.stderrTail)"))
-                    unanswered = "the harness exited with status \(r.exitStatus) without reporting this cell"
-                        + (r.stderrTail.isEmpty ? "" : " (\(r.stderrTail))")
+                } else if r.status != 0 {
+                    problems.append("the harness exited with status \(r.status)" + (r.stderrGist.isEmpty ? "" : ": \(r.stderrGist)"))
+                    unanswered = "the harness exited with status \(r.status) without reporting this cell"
+                        + (r.stderrGist.isEmpty ? "" : " (\(r.stderrGist))")
                 }
             case .inProcess(_, let run):
                 // Raced, not grouped: a task group would wait for a harness that ignores cancellation.
