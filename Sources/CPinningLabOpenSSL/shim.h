@@ -253,6 +253,14 @@ static inline int cpl_srv_ctx_resumption(SSL_CTX *ctx, int ids, int tickets, con
     }
     return 1;
 }
+/* TLS 1.3 early data (0-RTT): tickets allow up to `max` bytes and the server reads them. No anti-replay: the fixture
+   accepts every 0-RTT attempt it can (as a careless interceptor does); what is judged is whether a client sent any. */
+static inline int cpl_srv_ctx_early_data(SSL_CTX *ctx, uint32_t max) {
+    if (SSL_CTX_set_max_early_data(ctx, max) != 1) return 0;
+    if (SSL_CTX_set_recv_max_early_data(ctx, max) != 1) return 0;
+    SSL_CTX_set_options(ctx, SSL_OP_NO_ANTI_REPLAY);
+    return 1;
+}
 /* What OpenSSL does with a ticket when no decrypt callback is installed. */
 static inline SSL_TICKET_RETURN cpl_srv_ticket_default(SSL_TICKET_STATUS status) {
     switch (status) {

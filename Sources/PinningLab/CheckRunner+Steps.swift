@@ -80,6 +80,7 @@ extension CheckRunner {
                 if step.pins == .absent { target.pins = PinSet(kind: target.pins.kind, hashes: []) }
                 target.sessionCache = cache
                 target.step = i + 1
+                target.earlyData = step.earlyData
                 target.http2 = http2
                 let stepTarget = target
                 let outcome = await raceAgainstDeadline(timeout + .seconds(5), { await c.run(stepTarget) })

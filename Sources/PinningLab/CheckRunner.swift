@@ -46,7 +46,7 @@ public struct CheckRunner: Sendable {
         var identity = ServerIdentity(chain[0], chain: chain.map(\.certificateDER), serverNames: [])
         identity.name = name
         var c = ServerTLSConfiguration(identities: [identity])
-        c.resumption = SessionResumption(server.resumption)
+        c.resumption = SessionResumption(server.resumption, maxEarlyData: server.earlyData ? 16384 : 0)
         let versions = server.tlsVersions
         c.minimumVersion = versions.min() ?? .tls12
         c.maximumVersion = versions.max() ?? .tls13

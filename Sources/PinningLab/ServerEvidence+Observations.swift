@@ -20,5 +20,6 @@ extension ServerEvidence {
             negotiatedVersion: o.tlsVersion?.rawValue, cipherSuite: o.cipherSuite, sni: o.serverName,
             clientCertificateSubject: o.clientCertificateSubject, handshakeMilliseconds: o.handshakeMilliseconds,
             resumption: o.resumption)
+        earlyDataBytes = o.earlyDataBytes > 0 ? o.earlyDataBytes : nil
     }
 }

@@ -154,6 +154,9 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
     public var resumed: Bool
     /// By which mechanism it resumed; `nil` for a full handshake.
     public var resumption: ResumptionMechanism?
+    /// How many bytes of application data arrived as TLS 1.3 early data (0-RTT), before the handshake completed:
+    /// counted by the server whether or not the handshake then completed. 0 when none arrived, or none was allowed.
+    public var earlyDataBytes: Int = 0
     /// The client's certificate chain as it sent it; empty when it sent none.
     public var clientCertificates: [ObservedCertificate]
     /// The certificates the server sent, captured from its own Certificate message, when the engine can.
@@ -176,8 +179,10 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
         cipherSuite: String? = nil, alpn: String? = nil, resumption: ResumptionMechanism? = nil,
         clientCertificates: [ObservedCertificate] = [],
         serverCertificates: [ObservedCertificate]? = nil, applicationDataReceived: Bool, bytesReceived: Int = 0,
-        requestLine: String? = nil, http2Streams: [HTTP2Stream]? = nil, handshakeMilliseconds: Double? = nil, totalMilliseconds: Double
+        requestLine: String? = nil, http2Streams: [HTTP2Stream]? = nil, handshakeMilliseconds: Double? = nil,
+        totalMilliseconds: Double, earlyDataBytes: Int = 0
     ) {
+        self.earlyDataBytes = earlyDataBytes
         self.id = id
         self.label = label
         self.engine = engine

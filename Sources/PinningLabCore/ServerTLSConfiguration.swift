@@ -300,15 +300,27 @@ public struct SessionResumption: Hashable, Sendable, CustomStringConvertible {
     /// (an interceptor answering two host names) accept each other's tickets. `nil`: a key of this server's own,
     /// made afresh with each context (so a rotated server cannot decrypt the tickets it issued before).
     public var ticketKey: SessionTicketKey?
+    /// TLS 1.3 0-RTT: how many bytes of early data a client resuming one of this server's tickets may send (the
+    /// limit goes into the tickets). 0, the default, allows none: the server rejects early data and a client must
+    /// send its request after the handshake. Needs tickets.
+    public var maxEarlyData: UInt32
 
-    public init(_ mode: Mode, ticketKey: SessionTicketKey? = nil) {
+    public init(_ mode: Mode, ticketKey: SessionTicketKey? = nil, maxEarlyData: UInt32 = 0) {
         self.mode = mode
         self.ticketKey = ticketKey
+        self.maxEarlyData = maxEarlyData
     }
+
+    /// Whether resumed clients may send early data.
+    public var allowsEarlyData: Bool { maxEarlyData > 0 && mode.tickets }
 
     public static let off = SessionResumption(.off)
     public var isEnabled: Bool { mode != .off }
-    public var description: String { ticketKey.map { "\(mode) (ticket key '\($0.name)')" } ?? mode.rawValue }
+    public var description: String {
+        var text = ticketKey.map { "\(mode) (ticket key '\($0.name)')" } ?? mode.rawValue
+        if allowsEarlyData { text += ", early data up to \(maxEarlyData) bytes" }
+        return text
+    }
 }
 
 /// A session-ticket key a set of servers shares. Its bytes are random, made when the value is made (once per run),

@@ -118,6 +118,9 @@ public struct TLSSessionDetails: Sendable, Hashable {
     public var serverCertificatesSent: [[UInt8]]?
     /// How the client resumed an earlier session; `nil` for a full handshake.
     public var resumption: ResumptionMechanism?
+    /// Bytes of application data the client sent as TLS 1.3 early data (0-RTT) and the engine accepted; the
+    /// session hands them to `read(into:)` first, before what arrives after the handshake.
+    public var earlyDataBytes = 0
 
     public init(
         serverName: String? = nil, identityIndex: Int? = nil, version: TLSVersion? = nil, cipherSuite: String? = nil,

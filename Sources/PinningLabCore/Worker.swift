@@ -435,10 +435,14 @@ final class Connection {
             closure: closure, error: (error?.isEmpty ?? true) ? nil : error, tlsVersion: d.version,
             cipherSuite: d.cipherSuite, alpn: d.alpn, resumption: d.resumption, clientCertificates: d.clientCertificates,
             serverCertificates: sent?.map { ObservedCertificate(der: $0) },
-            applicationDataReceived: bytesReceived > 0, bytesReceived: bytesReceived, requestLine: requestLine,
+            // Early data reached the server even when the handshake never completed (the client decided after
+            // sending it): it counts as application data received. `read(into:)` hands it over first, so once the
+            // request was read it is part of `bytesReceived` already.
+            applicationDataReceived: bytesReceived > 0 || d.earlyDataBytes > 0,
+            bytesReceived: max(bytesReceived, d.earlyDataBytes), requestLine: requestLine,
             http2Streams: http2 == nil ? nil : streams,
             handshakeMilliseconds: handshakeNanos.map { Double($0 - startNanos) / 1e6 },
-            totalMilliseconds: Double(end - startNanos) / 1e6)
+            totalMilliseconds: Double(end - startNanos) / 1e6, earlyDataBytes: d.earlyDataBytes)
         core.record(observation)
     }
 }

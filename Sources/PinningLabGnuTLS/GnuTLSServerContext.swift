@@ -19,6 +19,10 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // imm
     let sessionCache = Locked<[[UInt8]: [UInt8]]>([:])
     /// At most this many cached sessions; the cache starts afresh when full.
     static let sessionCacheCapacity = 4096
+    /// Anti-replay for early data (GnuTLS accepts 0-RTT only with it): the ClientHellos seen within the window,
+    /// shared by the sessions of this context; `nil` when the configuration allows no early data.
+    private(set) var antiReplay: gnutls_anti_replay_t? = nil
+    let seenClientHellos = Locked<Set<[UInt8]>>([])
 
     init(_ c: ServerTLSConfiguration) throws(TLSEngineError) {
         configuration = c
@@ -93,9 +97,27 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // imm
                 }
             }
         }
+        if c.resumption.allowsEarlyData {
+            var ar: gnutls_anti_replay_t? = nil
+            let rc = gnutls_anti_replay_init(&ar)
+            guard rc >= 0, let ar else { throw TLSEngineError(.library, "gnutls_anti_replay_init: \(gnutlsErrorText(rc))") }
+            antiReplay = ar
+            // Sessions hold the context, so the pointer outlives every session that calls back.
+            gnutls_anti_replay_set_ptr(ar, Unmanaged.passUnretained(self).toOpaque())
+            gnutls_anti_replay_set_add_function(ar) { ptr, _, key, _ in
+                guard let ptr, let key, let data = key.pointee.data else { return GNUTLS_E_DB_ERROR }
+                let context = Unmanaged<GnuTLSServerContext>.fromOpaque(ptr).takeUnretainedValue()
+                let k = Array(UnsafeBufferPointer(start: data, count: Int(key.pointee.size)))
+                return context.seenClientHellos.withLock { seen in
+                    if seen.count >= GnuTLSServerContext.sessionCacheCapacity { seen.removeAll() }
+                    return seen.insert(k).inserted ? 0 : GNUTLS_E_DB_ENTRY_EXISTS
+                }
+            }
+        }
     }
 
     deinit {
+        if let antiReplay { gnutls_anti_replay_deinit(antiReplay) }
         alpn.deallocate()
         alpnStorage.deallocate()
     }

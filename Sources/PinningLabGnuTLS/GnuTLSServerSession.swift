@@ -18,10 +18,20 @@ final class GnuTLSServerSession: TLSServerSession {
         let resumption = context.configuration.resumption.mode
         var flags = UInt32(GNUTLS_SERVER) | UInt32(GNUTLS_NONBLOCK) | UInt32(GNUTLS_NO_SIGNAL)
         if !resumption.tickets { flags |= UInt32(GNUTLS_NO_TICKETS) }
+        let early = context.configuration.resumption.allowsEarlyData
+        if early { flags |= GNUTLS_ENABLE_EARLY_DATA.rawValue }
         let rc = gnutls_init(&s, flags)
         guard rc >= 0, let s else { throw TLSEngineError(.library, "gnutls_init: \(gnutlsErrorText(rc))") }
         session = s
         details.identityIndex = 0
+        if early {
+            // The limit goes into the tickets this session issues. GnuTLS accepts early data only with anti-replay
+            // on: the context's, which refuses only a ClientHello it has seen (a replay), never a fresh attempt.
+            earlyData = []
+            if let ar = context.antiReplay { gnutls_anti_replay_enable(s, ar) }
+            let erc = gnutls_record_set_max_early_data_size(s, Int(context.configuration.resumption.maxEarlyData))
+            guard erc >= 0 else { throw TLSEngineError(.library, "gnutls_record_set_max_early_data_size: \(gnutlsErrorText(erc))") }
+        }
         // From here on deinit frees the session.
         gnutls_session_set_ptr(s, Unmanaged.passUnretained(self).toOpaque())
         if resumption.tickets {
@@ -189,7 +199,30 @@ final class GnuTLSServerSession: TLSServerSession {
 
     var isTLS13: Bool { gnutls_protocol_get_version(session) == GNUTLS_TLS1_3 }
 
+    /// Early data GnuTLS accepted, handed to `read(into:)` first; `nil` when the server allows none.
+    private var earlyData: [UInt8]? = nil
+    private var earlyDataDelivered = 0
+
+    /// Moves the early data GnuTLS buffered during the handshake into `earlyData` (also when the handshake then
+    /// failed: the bytes reached the server all the same).
+    private func collectEarlyData() {
+        guard earlyData != nil else { return }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { gnutls_record_recv_early_data(session, $0.baseAddress, $0.count) }
+            guard n > 0 else { break }
+            earlyData!.append(contentsOf: chunk.prefix(n))
+        }
+        details.earlyDataBytes = earlyData!.count
+    }
+
     func handshake() -> TLSStep {
+        let step = handshakeStep()
+        if step != .wantRead && step != .wantWrite { collectEarlyData() }
+        return step
+    }
+
+    private func handshakeStep() -> TLSStep {
         while true {
             let rc = gnutls_handshake(session)
             if rc == GNUTLS_E_SUCCESS {
@@ -208,6 +241,14 @@ final class GnuTLSServerSession: TLSServerSession {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSStep {
+        if let early = earlyData, earlyDataDelivered < early.count {
+            let n = min(buffer.count, early.count - earlyDataDelivered)
+            early.withUnsafeBytes { all in
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: all[earlyDataDelivered..<earlyDataDelivered + n]))
+            }
+            earlyDataDelivered += n
+            return .bytes(n)
+        }
         let n = gnutls_record_recv(session, buffer.baseAddress, buffer.count)
         if n > 0 { return .bytes(n) }
         if n == 0 {

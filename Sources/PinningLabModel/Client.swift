@@ -125,6 +125,10 @@ public struct ClientTarget: Sendable {
     public var sessionCache: ClientSessionCache?
     /// The step's number (1, 2, …) in a scenario made of several connections; `nil` for a one-connection cell.
     public var step: Int?
+    /// Whether the app sends its request as TLS 1.3 early data (0-RTT) when the session it resumes allows it (the
+    /// step's `early-data: send`). A client that pins must not send early data on a session whose chain it has not
+    /// checked against the pins now in force: early data leaves before the server says anything.
+    public var earlyData = false
     /// Certificate Transparency as the app turns it on for this host (Android's per-domain `certificateTransparency`
     /// in a network security config): the logs it knows and the roots whose chains need SCTs. `nil`: CT is not
     /// turned on for this host, so even a client that requires CT checks none here. The runner sets it for the

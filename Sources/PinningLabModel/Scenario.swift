@@ -46,6 +46,9 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         /// The OCSP response the server staples for a client that asks (`ocsp-staple:`), built for the first
         /// certificate of the chain; nil: none.
         public var ocspStaple: OCSPVariant? = nil
+        /// Whether a client resuming one of this server's TLS 1.3 tickets may send early data (0-RTT), which the
+        /// server reads and counts (`early-data: accept`); off unless a scenario says so.
+        public var earlyData = false
         /// The ALPN protocols the server selects from, in its order of preference (`tls: {alpn: [h2, http/1.1]}`):
         /// with `h2` it speaks HTTP/2 to a client that offers it, and records each stream's `:authority`.
         public var alpn: [String] = ["http/1.1"]
@@ -127,6 +130,10 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         /// A chain the party's server rotates to before this step (a new generation, with session state of its
         /// own: it cannot resume what it issued before); `nil` keeps what it served.
         public var rotateTo: [String]?
+        /// Whether the client sends this step's request as TLS 1.3 early data (0-RTT) when the session it resumes
+        /// allows it (`early-data: send`): an app that uses 0-RTT. A correct client still sends none on a session
+        /// whose chain it has not checked against the pins now in force.
+        public var earlyData = false
         /// What a correct client does in this step under each pin profile.
         public var expectations: [PinProfile: Expectation]
 
@@ -145,7 +152,7 @@ public struct Scenario: Sendable, Hashable, Identifiable {
 
         /// `api.pinning.test via interceptor, pins absent`.
         public var summary: String {
-            "\(host) via \(party)\(pins == .absent ? ", pins absent" : "")\(rotateTo.map { ", rotated to \($0.joined(separator: " + "))" } ?? "")"
+            "\(host) via \(party)\(pins == .absent ? ", pins absent" : "")\(earlyData ? ", 0-RTT" : "")\(rotateTo.map { ", rotated to \($0.joined(separator: " + "))" } ?? "")"
         }
     }
 
@@ -278,8 +285,8 @@ extension Scenario: Encodable {
         case id, title, tags, teaching, server, client, refusal, expect, notes, source, policy, varies, parties, steps
         case expectIf = "expect-if"
     }
-    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust", resumption, ticketKey = "ticket-key", ocspStaple = "ocsp-staple", responder }
-    private enum StepKeys: String, CodingKey { case host, party, pins, rotateTo = "rotate-to", expect }
+    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust", resumption, ticketKey = "ticket-key", earlyData = "early-data", ocspStaple = "ocsp-staple", responder }
+    private enum StepKeys: String, CodingKey { case host, party, pins, rotateTo = "rotate-to", earlyData = "early-data", expect }
 
     private static func encode(_ server: Server, in s: inout KeyedEncodingContainer<ServerKeys>) throws {
         try s.encode(server.chain, forKey: .chain)
@@ -289,6 +296,7 @@ extension Scenario: Encodable {
         try s.encode(server.clientAuthTrust, forKey: .clientAuthTrust)
         if server.resumption != .off { try s.encode(server.resumption, forKey: .resumption) }
         try s.encodeIfPresent(server.ticketKey, forKey: .ticketKey)
+        if server.earlyData { try s.encode("accept", forKey: .earlyData) }
         try s.encodeIfPresent(server.ocspStaple?.rawValue, forKey: .ocspStaple)
         try s.encodeIfPresent(server.responder?.rawValue, forKey: .responder)
     }
@@ -317,6 +325,7 @@ extension Scenario: Encodable {
                 try sc.encode(step.party, forKey: .party)
                 try sc.encode(step.pins, forKey: .pins)
                 try sc.encodeIfPresent(step.rotateTo, forKey: .rotateTo)
+                if step.earlyData { try sc.encode("send", forKey: .earlyData) }
                 var e = sc.nestedContainer(keyedBy: AnyKey.self, forKey: .expect)
                 for p in PinProfile.all { try e.encode(step.expected(p), forKey: AnyKey(p.rawValue)) }
             }

@@ -12,8 +12,8 @@ public enum ScenarioLoader {
     ]
     /// The refusal categories a scenario may name.
     public static let refusalCategories: [RefusalCategory] = [.pinMismatch, .chainInvalid, .hostname, .clientAuth, .protocolError]
-    static let serverFields = ["chain", "tls", "client-auth", "resumption", "ticket-key", "ocsp-staple", "responder"]
-    static let stepFields = ["host", "party", "pins", "rotate-to", "expect"]
+    static let serverFields = ["chain", "tls", "client-auth", "resumption", "ticket-key", "early-data", "ocsp-staple", "responder"]
+    static let stepFields = ["host", "party", "pins", "rotate-to", "early-data", "expect"]
     static let tlsFields = ["versions", "ciphers", "alpn"]
     /// The ALPN protocols a fixture server can speak.
     static let alpnProtocols = ["h2", "http/1.1"]
@@ -374,9 +374,20 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
             let rotated = try serverSide(Node.mapping(Node.Mapping([(Node("chain"), rn)])), "\(field).rotate-to")
             rotateTo = rotated.chain
         }
+        var earlyData = false
+        if let en = m["early-data"] {
+            let text = try string(en, "\(field).early-data", fix: "write `early-data: send` or `early-data: none`.")
+            guard text == "send" || text == "none" else {
+                throw fail(.wrongType, en, "\(field).early-data", "'\(text)' is not send or none.",
+                           fix: "write `early-data: send` (the client sends its request as 0-RTT early data when its session allows) or `early-data: none`.")
+            }
+            earlyData = text == "send"
+        }
         let expectNode = try required(m, "expect", in: node, field, hint: "add `expect:` with accept or refuse for each pin profile.")
         let expectations = try self.expectations(expectNode, field: "\(field).expect")
-        return Scenario.Step(host: host, party: party, pins: pins, rotateTo: rotateTo, expectations: expectations)
+        var step = Scenario.Step(host: host, party: party, pins: pins, rotateTo: rotateTo, expectations: expectations)
+        step.earlyData = earlyData
+        return step
     }
 
     func serverSide(_ node: Node, _ field: String = "server") throws -> Scenario.Server {
@@ -505,8 +516,22 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
                            fix: "add `resumption: tickets` (or both), or remove `ticket-key`.")
             }
         }
+        var earlyData = false
+        if let en = m["early-data"] {
+            let text = try string(en, "\(field).early-data", fix: "write `early-data: accept` or `early-data: reject`.")
+            guard text == "accept" || text == "reject" else {
+                throw fail(.wrongType, en, "\(field).early-data", "'\(text)' is not accept or reject.",
+                           fix: "write `early-data: accept` (resumed TLS 1.3 clients may send 0-RTT data) or `early-data: reject` (the default).")
+            }
+            earlyData = text == "accept"
+            guard !earlyData || (resumption.tickets && versions.contains(.tls13)) else {
+                throw fail(.wrongType, en, "\(field).early-data", "early data needs TLS 1.3 session tickets, and this server issues none.",
+                           fix: "add `resumption: tickets` (or both) and offer TLS 1.3, or remove `early-data`.")
+            }
+        }
         var server = Scenario.Server(chain: chain, tlsVersions: versions, cipherSuites: ciphers, clientAuth: mode,
                                      clientAuthTrust: trust, resumption: resumption, ticketKey: ticketKey)
+        server.earlyData = earlyData
         server.alpn = alpn
         if let n = m["ocsp-staple"] {
             server.ocspStaple = try ocspStaple(n, field: "\(field).ocsp-staple")

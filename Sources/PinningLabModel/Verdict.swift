@@ -37,6 +37,9 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
     public var handshakeMilliseconds: Double?
     /// How the connection resumed an earlier session (no certificate was sent); absent for a full handshake.
     public var resumption: ResumptionMechanism?
+    /// How many bytes of the request arrived as TLS 1.3 early data (0-RTT), before the handshake completed, as the
+    /// server counted them; absent when none did.
+    public var earlyDataBytes: Int?
 
     public init(
         connected: Bool, handshakeCompleted: Bool = false, applicationDataReceived: Bool = false,
@@ -301,6 +304,7 @@ public struct Verdict: Sendable, Hashable, Codable {
             status = .fail
             if observed == .accepted {
                 reason = "expected refuse, but the client sent its request (\(evidence.requestLine ?? "application data"))"
+                if let early = evidence.earlyDataBytes { reason += " as \(early) bytes of 0-RTT early data, before the handshake completed" }
             } else {
                 reason = "expected accept, but the client " + refusalPhrase(evidence: evidence, category: category, alert: alert)
             }

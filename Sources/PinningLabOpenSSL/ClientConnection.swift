@@ -332,11 +332,32 @@ enum ClientConnection {
         }
         if let offered { _ = SSL_set_session(session.ssl, offered.session.pointer) }
 
+        let request = "GET / HTTP/1.1\r\nHost: \(target.host)\r\nConnection: close\r\n\r\n"
+        let requestBytes = Array(request.utf8)
+        // 0-RTT, where the app uses it and the session allows it: the request leaves with the ClientHello, before
+        // the server has said anything, so the decision the session carries must be taken again first, under the
+        // pins now in force (`sends-early-data-on-resumption` skips that and decides only after the handshake).
+        var sentEarly = false
+        if target.earlyData, let offered, SSL_SESSION_get_max_early_data(offered.session.pointer) >= UInt32(requestBytes.count),
+           mistake == .sendsEarlyDataOnResumption || state.recheckResumed(offered, host: name) == nil
+        {
+            do {
+                _ = try session.drive { ssl in
+                    var written = 0
+                    return requestBytes.withUnsafeBytes { SSL_write_early_data(ssl, $0.baseAddress, $0.count, &written) }
+                }
+                sentEarly = true
+            } catch {
+                throw classifyHandshakeFailure(error, session: session, state: state)
+            }
+        }
+
         do {
             _ = try session.drive { SSL_connect($0) }
         } catch {
             throw classifyHandshakeFailure(error, session: session, state: state)
         }
+        let earlyAccepted = sentEarly && SSL_get_early_data_status(session.ssl) == SSL_EARLY_DATA_ACCEPTED
         let resumed = SSL_session_reused(session.ssl) == 1
         if resumed, let offered {
             // OpenSSL verifies nothing on an abbreviated handshake: the decision is taken again here, before any
@@ -354,18 +375,18 @@ enum ClientConnection {
             throw ClientFailure(category: .protocolError, detail: "handshake completed without certificate verification")
         }
 
-        // Trusted: only now may application data leave.
+        // Trusted: only now may application data leave (unless it left as early data the server accepted).
         if session.negotiatedALPN == HTTP2.alpn {
             return try startHTTP2(session: session, target: target, host: name, state: state, resumed: resumed, offered: offered)
         }
-        let request = "GET / HTTP/1.1\r\nHost: \(target.host)\r\nConnection: close\r\n\r\n"
-        let requestBytes = Array(request.utf8)
-        do {
-            _ = try session.drive { ssl in
-                requestBytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+        if !earlyAccepted {
+            do {
+                _ = try session.drive { ssl in
+                    requestBytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+                }
+            } catch {
+                throw classifyLateFailure(error, state: state, during: "sending the request")
             }
-        } catch {
-            throw classifyLateFailure(error, state: state, during: "sending the request")
         }
 
         var response: [UInt8] = []
@@ -406,7 +427,8 @@ enum ClientConnection {
 
         let text = String(decoding: response, as: UTF8.self)
         let statusLine = text.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
-        var detail = "sent GET / over \(session.negotiated)\(resumed ? " (resumed session)" : ""); response: \(statusLine.isEmpty ? "(none)" : statusLine)"
+        let how = earlyAccepted ? " as 0-RTT early data" : (sentEarly ? " (its early data was rejected, so again after the handshake)" : "")
+        var detail = "sent GET /\(how) over \(session.negotiated)\(resumed ? " (resumed session)" : ""); response: \(statusLine.isEmpty ? "(none)" : statusLine)"
         detail += " (\(response.count) bytes, \(ending))"
         if let pinMatch = state.pinMatch { detail += "; \(pinMatch)" }
         return .accepted(detail)

@@ -76,10 +76,16 @@ public struct ReferenceClient: PinningClient {
         /// when `CertificatePinner` accepts, square/okhttp #3207).
         public static let coalescesWithoutPins = Mistake("coalesces-without-pins")
 
+        /// Like `correct`, but where the app sends its request as TLS 1.3 early data (``ClientTarget/earlyData``), it
+        /// does so on any session that allows it, before checking that session's chain against the pins now in
+        /// force: the pins are checked once the handshake completes, when the request has already reached the
+        /// server. A session made before the pins were in force delivers the request to an interceptor as 0-RTT.
+        public static let sendsEarlyDataOnResumption = Mistake("sends-early-data-on-resumption")
+
         public static let all: [Mistake] = [
             .none, .pinPresentedChain, .pinReplacesValidation, .noHostnameCheck, .rawKeyHash, .noPinning,
             .pinsByIssuerName, .pinsEveryHost, .skipsPinsOnResumption, .caseSensitiveScope, .sharesSessionsAcrossHosts,
-            .trustsRevokedBackupPin, .coalescesWithoutPins,
+            .trustsRevokedBackupPin, .coalescesWithoutPins, .sendsEarlyDataOnResumption,
         ]
 
         /// The mistake whose client name is `name`, if there is one.
@@ -115,6 +121,8 @@ public struct ReferenceClient: PinningClient {
                 return "resumes a session made for another host name as that host's decision left it, without checking the new host's name or pins"
             case .coalescesWithoutPins:
                 return "over HTTP/2, reuses a connection made for another host whose certificate covers this one without checking this host's pins"
+            case .sendsEarlyDataOnResumption:
+                return "sends its request as 0-RTT early data on a resumed session before checking the session's chain against its pins: the request leaves before the refusal"
             case .pinsByIssuerName:
                 return "matches pins against a path built by following issuer names through the sent certificates, not the validated chain"
             default:
@@ -169,6 +177,7 @@ public struct ReferenceClient: PinningClient {
     public static let caseSensitiveScope = ReferenceClient(mistake: .caseSensitiveScope)
     public static let sharesSessionsAcrossHosts = ReferenceClient(mistake: .sharesSessionsAcrossHosts)
     public static let coalescesWithoutPins = ReferenceClient(mistake: .coalescesWithoutPins)
+    public static let sendsEarlyDataOnResumption = ReferenceClient(mistake: .sendsEarlyDataOnResumption)
     /// The correct client that also checks stapled OCSP responses, soft-fail.
     public static let correctRevocationSoft = ReferenceClient(mistake: .none, revocation: .soft)
     /// The correct client that also checks stapled OCSP responses, hard-fail.
@@ -199,7 +208,8 @@ public enum ReferenceClients {
 
     /// The reference client called `name` (`correct`, `pin-presented-chain`, `pin-replaces-validation`,
     /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`, `pins-every-host`,
-    /// `skips-pins-on-resumption`, `case-sensitive-scope`, `shares-sessions-across-hosts`, `trusts-revoked-backup-pin`, `coalesces-without-pins`), or `nil`.
+    /// `skips-pins-on-resumption`, `case-sensitive-scope`, `shares-sessions-across-hosts`, `trusts-revoked-backup-pin`,
+    /// `coalesces-without-pins`, `sends-early-data-on-resumption`), or `nil`.
     /// Also the clients that check stapled OCSP responses, `correct-revocation-soft` and `correct-revocation-hard`,
     /// which `all` leaves out: they differ from `correct` only where a leaf names an OCSP responder; and
     /// `correct-ct-required`, which differs from `correct` only where the target turns CT on.

@@ -66,6 +66,10 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
                 alpnWire.deallocate()
                 throw TLSEngineError(.library, "session resumption (\(resumption)): \(drainOpenSSLErrors())")
             }
+            if configuration.resumption.allowsEarlyData, cpl_srv_ctx_early_data(ctx, configuration.resumption.maxEarlyData) != 1 {
+                alpnWire.deallocate()
+                throw TLSEngineError(.library, "early data: \(drainOpenSSLErrors())")
+            }
         }
         for ctx in contexts.map(\.pointer) {
             SSL_CTX_set_msg_callback(ctx, openSSLMessageCallback)
@@ -193,6 +197,11 @@ final class OpenSSLServerSession: TLSServerSession {
     var details = TLSSessionDetails()
     /// The client offered a ticket this server could decrypt.
     fileprivate var ticketDecrypted = false
+    /// Early data read before the handshake completed, handed to `read(into:)` first; `nil` once none can come.
+    private var earlyData: [UInt8]? = nil
+    private var earlyDataDelivered = 0
+    /// The client ended its early data, sent none, or is not resuming in TLS 1.3.
+    private var earlyDataFinished = false
 
     init(context: OpenSSLServerContext, socket: Int32) throws(TLSEngineError) {
         self.context = context
@@ -202,6 +211,7 @@ final class OpenSSLServerSession: TLSServerSession {
         }
         self.ssl = ssl  // from here on deinit frees it
         details.identityIndex = 0
+        if context.configuration.resumption.allowsEarlyData { earlyData = [] }
         SSL_set_accept_state(ssl)
         guard SSL_set_fd(ssl, socket) == 1 else {
             throw TLSEngineError(.library, "SSL_set_fd: \(drainOpenSSLErrors())")
@@ -223,6 +233,7 @@ final class OpenSSLServerSession: TLSServerSession {
     }
 
     func handshake() -> TLSStep {
+        if let step = readEarlyData() { return step }
         ERR_clear_error()
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
@@ -232,7 +243,37 @@ final class OpenSSLServerSession: TLSServerSession {
         return failure(rc)
     }
 
+    /// Reads early data until the client ends it (or sent none): `nil` when the handshake may go on, else the step
+    /// to return. Runs only while a server that allows early data has not finished reading it.
+    private func readEarlyData() -> TLSStep? {
+        guard earlyData != nil, !earlyDataFinished else { return nil }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            ERR_clear_error()
+            var n = 0
+            let rc = chunk.withUnsafeMutableBytes { SSL_read_early_data(ssl, $0.baseAddress, $0.count, &n) }
+            switch rc {
+            case SSL_READ_EARLY_DATA_SUCCESS:
+                earlyData!.append(contentsOf: chunk.prefix(n))
+                details.earlyDataBytes = earlyData!.count
+            case SSL_READ_EARLY_DATA_FINISH:
+                earlyDataFinished = true
+                return nil
+            default:
+                return failure(rc)
+            }
+        }
+    }
+
     func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSStep {
+        if let early = earlyData, earlyDataDelivered < early.count {
+            let n = min(buffer.count, early.count - earlyDataDelivered)
+            early.withUnsafeBytes { all in
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: all[earlyDataDelivered..<earlyDataDelivered + n]))
+            }
+            earlyDataDelivered += n
+            return .bytes(n)
+        }
         ERR_clear_error()
         let rc = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
         return rc > 0 ? .bytes(Int(rc)) : failure(rc)

@@ -193,6 +193,7 @@ public struct BuiltInClient: PinningClient {
     public static let sharesSessionsAcrossHosts = BuiltInClient("shares-sessions-across-hosts")
     public static let trustsRevokedBackupPin = BuiltInClient("trusts-revoked-backup-pin")
     public static let coalescesWithoutPins = BuiltInClient("coalesces-without-pins")
+    public static let sendsEarlyDataOnResumption = BuiltInClient("sends-early-data-on-resumption")
     /// `correct` first, then the teaching clients.
     public static var all: [BuiltInClient] { BuiltInClients.names.map(BuiltInClient.init) }
 }
@@ -211,6 +212,7 @@ extension PinningClient where Self == BuiltInClient {
     public static var sharesSessionsAcrossHosts: BuiltInClient { BuiltInClient.sharesSessionsAcrossHosts }
     public static var trustsRevokedBackupPin: BuiltInClient { BuiltInClient.trustsRevokedBackupPin }
     public static var coalescesWithoutPins: BuiltInClient { BuiltInClient.coalescesWithoutPins }
+    public static var sendsEarlyDataOnResumption: BuiltInClient { BuiltInClient.sendsEarlyDataOnResumption }
 }
 
 /// Shared state of the helpers: one work folder per process (trust files, client certificates and keys), removed

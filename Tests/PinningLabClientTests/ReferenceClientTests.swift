@@ -76,14 +76,16 @@ struct ClientCase: Sendable, CustomTestStringConvertible {
     /// root), `pins-every-host` only when the pins are scoped to other hosts (no case here has a pin scope). The
     /// catalogue's `name-collision-root` and `pin-scope-*` cells judge them where they differ.
     /// `skips-pins-on-resumption` differs only on resumed connections, which these one-connection cases never make
-    /// (the catalogue's `resumption-*` scenarios judge it), and so does `shares-sessions-across-hosts`;
+    /// (the catalogue's `resumption-*` scenarios judge it), and so do `shares-sessions-across-hosts` and
+    /// `sends-early-data-on-resumption` (early-data-to-interceptor);
     /// `case-sensitive-scope` differs only where a scope is declared and the host is spelled otherwise;
     /// `trusts-revoked-backup-pin` only where a leaf names an OCSP responder (the catalogue's `ocsp-stapled-*` and
     /// `revoked-key-replay` judge it); `coalesces-without-pins` only on an HTTP/2 connection kept for a later request
     /// (the catalogue's `h2-coalescing-pinned-host` judges it).
     func expectation(for client: String) -> ClientExpectation {
         let column = ["pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption", "case-sensitive-scope",
-                      "shares-sessions-across-hosts", "trusts-revoked-backup-pin", "coalesces-without-pins"].contains(client) ? "correct" : client
+                      "shares-sessions-across-hosts", "trusts-revoked-backup-pin", "coalesces-without-pins",
+                      "sends-early-data-on-resumption"].contains(client) ? "correct" : client
         return expected[Self.columns.firstIndex(of: column)!]
     }
 
@@ -285,7 +287,7 @@ struct ReferenceClientTests {
         #expect(ReferenceClients.names == [
             "correct", "pin-presented-chain", "pin-replaces-validation", "no-hostname-check", "raw-key-hash", "no-pinning",
             "pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption", "case-sensitive-scope",
-            "shares-sessions-across-hosts", "trusts-revoked-backup-pin", "coalesces-without-pins",
+            "shares-sessions-across-hosts", "trusts-revoked-backup-pin", "coalesces-without-pins", "sends-early-data-on-resumption",
         ])
     }
 

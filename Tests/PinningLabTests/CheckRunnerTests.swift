@@ -46,8 +46,10 @@ enum Predictions {
            // sent, lab-root itself is not (root-rollover-new-root-trusted's root-spki cell varies by path instead).
            "intermediate-pool-rotation", "short-lived-renewal", "root-rollover-cross-signed"] + ctNewCertificateSameKey
     /// Scenarios of two connections whose second resumes, through a trusted interceptor, a session made where no
-    /// pin applied: only a client that checks pins on resumed connections refuses (every pinned profile).
-    static let resumedIntoInterceptor = ["resumption-after-unpinned-handshake", "resumption-cross-host"]
+    /// pin applied: only a client that checks pins on resumed connections refuses (every pinned profile). In
+    /// early-data-to-interceptor the second sends its request as 0-RTT where the client lets it: a client that
+    /// skips pins on resumption or ignores them sends it either way, and fails the same cells.
+    static let resumedIntoInterceptor = ["resumption-after-unpinned-handshake", "resumption-cross-host", "early-data-to-interceptor"]
 
     /// The cells each teaching client must fail; every other cell it must pass.
     static let failures: [String: Set<Cell>] = [
@@ -146,6 +148,11 @@ enum Predictions {
         "coalesces-without-pins": cells(["h2-coalescing-pinned-host"], pinnedProfiles),
         "trusts-revoked-backup-pin": cells(revocationAllAccept, pinnedProfiles)
             .union(cells(["revoked-key-replay"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI])),
+        // Sends its request as 0-RTT before checking the session's chain against the pins now in force: only where
+        // a step asks for 0-RTT and the server's ticket allows it — step 2 of early-data-to-interceptor, whose
+        // session the proxy made before the pins were in force. It refuses after the handshake, but the proxy has
+        // the request. Under `none` the request may go as 0-RTT. Everywhere else it is `correct`.
+        "sends-early-data-on-resumption": cells(["early-data-to-interceptor"], pinnedProfiles),
     ]
 }
 

@@ -149,6 +149,67 @@ struct StepScenarioTests {
         #expect(failed.allSatisfy { $0.reason.hasPrefix("step 2 of 2 (api.pinning.test via interceptor)") })
     }
 
+    @Test func earlyDataIsAcceptOrRejectOnTicketsAndSendOrNoneOnSteps() throws {
+        let early = try Catalogue.bundled().scenario("early-data-to-interceptor")
+        #expect(early.parties["interceptor"]?.earlyData == true && !early.server.earlyData)
+        #expect(early.steps.map(\.earlyData) == [false, true])
+        #expect(early.expectedRow == "A X X X X X")
+        let bad = Self.header.replacingOccurrences(of: "resumption: tickets", with: "resumption: tickets\n  early-data: yes")
+            + "\nexpect: \(Self.allAccept)\n"
+        let e = #expect(throws: ScenarioError.self) { try parse(bad) }
+        #expect(e?.field == "server.early-data")
+        let noTickets = Self.header.replacingOccurrences(of: "resumption: tickets", with: "resumption: ids\n  early-data: accept")
+            + "\nexpect: \(Self.allAccept)\n"
+        let e2 = #expect(throws: ScenarioError.self) { try parse(noTickets) }
+        #expect(e2?.field == "server.early-data")
+        #expect(e2?.fix.contains("resumption: tickets") == true)
+        let step = Self.header + """
+
+            steps:
+              - {host: localhost, expect: \(Self.allAccept)}
+              - {host: localhost, early-data: always, expect: \(Self.allAccept)}
+            """
+        let e3 = #expect(throws: ScenarioError.self) { try parse(step) }
+        #expect(e3?.field == "steps[1].early-data")
+    }
+
+    @Test("0-RTT to an interceptor: judged by the early-data bytes the interceptor counted, not by the client's word")
+    func earlyDataJudgedByTheInterceptorsCount() async throws {
+        let runner = try TestLab.runner()
+        let options = CheckOptions(scenarios: ["early-data-to-interceptor"])
+        let correct = try await runner.run(.inProcess(BuiltInClients.named("correct")!), options: options)
+        #expect(correct.verdicts.count == PinProfile.all.count * 2)
+        #expect(correct.verdicts.allSatisfy { $0.status == .pass }, "\(correct.verdicts.map(\.reason))")
+        for v in correct.verdicts {
+            let steps = try #require(v.steps)
+            #expect(steps[1].evidence?.resumption == .ticket, "\(v.engine) \(v.profile)")
+            // Unpinned, the request may go as 0-RTT, and does; pinned, not one byte of early data.
+            if v.profile == .none {
+                #expect((steps[1].evidence?.earlyDataBytes ?? 0) > 0, "\(v.engine): the correct client sent no 0-RTT")
+            } else {
+                #expect(steps[1].evidence?.earlyDataBytes == nil, "\(v.engine) \(v.profile)")
+                #expect(steps[1].category == .pinMismatch)
+            }
+        }
+        let early = try await runner.run(
+            .inProcess(BuiltInClients.named("sends-early-data-on-resumption")!), options: options)
+        let failed = early.verdicts.filter { $0.status == .fail }
+        #expect(Set(failed.map(\.profile)) == Set(PinProfile.all.filter { $0 != .none }))
+        #expect(failed.count == (PinProfile.all.count - 1) * 2)
+        for v in failed {
+            // The client claims it refused (its pin check ran after the handshake); the interceptor counted the
+            // request's bytes as early data all the same.
+            #expect(v.claim == .refused, "\(v.engine) \(v.profile)")
+            #expect((v.steps?[1].evidence?.earlyDataBytes ?? 0) > 0)
+            #expect(v.reason.contains("0-RTT early data"), "\(v.reason)")
+        }
+        // The same client on the same sessions without 0-RTT passes: its mistake is only in what leaves early.
+        let resumption = try await runner.run(
+            .inProcess(BuiltInClients.named("sends-early-data-on-resumption")!),
+            options: CheckOptions(scenarios: ["resumption-after-unpinned-handshake"]))
+        #expect(resumption.verdicts.allSatisfy { $0.status == .pass })
+    }
+
     /// Judged by an independent validator (python's jsonschema).
     @Test(.requiresPython(module: "jsonschema"))
     func reportWithStepsValidatesAgainstItsSchema() async throws {
