@@ -445,10 +445,13 @@ final class Gate: Sendable {
     }
 
     /// Runs an async handler from a connection's thread (never a thread of the cooperative pool) and waits for it.
+    /// The handler's task prefers ``HandlerExecutor``'s threads: when the process's cooperative pool is busy (two
+    /// threads on two cores, held by a long computation in the embedding program — or by tests that build a PKI
+    /// while hundreds of others start), the control API still answers; it went silent for 56 s once.
     static func runHandler(_ route: ControlAPI.Route, _ request: ControlRequest) -> ControlReply {
         let box = Locked<ControlReply?>(nil)
         let done = DispatchSemaphore(value: 0)
-        Task {
+        let work: @Sendable () async -> Void = {
             let reply: ControlReply
             do throws(ControlError) {
                 reply = try await route.handle(request)
@@ -457,6 +460,11 @@ final class Gate: Sendable {
             }
             box.withLock { $0 = reply }
             done.signal()
+        }
+        if #available(macOS 15.0, *) {
+            Task(executorPreference: HandlerExecutor.shared) { await work() }
+        } else {
+            Task { await work() }
         }
         done.wait()
         return box.withLock { $0 } ?? .error(ControlError(500, field: nil, "the handler gave no answer."))
@@ -476,3 +484,18 @@ public struct ControlServerError: Error, Sendable, CustomStringConvertible, Loca
     public var errorDescription: String? { reason }
 }
 
+/// The threads the control API's handlers run on (``ControlServer/runHandler(_:_:)``): a concurrent dispatch queue,
+/// whose threads are not Swift's cooperative pool and are added when the running ones block, so a handler runs even
+/// while every cooperative thread is held. The actors a handler calls (the server registry) run their work here too
+/// (a task's executor preference is kept by default actors).
+@available(macOS 15.0, *)
+final class HandlerExecutor: TaskExecutor {
+    static let shared = HandlerExecutor()
+    private let queue = DispatchQueue(label: "pinlab.ctl.handlers", attributes: .concurrent)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}

@@ -27,6 +27,7 @@ enum LivePage {
         <tbody id="groups"></tbody>
         </table>
         <h2>Connections, newest first</h2>
+        <p id="filter" role="status"></p>
         <table>
         <thead><tr><th>#</th><th>time</th><th>host or server</th><th>policy / identity</th><th>chain presented</th>
         <th>handshake</th><th>application data</th><th>how it ended</th></tr></thead>
@@ -48,6 +49,9 @@ enum LivePage {
           const $ = (id) => document.getElementById(id);
           let version = -1;
           let failures = 0;
+          // Clicking a host's row shows only its connections; clicking it again shows every connection.
+          let selected = null;
+          let last = null;
 
           function cell(tr, text, className) {
             const td = document.createElement("td");
@@ -57,6 +61,8 @@ enum LivePage {
           }
 
           function render(s) {
+            last = s;
+            if (selected !== null && !s.groups.some((g) => g.name === selected)) selected = null;
             $("source").textContent = s.source;
             $("status").textContent = "live: " + s.connectionsAccepted + " connections, " + s.connectionsOpen +
               " open; updated " + new Date().toLocaleTimeString();
@@ -65,6 +71,11 @@ enum LivePage {
               tr.className = g.tone;
               tr.dataset.name = g.name;
               tr.dataset.verdict = g.verdict;
+              tr.tabIndex = 0;
+              tr.setAttribute("aria-selected", String(g.name === selected));
+              const choose = () => { selected = selected === g.name ? null : g.name; render(last); };
+              tr.addEventListener("click", choose);
+              tr.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); choose(); } });
               cell(tr, g.name, "name");
               cell(tr, g.detail);
               cell(tr, String(g.connections), "n");
@@ -75,7 +86,10 @@ enum LivePage {
               return tr;
             });
             $("groups").replaceChildren(...groups);
-            const rows = s.connections.slice().reverse().map((c) => {
+            $("filter").textContent = selected === null ? "" :
+              "Showing the connections of " + selected + " only; click its row again to show all.";
+            const shown = s.connections.filter((c) => selected === null || c.group === selected);
+            const rows = shown.slice().reverse().map((c) => {
               const tr = document.createElement("tr");
               tr.className = c.applicationData ? "data" : (c.refusal ? "refusal" : "");
               tr.dataset.group = c.group || "";
@@ -145,6 +159,9 @@ enum LivePage {
         tr.refusal td:last-child { color: #0a6b2b; }
         tr.data td:nth-child(7) { color: #8a5300; }
         #notes { color: #555; }
+        #groups tr { cursor: pointer; }
+        #groups tr[aria-selected="true"] { outline: 2px solid #1b4fd6; outline-offset: -2px; }
+        #filter { color: #1b4fd6; margin: 0 0 .3em; }
 
         """
 }
