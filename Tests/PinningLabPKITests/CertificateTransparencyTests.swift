@@ -35,8 +35,8 @@ struct CertificateTransparencyTests {
     }
 
     @Test("the lab has two listed logs of two operators and one unlisted log; log ID = SHA-256 of the key")
-    func logs() throws {
-        let pki = try SharedPKI.pki()
+    func logs() async throws {
+        let pki = try await SharedPKI.pki()
         #expect(pki.ctLogs.map(\.name) == ["lab-ct-log-a", "lab-ct-log-b", "unknown-ct-log"])
         #expect(pki.ctLogs.map(\.listed) == [true, true, false])
         #expect(Set(pki.ctLogs.filter(\.listed).map(\.operatorName)).count == 2)
@@ -49,8 +49,8 @@ struct CertificateTransparencyTests {
     }
 
     @Test("embedded SCTs come from the precertificate flow and verify against the listed logs")
-    func embeddedValid() throws {
-        let pki = try SharedPKI.pki()
+    func embeddedValid() async throws {
+        let pki = try await SharedPKI.pki()
         let leaf = try pki.identity("leaf-ct-valid")
         let issuer = try pki.identity("lab-intermediate-a")
         let scts = try #require(SignedCertificateTimestamp.embedded(in: leaf.certificateDER))
@@ -79,8 +79,8 @@ struct CertificateTransparencyTests {
     }
 
     @Test("the invalid variants: one SCT, an unknown log, bad signatures, timestamps in the future")
-    func invalidVariants() throws {
-        let pki = try SharedPKI.pki()
+    func invalidVariants() async throws {
+        let pki = try await SharedPKI.pki()
         let issuer = try pki.identity("lab-intermediate-a")
         let listed = pki.ctLogs.filter(\.listed)
         func check(_ name: String) throws -> (scts: [SignedCertificateTimestamp], verified: Int) {
@@ -106,8 +106,8 @@ struct CertificateTransparencyTests {
     }
 
     @Test("SCTs for the TLS extension are over the final certificate (x509_entry)")
-    func tlsExtensionSCTs() throws {
-        let pki = try SharedPKI.pki()
+    func tlsExtensionSCTs() async throws {
+        let pki = try await SharedPKI.pki()
         let leaf = try pki.identity("leaf-ct-tls")
         #expect(SignedCertificateTimestamp.embedded(in: leaf.certificateDER) == nil)
         let list = try #require(leaf.signedCertificateTimestampList)
@@ -121,8 +121,8 @@ struct CertificateTransparencyTests {
     }
 
     @Test("pki show's SCT summary: delivery, log, and whether each would count")
-    func summaries() throws {
-        let pki = try SharedPKI.pki()
+    func summaries() async throws {
+        let pki = try await SharedPKI.pki()
         func lines(_ name: String) throws -> [String] { pki.timestampSummaries(of: try pki.identity(name)).map(\.description) }
         #expect(try lines("leaf-v1").isEmpty)
         let valid = try lines("leaf-ct-valid")
@@ -134,8 +134,8 @@ struct CertificateTransparencyTests {
     }
 
     @Test("the log lists name the listed logs only, in Google's v3 JSON and OpenSSL's CT log file")
-    func logListExports() throws {
-        let pki = try SharedPKI.pki()
+    func logListExports() async throws {
+        let pki = try await SharedPKI.pki()
         let data = try Data(contentsOf: pki.ctLogListFile)
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let operators = try #require(json["operators"] as? [[String: Any]])

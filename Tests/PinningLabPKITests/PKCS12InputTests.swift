@@ -10,7 +10,7 @@ import Testing
 struct PKCS12InputTests {
     @Test(arguments: [["-nokeys"], ["-nocerts"]])
     func aBundleWithoutKeyOrCertificateIsAClearError(_ flags: [String]) async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let dir = temporaryDirectory("p12-input")
         defer { try? FileManager.default.removeItem(at: dir) }
         let files = try ChainFiles(try pki.identity("client-valid"), in: dir)

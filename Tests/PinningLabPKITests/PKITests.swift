@@ -47,7 +47,7 @@ let verifyCases: [VerifyCase] = [
 struct IndependentVerifierTests {
     @Test(arguments: verifyCases)
     func opensslVerify(_ c: VerifyCase) async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let dir = temporaryDirectory("verify")
         defer { try? FileManager.default.removeItem(at: dir) }
         let files = try ChainFiles(try pki.identity(c.name), in: dir)
@@ -74,7 +74,7 @@ struct IndependentVerifierTests {
     ])
     func certtoolAgrees(_ name: String, _ trusted: Bool) async throws {
         let certtool = try #require(Tool.path("certtool"), "certtool is not on the PATH: apt-get install gnutls-bin")
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let dir = temporaryDirectory("certtool")
         defer { try? FileManager.default.removeItem(at: dir) }
         let files = try ChainFiles(try pki.identity(name), in: dir)
@@ -127,16 +127,16 @@ struct PinTests {
     /// `theCasesCoverEveryIdentity` fails with the parse error instead of `pinsEqualOpenSSL` passing with no case.
     static let names = (try? Lab.builtInSpec().names) ?? []
 
-    @Test func theCasesCoverEveryIdentity() throws {
+    @Test func theCasesCoverEveryIdentity() async throws {
         let spec = try Lab.builtInSpec()
         try #require(!Self.names.isEmpty, "the built-in spec names no identity")
         #expect(Self.names == spec.names)
-        #expect(Set(Self.names) == Set(try SharedPKI.pki().identities.map(\.name)), "every identity the PKI builds is checked")
+        #expect(Set(Self.names) == Set(try await SharedPKI.pki().identities.map(\.name)), "every identity the PKI builds is checked")
     }
 
     @Test(arguments: names)
     func pinsEqualOpenSSL(_ name: String) async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let id = try pki.identity(name)
         let files = pki.files(for: name)
         let spki = try await run(["sh", "-c",
@@ -154,7 +154,7 @@ struct PinTests {
     }
 
     @Test func rawECKeyIsTheX963Point() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let id = try pki.identity("leaf-v1")
         // For P-256 the SPKI DER is a 26-byte header followed by the 65-byte point 04||X||Y.
         let r = try await run(["sh", "-c",
@@ -162,8 +162,8 @@ struct PinTests {
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id.pins.rawKeyBase64)
     }
 
-    @Test func generationsKeepOrChangeTheRightPins() throws {
-        let pki = try SharedPKI.pki()
+    @Test func generationsKeepOrChangeTheRightPins() async throws {
+        let pki = try await SharedPKI.pki()
         let v1 = try pki.identity("leaf-v1"), v2 = try pki.identity("leaf-v2-renewal"), v3 = try pki.identity("leaf-v3-rekey")
         let k3 = try pki.identity("leaf-emergency-rekey")
         #expect(v1.pins.spkiSHA256 == v2.pins.spkiSHA256)
@@ -180,7 +180,7 @@ struct PinTests {
     }
 
     @Test func twinHasTheSameNameAndKeyIdentifierButAnotherKey() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         func field(_ name: String, _ args: String) async throws -> String {
             try await run(["sh", "-c", "openssl x509 -in '\(pki.files(for: name).certificatePEM.path)' -noout \(args)"]).stdout
         }
@@ -195,7 +195,7 @@ struct PinTests {
     }
 
     @Test func formats() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let ids = [try pki.identity("leaf-v1"), try pki.identity("leaf-v3-rekey")]
         let a = ids[0].pins.spkiBase64, b = ids[1].pins.spkiBase64
         #expect(PinFormat.okhttp.render(ids) == "sha256/\(a)\nsha256/\(b)\n")
@@ -217,7 +217,7 @@ struct PinTests {
 struct PKCS12Tests {
     @Test(arguments: ["leaf-v1", "client-valid", "leaf-rsa-2048", "leaf-pathlen-violation"])
     func opensslOpensTheP12(_ name: String) async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let id = try pki.identity(name)
         let p12 = try pki.pkcs12File(for: name).path
         let r = try await run(["openssl", "pkcs12", "-in", p12, "-passin", "pass:\(pki.pkcs12Password)", "-nodes"])
@@ -233,8 +233,8 @@ struct PKCS12Tests {
         #expect(Storage_mode(p12) == 0o600)
     }
 
-    @Test func roundTripAndWrongPassword() throws {
-        let id = try SharedPKI.pki().identity("client-valid")
+    @Test func roundTripAndWrongPassword() async throws {
+        let id = try await SharedPKI.pki().identity("client-valid")
         let p12 = try OpenSSLPKCS12().encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
                                              chainDER: id.issuerChainDER, friendlyName: "x", password: "s3cret")
         let back = try OpenSSLPKCS12.open(p12, password: "s3cret")

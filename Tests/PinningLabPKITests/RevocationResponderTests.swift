@@ -31,7 +31,7 @@ struct RevocationResponderTests {
     @Test("openssl ocsp -url gets good, revoked and unauthorized as the PKI says; each request is recorded",
           .requires("openssl"))
     func ocspOverHTTP() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let responder = try RevocationResponder(pki: pki)
         defer { responder.stop() }
         let url = responder.baseURL + "/lab-intermediate-a"
@@ -60,7 +60,7 @@ struct RevocationResponderTests {
 
     @Test("the GET form (base64 request in the path) answers as POST does", .requires("openssl", "curl"))
     func ocspGet() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let responder = try RevocationResponder(pki: pki)
         defer { responder.stop() }
         let f = try Files(pki, cert: "leaf-k1-revoked")
@@ -80,7 +80,7 @@ struct RevocationResponderTests {
 
     @Test("curl fetches the CRL at its distribution point's path and openssl crl verifies it", .requires("openssl", "curl"))
     func crlOverHTTP() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let responder = try RevocationResponder(pki: pki)
         defer { responder.stop() }
         let f = try Files(pki, cert: "leaf-k1-revoked")
@@ -107,7 +107,7 @@ struct RevocationResponderTests {
 
     @Test("oversized, malformed and hostile requests get 4xx and the responder keeps answering", .requires("curl", "python3"))
     func hostileRequests() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let responder = try RevocationResponder(pki: pki, readTimeout: .seconds(2))
         defer { responder.stop() }
         let dir = temporaryDirectory("responder-hostile")
@@ -150,8 +150,8 @@ struct RevocationResponderTests {
     }
 
     @Test("the responder binds loopback only")
-    func loopbackOnly() throws {
-        let pki = try SharedPKI.pki()
+    func loopbackOnly() async throws {
+        let pki = try await SharedPKI.pki()
         #expect(throws: (any Error).self) { _ = try RevocationResponder(pki: pki, host: "0.0.0.0") }
     }
 }

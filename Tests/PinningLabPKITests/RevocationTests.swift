@@ -54,7 +54,7 @@ struct RevocationArtefactTests {
 
     @Test("openssl ocsp -respin verifies each response, or refuses it", .requires("openssl"), arguments: ocspCases)
     func ocspJudgedByOpenSSL(_ c: OCSPCase) async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let f = try RevocationFiles(pki, c.identity)
         let resp = try f.write(try pki.ocspResponse(for: c.identity, options: c.variant.options), "resp.der")
         let r = try await run(["openssl", "ocsp", "-respin", resp, "-resp_text", "-CAfile", f.root, "-issuer", f.issuer,
@@ -74,7 +74,7 @@ struct RevocationArtefactTests {
 
     @Test("good-with-scts carries the SCT list in the single response, and openssl ocsp reads both SCTs", .requires("openssl"))
     func ocspWithSCTs() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let f = try RevocationFiles(pki, "leaf-ct-tls")
         let resp = try f.write(try pki.ocspResponse(for: "leaf-ct-tls", options: OCSPVariant.goodWithSCTs.options), "scts.der")
         let r = try await run(["openssl", "ocsp", "-respin", resp, "-resp_text", "-CAfile", f.root, "-issuer", f.issuer,
@@ -88,7 +88,7 @@ struct RevocationArtefactTests {
 
     @Test("an expired response says so; the error statuses carry no body", .requires("openssl"))
     func ocspExpiredAndErrorStatuses() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let f = try RevocationFiles(pki, "leaf-ocsp")
         let expired = try f.write(try pki.ocspResponse(for: "leaf-ocsp", options: OCSPVariant.expired.options), "expired.der")
         let r = try await run(["openssl", "ocsp", "-respin", expired, "-CAfile", f.root, "-issuer", f.issuer, "-cert", f.cert])
@@ -104,7 +104,7 @@ struct RevocationArtefactTests {
 
     @Test("the certificates carry the AIA, CRL distribution point and TLS feature extensions", .requires("openssl"))
     func certificateExtensions() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let leaf = try pki.materialize("leaf-ocsp").certificatePEM.path
         let ocsp = try await run(["openssl", "x509", "-noout", "-ocsp_uri", "-in", leaf])
         #expect(ocsp.stdout == "http://ocsp.pinning.test/lab-intermediate-a\n", "\(ocsp.output)")
@@ -121,7 +121,7 @@ struct RevocationArtefactTests {
 
     @Test("openssl crl verifies the CRL; openssl verify -crl_check refuses the revoked leaf only", .requires("openssl"))
     func crlJudgedByOpenSSL() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let f = try RevocationFiles(pki, "leaf-k1-revoked")
         let crlDER = try f.write(try pki.crl(issuer: "lab-intermediate-a"), "a.crl.der")
         let crlPEM = f.dir.appendingPathComponent("a.crl.pem").path
@@ -155,7 +155,7 @@ struct RevocationArtefactTests {
     @Test("pkilint finds no error in the OCSP responses, CRLs and revocation-bearing certificates",
           .requires("lint_ocsp_response", "lint_crl", "lint_pkix_cert"))
     func pkilint() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let f = try RevocationFiles(pki, "leaf-k1-revoked")
         var findings: [String] = []
         // What pkilint prints beyond blank lines. Every lab leaf names `localhost`, a single-label name pkilint
@@ -184,7 +184,7 @@ struct RevocationArtefactTests {
 
     @Test("a CRL of many serials grows linearly and still parses", .requires("openssl"))
     func largeCRL() async throws {
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         var o = CRLOptions()
         o.extraRevokedSerials = 1000
         let der = try pki.crl(issuer: "lab-intermediate-a", options: o)

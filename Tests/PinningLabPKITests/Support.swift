@@ -1,6 +1,7 @@
 import Foundation
 import PinningLabTestSupport
 import PinningLab
+import PinningLabCore
 import Testing
 
 /// Output of a finished command.
@@ -28,12 +29,17 @@ func temporaryDirectory(_ label: String) -> URL {
 /// asks for it fails with the error (the others still run).
 enum SharedPKI {
     static let directory = temporaryDirectory("pki")
-    private static let built = Result<LabPKI, any Error> {
-        // As `pinlab pki init` does: every identity's files written with the certificates.
-        try Lab.pki(spec: Lab.builtInSpec(), options: Lab.pkiOptions(directory: directory))
+    /// Built once, on a thread of its own: a lazily built static made every test that asked for it wait in a
+    /// cooperative thread (two on two cores), and the whole test process stalled for the ~56 s the build took while
+    /// hundreds of tests started.
+    private static let built = Task<LabPKI, any Error> {
+        try await onDedicatedThread(named: "test.sharedpki") {
+            // As `pinlab pki init` does: every identity's files written with the certificates.
+            Result { try Lab.pki(spec: Lab.builtInSpec(), options: Lab.pkiOptions(directory: directory)) }
+        }.get()
     }
 
-    static func pki() throws -> LabPKI { try built.get() }
+    static func pki() async throws -> LabPKI { try await built.value }
 }
 
 func pem(_ der: [UInt8]) -> String { PEM.encode(der) }

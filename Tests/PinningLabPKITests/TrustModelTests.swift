@@ -33,8 +33,8 @@ struct TrustModelTests {
     }
 
     @Test("a CA's reach is read from its certificate, its issuers' constraints included")
-    func reachIsReadFromTheCertificate() throws {
-        let pki = try SharedPKI.pki()
+    func reachIsReadFromTheCertificate() async throws {
+        let pki = try await SharedPKI.pki()
         let labRoot = try pki.identity("lab-root").reach()
         #expect(labRoot.isCA && labRoot.permitted == ["localhost", "test", "127.0.0.0/8", "::1/128"] && labRoot.excluded.isEmpty)
         #expect(labRoot.summary.hasPrefix("name-constrained to: localhost, test, 127.0.0.0/8, ::1/128 ("), "\(labRoot.summary)")
@@ -151,7 +151,7 @@ struct TrustModelTests {
     }
 
     @Test("SECURITY.md lists every CA of the built-in spec, and its constrained/unconstrained claim matches the certificate")
-    func securityDocumentMatchesThePKI() throws {
+    func securityDocumentMatchesThePKI() async throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("SECURITY.md")
         let text = try String(contentsOf: url, encoding: .utf8)
@@ -163,7 +163,7 @@ struct TrustModelTests {
             let name = cells[0].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
             rows[name] = cells[2]
         }
-        let pki = try SharedPKI.pki()
+        let pki = try await SharedPKI.pki()
         let scopedDir = temporaryDirectory("trust-doc")
         defer { try? FileManager.default.removeItem(at: scopedDir) }
         let scopedPKI = try LabPKI.open(spec: Lab.builtInSpec(), options: Lab.libraryPKIOptions(directory: scopedDir))

@@ -37,7 +37,7 @@ struct BatchStepsTests {
     @Test("a harness that keeps one session per cell is judged on every step; pins skipped on resumption fail exactly the bypasses",
           .requires("python3"))
     func harnessesAreJudgedPerStep() async throws {
-        let runner = try TestLab.runner()
+        let runner = try await TestLab.runner()
         let options = CheckOptions(scenarios: Self.resumption + ["rotation-between-connections"])
         let good = try await runner.runBatch(Self.python(), options: options, batch: BatchOptions(steps: true))
         #expect(good.problems.isEmpty, "\(good.problems)")
@@ -74,7 +74,7 @@ struct BatchStepsTests {
 
     @Test("without --batch-steps the cells of several connections are unsupported, with the option named")
     func stepsAreOptIn() async throws {
-        let runner = try TestLab.runner()
+        let runner = try await TestLab.runner()
         let run = try await runner.runBatch(
             BatchTests.python("[]"), options: CheckOptions(engines: [Engines.openssl], scenarios: ["resumption-genuine"]))
         #expect(run.report.verdicts.count == 6)
@@ -84,7 +84,7 @@ struct BatchStepsTests {
 
     @Test("the document gives each step its address, host and pins; answers without, with a wrong or a boolean step are errors that say why")
     func protocolOfSteps() async throws {
-        let runner = try TestLab.runner()
+        let runner = try await TestLab.runner()
         let options = CheckOptions(engines: [Engines.gnutls], profiles: [.leafSPKI], scenarios: ["resumption-after-unpinned-handshake"])
         let run = try await runner.runBatch(.inProcess(name: "inspector") { document in
             // Checked here, in the harness, so the document is the one the run handed out.

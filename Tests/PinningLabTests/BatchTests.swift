@@ -21,7 +21,7 @@ struct BatchTests {
 
     @Test("the document holds every selected cell, each on a port of its own, with pins, files and no expectation")
     func documentHasEveryCell() async throws {
-        let runner = try TestLab.runner()
+        let runner = try await TestLab.runner()
         let scenarios = ["baseline", "rekey", "mtls-required-valid"]
         let seen = DocumentBox()
         let run = try await runner.runBatch(.inProcess(name: "capture") { doc in
@@ -41,7 +41,7 @@ struct BatchTests {
         let json = String(decoding: try doc.jsonData(), as: UTF8.self)
         #expect(!json.contains("expect"), "the client must not see expectations")
         #expect(!json.lowercased().contains("\"accept\""))
-        let pki = try TestLab.pki()
+        let pki = try await TestLab.pki()
         for cell in doc.cells {
             let s = try runner.catalogue.scenario(cell.scenario)
             let pins = try s.pinSet(for: cell.profile, in: pki)
@@ -99,7 +99,7 @@ struct BatchTests {
 
     @Test("a stalled harness is stopped after twice the cell timeout; a slow one after the batch timeout")
     func timeouts() async throws {
-        let runner = try TestLab.runner()
+        let runner = try await TestLab.runner()
         let options = CheckOptions(engines: [Engines.gnutls], profiles: [.none, .leafSPKI], scenarios: ["expired-leaf"])
         let t0 = ContinuousClock.now
         let stalled = try await runner.runBatch(
@@ -127,7 +127,7 @@ struct BatchTests {
 
     @Test("shards are disjoint, cover every cell, and merge back into the whole run")
     func shardsPartitionAndMerge() async throws {
-        let runner = try TestLab.runner()
+        let runner = try await TestLab.runner()
         let scenarios = ["baseline", "chain-stuffing", "wrong-host"]
         let whole = try await runner.run(.inProcess(BuiltInClients.named("correct")!), options: CheckOptions(scenarios: scenarios))
         let all = Set(whole.verdicts.map { BatchCell.id(scenario: $0.scenario, profile: $0.profile, engine: $0.engine) })

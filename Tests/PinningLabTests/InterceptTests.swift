@@ -24,7 +24,7 @@ struct InterceptTests {
         _ app: App, hosts: [String], pinned: String, policies: [String], engine: String = "openssl",
         upstreams: [UpstreamRoute] = []
     ) async throws -> InterceptReport {
-        let pki = try TestLab.pki()
+        let pki = try await TestLab.pki()
         let configuration = InterceptProxy.Configuration(
             pinned: try HostPattern.parseList(pinned), policies: try PolicyTable.parse(policies), upstreams: upstreams,
             engine: engine)
@@ -75,7 +75,7 @@ struct InterceptTests {
     }
 
     @Test func mintedLeavesAreForTheHostAndSignedByProxyRoot() async throws {
-        let pki = try TestLab.pki()
+        let pki = try await TestLab.pki()
         let minter = try LeafMinter(issuer: try #require(pki["proxy-root"]))
         let a = try minter.mint(host: "api.pinning.test")
         let b = try minter.mint(host: "api.pinning.test")
@@ -170,7 +170,7 @@ struct InterceptTests {
     /// Passthrough is a real tunnel: the pinned client reaches the genuine fixture server (leaf-v1 for
     /// api.pinning.test), whose own observation shows the request; the proxy judges nothing.
     @Test func passthroughTunnelsToTheUpstream() async throws {
-        let pki = try TestLab.pki()
+        let pki = try await TestLab.pki()
         let server = try await FixtureServer.start(
             engine: Engines.openssl, configuration: .makeServerConfiguration(try #require(pki["leaf-v1"])), label: "genuine")
         let r = try await Self.drive(
@@ -190,7 +190,7 @@ struct InterceptTests {
     /// lab-intermediate-b finds it only in the fetched chain (the lab default appends lab-intermediate-a): refused
     /// with the default, NOT PINNED with the upstream's chain. The observation says where the chain came from.
     @Test func stuffingWithTheUpstreamsChain() async throws {
-        let pki = try TestLab.pki()
+        let pki = try await TestLab.pki()
         let server = try await FixtureServer.start(
             engine: Engines.gnutls, configuration: .makeServerConfiguration(try #require(pki["leaf-from-intermediate-b"])),
             label: "real-server")
@@ -200,7 +200,7 @@ struct InterceptTests {
         #expect(Self.statuses(lab) == ["api.pinning.test": .refused])
         #expect(lab.connections.first?.genuineChain == "lab")
 
-        let pkiRoutes = try TestLab.pki()
+        let pkiRoutes = try await TestLab.pki()
         let configuration = InterceptProxy.Configuration(
             pinned: [try HostPattern(parsing: "api.pinning.test")], policies: PolicyTable(defaultPolicy: .stuff),
             upstreams: [route], genuineChainFromUpstream: true)
@@ -224,7 +224,7 @@ struct InterceptTests {
 
     /// Bad input: a clear answer, never a hang. A GET to the proxy, a CONNECT without a port, garbage.
     @Test func badRequestsGetAClearAnswer() async throws {
-        let proxy = try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init())
+        let proxy = try InterceptProxy.start(pki: try await TestLab.pki(), configuration: .init())
         for (request, status) in [
             ("GET http://api.pinning.test/ HTTP/1.1\r\nHost: api.pinning.test\r\n\r\n", "405"),
             ("CONNECT api.pinning.test HTTP/1.1\r\n\r\n", "400"), ("hello\r\n\r\n", "400"),
@@ -235,10 +235,11 @@ struct InterceptTests {
         #expect(await proxy.settle())
         #expect(proxy.report().summary.otherConnections == 3)
         await proxy.stop()
-        #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(listener: ListenerSettings(bindAddress: "0.0.0.0"))) }
-        #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(engine: "boringssl")) }
+        let pki = try await TestLab.pki()
+        #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: pki, configuration: .init(listener: ListenerSettings(bindAddress: "0.0.0.0"))) }
+        #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: pki, configuration: .init(engine: "boringssl")) }
         let noWorker = #expect(throws: InterceptError.self) {
-            try InterceptProxy.start(pki: try TestLab.pki(), configuration: .init(listener: ListenerSettings(workerThreads: 0)))
+            try InterceptProxy.start(pki: pki, configuration: .init(listener: ListenerSettings(workerThreads: 0)))
         }
         #expect(noWorker?.option == "workerThreads/maxConnections" && noWorker?.fix == "set both to 1 or more")
     }
@@ -251,7 +252,7 @@ struct InterceptTests {
     @Test func upstreamResetEndsTheTunnel() async throws {
         let upstream = try LoopbackListener()
         let proxy = try InterceptProxy.start(
-            pki: try TestLab.pki(),
+            pki: try await TestLab.pki(),
             configuration: .init(policies: PolicyTable(defaultPolicy: .passthrough), upstreams: [UpstreamRoute(host: "127.0.0.1", port: upstream.port)]))
         let script = """
             import socket, sys

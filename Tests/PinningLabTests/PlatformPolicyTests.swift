@@ -67,7 +67,7 @@ struct PlatformPolicyTests {
     /// An in-process client's own `platform` judges the policy cells on real servers; `CheckOptions.platform` overrides it.
     @Test func aPinningClientDeclaresItsPlatform() async throws {
         let correct = try #require(BuiltInClients.named("correct"))
-        let runner = try TestLab.runner()
+        let runner = try await TestLab.runner()
         let options = CheckOptions(engines: [Engines.openssl], scenarios: ["tls-v1-2-no-forward-secrecy", "weak-rsa-1024"], jobs: 4)
         let ats = try await runner.run(.inProcess(OnPlatform(inner: correct, platform: .ats)), options: options)
         #expect(ats.platform == .ats)

@@ -17,7 +17,7 @@ struct ProxyLifecycleTests {
     /// whole timeout and answered false).
     @Test func settleAfterStopNeverPollsTheClosedDescriptor() async throws {
         let proxy = try InterceptProxy.start(
-            pki: try TestLab.pki(), configuration: InterceptProxy.Configuration(policies: PolicyTable(defaultPolicy: .mint)))
+            pki: try await TestLab.pki(), configuration: InterceptProxy.Configuration(policies: PolicyTable(defaultPolicy: .mint)))
         let old = proxy.listeningDescriptorForTesting
         await proxy.stop()
         // Take descriptor numbers until the proxy's comes back (the lowest free number is handed out first).
@@ -59,7 +59,7 @@ struct ProxyLifecycleTests {
         var c = InterceptProxy.Configuration(pinned: [try HostPattern(parsing: "api.pinning.test")],
                                              policies: PolicyTable(defaultPolicy: .mint))
         c.keepConnections = 3
-        let proxy = try InterceptProxy.start(pki: try TestLab.pki(), configuration: c)
+        let proxy = try InterceptProxy.start(pki: try await TestLab.pki(), configuration: c)
         // 30 clients that complete a handshake through the tunnel (without checking the certificate) and leave
         // without a request.
         let script = """

@@ -83,10 +83,10 @@ final class LoopbackListener: Sendable {
 /// Every destination here is on loopback, or is refused before any dial (asserted on the reply, which comes first).
 @Suite("The interception proxy is no relay")
 struct ProxyRelayTests {
-    static func start(_ configure: (inout InterceptProxy.Configuration) -> Void) throws -> InterceptProxy {
+    static func start(_ configure: (inout InterceptProxy.Configuration) -> Void) async throws -> InterceptProxy {
         var c = InterceptProxy.Configuration(policies: PolicyTable(defaultPolicy: .passthrough))
         configure(&c)
-        return try InterceptProxy.start(pki: try TestLab.pki(), configuration: c)
+        return try InterceptProxy.start(pki: try await TestLab.pki(), configuration: c)
     }
 
     /// Sends `CONNECT authority` for each authority on its own connection; returns each reply (the whole of a
@@ -118,7 +118,7 @@ struct ProxyRelayTests {
     /// connection — by address, IPv4-mapped address and by a name that resolves to loopback (`localhost`).
     @Test func loopbackDestinationsAreRefused() async throws {
         let service = try LoopbackListener()
-        let proxy = try Self.start { _ in }
+        let proxy = try await Self.start { _ in }
         let authorities = ["127.0.0.1:\(service.port)", "[::ffff:127.0.0.1]:\(service.port)", "localhost:\(service.port)"]
         let replies = await Self.connect(proxy.port, authorities)
         #expect(await proxy.settle())
@@ -141,7 +141,7 @@ struct ProxyRelayTests {
     @Test func aRouteNamingTheDestinationAllowsIt() async throws {
         let routed = try LoopbackListener()
         let other = try LoopbackListener()
-        let proxy = try Self.start {
+        let proxy = try await Self.start {
             $0.upstreams = [UpstreamRoute(pattern: try! HostPattern(parsing: "api.pinning.test"), host: "127.0.0.1", port: routed.port)]
         }
         let script = """
@@ -170,7 +170,7 @@ struct ProxyRelayTests {
     /// (the refusal is the reply to the CONNECT; before the fix the 200 came first, and the tunnel is never used
     /// here, so nothing ever left the machine).
     @Test func localNetworkAddressesAreRefusedBeforeAnyDial() async throws {
-        let proxy = try Self.start { _ in }
+        let proxy = try await Self.start { _ in }
         let cases: [(String, String)] = [
             ("10.1.2.3:443", "a private-range address"), ("172.16.0.1:443", "a private-range address"),
             ("192.168.1.1:443", "a private-range address"), ("100.64.0.1:443", "a private-range address"),
@@ -212,7 +212,7 @@ struct ProxyRelayTests {
     /// is closed, and the report says why.
     @Test func aPassthroughSNICannotReachALoopbackAuthority() async throws {
         let service = try LoopbackListener()
-        let proxy = try Self.start { $0.policies = try! PolicyTable.parse(["mint", "evil.test=passthrough"]) }
+        let proxy = try await Self.start { $0.policies = try! PolicyTable.parse(["mint", "evil.test=passthrough"]) }
         let run = await ChildProcess.run(["python3", "-c", Self.tlsScript, String(proxy.port), "127.0.0.1:\(service.port)", "evil.test"], timeout: .seconds(30))
         #expect(await proxy.settle())
         let observation = proxy.observations().first
@@ -226,7 +226,7 @@ struct ProxyRelayTests {
     /// fetched from (the lab's chain is appended, and the observation says why); the session itself is intercepted.
     @Test func theGenuineChainFetchIsVettedToo() async throws {
         let service = try LoopbackListener()
-        let proxy = try Self.start {
+        let proxy = try await Self.start {
             $0.policies = PolicyTable(defaultPolicy: .stuff)
             $0.genuineChainFromUpstream = true
         }
@@ -263,7 +263,7 @@ struct ProxyRelayTests {
     /// at once; the slow one gets its 502 when its look-up ends.
     @Test func aSlowLookupDoesNotStallTheWorker() async throws {
         let service = try LoopbackListener()
-        let proxy = try Self.start {
+        let proxy = try await Self.start {
             $0.listener.workerThreads = 1
             $0.upstreams = [UpstreamRoute(pattern: try! HostPattern(parsing: "fast.test"), host: "fast.test", port: service.port)]
             $0.resolver = { host in
@@ -308,7 +308,7 @@ struct ProxyRelayTests {
 
     /// A look-up has a bounded time: past it, 502 with the reason, without waiting for the resolver.
     @Test func aLookupHasABoundedTime() async throws {
-        let proxy = try Self.start {
+        let proxy = try await Self.start {
             $0.lookupTimeout = .milliseconds(300)
             $0.resolver = { _ in
                 Thread.sleep(forTimeInterval: 3)
@@ -334,7 +334,7 @@ struct ProxyRelayTests {
 
     /// Look-ups queued or running are bounded: one more is answered 503 at once.
     @Test func pendingLookupsAreBounded() async throws {
-        let proxy = try Self.start {
+        let proxy = try await Self.start {
             $0.lookupThreads = 1
             $0.maxPendingLookups = 1
             $0.resolver = { _ in
@@ -391,16 +391,16 @@ struct ProxyRelayTests {
     /// Off loopback without an allow-list the proxy does not start, and says what to add — before it binds:
     /// 192.0.2.1 (TEST-NET-1) is no address of this machine, so a bind would fail with another error; with an
     /// allow-list it is that bind error that comes. Nothing is ever bound off loopback here.
-    @Test func offLoopbackWithoutAllowPeerIsRefusedBeforeBinding() throws {
+    @Test func offLoopbackWithoutAllowPeerIsRefusedBeforeBinding() async throws {
         for address in ["192.0.2.1", "::"] {
-            let error = #expect(throws: InterceptError.self) {
-                try Self.start { $0.listener = ListenerSettings(bindAddress: address, allowNonLoopback: true) }
+            let error = await #expect(throws: InterceptError.self) {
+                try await Self.start { $0.listener = ListenerSettings(bindAddress: address, allowNonLoopback: true) }
             }
             #expect(error?.option == "--allow-peer" && error?.fix?.contains("--allow-peer 192.168.1.23/32") == true, "\(String(describing: error))")
             #expect(error?.reason.contains("refusing to listen on \(address)") == true)
         }
-        let bindError = #expect(throws: InterceptError.self) {
-            try Self.start {
+        let bindError = await #expect(throws: InterceptError.self) {
+            try await Self.start {
                 $0.listener = ListenerSettings(bindAddress: "192.0.2.1", allowNonLoopback: true)
                 $0.allowedPeers = [try! AddressRange(parsing: "192.168.1.23")]
             }

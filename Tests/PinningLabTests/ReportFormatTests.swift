@@ -4,8 +4,8 @@ import PinningLab
 import Testing
 
 /// A report with every status, awkward characters in reasons, and real scenario sheets.
-func syntheticReport() throws -> CheckReport {
-    let pki = try TestLab.pki()
+func syntheticReport() async throws -> CheckReport {
+    let pki = try await TestLab.pki()
     let catalogue = try Catalogue.bundled()
     let scenarios = try ["baseline", "chain-stuffing", "mtls-required-missing"].map { try catalogue.scenario($0) }
     var verdicts: [Verdict] = []
@@ -46,8 +46,8 @@ func writeTemporary(_ text: String, _ ext: String) throws -> URL {
 
 @Suite("Report formats")
 struct ReportFormatTests {
-    @Test func jsonCarriesEveryCellWithTheDocumentedFields() throws {
-        let report = try syntheticReport()
+    @Test func jsonCarriesEveryCellWithTheDocumentedFields() async throws {
+        let report = try await syntheticReport()
         let json = try report.render(.json)
         // Round trip: every cell is there with the documented field names.
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
@@ -75,7 +75,7 @@ struct ReportFormatTests {
     @Test(.requiresPython(module: "jsonschema"))
     func jsonValidatesAgainstItsSchema() async throws {
         try #require(Tool.hasPythonModule("jsonschema"), "python3 with the jsonschema module is not installed (pip install jsonschema)")
-        let report = try syntheticReport()
+        let report = try await syntheticReport()
         let json = try report.render(.json)
         let schema = try writeTemporary(ReportSchemas.json, "json")
         let doc = try writeTemporary(json, "json")
@@ -96,8 +96,8 @@ struct ReportFormatTests {
         #expect(r.output.contains("ok"))
     }
 
-    @Test func junitHasOneTestcasePerCell() throws {
-        let report = try syntheticReport()
+    @Test func junitHasOneTestcasePerCell() async throws {
+        let report = try await syntheticReport()
         let xml = try report.render(.junit)
         #expect(xml.components(separatedBy: "<testcase ").count - 1 == report.verdicts.count, "one testcase per cell")
         #expect(xml.contains("failures=\"\(report.summary.fail + report.summary.disagree)\""))
@@ -108,7 +108,7 @@ struct ReportFormatTests {
     @Test(.requires("xmllint"))
     func junitValidatesAgainstTheXSD() async throws {
         let xmllint = try #require(Tool.path("xmllint"), "xmllint is not on the PATH (apt-get install libxml2-utils)")
-        let report = try syntheticReport()
+        let report = try await syntheticReport()
         let xml = try report.render(.junit)
         let xsd = try writeTemporary(ReportSchemas.junitXSD, "xsd")
         let doc = try writeTemporary(xml, "xml")
@@ -121,8 +121,8 @@ struct ReportFormatTests {
         #expect(bad.status != 0, "the XSD rejects a non-numeric count")
     }
 
-    @Test func textMatrixHasOneRowPerScenarioAndColourOnlyWhenAsked() throws {
-        let report = try syntheticReport()
+    @Test func textMatrixHasOneRowPerScenarioAndColourOnlyWhenAsked() async throws {
+        let report = try await syntheticReport()
         let plain = try report.render(.text, color: false)
         #expect(!plain.contains("\u{1B}["))
         #expect(try report.render(.text, color: true).contains("\u{1B}[32m✓"))
@@ -133,8 +133,8 @@ struct ReportFormatTests {
         #expect(plain.contains(report.summaryLine))
     }
 
-    @Test func markdownAndHTMLCarryTheMatrixAndTheChains() throws {
-        let report = try syntheticReport()
+    @Test func markdownAndHTMLCarryTheMatrixAndTheChains() async throws {
+        let report = try await syntheticReport()
         let md = try report.render(.markdown)
         #expect(md.contains("| `chain-stuffing` |"))
         let html = try report.render(.html)
@@ -165,8 +165,8 @@ struct ReportFormatTests {
         #expect(!baseline.contains("matrix steps"))
     }
 
-    @Test func chainSheetMarksWhichPinMatches() throws {
-        let pki = try TestLab.pki()
+    @Test func chainSheetMarksWhichPinMatches() async throws {
+        let pki = try await TestLab.pki()
         let s = try Catalogue.bundled().scenario("chain-stuffing")
         let sheet = ScenarioSheet(scenario: s, pki: pki)
         #expect(sheet.chain.map(\.name) == ["proxy-leaf", "leaf-v1", "lab-intermediate-a", "lab-root", "proxy-root"])

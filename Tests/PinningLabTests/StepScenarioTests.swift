@@ -126,7 +126,7 @@ struct StepScenarioTests {
 
     @Test("each step is judged, and the cell passes only when every step does")
     func verdictPerStep() async throws {
-        let runner = try TestLab.runner()
+        let runner = try await TestLab.runner()
         let correct = try await runner.run(
             .inProcess(BuiltInClients.named("correct")!), options: CheckOptions(scenarios: ["resumption-after-unpinned-handshake"]))
         #expect(correct.verdicts.allSatisfy { $0.status == .pass }, "\(correct.verdicts.map(\.reason))")
@@ -175,7 +175,7 @@ struct StepScenarioTests {
 
     @Test("0-RTT to an interceptor: judged by the early-data bytes the interceptor counted, not by the client's word")
     func earlyDataJudgedByTheInterceptorsCount() async throws {
-        let runner = try TestLab.runner()
+        let runner = try await TestLab.runner()
         let options = CheckOptions(scenarios: ["early-data-to-interceptor"])
         let correct = try await runner.run(.inProcess(BuiltInClients.named("correct")!), options: options)
         #expect(correct.verdicts.count == PinProfile.all.count * 2)

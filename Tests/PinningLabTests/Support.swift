@@ -7,9 +7,12 @@ import PinningLab
 enum TestLab {
     static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-catalogue-tests")
 
-    static func pki() throws -> LabPKI { try Lab.pki(directory: directory) }
+    /// Opened off Swift's cooperative pool (`Lab.openPKI`): a synchronous open blocked a cooperative thread while
+    /// the folder was made or locked by another test's `pinlab` process, and with two such threads (two cores) every
+    /// test of the process stalled for ~56 s at start-up — long enough for servers' timeouts to fire.
+    static func pki() async throws -> LabPKI { try await Lab.openPKI(directory: directory) }
 
-    static func runner() throws -> CheckRunner { CheckRunner(pki: try pki(), catalogue: try Catalogue.bundled()) }
+    static func runner() async throws -> CheckRunner { CheckRunner(pki: try await pki(), catalogue: try Catalogue.bundled()) }
 
 
     /// Runs a tool and returns its exit status and combined output (with `posix_spawn`, not Foundation's
