@@ -22,7 +22,7 @@ struct ControlStarvationTests {
             try await Task.sleep(for: .milliseconds(100))
             // Every cooperative thread (one per core) blocked, as a synchronous PKI build in a test does.
             let threads = ProcessInfo.processInfo.activeProcessorCount
-            let held = (0..<threads).map { _ in Task.detached { usleep(UInt32(hold * 1_000_000)) } }
+            let held = (0..<threads).map { _ in Task.detached { _ = usleep(UInt32(hold * 1_000_000)) } }
             let r = await exchange
             for h in held { await h.value }
             let lines = r.stdoutText.split(separator: "\n").map { $0.split(separator: " ") }
