@@ -173,6 +173,42 @@ struct PlatformBaselineCLITests {
         }
     }
 
+    /// The JDK as a command client (Tests/Jdk/JdkPinClient.java: JSSE's default PKIX trust manager, endpoint
+    /// identification, SPKI pins checked against the path CertPathBuilder validates). The JDK takes the sent
+    /// lab-intermediate-a as the leaf's issuer by name and never tries the trusted twin root: its refusal of the
+    /// unpinned name-collision-root cell is stricter than required, on both engines; the pinned cells refuse, the
+    /// baseline passes, and the run conforms (exit 0).
+    @Test(.requires("javac", "java"))
+    func jdkRefusalOfTheNameCollisionRootIsStricterThanRequired() async throws {
+        let classes = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-jdk-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: classes, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: classes) }
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Jdk/JdkPinClient.java")
+        let javac = await ChildProcess.run(["javac", "-nowarn", "-d", classes.path, source.path], timeout: .seconds(180))
+        try #require(javac.status == 0, "\(javac.output)")
+        let r = try await CLI.run(
+            ["check", "--profiles", "none,leaf-spki,intermediate-spki", "--scenarios", "baseline,name-collision-root", "--name", "jdk",
+             "--timeout", "120", "--jobs", "2", "--format", "json"] + CLI.dirArgs
+                + ["--", "java", "-cp", classes.path, "-Djdk.net.hosts.file={hosts.file}", "JdkPinClient", "{host}", "{port}", "{ca}", "{pins}"])
+        #expect(r.status == 0, "\(r.stdout.prefix(3000))\(r.stderr)")
+        let verdicts = try #require(try Self.json(r.stdout)["verdicts"] as? [[String: Any]]).filter { $0["verdict"] as? String != "skipped" }
+        #expect(verdicts.count == 2 * 3 * 2)
+        for v in verdicts where v["scenario"] as? String == "baseline" {
+            #expect(v["verdict"] as? String == "pass", "\(v)")
+        }
+        let collision = verdicts.filter { $0["scenario"] as? String == "name-collision-root" }
+        for v in collision where v["profile"] as? String == "none" {
+            #expect(v["verdict"] as? String == "stricter", "\(v)")
+            #expect(v["observed"] as? String == "refused")
+            #expect((v["reason"] as? String)?.contains("GnuTLS and the JDK take the sent lab-intermediate-a") == true, "\(v["reason"] ?? "")")
+        }
+        for v in collision where v["profile"] as? String != "none" {
+            #expect(v["verdict"] as? String == "pass" && v["observed"] as? String == "refused", "\(v)")
+        }
+        #expect(collision.count == 3 * 2)
+    }
+
     /// The batch document names the run's platform, so a harness that can play several configures itself for it.
     @Test(.requiresPython(module: "json"))
     func theBatchDocumentNamesThePlatform() async throws {
