@@ -64,7 +64,7 @@ struct WireTests {
                 "-p", "\(server.port)", "127.0.0.1",
             ]
         }
-        let r = await run(arguments, timeout: .seconds(10))
+        let r = await run(arguments, timeout: .seconds(60))
         #expect(derBlocks(inPEM: r.stdout) == expected, "\(capture) saw a different chain: \(r.stderr)")
 
         let seen = try #require(await server.settle())
