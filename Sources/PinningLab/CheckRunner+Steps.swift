@@ -6,6 +6,67 @@ import PinningLabGnuTLS
 import PinningLabOpenSSL
 
 extension CheckRunner {
+    /// The servers of a scenario made of several connections: one per party its steps name, each with the
+    /// scenario's chain, versions, resumption and ALPN for that party, sharing the ticket keys the scenario names
+    /// (random, made here, never from a seed). Used per cell by the runner and per start by the control API.
+    package struct StartedParties: Sendable {
+        /// By party name (`genuine`, `interceptor`, …).
+        package var servers: [String: FixtureServer]
+        /// The ticket keys by name, for a rotation later (`rotate-to`) that keeps a party's tickets.
+        package var ticketKeys: [String: SessionTicketKey]
+    }
+
+    /// A party the engine could not start: the engine's error, with the party named.
+    package struct PartyStartError: Error, CustomStringConvertible {
+        package var party: String
+        package var engine: String
+        package var error: TLSEngineError
+        package var description: String { "\(engine) cannot serve the party \(party) of this scenario: \(error.reason)" }
+    }
+
+    /// Starts one server per party of `s`'s steps; on any failure the ones already started are stopped. Throws
+    /// `PartyStartError` when the engine refuses a party, the configuration's error when the PKI lacks a name.
+    package func startParties(
+        of s: Scenario, engine: any TLSEngine, options: FixtureServer.Options
+    ) async throws -> StartedParties {
+        var ticketKeys: [String: SessionTicketKey] = [:]
+        for name in Set(s.steps.compactMap { s.party($0.party)?.ticketKey }) { ticketKeys[name] = SessionTicketKey(name: name) }
+        var servers: [String: FixtureServer] = [:]
+        do {
+            for name in Set(s.steps.map(\.party)).sorted() {
+                guard let party = s.party(name) else { throw ScenarioPartyMissing(scenario: s.id, party: name) }
+                let config = try serverConfiguration(for: s, party: party, name: "\(s.id)/\(name)", ticketKeys: ticketKeys)
+                do {
+                    servers[name] = try await FixtureServer.start(
+                        engine: engine, configuration: config, options: options, label: "\(s.id)/\(name)")
+                } catch {
+                    throw PartyStartError(party: name, engine: engine.name, error: error)
+                }
+            }
+        } catch {
+            for server in servers.values { await server.stop() }
+            throw error
+        }
+        return StartedParties(servers: servers, ticketKeys: ticketKeys)
+    }
+
+    /// The configuration of one party, rotated to `chain` (a step's `rotate-to`), keeping the party's ticket keys.
+    package func partyConfiguration(
+        of s: Scenario, party name: String, chain: [String]? = nil, ticketKeys: [String: SessionTicketKey]
+    ) throws -> ServerTLSConfiguration {
+        guard let party = s.party(name) else { throw ScenarioPartyMissing(scenario: s.id, party: name) }
+        return try serverConfiguration(for: s, party: party, name: "\(s.id)/\(name)", chain: chain, ticketKeys: ticketKeys)
+    }
+}
+
+/// A step names a party the scenario does not declare (the loader refuses such files; a hand-built `Scenario` can).
+struct ScenarioPartyMissing: Error, CustomStringConvertible {
+    var scenario: String
+    var party: String
+    var description: String { "the scenario \(scenario) has no party '\(party)'" }
+}
+
+extension CheckRunner {
     /// Runs one cell of a scenario made of several connections: a server per party, started for this cell only
     /// (so each cell starts with fresh session state and an unrotated genuine server), one client session cache
     /// shared by the steps, a verdict per step.
@@ -33,32 +94,18 @@ extension CheckRunner {
                 "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the client cannot keep state across connections, so it is not judged here")
         }
         var servers: [String: FixtureServer] = [:]
-        // The cell's ticket keys, by name: random, made for this cell only.
-        var ticketKeys: [String: SessionTicketKey] = [:]
-        for name in Set(s.steps.compactMap { s.party($0.party)?.ticketKey }) { ticketKeys[name] = SessionTicketKey(name: name) }
-        let keys = ticketKeys
         var stepVerdicts: [(Scenario.Step, Verdict)] = []
         let cache = ClientSessionCache()
         let t0 = ContinuousClock.now
         let options = FixtureServer.Options(handshakeTimeout: timeout, idleTimeout: timeout, workerThreads: 1)
+        let keys: [String: SessionTicketKey]
         do {
-            for name in Set(s.steps.map(\.party)).sorted() {
-                guard let party = s.party(name) else { return notRun(.error, "the scenario has no party '\(name)'") }
-                let config = try serverConfiguration(for: s, party: party, name: "\(s.id)/\(name)", ticketKeys: keys)
-                let started: Result<FixtureServer, TLSEngineError>
-                do {
-                    started = .success(try await FixtureServer.start(
-                        engine: engine, configuration: config, options: options, label: "\(s.id)/\(name)"))
-                } catch {
-                    started = .failure(error)
-                }
-                switch started {
-                case .success(let server): servers[name] = server
-                case .failure(let e):
-                    for server in servers.values { await server.stop() }
-                    return notRun(e.code == .unsupported ? .unsupported : .error,
-                                  "\(engine.name) cannot serve the party \(name) of this scenario: \(e.reason)")
-                }
+            do {
+                let parties = try await startParties(of: s, engine: engine, options: options)
+                servers = parties.servers
+                keys = parties.ticketKeys
+            } catch let e as PartyStartError {
+                return notRun(e.error.code == .unsupported ? .unsupported : .error, e.description)
             }
             try await files.prepareCredentials(for: s)
             if let command {
@@ -68,9 +115,8 @@ extension CheckRunner {
             for (i, step) in s.steps.enumerated() {
                 guard let c = inProcess else { break }
                 let server = servers[step.party]!
-                if let chain = step.rotateTo, let party = s.party(step.party) {
-                    try server.rotate(to: try serverConfiguration(
-                        for: s, party: party, name: "\(s.id)/\(step.party)", chain: chain, ticketKeys: keys))
+                if let chain = step.rotateTo {
+                    try server.rotate(to: try partyConfiguration(of: s, party: step.party, chain: chain, ticketKeys: keys))
                 }
                 let before = server.connectionsAccepted
                 let streamsBefore = server.http2Streams().last?.sequence ?? 0

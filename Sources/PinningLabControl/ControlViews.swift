@@ -67,6 +67,41 @@ struct ServerView: Encodable, Sendable {
     /// The batch that started it (`POST /batch`) and the cell it serves; absent for `POST /servers`.
     var batch: String?
     var cell: String?
+    /// A scenario made of several connections: the server of each party its steps name (the client connects to
+    /// these, not to `port`, in the steps), and the steps in order. Absent for a scenario of one connection.
+    var parties: [PartyView]?
+    var steps: [StepView]?
+
+    /// One party's server: where it listens, what it sends, whether it resumes and speaks HTTP/2.
+    struct PartyView: Encodable, Sendable {
+        var name: String
+        var ip: String
+        var port: Int
+        var chain: [CertificateView]
+        var tlsVersions: [String]
+        var resumption: String
+        var earlyData: Bool
+        var alpn: [String]
+        var connectionsAccepted: Int
+        /// `GET /servers/{id}/observations?party=NAME`.
+        var observations: String
+    }
+
+    /// One connection of the scenario: the host the client asks for, the party (and port) that answers, whether
+    /// the pins are in force, and what a correct client does under each profile.
+    struct StepView: Encodable, Sendable {
+        var step: Int
+        var host: String
+        var party: String
+        var port: Int
+        var url: String
+        var pins: String
+        var earlyData: Bool
+        /// A chain the party's server rotates to before this step: `POST /servers/{id}/rotate` with
+        /// `{"party": …, "chain": […]}` does it.
+        var rotateTo: [String]?
+        var expect: [String: String]
+    }
 
     init(_ e: ServerRegistry.Entry, index: IdentityIndex) {
         let s = e.server
@@ -96,6 +131,27 @@ struct ServerView: Encodable, Sendable {
         startedAt = e.startedAt
         batch = e.batch
         cell = e.cell
+        if s.scenario.isMultiStep {
+            let id = e.id
+            parties = e.parties.keys.sorted().compactMap { name in
+                guard let p = e.parties[name] else { return nil }
+                let (c, _) = p.configuration
+                return PartyView(
+                    name: name, ip: s.ip, port: p.port,
+                    chain: (c.identities.first?.chainDER ?? []).map { CertificateView(der: $0, index: index) },
+                    tlsVersions: c.versions.map(\.rawValue), resumption: c.resumption.mode.rawValue,
+                    earlyData: c.resumption.maxEarlyData > 0, alpn: c.alpnProtocols, connectionsAccepted: p.connectionsAccepted,
+                    observations: "/servers/\(id)/observations?party=\(name)")
+            }
+            steps = s.scenario.steps.enumerated().map { i, step in
+                let port = e.parties[step.party]?.port ?? s.port
+                let host = PinScope.normalizedHost(step.host)
+                return StepView(
+                    step: i + 1, host: step.host, party: step.party, port: port, url: "https://\(host):\(port)/",
+                    pins: step.pins.rawValue, earlyData: step.earlyData, rotateTo: step.rotateTo,
+                    expect: Dictionary(uniqueKeysWithValues: PinProfile.all.map { ($0.rawValue, step.expected($0).rawValue) }))
+            }
+        }
     }
 }
 

@@ -12,6 +12,17 @@ actor ServerRegistry {
         var batch: String? = nil
         /// The batch cell it serves (`rekey/leaf-spki/openssl`), when a batch started it.
         var cell: String? = nil
+        /// The other servers of a scenario made of several connections, by party name (`interceptor`, `genuine`):
+        /// one per party its steps name, sharing the ticket keys the scenario gives them.
+        var parties: [String: FixtureServer] = [:]
+
+        /// Stops the scenario server and its parties.
+        func stop() async {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await server.stop() }
+                for p in parties.values { group.addTask { await p.stop() } }
+            }
+        }
     }
 
     /// One cell of a batch to start: a server of its own for (scenario, profile, engine).
@@ -87,9 +98,22 @@ actor ServerRegistry {
         } catch {
             throw ControlError(500, field: nil, "the server for '\(scenario)' on \(engine.name) did not start: \(error)")
         }
-        let entry = Entry(id: id, server: server, startedAt: Date())
+        var entry = Entry(id: id, server: server, startedAt: Date())
+        if server.scenario.isMultiStep {
+            do {
+                entry.parties = try await runner.startParties(of: server.scenario, engine: engine, options: options).servers
+            } catch let e as CheckRunner.PartyStartError {
+                await server.stop()
+                throw ControlError(
+                    e.error.code == .unsupported ? 422 : 500, field: "engine", e.description,
+                    fix: "start it on the other engine; GET /scenarios/\(scenario) says what each party needs.")
+            } catch {
+                await server.stop()
+                throw ControlError(500, field: nil, "the parties of '\(scenario)' on \(engine.name) did not start: \(error)")
+            }
+        }
         if stopped {
-            await server.stop()
+            await entry.stop()
             throw ControlError(503, field: nil, "the control server is shutting down.")
         }
         entries.append(entry)
@@ -124,18 +148,29 @@ actor ServerRegistry {
                 let server = try await runner.startServer(cell.scenario, engine: cell.engine, workDirectory: workDirectory,
                                                           options: batchOptions)
                 counter += 1
-                started.append(Entry(id: "\(cell.scenario)-\(cell.engine.name)-\(counter)", server: server, startedAt: Date(),
-                                     batch: batchID, cell: cell.id))
+                var entry = Entry(id: "\(cell.scenario)-\(cell.engine.name)-\(counter)", server: server, startedAt: Date(),
+                                  batch: batchID, cell: cell.id)
+                if server.scenario.isMultiStep {
+                    do {
+                        entry.parties = try await runner.startParties(of: server.scenario, engine: cell.engine, options: batchOptions).servers
+                    } catch {
+                        await server.stop()
+                        throw error
+                    }
+                }
+                started.append(entry)
             } catch let e as TLSEngineError where e.code == .unsupported {
                 unsupported.append((cell.id, "\(cell.engine.name) cannot serve '\(cell.scenario)' exactly: \(e.reason)"))
+            } catch let e as CheckRunner.PartyStartError where e.error.code == .unsupported {
+                unsupported.append((cell.id, e.description))
             } catch {
-                for e in started { await e.server.stop() }
+                for e in started { await e.stop() }
                 throw ControlError(500, field: nil, "the server of the cell \(cell.id) did not start: \(error)",
                                    fix: "the servers this batch had started are stopped; try again.")
             }
         }
         if stopped {
-            for e in started { await e.server.stop() }
+            for e in started { await e.stop() }
             throw ControlError(503, field: nil, "the control server is shutting down.")
         }
         entries += started
@@ -154,7 +189,7 @@ actor ServerRegistry {
         }
         entries.removeAll { $0.batch == id }
         await withTaskGroup(of: Void.self) { group in
-            for e in members { group.addTask { await e.server.stop() } }
+            for e in members { group.addTask { await e.stop() } }
         }
         return members
     }
@@ -163,7 +198,7 @@ actor ServerRegistry {
     func stop(_ id: String) async throws(ControlError) -> Entry {
         let e = try entry(id)
         entries.removeAll { $0.id == id }
-        await e.server.stop()
+        await e.stop()
         return e
     }
 
@@ -173,7 +208,7 @@ actor ServerRegistry {
         let all = entries
         entries = []
         await withTaskGroup(of: Void.self) { group in
-            for e in all { group.addTask { await e.server.stop() } }
+            for e in all { group.addTask { await e.stop() } }
         }
     }
 }

@@ -233,6 +233,66 @@ struct ControlAPITests {
         }
     }
 
+    /// A scenario of several connections through the API: `POST /servers` starts a server per party and says, per
+    /// step, which host to ask for and which port answers. openssl s_client plays the steps of
+    /// resumption-after-unpinned-handshake (a session saved from step 1, offered in step 2) and the party's
+    /// observations (`?party=`) show the second connection resumed; a party rotates (`"party"` in the rotate body);
+    /// `DELETE` stops the parties too.
+    @Test(.requires("curl", "openssl"))
+    func scenarioOfSeveralConnectionsStartsItsParties() async throws {
+        try await ControlTestLab.withControl { control, pki in
+            let base = control.url
+            let started = try await Curl.request("POST", base + "servers", json: #"{"scenario": "resumption-after-unpinned-handshake", "engine": "openssl"}"#)
+            #expect(started.status == 201, "\(started.text)")
+            let server = try started.json()
+            let id = try #require(server["id"] as? String)
+            let parties = try #require(server["parties"] as? [[String: Any]], "\(started.text)")
+            #expect(parties.compactMap { $0["name"] as? String } == ["interceptor"])
+            let interceptor = try #require(parties.first)
+            let port = try #require(interceptor["port"] as? Int)
+            #expect(interceptor["resumption"] as? String == "tickets")
+            #expect((interceptor["chain"] as? [[String: Any]])?.first?["name"] as? String == "proxy-leaf-api")
+            let steps = try #require(server["steps"] as? [[String: Any]])
+            #expect(steps.count == 2)
+            #expect(steps.compactMap { $0["port"] as? Int } == [port, port])
+            #expect(steps.compactMap { $0["pins"] as? String } == ["absent", "in-force"])
+            #expect((steps.last?["expect"] as? [String: String])?["leaf-spki"] == "refuse")
+            #expect(steps.first?["url"] as? String == "https://api.pinning.test:\(port)/")
+
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("control-steps-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let session = dir.appendingPathComponent("session.pem").path
+            func connect(_ extra: [String]) async -> ChildProcess.Result {
+                await ChildProcess.run(
+                    ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "api.pinning.test", "-tls1_3", "-ign_eof"] + extra,
+                    input: Array("GET / HTTP/1.1\r\nHost: api.pinning.test\r\nConnection: close\r\n\r\n".utf8), timeout: .seconds(30))
+            }
+            let first = await connect(["-sess_out", session])
+            #expect(first.stdoutText.contains("New, TLSv1.3"), "\(first.output)")
+            let second = await connect(["-sess_in", session])
+            #expect(second.stdoutText.contains("Reused, TLSv1.3"), "\(second.output)")
+            let seen = try await Curl.get(base + "servers/\(id)/observations?party=interceptor&wait=5").json()
+            let observations = try #require(seen["observations"] as? [[String: Any]])
+            #expect(observations.count == 2)
+            #expect(observations.map { $0["resumed"] as? Bool ?? false } == [false, true], "\(observations)")
+            let main = try await Curl.get(base + "servers/\(id)/observations").json()
+            #expect((main["observations"] as? [Any])?.isEmpty == true, "the scenario server saw none of the steps' connections")
+            let unknown = try await Curl.get(base + "servers/\(id)/observations?party=nobody")
+            #expect(unknown.status == 400 && unknown.text.contains("interceptor"), "\(unknown.text)")
+
+            let rotated = try await Curl.request("POST", base + "servers/\(id)/rotate", json: #"{"party": "interceptor", "identity": "proxy-leaf-shared"}"#)
+            #expect(rotated.status == 200, "\(rotated.text)")
+            let after = try rotated.json()["parties"] as? [[String: Any]]
+            #expect((after?.first?["chain"] as? [[String: Any]])?.first?["name"] as? String == "proxy-leaf-shared")
+
+            #expect(try await Curl.request("DELETE", base + "servers/\(id)").status == 200)
+            let refused = await connect([])
+            #expect(!refused.stdoutText.contains("TLSv1.3"), "the party still answers after DELETE: \(refused.output)")
+            _ = pki
+        }
+    }
+
     /// A mutual-TLS scenario: the server's JSON says which client identity to present, the client fetches it as
     /// PKCS#12 from the API, presents it, and the observation names it.
     @Test(.requires("curl"))

@@ -51,23 +51,14 @@ extension CheckRunner {
                             } else {
                                 // A server per party, with the cell's own ticket keys: each cell starts with fresh
                                 // session state, as in a per-cell run.
-                                var keys: [String: SessionTicketKey] = [:]
-                                for name in Set(s.steps.compactMap { s.party($0.party)?.ticketKey }) { keys[name] = SessionTicketKey(name: name) }
                                 do {
-                                    for name in Set(s.steps.map(\.party)).sorted() {
-                                        guard let party = s.party(name) else { throw CheckSetupError(.runOption, problem: "scenario \(s.id) has no party '\(name)'", fix: "name a party of its `parties`") }
-                                        slot.parties[name] = try FixtureServer.startSync(
-                                            engine: e, configuration: try serverConfiguration(for: s, party: party, name: "\(s.id)/\(name)", ticketKeys: keys),
-                                            options: serverOptions, label: "\(s.id)/\(name)")
-                                    }
+                                    slot.parties = try await startParties(of: s, engine: e, options: serverOptions).servers
                                 } catch {
-                                    await stopAll(Array(slot.parties.values))
-                                    slot.parties = [:]
-                                    let unsupported = (error as? TLSEngineError)?.code == .unsupported
+                                    let unsupported = (error as? PartyStartError)?.error.code == .unsupported
                                     slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
                                                            expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared),
                                                            status: unsupported ? .unsupported : .error,
-                                                           reason: unsupported ? "\(e.name) cannot serve this scenario: \(error)" : "the \(e.name) servers could not start: \(error)")
+                                                           reason: unsupported ? "\(error)" : "the \(e.name) servers could not start: \(error)")
                                 }
                             }
                         } else {
