@@ -170,7 +170,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabPKITests",
-            dependencies: ["PinningLabTestSupport", "PinningLabPKI", "PinningLab", "PinningLabOpenSSL"],
+            dependencies: ["PinningLabTestSupport", "PinningLabPKI", "PinningLab", "PinningLabCore", "PinningLabOpenSSL"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -21,7 +21,7 @@ enum CLI {
         return nil
     }()
 
-    static let pkiDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-catalogue-tests")
+    static let pkiDirectory = TestPKIFolder.url
 
     struct Result {
         var status: Int32

@@ -1,11 +1,12 @@
 import Foundation
 import PinningLab
+import PinningLabTestSupport
 @testable import PinningLabControl
 import Testing
 
 /// The lab PKI these tests share with the other suites (a temporary folder; keys are made once and kept there).
 enum ControlTestLab {
-    static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-catalogue-tests")
+    static let directory = TestPKIFolder.url
 
     static func pki() async throws -> LabPKI { try await Lab.openPKI(directory: directory) }
 

@@ -5,7 +5,7 @@ import PinningLab
 /// One lab PKI for the whole test process, in a temporary folder (keys are generated there once and reused by
 /// later runs; nothing is committed).
 enum TestLab {
-    static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-catalogue-tests")
+    static let directory = TestPKIFolder.url
 
     /// Opened off Swift's cooperative pool (`Lab.openPKI`): a synchronous open blocked a cooperative thread while
     /// the folder was made or locked by another test's `pinlab` process, and with two such threads (two cores) every
