@@ -75,7 +75,8 @@ struct ClientPolicy {
     var mistake: ReferenceClient.Mistake
     var pins: PinSet
     /// What the client does with revocation status: a stapled OCSP response, or else the status it fetches from the
-    /// OCSP responder and CRL the leaf names (``ClientTarget/revocationResponder``).
+    /// OCSP responder and CRL the leaf names (``ClientTarget/revocationResponder``); then the fetched status of every
+    /// CA certificate below the trust anchor.
     var revocation: ClientChecks.Revocation = .none
     /// What a client that requires CT enforces for this host (`nil`: it checks no SCT here).
     var certificateTransparency: CertificateTransparencyPolicy? = nil
