@@ -117,17 +117,17 @@ static inline int cpl_client_ocsp_staple_status(SSL *ssl) {
    when it does not fit. */
 static inline int cpl_client_status_url(SSL *ssl, int index, int which, char *buf, int cap) {
     STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
-    X509 *leaf = chain != NULL && index >= 0 && sk_X509_num(chain) > index ? sk_X509_value(chain, index) : NULL;
-    if (leaf == NULL || cap < 1) return 0;
+    X509 *cert = chain != NULL && index >= 0 && sk_X509_num(chain) > index ? sk_X509_value(chain, index) : NULL;
+    if (cert == NULL || cap < 1) return 0;
     int n = 0;
     if (which == 0) {
-        STACK_OF(OPENSSL_STRING) *urls = X509_get1_ocsp(leaf);
+        STACK_OF(OPENSSL_STRING) *urls = X509_get1_ocsp(cert);
         const char *url = urls != NULL && sk_OPENSSL_STRING_num(urls) > 0 ? sk_OPENSSL_STRING_value(urls, 0) : NULL;
         if (url != NULL) { n = (int)strlen(url); if (n < cap) memcpy(buf, url, (size_t)n + 1); else n = -1; }
         X509_email_free(urls);
         return n;
     }
-    STACK_OF(DIST_POINT) *points = X509_get_ext_d2i(leaf, NID_crl_distribution_points, NULL, NULL);
+    STACK_OF(DIST_POINT) *points = X509_get_ext_d2i(cert, NID_crl_distribution_points, NULL, NULL);
     for (int i = 0; points != NULL && n == 0 && i < sk_DIST_POINT_num(points); i++) {
         DIST_POINT *dp = sk_DIST_POINT_value(points, i);
         if (dp->distpoint == NULL || dp->distpoint->type != 0) continue;
@@ -170,7 +170,7 @@ static inline int cpl_client_ocsp_request(SSL *ssl, int index, unsigned char *bu
 static inline int cpl_client_crl_status(SSL *ssl, int index, const unsigned char *p, long len) {
     STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
     if (chain == NULL || index < 0 || sk_X509_num(chain) < index + 2) return 7;
-    X509 *leaf = sk_X509_value(chain, index), *issuer = sk_X509_value(chain, index + 1);
+    X509 *cert = sk_X509_value(chain, index), *issuer = sk_X509_value(chain, index + 1);
     X509_CRL *crl = d2i_X509_CRL(NULL, &p, len);
     if (crl == NULL) { ERR_clear_error(); return 2; }
     int result;
@@ -180,7 +180,7 @@ static inline int cpl_client_crl_status(SSL *ssl, int index, const unsigned char
     if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_subject_name(issuer)) != 0 || key == NULL
         || X509_CRL_verify(crl, key) != 1) result = 3;
     else if (X509_cmp_current_time(X509_CRL_get0_lastUpdate(crl)) > 0 || next == NULL || X509_cmp_current_time(next) < 0) result = 4;
-    else result = X509_CRL_get0_by_cert(crl, &entry, leaf) == 1 ? 5 : 0;
+    else result = X509_CRL_get0_by_cert(crl, &entry, cert) == 1 ? 5 : 0;
     X509_CRL_free(crl);
     ERR_clear_error();
     return result;
