@@ -61,9 +61,15 @@ static inline STACK_OF(X509) *cpl_client_status_chain(SSL *ssl) {
     STACK_OF(X509) *chain = SSL_get0_verified_chain(ssl);
     return chain != NULL ? chain : SSL_get_peer_cert_chain(ssl);
 }
-/* What an OCSP response (stapled or fetched, DER) says about the leaf: the codes of cpl_client_ocsp_staple_status
-   from 0 to 7. */
-static inline int cpl_client_ocsp_der_status(SSL *ssl, const unsigned char *p, long len) {
+/* How many certificates that chain holds (0 when there is none). Its last is the trust anchor when it is the
+   verified chain. */
+static inline int cpl_client_status_chain_count(SSL *ssl) {
+    STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
+    return chain != NULL ? sk_X509_num(chain) : 0;
+}
+/* What an OCSP response (stapled or fetched, DER) says about the certificate at `index` of that chain (0: the leaf),
+   issued by the one after it: the codes of cpl_client_ocsp_staple_status from 0 to 7. */
+static inline int cpl_client_ocsp_der_status_at(SSL *ssl, int index, const unsigned char *p, long len) {
     OCSP_RESPONSE *resp = d2i_OCSP_RESPONSE(NULL, &p, len);
     if (resp == NULL) { ERR_clear_error(); return 2; }
     int result = 2;
@@ -72,9 +78,9 @@ static inline int cpl_client_ocsp_der_status(SSL *ssl, const unsigned char *p, l
     STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
     if (OCSP_response_status(resp) != OCSP_RESPONSE_STATUS_SUCCESSFUL) goto done;
     if ((bs = OCSP_response_get1_basic(resp)) == NULL) goto done;
-    if (chain == NULL || sk_X509_num(chain) < 2) { result = 7; goto done; }
+    if (chain == NULL || index < 0 || sk_X509_num(chain) < index + 2) { result = 7; goto done; }
     if (OCSP_basic_verify(bs, chain, SSL_CTX_get_cert_store(SSL_get_SSL_CTX(ssl)), 0) <= 0) { result = 3; goto done; }
-    if ((id = OCSP_cert_to_id(NULL, sk_X509_value(chain, 0), sk_X509_value(chain, 1))) == NULL) { result = 7; goto done; }
+    if ((id = OCSP_cert_to_id(NULL, sk_X509_value(chain, index), sk_X509_value(chain, index + 1))) == NULL) { result = 7; goto done; }
     int status = -1, reason = -1;
     ASN1_GENERALIZEDTIME *revoked = NULL, *thisUpdate = NULL, *nextUpdate = NULL;
     if (OCSP_resp_find_status(bs, id, &status, &reason, &revoked, &thisUpdate, &nextUpdate) != 1) { result = 6; goto done; }
@@ -86,6 +92,9 @@ done:
     OCSP_RESPONSE_free(resp);
     ERR_clear_error();
     return result;
+}
+static inline int cpl_client_ocsp_der_status(SSL *ssl, const unsigned char *p, long len) {
+    return cpl_client_ocsp_der_status_at(ssl, 0, p, len);
 }
 static inline int cpl_client_ocsp_staple_status(SSL *ssl) {
     const unsigned char *p = NULL;
@@ -103,21 +112,22 @@ static inline int cpl_client_ocsp_staple_status(SSL *ssl) {
     }
     return cpl_client_ocsp_der_status(ssl, p, len);
 }
-/* Copies the leaf's first OCSP responder URL (which 0) or first CRL distribution point URI (which 1) into buf, NUL
-   terminated; returns its length, 0 when it names none, -1 when it does not fit. */
-static inline int cpl_client_status_url(SSL *ssl, int which, char *buf, int cap) {
+/* Copies the first OCSP responder URL (which 0) or first CRL distribution point URI (which 1) of the certificate at
+   `index` of the status chain (0: the leaf) into buf, NUL terminated; returns its length, 0 when it names none, -1
+   when it does not fit. */
+static inline int cpl_client_status_url(SSL *ssl, int index, int which, char *buf, int cap) {
     STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
-    X509 *leaf = chain != NULL && sk_X509_num(chain) > 0 ? sk_X509_value(chain, 0) : NULL;
-    if (leaf == NULL || cap < 1) return 0;
+    X509 *cert = chain != NULL && index >= 0 && sk_X509_num(chain) > index ? sk_X509_value(chain, index) : NULL;
+    if (cert == NULL || cap < 1) return 0;
     int n = 0;
     if (which == 0) {
-        STACK_OF(OPENSSL_STRING) *urls = X509_get1_ocsp(leaf);
+        STACK_OF(OPENSSL_STRING) *urls = X509_get1_ocsp(cert);
         const char *url = urls != NULL && sk_OPENSSL_STRING_num(urls) > 0 ? sk_OPENSSL_STRING_value(urls, 0) : NULL;
         if (url != NULL) { n = (int)strlen(url); if (n < cap) memcpy(buf, url, (size_t)n + 1); else n = -1; }
         X509_email_free(urls);
         return n;
     }
-    STACK_OF(DIST_POINT) *points = X509_get_ext_d2i(leaf, NID_crl_distribution_points, NULL, NULL);
+    STACK_OF(DIST_POINT) *points = X509_get_ext_d2i(cert, NID_crl_distribution_points, NULL, NULL);
     for (int i = 0; points != NULL && n == 0 && i < sk_DIST_POINT_num(points); i++) {
         DIST_POINT *dp = sk_DIST_POINT_value(points, i);
         if (dp->distpoint == NULL || dp->distpoint->type != 0) continue;
@@ -136,11 +146,12 @@ static inline int cpl_client_status_url(SSL *ssl, int which, char *buf, int cap)
     ERR_clear_error();
     return n;
 }
-/* The DER OCSP request for the leaf (SHA-1 CertID, no nonce) in buf; its length, or -1. */
-static inline int cpl_client_ocsp_request(SSL *ssl, unsigned char *buf, int cap) {
+/* The DER OCSP request for the certificate at `index` (0: the leaf; SHA-1 CertID, no nonce) in buf; its length,
+   or -1. */
+static inline int cpl_client_ocsp_request(SSL *ssl, int index, unsigned char *buf, int cap) {
     STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
-    if (chain == NULL || sk_X509_num(chain) < 2) return -1;
-    OCSP_CERTID *id = OCSP_cert_to_id(NULL, sk_X509_value(chain, 0), sk_X509_value(chain, 1));
+    if (chain == NULL || index < 0 || sk_X509_num(chain) < index + 2) return -1;
+    OCSP_CERTID *id = OCSP_cert_to_id(NULL, sk_X509_value(chain, index), sk_X509_value(chain, index + 1));
     OCSP_REQUEST *req = OCSP_REQUEST_new();
     int n = -1;
     if (id != NULL && req != NULL && OCSP_request_add0_id(req, id) != NULL) {
@@ -153,12 +164,13 @@ static inline int cpl_client_ocsp_request(SSL *ssl, unsigned char *buf, int cap)
     ERR_clear_error();
     return n;
 }
-/* What a CRL (DER) says about the leaf: 0 not listed; 2 unreadable; 3 not issued or not signed by the leaf's issuer;
-   4 not current (thisUpdate ahead, or nextUpdate past: stale); 5 the leaf is listed (revoked); 7 no issuer. */
-static inline int cpl_client_crl_status(SSL *ssl, const unsigned char *p, long len) {
+/* What a CRL (DER) says about the certificate at `index` of the status chain (0: the leaf): 0 not listed;
+   2 unreadable; 3 not issued or not signed by the certificate's issuer (the next in the chain); 4 not current
+   (thisUpdate ahead, or nextUpdate past: stale); 5 the certificate is listed (revoked); 7 no issuer. */
+static inline int cpl_client_crl_status(SSL *ssl, int index, const unsigned char *p, long len) {
     STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
-    if (chain == NULL || sk_X509_num(chain) < 2) return 7;
-    X509 *leaf = sk_X509_value(chain, 0), *issuer = sk_X509_value(chain, 1);
+    if (chain == NULL || index < 0 || sk_X509_num(chain) < index + 2) return 7;
+    X509 *cert = sk_X509_value(chain, index), *issuer = sk_X509_value(chain, index + 1);
     X509_CRL *crl = d2i_X509_CRL(NULL, &p, len);
     if (crl == NULL) { ERR_clear_error(); return 2; }
     int result;
@@ -168,7 +180,7 @@ static inline int cpl_client_crl_status(SSL *ssl, const unsigned char *p, long l
     if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_subject_name(issuer)) != 0 || key == NULL
         || X509_CRL_verify(crl, key) != 1) result = 3;
     else if (X509_cmp_current_time(X509_CRL_get0_lastUpdate(crl)) > 0 || next == NULL || X509_cmp_current_time(next) < 0) result = 4;
-    else result = X509_CRL_get0_by_cert(crl, &entry, leaf) == 1 ? 5 : 0;
+    else result = X509_CRL_get0_by_cert(crl, &entry, cert) == 1 ? 5 : 0;
     X509_CRL_free(crl);
     ERR_clear_error();
     return result;

@@ -18,6 +18,11 @@ import Darwin
 ///   issued it; HTTP 400 with `malformedRequest` when the body is not an OCSP request.
 /// - `GET /<issuer>/<base64 request>` or `GET /<base64 request>` (RFC 6960 appendix A.1, percent-encoded): the same.
 /// - `GET /<issuer>.crl`: the CA's CRL (DER, `application/pkix-crl`).
+/// - The same in absolute form, as a client sends it to an HTTP proxy (`GET http://crl.pinning.test/lab-root.crl`),
+///   for the lab's two revocation hosts only (port 80 or none): a client whose HTTP stack honours a proxy setting
+///   (the JDK's `http.proxyHost`/`http.proxyPort` pointed at the responder) then fetches the URLs the certificates
+///   name themselves, whatever certificate of the chain names them. Any other absolute URL is refused (400): the
+///   responder relays nothing.
 /// - Anything else: 404; other methods 405; a head over 8 KiB 431; a body over ``OCSPRequestReader/maxBytes`` 413;
 ///   a request not complete within `readTimeout` 408.
 ///
@@ -223,7 +228,7 @@ package final class RevocationResponder: Sendable {
         guard let end = headEnd else { return }
         let head: HTTPRequestHead
         do {
-            head = try HTTPRequestHead.parse(buffer[0..<(end - 2)])
+            head = try HTTPRequestHead.parse(Self.originForm(buffer[0..<(end - 2)])[...])
         } catch {
             return respond(fd, Answer(400, "the request is not HTTP/1.1: \(error.reason) Fix: \(error.fix)"))
         }
@@ -350,6 +355,30 @@ package final class RevocationResponder: Sendable {
     }
 
     // MARK: - Request targets
+
+    /// The head with an absolute-form target for one of the lab's revocation hosts (`http://crl.pinning.test/x.crl`,
+    /// `http://ocsp.pinning.test:80/…`) rewritten to its origin form (`/x.crl`); any other head unchanged (an
+    /// absolute URL for another host then fails to parse: 400).
+    static func originForm(_ head: ArraySlice<UInt8>) -> [UInt8] {
+        guard let firstSpace = head.firstIndex(of: 0x20) else { return Array(head) }
+        let targetStart = head.index(after: firstSpace)
+        let lineEnd = head[targetStart...].firstIndex(of: 0x0D) ?? head.endIndex
+        guard let targetEnd = head[targetStart..<lineEnd].firstIndex(of: 0x20) else { return Array(head) }
+        let target = String(decoding: head[targetStart..<targetEnd], as: UTF8.self)
+        let scheme = "http://"
+        guard target.count > scheme.count, target.prefix(scheme.count).lowercased() == scheme else { return Array(head) }
+        let rest = target.dropFirst(scheme.count)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" }
+        var host = Substring(authority.lowercased())
+        if let colon = host.lastIndex(of: ":") {
+            guard host[host.index(after: colon)...] == "80" else { return Array(head) }
+            host = host[..<colon]
+        }
+        guard [RevocationHosts.ocsp, RevocationHosts.crl].contains(String(host)) else { return Array(head) }
+        let path = rest.dropFirst(authority.count)
+        let origin = path.hasPrefix("/") ? String(path) : "/" + path
+        return Array(head[..<targetStart]) + Array(origin.utf8) + Array(head[targetEnd...])
+    }
 
     /// Standard or URL-safe base64, padding optional.
     static func base64(_ text: String) -> [UInt8]? {

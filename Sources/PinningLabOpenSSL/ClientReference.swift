@@ -54,9 +54,10 @@ public struct ReferenceClient: PinningClient {
         /// again (the host name still is): the pin check lives in a callback that runs only when certificates
         /// arrive, like Go's `tls.Config.VerifyPeerCertificate` (golang/go #31641, #77217).
         public static let skipsPinsOnResumption = Mistake("skips-pins-on-resumption")
-        /// Checks stapled OCSP responses hard-fail like `correct-revocation-hard`, but skips the check when a pin
-        /// matched: a pinned key is taken as proof enough, so a revoked certificate for a key still in the pin set
-        /// (the old K1 after an emergency re-key, kept as a backup pin) is accepted. Declares `revocation=hard`.
+        /// Checks revocation hard-fail like `correct-revocation-hard` (staples, then the fetched status of every
+        /// certificate below the trust anchor), but skips the whole check when a pin matched: a pinned key is taken
+        /// as proof enough, so a revoked certificate for a key still in the pin set (the old K1 after an emergency
+        /// re-key, kept as a backup pin) is accepted. Declares `revocation=hard`.
         public static let trustsRevokedBackupPin = Mistake("trusts-revoked-backup-pin")
 
         /// Like `correct`, but decides whether its pins apply by comparing the host name with the scope they were
@@ -135,10 +136,12 @@ public struct ReferenceClient: PinningClient {
     /// What the client does with revocation status: `none` ignores it (and asks for no staple); otherwise it reads
     /// the stapled OCSP response, or, when none is stapled, fetches the status the leaf names — its OCSP responder,
     /// then its CRL distribution point — from ``ClientTarget/revocationResponder`` (the lab's revocation hosts lead
-    /// nowhere else). `soft` refuses only validly signed, current proof of revocation; `hard` refuses unless it
-    /// holds a validly signed, current "good" (a staple, a fetched OCSP response, or a current CRL that does not list
-    /// the leaf) — for a leaf that names a responder or CRL (one that names neither publishes no status to demand).
-    /// Either refuses a Must-Staple leaf served without a staple.
+    /// nowhere else); then it does the same for every CA certificate of the verified chain below the trust anchor,
+    /// from the OCSP responder or CRL each names (a staple speaks for the leaf only). `soft` refuses only validly
+    /// signed, current proof that one of them is revoked; `hard` refuses unless it holds a validly signed, current
+    /// "good" (a staple, a fetched OCSP response, or a current CRL that does not list it) for each one that names a
+    /// responder or CRL (one that names neither publishes no status to demand). Either refuses a Must-Staple leaf
+    /// served without a staple.
     public let revocation: ClientChecks.Revocation
     /// `required`: where the target turns Certificate Transparency on (``ClientTarget/certificateTransparency``),
     /// a chain ending at one of its enforced roots must carry valid SCTs (embedded, in the TLS extension or in a

@@ -79,8 +79,8 @@ struct ClientCase: Sendable, CustomTestStringConvertible {
     /// (the catalogue's `resumption-*` scenarios judge it), and so do `shares-sessions-across-hosts` and
     /// `sends-early-data-on-resumption` (early-data-to-interceptor);
     /// `case-sensitive-scope` differs only where a scope is declared and the host is spelled otherwise;
-    /// `trusts-revoked-backup-pin` only where a leaf names an OCSP responder (the catalogue's `ocsp-stapled-*` and
-    /// `revoked-key-replay` judge it); `coalesces-without-pins` only on an HTTP/2 connection kept for a later request
+    /// `trusts-revoked-backup-pin` only where a certificate of the chain names an OCSP responder or CRL (the
+    /// catalogue's `ocsp-stapled-*`, `crl-*` and `revoked-key-replay` judge it); `coalesces-without-pins` only on an HTTP/2 connection kept for a later request
     /// (the catalogue's `h2-coalescing-pinned-host` judges it).
     func expectation(for client: String) -> ClientExpectation {
         let column = ["pins-by-issuer-name", "pins-every-host", "skips-pins-on-resumption", "case-sensitive-scope",

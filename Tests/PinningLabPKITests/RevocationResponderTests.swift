@@ -105,6 +105,33 @@ struct RevocationResponderTests {
         }
     }
 
+    @Test("as an HTTP proxy for the lab's revocation hosts only: lab-root's CRL lists the revoked intermediate",
+          .requires("openssl", "curl"))
+    func absoluteFormForTheLabHostsOnly() async throws {
+        let pki = try await SharedPKI.pki()
+        let responder = try RevocationResponder(pki: pki)
+        defer { responder.stop() }
+        let f = try Files(pki, cert: "lab-intermediate-crl-revoked")
+        let crl = f.dir.appendingPathComponent("root.crl").path
+        // curl -x sends the absolute form (GET http://crl.pinning.test/lab-root.crl), as the JDK does with http.proxyHost.
+        let got = try await run(["curl", "-sS", "--fail", "--noproxy", "", "-x", responder.baseURL, "-o", crl, "http://crl.pinning.test/lab-root.crl"])
+        #expect(got.status == 0, "\(got.output)")
+        let v = try await run(["openssl", "crl", "-inform", "DER", "-in", crl, "-CAfile", f.root, "-noout", "-text"])
+        #expect(v.output.contains("verify OK"), "\(v.output)")
+        let serial = try pki.identity("lab-intermediate-crl-revoked").serialHex.uppercased()
+        #expect(v.stdout.replacingOccurrences(of: ":", with: "").uppercased().contains(String(serial.drop(while: { $0 == "0" }))),
+                "\(v.output)")
+        #expect(v.stdout.contains("Key Compromise"), "\(v.output)")
+        #expect(responder.requests.map(\.subject) == ["lab-root"])
+        #expect(responder.requests.first?.path == "/lab-root.crl")
+        // The OCSP host's absolute form too; anything else is no relay: 400 (another host, another port).
+        for (url, status) in [("http://OCSP.pinning.test:80/lab-intermediate-a.crl", "200"), ("http://example.com/", "400"),
+                              ("http://crl.pinning.test:8080/lab-root.crl", "400"), ("http://127.0.0.1/lab-root.crl", "400")] {
+            let r = try await run(["curl", "-s", "--noproxy", "", "-x", responder.baseURL, "-o", "/dev/null", "-w", "%{http_code}", url])
+            #expect(r.stdout == status, "\(url): \(r.output)")
+        }
+    }
+
     @Test("oversized, malformed and hostile requests get 4xx and the responder keeps answering", .requires("curl", "python3"))
     func hostileRequests() async throws {
         let pki = try await SharedPKI.pki()

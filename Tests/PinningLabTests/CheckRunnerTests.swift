@@ -36,6 +36,8 @@ enum Predictions {
     static let revocationAllAccept = [
         "ocsp-stapled-revoked", "ocsp-stapled-unknown", "ocsp-stapled-expired", "ocsp-stapled-bad-signature",
         "ocsp-stapled-wrong-responder", "must-staple-missing", "crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable",
+        // The leaf is good; lab-root's CRL lists its intermediate (K1 leaf, every pin matches: only revocation decides).
+        "crl-revoked-intermediate",
     ]
     /// Scenarios where every profile must accept and the server sends the whole chain, lab-root included.
     static let allAcceptRootSent = ["baseline", "reversed-chain"]
@@ -141,7 +143,8 @@ enum Predictions {
         "shares-sessions-across-hosts": cells(["resumption-cross-host"], pinnedProfiles),
         // Declares revocation=hard but skips the check when a pin matched: every pinned profile where a hard-fail
         // client refuses on revocation is accepted (in revoked-key-replay, leaf-cert's pin is leaf-v1's certificate
-        // and does not match, so it refuses on pins like every client).
+        // and does not match, so it refuses on pins like every client). Under `none` no pin matches, so it checks
+        // the whole chain as correct-revocation-hard does and refuses crl-revoked-intermediate's revoked CA.
         // Over HTTP/2, the connection kept open for the unpinned CDN carries the pinned API's request without a
         // pin check: every pinned profile. (Reusing a connection is no resumption: skips-pins-on-resumption and
         // shares-sessions-across-hosts check the API's pins before reusing it, as `correct` does.)

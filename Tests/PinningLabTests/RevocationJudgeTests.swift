@@ -10,16 +10,37 @@ import Testing
 /// - Python's `ssl` with `VERIFY_CRL_CHECK_LEAF` and the CRL it fetched from `{crl.url}` loaded into its store
 ///   (OpenSSL's CRL check underneath) is hard-fail for leaves: it needs a current CRL from the leaf's issuer. It
 ///   accepts crl-good, refuses crl-revoked-leaf ("certificate revoked"), crl-stale ("CRL has expired") and
-///   ocsp-responder-unreachable (no CRL could be fetched: "unable to get certificate CRL").
+///   ocsp-responder-unreachable (no CRL could be fetched: "unable to get certificate CRL"). It checks the leaf
+///   only, so it accepts crl-revoked-intermediate, whose leaf its own CRL does not list: a deviation from the
+///   hard-fail it declares, which the scenario exists to show.
+/// - The same with `VERIFY_CRL_CHECK_CHAIN` (OpenSSL's `X509_V_FLAG_CRL_CHECK_ALL`) and lab-root's CRL loaded too
+///   (fetched from `/lab-root.crl` on the same responder) checks every certificate of the chain, the root included
+///   against its own CRL: it accepts crl-good and refuses crl-revoked-leaf and crl-revoked-intermediate ("certificate
+///   revoked"), crl-stale and ocsp-responder-unreachable as the leaf-only check does.
 /// - The JDK's `PKIXRevocationChecker` (OCSP at `{ocsp.url}` through `setOcspResponder`, falling back to the CRL
 ///   fetched from `{crl.url}` in a CertStore; end entity only): without SOFT_FAIL it refuses what Python refuses; with
 ///   SOFT_FAIL it accepts ocsp-responder-unreachable (a network failure) but still refuses crl-stale: SOFT_FAIL
 ///   forgives a status that cannot be obtained, not one that arrives out of date.
+/// - The JDK configured the way most applications turn revocation on, by system properties alone:
+///   `-Dcom.sun.net.ssl.checkRevocation=true -Dcom.sun.security.enableCRLDP=true
+///   -Djdk.tls.client.enableStatusRequestExtension=true`, the default trust manager over a trust store holding
+///   lab-root. It fetches each CRL from the URL the certificate names (`http://crl.pinning.test/…`, port 80), which
+///   nothing in a test can remap to the responder's port (`jdk.net.hosts.file` maps names, not ports) — so the judge
+///   also sets the JDK's standard proxy properties, `-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=PORT` with the
+///   responder's address taken from `{crl.url}`, and the responder answers a proxy request (absolute form) for the lab's
+///   revocation hosts as it answers the path. With `ocsp.enable` unset this is the JDK's legacy revocation mode: CRLs
+///   only, hard-fail, every certificate of the path from the anchor's side down. So it refuses
+///   crl-revoked-intermediate ("Certificate has been revoked", lab-root's CRL) — and also crl-good and
+///   crl-revoked-leaf before it reaches their leaves: lab-intermediate-a names no CRL distribution point, and the
+///   JDK demands a status for every certificate ("Could not determine revocation status"). crl-good is therefore a
+///   deviation from revocation=hard as the lab defines it (a certificate that names no status has none to demand):
+///   the JDK's CRLDP checking is stricter, and only works where every CA of the chain publishes a CRL.
 @Suite("Real clients that check revocation (Python ssl, the JDK)", .serialized)
 struct RevocationJudgeTests {
     static let scenarios = ["crl-good", "crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable"]
 
-    static func run(_ client: CommandClient, declaring revocation: ClientChecks.Revocation) async throws -> CheckReport {
+    static func run(_ client: CommandClient, declaring revocation: ClientChecks.Revocation,
+                    scenarios: [String] = scenarios) async throws -> CheckReport {
         var options = CheckOptions(profiles: [.none], scenarios: scenarios, jobs: 2)
         options.clientChecks = ClientChecks(revocation: revocation)
         var report = try await TestLab.runner().run(.command(client), options: options)
@@ -42,21 +63,26 @@ struct RevocationJudgeTests {
         return dir
     }
 
+    /// `leaf` or `chain`, then `{host} {ip} {port} {ca} {crl.url}`. In `chain` mode lab-root's CRL is fetched too,
+    /// from the same responder as `{crl.url}`.
     static let python = #"""
         import base64, socket, ssl, sys, tempfile, urllib.request
-        host, ip, port, ca, crl_url = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+        mode, host, ip, port, ca, crl_url = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
         ctx = ssl.create_default_context(cafile=ca)
-        ctx.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
-        if crl_url:
+        ctx.verify_flags |= ssl.VERIFY_CRL_CHECK_CHAIN if mode == "chain" else ssl.VERIFY_CRL_CHECK_LEAF
+        urls = [crl_url] if crl_url else []
+        if crl_url and mode == "chain":
+            urls.append(crl_url.rsplit("/", 1)[0] + "/lab-root.crl")
+        for url in urls:
             try:
-                der = urllib.request.build_opener(urllib.request.ProxyHandler({})).open(crl_url, timeout=5).read()
+                der = urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=5).read()
                 pem = "-----BEGIN X509 CRL-----\n" + base64.encodebytes(der).decode() + "-----END X509 CRL-----\n"
                 with tempfile.NamedTemporaryFile("w", suffix=".pem") as f:
                     f.write(pem)
                     f.flush()
                     ctx.load_verify_locations(cafile=f.name)
             except OSError as e:
-                print("no CRL:", e, file=sys.stderr)
+                print("no CRL:", url, e, file=sys.stderr)
         with socket.create_connection((ip, port), timeout=5) as raw:
             with ctx.wrap_socket(raw, server_hostname=host) as tls:
                 tls.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
@@ -118,25 +144,139 @@ struct RevocationJudgeTests {
         }
         """#
 
-    @Test("Python ssl with VERIFY_CRL_CHECK_LEAF and the lab CRL: accepts crl-good only", .requires("python3"))
+    static func pythonClient(_ mode: String, in dir: URL) throws -> CommandClient {
+        let script = dir.appendingPathComponent("crljudge.py")
+        try Self.python.write(to: script, atomically: true, encoding: .utf8)
+        return CommandClient(
+            name: "python-ssl-crl-check-\(mode)",
+            template: try CommandTemplate(["python3", script.path, mode, "{host}", "{ip}", "{port}", "{ca}", "{crl.url}"]),
+            timeout: .seconds(30))
+    }
+
+    @Test("Python ssl with VERIFY_CRL_CHECK_LEAF and the lab CRL: accepts crl-good, and crl-revoked-intermediate (leaf only)",
+          .requires("python3"))
     func python() async throws {
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let script = dir.appendingPathComponent("crljudge.py")
-        try Self.python.write(to: script, atomically: true, encoding: .utf8)
-        let client = CommandClient(
-            name: "python-ssl-crl-check",
-            template: try CommandTemplate(["python3", script.path, "{host}", "{ip}", "{port}", "{ca}", "{crl.url}"]),
-            timeout: .seconds(30))
-        let report = try await Self.run(client, declaring: .hard)
-        #expect(report.verdicts.count == Self.scenarios.count * 2)
-        let notPassed = report.verdicts.filter { $0.status != .pass }.map { "\($0.scenario)/\($0.engine): \($0.status) \($0.reason) \($0.clientDetail ?? "")" }
-        #expect(notPassed.isEmpty, "\(notPassed.joined(separator: "\n"))")
-        #expect(Self.accepted(report) == ["openssl": ["crl-good"], "gnutls": ["crl-good"]])
+        let scenarios = Self.scenarios + ["crl-revoked-intermediate"]
+        let report = try await Self.run(try Self.pythonClient("leaf", in: dir), declaring: .hard, scenarios: scenarios)
+        #expect(report.verdicts.count == scenarios.count * 2)
+        let notPassed = report.verdicts.filter { $0.status != .pass }
+        // The revoked intermediate goes unseen: accepted where the hard-fail it declares refuses.
+        #expect(Set(notPassed.map { "\($0.scenario)/\($0.engine)/\($0.status)" })
+                    == ["crl-revoked-intermediate/openssl/fail", "crl-revoked-intermediate/gnutls/fail"],
+                "\(notPassed.map { "\($0.scenario)/\($0.engine): \($0.status) \($0.reason) \($0.clientDetail ?? "")" })")
+        let accepted: Set<String> = ["crl-good", "crl-revoked-intermediate"]
+        #expect(Self.accepted(report) == ["openssl": accepted, "gnutls": accepted])
         let detail = { (s: String) in report.verdicts.first { $0.scenario == s && $0.engine == "openssl" }?.clientDetail ?? "" }
         #expect(detail("crl-revoked-leaf").contains("certificate revoked"), "\(detail("crl-revoked-leaf"))")
         #expect(detail("crl-stale").contains("CRL has expired"), "\(detail("crl-stale"))")
         #expect(detail("ocsp-responder-unreachable").contains("unable to get certificate CRL"), "\(detail("ocsp-responder-unreachable"))")
+    }
+
+    @Test("Python ssl with VERIFY_CRL_CHECK_CHAIN and the CRLs of the leaf's issuer and lab-root: refuses either revocation",
+          .requires("python3"))
+    func pythonChain() async throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let scenarios = Self.scenarios + ["crl-revoked-intermediate"]
+        let report = try await Self.run(try Self.pythonClient("chain", in: dir), declaring: .hard, scenarios: scenarios)
+        #expect(report.verdicts.count == scenarios.count * 2)
+        let notPassed = report.verdicts.filter { $0.status != .pass }.map { "\($0.scenario)/\($0.engine): \($0.status) \($0.reason) \($0.clientDetail ?? "")" }
+        #expect(notPassed.isEmpty, "\(notPassed.joined(separator: "\n"))")
+        #expect(Self.accepted(report) == ["openssl": ["crl-good"], "gnutls": ["crl-good"]])
+        for engine in ["openssl", "gnutls"] {
+            let detail = { (s: String) in report.verdicts.first { $0.scenario == s && $0.engine == engine }?.clientDetail ?? "" }
+            for s in ["crl-revoked-leaf", "crl-revoked-intermediate"] {
+                #expect(detail(s).contains("certificate revoked"), "\(s)/\(engine): \(detail(s))")
+            }
+            #expect(detail("crl-stale").contains("CRL has expired"), "\(detail("crl-stale"))")
+        }
+    }
+
+    /// The default trust manager over a trust store holding `{ca}` (lab-root); everything else is system properties.
+    static let javaDefaults = #"""
+        import java.io.*;
+        import java.net.*;
+        import java.security.*;
+        import java.security.cert.*;
+        import java.util.*;
+        import javax.net.ssl.*;
+
+        public class CRLDPJudge {
+            public static void main(String[] a) throws Exception {
+                String host = a[0], ip = a[1];
+                int port = Integer.parseInt(a[2]);
+                KeyStore trust = KeyStore.getInstance(KeyStore.getDefaultType());
+                trust.load(null, null);
+                try (InputStream in = new FileInputStream(a[3])) {
+                    int i = 0;
+                    for (java.security.cert.Certificate c : CertificateFactory.getInstance("X.509").generateCertificates(in))
+                        trust.setCertificateEntry("anchor-" + i++, c);
+                }
+                TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+                tmf.init(trust);
+                SSLContext ctx = SSLContext.getInstance("TLS");
+                ctx.init(null, tmf.getTrustManagers(), null);
+                try (Socket raw = new Socket(ip, port)) {
+                    raw.setSoTimeout(10000);
+                    SSLSocket s = (SSLSocket) ctx.getSocketFactory().createSocket(raw, host, port, true);
+                    SSLParameters p = s.getSSLParameters();
+                    p.setEndpointIdentificationAlgorithm("HTTPS");
+                    p.setServerNames(List.of(new SNIHostName(host)));
+                    s.setSSLParameters(p);
+                    s.startHandshake();
+                    s.getOutputStream().write(("GET / HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n").getBytes());
+                    s.getOutputStream().flush();
+                    s.getInputStream().read();
+                }
+            }
+        }
+        """#
+
+    /// `{crl.url} {host} {ip} {port} {ca}`: the JDK's proxy properties point at the responder `{crl.url}` names.
+    static let javaLauncher = #"""
+        #!/bin/sh
+        # The responder's address from {crl.url} (http://127.0.0.1:PORT/...): the JDK's HTTP proxy for the lab hosts.
+        hostport=${1#http://}
+        hostport=${hostport%%/*}
+        shift
+        exec java -Dcom.sun.net.ssl.checkRevocation=true -Dcom.sun.security.enableCRLDP=true \
+            -Djdk.tls.client.enableStatusRequestExtension=true \
+            -Dhttp.proxyHost="${hostport%:*}" -Dhttp.proxyPort="${hostport##*:}" \
+            -cp "$(dirname "$0")" CRLDPJudge "$@"
+        """#
+
+    @Test("the JDK with checkRevocation and enableCRLDP fetches each certificate's CRL itself, through the responder as proxy",
+          .requires("javac", "java"))
+    func jdkSystemProperties() async throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = dir.appendingPathComponent("CRLDPJudge.java")
+        try Self.javaDefaults.write(to: source, atomically: true, encoding: .utf8)
+        let launcher = dir.appendingPathComponent("crldp-judge.sh")
+        try Self.javaLauncher.write(to: launcher, atomically: true, encoding: .utf8)
+        let compiled = ChildProcess.runBlocking(["javac", "-d", dir.path, source.path], timeout: .seconds(240))
+        try #require(compiled.status == 0, "javac: \(String(decoding: compiled.stderr, as: UTF8.self))")
+        let client = CommandClient(
+            name: "jdk-crldp-system-properties",
+            template: try CommandTemplate(["sh", launcher.path, "{crl.url}", "{host}", "{ip}", "{port}", "{ca}"]),
+            timeout: .seconds(60))
+        let scenarios = ["crl-good", "crl-revoked-leaf", "crl-revoked-intermediate"]
+        let report = try await Self.run(client, declaring: .hard, scenarios: scenarios)
+        #expect(report.verdicts.count == scenarios.count * 2)
+        #expect(Self.accepted(report) == ["openssl": [], "gnutls": []])
+        // crl-good: lab-intermediate-a names no CRL, and the JDK demands a status for every certificate of the path.
+        let notPassed = report.verdicts.filter { $0.status != .pass }
+        #expect(Set(notPassed.map { "\($0.scenario)/\($0.engine)/\($0.status)" }) == ["crl-good/openssl/fail", "crl-good/gnutls/fail"],
+                "\(notPassed.map { "\($0.scenario)/\($0.engine): \($0.status) \($0.reason) \($0.clientDetail ?? "")" })")
+        for engine in ["openssl", "gnutls"] {
+            let detail = { (s: String) in report.verdicts.first { $0.scenario == s && $0.engine == engine }?.clientDetail ?? "" }
+            #expect(detail("crl-revoked-intermediate").contains("Certificate has been revoked"), "\(engine): \(detail("crl-revoked-intermediate"))")
+            for s in ["crl-good", "crl-revoked-leaf"] {
+                #expect(detail(s).contains("Could not determine revocation status"), "\(s)/\(engine): \(detail(s))")
+            }
+        }
     }
 
     @Test("the JDK's PKIXRevocationChecker, hard-fail and soft-fail, against the lab responder", .requires("javac", "java"))

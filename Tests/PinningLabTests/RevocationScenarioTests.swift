@@ -16,13 +16,15 @@ private struct Undeclared: PinningClient {
 /// match); soft-fail refuses only a validly signed, current "revoked" and a Must-Staple leaf without a staple;
 /// hard-fail refuses everything but a validly signed, current "good" for a leaf that names a responder.
 /// Without a staple the soft and hard clients fetch what the leaf names from the scenario's lab responder
-/// (`server.responder`): the CRL scenarios and the unreachable responder are decided by what they fetch.
+/// (`server.responder`): the CRL scenarios and the unreachable responder are decided by what they fetch. They check
+/// every certificate below the trust anchor the same way (a staple speaks for the leaf only), so lab-root's CRL
+/// listing crl-revoked-intermediate's CA refuses it under both, every pin matching.
 @Suite("Revocation scenarios per declared client checks", .serialized)
 struct RevocationScenarioTests {
     static let scenarios = [
         "ocsp-stapled-good", "ocsp-stapled-revoked", "ocsp-stapled-unknown", "ocsp-stapled-expired",
         "ocsp-stapled-bad-signature", "ocsp-stapled-wrong-responder", "must-staple-missing", "revoked-key-replay",
-        "crl-good", "crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable",
+        "crl-good", "crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable", "crl-revoked-intermediate",
     ]
 
     /// What each client does (A/X per profile, `PinProfile.all` order), the same on both engines.
@@ -33,7 +35,7 @@ struct RevocationScenarioTests {
             "ocsp-stapled-wrong-responder": "A A A A A A", "must-staple-missing": "A A A A A A",
             "revoked-key-replay": "A X A A A A",
             "crl-good": "A A A A A A", "crl-revoked-leaf": "A A A A A A", "crl-stale": "A A A A A A",
-            "ocsp-responder-unreachable": "A A A A A A",
+            "ocsp-responder-unreachable": "A A A A A A", "crl-revoked-intermediate": "A A A A A A",
         ],
         "correct-revocation-soft": [
             "ocsp-stapled-good": "A A A A A A", "ocsp-stapled-revoked": "X X X X X X", "ocsp-stapled-unknown": "A A A A A A",
@@ -43,6 +45,8 @@ struct RevocationScenarioTests {
             // Nothing stapled: it fetches the CRL the leaf names; only a current, signed CRL that lists it refuses.
             "crl-good": "A A A A A A", "crl-revoked-leaf": "X X X X X X", "crl-stale": "A A A A A A",
             "ocsp-responder-unreachable": "A A A A A A",
+            // The leaf's CRL does not list it; lab-root's CRL, which its intermediate names, lists the intermediate.
+            "crl-revoked-intermediate": "X X X X X X",
         ],
         "correct-revocation-hard": [
             "ocsp-stapled-good": "A A A A A A", "ocsp-stapled-revoked": "X X X X X X", "ocsp-stapled-unknown": "X X X X X X",
@@ -51,7 +55,7 @@ struct RevocationScenarioTests {
             "revoked-key-replay": "X X X X X X",
             // No current status that says good: a listed serial, a stale CRL, a responder that refuses connections.
             "crl-good": "A A A A A A", "crl-revoked-leaf": "X X X X X X", "crl-stale": "X X X X X X",
-            "ocsp-responder-unreachable": "X X X X X X",
+            "ocsp-responder-unreachable": "X X X X X X", "crl-revoked-intermediate": "X X X X X X",
         ],
     ]
 
@@ -85,10 +89,14 @@ struct RevocationScenarioTests {
         let client = try #require(BuiltInClients.named("correct-revocation-hard"))
         let report = try await TestLab.runner().run(.inProcess(client), options: CheckOptions(
             engines: [Engines.openssl], profiles: [.leafSPKI],
-            scenarios: ["crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable", "revoked-key-replay"]))
+            scenarios: ["crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable", "revoked-key-replay", "crl-revoked-intermediate"]))
         func detail(_ s: String) -> String { report.verdicts.first { $0.scenario == s && $0.profile == .leafSPKI }?.clientDetail ?? "" }
         #expect(detail("crl-revoked-leaf").contains("the CRL at http://crl.pinning.test/lab-intermediate-a.crl lists the certificate as revoked"),
                 "\(detail("crl-revoked-leaf"))")
+        // The leaf's own CRL does not list it: the intermediate's, lab-root's, lists the intermediate.
+        #expect(detail("crl-revoked-intermediate").contains(
+            "the issuing CA certificate at depth 1: the CRL at http://crl.pinning.test/lab-root.crl lists the certificate as revoked"),
+                "\(detail("crl-revoked-intermediate"))")
         #expect(detail("crl-stale").contains("not current (its nextUpdate has passed: stale)"), "\(detail("crl-stale"))")
         #expect(detail("ocsp-responder-unreachable").contains("OCSP http://ocsp.pinning.test/lab-intermediate-a: connect to 127.0.0.1:"),
                 "\(detail("ocsp-responder-unreachable"))")
