@@ -150,6 +150,31 @@ struct PlatformBaselineCLITests {
         }
     }
 
+    /// The whole catalogue, both engines, with curl applying its pins within their declared scope
+    /// (Examples/Commands/curl-in-scope.sh), the client-certificate groups and `--resolve`: with
+    /// `--platform openssl-default` it conforms (no cell fails; the static-RSA row and the revocation and CT cells
+    /// curl does not declare are policy), and with `--platform ats` exactly the six static-RSA cells fail.
+    /// curl's `--pinnedpubkey` pins the leaf's key only, so the CA-pin profiles are left out.
+    @Test(.requires("curl"))
+    func curlWithItsPinScopeConformsOnTheWholeCatalogue() async throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Examples/Commands/curl-in-scope.sh").path
+        let command = ["--", "sh", script, "{host}", "{pins.domain}", "{pins.subdomains}", "{pins.curl}", "--",
+                       "-sf", "-o", "/dev/null", "--resolve", "{resolve}", "--cacert", "{ca}", "[--cert {client.cert}]",
+                       "[--key {client.key}]", "{url}"]
+        let base = ["check", "--profiles", "none,leaf-spki,leaf-spki+backup", "--format", "json"] + CLI.dirArgs
+        let openssl = try await CLI.run(base + ["--platform", "openssl-default"] + command)
+        #expect(openssl.status == 0, "\(openssl.stderr)")
+        let summary = try #require(try Self.json(openssl.stdout)["summary"] as? [String: Int])
+        #expect(summary["fail"] == 0 && summary["disagree"] == 0 && summary["error"] == 0, "\(summary)")
+        #expect((summary["pass"] ?? 0) > 300, "\(summary)")
+        let ats = try await CLI.run(base + ["--platform", "ats"] + command)
+        #expect(ats.status == 1)
+        let failed = try #require(try Self.json(ats.stdout)["verdicts"] as? [[String: Any]]).filter { $0["verdict"] as? String == "fail" }
+        #expect(Set(failed.compactMap { $0["scenario"] as? String }) == ["tls-v1-2-no-forward-secrecy"])
+        #expect(failed.count == 3 * 2)
+    }
+
     /// GnuTLS does not build the path through the trusted twin root: its refusal of the unpinned name-collision-root
     /// cell is stricter than required, not a deviation; its acceptance of the baseline is as expected.
     @Test(.requires("gnutls-cli"))
