@@ -6,9 +6,7 @@ import PinningLabModel
 /// a small diagram with subjects, keys and which pins match.
 enum HTMLReport {
     static func render(_ r: CheckReport) -> String {
-        var index: [String: Verdict] = [:]
-        for v in r.verdicts { index["\(v.scenario)|\(v.profile.rawValue)|\(v.engine)"] = v }
-        let ids = r.scenarios.map(\.id).isEmpty ? orderedUnique(r.verdicts.map(\.scenario)) : r.scenarios.map(\.id)
+        let matrix = VerdictMatrix(r)
         let titles = Dictionary(r.scenarios.map { ($0.id, $0.title) }, uniquingKeysWith: { a, _ in a })
 
         var h = HTMLPage.head(title: "pinlab check: \(r.client)", style: """
@@ -51,11 +49,11 @@ enum HTMLReport {
         """
         for p in r.profiles { h += "<th>\(xml(p.rawValue))</th>" }
         h += "</tr></thead><tbody>\n"
-        for id in ids {
+        for id in matrix.scenarios {
             h += "<tr><td class=\"name\"><a href=\"#s-\(xml(id))\" title=\"\(xml(titles[id] ?? ""))\">\(xml(id))</a></td>"
             for p in r.profiles {
-                let vs = r.engines.map { index["\(id)|\(p.rawValue)|\($0)"] }
-                let letter = vs.compactMap { $0 }.first.map { $0.expected == .accept ? "A" : "X" } ?? ""
+                let vs = matrix.cell(id, p)
+                let letter = VerdictMatrix.expectedLetter(vs) ?? ""
                 h += "<td><span class=\"exp\">\(letter)</span>"
                 for (engine, v) in zip(r.engines, vs) {
                     if let v {
@@ -72,39 +70,20 @@ enum HTMLReport {
         }
         h += "</tbody></table>\n"
 
-        let dev = r.deviations
-        if !dev.isEmpty {
-            h += "<h2>Deviations (\(dev.count))</h2><ul class=\"dev\">\n"
-            for v in dev {
-                h += "<li><i class=\"m \(v.baselined == true ? "baselined" : v.status.rawValue)\">\(cellMark(v))</i> <a href=\"#s-\(xml(v.scenario))\"><code>\(xml(v.scenario))</code></a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(v.baselined == true ? "(baselined) " : "")\(xml(v.reason))"
-                if let a = v.alert?.description, !v.reason.contains(a) { h += " <span class=\"mono\">(alert \(xml(a)))</span>" }
-                h += "</li>\n"
-            }
-            h += "</ul>\n"
+        h += list("Deviations", r.deviations) { v in
+            var li = "<i class=\"m \(v.baselined == true ? "baselined" : v.status.rawValue)\">\(cellMark(v))</i> \(cellLink(v)): \(v.baselined == true ? "(baselined) " : "")\(xml(v.reason))"
+            if let a = v.alert?.description, !v.reason.contains(a) { li += " <span class=\"mono\">(alert \(xml(a)))</span>" }
+            return li
         }
 
-        let wrong = r.verdicts.filter(\.wrongReason)
-        if !wrong.isEmpty {
-            h += "<h2>Refused for another reason (\(wrong.count))</h2><ul class=\"dev\">\n"
-            for v in wrong {
-                h += "<li><a href=\"#s-\(xml(v.scenario))\"><code>\(xml(v.scenario))</code></a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(xml(v.reason))</li>\n"
-            }
-            h += "</ul>\n"
-        }
-        let ruled = ruleCells(r)
-        if !ruled.isEmpty {
-            h += "<h2>Decided by the platform policy, or stricter than required (\(ruled.count))</h2><ul class=\"dev\">\n"
-            for v in ruled {
-                h += "<li><i class=\"m \(v.status.rawValue)\">\(mark(v.status))</i> <a href=\"#s-\(xml(v.scenario))\"><code>\(xml(v.scenario))</code></a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(xml(v.reason))</li>\n"
-            }
-            h += "</ul>\n"
+        h += list("Refused for another reason", r.verdicts.filter(\.wrongReason)) { v in "\(cellLink(v)): \(xml(v.reason))" }
+        h += list("Decided by the platform policy, or stricter than required", ruleCells(r)) { v in
+            "<i class=\"m \(v.status.rawValue)\">\(mark(v.status))</i> \(cellLink(v)): \(xml(v.reason))"
         }
         if let c = r.baseline, c.changed {
-            h += "<h2>Changed against the baseline \(xml(c.file)) (\(c.changes.count))</h2><ul class=\"dev\">\n"
-            for ch in c.changes {
-                h += "<li><code>\(xml(ch.cell))</code>: \(xml(ch.before?.rawValue ?? "not in the baseline")) → \(xml(ch.after.rawValue))\(ch.newlyFailing ? " (newly failing)" : ch.newlyPassing ? " (newly passing)" : "")</li>\n"
+            h += list("Changed against the baseline \(xml(c.file))", c.changes) { ch in
+                "<code>\(xml(ch.cell))</code>: \(xml(ch.before?.rawValue ?? "not in the baseline")) → \(xml(ch.after.rawValue))\(ch.newlyFailing ? " (newly failing)" : ch.newlyPassing ? " (newly passing)" : "")"
             }
-            h += "</ul>\n"
         }
         h += "<h2>Scenarios</h2>\n"
         for s in r.scenarios {
@@ -139,11 +118,11 @@ enum HTMLReport {
                 h += "</div>\n"
             }
             h += "</div>\n"
-            h += stepTimeline(s.id, r, index)
+            h += stepTimeline(s.id, r, matrix)
             if !r.engines.isEmpty {
                 h += "<div class=\"row\">"
                 for p in r.profiles {
-                    let vs = r.engines.compactMap { index["\(s.id)|\(p.rawValue)|\($0)"] }
+                    let vs = matrix.cell(s.id, p).compactMap { $0 }
                     let bad = vs.filter { $0.status.isDeviation }
                     if !bad.isEmpty {
                         h += "<div>✗ <code>\(xml(p.rawValue))</code>: " + bad.map { "\(xml($0.engine)): \(xml($0.reason))" }.joined(separator: "; ") + "</div>"
@@ -157,10 +136,21 @@ enum HTMLReport {
         return h
     }
 
+    /// `<h2>title (N)</h2>` and a list of `items`, one `<li>` each (`item` is its HTML); nothing when there are none.
+    static func list<T>(_ title: String, _ items: [T], _ item: (T) -> String) -> String {
+        guard !items.isEmpty else { return "" }
+        return "<h2>\(title) (\(items.count))</h2><ul class=\"dev\">\n" + items.map { "<li>\(item($0))</li>\n" }.joined() + "</ul>\n"
+    }
+
+    /// `scenario × profile × engine`, the scenario linking to its section of the page.
+    static func cellLink(_ v: Verdict) -> String {
+        "<a href=\"#s-\(xml(v.scenario))\"><code>\(xml(v.scenario))</code></a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine))"
+    }
+
     /// A scenario of several connections: its steps in time order, one row each (host, the party that answered, the
     /// pins held), and per cell the step's expected outcome and one mark per engine; ↻ marks a connection that
     /// resumed an earlier session (no certificate was sent). Empty for a scenario of one connection.
-    static func stepTimeline(_ id: String, _ r: CheckReport, _ index: [String: Verdict]) -> String {
+    static func stepTimeline(_ id: String, _ r: CheckReport, _ matrix: VerdictMatrix) -> String {
         let cells = r.verdicts.filter { $0.scenario == id }
         guard let steps = cells.compactMap(\.steps).max(by: { $0.count < $1.count }), steps.count > 1 else { return "" }
         var h = "<table class=\"matrix steps\"><thead><tr><th>step</th><th>host</th><th>answered by</th><th>pins</th>"
@@ -170,7 +160,7 @@ enum HTMLReport {
             h += "<tr><td>\(step.step)</td><td class=\"name\"><code>\(xml(step.host))</code></td><td class=\"name\">\(xml(step.party))</td>"
             h += "<td class=\"name\">\(xml(step.pins.rawValue))</td>"
             for p in r.profiles {
-                let vs = r.engines.map { index["\(id)|\(p.rawValue)|\($0)"] }
+                let vs = matrix.cell(id, p)
                 let first = vs.compactMap { $0?.steps }.first { $0.count > k }?[k]
                 h += "<td><span class=\"exp\">\(first.map { $0.expected == .accept ? "A" : "X" } ?? "")</span>"
                 for (engine, v) in zip(r.engines, vs) {

@@ -63,6 +63,32 @@ func ruleGroups(_ ruled: [Verdict]) -> [(scenario: String, status: Verdict.Statu
 /// Cells whose outcome a platform policy decided, or that were stricter than required, for the lists under matrices.
 func ruleCells(_ r: CheckReport) -> [Verdict] { r.verdicts.filter { $0.status == .policy || $0.status == .stricter } }
 
+/// A report's verdicts as its matrices (text, Markdown, HTML) draw them: the scenarios in order (the report's, or as
+/// the verdicts name them when it lists none) and, per scenario and pin profile, one verdict per engine of the report.
+struct VerdictMatrix {
+    let scenarios: [String]
+    private let engines: [String]
+    private let index: [String: Verdict]
+
+    init(_ r: CheckReport) {
+        var index: [String: Verdict] = [:]
+        for v in r.verdicts { index["\(v.scenario)|\(v.profile.rawValue)|\(v.engine)"] = v }
+        self.index = index
+        engines = r.engines
+        scenarios = r.scenarios.map(\.id).isEmpty ? orderedUnique(r.verdicts.map(\.scenario)) : r.scenarios.map(\.id)
+    }
+
+    /// The cell's verdicts, one per engine (`nil`: the engine did not run it).
+    func cell(_ scenario: String, _ profile: PinProfile) -> [Verdict?] {
+        engines.map { index["\(scenario)|\(profile.rawValue)|\($0)"] }
+    }
+
+    /// `A` (accept) or `X` (refuse): the outcome a cell expects, from the first engine that ran it; `nil` when none did.
+    static func expectedLetter(_ cell: [Verdict?]) -> String? {
+        cell.compactMap { $0 }.first.map { $0.expected == .accept ? "A" : "X" }
+    }
+}
+
 /// The terminal matrix: scenarios × profiles, one mark per engine in each cell, then the deviations and a summary.
 enum TextReport {
     static func render(_ r: CheckReport, color: Bool, maxDeviations: Int? = nil) -> String {
@@ -89,20 +115,18 @@ enum TextReport {
         if !extra.isEmpty { out += extra + "\n" }
         out += "\n"
 
-        let ids = r.scenarios.map(\.id).isEmpty ? orderedUnique(r.verdicts.map(\.scenario)) : r.scenarios.map(\.id)
+        let matrix = VerdictMatrix(r)
+        let ids = matrix.scenarios
         let nameWidth = max(8, ids.map(\.count).max() ?? 8) + 2
         let widths = r.profiles.map { max(shortHeader($0).count, 2 + engines.count) + 2 }
         var header = "scenario".padding(toLength: nameWidth, withPad: " ", startingAt: 0)
         for (p, w) in zip(r.profiles, widths) { header += shortHeader(p).padding(toLength: w, withPad: " ", startingAt: 0) }
         out += paint(header.trimmingTrailing(), "1") + "\n"
-        var index: [String: Verdict] = [:]
-        for v in r.verdicts { index["\(v.scenario)|\(v.profile.rawValue)|\(v.engine)"] = v }
         for id in ids {
             var line = id.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
             for (p, w) in zip(r.profiles, widths) {
-                let vs = engines.map { index["\(id)|\(p.rawValue)|\($0)"] }
-                let expected = vs.compactMap { $0 }.first?.expected
-                let letter = expected.map { $0 == .accept ? "A" : "X" } ?? " "
+                let vs = matrix.cell(id, p)
+                let letter = VerdictMatrix.expectedLetter(vs) ?? " "
                 let marks = vs.map { v in
                     v.map { v in
                         v.baselined == true ? paint("b", "33") : v.wrongReason ? paint("?", "33")
@@ -175,39 +199,34 @@ enum MarkdownReport {
         out += (extra.isEmpty ? "" : " " + extra) + "\n\n"
         out += "| scenario | " + r.profiles.map { "`\($0.rawValue)`" }.joined(separator: " | ") + " |\n"
         out += "|---|" + r.profiles.map { _ in ":-:" }.joined(separator: "|") + "|\n"
-        var index: [String: Verdict] = [:]
-        for v in r.verdicts { index["\(v.scenario)|\(v.profile.rawValue)|\(v.engine)"] = v }
-        let ids = r.scenarios.map(\.id).isEmpty ? orderedUnique(r.verdicts.map(\.scenario)) : r.scenarios.map(\.id)
-        for id in ids {
+        let matrix = VerdictMatrix(r)
+        for id in matrix.scenarios {
             var cells: [String] = []
             for p in r.profiles {
-                let vs = r.engines.map { index["\(id)|\(p.rawValue)|\($0)"] }
-                let letter = vs.compactMap { $0 }.first.map { $0.expected == .accept ? "A" : "X" } ?? ""
+                let vs = matrix.cell(id, p)
+                let letter = VerdictMatrix.expectedLetter(vs) ?? ""
                 cells.append(letter + " " + vs.map { v in v.map(cellMark) ?? " " }.joined())
             }
             out += "| `\(id)` | " + cells.joined(separator: " | ") + " |\n"
         }
-        let dev = r.deviations
-        if !dev.isEmpty {
-            out += "\n## Deviations\n\n"
-            for v in dev {
-                out += "- \(mark(v.status)) `\(v.scenario)` × `\(v.profile)` × \(v.engine): \(v.baselined == true ? "(baselined) " : "")\(escapeMarkdown(v.reason))"
-                if let a = v.alert { out += " (alert `\(a)`)" }
-                out += "\n"
-            }
+        out += list("Deviations", r.deviations) { v in
+            "\(mark(v.status)) \(cell(v)): \(v.baselined == true ? "(baselined) " : "")\(escapeMarkdown(v.reason))"
+                + (v.alert.map { " (alert `\($0)`)" } ?? "")
         }
-        let wrong = r.verdicts.filter(\.wrongReason)
-        if !wrong.isEmpty {
-            out += "\n## Refused for another reason\n\n"
-            for v in wrong { out += "- `\(v.scenario)` × `\(v.profile)` × \(v.engine): \(escapeMarkdown(v.reason))\n" }
-        }
-        let ruled = ruleCells(r)
-        if !ruled.isEmpty {
-            out += "\n## Decided by the platform policy, or stricter than required\n\n"
-            for v in ruled { out += "- \(mark(v.status)) `\(v.scenario)` × `\(v.profile)` × \(v.engine): \(escapeMarkdown(v.reason))\n" }
+        out += list("Refused for another reason", r.verdicts.filter(\.wrongReason)) { v in "\(cell(v)): \(escapeMarkdown(v.reason))" }
+        out += list("Decided by the platform policy, or stricter than required", ruleCells(r)) { v in
+            "\(mark(v.status)) \(cell(v)): \(escapeMarkdown(v.reason))"
         }
         return out
     }
+
+    /// `## title` and a bulleted list of `items` (`item` is a bullet's Markdown); nothing when there are none.
+    static func list<T>(_ title: String, _ items: [T], _ item: (T) -> String) -> String {
+        items.isEmpty ? "" : "\n## \(title)\n\n" + items.map { "- \(item($0))\n" }.joined()
+    }
+
+    /// `` `scenario` × `profile` × engine ``.
+    static func cell(_ v: Verdict) -> String { "`\(v.scenario)` × `\(v.profile)` × \(v.engine)" }
 
     static func escapeMarkdown(_ s: String) -> String {
         s.replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\n", with: " ")

@@ -27,7 +27,7 @@ final class GnuTLSServerSession: TLSServerSession {
         if early {
             // The limit goes into the tickets this session issues. GnuTLS accepts early data only with anti-replay
             // on: the context's, which refuses only a ClientHello it has seen (a replay), never a fresh attempt.
-            earlyData = []
+            earlyData = EarlyDataBuffer()
             if let ar = context.antiReplay { gnutls_anti_replay_enable(s, ar) }
             let erc = gnutls_record_set_max_early_data_size(s, Int(context.configuration.resumption.maxEarlyData))
             guard erc >= 0 else { throw TLSEngineError(.library, "gnutls_record_set_max_early_data_size: \(gnutlsErrorText(erc))") }
@@ -200,8 +200,7 @@ final class GnuTLSServerSession: TLSServerSession {
     var isTLS13: Bool { gnutls_protocol_get_version(session) == GNUTLS_TLS1_3 }
 
     /// Early data GnuTLS accepted, handed to `read(into:)` first; `nil` when the server allows none.
-    private var earlyData: [UInt8]? = nil
-    private var earlyDataDelivered = 0
+    private var earlyData: EarlyDataBuffer? = nil
 
     /// Moves the early data GnuTLS buffered during the handshake into `earlyData` (also when the handshake then
     /// failed: the bytes reached the server all the same).
@@ -211,9 +210,9 @@ final class GnuTLSServerSession: TLSServerSession {
         while true {
             let n = chunk.withUnsafeMutableBytes { gnutls_record_recv_early_data(session, $0.baseAddress, $0.count) }
             guard n > 0 else { break }
-            earlyData!.append(contentsOf: chunk.prefix(n))
+            earlyData!.append(chunk.prefix(n))
         }
-        details.earlyDataBytes = earlyData!.count
+        details.earlyDataBytes = earlyData!.bytes.count
     }
 
     func handshake() -> TLSStep {
@@ -241,14 +240,7 @@ final class GnuTLSServerSession: TLSServerSession {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSStep {
-        if let early = earlyData, earlyDataDelivered < early.count {
-            let n = min(buffer.count, early.count - earlyDataDelivered)
-            early.withUnsafeBytes { all in
-                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: all[earlyDataDelivered..<earlyDataDelivered + n]))
-            }
-            earlyDataDelivered += n
-            return .bytes(n)
-        }
+        if let n = earlyData?.read(into: buffer) { return .bytes(n) }
         let n = gnutls_record_recv(session, buffer.baseAddress, buffer.count)
         if n > 0 { return .bytes(n) }
         if n == 0 {

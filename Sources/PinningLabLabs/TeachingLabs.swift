@@ -66,7 +66,7 @@ public enum TeachingLabs {
         profiles: [.leafSPKI, .leafSPKIBackup],
         pythonFile: "lab02_cert_vs_key.py",
         mistake: "The client pins the whole certificate (SHA-256 of its DER) although the policy is to pin the key.",
-        starterFails: [LabCell("renewal-same-key", .leafSPKI), LabCell("renewal-same-key", .leafSPKIBackup)],
+        starterFails: LabCell.grid(["renewal-same-key"], [.leafSPKI, .leafSPKIBackup]),
         explanations: [
             CellExplanation(
                 "renewal-same-key",
@@ -142,12 +142,8 @@ public enum TeachingLabs {
         profiles: [.leafSPKI, .intermediateSPKI, .rootSPKI],
         pythonFile: "lab04_where_to_pin.py",
         mistake: "The client only hashes the leaf, so a pin on the intermediate or the root never matches.",
-        starterFails: [
-            LabCell("baseline", .intermediateSPKI), LabCell("baseline", .rootSPKI),
-            LabCell("rekey", .intermediateSPKI), LabCell("rekey", .rootSPKI),
-            LabCell("sibling-intermediate", .rootSPKI),
-            LabCell("root-not-sent", .intermediateSPKI), LabCell("root-not-sent", .rootSPKI),
-        ],
+        starterFails: LabCell.grid(["baseline", "rekey", "root-not-sent"], [.intermediateSPKI, .rootSPKI])
+            .union([LabCell("sibling-intermediate", .rootSPKI)]),
         explanations: [
             CellExplanation(
                 "sibling-intermediate", .intermediateSPKI,
@@ -196,10 +192,8 @@ public enum TeachingLabs {
         profiles: [.leafSPKI, .intermediateSPKI, .rootSPKI],
         pythonFile: "lab05_chain_stuffing.py",
         mistake: "The client looks for a pinned key among the certificates the server sent.",
-        starterFails: [
-            LabCell("chain-stuffing", .leafSPKI), LabCell("chain-stuffing", .intermediateSPKI),
-            LabCell("chain-stuffing", .rootSPKI), LabCell("root-not-sent", .rootSPKI),
-        ],
+        starterFails: LabCell.grid(["chain-stuffing"], [.leafSPKI, .intermediateSPKI, .rootSPKI])
+            .union([LabCell("root-not-sent", .rootSPKI)]),
         explanations: [
             CellExplanation(
                 "chain-stuffing",
@@ -242,10 +236,7 @@ public enum TeachingLabs {
         profiles: [.leafSPKI],
         pythonFile: "lab06_pin_plus_validation.py",
         mistake: "Validation is switched off (CERT_NONE, no host name check) because \"the pin is enough\".",
-        starterFails: [
-            LabCell("expired-leaf", .leafSPKI), LabCell("not-yet-valid-leaf", .leafSPKI),
-            LabCell("wrong-host", .leafSPKI), LabCell("self-signed-pinned-key", .leafSPKI),
-        ],
+        starterFails: LabCell.grid(["expired-leaf", "not-yet-valid-leaf", "wrong-host", "self-signed-pinned-key"], [.leafSPKI]),
         explanations: [
             CellExplanation(
                 "expired-leaf",
@@ -291,7 +282,7 @@ public enum TeachingLabs {
         profiles: [.none, .leafSPKI],
         pythonFile: "lab07_mutual_tls.py",
         mistake: "The client never loads its client certificate.",
-        starterFails: [LabCell("mtls-required-valid", .none), LabCell("mtls-required-valid", .leafSPKI)],
+        starterFails: LabCell.grid(["mtls-required-valid"], [.none, .leafSPKI]),
         explanations: [
             CellExplanation(
                 "mtls-required-valid",
@@ -335,10 +326,7 @@ public enum TeachingLabs {
         pythonFile: "lab08_hash_the_right_bytes.py",
         mistake:
             "The client hashes the bare key (the BIT STRING's contents) instead of the whole SubjectPublicKeyInfo.",
-        starterFails: [
-            LabCell("baseline", .leafSPKI), LabCell("ecdsa-p384", .leafSPKI), LabCell("rsa-2048", .leafSPKI),
-            LabCell("ed25519", .leafSPKI),
-        ],
+        starterFails: LabCell.grid(["baseline", "ecdsa-p384", "rsa-2048", "ed25519"], [.leafSPKI]),
         explanations: [
             CellExplanation(
                 "rsa-2048",
@@ -381,9 +369,7 @@ public enum TeachingLabs {
             pythonFile: "lab09_state_between_connections.py",
             mistake: "The client checks its pins where a certificate callback would — only on full handshakes — so a "
                 + "resumed session is trusted without them.",
-            starterFails: [
-                LabCell("resumption-after-unpinned-handshake", .leafSPKI), LabCell("resumption-cross-host", .leafSPKI),
-            ],
+            starterFails: LabCell.grid(["resumption-after-unpinned-handshake", "resumption-cross-host"], [.leafSPKI]),
             explanations: [
                 CellExplanation(
                     "resumption-after-unpinned-handshake", .leafSPKI,
@@ -476,4 +462,11 @@ public enum TeachingLabs {
         lab.swiftStarterExists = false
         return lab
     }()
+}
+
+extension LabCell {
+    /// Every cell of `scenarios` × `profiles`: most labs' starters fail whole rows or columns.
+    static func grid(_ scenarios: [String], _ profiles: [PinProfile]) -> Set<LabCell> {
+        Set(scenarios.flatMap { s in profiles.map { LabCell(s, $0) } })
+    }
 }

@@ -66,21 +66,19 @@ public struct ClientChecks: Sendable, Hashable, Codable, CustomStringConvertible
             guard kv.count == 2 else {
                 throw ClientChecksError(what: what, problem: "'\(part)' is not NAME=VALUE")
             }
+            /// Sets the check named `kv[0]` to `value`, one of `valid` (`choices` in words), once.
+            func declare<T: Equatable>(_ check: inout T?, _ value: T, valid: [T], choices: String) throws(ClientChecksError) {
+                guard valid.contains(value) else {
+                    throw ClientChecksError(what: what, problem: "\(kv[0]) '\(kv[1])' is not \(choices)")
+                }
+                if check != nil { throw ClientChecksError(what: what, problem: "\(kv[0]) is given twice") }
+                check = value
+            }
             switch kv[0] {
             case "revocation":
-                let r = Revocation(rawValue: kv[1])
-                guard Revocation.all.contains(r) else {
-                    throw ClientChecksError(what: what, problem: "revocation '\(kv[1])' is not none, soft or hard")
-                }
-                if checks.revocation != nil { throw ClientChecksError(what: what, problem: "revocation is given twice") }
-                checks.revocation = r
+                try declare(&checks.revocation, Revocation(rawValue: kv[1]), valid: Revocation.all, choices: "none, soft or hard")
             case "ct":
-                let c = CT(rawValue: kv[1])
-                guard CT.all.contains(c) else {
-                    throw ClientChecksError(what: what, problem: "ct '\(kv[1])' is not none or required")
-                }
-                if checks.ct != nil { throw ClientChecksError(what: what, problem: "ct is given twice") }
-                checks.ct = c
+                try declare(&checks.ct, CT(rawValue: kv[1]), valid: CT.all, choices: "none or required")
             default:
                 throw ClientChecksError(what: what, problem: "'\(kv[0])' is not a check (there are revocation and ct)")
             }

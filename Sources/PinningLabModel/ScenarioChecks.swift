@@ -20,27 +20,13 @@ public enum RevocationResponderMode: String, Sendable, Hashable, CaseIterable, C
 extension Reader {
     /// `responder: as-issued | stale-crl | refuses-connections`.
     func responderMode(_ node: Node, field: String) throws -> RevocationResponderMode {
-        let names = RevocationResponderMode.allCases.map(\.rawValue)
-        let text = try string(node, field, fix: "write one of \(names.joined(separator: ", ")).")
-        guard let m = RevocationResponderMode(rawValue: text) else {
-            let hint = suggestion(text, in: names).map { "Did you mean '\($0)'? " } ?? ""
-            throw fail(.badStaple, node, field, "'\(text)' is not a way the lab's revocation responder behaves.",
-                       fix: "\(hint)Use one of \(names.joined(separator: ", ")).")
-        }
-        return m
+        try choice(RevocationResponderMode.allCases, node, field, .badStaple, isNot: "a way the lab's revocation responder behaves")
     }
 
     /// `ocsp-staple: as-issued | good | revoked | unknown | expired | bad-signature | wrong-responder | delegated |
     /// try-later | unauthorized | good-with-scts`.
     func ocspStaple(_ node: Node, field: String) throws -> OCSPVariant {
-        let names = OCSPVariant.allCases.map(\.rawValue)
-        let text = try string(node, field, fix: "write one of \(names.joined(separator: ", ")).")
-        guard let v = OCSPVariant(rawValue: text) else {
-            let hint = suggestion(text, in: names).map { "Did you mean '\($0)'? " } ?? ""
-            throw fail(.badStaple, node, field, "'\(text)' is not a kind of OCSP response the lab staples.",
-                       fix: "\(hint)Use one of \(names.joined(separator: ", ")).")
-        }
-        return v
+        try choice(OCSPVariant.allCases, node, field, .badStaple, isNot: "a kind of OCSP response the lab staples")
     }
 
     /// `expect-if:` — `reason:` and one line per declared check (`revocation=hard: refuse`, or a mapping per

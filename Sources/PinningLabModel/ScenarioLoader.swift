@@ -108,6 +108,20 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         try yaml.strings(node, field, fix: fix())
     }
 
+    /// The one of `choices` whose name is the string at `node`; else `code`, "'TEXT' is not `what`.", and a fix with the
+    /// nearest name, every name and `more` (what the names mean).
+    func choice<T: RawRepresentable>(
+        _ choices: [T], _ node: Node, _ field: String, _ code: ScenarioError.Code, isNot what: String, more: String = ""
+    ) throws -> T where T.RawValue == String {
+        let names = choices.map(\.rawValue)
+        let text = try string(node, field, fix: "use one of \(names.joined(separator: ", ")).")
+        guard let i = names.firstIndex(of: text) else {
+            let hint = suggestion(text, in: names).map { "Did you mean '\($0)'? " } ?? ""
+            throw fail(code, node, field, "'\(text)' is not \(what).", fix: "\(hint)Use one of \(names.joined(separator: ", "))\(more).")
+        }
+        return choices[i]
+    }
+
     /// An identity name that exists in the PKI and, when `roles` is given, has one of those roles.
     func identity(_ name: String, _ node: Node, _ field: String, roles: [Role]?, purpose: String) throws -> String {
         guard let entry = identities[name] else {
@@ -218,19 +232,13 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         let conditional = try top["expect-if"].map { try conditionalExpectations($0, expectations: expectations) }
         var refusal: RefusalCategory?
         if let r = top["refusal"] {
-            let names = ScenarioLoader.refusalCategories.map(\.rawValue)
-            let text = try string(r, "refusal", fix: "use one of \(names.joined(separator: ", ")).")
-            guard names.contains(text) else {
-                let hint = suggestion(text, in: names).map { "Did you mean '\($0)'? " } ?? ""
-                throw fail(.badRefusal, r, "refusal", "'\(text)' is not a refusal category.",
-                           fix: "\(hint)Use one of \(names.joined(separator: ", ")).")
-            }
+            let category = try choice(ScenarioLoader.refusalCategories, r, "refusal", .badRefusal, isNot: "a refusal category")
             guard expectations.values.contains(.refuse) || steps.contains(where: { $0.expectations.values.contains(.refuse) })
                 || conditional?.entries.contains(where: { $0.expectations.values.contains(.refuse) }) == true else {
                 throw fail(.badRefusal, r, "refusal", "the scenario names a refusal category but expects no refusal.",
                            fix: "remove `refusal`, or expect `refuse` for the profiles a correct client refuses.")
             }
-            refusal = RefusalCategory(rawValue: text)
+            refusal = category
         }
 
         let policy = try top["policy"].map { try self.policy($0, expectations: expectations) }
@@ -476,15 +484,9 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         var trust: [String] = []
         if let ca = m["client-auth"] {
             let cm = try mapping(ca, "\(field).client-auth", allowed: ScenarioLoader.clientAuthFields)
-            let modes = ClientAuthentication.all.map(\.rawValue)
             let modeNode = try required(cm, "mode", in: ca, "\(field).client-auth", hint: "add `mode: required` (or optional, none).")
-            let modeText = try string(modeNode, "\(field).client-auth.mode", fix: "use one of \(modes.joined(separator: ", ")).")
-            guard let parsed = ClientAuthentication.all.first(where: { $0.rawValue == modeText }) else {
-                let hint = suggestion(modeText, in: modes).map { "Did you mean '\($0)'? " } ?? ""
-                throw fail(.badClientAuthMode, modeNode, "\(field).client-auth.mode", "'\(modeText)' is not a client authentication mode.",
-                           fix: "\(hint)Use one of \(modes.joined(separator: ", ")).")
-            }
-            mode = parsed
+            mode = try choice(ClientAuthentication.all, modeNode, "\(field).client-auth.mode", .badClientAuthMode,
+                              isNot: "a client authentication mode")
             if let tn = cm["trust"] {
                 for (i, (name, n)) in try list(tn, "\(field).client-auth.trust", fix: "e.g. `trust: [client-ca]`.").enumerated() {
                     trust.append(try identity(name, n, "\(field).client-auth.trust[\(i)]", roles: [.root, .intermediate],
@@ -499,14 +501,8 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         }
         var resumption = SessionResumption.Mode.off
         if let r = m["resumption"] {
-            let modes = SessionResumption.Mode.all.map(\.rawValue)
-            let text = try string(r, "\(field).resumption", fix: "use one of \(modes.joined(separator: ", ")).")
-            guard let mode = SessionResumption.Mode.all.first(where: { $0.rawValue == text }) else {
-                let hint = suggestion(text, in: modes).map { "Did you mean '\($0)'? " } ?? ""
-                throw fail(.wrongType, r, "\(field).resumption", "'\(text)' is not a resumption mode.",
-                           fix: "\(hint)Use one of \(modes.joined(separator: ", ")): session IDs (TLS 1.2), tickets (TLS 1.2 and 1.3), both, or off.")
-            }
-            resumption = mode
+            resumption = try choice(SessionResumption.Mode.all, r, "\(field).resumption", .wrongType, isNot: "a resumption mode",
+                                    more: ": session IDs (TLS 1.2), tickets (TLS 1.2 and 1.3), both, or off")
         }
         var ticketKey: String?
         if let k = m["ticket-key"] {

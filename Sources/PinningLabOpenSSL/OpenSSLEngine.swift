@@ -198,8 +198,7 @@ final class OpenSSLServerSession: TLSServerSession {
     /// The client offered a ticket this server could decrypt.
     fileprivate var ticketDecrypted = false
     /// Early data read before the handshake completed, handed to `read(into:)` first; `nil` once none can come.
-    private var earlyData: [UInt8]? = nil
-    private var earlyDataDelivered = 0
+    private var earlyData: EarlyDataBuffer? = nil
     /// The client ended its early data, sent none, or is not resuming in TLS 1.3.
     private var earlyDataFinished = false
 
@@ -211,7 +210,7 @@ final class OpenSSLServerSession: TLSServerSession {
         }
         self.ssl = ssl  // from here on deinit frees it
         details.identityIndex = 0
-        if context.configuration.resumption.allowsEarlyData { earlyData = [] }
+        if context.configuration.resumption.allowsEarlyData { earlyData = EarlyDataBuffer() }
         SSL_set_accept_state(ssl)
         guard SSL_set_fd(ssl, socket) == 1 else {
             throw TLSEngineError(.library, "SSL_set_fd: \(drainOpenSSLErrors())")
@@ -254,8 +253,8 @@ final class OpenSSLServerSession: TLSServerSession {
             let rc = chunk.withUnsafeMutableBytes { SSL_read_early_data(ssl, $0.baseAddress, $0.count, &n) }
             switch rc {
             case SSL_READ_EARLY_DATA_SUCCESS:
-                earlyData!.append(contentsOf: chunk.prefix(n))
-                details.earlyDataBytes = earlyData!.count
+                earlyData!.append(chunk.prefix(n))
+                details.earlyDataBytes = earlyData!.bytes.count
             case SSL_READ_EARLY_DATA_FINISH:
                 earlyDataFinished = true
                 return nil
@@ -266,14 +265,7 @@ final class OpenSSLServerSession: TLSServerSession {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSStep {
-        if let early = earlyData, earlyDataDelivered < early.count {
-            let n = min(buffer.count, early.count - earlyDataDelivered)
-            early.withUnsafeBytes { all in
-                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: all[earlyDataDelivered..<earlyDataDelivered + n]))
-            }
-            earlyDataDelivered += n
-            return .bytes(n)
-        }
+        if let n = earlyData?.read(into: buffer) { return .bytes(n) }
         ERR_clear_error()
         let rc = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
         return rc > 0 ? .bytes(Int(rc)) : failure(rc)

@@ -117,9 +117,7 @@ struct AuditCommand: AsyncParsableCommand {
     /// `127.0.0.1:8443`, `[::1]:8443` or `localhost:8443` → the address to dial, the port and the host as written;
     /// nil for anything else (audit fetches chains from this machine only).
     static func localServer(_ text: String) -> (ip: String, port: Int, host: String)? {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65535).contains(port)
-        else { return nil }
-        let host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        guard let (host, port) = splitHostPort(text, ports: 1...65535) else { return nil }
         switch host.lowercased() {
         case "localhost": return ("127.0.0.1", port, "localhost")
         case "::1": return ("::1", port, host)

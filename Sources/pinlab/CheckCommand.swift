@@ -74,6 +74,22 @@ func parseList(_ text: String?) -> [String] {
     (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
 }
 
+/// `HOST:PORT` or `[IPv6]:PORT` → the host (without brackets) and the port; `nil` without a host, or when the port
+/// is not a number in `ports`.
+func splitHostPort(_ text: String, ports: ClosedRange<Int> = 0...65535) -> (host: String, port: Int)? {
+    guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), ports.contains(port)
+    else { return nil }
+    let host = text[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+    return host.isEmpty ? nil : (host, port)
+}
+
+/// Checks `--format` against the check report's formats (`ReportFormat`).
+func validateReportFormat(_ format: String) throws {
+    guard ReportFormat(rawValue: format) != nil else {
+        throw ValidationError("--format: '\(format)' is not a format; use \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
+    }
+}
+
 var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil }
 
 struct CheckCommand: AsyncParsableCommand {
@@ -146,9 +162,7 @@ struct CheckCommand: AsyncParsableCommand {
         if printSchema != nil { return }
         try clientOptions.requireOneClient(
             command: command, missing: "give a client: --client \(BuiltInClients.names.joined(separator: "|")), or a command template after `--`.")
-        guard ReportFormat(rawValue: format) != nil else {
-            throw ValidationError("--format: '\(format)' is not a format; use \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
-        }
+        try validateReportFormat(format)
         if batch {
             guard clientOptions.client == nil else { throw ValidationError("--batch runs a command: give the harness command after `--`, not --client.") }
             guard batchTimeout > 0, (cellTimeout ?? 1) > 0 else { throw ValidationError("--batch-timeout and --cell-timeout must be positive.") }

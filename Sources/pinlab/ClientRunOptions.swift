@@ -121,11 +121,7 @@ struct BaselineOptions: ParsableArguments {
     func apply(_ loaded: Baseline?, to report: inout CheckReport) -> Bool {
         if let loaded, let baseline { loaded.compare(&report, file: baseline) }
         if let writeBaseline {
-            do {
-                try Baseline(report).jsonString().write(toFile: writeBaseline, atomically: true, encoding: .utf8)
-            } catch {
-                fail(writeFailure(writeBaseline, error))
-            }
+            writeOrFail(try Baseline(report).jsonString(), to: writeBaseline)
         }
         if let c = report.baseline { return c.changed }
         return report.deviates

@@ -130,7 +130,7 @@ struct InterceptCommand: AsyncParsableCommand {
         } catch let error as InterceptError {
             throw ValidationError(error.description)
         }
-        guard let (address, port) = splitListen(listen) else {
+        guard let (address, port) = splitHostPort(listen) else {
             throw ValidationError("--listen: '\(listen)' is not ADDRESS:PORT (e.g. 127.0.0.1:8080, [::1]:8080, 127.0.0.1:0 for a free port).")
         }
         configuration.listener.bindAddress = address
@@ -207,31 +207,18 @@ struct InterceptCommand: AsyncParsableCommand {
                 continue
             }
             let url = URL(fileURLWithPath: outputDir, isDirectory: true).appendingPathComponent("intercept.\(format.fileExtension)")
-            do {
-                try FileManager.default.createDirectory(atPath: outputDir, withIntermediateDirectories: true)
-                try text.write(to: url, atomically: true, encoding: .utf8)
-                print("wrote \(url.path)")
-            } catch {
-                fail("--output-dir: cannot write \(url.path): \(error.localizedDescription)")
-            }
+            writeOrFail(text, to: url.path, prefix: "--output-dir: ", createFolder: true)
+            print("wrote \(url.path)")
         }
         if let evidence {
             let text = InterceptEvidence(report: result, commandLine: ["pinlab"] + CommandLine.arguments.dropFirst()).markdown()
-            do {
-                try text.write(toFile: evidence, atomically: true, encoding: .utf8)
-                print("wrote \(evidence)")
-            } catch {
-                fail("--evidence: " + writeFailure(evidence, error))
-            }
+            writeOrFail(text, to: evidence, prefix: "--evidence: ")
+            print("wrote \(evidence)")
         }
         if !formats.contains(.text) { print(result.summaryLine) }
         if let writeBaseline {
-            do {
-                try InterceptBaseline(result).jsonString().write(toFile: writeBaseline, atomically: true, encoding: .utf8)
-                print("wrote the baseline \(writeBaseline) (\(result.hosts.count) hosts)")
-            } catch {
-                fail("--write-baseline: " + writeFailure(writeBaseline, error))
-            }
+            writeOrFail(try InterceptBaseline(result).jsonString(), to: writeBaseline, prefix: "--write-baseline: ")
+            print("wrote the baseline \(writeBaseline) (\(result.hosts.count) hosts)")
         }
         if let knownVerdicts, let baseline {
             print(knownVerdicts.text(for: result, file: baseline), terminator: "")
@@ -250,13 +237,6 @@ struct InterceptCommand: AsyncParsableCommand {
             if !out.contains(f) { out.append(f) }
         }
         return out.isEmpty ? [.text] : out
-    }
-
-    private func splitListen(_ text: String) -> (String, Int)? {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port)
-        else { return nil }
-        let host = text[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        return host.isEmpty ? nil : (host, port)
     }
 
     private func policySummary(_ t: PolicyTable) -> String {

@@ -159,11 +159,7 @@ struct LabCheckCommand: AsyncParsableCommand {
             } else {
                 correct = nil
             }
-            do {
-                try LabReportHTML.render(grade, correct: correct).write(toFile: html, atomically: true, encoding: .utf8)
-            } catch {
-                fail(writeFailure(html, error))
-            }
+            writeOrFail(LabReportHTML.render(grade, correct: correct), to: html)
             if format == "text" { print("The lab's picture: \(html)") }
         }
         baselineOptions.printChanges(grade.report, format: format, output: nil)

@@ -28,9 +28,7 @@ struct ReportCommand: AsyncParsableCommand {
 
         func validate() throws {
             guard !reports.isEmpty else { throw ValidationError("give the JSON reports to join: pinlab report merge a.json b.json.") }
-            guard ReportFormat(rawValue: format) != nil else {
-                throw ValidationError("--format: '\(format)' is not a format; use \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
-            }
+            try validateReportFormat(format)
         }
 
         func run() async throws {
@@ -108,13 +106,7 @@ extension ReportCommand {
             }
             let files = ReportSite.render(joined)
             for (path, text) in files.sorted(by: { $0.key < $1.key }) {
-                let url = root.appendingPathComponent(path)
-                do {
-                    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                    try text.write(to: url, atomically: true, encoding: .utf8)
-                } catch {
-                    fail(writeFailure(url.path, error))
-                }
+                writeOrFail(text, to: root.appendingPathComponent(path).path, createFolder: true)
             }
             let scenarios = files.keys.filter { $0.hasPrefix("scenarios/") }.count
             print("site: \(root.appendingPathComponent("index.html").path) (\(joined.count) client pages, \(scenarios) scenario pages)")
@@ -147,16 +139,26 @@ func writeFailure(_ path: String, _ error: any Error) -> String {
     return "cannot write \(path): \(reason). Fix: check that its folder exists and is writable."
 }
 
+/// Writes `text` to the file `path` (after making its folder, with `createFolder`), or ends the run (exit 2) with
+/// `prefix` (the option that named the file, e.g. `--output: `) and why the write failed.
+func writeOrFail(_ text: @autoclosure () throws -> String, to path: String, prefix: String = "", createFolder: Bool = false) {
+    do {
+        if createFolder {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
+        try text().write(toFile: path, atomically: true, encoding: .utf8)
+    } catch {
+        fail(prefix + writeFailure(path, error))
+    }
+}
+
 /// Prints a report in `format` on standard output, or writes it to `output` and prints its summary line.
 func emit(_ report: CheckReport, format: String, output: String?) throws {
     let fmt = ReportFormat(rawValue: format) ?? .text
     let text = try report.render(fmt, color: output == nil && fmt == .text && stdoutIsTerminal)
     if let output {
-        do {
-            try text.write(toFile: output, atomically: true, encoding: .utf8)
-        } catch {
-            fail(writeFailure(output, error))
-        }
+        writeOrFail(text, to: output)
         print(report.summaryLine)
     } else {
         print(text, terminator: "")

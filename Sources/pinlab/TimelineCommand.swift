@@ -156,11 +156,7 @@ struct TimelineCommand: AsyncParsableCommand {
         default: text = report.text()
         }
         if let output {
-            do {
-                try text.write(toFile: output, atomically: true, encoding: .utf8)
-            } catch {
-                fail("--output: " + writeFailure(output, error))
-            }
+            writeOrFail(text, to: output, prefix: "--output: ")
             print("wrote \(output)")
             if format != "text" { print(report.text(), terminator: "") }
         } else {
