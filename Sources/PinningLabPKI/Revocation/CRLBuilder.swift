@@ -41,7 +41,7 @@ extension LabPKI {
             throw PKIError(.badRevocation, "\(issuer) is a \(ca.role), not a CA: it publishes no CRL", entity: issuer,
                            fix: "ask for the CRL of the identity's issuer")
         }
-        let signer = try RevocationSigner(ca)
+        let signer = try RevocationSigner.cached(ca)
         let revoked = try revokedIdentities(issuedBy: issuer).map { (try serialBytes($0.identity), $0.date, $0.reason) }
         let thisUpdate = now.addingTimeInterval(TimeInterval(options.thisUpdate.seconds))
         var tbs = DER.Serializer()

@@ -125,17 +125,17 @@ extension LabPKI {
             }
             return out.serializedBytes
         }
-        let issuer = try RevocationSigner(try identity(subject.issuerName))
+        let issuer = try RevocationSigner.cached(try identity(subject.issuerName))
         let signer: RevocationSigner
         var includeCertificate = false
         switch options.responder {
         case .issuer: signer = issuer
         case .delegated(let wanted):
             let responderName = try wanted ?? delegatedResponder(of: subject.issuerName)
-            signer = try RevocationSigner(try identity(responderName))
+            signer = try RevocationSigner.cached(try identity(responderName))
             includeCertificate = true
         case .unauthorized(let other):
-            signer = try RevocationSigner(try identity(other))
+            signer = try RevocationSigner.cached(try identity(other))
             includeCertificate = true
         }
         let status = options.status ?? spec.entity(name)?.revocation ?? .good

@@ -6,7 +6,7 @@ internal import X509
 internal import SwiftASN1
 
 /// The issuer (or responder) that signs a revocation artefact: its certificate and key.
-struct RevocationSigner {
+struct RevocationSigner: Sendable {
     let certificate: Certificate
     let certificateDER: [UInt8]
     let key: LabKey
@@ -17,6 +17,21 @@ struct RevocationSigner {
         certificate = try Certificate(derEncoded: identity.certificateDER)
         key = try LabKey.read(pkcs8: identity.privateKeyPKCS8DER, type: identity.keyType)
         algorithm = Builder.signatureAlgorithm(signer: identity.keyType, hash: nil)
+    }
+
+    /// Signers already parsed, by certificate: a responder answers many requests with the same few CAs, and
+    /// parsing the certificate and the PKCS#8 key again for each one was most of a response's cost. A re-issued CA
+    /// has another certificate, so it is parsed afresh; the table is emptied when it reaches 64 entries.
+    private static let parsed = Locked<[[UInt8]: RevocationSigner]>([:])
+
+    static func cached(_ identity: Identity) throws -> RevocationSigner {
+        if let known = parsed.withLock({ $0[identity.certificateDER] }) { return known }
+        let signer = try RevocationSigner(identity)
+        parsed.withLock {
+            if $0.count >= 64 { $0.removeAll() }
+            $0[identity.certificateDER] = signer
+        }
+        return signer
     }
 
     /// The DER of the signer's subject name.
