@@ -232,19 +232,7 @@ final class ControlAPI: Sendable {
         let entry = try await registry.entry(r.parameter("id"))
         let body = try r.jsonObject(allowed: ["identity", "chain", "party"])
         let identityName = try ControlRequest.string(body, "identity", required: false, example: "leaf-v1")
-        let partyName = try ControlRequest.string(body, "party", required: false, example: "genuine")
-        let target: FixtureServer
-        if let partyName {
-            guard let p = entry.parties[partyName] else {
-                let known = entry.parties.keys.sorted()
-                throw .badRequest("party", "the server \(entry.id) has no party '\(partyName)'.",
-                                  fix: known.isEmpty ? "leave 'party' out: its scenario is one connection."
-                                      : "name one of: \(known.joined(separator: ", ")).")
-            }
-            target = p
-        } else {
-            target = entry.server.server
-        }
+        let target = try entry.server(party: try ControlRequest.string(body, "party", required: false, example: "genuine"))
         let chainNames = try ControlRequest.strings(body, "chain", maxCount: 10, example: "[\"leaf-v1\", \"lab-intermediate-a\"]")
         guard let keyName = identityName ?? chainNames?.first else {
             throw .badRequest("identity", "give 'identity' (its key and usual chain), 'chain' (the exact chain), or both.",
@@ -368,18 +356,7 @@ final class ControlAPI: Sendable {
         let entry = try await registry.entry(r.parameter("id"))
         let after = try r.integer("after", in: 0...Int(Int32.max), default: 0)
         let wait = try r.integer("wait", in: 0...Self.maxWaitSeconds, default: 0)
-        let server: FixtureServer
-        if let partyName = r.query["party"] {
-            guard let p = entry.parties[partyName] else {
-                let known = entry.parties.keys.sorted()
-                throw .badRequest("party", "the server \(entry.id) has no party '\(partyName)'.",
-                                  fix: known.isEmpty ? "leave 'party' out: its scenario is one connection."
-                                      : "name one of: \(known.joined(separator: ", ")).")
-            }
-            server = p
-        } else {
-            server = entry.server.server
-        }
+        let server = try entry.server(party: r.query["party"])
         if wait > 0 { _ = await server.settle(timeout: .seconds(wait)) }
         return .json(ObservationsView(
             server: entry.id, connectionsAccepted: server.connectionsAccepted,

@@ -16,6 +16,18 @@ actor ServerRegistry {
         /// one per party its steps name, sharing the ticket keys the scenario gives them.
         var parties: [String: FixtureServer] = [:]
 
+        /// The server of `party` (a scenario of several connections), or the scenario server when `party` is nil.
+        func server(party: String?) throws(ControlError) -> FixtureServer {
+            guard let party else { return server.server }
+            guard let p = parties[party] else {
+                let known = parties.keys.sorted()
+                throw .badRequest("party", "the server \(id) has no party '\(party)'.",
+                                  fix: known.isEmpty ? "leave 'party' out: its scenario is one connection."
+                                      : "name one of: \(known.joined(separator: ", ")).")
+            }
+            return p
+        }
+
         /// Stops the scenario server and its parties.
         func stop() async {
             await withTaskGroup(of: Void.self) { group in
