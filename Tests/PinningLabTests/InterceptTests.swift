@@ -184,7 +184,11 @@ struct InterceptTests {
         await server.stop()
         #expect(Self.statuses(r) == ["api.pinning.test": .passedThrough, "cdn.pinning.test": .allowed])
         let tunnel = try #require(r.connections.first { $0.host == "api.pinning.test" })
-        #expect(tunnel.upstream == "127.0.0.1:\(server.port)" && tunnel.bytesFromUpstream > 0 && tunnel.closure == "tunnel-closed", "\(tunnel)")
+        #expect(tunnel.upstream == "127.0.0.1:\(server.port)" && tunnel.bytesFromUpstream > 0, "\(tunnel)")
+        // The tunnel ends when one side closes. A socket closed with bytes it never read (a TLS 1.3 session ticket
+        // that arrived after the response was read) sends a reset instead of a FIN, so a healthy tunnel may end
+        // either way (CI saw "tunnel-reset: Connection reset by peer" here once); the request reached the server.
+        #expect(["tunnel-closed", "tunnel-reset"].contains(tunnel.closure), "\(tunnel)")
         #expect(seen.count == 1 && seen.first?.applicationDataReceived == true && seen.first?.serverName == "api.pinning.test")
     }
 
