@@ -59,7 +59,15 @@ actor ServerRegistry {
     private let options: FixtureServer.Options
     private let maxServers: Int
     private var entries: [Entry] = []
-    /// Starts under way, counted against `maxServers`.
+    /// The servers running: each entry's scenario server and its parties (the cap counts servers, not entries).
+    private var serversRunning: Int { entries.reduce(0) { $0 + 1 + $1.parties.count } }
+
+    /// The servers a start of `scenario` takes: its own, and one per party its steps name.
+    private func serversNeeded(_ scenario: String) -> Int {
+        1 + ((try? runner.catalogue.scenario(scenario)).map { Set($0.steps.map(\.party)).count } ?? 0)
+    }
+
+    /// Servers being started, counted against `maxServers`.
     private var starting = 0
     private var counter = 0
     private var batchCounter = 0
@@ -91,15 +99,17 @@ actor ServerRegistry {
     /// Starts `scenario` on `engine`. The scenario and engine have been checked by the caller.
     func start(scenario: String, engine: any TLSEngine) async throws(ControlError) -> Entry {
         guard !stopped else { throw ControlError(503, field: nil, "the control server is shutting down.") }
-        guard entries.count + starting < maxServers else {
+        let needed = serversNeeded(scenario)
+        guard serversRunning + starting + needed <= maxServers else {
             throw ControlError(
-                409, field: nil, "\(maxServers) servers are running, the most this control server runs at once.",
+                409, field: nil,
+                "'\(scenario)' needs \(needed) server(s) and \(serversRunning + starting) of the \(maxServers) this control server runs at once are taken.",
                 fix: "stop some with DELETE /servers/{id}.")
         }
-        starting += 1
+        starting += needed
         counter += 1
         let id = "\(scenario)-\(engine.name)-\(counter)"
-        defer { starting -= 1 }
+        defer { starting -= needed }
         let server: ScenarioServer
         do {
             server = try await runner.startServer(scenario, engine: engine, workDirectory: workDirectory, options: options)
@@ -140,15 +150,16 @@ actor ServerRegistry {
     /// reported. The servers use the registry's options with one worker thread each (a batch may start hundreds).
     func startBatch(_ cells: [BatchCellRequest]) async throws(ControlError) -> StartedBatch {
         guard !stopped else { throw ControlError(503, field: nil, "the control server is shutting down.") }
-        let free = maxServers - entries.count - starting
-        guard cells.count <= free else {
+        let free = maxServers - serversRunning - starting
+        let needed = cells.reduce(0) { $0 + serversNeeded($1.scenario) }
+        guard needed <= free else {
             throw ControlError(
                 409, field: nil,
-                "the batch needs \(cells.count) servers (one per cell) and \(max(free, 0)) of the \(maxServers) this control server runs at once are free.",
+                "the batch needs \(needed) servers (one per cell, and one per party of a scenario of several connections) and \(max(free, 0)) of the \(maxServers) this control server runs at once are free.",
                 fix: "select fewer cells (scenarios, profiles, engines), stop servers (DELETE /servers/{id}, DELETE /batch/{id}), or start pinlab serve with a larger --control-max-servers.")
         }
-        starting += cells.count
-        defer { starting -= cells.count }
+        starting += needed
+        defer { starting -= needed }
         batchCounter += 1
         let batchID = "batch-\(batchCounter)"
         var batchOptions = options

@@ -134,7 +134,7 @@ struct BatchRouteTests {
     @Test(.requires("curl"))
     func wholeCatalogueBatchThroughTheHandler() async throws {
         var o = ControlServer.Options()
-        o.maxServers = 1000
+        o.maxServers = 2000  // a server per cell, and per party of the scenarios of several connections
         try await ControlTestLab.withControl(o) { control, _ in
             let r = try await Curl.request("POST", control.url + "batch", json: "{}")
             #expect(r.status == 201, "\(r.text.prefix(500))")

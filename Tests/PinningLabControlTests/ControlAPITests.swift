@@ -297,6 +297,22 @@ struct ControlAPITests {
         }
     }
 
+    /// The cap on servers counts servers, not starts: a scenario of several connections takes one per party too.
+    /// With room for two, resumption-after-unpinned-handshake (its server and the interceptor) fills it, and the
+    /// next start is refused with 409 naming what it needs.
+    @Test(.requires("curl"))
+    func theServerCapCountsParties() async throws {
+        var o = ControlServer.Options()
+        o.maxServers = 2
+        try await ControlTestLab.withControl(o) { control, _ in
+            let first = try await Curl.request("POST", control.url + "servers", json: #"{"scenario": "resumption-after-unpinned-handshake", "engine": "openssl"}"#)
+            #expect(first.status == 201, "\(first.text)")
+            let second = try await Curl.request("POST", control.url + "servers", json: #"{"scenario": "baseline", "engine": "openssl"}"#)
+            #expect(second.status == 409, "\(second.text)")
+            #expect(second.text.contains("2 of the 2"), "\(second.text)")
+        }
+    }
+
     /// A mutual-TLS scenario: the server's JSON says which client identity to present, the client fetches it as
     /// PKCS#12 from the API, presents it, and the observation names it.
     @Test(.requires("curl"))
