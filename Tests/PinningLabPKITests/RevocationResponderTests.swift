@@ -126,10 +126,15 @@ struct RevocationResponderTests {
         #expect(responder.requests.first?.path == "/lab-root.crl")
         // The OCSP host's absolute form too; anything else is no relay: 400 (another host, another port).
         for (url, status) in [("http://OCSP.pinning.test:80/lab-intermediate-a.crl", "200"), ("http://example.com/", "400"),
-                              ("http://crl.pinning.test:8080/lab-root.crl", "400"), ("http://127.0.0.1/lab-root.crl", "400")] {
+                              ("http://crl.pinning.test:8080/lab-root.crl", "400"), ("http://127.0.0.1/lab-root.crl", "400"),
+                              ("http://crl.pinning.test@example.com/lab-root.crl", "400")] {
             let r = try await run(["curl", "-s", "--noproxy", "", "-x", responder.baseURL, "-o", "/dev/null", "-w", "%{http_code}", url])
             #expect(r.stdout == status, "\(url): \(r.output)")
         }
+        // CONNECT (curl -x with an https URL) gets no tunnel.
+        let connect = try await run(["curl", "-s", "--noproxy", "", "-x", responder.baseURL, "-o", "/dev/null", "-w", "%{http_connect}",
+                                     "https://crl.pinning.test/lab-root.crl"])
+        #expect(connect.stdout != "200" && connect.status != 0, "\(connect.output)")
     }
 
     @Test("oversized, malformed and hostile requests get 4xx and the responder keeps answering", .requires("curl", "python3"))
