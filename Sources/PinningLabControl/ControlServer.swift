@@ -127,10 +127,10 @@ public final class ControlServer: Sendable {
     /// (base64url), new at every start. Nil when started with `requireToken: false`.
     public let token: String?
 
-    private let http: ControlHTTPServer
+    private let http: SmallHTTPServer
     private let api: ControlAPI
 
-    private init(host: String, port: Int, workDirectory: URL, token: String?, http: ControlHTTPServer, api: ControlAPI) {
+    private init(host: String, port: Int, workDirectory: URL, token: String?, http: SmallHTTPServer, api: ControlAPI) {
         self.host = host
         self.port = port
         self.workDirectory = workDirectory
@@ -190,12 +190,12 @@ public final class ControlServer: Sendable {
         let gate = Gate(
             boundHost: host, allowRemotePeers: options.allowRemotePeers, allowedOrigins: origins,
             token: token.map { Array($0.utf8) }, routes: api.routes)
-        let http: ControlHTTPServer
+        let http: SmallHTTPServer
         do {
-            http = try ControlHTTPServer(
-                host: host, port: options.port, limits: .init(maxBodyBytes: maxBodyBytes),
+            http = try SmallHTTPServer(
+                host: host, port: options.port, limits: .init(maxBodyBytes: maxBodyBytes, bodyFix: "send a small JSON object.", stopGrace: .seconds(1), threadName: "pinlab.ctl"),
                 handler: { request in gate.respond(to: request) },
-                refusal: { status, field, reason, fix in reply(.error(ControlError(status, field: field, reason, fix: fix))) })
+                refusal: { r in reply(.error(ControlError(r.status, field: r.field, r.reason, fix: r.fix))) })
         } catch {
             await registry.stopAll()
             try? FileManager.default.removeItem(at: work)
@@ -217,7 +217,7 @@ public final class ControlServer: Sendable {
     public func stop() async {
         api.live.stop()
         let http = self.http
-        await onDedicatedThread(named: "pinlab.ctl.stop") { http.stop(grace: .seconds(1)) }
+        await onDedicatedThread(named: "pinlab.ctl.stop") { http.stop() }
         await api.registry.stopAll()
         try? FileManager.default.removeItem(at: workDirectory)
     }
@@ -267,8 +267,8 @@ public final class ControlServer: Sendable {
 
     static let maxBodyBytes = 64 * 1024
 
-    static func reply(_ r: ControlReply) -> ControlHTTPServer.Response {
-        ControlHTTPServer.Response(status: r.status, headers: [("Content-Type", r.contentType)] + r.headers.sorted { $0.key < $1.key },
+    static func reply(_ r: ControlReply) -> SmallHTTPServer.Response {
+        SmallHTTPServer.Response(status: r.status, headers: [("Content-Type", r.contentType)] + r.headers.sorted { $0.key < $1.key },
                                    body: r.body)
     }
 }
@@ -301,7 +301,7 @@ final class Gate: Sendable {
         self.routes = routes
     }
 
-    func respond(to request: ControlHTTPServer.Request) -> ControlHTTPServer.Response {
+    func respond(to request: SmallHTTPServer.Request) -> SmallHTTPServer.Response {
         var origin: String?
         if let o = request.head.values("origin").first { origin = (try? ControlServer.Options.normalizedOrigin(o)) ?? o.lowercased() }
         var response = answer(request, origin: origin)
@@ -311,11 +311,11 @@ final class Gate: Sendable {
         return response
     }
 
-    private func refuse(_ status: Int, _ field: String?, _ error: String, fix: String) -> ControlHTTPServer.Response {
+    private func refuse(_ status: Int, _ field: String?, _ error: String, fix: String) -> SmallHTTPServer.Response {
         ControlServer.reply(.error(ControlError(status, field: field, error, fix: fix)))
     }
 
-    private func answer(_ request: ControlHTTPServer.Request, origin: String?) -> ControlHTTPServer.Response {
+    private func answer(_ request: SmallHTTPServer.Request, origin: String?) -> SmallHTTPServer.Response {
         let head = request.head
         guard allowRemotePeers || ControlServer.isLoopbackPeer(request.peer) else {
             return refuse(403, nil, "the control API answers loopback peers only.",
@@ -333,7 +333,7 @@ final class Gate: Sendable {
                               fix: "call it from a test or a tool (which sends no Origin), or allow the origin with --control-allow-origin \(origin.prefix(200)).")
             }
             if head.method == "OPTIONS", !head.values("access-control-request-method").isEmpty {
-                return ControlHTTPServer.Response(status: 204, headers: [
+                return SmallHTTPServer.Response(status: 204, headers: [
                     ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
                     ("Access-Control-Allow-Headers", "Authorization, Content-Type"), ("Access-Control-Max-Age", "600"),
                 ], body: Data())

@@ -200,7 +200,7 @@ public final class LiveViewServer: Sendable {
     public let port: Int
     /// Required by `GET /live/events`: 32 random bytes, new at every start; nil when started without a token.
     public let token: String?
-    private let http: ControlHTTPServer
+    private let http: SmallHTTPServer
     private let live: LiveRoutes
 
     /// `http://127.0.0.1:PORT/`.
@@ -208,7 +208,7 @@ public final class LiveViewServer: Sendable {
     /// `http://127.0.0.1:PORT/live#token=TOKEN`: what the person opens.
     public var pageURL: String { url + "live" + (token.map { "#token=" + $0 } ?? "") }
 
-    private init(host: String, port: Int, token: String?, http: ControlHTTPServer, live: LiveRoutes) {
+    private init(host: String, port: Int, token: String?, http: SmallHTTPServer, live: LiveRoutes) {
         self.host = host
         self.port = port
         self.token = token
@@ -231,12 +231,12 @@ public final class LiveViewServer: Sendable {
         let gate = Gate(boundHost: host, allowRemotePeers: false, allowedOrigins: [], token: token.map { Array($0.utf8) },
                         routes: [health] + live.routes,
                         tokenFix: "open the live view at the address pinlab printed (…/live#token=TOKEN): its page sends the token as Authorization: Bearer.")
-        let http: ControlHTTPServer
+        let http: SmallHTTPServer
         do {
-            http = try ControlHTTPServer(
-                host: host, port: o.port, limits: .init(maxBodyBytes: ControlServer.maxBodyBytes),
+            http = try SmallHTTPServer(
+                host: host, port: o.port, limits: .init(maxBodyBytes: ControlServer.maxBodyBytes, bodyFix: "send a small JSON object.", stopGrace: .seconds(1), threadName: "pinlab.live"),
                 handler: { request in gate.respond(to: request) },
-                refusal: { status, field, reason, fix in ControlServer.reply(.error(ControlError(status, field: field, reason, fix: fix))) })
+                refusal: { r in ControlServer.reply(.error(ControlError(r.status, field: r.field, r.reason, fix: r.fix))) })
         } catch {
             throw ControlServerError("the live view cannot listen on \(address): \(error.reason)")
         }
@@ -252,7 +252,7 @@ public final class LiveViewServer: Sendable {
     public func stop() async {
         live.stop()
         let http = self.http
-        await onDedicatedThread(named: "pinlab.live.stop") { http.stop(grace: .seconds(1)) }
+        await onDedicatedThread(named: "pinlab.live.stop") { http.stop() }
     }
 }
 

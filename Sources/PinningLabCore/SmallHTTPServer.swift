@@ -1,6 +1,4 @@
-import Foundation
-import PinningLab
-import PinningLabCore
+package import Foundation
 import PinningLabPKI  // Locked
 
 #if canImport(Glibc)
@@ -9,47 +7,83 @@ import Glibc
 import Darwin
 #endif
 
-/// A small HTTP/1.1 server for the control API: one request per connection (`Connection: close`), on threads of its
-/// own — one that accepts and one per connection, never Swift's cooperative pool — so that no flood of requests can
-/// starve the process's other work (its signal handling included).
+/// The package's one small HTTP/1.1 server, under the control API, the live view and the lab's revocation
+/// responder: one request per connection (`Connection: close`), on threads of its own — one that accepts and one per
+/// connection, never Swift's cooperative pool — so that no flood of requests can starve the process's other work
+/// (its signal handling included).
 ///
 /// Bounded everywhere: at most `maxConnections` connections at once (more wait in the listen queue); the request
 /// line and headers are read until CRLFCRLF or ``HTTPRequestHead/maxBytes`` (then 431 at once, without reading on);
 /// a body only with `Content-Length` and at most `maxBodyBytes` (413 before reading it); the head and then the body
-/// each within `readTimeout` (else 408). The head is scanned once, so the work is linear in what was read.
-final class ControlHTTPServer: Sendable {
+/// each within `readTimeout` (else 408). The head is scanned once, so the work is linear in what was read. What the
+/// server refuses itself goes through the owner's `refusal`, so that every answer of one service has one shape.
+package final class SmallHTTPServer: Sendable {
     /// A parsed request handed to the handler, with its body and the peer's address (`127.0.0.1`, `::1`).
-    struct Request: Sendable {
-        var head: HTTPRequestHead
-        var body: Data
-        var peer: String
+    package struct Request: Sendable {
+        package var head: HTTPRequestHead
+        package var body: Data
+        package var peer: String
     }
 
     /// What the handler answers. `Content-Length` and `Connection: close` are added when written.
-    struct Response: Sendable {
-        var status: Int
-        var headers: [(String, String)]
-        var body: Data
+    package struct Response: Sendable {
+        package var status: Int
+        package var headers: [(String, String)]
+        package var body: Data
+        package init(status: Int, headers: [(String, String)], body: Data) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
     }
 
-    struct Limits: Sendable {
-        var maxConnections = 64
-        var maxBodyBytes = 64 * 1024
-        var readTimeout: Duration = .seconds(10)
+    /// A request the server answers itself (431, 413, 411, 408, 400): what is wrong, in which field, how to fix it,
+    /// and the head when it was read.
+    package struct Refusal: Sendable {
+        package var status: Int
+        package var field: String?
+        package var reason: String
+        package var fix: String
+        package var head: HTTPRequestHead?
     }
 
-    /// Answers a request, or a refusal the server makes itself (431, 413, 408, 400…), built by the owner so that
-    /// every answer has the same JSON shape.
-    typealias Handler = @Sendable (Request) -> Response
-    typealias Refusal = @Sendable (_ status: Int, _ field: String?, _ reason: String, _ fix: String) -> Response
+    package struct Limits: Sendable {
+        package var maxConnections = 64
+        package var maxBodyBytes = 64 * 1024
+        /// The fix a 413 names (the default: "send a body of at most N bytes.").
+        package var bodyFix: String?
+        package var readTimeout: Duration = .seconds(10)
+        /// How long ``stop()`` waits for the connections being served.
+        package var stopGrace: Duration = .seconds(2)
+        package var backlog: Int32 = 128
+        /// The accepting thread's name; each connection's is this with `.conn`.
+        package var threadName = "pinlab.http"
+        package init(maxConnections: Int = 64, maxBodyBytes: Int = 64 * 1024, bodyFix: String? = nil,
+                     readTimeout: Duration = .seconds(10), stopGrace: Duration = .seconds(2), backlog: Int32 = 128,
+                     threadName: String = "pinlab.http") {
+            self.maxConnections = maxConnections
+            self.maxBodyBytes = maxBodyBytes
+            self.bodyFix = bodyFix
+            self.readTimeout = readTimeout
+            self.stopGrace = stopGrace
+            self.backlog = backlog
+            self.threadName = threadName
+        }
+    }
 
-    let port: Int
+    package typealias Handler = @Sendable (Request) -> Response
+    package typealias Refuser = @Sendable (Refusal) -> Response
+    /// Rewrites the raw head (request line and headers, without the final CRLF) before it is parsed.
+    package typealias HeadRewriter = @Sendable (ArraySlice<UInt8>) -> [UInt8]
+
+    package let port: Int
     private let listenFD: Int32
     /// Written once by `stop()` and never drained, so that every thread waiting on it wakes and sees the stop.
     private let stopPipe: WakePipe
     private let limits: Limits
     private let handler: Handler
-    private let refusal: Refusal
+    private let refusal: Refuser
+    private let rewriteHead: HeadRewriter?
     private struct State {
         var active = 0
         var stopping = false
@@ -57,10 +91,11 @@ final class ControlHTTPServer: Sendable {
     }
     private let state = Locked(State())
 
-    /// Binds `host:port` (the caller has checked the address); `start()` starts accepting.
-    init(host: String, port: Int, limits: Limits, handler: @escaping Handler, refusal: @escaping Refusal) throws(TLSEngineError) {
+    /// Binds `host:port` (port 0: a free one; the caller has checked the address); ``start()`` starts accepting.
+    package init(host: String, port: Int, limits: Limits, rewriteHead: HeadRewriter? = nil,
+                 handler: @escaping Handler, refusal: @escaping Refuser) throws(TLSEngineError) {
         _ = Sockets.ignoreSIGPIPE
-        let bound = try Sockets.listen(address: host, port: port, backlog: 128)
+        let bound = try Sockets.listen(address: host, port: port, backlog: limits.backlog)
         let pipe: WakePipe
         do {
             pipe = try WakePipe()
@@ -72,14 +107,15 @@ final class ControlHTTPServer: Sendable {
         self.port = bound.port
         stopPipe = pipe
         self.limits = limits
+        self.rewriteHead = rewriteHead
         self.handler = handler
         self.refusal = refusal
     }
 
     /// Starts accepting on a thread of its own. Once only; on a failure, the socket is closed.
-    func start() throws(TLSEngineError) {
+    package func start() throws(TLSEngineError) {
         do {
-            let thread = try WorkerThread(name: "pinlab.ctl.accept") { [self] in acceptLoop() }
+            let thread = try WorkerThread(name: limits.threadName) { [self] in acceptLoop() }
             state.withLock { $0.acceptThread = thread }
         } catch {
             state.withLock { $0.stopping = true }
@@ -89,11 +125,13 @@ final class ControlHTTPServer: Sendable {
     }
 
     deinit {
+        stop()
         stopPipe.closeEnds()
     }
 
-    /// Stops accepting, wakes every connection (each ends at its next wait), and waits up to `grace` for them.
-    func stop(grace: Duration = .seconds(2)) {
+    /// Stops accepting, wakes every connection (each ends at its next wait), and waits up to the limits' `stopGrace`
+    /// for them. Idempotent.
+    package func stop() {
         let first: Bool = state.withLock { s in
             defer { s.stopping = true }
             return !s.stopping
@@ -109,12 +147,12 @@ final class ControlHTTPServer: Sendable {
         }
         accepting.join()
         close(listenFD)
-        let deadline = Sockets.now() + Sockets.nanoseconds(grace)
+        let deadline = Sockets.now() + Sockets.nanoseconds(limits.stopGrace)
         while activeConnections > 0 && Sockets.now() < deadline { usleep(2_000) }
     }
 
     /// Connections being served now.
-    var activeConnections: Int { state.withLock { $0.active } }
+    package var activeConnections: Int { state.withLock { $0.active } }
 
     private var isStopping: Bool { state.withLock { $0.stopping } }
 
@@ -123,6 +161,7 @@ final class ControlHTTPServer: Sendable {
     private func acceptLoop() {
         var fds = [pollfd(fd: stopPipe.readEnd, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)]
+        let connectionThread = limits.threadName + ".conn"
         while !isStopping {
             let room = state.withLock { $0.active < limits.maxConnections }
             fds[1].fd = room ? listenFD : -1
@@ -135,7 +174,7 @@ final class ControlHTTPServer: Sendable {
             guard room, fds[1].revents != 0 else { continue }
             while state.withLock({ $0.active < limits.maxConnections && !$0.stopping }), let (fd, peer) = Sockets.accept(listenFD) {
                 state.withLock { $0.active += 1 }
-                startThread(named: "pinlab.ctl.conn", stackSize: 512 * 1024) { [self] in
+                startThread(named: connectionThread) { [self] in
                     serve(fd, peer: Self.host(ofPeer: peer))
                     close(fd)
                     state.withLock { $0.active -= 1 }
@@ -145,7 +184,7 @@ final class ControlHTTPServer: Sendable {
     }
 
     /// `127.0.0.1` of `127.0.0.1:5000`, `::1` of `[::1]:5000`.
-    static func host(ofPeer peer: String) -> String {
+    package static func host(ofPeer peer: String) -> String {
         if peer.hasPrefix("["), let close = peer.firstIndex(of: "]") {
             return String(peer[peer.index(after: peer.startIndex)..<close])
         }
@@ -195,6 +234,10 @@ final class ControlHTTPServer: Sendable {
         }
     }
 
+    private func refuse(_ fd: Int32, _ status: Int, _ field: String?, _ reason: String, _ fix: String, _ head: HTTPRequestHead?) {
+        respond(fd, refusal(Refusal(status: status, field: field, reason: reason, fix: fix, head: head)), method: head?.method)
+    }
+
     private func serve(_ fd: Int32, peer: String) {
         let timeout = Sockets.nanoseconds(limits.readTimeout)
         let seconds = Int(limits.readTimeout.components.seconds)
@@ -210,18 +253,15 @@ final class ControlHTTPServer: Sendable {
             }
             scanned = filled
             if filled >= HTTPRequestHead.maxBytes {
-                respond(fd, refusal(431, nil, "the request line and headers exceed \(HTTPRequestHead.maxBytes) bytes.",
-                                    "send a shorter URL and fewer or shorter headers (at most \(HTTPRequestHead.maxBytes / 1024) KiB together)."),
-                        method: nil)
-                return
+                return refuse(fd, 431, nil, "the request line and headers exceed \(HTTPRequestHead.maxBytes) bytes.",
+                              "send a shorter URL and fewer or shorter headers (at most \(HTTPRequestHead.maxBytes / 1024) KiB together).", nil)
             }
             switch readSome(fd, into: &buffer, filled: &filled, until: headDeadline) {
             case .bytes: continue
             case .closed, .stopped: return
             case .timedOut:
                 if filled > 0 {
-                    respond(fd, refusal(408, nil, "the request head did not arrive within \(seconds) s.", "send the whole request at once."),
-                            method: nil)
+                    refuse(fd, 408, nil, "the request head did not arrive within \(seconds) s.", "send the whole request at once.", nil)
                 }
                 return
             }
@@ -229,32 +269,27 @@ final class ControlHTTPServer: Sendable {
         guard let end = headEnd else { return }
         let head: HTTPRequestHead
         do {
-            head = try HTTPRequestHead.parse(buffer[0..<(end - 2)])
+            let raw = buffer[0..<(end - 2)]
+            head = try HTTPRequestHead.parse(rewriteHead.map { $0(raw)[...] } ?? raw)
         } catch {
-            respond(fd, refusal(400, nil, "the request is not HTTP/1.1: \(error.reason)", error.fix), method: nil)
-            return
+            return refuse(fd, 400, nil, "the request is not HTTP/1.1: \(error.reason)", error.fix, nil)
         }
         if !head.values("transfer-encoding").isEmpty {
-            respond(fd, refusal(411, "Transfer-Encoding", "Transfer-Encoding is not accepted (the body was sent chunked).",
-                                "send the body with a Content-Length (at most \(limits.maxBodyBytes) bytes)."),
-                    method: head.method)
-            return
+            return refuse(fd, 411, "Transfer-Encoding", "Transfer-Encoding is not accepted (the body was sent chunked).",
+                          "send the body with a Content-Length (at most \(limits.maxBodyBytes) bytes).", head)
         }
         let lengths = head.values("content-length")
         var length = 0
         if let first = lengths.first {
             guard lengths.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.count <= 18,
                   first.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(first) else {
-                respond(fd, refusal(400, "Content-Length", "the Content-Length is not one whole number.", "send one Content-Length: N."),
-                        method: head.method)
-                return
+                return refuse(fd, 400, "Content-Length", "the Content-Length is not one whole number.", "send one Content-Length: N.", head)
             }
             length = n
         }
         if length > limits.maxBodyBytes {
-            respond(fd, refusal(413, "body", "the body has \(length) bytes; at most \(limits.maxBodyBytes) are read.",
-                                "send a small JSON object."), method: head.method)
-            return
+            return refuse(fd, 413, "body", "the body has \(length) bytes; at most \(limits.maxBodyBytes) are read.",
+                          limits.bodyFix ?? "send a body of at most \(limits.maxBodyBytes) bytes.", head)
         }
         var body = [UInt8](repeating: 0, count: length)
         var received = min(length, filled - end)
@@ -269,9 +304,8 @@ final class ControlHTTPServer: Sendable {
             case .bytes: continue
             case .closed, .stopped: return
             case .timedOut:
-                respond(fd, refusal(408, "body", "the body did not arrive within \(seconds) s (\(received) of \(length) bytes).",
-                                    "send the whole body at once."), method: head.method)
-                return
+                return refuse(fd, 408, "body", "the body did not arrive within \(seconds) s (\(received) of \(length) bytes).",
+                              "send the whole body at once.", head)
             }
         }
         let response = handler(Request(head: head, body: Data(body), peer: peer))
@@ -313,12 +347,12 @@ final class ControlHTTPServer: Sendable {
     }
 
     #if os(Linux)
-    static let sendFlags = Int32(MSG_NOSIGNAL)
+    private static let sendFlags = Int32(MSG_NOSIGNAL)
     #else
-    static let sendFlags: Int32 = 0
+    private static let sendFlags: Int32 = 0
     #endif
 
-    static func phrase(_ status: Int) -> String {
+    package static func phrase(_ status: Int) -> String {
         [200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
          404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 411: "Length Required",
          413: "Content Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Content",
@@ -326,4 +360,3 @@ final class ControlHTTPServer: Sendable {
          503: "Service Unavailable"][status] ?? "Status"
     }
 }
-
