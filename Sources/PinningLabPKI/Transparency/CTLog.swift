@@ -39,20 +39,19 @@ public struct SCTRequest: Sendable, Hashable {
     }
 }
 
-/// A lab CT log as clients are told about it.
+/// A lab CT log as clients are told about it: what the spec declares (`log.name`, `log.operatorName`, `log.url`,
+/// `log.mmd`, `log.listed`, `log.summary` read through to ``spec``) and its public key.
+@dynamicMemberLookup
 public struct CTLog: Sendable, Hashable {
-    public var name: String
-    public var operatorName: String
-    public var url: String
-    public var mmd: Int
-    public var listed: Bool
-    public var summary: String?
+    /// The log as `ctLogs:` declares it.
+    public var spec: CTLogSpec
     /// DER SubjectPublicKeyInfo of the log's P-256 key.
     public var publicKeyDER: [UInt8]
     /// SHA-256 of ``publicKeyDER``: the ID every SCT of the log carries.
     public var logID: [UInt8] { Array(SHA256.hash(data: publicKeyDER)) }
     public var logIDBase64: String { Data(logID).base64EncodedString() }
     public var keyBase64: String { Data(publicKeyDER).base64EncodedString() }
+    public subscript<T>(dynamicMember field: KeyPath<CTLogSpec, T>) -> T { spec[keyPath: field] }
 }
 
 /// A log with its signing key, while certificates are issued.
@@ -65,8 +64,7 @@ struct CTLogSigner: Sendable {
             throw PKIError(.keyTypeChanged, "the key of a CT log must be P-256", entity: spec.name)
         }
         self.key = k
-        log = CTLog(name: spec.name, operatorName: spec.operatorName, url: spec.url, mmd: spec.mmd, listed: spec.listed,
-                    summary: spec.summary, publicKeyDER: Array(k.publicKey.derRepresentation))
+        log = CTLog(spec: spec, publicKeyDER: Array(k.publicKey.derRepresentation))
     }
 
     /// Signs an SCT for `entry` at `date`. A request for a bad signature signs the entry with the timestamp one
