@@ -4,7 +4,7 @@
 Every mode prints one JSON object on standard output. Loopback only (127.0.0.1), bounded in time and requests.
 
   latency  PORT [--token T] [--requests N]      GET /scenarios and POST /servers + DELETE: median and p99 (ms)
-  oversized PORT [--sizes 1024,16384,...] [--repeat N] [--header]
+  oversized PORT [--sizes 1024,16384,...] [--repeat N] [--header] [--stall BYTES]
                                                 time until the answer's status line to a request line (or one header)
                                                 of each size, with the status
   flood    PORT [--clients 10] [--seconds S] [--size BYTES]
@@ -119,8 +119,14 @@ def oversized(args):
     out = {}
     for size in [int(s) for s in args.sizes.split(",")]:
         times, statuses = [], set()
+        data = oversized_request(args.port, size, args.header)
+        if args.stall is not None:
+            # Send only the first STALL bytes, then nothing more while the connection stays open: a server that
+            # refuses a head over its cap as soon as it has read that much answers 431; one that waits for the rest
+            # answers only when its read timeout passes (408), or after this client's timeout (status 0).
+            data = data[:args.stall]
         for _ in range(args.repeat):
-            status, ms, _ = exchange(args.port, oversized_request(args.port, size, args.header), timeout=args.timeout)
+            status, ms, _ = exchange(args.port, data, timeout=args.timeout)
             times.append(ms)
             statuses.add(status)
         out[str(size)] = dict(summary(times), statuses=sorted(statuses))
@@ -193,6 +199,7 @@ def main():
     a.add_argument("--repeat", type=int, default=5)
     a.add_argument("--header", action="store_true")
     a.add_argument("--timeout", type=float, default=60)
+    a.add_argument("--stall", type=int, help="send only the first STALL bytes of each request, then wait")
     a.set_defaults(run=oversized)
     for name, run in [("flood", flood), ("health-under-flood", health_under_flood)]:
         a = sub.add_parser(name)
