@@ -67,14 +67,16 @@ public struct Pins: Sendable, Hashable, Codable {
 extension [UInt8] {
     /// Lower-case hexadecimal, no separators.
     package var hexString: String {
-        let digits = [Character]("0123456789abcdef")
-        var s = ""
-        s.reserveCapacity(count * 2)
-        for b in self {
-            s.append(digits[Int(b >> 4)])
-            s.append(digits[Int(b & 0x0f)])
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: count * 2) { out in
+            digits.withUTF8Buffer { d in
+                for (i, b) in enumerated() {
+                    out[2 * i] = d[Int(b >> 4)]
+                    out[2 * i + 1] = d[Int(b & 0x0f)]
+                }
+            }
+            return count * 2
         }
-        return s
     }
 }
 

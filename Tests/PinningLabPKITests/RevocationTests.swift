@@ -52,6 +52,21 @@ struct RevocationArtefactTests {
         .init(identity: "leaf-ocsp", variant: .wrongResponder, verifiedStatus: nil),
     ]
 
+    /// OCSP CertIDs and CRL entries take the serial from the certificate's DER where it stands, without decoding the
+    /// certificate: the same bytes swift-certificates decodes, for every identity of the lab (short and 20-byte
+    /// serials, v1 and v3 certificates), and nothing from a truncated or foreign structure.
+    @Test("the serial read from the DER is the certificate's serial, for every lab identity")
+    func serialNumbersFromTheDER() async throws {
+        let pki = try await SharedPKI.pki()
+        for id in pki.identities {
+            #expect(DERWalk.serialNumber(of: id.certificateDER)?.hexString == id.serialHex, "\(id.name)")
+        }
+        let leaf = try #require(pki.identities.first).certificateDER
+        #expect(DERWalk.serialNumber(of: Array(leaf.prefix(12))) == nil)
+        #expect(DERWalk.serialNumber(of: [0x30, 0x05, 0x30, 0x03, 0x04, 0x01, 0x07]) == nil)  // an OCTET STRING, not an INTEGER
+        #expect(DERWalk.serialNumber(of: []) == nil)
+    }
+
     @Test("openssl ocsp -respin verifies each response, or refuses it", .requires("openssl"), arguments: ocspCases)
     func ocspJudgedByOpenSSL(_ c: OCSPCase) async throws {
         let pki = try await SharedPKI.pki()

@@ -14,7 +14,7 @@ public struct OCSPRequestedCertificate: Sendable, Hashable {
     /// The serial number's INTEGER content bytes, without leading zero bytes.
     public var serial: [UInt8]
     /// The serial number in lower-case hex (as ``Identity/serialHex`` spells it, compared case-insensitively).
-    public var serialHex: String { serial.isEmpty ? "00" : serial.map { String(format: "%02x", $0) }.joined() }
+    public var serialHex: String { serial.isEmpty ? "00" : Array(serial).hexString }
 }
 
 /// Why an OCSP request could not be read.

@@ -97,7 +97,42 @@ enum RevocationTime {
     }
 }
 
-/// The serial number of a lab identity, as an INTEGER's content bytes.
+/// The serial number of a lab identity, as an INTEGER's content bytes: read from the certificate's DER where it
+/// stands (Certificate → TBSCertificate → optional [0] version → INTEGER), without decoding the rest; through
+/// swift-certificates when that walk does not find it.
 func serialBytes(_ identity: Identity) throws -> [UInt8] {
-    try Certificate(derEncoded: identity.certificateDER).serialNumber.bytes.map { $0 }
+    if let serial = DERWalk.serialNumber(of: identity.certificateDER) { return serial }
+    return try Certificate(derEncoded: identity.certificateDER).serialNumber.bytes.map { $0 }
+}
+
+/// Just enough DER to find one field without decoding a whole structure.
+package enum DERWalk {
+    /// The tag, the content's range and the end of one element starting at `at`; nil when it does not fit.
+    package static func element(_ der: [UInt8], at: Int) -> (tag: UInt8, content: Range<Int>)? {
+        guard at + 2 <= der.count else { return nil }
+        let tag = der[at]
+        var length = Int(der[at + 1])
+        var start = at + 2
+        if length & 0x80 != 0 {
+            let n = length & 0x7F
+            guard n >= 1, n <= 4, start + n <= der.count else { return nil }
+            length = der[start..<(start + n)].reduce(0) { $0 << 8 | Int($1) }
+            start += n
+        }
+        guard start + length <= der.count else { return nil }
+        return (tag, start..<(start + length))
+    }
+
+    /// The serial number's content bytes of a DER certificate.
+    package static func serialNumber(of der: [UInt8]) -> [UInt8]? {
+        guard let cert = element(der, at: 0), cert.tag == 0x30,
+              let tbs = element(der, at: cert.content.lowerBound), tbs.tag == 0x30,
+              var field = element(der, at: tbs.content.lowerBound) else { return nil }
+        if field.tag == 0xA0 {
+            guard let next = element(der, at: field.content.upperBound) else { return nil }
+            field = next
+        }
+        guard field.tag == 0x02, !field.content.isEmpty, field.content.upperBound <= tbs.content.upperBound else { return nil }
+        return Array(der[field.content])
+    }
 }
