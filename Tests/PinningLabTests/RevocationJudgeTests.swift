@@ -35,6 +35,11 @@ import Testing
 ///   JDK demands a status for every certificate ("Could not determine revocation status"). crl-good is therefore a
 ///   deviation from revocation=hard as the lab defines it (a certificate that names no status has none to demand):
 ///   the JDK's CRLDP checking is stricter, and only works where every CA of the chain publishes a CRL.
+/// - The same JDK with `com.sun.security.onlyCheckRevocationOfEECert=true`, the documented way to limit it to the
+///   leaf: as a system property (`-D…`) it is silently ignored (the same refusals as above); as a security property
+///   (a file passed with `-Djava.security.properties=`) the leaf alone is checked, so it accepts crl-good, refuses
+///   crl-revoked-leaf ("Certificate has been revoked") and accepts crl-revoked-intermediate — the same deviation as
+///   Python's leaf-only check.
 @Suite("Real clients that check revocation (Python ssl, the JDK)", .serialized)
 struct RevocationJudgeTests {
     static let scenarios = ["crl-good", "crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable"]
@@ -234,34 +239,43 @@ struct RevocationJudgeTests {
         }
         """#
 
-    /// `{crl.url} {host} {ip} {port} {ca}`: the JDK's proxy properties point at the responder `{crl.url}` names.
-    static let javaLauncher = #"""
-        #!/bin/sh
-        # The responder's address from {crl.url} (http://127.0.0.1:PORT/...): the JDK's HTTP proxy for the lab hosts.
-        hostport=${1#http://}
-        hostport=${hostport%%/*}
-        shift
-        exec java -Dcom.sun.net.ssl.checkRevocation=true -Dcom.sun.security.enableCRLDP=true \
-            -Djdk.tls.client.enableStatusRequestExtension=true \
-            -Dhttp.proxyHost="${hostport%:*}" -Dhttp.proxyPort="${hostport##*:}" \
-            -cp "$(dirname "$0")" CRLDPJudge "$@"
-        """#
+    /// `{crl.url} {host} {ip} {port} {ca}`: the JDK's proxy properties point at the responder `{crl.url}` names;
+    /// `options` are more system properties.
+    static func javaLauncher(options: String = "") -> String {
+        let properties = ["-Dcom.sun.net.ssl.checkRevocation=true", "-Dcom.sun.security.enableCRLDP=true",
+                          "-Djdk.tls.client.enableStatusRequestExtension=true"] + (options.isEmpty ? [] : [options])
+        return """
+            #!/bin/sh
+            # The responder's address from {crl.url} (http://127.0.0.1:PORT/...): the JDK's HTTP proxy for the lab hosts.
+            hostport=${1#http://}
+            hostport=${hostport%%/*}
+            shift
+            exec java \(properties.joined(separator: " ")) \\
+                -Dhttp.proxyHost="${hostport%:*}" -Dhttp.proxyPort="${hostport##*:}" \\
+                -cp "$(dirname "$0")" CRLDPJudge "$@"
+
+            """
+    }
+
+    /// Compiles the system-properties judge and returns a client of it launched with `options`.
+    static func jdkPropertiesClient(_ name: String, options: String = "", in dir: URL) throws -> CommandClient {
+        let source = dir.appendingPathComponent("CRLDPJudge.java")
+        try javaDefaults.write(to: source, atomically: true, encoding: .utf8)
+        let launcher = dir.appendingPathComponent("\(name).sh")
+        try javaLauncher(options: options).write(to: launcher, atomically: true, encoding: .utf8)
+        let compiled = ChildProcess.runBlocking(["javac", "-d", dir.path, source.path], timeout: .seconds(240))
+        try #require(compiled.status == 0, "javac: \(String(decoding: compiled.stderr, as: UTF8.self))")
+        return CommandClient(
+            name: name, template: try CommandTemplate(["sh", launcher.path, "{crl.url}", "{host}", "{ip}", "{port}", "{ca}"]),
+            timeout: .seconds(60))
+    }
 
     @Test("the JDK with checkRevocation and enableCRLDP fetches each certificate's CRL itself, through the responder as proxy",
           .requires("javac", "java"))
     func jdkSystemProperties() async throws {
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let source = dir.appendingPathComponent("CRLDPJudge.java")
-        try Self.javaDefaults.write(to: source, atomically: true, encoding: .utf8)
-        let launcher = dir.appendingPathComponent("crldp-judge.sh")
-        try Self.javaLauncher.write(to: launcher, atomically: true, encoding: .utf8)
-        let compiled = ChildProcess.runBlocking(["javac", "-d", dir.path, source.path], timeout: .seconds(240))
-        try #require(compiled.status == 0, "javac: \(String(decoding: compiled.stderr, as: UTF8.self))")
-        let client = CommandClient(
-            name: "jdk-crldp-system-properties",
-            template: try CommandTemplate(["sh", launcher.path, "{crl.url}", "{host}", "{ip}", "{port}", "{ca}"]),
-            timeout: .seconds(60))
+        let client = try Self.jdkPropertiesClient("jdk-crldp-system-properties", in: dir)
         let scenarios = ["crl-good", "crl-revoked-leaf", "crl-revoked-intermediate"]
         let report = try await Self.run(client, declaring: .hard, scenarios: scenarios)
         #expect(report.verdicts.count == scenarios.count * 2)
@@ -276,6 +290,45 @@ struct RevocationJudgeTests {
             for s in ["crl-good", "crl-revoked-leaf"] {
                 #expect(detail(s).contains("Could not determine revocation status"), "\(s)/\(engine): \(detail(s))")
             }
+        }
+    }
+
+    /// `com.sun.security.onlyCheckRevocationOfEECert=true` limits the JDK's check to the leaf — as a *security*
+    /// property (a `java.security` override file named by `-Djava.security.properties`); as a system property (`-D`)
+    /// it is silently ignored and the whole path is checked. Limited to the leaf, the JDK accepts crl-good (the leaf
+    /// names its issuer's CRL, which does not list it; the intermediate's missing status no longer matters) and a
+    /// good leaf under a revoked intermediate — the deviation a hard-fail declaration must show.
+    @Test("the JDK with onlyCheckRevocationOfEECert checks the leaf only: it accepts a good leaf under a revoked intermediate",
+          .requires("javac", "java"))
+    func jdkEndEntityOnly() async throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let scenarios = ["crl-good", "crl-revoked-leaf", "crl-revoked-intermediate"]
+        func summary(_ report: CheckReport) -> String {
+            "\(report.verdicts.map { "\($0.scenario)/\($0.engine): \($0.status) \($0.clientDetail ?? "")" })"
+        }
+
+        // As a system property: ignored (the result of the whole-path check, see jdkSystemProperties).
+        let ignored = try await Self.run(
+            try Self.jdkPropertiesClient("jdk-crldp-ee-system-property", options: "-Dcom.sun.security.onlyCheckRevocationOfEECert=true", in: dir),
+            declaring: .hard, scenarios: scenarios)
+        #expect(Self.accepted(ignored) == ["openssl": [], "gnutls": []], "\(summary(ignored))")
+
+        // As a security property: the leaf only.
+        let properties = dir.appendingPathComponent("end-entity-only.security")
+        try "com.sun.security.onlyCheckRevocationOfEECert=true\n".write(to: properties, atomically: true, encoding: .utf8)
+        let report = try await Self.run(
+            try Self.jdkPropertiesClient("jdk-crldp-ee-security-property", options: "-Djava.security.properties=\(properties.path)", in: dir),
+            declaring: .hard, scenarios: scenarios)
+        #expect(report.verdicts.count == scenarios.count * 2)
+        let accepted: Set<String> = ["crl-good", "crl-revoked-intermediate"]
+        #expect(Self.accepted(report) == ["openssl": accepted, "gnutls": accepted], "\(summary(report))")
+        let notPassed = report.verdicts.filter { $0.status != .pass }
+        #expect(Set(notPassed.map { "\($0.scenario)/\($0.engine)/\($0.status)" })
+                == ["crl-revoked-intermediate/openssl/fail", "crl-revoked-intermediate/gnutls/fail"], "\(summary(report))")
+        for engine in ["openssl", "gnutls"] {
+            let detail = report.verdicts.first { $0.scenario == "crl-revoked-leaf" && $0.engine == engine }?.clientDetail ?? ""
+            #expect(detail.contains("Certificate has been revoked"), "crl-revoked-leaf/\(engine): \(detail)")
         }
     }
 
