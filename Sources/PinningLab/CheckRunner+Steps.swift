@@ -26,8 +26,12 @@ extension CheckRunner {
 
     /// Starts one server per party of `s`'s steps; on any failure the ones already started are stopped. Throws
     /// `PartyStartError` when the engine refuses a party, the configuration's error when the PKI lacks a name.
+    /// With `scheduleRotations`, each step's `rotate-to` is scheduled on its party's server by connection number
+    /// (the k-th connection a party accepts belongs to the k-th step it answers), for clients that make the steps'
+    /// connections on their own — a batch harness, a command that runs every step — and leave the runner no moment
+    /// to rotate in between.
     package func startParties(
-        of s: Scenario, engine: any TLSEngine, options: FixtureServer.Options
+        of s: Scenario, engine: any TLSEngine, options: FixtureServer.Options, scheduleRotations: Bool = false
     ) async throws -> StartedParties {
         var ticketKeys: [String: SessionTicketKey] = [:]
         for name in Set(s.steps.compactMap { s.party($0.party)?.ticketKey }) { ticketKeys[name] = SessionTicketKey(name: name) }
@@ -41,6 +45,19 @@ extension CheckRunner {
                         engine: engine, configuration: config, options: options, label: "\(s.id)/\(name)")
                 } catch {
                     throw PartyStartError(party: name, engine: engine.name, error: error)
+                }
+            }
+            if scheduleRotations {
+                var answered: [String: Int] = [:]
+                for step in s.steps {
+                    answered[step.party, default: 0] += 1
+                    guard let chain = step.rotateTo, let server = servers[step.party] else { continue }
+                    let config = try partyConfiguration(of: s, party: step.party, chain: chain, ticketKeys: ticketKeys)
+                    do {
+                        try server.rotate(to: config, fromConnection: answered[step.party]!)
+                    } catch {
+                        throw PartyStartError(party: step.party, engine: engine.name, error: error)
+                    }
                 }
             }
         } catch {
@@ -101,7 +118,7 @@ extension CheckRunner {
         let keys: [String: SessionTicketKey]
         do {
             do {
-                let parties = try await startParties(of: s, engine: engine, options: options)
+                let parties = try await startParties(of: s, engine: engine, options: options, scheduleRotations: command != nil)
                 servers = parties.servers
                 keys = parties.ticketKeys
             } catch let e as PartyStartError {

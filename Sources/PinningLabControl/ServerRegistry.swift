@@ -175,7 +175,8 @@ actor ServerRegistry {
                                   batch: batchID, cell: cell.id)
                 if server.scenario.isMultiStep {
                     do {
-                        entry.parties = try await runner.startParties(of: server.scenario, engine: cell.engine, options: batchOptions).servers
+                        entry.parties = try await runner.startParties(
+                            of: server.scenario, engine: cell.engine, options: batchOptions, scheduleRotations: true).servers
                     } catch {
                         await server.stop()
                         throw error

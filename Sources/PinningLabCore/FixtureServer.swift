@@ -162,6 +162,21 @@ public final class FixtureServer: Sendable {
         }
     }
 
+    /// Scheduled rotation: the connection numbered `connection` (1 for the first this server accepts, 2…) and every
+    /// later one are served `configuration`; the connections before it keep what they were served. The switch
+    /// happens as that connection is accepted, under the server's lock, so a client that opens its connections back
+    /// to back (a batch harness, one process making every step) meets the new certificate on exactly that one, with
+    /// no moment to miss. Several may be scheduled; a number already accepted takes effect with the next
+    /// connection. Throws (and schedules nothing) when the engine cannot serve `configuration`.
+    public func rotate(to configuration: ServerTLSConfiguration, fromConnection connection: Int) throws(TLSEngineError) {
+        try configuration.validate()
+        let context = try core.makeContext(configuration)
+        core.withLock { s in
+            s.scheduled.append(.init(from: max(1, connection), context: context, configuration: configuration))
+            s.scheduled.sort { $0.from < $1.from }
+        }
+    }
+
     /// The listening socket and the workers' wake-up pipes (for leak checks in tests).
     var ownDescriptors: [Int32] { [core.listener.listenFD] + core.pipeDescriptors }
 

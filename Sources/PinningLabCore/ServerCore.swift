@@ -6,6 +6,8 @@ final class ServerCore: Sendable {
         var context: any TLSServerContext
         var configuration: ServerTLSConfiguration
         var generation = 0
+        /// Rotations that take effect by connection number (``FixtureServer/rotate(to:fromConnection:)``), in order.
+        var scheduled: [ScheduledRotation] = []
         var observations: [Observation] = []
         /// HTTP/2 streams, recorded as they arrive (`recordStream`).
         var streams: [ObservedHTTP2Stream] = []
@@ -19,6 +21,13 @@ final class ServerCore: Sendable {
         var nextWaiter = 0
         /// The name of the thread that ran `shutdown` (tests check that `stop()` keeps it off the pool).
         var shutdownThread: String?
+    }
+
+    /// A configuration served from the connection numbered `from` (1, 2, …) on.
+    struct ScheduledRotation {
+        var from: Int
+        var context: any TLSServerContext
+        var configuration: ServerTLSConfiguration
     }
 
     enum Predicate {
@@ -73,7 +82,14 @@ final class ServerCore: Sendable {
     /// Accepts one pending connection with the chain and context it is served (see `ListenerCore.acceptOne`).
     func acceptOne() -> Accepted? {
         listener.acceptOne { s, fd, peer in
-            Accepted(
+            // A scheduled rotation takes effect as the connection it names is accepted, before it is served.
+            while let next = s.scheduled.first, s.accepted >= next.from {
+                s.context = next.context
+                s.configuration = next.configuration
+                s.generation += 1
+                s.scheduled.removeFirst()
+            }
+            return Accepted(
                 fd: fd, peer: peer, id: s.accepted, context: s.context, generation: s.generation,
                 identities: s.configuration.identities)
         }

@@ -50,6 +50,28 @@ struct ServerFeatureTests {
         #expect(server.configuration.generation == 1)
     }
 
+    @Test("scheduled rotation: the named connection and those after it get the new chain, the earlier ones the old",
+          arguments: EngineKind.allCases)
+    func scheduledRotation(engine: EngineKind) async throws {
+        let server = try await FixtureServer.start(
+            engine: engine.engine, configuration: f.configuration(["leaf-v1", "lab-intermediate-a"]))
+        defer { server.stopSync() }
+        try server.rotate(to: f.configuration(["leaf-v3-rekey", "lab-intermediate-a"]), fromConnection: 3)
+        try server.rotate(to: f.configuration(["leaf-v2-renewal", "lab-intermediate-a"]), fromConnection: 2)
+        #expect(server.configuration.generation == 0, "nothing changes before the named connection")
+        var served: [[UInt8]?] = []
+        for _ in 0..<4 { served.append(await firstCertificate(port: server.port, serverName: "localhost")) }
+        #expect(served == [f.der("leaf-v1"), f.der("leaf-v2-renewal"), f.der("leaf-v3-rekey"), f.der("leaf-v3-rekey")])
+        #expect(server.configuration.generation == 2)
+        let seen = try #require(await server.settle())
+        #expect(seen.map(\.generation) == [0, 1, 2, 2])
+        // One the engine cannot serve is refused at once, and nothing is scheduled.
+        #expect(throws: TLSEngineError.self) {
+            try server.rotate(to: .makeServerConfiguration(chainDER: [], privateKeyPKCS8DER: []), fromConnection: 5)
+        }
+        #expect(await firstCertificate(port: server.port, serverName: "localhost") == f.der("leaf-v3-rekey"))
+    }
+
     @Test("a cipher restriction for one engine only makes the other say unsupported")
     func cipherRestriction() throws {
         var openSSLOnly = f.configuration(["leaf-v1", "lab-intermediate-a"])

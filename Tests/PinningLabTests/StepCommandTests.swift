@@ -101,6 +101,26 @@ struct CurlNextTests {
         #expect(report.summary.pass == 2 * 3 * 2)
     }
 
+    /// rotation-between-connections with both transfers in one curl process: the server is scheduled to serve the
+    /// emergency re-key from its second connection on (there is no moment between two transfers of one process to
+    /// rotate in), with a context of its own, so curl's offered session cannot resume. Predicted: step 1 accepted
+    /// under every profile, step 2 a full handshake (no resumption on the wire) that presents K3 — refused under the
+    /// leaf pins (pin-mismatch), accepted under `none`; every cell passes on both engines.
+    @Test func curlNextMeetsTheRotationOnItsSecondConnection() async throws {
+        let report = try await TestLab.runner().run(
+            .command(try Self.curlNext()), options: CheckOptions(scenarios: ["rotation-between-connections"], jobs: 4))
+        let run = report.verdicts.filter { $0.status != .skipped }
+        #expect(run.count == 3 * 2)
+        for v in run {
+            let cell = "\(v.profile) \(v.engine)"
+            #expect(v.status == .pass, "\(cell): \(v.status) \(v.reason)")
+            let steps = try #require(v.steps, "\(cell) has no steps: \(v.reason)")
+            #expect(steps[0].observed == .accepted, "\(cell)")
+            #expect(steps[1].evidence?.resumption == nil, "\(cell): step 2 must be a full handshake with the new certificate")
+            #expect(steps[1].observed == (v.profile == PinProfile.none ? .accepted : .refused), "\(cell): \(steps[1].reason)")
+        }
+    }
+
     /// The same curl without step placeholders runs one process per connection: those cells are not judged.
     @Test func aTemplateWithoutStepsIsUnsupported() async throws {
         let report = try await TestLab.runner().run(

@@ -52,7 +52,7 @@ extension CheckRunner {
                                 // A server per party, with the cell's own ticket keys: each cell starts with fresh
                                 // session state, as in a per-cell run.
                                 do {
-                                    slot.parties = try await startParties(of: s, engine: e, options: serverOptions).servers
+                                    slot.parties = try await startParties(of: s, engine: e, options: serverOptions, scheduleRotations: true).servers
                                 } catch {
                                     let unsupported = (error as? PartyStartError)?.error.code == .unsupported
                                     slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
@@ -262,9 +262,6 @@ extension CheckRunner {
     static func batchStepsUnsupported(_ s: Scenario, _ batch: BatchOptions) -> String? {
         guard batch.steps else {
             return "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the harness did not say it keeps state between connections (pinlab check --batch --batch-steps), so it is not judged here"
-        }
-        if s.steps.contains(where: { $0.rotateTo != nil }) {
-            return "the server rotates its certificate between two connections, and a harness that makes them on its own leaves no moment to rotate in: it is not judged here"
         }
         return nil
     }
