@@ -263,7 +263,11 @@ extension ControlAPI {
         @Sendable func version() async -> Int {
             let entries = await registry.all
             var v = entries.count
-            for e in entries { v += 2 * e.server.server.connectionsAccepted + e.server.server.observations().count }
+            for e in entries {
+                for server in [e.server.server] + e.parties.values {
+                    v += 2 * server.connectionsAccepted + server.observations().count
+                }
+            }
             // Stopping a server lowers the sum: count every start so the number still changes.
             let started = await registry.started
             return v + 1_000_000 * started
@@ -275,39 +279,52 @@ extension ControlAPI {
             var connections: [LiveSnapshot.Connection] = []
             var accepted = 0
             var open = 0
-            for e in entries {
-                let observations = e.server.server.observations()
-                accepted += e.server.server.connectionsAccepted
-                open += max(0, e.server.server.connectionsAccepted - observations.count)
+            // One group per server: the scenario's, and each party of a scenario of several connections.
+            func add(_ server: FixtureServer, group: String, detail: String, judged cell: (Scenario, PinProfile)?) {
+                let observations = server.observations()
+                accepted += server.connectionsAccepted
+                open += max(0, server.connectionsAccepted - observations.count)
                 let requests = observations.filter(\.applicationDataReceived).count
                 var verdict = observations.isEmpty ? "waiting" : requests > 0 ? "accepted" : "refused"
                 var tone = "neutral"
                 var message = observations.isEmpty ? "no connection yet"
                     : requests > 0 ? "the client sent its request" : "the client refused (sent no request)"
-                if let cell = e.cell, let s = catalogue[e.server.scenario.id], !observations.isEmpty {
-                    let parts = cell.split(separator: "/")
-                    if parts.count == 3 {
-                        let expected = s.expected(PinProfile(rawValue: String(parts[1])))
-                        let ok = (expected == .accept) == (requests > 0)
-                        verdict = ok ? "as-expected" : "deviates"
-                        tone = ok ? "good" : "bad"
-                        message = "expected \(expected), the client \(requests > 0 ? "accepted" : "refused")"
-                    }
+                if let (s, profile) = cell, !observations.isEmpty {
+                    let expected = s.expected(profile)
+                    let ok = (expected == .accept) == (requests > 0)
+                    verdict = ok ? "as-expected" : "deviates"
+                    tone = ok ? "good" : "bad"
+                    message = "expected \(expected), the client \(requests > 0 ? "accepted" : "refused")"
                 }
                 groups.append(LiveSnapshot.Group(
-                    name: e.id, detail: "scenario \(e.server.scenario.id) on \(e.server.engine)" + (e.cell.map { ", cell \($0)" } ?? ""),
-                    connections: e.server.server.connectionsAccepted,
+                    name: group, detail: detail, connections: server.connectionsAccepted,
                     handshakesCompleted: observations.filter(\.handshakeCompleted).count, requestsSent: requests,
                     verdict: verdict, tone: tone, message: message,
                     refusals: Array(Set(observations.filter { !$0.applicationDataReceived }.map(Self.refusalWords))).sorted()))
                 for o in observations.suffix(LiveFeed.maxConnections) {
                     connections.append(LiveSnapshot.Connection(
-                        id: "\(e.id)#\(o.id)", group: e.id, startedAt: o.startedAt, peer: o.peerAddress,
+                        id: "\(group)#\(o.id)", group: group, startedAt: o.startedAt, peer: o.peerAddress,
                         detail: o.identity ?? "-",
                         chain: (o.serverCertificates ?? []).map { index.identity($0.der)?.name ?? ($0.subject ?? "certificate") },
                         handshakeCompleted: o.handshakeCompleted, applicationData: o.applicationDataReceived,
                         requestLine: o.applicationDataReceived ? o.requestLine : nil, closure: o.closure.rawValue,
                         refusal: o.applicationDataReceived ? nil : refusalWords(o), error: o.error, milliseconds: nil))
+                }
+            }
+            for e in entries {
+                let scenario = e.server.scenario
+                // A batch cell of one connection is judged here; the steps of several connections are judged by the
+                // batch's answers, not by a count of requests.
+                var judged: (Scenario, PinProfile)?
+                if let cell = e.cell, !scenario.isMultiStep, let s = catalogue[scenario.id] {
+                    let parts = cell.split(separator: "/")
+                    if parts.count == 3 { judged = (s, PinProfile(rawValue: String(parts[1]))) }
+                }
+                add(e.server.server, group: e.id,
+                    detail: "scenario \(scenario.id) on \(e.server.engine)" + (e.cell.map { ", cell \($0)" } ?? ""), judged: judged)
+                for (party, server) in e.parties.sorted(by: { $0.key < $1.key }) {
+                    add(server, group: "\(e.id)/\(party)",
+                        detail: "party \(party) of scenario \(scenario.id) on \(e.server.engine)", judged: nil)
                 }
             }
             connections.sort { $0.startedAt < $1.startedAt }

@@ -176,6 +176,37 @@ struct LiveViewTests {
         }
     }
 
+    /// A scenario of several connections draws a group per party (its connections are there, not on the scenario
+    /// server, which no step connects to), and a connection to the party changes the version a page waits on.
+    @Test("the live view draws the parties of a scenario of several connections", .requires("curl"))
+    func partiesAreDrawn() async throws {
+        try await ControlTestLab.withControl { control, _ in
+            let started = try await Curl.request(
+                "POST", control.url + "servers", json: #"{"scenario": "resumption-after-unpinned-handshake", "engine": "openssl"}"#).json()
+            let id = try #require(started["id"] as? String)
+            let party = try #require((started["parties"] as? [[String: Any]])?.first)
+            let port = try #require(party["port"] as? Int)
+            let before = try await Curl.get(control.url + "live/events").json()
+            let waiting = try #require(Self.groups(before)["\(id)/interceptor"], "\(before)")
+            #expect(waiting["connections"] as? Int == 0 && waiting["verdict"] as? String == "waiting", "\(waiting)")
+            let version = try #require(before["version"] as? Int)
+            async let waited = Curl.get(control.url + "live/events?since=\(version)&wait=10")
+            try await Task.sleep(for: .milliseconds(300))
+            _ = await ChildProcess.run(
+                ["curl", "-s", "-k", "-o", "/dev/null", "--max-time", "20", "--resolve", "api.pinning.test:\(port):127.0.0.1",
+                 "https://api.pinning.test:\(port)/"], timeout: .seconds(30))
+            #expect(try await waited.json()["version"] as? Int != version)
+            _ = try await Curl.get(control.url + "servers/\(id)/observations?party=interceptor&wait=5")
+            let now = try await Curl.get(control.url + "live/events").json()
+            let g = try #require(Self.groups(now)["\(id)/interceptor"], "\(now)")
+            #expect(g["connections"] as? Int == 1 && g["requestsSent"] as? Int == 1 && g["verdict"] as? String == "accepted", "\(g)")
+            #expect((g["detail"] as? String)?.contains("party interceptor") == true, "\(g)")
+            let rows = try #require(now["connections"] as? [[String: Any]])
+            #expect(rows.contains { $0["group"] as? String == "\(id)/interceptor" && ($0["chain"] as? [String])?.first == "proxy-leaf-api" },
+                    "\(rows)")
+        }
+    }
+
     static let chromium: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
         .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
 
