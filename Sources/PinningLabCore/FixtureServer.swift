@@ -153,8 +153,7 @@ public final class FixtureServer: Sendable {
     /// Live rotation: connections accepted from now on are served `configuration`; open ones finish with the
     /// old one. Throws (and keeps the old configuration) when the engine cannot serve the new one.
     public func rotate(to configuration: ServerTLSConfiguration) throws(TLSEngineError) {
-        try configuration.validate()
-        let context = try core.makeContext(configuration)
+        let context = try servable(configuration)
         core.withLock {
             $0.context = context
             $0.configuration = configuration
@@ -169,12 +168,17 @@ public final class FixtureServer: Sendable {
     /// no moment to miss. Several may be scheduled; a number already accepted takes effect with the next
     /// connection. Throws (and schedules nothing) when the engine cannot serve `configuration`.
     public func rotate(to configuration: ServerTLSConfiguration, fromConnection connection: Int) throws(TLSEngineError) {
-        try configuration.validate()
-        let context = try core.makeContext(configuration)
+        let context = try servable(configuration)
         core.withLock { s in
             s.scheduled.append(.init(from: max(1, connection), context: context, configuration: configuration))
             s.scheduled.sort { $0.from < $1.from }
         }
+    }
+
+    /// The engine's context for `configuration`, checked first: what both rotations install.
+    private func servable(_ configuration: ServerTLSConfiguration) throws(TLSEngineError) -> any TLSServerContext {
+        try configuration.validate()
+        return try core.makeContext(configuration)
     }
 
     /// The listening socket and the workers' wake-up pipes (for leak checks in tests).

@@ -257,14 +257,17 @@ struct RevocationJudgeTests {
             """
     }
 
-    /// Compiles the system-properties judge and returns a client of it launched with `options`.
+    /// Compiles the system-properties judge into `dir` (once) and returns a client of it launched with `options`.
     static func jdkPropertiesClient(_ name: String, options: String = "", in dir: URL) throws -> CommandClient {
-        let source = dir.appendingPathComponent("CRLDPJudge.java")
-        try javaDefaults.write(to: source, atomically: true, encoding: .utf8)
+        // Compiled once per folder: the launchers of one test share the class.
+        if !FileManager.default.fileExists(atPath: dir.appendingPathComponent("CRLDPJudge.class").path) {
+            let source = dir.appendingPathComponent("CRLDPJudge.java")
+            try javaDefaults.write(to: source, atomically: true, encoding: .utf8)
+            let compiled = ChildProcess.runBlocking(["javac", "-d", dir.path, source.path], timeout: .seconds(240))
+            try #require(compiled.status == 0, "javac: \(String(decoding: compiled.stderr, as: UTF8.self))")
+        }
         let launcher = dir.appendingPathComponent("\(name).sh")
         try javaLauncher(options: options).write(to: launcher, atomically: true, encoding: .utf8)
-        let compiled = ChildProcess.runBlocking(["javac", "-d", dir.path, source.path], timeout: .seconds(240))
-        try #require(compiled.status == 0, "javac: \(String(decoding: compiled.stderr, as: UTF8.self))")
         return CommandClient(
             name: name, template: try CommandTemplate(["sh", launcher.path, "{crl.url}", "{host}", "{ip}", "{port}", "{ca}"]),
             timeout: .seconds(60))

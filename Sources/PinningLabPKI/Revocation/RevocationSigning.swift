@@ -107,7 +107,7 @@ func serialBytes(_ identity: Identity) throws -> [UInt8] {
 
 /// Just enough DER to find one field without decoding a whole structure.
 package enum DERWalk {
-    /// The tag, the content's range and the end of one element starting at `at`; nil when it does not fit.
+    /// The tag and the content's range of the element starting at `at`; nil when its header or length does not fit.
     package static func element(_ der: [UInt8], at: Int) -> (tag: UInt8, content: Range<Int>)? {
         guard at + 2 <= der.count else { return nil }
         let tag = der[at]
