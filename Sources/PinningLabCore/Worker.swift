@@ -215,6 +215,8 @@ final class Connection {
             }
             switch step {
             case .wantRead:
+                // Waiting for the client, who may be waiting for our ACK: see ``Sockets/acknowledgeNow(_:)``.
+                if phase == .handshake || phase == .request { Sockets.acknowledgeNow(fd) }
                 events = Int16(POLLIN)
                 return
             case .wantWrite:

@@ -119,7 +119,9 @@ final class ProxyConnection {
                     observation.tlsVersion = session.details.version?.rawValue
                     phase = .request
                     deadline = Sockets.now() &+ core.listener.idleTimeout
-                case .wantRead: clientEvents = Int16(POLLIN); return
+                case .wantRead:
+                    Sockets.acknowledgeNow(fd)  // a client with Nagle on may be waiting for our ACK
+                    clientEvents = Int16(POLLIN); return
                 case .wantWrite: clientEvents = Int16(POLLOUT); return
                 case .closed(let t):
                     finish(t.kind == .alertReceived || t.kind == .closeNotify ? "alert" : "handshake-failed:\(t.kind)", error: t.detail)
@@ -138,7 +140,9 @@ final class ProxyConnection {
                         prepareResponse(headerBytes: end)
                     }
                 case .done: continue
-                case .wantRead: clientEvents = Int16(POLLIN); return
+                case .wantRead:
+                    Sockets.acknowledgeNow(fd)
+                    clientEvents = Int16(POLLIN); return
                 case .wantWrite: clientEvents = Int16(POLLOUT); return
                 case .closed(let t):
                     finish(observation.applicationDataReceived ? "closed-during-request" : "closed-after-handshake", error: t.detail)
