@@ -21,6 +21,7 @@ extension BenchCommand {
         @Option(help: "The built swift-batch executable of the Examples package (skipped when absent).") var swiftBatch: String?
         @Option(help: "JVM options of both OkHttp runs (per cell and batch): a short-lived JVM spends less CPU with C1 alone and the serial collector.")
         var jvmOptions = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+        @Option(help: "Scenario ids to run (comma-separated); default: the whole catalogue.") var scenarios: String?
 
         func run() async throws {
             let work = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-bench-batch-\(getpid())")
@@ -33,6 +34,7 @@ extension BenchCommand {
             guard javac.status == 0 else { fail("javac failed (is libokhttp-java installed?)") }
             let java = ["java"] + jvmOptions.split(separator: " ").map(String.init) + ["-cp", cp, "PinlabBatch"]
             let python = ["python3", "\(harnesses)/python/pinlab_batch.py"]
+            let only = scenarios?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? []
             let okhttpProfiles: Set<PinProfile> = [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]
 
             struct Row { var name: String; var seconds: [Double] = []; var summary = "" }
@@ -46,10 +48,10 @@ extension BenchCommand {
             func perCell(_ args: [String], _ profiles: Set<PinProfile>?) async throws -> CheckReport {
                 let template = try CommandTemplate(args)
                 return try await runner.run(.command(CommandClient(template: template, timeout: .seconds(120))),
-                                            options: CheckOptions(profiles: profiles, jobs: jobs, timeout: .seconds(120)))
+                                            options: CheckOptions(profiles: profiles, scenarios: only, jobs: jobs, timeout: .seconds(120)))
             }
             func batch(_ args: [String], _ profiles: Set<PinProfile>?) async throws -> CheckReport {
-                let r = try await runner.runBatch(.command(name: nil, arguments: args), options: CheckOptions(profiles: profiles))
+                let r = try await runner.runBatch(.command(name: nil, arguments: args), options: CheckOptions(profiles: profiles, scenarios: only))
                 if !r.problems.isEmpty { fail("harness problems: \(r.problems.joined(separator: "; "))") }
                 return r.report
             }
@@ -93,7 +95,7 @@ extension BenchCommand {
             func ratio(_ slow: [Double], _ fast: [Double]) -> String {
                 slow.isEmpty || fast.isEmpty ? "" : String(format: "%.1f× faster", median(slow) / median(fast))
             }
-            print("\nMachine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage()). Whole catalogue, both engines. Medians of \(runs) batch and \(perCellRuns) per-cell runs. JVM: \(java.joined(separator: " "))\n")
+            print("\nMachine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage()). \(only.isEmpty ? "Whole catalogue" : "\(only.count) scenarios"), both engines. Medians of \(runs) batch and \(perCellRuns) per-cell runs. JVM: \(java.joined(separator: " "))\n")
             print(table([
                 ["measurement", "median", "vs per-cell", "cells"],
                 [rows[0].name, f(rows[0].seconds), "", rows[0].summary],
