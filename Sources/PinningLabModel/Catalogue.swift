@@ -71,13 +71,22 @@ public struct Catalogue: Sendable, Hashable {
 
     /// Every file's scenario (each loader throws a `ScenarioError`), with one error per broken file, duplicate id or
     /// duplicate scenario, thrown all at once.
-    private static func assemble(_ files: [(name: String, load: () throws -> Scenario)]) throws -> Catalogue {
+    /// The files are parsed side by side (YAML parsing is most of a catalogue's load: ~13 ms of a one-cell
+    /// `pinlab check` for 80 files on one core); errors and duplicates are then collected in file order.
+    private static func assemble(_ files: [(name: String, load: @Sendable () throws -> Scenario)]) throws -> Catalogue {
         var errors: [ScenarioError] = []
         var scenarios: [Scenario] = []
         var seen: [String: String] = [:]
-        for (name, load) in files {
+        let parsed = Locked([Result<Scenario, any Error>?](repeating: nil, count: files.count))
+        let loads = files.map(\.load)
+        DispatchQueue.concurrentPerform(iterations: loads.count) { i in
+            let r = Result { try loads[i]() }
+            parsed.withLock { $0[i] = r }
+        }
+        for ((name, _), result) in zip(files, parsed.withLock { $0 }) {
             do {
-                let s = try load()
+                guard let result else { continue }
+                let s = try result.get()
                 if let other = seen[s.id] {
                     errors.append(ScenarioError(.duplicateID, file: name, line: 1, field: "id",
                                                 problem: "the id '\(s.id)' is already used by \(other).",

@@ -190,8 +190,9 @@ struct CheckCommand: AsyncParsableCommand {
         requireWritable(baselineOptions.writeBaseline, option: "--write-baseline")
         let baseline = baselineOptions.load()
         let subject = clientOptions.subject(command: command)
+        async let opening = source.openPKI()  // beside the catalogue's parse: neither needs the other
         let catalogue = source.loadCatalogue()
-        let pki = await source.openPKI()
+        let pki = await opening
         let interrupts = interruptingClientCommands("pinlab.check.signals")
         defer { interrupts.cancel() }
         let progress = ProgressLine()
