@@ -265,7 +265,7 @@ extension ControlAPI {
             var v = entries.count
             for e in entries {
                 for server in [e.server.server] + e.parties.values {
-                    v += 2 * server.connectionsAccepted + server.observations().count
+                    v += 2 * server.connectionsAccepted + server.observationCount
                 }
             }
             // Stopping a server lowers the sum: count every start so the number still changes.

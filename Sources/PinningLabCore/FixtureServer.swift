@@ -128,6 +128,8 @@ public final class FixtureServer: Sendable {
     public var connectionsAccepted: Int { core.withLock { $0.accepted } }
     /// Connections accepted and not yet finished.
     public var connectionsOpen: Int { core.withLock { $0.inFlight } }
+    /// How many ``observations()`` there are now, without copying them.
+    public var observationCount: Int { core.withLock { min($0.observations.count, core.options.maxStoredObservations) } }
 
     /// Waits until at least `count` connections have finished (or the server stopped, or `timeout`), and
     /// returns all observations.
