@@ -273,7 +273,7 @@ struct InterceptTests {
                 pass
             print(reply.split(b'\\r\\n')[0].decode())
             """
-        async let reset = upstream.acceptAndReset(within: .seconds(30))
+        async let reset = upstream.acceptAndReset(within: .seconds(30), payload: Array("hello through the tunnel".utf8))
         let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port), String(upstream.port)], timeout: .seconds(60))
         #expect(await reset, "the upstream saw no connection, or no byte on it, in time: \(run.output)")
         #expect(run.stdoutText.hasPrefix("HTTP/1.1 200"), "\(run.output)")

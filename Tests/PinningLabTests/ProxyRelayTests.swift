@@ -48,32 +48,33 @@ final class LoopbackListener: Sendable {
         }
     }
 
-    /// Accepts the first connection within `timeout`, waits (up to `timeout` again) for its first bytes, then resets
-    /// it (RST: SO_LINGER 0). Returns false, and resets nothing, when no connection or no byte came in time: a reset
-    /// before the proxy's first bytes would hit it while it still dials, which is another closure (CI under load
-    /// once spent the whole shared window starting Python and reset a connection that had sent nothing yet).
-    func acceptAndReset(within timeout: Duration) async -> Bool {
+    /// Accepts connections until one whose first bytes begin with `payload` (each waited for up to `timeout`), then
+    /// resets that one (RST: SO_LINGER 0). Returns false, and resets nothing, when no such connection came in time: a
+    /// reset before the proxy's first bytes would hit it while it still dials, which is another closure (CI under load
+    /// once spent the whole shared window starting Python and reset a connection that had sent nothing yet). Another
+    /// connection — a client of another suite probing a stopped server whose freed port this listener was given (a
+    /// full run once reset such a stray and left the proxy's connection waiting, which ended in an idle timeout) — is
+    /// closed untouched and the wait goes on.
+    func acceptAndReset(within timeout: Duration, payload: [UInt8]) async -> Bool {
         let fd = self.fd
         return await onDedicatedThread(named: "test.reset") {
-            var end = ContinuousClock.now.advanced(by: timeout)
-            var accepted: Int32 = -1
+            let end = ContinuousClock.now.advanced(by: timeout)
             while ContinuousClock.now < end {
-                if let (c, _) = Sockets.accept(fd) { accepted = c; break }
-                usleep(10_000)
+                guard let (accepted, _) = Sockets.accept(fd) else { usleep(10_000); continue }
+                var bytes: [UInt8] = []
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                while ContinuousClock.now < end, bytes.count < payload.count {
+                    let n = read(accepted, &chunk, chunk.count)
+                    if n == 0 { break }
+                    if n > 0 { bytes += chunk.prefix(n) } else if errno == EAGAIN || errno == EINTR { usleep(10_000) } else { break }
+                }
+                guard bytes.starts(with: payload) else { close(accepted); continue }
+                var option = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(accepted, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+                close(accepted)
+                return true
             }
-            guard accepted >= 0 else { return false }
-            end = ContinuousClock.now.advanced(by: timeout)
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            var received = false
-            while ContinuousClock.now < end {
-                if read(accepted, &chunk, chunk.count) > 0 { received = true; break }
-                usleep(10_000)
-            }
-            guard received else { close(accepted); return false }
-            var option = linger(l_onoff: 1, l_linger: 0)
-            setsockopt(accepted, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
-            close(accepted)
-            return true
+            return false
         }
     }
 }
