@@ -99,13 +99,14 @@ struct ControlAPITests {
             #expect(wireNames == ["leaf-v1", "lab-intermediate-a"], "captured: \(String(describing: wireNames))")
 
             // Stop: the server is gone from the API and from the port.
+            let listening = ListeningSockets.inodes(port: port)
+            #expect(!listening.isEmpty, "the server listens on \(port) before DELETE")
             let stopped = try await Curl.request("DELETE", base + "servers/\(id)")
             #expect(stopped.status == 200)
             let gone = try await Curl.get(base + "servers/\(id)")
             #expect(gone.status == 404)
             #expect(try gone.json()["field"] as? String == "id")
-            let refused = await ChildProcess.run(["curl", "-s", "-o", "/dev/null", "--cacert", trustFile, url], timeout: .seconds(30))
-            #expect(refused.status == 7, "nothing listens on the port any more (curl exit 7)")
+            await Self.expectClosed(port: port, listening: listening)
             #expect(try await Curl.get(base + "servers").json()["servers"] as? [Any] != nil)
         }
     }
@@ -286,15 +287,25 @@ struct ControlAPITests {
             let after = try rotated.json()["parties"] as? [[String: Any]]
             #expect((after?.first?["chain"] as? [[String: Any]])?.first?["name"] as? String == "proxy-leaf-shared")
 
+            let listening = ListeningSockets.inodes(port: port)
+            #expect(!listening.isEmpty, "the party listens on \(port) before DELETE")
             #expect(try await Curl.request("DELETE", base + "servers/\(id)").status == 200)
-            // A bare connect that sends nothing and closes at once: the party's port refuses it. (A TLS client here
-            // would hold up whatever server of a parallel test may have been given the freed port since.)
-            let probe = await ChildProcess.run(
-                ["python3", "-c", "import socket,sys; s=socket.socket(); s.settimeout(5); print(s.connect_ex(('127.0.0.1', int(sys.argv[1])))); s.close()", String(port)],
-                timeout: .seconds(20))
-            #expect(probe.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == String(ECONNREFUSED), "the party still listens after DELETE: \(probe.output)")
+            await Self.expectClosed(port: port, listening: listening)
             _ = pki
         }
+    }
+
+    /// After DELETE: the stopped server's listening socket (`listening`, its inodes) is gone, and a client meets a
+    /// closed port — unless another suite's server of this process was given the freed port meanwhile (a new inode),
+    /// whose server then is not probed (a TLS client would hold it up).
+    static func expectClosed(port: Int, listening: Set<String>, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let now = ListeningSockets.inodes(port: port)
+        #expect(now.isDisjoint(with: listening), "the server still listens on \(port) after DELETE", sourceLocation: sourceLocation)
+        guard now.isEmpty else { return }
+        let probe = await ChildProcess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "5", "https://127.0.0.1:\(port)/"], timeout: .seconds(20))
+        #expect(probe.status == 7 || !ListeningSockets.inodes(port: port).isEmpty,
+                "nothing listens on \(port) any more, yet curl did not get 'connection refused' (exit 7): exit \(probe.status)",
+                sourceLocation: sourceLocation)
     }
 
     /// The cap on servers counts servers, not starts: a scenario of several connections takes one per party too.
