@@ -12,7 +12,10 @@ public enum ListeningSockets {
         var inodes = Set<String>()
         let hexPort = String(format: ":%04X", port)
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let data = FileManager.default.contents(atPath: table) else { continue }
+            // Read to the end: a /proc table says its size is 0 and comes a page at a time (FileManager's
+            // `contents(atPath:)` stopped after the first: in a full test run the server's line was past it).
+            guard let handle = FileHandle(forReadingAtPath: table), let data = try? handle.readToEnd() else { continue }
+            defer { try? handle.close() }
             for line in String(decoding: data, as: UTF8.self).split(separator: "\n").dropFirst() {
                 let f = line.split(separator: " ", omittingEmptySubsequences: true)
                 // f[1] local address:port, f[3] state (0A: LISTEN), f[9] inode.
