@@ -20,29 +20,9 @@ struct DelayedAckTests {
     let f: Fixtures
     init() throws { f = try Fixtures.load() }
 
-    /// Connects `count` times to each port in turn with Python's `ssl` over a socket with Nagle on; prints, per
-    /// connection, the port and the milliseconds from the request's `sendall` to the response's end.
-    static let client = """
-        import socket, ssl, sys, time
-        ports, ca, count = [int(p) for p in sys.argv[1].split(",")], sys.argv[2], int(sys.argv[3])
-        ctx = ssl.create_default_context(cafile=ca)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
-        for _ in range(count):
-            for port in ports:
-                raw = socket.create_connection(("127.0.0.1", port), timeout=5)
-                assert raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
-                with ctx.wrap_socket(raw, server_hostname="localhost") as tls:
-                    t = time.monotonic()
-                    tls.sendall(b"GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n")
-                    answer = b""
-                    while True:
-                        data = tls.recv(16384)
-                        if not data:
-                            break
-                        answer += data
-                    assert answer.startswith(b"HTTP/1.1 200"), answer[:40]
-                    print(port, "%.3f" % ((time.monotonic() - t) * 1000))
-        """
+    /// `Tests/Nagle/nagle_client.py`: TLS 1.3 over a socket with Nagle on, one connection per target in turn.
+    static let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Nagle/nagle_client.py").path
 
     static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
@@ -60,8 +40,7 @@ struct DelayedAckTests {
             ("gnutls, tickets", try await FixtureServer.start(engine: Engines.gnutls, configuration: withTickets, label: "nagle")),
         ]
         defer { for (_, server) in servers { server.stopSync() } }
-        let ports = servers.map { "\($0.1.port)" }.joined(separator: ",")
-        let r = await run(["python3", "-c", Self.client, ports, f.path("lab-root.pem"), "15"], timeout: .seconds(90))
+        let r = await run(["python3", Self.client, f.path("lab-root.pem"), "15"] + servers.map { "\($0.1.port)" }, timeout: .seconds(90))
         #expect(r.status == 0, "\(r.stderr)")
         var ms: [Int: [Double]] = [:]
         for line in r.stdout.split(separator: "\n") {
