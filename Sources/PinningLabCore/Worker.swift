@@ -216,7 +216,7 @@ final class Connection {
             switch step {
             case .wantRead:
                 // Waiting for the client, who may be waiting for our ACK: see ``Sockets/acknowledgeNow(_:)``.
-                if phase == .handshake || phase == .request { Sockets.acknowledgeNow(fd) }
+                if phase == .handshake || phase == .request || phase == .http2 { Sockets.acknowledgeNow(fd) }
                 events = Int16(POLLIN)
                 return
             case .wantWrite:

@@ -183,12 +183,6 @@ func openSocketInodes() -> Set<String> {
     return set
 }
 
-/// Names of this process's threads.
-func threadNames() -> [String] { Array(threadsByID().values) }
-
-/// This process's threads: kernel thread id → name. Ids identify a thread where names do not (a server started
-/// later on a reused port number names its threads alike).
-
 func openFDCount() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count }
 
 /// What each of `fds` points at now (`nil`: closed).
