@@ -74,6 +74,9 @@ struct BatchRouteTests {
             }
 
             // One server stopped on its own, then the rest with the batch.
+            let ports = cells.compactMap { $0["port"] as? Int }
+            let listening = ports.map { ListeningSockets.inodes(port: $0) }
+            #expect(listening.allSatisfy { !$0.isEmpty }, "every cell's server listens before DELETE")
             let single = try #require(serverOf["baseline/none/openssl"])
             #expect(try await Curl.request("DELETE", base + "servers/\(single)").status == 200)
             let stopped = try await Curl.request("DELETE", base + "batch/\(batch)")
@@ -84,16 +87,9 @@ struct BatchRouteTests {
             let again = try await Curl.request("DELETE", base + "batch/\(batch)")
             #expect(again.status == 404)
             #expect(try again.json()["field"] as? String == "id")
-            // Nothing listens on the stopped cells' ports (curl exit 7). Other suites run beside this one and bind
-            // ephemeral ports too, so one freed port may already be another test's server (CI saw it once); a
-            // server that kept listening after its stop would hold all eight.
-            var answering: [String] = []
-            for cell in cells {
-                let url = try #require(cell["url"] as? String)
-                let r = await ChildProcess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "10", "-k", url], timeout: .seconds(30))
-                if r.status != 7 { answering.append("\(url) (curl exit \(r.status))") }
-            }
-            #expect(answering.count <= 1, "stopped cells' ports still answer: \(answering)")
+            // Every stopped cell's listening socket is gone (by inode: a freed port may already be another suite's
+            // server), and a port nothing listens on refuses curl.
+            for (port, inodes) in zip(ports, listening) { await ControlTestLab.expectClosed(port: port, listening: inodes) }
         }
     }
 

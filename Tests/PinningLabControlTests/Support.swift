@@ -68,3 +68,18 @@ enum Curl {
 }
 
 struct CurlError: Error, CustomStringConvertible { var description: String }
+
+extension ControlTestLab {
+    /// After DELETE: the stopped server's listening socket (`listening`, its inodes) is gone, and a client meets a
+    /// closed port — unless another suite's server of this process was given the freed port meanwhile (a new inode),
+    /// whose server then is not probed (a TLS client would hold it up).
+    static func expectClosed(port: Int, listening: Set<String>, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let now = ListeningSockets.inodes(port: port)
+        #expect(now.isDisjoint(with: listening), "the server still listens on \(port) after DELETE", sourceLocation: sourceLocation)
+        guard now.isEmpty else { return }
+        let probe = await ChildProcess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "5", "https://127.0.0.1:\(port)/"], timeout: .seconds(20))
+        #expect(probe.status == 7 || !ListeningSockets.inodes(port: port).isEmpty,
+                "nothing listens on \(port) any more, yet curl did not get 'connection refused' (exit 7): exit \(probe.status)",
+                sourceLocation: sourceLocation)
+    }
+}
