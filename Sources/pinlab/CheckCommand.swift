@@ -190,9 +190,10 @@ struct CheckCommand: AsyncParsableCommand {
         requireWritable(baselineOptions.writeBaseline, option: "--write-baseline")
         let baseline = baselineOptions.load()
         let subject = clientOptions.subject(command: command)
-        async let opening = source.openPKI()  // beside the catalogue's parse: neither needs the other
+        // The catalogue first: one that does not load ends the command before the PKI folder is touched (opening
+        // the PKI beside it and exiting meanwhile left a half-made folder: keys, no state file).
         let catalogue = source.loadCatalogue()
-        let pki = await opening
+        let pki = await source.openPKI()
         let interrupts = interruptingClientCommands("pinlab.check.signals")
         defer { interrupts.cancel() }
         let progress = ProgressLine()

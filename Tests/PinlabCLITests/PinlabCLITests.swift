@@ -59,6 +59,21 @@ struct PinlabCLITests {
         #expect(mtls.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) } == tagged)
     }
 
+    /// A careless run leaves nothing behind: a catalogue that does not load ends `pinlab check` before the PKI
+    /// folder is touched. (Opening the PKI beside the catalogue's parse, as one commit of issue 21 did, exited in the
+    /// middle of the opening and left a half-made folder — keys, no state file.)
+    @Test func aBrokenCatalogueEndsCheckBeforeThePKIFolderIsTouched() async throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-broken-catalogue-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let catalogue = scratch.appendingPathComponent("scenarios"), pki = scratch.appendingPathComponent("pki")
+        try FileManager.default.createDirectory(at: catalogue, withIntermediateDirectories: true)
+        try "id: [broken\n".write(to: catalogue.appendingPathComponent("broken.yaml"), atomically: true, encoding: .utf8)
+        let r = try await CLI.run(["check", "--catalogue", catalogue.path, "--dir", pki.path, "--client", "correct"])
+        #expect(r.status == 2, "\(r.stderr)")
+        #expect(r.stderr.contains("broken.yaml:2:1") && r.stderr.contains("invalid YAML"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: pki.path), "the PKI folder was created: \((try? FileManager.default.subpathsOfDirectory(atPath: pki.path)) ?? [])")
+    }
+
     @Test func scenariosListAsJSON() async throws {
         let r = try await CLI.run(["scenarios", "list", "--format", "json"])
         #expect(r.status == 0)
