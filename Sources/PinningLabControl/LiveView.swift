@@ -283,7 +283,7 @@ extension ControlAPI {
             func add(_ server: FixtureServer, group: String, detail: String, judged cell: (Scenario, PinProfile)?) {
                 let observations = server.observations()
                 accepted += server.connectionsAccepted
-                open += max(0, server.connectionsAccepted - observations.count)
+                open += server.connectionsOpen  // not accepted − observations: those are capped at maxStoredObservations
                 let requests = observations.filter(\.applicationDataReceived).count
                 var verdict = observations.isEmpty ? "waiting" : requests > 0 ? "accepted" : "refused"
                 var tone = "neutral"
