@@ -71,8 +71,8 @@ public struct Catalogue: Sendable, Hashable {
 
     /// Every file's scenario (each loader throws a `ScenarioError`), with one error per broken file, duplicate id or
     /// duplicate scenario, thrown all at once.
-    /// The files are parsed side by side (YAML parsing is most of a catalogue's load: ~13 ms of a one-cell
-    /// `pinlab check` for 80 files on one core); errors and duplicates are then collected in file order.
+    /// The files are parsed side by side (their YAML was a quarter of a one-cell `pinlab check`'s samples in
+    /// `perf record`); errors and duplicates are then collected in file order.
     private static func assemble(_ files: [(name: String, load: @Sendable () throws -> Scenario)]) throws -> Catalogue {
         var errors: [ScenarioError] = []
         var scenarios: [Scenario] = []
