@@ -34,7 +34,7 @@ extension BenchCommand {
             guard javac.status == 0 else { fail("javac failed (is libokhttp-java installed?)") }
             let java = ["java"] + jvmOptions.split(separator: " ").map(String.init) + ["-cp", cp, "PinlabBatch"]
             let python = ["python3", "\(harnesses)/python/pinlab_batch.py"]
-            let only = scenarios?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? []
+            let only = parseList(scenarios)
             let okhttpProfiles: Set<PinProfile> = [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]
 
             struct Row { var name: String; var seconds: [Double] = []; var summary = "" }
