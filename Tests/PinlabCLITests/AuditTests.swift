@@ -29,7 +29,7 @@ struct AuditTests {
     }
 
     func tempDir() throws -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-audit-\(UUID().uuidString)")
+        let d = TestScratch.root.appendingPathComponent("pinlab-audit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
         return d
     }

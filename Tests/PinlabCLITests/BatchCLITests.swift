@@ -26,7 +26,7 @@ struct BatchCLITests {
     }
 
     static func temporary(_ name: String) -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-batch-\(UUID().uuidString.prefix(6))-\(name)")
+        TestScratch.root.appendingPathComponent("pinlab-batch-\(UUID().uuidString.prefix(6))-\(name)")
     }
 
     static func report(_ path: URL) throws -> CheckReport {

@@ -17,7 +17,7 @@ struct ControlCLITests {
     func controlPortIsInTheManifestAndAnswers() async throws {
         let curlPath = try #require(Tool.path("curl"))
         let bin = try #require(CLI.binary)
-        let manifest = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-control-\(UUID().uuidString).json")
+        let manifest = TestScratch.root.appendingPathComponent("pinlab-control-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: manifest) }
         let server = try ChildProcess.spawnBackground(
             [bin.path, "serve", "--scenario", "baseline", "--engine", "openssl", "--control", "127.0.0.1:0",
@@ -78,7 +78,7 @@ struct ControlCLITests {
             .deletingLastPathComponent().appendingPathComponent("Benchmarks/control/control_bench.py").path
         let bin = try #require(CLI.binary)
         for (sig, expected) in [(SIGTERM, Int32(143)), (SIGINT, Int32(130))] {
-            let manifest = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-control-\(UUID().uuidString).json")
+            let manifest = TestScratch.root.appendingPathComponent("pinlab-control-\(UUID().uuidString).json")
             defer { try? FileManager.default.removeItem(at: manifest) }
             let server = try ChildProcess.spawnBackground(
                 [bin.path, "serve", "--control", "127.0.0.1:0", "--manifest", manifest.path] + CLI.dirArgs)

@@ -25,7 +25,7 @@ struct ExportTests {
     static let xmllintReady = tool("xmllint") != nil
 
     func tempDir(_ label: String) throws -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent(
+        let d = TestScratch.root.appendingPathComponent(
             "pinlab-export-\(label)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
         return d

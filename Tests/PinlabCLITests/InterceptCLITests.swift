@@ -29,7 +29,7 @@ struct InterceptCLITests {
     }
 
     static func tempDir(_ label: String) throws -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-intercept-\(label)-\(UUID().uuidString)")
+        let d = TestScratch.root.appendingPathComponent("pinlab-intercept-\(label)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
         return d
     }

@@ -148,7 +148,7 @@ struct LabTests {
     @Test func htmlPictureShowsTheChainThePinsAndBothRows() async throws {
         let python = try #require(Self.python)
         let lab = try TeachingLabs.named("5")
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-lab5-\(UUID().uuidString).html")
+        let out = TestScratch.root.appendingPathComponent("pinlab-lab5-\(UUID().uuidString).html")
         defer { try? FileManager.default.removeItem(at: out) }
         let r = try await CLI.run(
             ["lab", "check", "5", "--engine", "openssl", "--html", out.path] + CLI.dirArgs
@@ -172,7 +172,7 @@ struct LabTests {
     func htmlPictureRendersInHeadlessChromium() async throws {
         let chromium = try #require(Self.chromium, "CI installs Chromium (.ci/run); none was found")
         let python = try #require(Self.python)
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-lab-shot-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-lab-shot-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let html = dir.appendingPathComponent("lab6.html")

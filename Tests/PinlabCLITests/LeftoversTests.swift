@@ -15,7 +15,7 @@ import Darwin
 struct LeftoversTests {
     /// A fresh private folder (removed by the caller).
     static func folder(_ name: String) throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-\(name)-\(UUID().uuidString.prefix(8))")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-\(name)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         return dir
     }

@@ -6,7 +6,7 @@ import Testing
 @Suite("pinlab pki")
 struct PKICLITests {
     func freshDir(_ label: String) -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-pki-cli-\(label)-\(UUID().uuidString)")
+        TestScratch.root.appendingPathComponent("pinlab-pki-cli-\(label)-\(UUID().uuidString)")
     }
 
     @Test func initListShowPinsExport() async throws {

@@ -63,7 +63,7 @@ struct PinlabCLITests {
     /// folder is touched. (Opening the PKI beside the catalogue's parse, as one commit of issue 21 did, exited in the
     /// middle of the opening and left a half-made folder — keys, no state file.)
     @Test func aBrokenCatalogueEndsCheckBeforeThePKIFolderIsTouched() async throws {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-broken-catalogue-\(getpid())")
+        let scratch = TestScratch.root.appendingPathComponent("pinlab-broken-catalogue-\(getpid())")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let catalogue = scratch.appendingPathComponent("scenarios"), pki = scratch.appendingPathComponent("pki")
         try FileManager.default.createDirectory(at: catalogue, withIntermediateDirectories: true)
@@ -137,7 +137,7 @@ struct PinlabCLITests {
     }
 
     @Test func checkWritesReportsToAFile() async throws {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-junit-\(UUID().uuidString).xml")
+        let out = TestScratch.root.appendingPathComponent("pinlab-junit-\(UUID().uuidString).xml")
         defer { try? FileManager.default.removeItem(at: out) }
         let r = try await CLI.run(["check", "--client", "correct", "--scenarios", "baseline", "--format", "junit", "--output", out.path] + CLI.dirArgs)
         #expect(r.status == 0)
@@ -163,7 +163,7 @@ struct PinlabCLITests {
     }
 
     @Test func validateNamesTheFileLineAndField() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-cli-scen-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-cli-scen-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let bundled = try #require(Catalogue.bundledDirectory)
@@ -194,7 +194,7 @@ struct PinlabCLITests {
     func serveScenarioWritesAManifestWithTheClientsPins() async throws {
         let curlPath = try #require(Tool.path("curl"), "curl is not on the PATH (apt-get install curl)")
         let bin = try #require(CLI.binary)
-        let manifest = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-serve-\(UUID().uuidString).json")
+        let manifest = TestScratch.root.appendingPathComponent("pinlab-serve-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: manifest) }
         let server = try ChildProcess.spawnBackground(
             [bin.path, "serve", "--scenario", "rekey", "--engine", "openssl", "--manifest", manifest.path] + CLI.dirArgs)

@@ -8,7 +8,7 @@ import Testing
 @Suite("pinlab check: platform policies, verifier variance, baselines", .serialized)
 struct PlatformBaselineCLITests {
     static func temporaryFile(_ stem: String) -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-\(stem)-\(UUID().uuidString).json")
+        TestScratch.root.appendingPathComponent("pinlab-\(stem)-\(UUID().uuidString).json")
     }
 
     static func json(_ text: String) throws -> [String: Any] {
@@ -205,7 +205,7 @@ struct PlatformBaselineCLITests {
     /// baseline passes, and the run conforms (exit 0).
     @Test(.requires("javac", "java"))
     func jdkRefusalOfTheNameCollisionRootIsStricterThanRequired() async throws {
-        let classes = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-jdk-\(UUID().uuidString)")
+        let classes = TestScratch.root.appendingPathComponent("pinlab-jdk-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: classes, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: classes) }
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -237,7 +237,7 @@ struct PlatformBaselineCLITests {
     /// The batch document names the run's platform, so a harness that can play several configures itself for it.
     @Test(.requiresPython(module: "json"))
     func theBatchDocumentNamesThePlatform() async throws {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-batch-platform-\(UUID().uuidString)")
+        let out = TestScratch.root.appendingPathComponent("pinlab-batch-platform-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: out) }
         let r = try await CLI.run(
             ["check", "--batch", "--platform", "jdk", "--scenarios", "baseline", "--engine", "openssl"] + CLI.dirArgs
@@ -248,7 +248,7 @@ struct PlatformBaselineCLITests {
 
     static func validate(_ document: String, schema: String) async throws {
         guard await ChildProcess.run(["python3", "-c", "import jsonschema"], timeout: .seconds(20)).status == 0 || Tool.inCI else { return }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-schema-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-schema-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try document.write(to: dir.appendingPathComponent("doc.json"), atomically: true, encoding: .utf8)

@@ -21,7 +21,7 @@ struct ReleaseTests {
     @Test("a copied binary reads the embedded catalogue and schemas")
     func copiedBinaryReadsEmbeddedResources() async throws {
         let bin = try #require(CLI.binary)
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-copied-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-copied-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let copy = dir.appendingPathComponent("pinlab")

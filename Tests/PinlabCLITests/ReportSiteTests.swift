@@ -10,7 +10,7 @@ struct ReportSiteTests {
     static let scenarios = ["baseline", "wrong-host", "rekey"]
 
     func tempDir() throws -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-site-\(UUID().uuidString)")
+        let d = TestScratch.root.appendingPathComponent("pinlab-site-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
         return d
     }
@@ -125,7 +125,7 @@ struct ReportSiteTests {
 @Suite("pinlab report site: hostile names")
 struct ReportSiteHostileNameTests {
     @Test func hostileClientNamesAndScenarioIdsStayInsideTheSiteAndAreEscaped() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-site-hostile-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-site-hostile-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let plain = dir.appendingPathComponent("plain.json")

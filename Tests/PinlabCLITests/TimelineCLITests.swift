@@ -75,7 +75,7 @@ struct TimelineCLITests {
     /// policy it breaks with leaf-spki+backup on day 62 — and a user pin set that breaks makes the exit status 1.
     /// A root pin of one's own holds: exit 0.
     @Test func exportedPinsAreFollowedAndDecideTheExitStatus() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-timeline-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-timeline-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("pins.json")
@@ -94,7 +94,7 @@ struct TimelineCLITests {
     /// the temporary folder after a run, whether it succeeds or fails on a bad option after opening the PKI.
     @Test func noScratchFolderWithKeysIsLeftBehind() async throws {
         let bin = try #require(CLI.binary)
-        let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-timeline-tmp-\(UUID().uuidString)")
+        let tmp = TestScratch.root.appendingPathComponent("pinlab-timeline-tmp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: tmp) }
         var env = ProcessInfo.processInfo.environment
@@ -129,7 +129,7 @@ struct TimelineCLITests {
     func htmlPictureRendersInHeadlessChromium() async throws {
         let chromium = try #require(LabTests.chromium, "CI installs Chromium (.ci/run); none was found")
         let python = try #require(LabTests.python)
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-timeline-shot-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-timeline-shot-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let html = dir.appendingPathComponent("timeline.html")

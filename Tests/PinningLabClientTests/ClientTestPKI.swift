@@ -1,5 +1,6 @@
 // A small PKI generated at test time with the openssl CLI (never checked in), and pins computed by the CLI too,
 // so the clients' own hashing is checked against an independent implementation.
+import PinningLabTestSupport
 import Foundation
 import PinningLabCore
 import PinningLab
@@ -39,7 +40,7 @@ final class ClientTestPKI: Sendable {
     static func get() throws -> ClientTestPKI { try shared.get() }
 
     private init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-clients-\(UUID().uuidString)")
+        directory = TestScratch.root.appendingPathComponent("pinninglab-clients-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
         try clientTestShell(Self.script, in: directory)

@@ -21,7 +21,7 @@ struct AndroidWalkthroughTests {
             contentsOf: here.appendingPathComponent("../../Sources/PinningLab/PinningLab.docc/TestingAnAndroidApp.md"), encoding: .utf8)
         let blocks = article.components(separatedBy: "```java\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
         let helper = try #require(blocks.first { $0.contains("public final class PinLab") }, "no PinLab.java in the article")
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("android-walkthrough-\(UUID().uuidString)")
+        let work = TestScratch.root.appendingPathComponent("android-walkthrough-\(UUID().uuidString)")
         let sources = work.appendingPathComponent("src/com/example/pinninglab")
         try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }

@@ -49,7 +49,7 @@ struct BatchRouteTests {
             #expect(one["scenario"] as? String == "rekey" && one["engine"] as? String == "gnutls")
 
             // The Python harness judges the document as `pinlab check --batch` would hand it over.
-            let docFile = FileManager.default.temporaryDirectory.appendingPathComponent("control-batch-\(UUID().uuidString).json")
+            let docFile = TestScratch.root.appendingPathComponent("control-batch-\(UUID().uuidString).json")
             defer { try? FileManager.default.removeItem(at: docFile) }
             try JSONSerialization.data(withJSONObject: document).write(to: docFile)
             var env = ProcessInfo.processInfo.environment

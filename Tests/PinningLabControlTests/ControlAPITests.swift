@@ -77,7 +77,7 @@ struct ControlAPITests {
             let sent = PEM.decodeAll(wire.stdoutText)
             #expect(sent == [try pki.identity("leaf-v1").certificateDER, try pki.identity("lab-intermediate-a").certificateDER],
                     "s_client saw \(sent.count) certificates: \(wire.stderrText)")
-            let leafPEM = FileManager.default.temporaryDirectory.appendingPathComponent("control-wire-\(UUID().uuidString).pem")
+            let leafPEM = TestScratch.root.appendingPathComponent("control-wire-\(UUID().uuidString).pem")
             defer { try? FileManager.default.removeItem(at: leafPEM) }
             try PEM.encode(try #require(sent.first)).write(to: leafPEM, atomically: true, encoding: .utf8)
             let spki = await ChildProcess.run(
@@ -199,7 +199,7 @@ struct ControlAPITests {
             let certPins = try await Curl.get(base + "scenarios/baseline/pins?profile=leaf-cert").json()
             #expect((certPins["pins"] as? [[String: Any]])?.first?["kind"] as? String == "cert-sha256")
 
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("control-ids-\(UUID().uuidString)")
+            let dir = TestScratch.root.appendingPathComponent("control-ids-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: dir) }
             func save(_ r: CurlReply, _ name: String) throws -> String {
@@ -260,7 +260,7 @@ struct ControlAPITests {
             #expect((steps.last?["expect"] as? [String: String])?["leaf-spki"] == "refuse")
             #expect(steps.first?["url"] as? String == "https://api.pinning.test:\(port)/")
 
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("control-steps-\(UUID().uuidString)")
+            let dir = TestScratch.root.appendingPathComponent("control-steps-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: dir) }
             let session = dir.appendingPathComponent("session.pem").path

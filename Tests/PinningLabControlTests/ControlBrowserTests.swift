@@ -1,3 +1,4 @@
+import PinningLabTestSupport
 import Foundation
 import PinningLab
 @testable import PinningLabControl
@@ -50,7 +51,7 @@ struct ControlBrowserTests {
     @Test(.enabled(if: Self.chromium != nil || Self.inCI, "Chromium is not installed (apt-get install -y chromium)"))
     func aWebPageStartsNothingReadsNoKeyAndDoesNotSlowHealth() async throws {
         let chromium = try #require(Self.chromium, "CI installs Chromium; none was found")
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-browser-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-browser-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try await ControlTestLab.withControl { control, _ in

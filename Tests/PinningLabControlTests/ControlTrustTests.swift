@@ -1,3 +1,4 @@
+import PinningLabTestSupport
 import Foundation
 import PinningLab
 @testable import PinningLabControl
@@ -8,7 +9,7 @@ import Testing
 @Suite("Control API: roots handed out for installation", .serialized)
 struct ControlTrustTests {
     @Test func aSeededUnconstrainedRootIsRefusedAConstrainedOneIsServed() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-control-seeded-\(UUID().uuidString.prefix(8))")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-control-seeded-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dir) }
         _ = try await Lab.openPKI(directory: dir, seed: "docs")
         // Mark proxy-root's and lab-root's keys as seeded, as an older version made them.

@@ -21,7 +21,7 @@ struct LiveViewTests {
             await proxy.stop()
             throw error
         }
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-live-\(UUID().uuidString).pem")
+        let root = TestScratch.root.appendingPathComponent("pinlab-live-\(UUID().uuidString).pem")
         try PEM.encode([try #require(pki["proxy-root"]).certificateDER]).write(to: root, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: root) }
         do {
@@ -66,7 +66,7 @@ struct LiveViewTests {
                 curl -s -o /dev/null --max-time 20 -x "http://$5" --cacert "$6" https://cdn.pinning.test/
                 wait
                 """
-            let out = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-live-poll-\(UUID().uuidString)").path
+            let out = TestScratch.root.appendingPathComponent("pinlab-live-poll-\(UUID().uuidString)").path
             defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: out + ".time") }
             let both = await ChildProcess.run(
                 ["sh", "-c", script, "sh", live.token ?? "", live.url, String(version), out, proxy.address, root], timeout: .seconds(60))
@@ -216,7 +216,7 @@ struct LiveViewTests {
     @Test("the live page shows connections made while it is open in headless Chromium", .requires("chromium", "curl"))
     func pageInChromium() async throws {
         let chromium = try #require(Self.chromium, "CI installs Chromium (.ci/run); none was found")
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-live-browser-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-live-browser-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try await Self.withLiveProxy { proxy, live, root in

@@ -33,7 +33,7 @@ struct SimulatorWalkthroughTests {
             let backupPins = PinFormat.curlPins([try pki.identity("leaf-v1").pins.spkiBase64,
                                                  try pki.identity("leaf-v3-rekey").pins.spkiBase64])
             let trust = try await Curl.get(control.url + "trust/lab-root")
-            let trustFile = FileManager.default.temporaryDirectory.appendingPathComponent("walkthrough-\(UUID().uuidString).pem")
+            let trustFile = TestScratch.root.appendingPathComponent("walkthrough-\(UUID().uuidString).pem")
             try Data(trust.body).write(to: trustFile)
             defer { try? FileManager.default.removeItem(at: trustFile) }
             func client(_ url: URL) async -> Int32 {

@@ -33,7 +33,7 @@ final class Fixtures: Sendable {
     let directory: URL
 
     private init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        directory = TestScratch.root.appendingPathComponent(
             "pinninglab-engine-tests-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         pki = try Lab.pki(directory: directory.appendingPathComponent("pki"), seed: "engine-tests")

@@ -20,7 +20,7 @@ func run(_ args: [String], stdin: String? = nil, timeout: TimeInterval = 30) asy
 
 
 func temporaryDirectory(_ label: String) -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-\(label)-\(UUID().uuidString)")
+    let url = TestScratch.root.appendingPathComponent("pinlab-\(label)-\(UUID().uuidString)")
     try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }

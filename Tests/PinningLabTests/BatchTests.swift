@@ -185,7 +185,7 @@ struct BatchTests {
         let answers = [BatchResult(id: doc.cells[0].id, claim: .refused, detail: "pin", category: .pinMismatch, milliseconds: 3),
                        BatchResult(id: doc.cells[1].id, claim: .accepted),
                        BatchResult(id: stepCell.id, step: 2, claim: .accepted)]
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-batch-schema-\(UUID().uuidString.prefix(6))")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-batch-schema-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try BatchSchemas.input.write(to: dir.appendingPathComponent("in.json"), atomically: true, encoding: .utf8)

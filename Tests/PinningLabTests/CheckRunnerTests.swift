@@ -281,7 +281,7 @@ struct ReferenceClientRunTests {
     /// presents what the files hold, as a command-line client does (the files used to be written once per name, so
     /// the second PKI got the first one's).
     @Test func twoPKIsInOneProcessEachGetTheirOwnCellFiles() async throws {
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-two-pkis-\(UUID().uuidString)")
+        let base = TestScratch.root.appendingPathComponent("pinlab-two-pkis-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: base) }
         let work = base.appendingPathComponent("work")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)

@@ -1,3 +1,4 @@
+import PinningLabTestSupport
 import Foundation
 import PinningLab
 import PinningLabPKI
@@ -45,7 +46,7 @@ struct ChildProcessTests {
     }
 
     @Test func background() throws {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-bg-\(UUID().uuidString)").path
+        let log = TestScratch.root.appendingPathComponent("pinlab-bg-\(UUID().uuidString)").path
         defer { unlink(log) }
         let child = try ChildProcess.spawnBackground(["sh", "-c", "echo up; sleep 30"], stdoutFile: log)
         for _ in 0..<200 where (try? String(contentsOfFile: log, encoding: .utf8)) != "up\n" { usleep(10_000) }
@@ -83,7 +84,7 @@ struct ChildProcessTests {
     }
 
     @Test func filesAsStandardInputAndOutput() throws {
-        let dir = FileManager.default.temporaryDirectory
+        let dir = TestScratch.root
         let input = dir.appendingPathComponent("pinlab-in-\(UUID().uuidString)").path
         let output = dir.appendingPathComponent("pinlab-out-\(UUID().uuidString)").path
         defer { unlink(input); unlink(output) }

@@ -68,7 +68,7 @@ struct CommandTemplateTests {
     /// `CommandClient` writes before the run: no /etc/hosts entry.
     @Test(.requires("java"))
     func theJVMResolvesTheHostFromTheHostsFile() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-jvm-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-jvm-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let source = dir.appendingPathComponent("Resolve.java")
@@ -130,7 +130,7 @@ struct CommandTemplateTests {
     }
 
     @Test func exitStatusIsTheClaimAndOverrunsAreKilled() async throws {
-        let scratch = FileManager.default.temporaryDirectory
+        let scratch = TestScratch.root
         let ctx = context(profile: .leafSPKI, pins: [k1], client: false)
         let ok = CommandClient(template: try CommandTemplate(["sh", "-c", "test \"$PINLAB_PINS_CURL\" = '{pins.curl}'"]))
         #expect(await ok.run(ctx, scratch: scratch).outcome.claim == .accepted)

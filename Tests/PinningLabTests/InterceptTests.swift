@@ -95,13 +95,13 @@ struct InterceptTests {
     }
 
     static func write(_ der: [UInt8]) throws -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("intercept-\(UUID().uuidString).cer")
+        let url = TestScratch.root.appendingPathComponent("intercept-\(UUID().uuidString).cer")
         try Data(der).write(to: url)
         return url.path
     }
 
     static func writePEM(_ ders: [[UInt8]]) throws -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("intercept-\(UUID().uuidString).pem")
+        let url = TestScratch.root.appendingPathComponent("intercept-\(UUID().uuidString).pem")
         try PEM.encode(ders).write(to: url, atomically: true, encoding: .utf8)
         return url.path
     }

@@ -25,7 +25,7 @@ struct ProxyDelayedAckTests {
         config.setVersion(.tls13)
         config.resumption = SessionResumption(.tickets)
         let control = try await FixtureServer.start(engine: Engines.openssl, configuration: config, label: "nagle-control")
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-proxy-nagle-\(getpid())")
+        let folder = TestScratch.root.appendingPathComponent("pinlab-proxy-nagle-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let trust = folder.appendingPathComponent("roots.pem")

@@ -39,7 +39,7 @@ func syntheticReport() async throws -> CheckReport {
 }
 
 func writeTemporary(_ text: String, _ ext: String) throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-report-\(UUID().uuidString).\(ext)")
+    let url = TestScratch.root.appendingPathComponent("pinlab-report-\(UUID().uuidString).\(ext)")
     try text.write(to: url, atomically: true, encoding: .utf8)
     return url
 }

@@ -63,7 +63,7 @@ struct RevocationJudgeTests {
     }
 
     static func scratch() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-revjudge-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-revjudge-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         return dir
     }

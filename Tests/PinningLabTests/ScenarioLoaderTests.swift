@@ -1,3 +1,4 @@
+import PinningLabTestSupport
 import Foundation
 import PinningLab
 import Testing
@@ -196,7 +197,7 @@ struct ScenarioLoaderTests {
     /// A copy of a scenario under another id is refused by the loader, naming both files: this is the check that
     /// caught `root-not-sent` repeating `baseline`.
     @Test func identicalScenariosAreRefused() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-same-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-same-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try validScenarioYAML.write(to: dir.appendingPathComponent("sample.yaml"), atomically: true, encoding: .utf8)
@@ -242,7 +243,7 @@ struct ScenarioLoaderTests {
     }
 
     @Test func directoryReportsEveryBrokenFileAndDuplicateIDs() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-scen-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-scen-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try validScenarioYAML.write(to: dir.appendingPathComponent("sample.yaml"), atomically: true, encoding: .utf8)
@@ -263,7 +264,7 @@ struct ScenarioLoaderTests {
     }
 
     @Test func emptyDirectoryIsAnError() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-empty-\(UUID().uuidString)")
+        let dir = TestScratch.root.appendingPathComponent("pinlab-empty-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         #expect(throws: CatalogueError.self) { try Catalogue.load(directory: dir) }

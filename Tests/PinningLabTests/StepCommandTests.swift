@@ -46,7 +46,7 @@ struct StepCommandTemplateTests {
 
     /// The answer lines: the last N non-empty lines of standard output.
     @Test func answersAreTheLastLinesOfStandardOutput() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("answers-\(UUID().uuidString)")
+        let file = TestScratch.root.appendingPathComponent("answers-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
         try "starting\n0\n\n  35  \n".write(to: file, atomically: true, encoding: .utf8)
         #expect(CommandClient.answerLines(at: file.path, count: 2) == ["0", "35"])

@@ -80,7 +80,7 @@ struct StepRealClientTests {
     /// connections (golang/go #31641), `VerifyConnection` is called on every connection.
     @Test(.requires("go"))
     func goCryptoTLSWithSessionCache() async throws {
-        let build = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-go-\(UUID().uuidString)")
+        let build = TestScratch.root.appendingPathComponent("pinlab-go-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: build, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: build) }
         let binary = build.appendingPathComponent("session-pinning").path

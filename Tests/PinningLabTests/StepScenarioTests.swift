@@ -219,7 +219,7 @@ struct StepScenarioTests {
         let json = try report.render(.json)
         #expect(json.contains("\"steps\""))
         #expect(json.contains("\"resumption\":\"ticket\"") || json.contains("\"resumption\" : \"ticket\""))
-        let dir = FileManager.default.temporaryDirectory
+        let dir = TestScratch.root
         let schema = dir.appendingPathComponent("steps-schema-\(UUID().uuidString).json")
         let doc = dir.appendingPathComponent("steps-report-\(UUID().uuidString).json")
         try ReportSchemas.json.write(to: schema, atomically: true, encoding: .utf8)

@@ -1,3 +1,4 @@
+import PinningLabTestSupport
 import Foundation
 import PinningLabTesting
 import PinningLab
@@ -100,7 +101,7 @@ struct TestingHelpersTests {
     // openings wait as suspended tasks. Checked by looking at the threads, which does not depend on how busy other
     // tests keep the pool.
     @Test func waitingForThePKILockDoesNotBlockTheCooperativePool() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinninglab-pool-\(getpid())")
+        let dir = TestScratch.root.appendingPathComponent("pinninglab-pool-\(getpid())")
         defer { try? FileManager.default.removeItem(at: dir) }
         // Create the folder without going through the cache (so the openings below really open it), then hold
         // its lock as another process would.
