@@ -101,6 +101,18 @@ struct IdentityWriter: Sendable {
         return repaired.withLock { $0 }.sorted()
     }
 
+    /// Removes what a process that died mid-write left in the identities' folders (``Storage/removeStaleTemporaryFiles(in:)``):
+    /// `certs/NAME/.tmp-…` of a `.p12`. Returns them as `certs/NAME/FILE`.
+    func removeLeftovers(names: [String]) -> [String] {
+        let removed = Locked<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: names.count) { i in
+            let name = names[i]
+            let gone = Storage.removeStaleTemporaryFiles(in: files(name).folder)
+            if !gone.isEmpty { removed.withLock { $0 += gone.map { "certs/\(name)/\($0)" } } }
+        }
+        return removed.withLock { $0 }.sorted()
+    }
+
     func write(_ id: Identity) throws {
         let f = files(id.name)
         try Storage.makeDirectory(f.folder, mode: 0o755)

@@ -67,6 +67,10 @@ struct Builder {
             t0 = t
         }
         try Storage.makeDirectory(keysDir, mode: 0o700)
+        // Half-made files of a process that died mid-write (a key among them) go before anything is read.
+        var leftovers = Storage.removeStaleTemporaryFiles(in: dir)
+            + Storage.removeStaleTemporaryFiles(in: keysDir).map { "keys/" + $0 }
+        if options.writeIdentityFiles { leftovers += writer.removeLeftovers(names: spec.names) }
         let oldState: StateFile? = try? Storage.readFile(stateURL).flatMap { try JSONDecoder().decode(StateFile.self, from: Data($0)) }
         var refresh = PKIRefresh()
 
@@ -124,6 +128,7 @@ struct Builder {
             if result.2 { refresh.generatedKeys.append(name) }
         }
         refresh.repaired = keyNotes.withLock { $0 }.sorted()
+            + leftovers.map { "\($0): removed (a temporary file of a process that died while writing)" }
 
         mark("keys")
         let ctLogs = try spec.ctLogs.map { try CTLogSigner(spec: $0, key: keys[$0.name]!) }

@@ -69,6 +69,29 @@ package enum Storage {
         }
     }
 
+    /// Removes the temporary files ``writeAtomically(_:to:mode:)`` left in `folder` when its process died between
+    /// creating one and renaming it (a SIGKILL, a power cut): `.tmp-NAME-PID-RANDOM` whose PID no longer exists.
+    /// They can hold a private key (mode 0600) that nothing would ever use or remove. Called under the folder's
+    /// lock, which every writer of such a file holds; files of a live process are left alone all the same (a PID
+    /// of another PID namespace reads as gone, so the lock is what makes this safe). Returns the names removed.
+    @discardableResult
+    static func removeStaleTemporaryFiles(in folder: URL) -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [] }
+        var removed: [String] = []
+        for name in names where name.hasPrefix(".tmp-") {
+            let parts = name.split(separator: "-")
+            guard parts.count >= 4, UInt64(parts[parts.count - 1]) != nil,
+                  let pid = pid_t(parts[parts.count - 2]), pid > 0
+            else { continue }
+            if pid != getpid() && kill(pid, 0) == -1 && errno == ESRCH
+                && unlink(folder.appendingPathComponent(name).path) == 0
+            {
+                removed.append(name)
+            }
+        }
+        return removed
+    }
+
     /// Writes in place (overwrite, then cut to length). Only for files rewritten under the directory lock whose consistency the state
     /// file vouches for.
     static func write(_ bytes: some Collection<UInt8>, to url: URL, mode: mode_t = 0o644) throws {

@@ -369,6 +369,39 @@ struct StateTests {
         #expect(try open(dir).refresh.repaired.isEmpty, "repaired once, then fresh")
     }
 
+    /// A process killed between creating an atomic write's temporary file and renaming it leaves `.tmp-NAME-PID-N`
+    /// behind — for a key, a private key nothing would ever remove. The next opening removes those of dead
+    /// processes and says so; those of a live process stay.
+    @Test func temporaryFilesOfDeadWritersAreRemoved() async throws {
+        let dir = temporaryDirectory("leftover-tmp")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let first = try open(dir)
+        // A PID that is gone: a child that has exited (and been reaped). A live one: this process's parent.
+        let gone = try await run(["sh", "-c", "echo $$"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let alive = getppid()
+        let keys = dir.appendingPathComponent("keys")
+        let leafFolder = first.files(for: "leaf").folder
+        let dead = [dir.appendingPathComponent(".tmp-state.json-\(gone)-17"),
+                    keys.appendingPathComponent(".tmp-leaf.pem-\(gone)-18446744073709551615"),
+                    leafFolder.appendingPathComponent(".tmp-identity.p12-\(gone)-42")]
+        let live = keys.appendingPathComponent(".tmp-leaf.pem-\(alive)-7")
+        let unrelated = keys.appendingPathComponent(".tmp-notes")
+        for url in dead + [live, unrelated] {
+            #expect(FileManager.default.createFile(atPath: url.path, contents: Data("-----BEGIN PRIVATE KEY-----\n".utf8),
+                                                   attributes: [.posixPermissions: 0o600]))
+        }
+        let second = try open(dir)
+        for url in dead { #expect(!FileManager.default.fileExists(atPath: url.path), "\(url.lastPathComponent) removed") }
+        #expect(FileManager.default.fileExists(atPath: live.path), "a live process's file stays")
+        #expect(FileManager.default.fileExists(atPath: unrelated.path), "a name not of an atomic write stays")
+        let said = second.refresh.repaired.joined(separator: "\n")
+        #expect(said.contains(".tmp-state.json-\(gone)-17: removed"), "\(said)")
+        #expect(said.contains("keys/.tmp-leaf.pem-\(gone)-18446744073709551615: removed"), "\(said)")
+        #expect(said.contains("certs/leaf/.tmp-identity.p12-\(gone)-42: removed"), "\(said)")
+        #expect(!said.contains("-\(alive)-7"), "\(said)")
+        #expect(!second.refresh.reissued, "nothing else changes: \(second.refresh)")
+    }
+
     @Test func damagedKeysAreNeverReplacedSilently() throws {
         let dir = temporaryDirectory("keyrepair")
         defer { try? FileManager.default.removeItem(at: dir) }
