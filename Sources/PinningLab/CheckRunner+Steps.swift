@@ -186,21 +186,12 @@ extension CheckRunner {
         _ server: FixtureServer, host: String, streamsAfter: Int, connectionsAfter: Int
     ) async -> ServerEvidence {
         let wanted = PinScope.normalizedHost(host)
-        func hostOf(_ authority: String?) -> String? {
-            guard var a = authority else { return nil }
-            if a.hasPrefix("["), let end = a.firstIndex(of: "]") {
-                a = String(a[a.index(after: a.startIndex)..<end])
-            } else if let colon = a.lastIndex(of: ":"), a.firstIndex(of: ":") == colon {
-                a = String(a[..<colon])
-            }
-            return PinScope.normalizedHost(a)
-        }
         let giveUp = ContinuousClock.now.advanced(by: .seconds(5))
         var finished: [Observation] = []
         var forHost: [ObservedHTTP2Stream] = []
         while true {
             finished = server.observations(after: connectionsAfter)
-            forHost = server.http2Streams(after: streamsAfter).filter { hostOf($0.stream.authority) == wanted }
+            forHost = server.http2Streams(after: streamsAfter).filter { StepEvidence.host(ofAuthority: $0.stream.authority) == wanted }
             let open = Set(server.http2Streams().map(\.connection))
             let done = Set(finished.map(\.id))
             let accepted = server.connectionsAccepted
@@ -210,13 +201,6 @@ extension CheckRunner {
             try? await Task.sleep(for: .milliseconds(5))
         }
         guard let s = forHost.first else { return ServerEvidence(finished) }
-        let earlier = s.connection <= connectionsAfter
-        let line = "\(s.stream.method ?? "GET") \(s.stream.path ?? "/") HTTP/2 (:authority \(s.stream.authority ?? "?"), stream \(s.stream.id) on connection \(s.connection)"
-            + (earlier ? ", opened in an earlier step with SNI \(s.serverName ?? "none")" : "") + ")"
-        let o = finished.first { $0.id == s.connection }
-        return ServerEvidence(
-            connected: true, handshakeCompleted: true, applicationDataReceived: true, requestLine: line,
-            negotiatedVersion: o?.tlsVersion?.rawValue, cipherSuite: o?.cipherSuite, sni: s.serverName,
-            handshakeMilliseconds: o?.handshakeMilliseconds, resumption: o?.resumption)
+        return StepEvidence.stream(s, connection: finished.first { $0.id == s.connection }, openedEarlier: s.connection <= connectionsAfter)
     }
 }

@@ -19,8 +19,8 @@ extension CheckRunner {
         return nil
     }
 
-    /// Runs the command once for every step of the cell and judges each step by what its party's server received:
-    /// the k-th connection a party's server accepted belongs to the k-th step answered by that party.
+    /// Runs the command once for every step of the cell and judges each step by what its parties' servers received
+    /// (``StepEvidence/assign(_:connections:streams:)``).
     func runCommandSteps(
         of s: Scenario, profile p: PinProfile, engine: any TLSEngine, client c: CommandClient,
         servers: [String: FixtureServer], files: CellFiles
@@ -36,34 +36,24 @@ extension CheckRunner {
         let before = servers.mapValues(\.connectionsAccepted)
         let (outcomes, milliseconds) = await c.runSteps(context, scratch: files.directory)
         var connections: [String: [Observation]] = [:]
+        var streams: [String: [ObservedHTTP2Stream]] = [:]
         for (name, server) in servers {
             let seen = (await server.settle(timeout: .seconds(5)) ?? server.observations())
             connections[name] = seen.filter { $0.id > before[name]! }.sorted { $0.id < $1.id }
+            streams[name] = server.http2Streams().filter { $0.connection > before[name]! }
         }
-        let evidence = Self.stepEvidence(s, connections)
+        let evidence = StepEvidence.assign(s, connections: connections, streams: streams)
         var out: [(Scenario.Step, Verdict)] = []
         for (i, step) in s.steps.enumerated() {
             let observation = evidence[i]
             let v = Verdict.judge(
                 scenario: s.id, profile: p, engine: engine.name, client: c.name, expected: step.expected(p),
-                evidence: ServerEvidence(observation), outcome: outcomes[i],
+                evidence: observation, outcome: outcomes[i],
                 clientAuth: s.party(step.party)?.clientAuth ?? .none,
                 expectedCategory: step.expected(p) == .refuse ? s.refusal : nil,
                 clientMilliseconds: i == 0 ? milliseconds : 0)
             out.append((step, v))
         }
         return out
-    }
-
-    /// Each step's connection, when the client made one: the k-th connection a party's server accepted (in `id`
-    /// order) belongs to the k-th step answered by that party.
-    static func stepEvidence(_ s: Scenario, _ connections: [String: [Observation]]) -> [[Observation]] {
-        var taken: [String: Int] = [:]
-        return s.steps.map { step in
-            let k = taken[step.party, default: 0]
-            taken[step.party] = k + 1
-            let list = (connections[step.party] ?? []).sorted { $0.id < $1.id }
-            return k < list.count ? [list[k]] : []
-        }
     }
 }

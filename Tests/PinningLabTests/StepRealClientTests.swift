@@ -76,6 +76,40 @@ struct StepRealClientTests {
                          fails: Self.pinned)
     }
 
+    /// Node's `http2`, keeping its sessions open and coalescing: step 2's request for the pinned api.pinning.test
+    /// rides the session opened for cdn.pinning.test when the certificate covers both names. The runner reads all
+    /// steps after the process ends (one process for the cell), so the request must be found as an HTTP/2 stream on
+    /// step 1's connection — by "the k-th connection is the k-th step" it read as "never connected", and the client
+    /// that coalesces without checking the pinned host's pins passed. Checking them before reuse passes; reusing
+    /// blindly fails exactly the pinned profiles.
+    @Test(.requires("node"))
+    func nodeHTTP2Coalescing() async throws {
+        let script = Self.folder.appendingPathComponent("h2_coalescing.js").path
+        for (mode, predicted) in [("checks-pins", [PinProfile]()), ("reuses-blindly", Self.pinned)] {
+            let client = try Self.client("node-h2-\(mode)", ["node", script, mode])
+            let report = try await TestLab.runner().run(
+                .command(client), options: CheckOptions(scenarios: ["h2-coalescing-pinned-host"], jobs: 4))
+            for engine in ["openssl", "gnutls"] {
+                let failed = report.cells(.fail, engine: engine)
+                let expected = cells(["h2-coalescing-pinned-host"], predicted)
+                #expect(failed == expected, "\(mode) on \(engine): failed \(failed.sorted()), predicted \(expected.sorted()); \(report.verdicts.filter { $0.status == .fail || $0.status == .error }.map(\.reason))")
+                for p in [PinProfile.none] + Self.pinned {
+                    let v = try #require(report.verdict("h2-coalescing-pinned-host", p, engine))
+                    let steps = try #require(v.steps, "\(v.reason)")
+                    #expect(steps[0].observed == .accepted, "\(mode) \(engine) \(p) step 1: \(steps[0].reason)")
+                    // Where step 2 reached the interceptor, it did so as a stream on step 1's connection: coalesced.
+                    if p == .none || mode == "reuses-blindly" {
+                        #expect(steps[1].observed == .accepted
+                                && steps[1].evidence?.requestLine?.contains("on connection 1, opened in an earlier step") == true,
+                                "\(mode) \(engine) \(p) step 2: \(steps[1].reason)")
+                    } else {
+                        #expect(steps[1].observed == .refused, "\(mode) \(engine) \(p) step 2: \(steps[1].reason)")
+                    }
+                }
+            }
+        }
+    }
+
     /// Go's `crypto/tls` with a shared `ClientSessionCache`: `VerifyPeerCertificate` is not called on resumed
     /// connections (golang/go #31641), `VerifyConnection` is called on every connection.
     @Test(.requires("go"))

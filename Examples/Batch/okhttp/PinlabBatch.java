@@ -43,25 +43,37 @@ public final class PinlabBatch {
     /** One request with `base`'s connection pool and `tls`'s session cache, and the pins held now. */
     static String[] judge(OkHttpClient base, Tls tls, String url, String ip, List<String> pins, String domain,
                           boolean subdomains, double timeout) {
+        HttpUrl target = HttpUrl.parse(url);
+        if (target == null) return new String[] {"refused", "other", "not a URL: " + url};
+        // The cell's host name (localhost, api.pinning.test, …) is reached at the cell's address, as an app's test
+        // would map it; the name still decides SNI, the host-name check and the pins.
+        Dns dns = host -> List.of(java.net.InetAddress.getByName(ip == null ? "127.0.0.1" : ip));
+        return judge(client(base, tls.context.getSocketFactory(), tls.trust, dns, pinner(target, pins, domain, subdomains), timeout), target);
+    }
+
+    /** The certificate pinner of a pin set: `pins` declared for `domain` (the cell's host unless the scenario scopes
+     *  them elsewhere), and for its subdomains when `subdomains` — OkHttp 3's pattern for those is `*.domain` (one
+     *  level; `**.` is OkHttp 4). */
+    static CertificatePinner pinner(HttpUrl target, List<String> pins, String domain, boolean subdomains) {
+        CertificatePinner.Builder pinner = new CertificatePinner.Builder();
+        String scope = domain == null || domain.isEmpty() ? target.host() : domain;
+        for (String p : pins) {
+            pinner.add(scope, p);
+            if (subdomains) pinner.add("*." + scope, p);
+        }
+        return pinner.build();
+    }
+
+    static OkHttpClient client(OkHttpClient base, SSLSocketFactory factory, X509TrustManager trust, Dns dns,
+                               CertificatePinner pinner, double timeout) {
+        long ms = (long) (timeout * 1000);
+        return base.newBuilder().sslSocketFactory(factory, trust).certificatePinner(pinner).dns(dns)
+            .connectTimeout(ms, TimeUnit.MILLISECONDS).readTimeout(ms, TimeUnit.MILLISECONDS).build();
+    }
+
+    /** Sends GET / with `client`. Returns {claim, category, detail}. */
+    static String[] judge(OkHttpClient client, HttpUrl target) {
         try {
-            HttpUrl target = HttpUrl.get(url);
-            CertificatePinner.Builder pinner = new CertificatePinner.Builder();
-            // The pins are declared for `domain` (the cell's host unless the scenario scopes them elsewhere), and for
-            // its subdomains when `subdomains`: OkHttp 3's pattern for those is `*.domain` (one level; `**.` is OkHttp 4).
-            String scope = domain == null || domain.isEmpty() ? target.host() : domain;
-            for (String p : pins) {
-                pinner.add(scope, p);
-                if (subdomains) pinner.add("*." + scope, p);
-            }
-            long ms = (long) (timeout * 1000);
-            OkHttpClient client = base.newBuilder()
-                .sslSocketFactory(tls.context.getSocketFactory(), tls.trust)
-                .certificatePinner(pinner.build())
-                // The cell's host name (localhost, api.pinning.test, …) is reached at the cell's address, as an app's
-                // test would map it; the name still decides SNI, the host-name check and the pins.
-                .dns(host -> List.of(java.net.InetAddress.getByName(ip == null ? "127.0.0.1" : ip)))
-                .connectTimeout(ms, TimeUnit.MILLISECONDS).readTimeout(ms, TimeUnit.MILLISECONDS)
-                .build();
             try (Response r = client.newCall(new Request.Builder().url(target).build()).execute()) {
                 return new String[] {"accepted", null, "HTTP " + r.code()};
             }
@@ -156,11 +168,14 @@ public final class PinlabBatch {
     }
 
     /**
-     * A cell of several connections (`pinlab check --batch --batch-steps`): one SSLContext (one TLS session cache) and
-     * one connection pool for all its steps, as one app holds them; each step's client is the cell's client with the
-     * pins held in that step (none before the app has its pin set). OkHttp pools a connection per address, and the
-     * certificate pinner is part of the address: a pinned step never reuses a connection made without its pins, and
-     * the JSSE session it may resume is checked against the pins like a fresh one.
+     * A cell of several connections (`pinlab check --batch --batch-steps`), made as one app makes them: one
+     * SSLContext (one TLS session cache), one socket factory, one DNS (each step's host at its address), one
+     * connection pool, and one certificate pinner per pin set the app holds (none before it has its pins). Every step's
+     * client is built from those same objects, so OkHttp sees one Address per host and pin set, as in an app with one
+     * OkHttpClient: it reuses a pooled connection when the Address is equal, and may coalesce an HTTP/2 connection
+     * for another host of the same IP whose certificate covers it — only when that host's pins accept the
+     * connection's chain (RealConnection.isEligible, square/okhttp #3207). A harness that built these per step made
+     * every Address different, and OkHttp's reuse and coalescing never ran.
      */
     static void steps(Map<?, ?> cell, double timeout) {
         Map<?, ?> id = (Map<?, ?>) cell.get("clientIdentity");
@@ -172,15 +187,31 @@ public final class PinlabBatch {
             tls = null;
         }
         OkHttpClient base = BASE.newBuilder().connectionPool(new ConnectionPool()).build();
+        SSLSocketFactory factory = tls == null ? null : tls.context.getSocketFactory();
+        Map<String, String> addresses = new ConcurrentHashMap<>();
+        Dns dns = host -> List.of(java.net.InetAddress.getByName(addresses.getOrDefault(host, "127.0.0.1")));
+        Map<String, CertificatePinner> pinners = new HashMap<>();
         for (Object o : (List<?>) cell.get("steps")) {
             Map<?, ?> step = (Map<?, ?>) o;
             Map<?, ?> pins = (Map<?, ?>) step.get("pins");
             List<String> okhttp = new ArrayList<>();
             for (Object p : (List<?>) pins.get("okhttp")) okhttp.add((String) p);
             long t0 = System.nanoTime();
-            String[] r = tls == null ? new String[] {"refused", "other", "cannot load the trust file"}
-                : judge(base, tls, (String) step.get("url"), (String) step.get("ip"), okhttp, (String) pins.get("domain"),
-                    Boolean.TRUE.equals(pins.get("includeSubdomains")), timeout);
+            HttpUrl target = HttpUrl.parse((String) step.get("url"));
+            String[] r;
+            if (tls == null) {
+                r = new String[] {"refused", "other", "cannot load the trust file"};
+            } else if (target == null) {
+                r = new String[] {"refused", "other", "not a URL: " + step.get("url")};
+            } else {
+                String ip = (String) step.get("ip");
+                addresses.put(target.host(), ip == null ? "127.0.0.1" : ip);
+                String domain = (String) pins.get("domain");
+                boolean subdomains = Boolean.TRUE.equals(pins.get("includeSubdomains"));
+                CertificatePinner pinner = pinners.computeIfAbsent(okhttp + "|" + domain + "|" + subdomains + "|" + target.host(),
+                    k -> pinner(target, okhttp, domain, subdomains));
+                r = judge(client(base, factory, tls.trust, dns, pinner, timeout), target);
+            }
             StringBuilder line = new StringBuilder("{\"id\":").append(Json.quote((String) cell.get("id")))
                 .append(",\"step\":").append(((Number) step.get("step")).intValue())
                 .append(",\"claim\":\"").append(r[0]).append("\",\"detail\":").append(Json.quote(r[2]))

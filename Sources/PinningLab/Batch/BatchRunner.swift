@@ -173,18 +173,22 @@ extension CheckRunner {
             problems += tally.problems
 
             // Judge: each cell on its own server's observations (a cell of several connections: its parties').
-            let evidence = await withTaskGroup(of: (Int, String, [Observation]).self) { group in
+            let (evidence, streams) = await withTaskGroup(of: (Int, String, [Observation], [ObservedHTTP2Stream]).self) { group in
                 for (i, sl) in slots.enumerated() {
                     if let server = sl.server {
-                        group.addTask { (i, "", await server.settle(timeout: .seconds(5)) ?? server.observations()) }
+                        group.addTask { (i, "", await server.settle(timeout: .seconds(5)) ?? server.observations(), []) }
                     }
                     for (name, server) in sl.parties {
-                        group.addTask { (i, name, await server.settle(timeout: .seconds(5)) ?? server.observations()) }
+                        group.addTask { (i, name, await server.settle(timeout: .seconds(5)) ?? server.observations(), server.http2Streams()) }
                     }
                 }
                 var out: [Int: [String: [Observation]]] = [:]
-                for await (i, name, o) in group { out[i, default: [:]][name] = o }
-                return out
+                var streams: [Int: [String: [ObservedHTTP2Stream]]] = [:]
+                for await (i, name, o, h2) in group {
+                    out[i, default: [:]][name] = o
+                    streams[i, default: [:]][name] = h2
+                }
+                return (out, streams)
             }
             let byKey = tally.answers
             var answers: [Int: AnswerTally.Final] = [:]
@@ -201,7 +205,8 @@ extension CheckRunner {
                 }
                 let s = sl.scenario
                 if !sl.parties.isEmpty {
-                    verdicts.append(judgeSteps(sl, answers: stepAnswers[i] ?? [:], evidence: evidence[i] ?? [:], unanswered: unanswered))
+                    verdicts.append(judgeSteps(sl, answers: stepAnswers[i] ?? [:], evidence: evidence[i] ?? [:],
+                                              streams: streams[i] ?? [:], unanswered: unanswered))
                     continue
                 }
                 switch answers[i] {
@@ -230,9 +235,12 @@ extension CheckRunner {
         }
 
         /// A cell of several connections: a verdict per step on its party's k-th connection, then the cell's.
-        func judgeSteps(_ sl: Slot, answers: [Int: AnswerTally.Final], evidence: [String: [Observation]], unanswered: String) -> Verdict {
+        func judgeSteps(
+            _ sl: Slot, answers: [Int: AnswerTally.Final], evidence: [String: [Observation]],
+            streams: [String: [ObservedHTTP2Stream]], unanswered: String
+        ) -> Verdict {
             let s = sl.scenario, p = sl.profile
-            let connections = Self.stepEvidence(s, evidence)
+            let connections = StepEvidence.assign(s, connections: evidence, streams: streams)
             var stepVerdicts: [(Scenario.Step, Verdict)] = []
             var milliseconds = 0.0
             for (n, step) in zip(1..., s.steps) {
@@ -241,7 +249,7 @@ extension CheckRunner {
                     milliseconds += a.milliseconds ?? 0
                     stepVerdicts.append((step, Verdict.judge(
                         scenario: s.id, profile: p, engine: sl.engine, client: client, expected: step.expected(p),
-                        evidence: ServerEvidence(connections[n - 1]),
+                        evidence: connections[n - 1],
                         outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
                         clientAuth: s.party(step.party)?.clientAuth ?? .none,
                         expectedCategory: step.expected(p) == .refuse ? s.refusal : nil, clientMilliseconds: a.milliseconds ?? 0)))
