@@ -304,6 +304,10 @@ final class OpenSSLServerSession: TLSServerSession {
                 return .closed(TLSTermination(.alertReceived, detail))
             }
             if first != 0, cpl_srv_err_reason(first) == cpl_srv_reason_unexpected_eof() {
+                // The client hung up first. OpenSSL 3's record layer answers that end of file with a decode_error
+                // alert (SSLfatal); it refused nothing, and recorded as sent it made the client's own refusal read as
+                // the server's. GnuTLS sends nothing there.
+                if details.alertSent?.code == TLSAlert.decodeError { details.alertSent = nil }
                 return .closed(TLSTermination(.eof, detail))
             }
             if first != 0, cpl_srv_err_is_sys(first) == 1 {

@@ -133,6 +133,56 @@ struct ServerFeatureTests {
         #expect(back == seen)
     }
 
+    /// A client that reads the server's flight and hangs up without a word (Node does this when its
+    /// `checkServerIdentity` refuses: it destroys the socket) refused the server; the server did not refuse it.
+    /// OpenSSL 3 answers the end of file with a decode_error alert of its own (its record layer's SSLfatal); recorded
+    /// as sent, it made every such refusal read "was refused by the server (alert decode_error)" — category
+    /// protocol, a "wrong reason" note under every correct pinner of that kind — on the OpenSSL engine only.
+    @Test("a client that hangs up mid-handshake was not refused by the server", .requires("python3"),
+          arguments: EngineKind.allCases)
+    func hangUpIsNotAServerRefusal(engine: EngineKind) async throws {
+        let server = try await FixtureServer.start(
+            engine: engine.engine, configuration: f.configuration(["leaf-v1", "lab-intermediate-a"]))
+        defer { server.stopSync() }
+        // A real ClientHello (Python's ssl over memory BIOs), the server's whole flight read, then close.
+        let script = """
+            import socket, ssl, sys, time
+            ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+            inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+            obj = ctx.wrap_bio(inc, out, server_hostname="localhost")
+            try: obj.do_handshake()
+            except ssl.SSLWantReadError: pass
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            s.sendall(out.read())
+            s.settimeout(2)
+            got, deadline = b"", time.time() + 2
+            while time.time() < deadline:
+                try: chunk = s.recv(65536)
+                except socket.timeout: break
+                if not chunk: break
+                got += chunk
+                inc.write(chunk)
+                try:
+                    obj.do_handshake()
+                except ssl.SSLWantReadError:
+                    continue
+                except ssl.SSLError:
+                    break
+                break
+            s.close()
+            print(len(got))
+            """
+        let r = await run(["python3", "-c", script, "\(server.port)"], timeout: .seconds(20))
+        #expect((Int(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 500, "the server's flight: \(r.stdout) \(r.stderr)")
+        let seen = try #require(await server.settle(timeout: .seconds(5)))
+        let o = try #require(seen.first)
+        #expect(o.handshakeCompleted == false)
+        #expect(o.alertSent == nil, "\(engine): \(String(describing: o.alertSent)) recorded as sent; closure \(o.closure.rawValue)")
+        let evidence = ServerEvidence(seen)
+        #expect(Verdict.refusalPhrase(evidence: evidence, category: nil, alert: nil) == "closed during the handshake",
+                "\(engine)")
+    }
+
     @Test("the observation callback sees every connection", arguments: EngineKind.allCases)
     func callback(engine: EngineKind) async throws {
         let box = Box()
