@@ -5,33 +5,75 @@ package import Foundation
 /// client's output): each is made through ``make(_:)``, removed by ``remove(_:)`` when its run ends, and all that
 /// are still there are removed by ``removeAll()``, which `pinlab` calls on SIGINT and SIGTERM before it exits, so
 /// that an interrupted run leaves no key behind in `$TMPDIR`.
+///
+/// A process killed outright (SIGKILL, a crash, the OOM killer, a CI job's timeout) removes nothing. So each folder,
+/// `PREFIX-PID-XXXXXXXX`, holds a lock file its process keeps locked (`flock`) for as long as the folder is in use,
+/// and the first ``make(_:)`` of a prefix in a process removes the folders of that prefix whose lock it can take:
+/// their process is gone. A lock, not the PID, decides: a PID may be reused, or belong to another PID namespace
+/// sharing the folder, but a lock is held only by a process that is alive.
 package enum ScratchFolders {
-    private static let live = Locked<Set<String>>([])
+    /// Registered folders and the descriptor that holds each one's lock.
+    private static let live = Locked<[String: Int32]>([:])
+    private static let swept = Locked<Set<String>>([])
+    static let lockName = ".owner"
 
-    /// Creates a fresh folder `PREFIX-XXXXXXXX` (mode 0700) in the temporary directory and registers it.
+    /// Creates a fresh folder `PREFIX-PID-XXXXXXXX` (mode 0700) in the temporary directory, locked as this
+    /// process's, and registers it.
     package static func make(_ prefix: String) throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
+        let base = FileManager.default.temporaryDirectory
+        if swept.withLock({ $0.insert(prefix).inserted }) { removeAbandoned(prefix, in: base) }
+        let name = "\(prefix)-\(getpid())-\(UUID().uuidString.prefix(8))"
+        // Made and locked under a name no sweep matches, then renamed: a sweep never sees it unlocked.
+        let staging = base.appendingPathComponent(".\(name).new")
+        let dir = base.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        live.withLock { _ = $0.insert(dir.path) }
+        let fd = open(staging.appendingPathComponent(lockName).path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0, rename(staging.path, dir.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if fd >= 0 { close(fd) }
+            try? FileManager.default.removeItem(at: staging)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: dir.path, NSLocalizedDescriptionKey: reason])
+        }
+        live.withLock { $0[dir.path] = fd }
         return dir
     }
 
     /// Removes a folder made by ``make(_:)`` and forgets it.
     package static func remove(_ dir: URL) {
-        live.withLock { _ = $0.remove(dir.path) }
+        let fd = live.withLock { $0.removeValue(forKey: dir.path) }
         try? FileManager.default.removeItem(at: dir)
+        if let fd { close(fd) }
     }
 
     /// Removes every registered folder (for a signal handler: it takes no lock that a run could hold for long).
     package static func removeAll() {
-        let paths = live.withLock { all -> Set<String> in
-            defer { all = [] }
+        let paths = live.withLock { all -> [String: Int32] in
+            defer { all = [:] }
             return all
         }
-        for p in paths { try? FileManager.default.removeItem(atPath: p) }
+        for (p, _) in paths { try? FileManager.default.removeItem(atPath: p) }
     }
 
     /// The folders still registered (for tests).
-    package static var current: Set<String> { live.withLock { $0 } }
+    package static var current: Set<String> { live.withLock { Set($0.keys) } }
+
+    /// Removes `PREFIX-PID-XXXXXXXX` folders in `base` whose lock file can be locked: their process is gone.
+    /// Folders without a lock file (an older pinlab's) and those of live processes stay.
+    @discardableResult
+    package static func removeAbandoned(_ prefix: String, in base: URL) -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: base.path) else { return [] }
+        var removed: [String] = []
+        for name in names where name.hasPrefix(prefix + "-") {
+            let parts = name.dropFirst(prefix.count + 1).split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2, !parts[0].isEmpty, parts[0].allSatisfy(\.isNumber), parts[1].count == 8 else { continue }
+            let dir = base.appendingPathComponent(name)
+            let fd = open(dir.appendingPathComponent(lockName).path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+            if (try? FileManager.default.removeItem(at: dir)) != nil { removed.append(name) }
+        }
+        return removed
+    }
 }

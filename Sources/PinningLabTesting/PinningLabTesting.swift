@@ -219,7 +219,7 @@ extension PinningClient where Self == BuiltInClient {
 /// when the process exits.
 enum TestingLab {
     static let work: URL = {
-        guard let dir = try? ScratchFolders.make("pinninglab-testing-\(ProcessInfo.processInfo.processIdentifier)") else {
+        guard let dir = try? ScratchFolders.make("pinninglab-testing") else {
             return FileManager.default.temporaryDirectory
         }
         atexit { ScratchFolders.removeAll() }

@@ -76,4 +76,52 @@ struct LeftoversTests {
         #expect(check.exitStatus == 128 + sig, "exit status \(String(describing: check.exitStatus)) after signal \(sig)")
         #expect(scratch().isEmpty, "left behind: \(scratch())")
     }
+
+    /// SIGKILL in the middle of `pinlab check` (a CI job's timeout, the OOM killer) removes nothing: the run's scratch
+    /// folder, the client's private key in it, stays. The next pinlab run in the same `$TMPDIR` removes it — its lock is
+    /// free — and leaves the folder of a run that is still going.
+    @Test(.requires("pgrep"))
+    func killedCheckIsCleanedUpByTheNextRun() async throws {
+        let bin = try #require(CLI.binary)
+        let tmp = try Self.folder("tmpdir-kill")
+        defer { try? FileManager.default.removeItem(at: tmp) }
+        var env = ProcessInfo.processInfo.environment
+        env["TMPDIR"] = tmp.path
+        func start(_ marker: String) throws -> ChildProcess.Background {
+            try ChildProcess.spawnBackground(
+                [bin.path, "check", "--scenarios", "mtls-required-valid", "--engine", "openssl", "--profiles", "none",
+                 "--timeout", "120"] + CLI.dirArgs
+                    + ["--", "sh", "-c", "sleep \(marker); exit 0", "{client.cert}", "{client.key}"],
+                environment: env)
+        }
+        func scratch() -> Set<String> {
+            Set(((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.hasPrefix("pinlab-check-") })
+        }
+        func sleeping(_ marker: String) async -> Bool { await ChildProcess.run(["pgrep", "-f", "^sleep \(marker)"]).status == 0 }
+        let killedMarker = "63.\(Int.random(in: 100...999))", aliveMarker = "64.\(Int.random(in: 100...999))"
+        let killed = try start(killedMarker)
+        defer { killed.terminate() }
+        for _ in 0..<200 where await !sleeping(killedMarker) { try await Task.sleep(for: .milliseconds(50)) }
+        let killedFolder = try #require(scratch().first, "the first run made its scratch folder")
+        let alive = try start(aliveMarker)
+        defer { alive.terminate() }
+        for _ in 0..<200 where await !sleeping(aliveMarker) { try await Task.sleep(for: .milliseconds(50)) }
+        let aliveFolder = try #require(scratch().subtracting([killedFolder]).first, "the second run made its own")
+        kill(killed.pid, SIGKILL)
+        for _ in 0..<200 where killed.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        _ = await ChildProcess.run(["pkill", "-f", "^sleep \(killedMarker)"])
+        #expect(scratch() == [killedFolder, aliveFolder], "SIGKILL removed nothing: \(scratch())")
+        let files = try FileManager.default.contentsOfDirectory(atPath: tmp.appendingPathComponent(killedFolder).path)
+        #expect(files.contains { $0.hasSuffix(".key") }, "the killed run's key is still there: \(files)")
+        // The next run, in the same TMPDIR.
+        let next = await ChildProcess.run(
+            [bin.path, "check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl"] + CLI.dirArgs,
+            environment: env, timeout: .seconds(120))
+        #expect(next.status == 0, "\(next.stderrText)")
+        #expect(scratch() == [aliveFolder], "the killed run's folder is removed, the live run's stays: \(scratch())")
+        kill(alive.pid, SIGTERM)
+        for _ in 0..<200 where alive.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(scratch().isEmpty, "left behind: \(scratch())")
+        _ = await ChildProcess.run(["pkill", "-f", "^sleep \(aliveMarker)"])
+    }
 }
