@@ -68,6 +68,9 @@ package enum ScratchFolders {
             let parts = name.dropFirst(prefix.count + 1).split(separator: "-", omittingEmptySubsequences: false)
             guard parts.count == 2, !parts[0].isEmpty, parts[0].allSatisfy(\.isNumber), parts[1].count == 8 else { continue }
             let dir = base.appendingPathComponent(name)
+            // `$TMPDIR` may be shared (/tmp): only a real folder of this user's, never a link someone put there.
+            var st = stat()
+            guard lstat(dir.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == geteuid() else { continue }
             let fd = open(dir.appendingPathComponent(lockName).path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
             guard fd >= 0 else { continue }
             defer { close(fd) }

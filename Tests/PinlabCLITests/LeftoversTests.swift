@@ -113,12 +113,23 @@ struct LeftoversTests {
         #expect(scratch() == [killedFolder, aliveFolder], "SIGKILL removed nothing: \(scratch())")
         let files = try FileManager.default.contentsOfDirectory(atPath: tmp.appendingPathComponent(killedFolder).path)
         #expect(files.contains { $0.hasSuffix(".key") }, "the killed run's key is still there: \(files)")
+        // A link in a shared TMPDIR, named as a scratch folder, to a folder whose lock file nobody holds: never
+        // followed, never removed.
+        let decoy = try Self.folder("decoy")
+        defer { try? FileManager.default.removeItem(at: decoy) }
+        try Data().write(to: decoy.appendingPathComponent(".owner"))
+        try Data("keep".utf8).write(to: decoy.appendingPathComponent("precious"))
+        let link = tmp.appendingPathComponent("pinlab-check-1-DECOYDEC")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: decoy)
         // The next run, in the same TMPDIR.
         let next = await ChildProcess.run(
             [bin.path, "check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl"] + CLI.dirArgs,
             environment: env, timeout: .seconds(120))
         #expect(next.status == 0, "\(next.stderrText)")
-        #expect(scratch() == [aliveFolder], "the killed run's folder is removed, the live run's stays: \(scratch())")
+        #expect(scratch() == [aliveFolder, link.lastPathComponent],
+                "the killed run's folder is removed, the live run's and the link stay: \(scratch())")
+        #expect(FileManager.default.fileExists(atPath: decoy.appendingPathComponent("precious").path))
+        try FileManager.default.removeItem(at: link)
         kill(alive.pid, SIGTERM)
         for _ in 0..<200 where alive.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(scratch().isEmpty, "left behind: \(scratch())")

@@ -44,8 +44,11 @@ public enum TestScratch {
         for name in names where name.hasPrefix(prefix) {
             let rest = name.dropFirst(prefix.count)
             guard let pid = rest.split(separator: "-").first.flatMap({ pid_t($0) }), pid > 0 else { continue }
+            var st = stat()
+            let path = base.appendingPathComponent(name).path
+            guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == geteuid() else { continue }
             if kill(pid, 0) == -1 && errno == ESRCH {
-                try? FileManager.default.removeItem(atPath: base.appendingPathComponent(name).path)
+                try? FileManager.default.removeItem(atPath: path)
             }
         }
     }
