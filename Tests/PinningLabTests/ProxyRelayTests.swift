@@ -25,17 +25,19 @@ final class LoopbackListener: Sendable {
 
     var sawConnection: Bool { Sockets.hasPendingConnection(fd) }
 
-    /// Accepts the first connection within `timeout` and reads what arrives on it until EOF (or the time is up).
-    func receive(within timeout: Duration) async -> String? {
+    /// Accepts the first connection within `timeout` and reads what arrives on it until EOF (or the time is up), on a
+    /// thread started now (see ``acceptAndReset(within:payload:)``); await the returned task for what arrived.
+    func receive(within timeout: Duration) -> Task<String?, Never> {
         let fd = self.fd
-        return await onDedicatedThread(named: "test.listener") {
+        let outcome = Locked<String??>(nil)
+        startThread(named: "test.listener") {
             let end = ContinuousClock.now.advanced(by: timeout)
             var accepted: Int32 = -1
             while ContinuousClock.now < end {
                 if let (c, _) = Sockets.accept(fd) { accepted = c; break }
                 usleep(10_000)
             }
-            guard accepted >= 0 else { return nil }
+            guard accepted >= 0 else { return outcome.withLock { $0 = .some(nil) } }
             defer { close(accepted) }
             var bytes: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 4096)
@@ -44,7 +46,14 @@ final class LoopbackListener: Sendable {
                 if n == 0 { break }
                 if n > 0 { bytes += chunk.prefix(n) } else { usleep(10_000) }
             }
-            return String(decoding: bytes, as: UTF8.self)
+            let text = String(decoding: bytes, as: UTF8.self)
+            outcome.withLock { $0 = .some(text) }
+        }
+        return Task {
+            while true {
+                if let done = outcome.withLock({ $0 }) { return done }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
         }
     }
 
@@ -55,11 +64,17 @@ final class LoopbackListener: Sendable {
     /// connection — a client of another suite probing a stopped server whose freed port this listener was given (a
     /// full run once reset such a stray and left the proxy's connection waiting, which ended in an idle timeout) — is
     /// closed untouched and the wait goes on.
-    func acceptAndReset(within timeout: Duration, payload: [UInt8]) async -> Bool {
+    ///
+    /// The thread starts now, before the caller goes on: an `async let` of this waited for a cooperative thread, which a
+    /// full test run keeps busy — the proxy's connection then sat in the listen queue until the tunnel's idle timeout.
+    /// Await the returned task for the outcome.
+    func acceptAndReset(within timeout: Duration, payload: [UInt8]) -> Task<Bool, Never> {
         let fd = self.fd
-        return await onDedicatedThread(named: "test.reset") {
+        let outcome = Locked<Bool?>(nil)
+        startThread(named: "test.reset") {
             let end = ContinuousClock.now.advanced(by: timeout)
-            while ContinuousClock.now < end {
+            var done = false
+            while !done && ContinuousClock.now < end {
                 guard let (accepted, _) = Sockets.accept(fd) else { usleep(10_000); continue }
                 var bytes: [UInt8] = []
                 var chunk = [UInt8](repeating: 0, count: 4096)
@@ -72,9 +87,15 @@ final class LoopbackListener: Sendable {
                 var option = linger(l_onoff: 1, l_linger: 0)
                 setsockopt(accepted, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
                 close(accepted)
-                return true
+                done = true
             }
-            return false
+            outcome.withLock { $0 = done }
+        }
+        return Task {
+            while true {
+                if let done = outcome.withLock({ $0 }) { return done }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
         }
     }
 }
@@ -154,10 +175,10 @@ struct ProxyRelayTests {
             s.shutdown(socket.SHUT_WR)
             s.recv(4096)
             """
-        async let received = routed.receive(within: .seconds(10))
+        let received = routed.receive(within: .seconds(10))
         let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port), String(routed.port)], timeout: .seconds(30))
         #expect(run.stdoutText.hasPrefix("HTTP/1.1 200"), "\(run.output)")
-        #expect(await received == "hello through the tunnel")
+        #expect(await received.value == "hello through the tunnel")
         let refused = await Self.connect(proxy.port, ["127.0.0.1:\(other.port)"])
         #expect(await proxy.settle())
         let report = proxy.report()
@@ -215,8 +236,7 @@ struct ProxyRelayTests {
         let service = try LoopbackListener()
         let proxy = try await Self.start { $0.policies = try! PolicyTable.parse(["mint", "evil.test=passthrough"]) }
         let run = await ChildProcess.run(["python3", "-c", Self.tlsScript, String(proxy.port), "127.0.0.1:\(service.port)", "evil.test"], timeout: .seconds(30))
-        #expect(await proxy.settle())
-        let observation = proxy.observations().first
+        let observation = await proxy.observation(of: "127.0.0.1:\(service.port)")
         await proxy.stop()  // joins the workers, which are the only ones that dial
         #expect(run.stdoutText.hasPrefix("HTTP/1.1 200 Connection established closed"), "\(run.output)")
         #expect(!service.sawConnection, "the proxy dialled the loopback authority")
@@ -232,8 +252,7 @@ struct ProxyRelayTests {
             $0.genuineChainFromUpstream = true
         }
         let run = await ChildProcess.run(["python3", "-c", Self.tlsScript, String(proxy.port), "127.0.0.1:\(service.port)", "api.pinning.test"], timeout: .seconds(30))
-        #expect(await proxy.settle())
-        let observation = proxy.observations().first
+        let observation = await proxy.observation(of: "127.0.0.1:\(service.port)")
         await proxy.stop()
         try await Task.sleep(for: .milliseconds(200))
         #expect(run.stdoutText.contains("intercepted_by"), "\(run.output)")
@@ -294,9 +313,9 @@ struct ProxyRelayTests {
             print(json.dumps({'fast': fast_reply, 'fast_ms': fast_ms, 'slow_pending': slow_pending, 'slow': slow_reply,
                               'slow_ms': (time.time() - t0) * 1000}))
             """
-        async let tunnelled = service.receive(within: .seconds(10))  // ends the fast tunnel once its client closed
+        let tunnelled = service.receive(within: .seconds(10))  // ends the fast tunnel once its client closed
         let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port)], timeout: .seconds(30))
-        #expect(await tunnelled == "")
+        #expect(await tunnelled.value == "")
         #expect(await proxy.settle())
         await proxy.stop()
         let result = try #require(try JSONSerialization.jsonObject(with: Data(run.stdoutText.utf8)) as? [String: Any], "\(run.output)")
@@ -416,3 +435,19 @@ struct ProxyRelayTests {
         #expect(bindError?.option == "--listen" && bindError?.reason.contains("cannot listen on 192.0.2.1") == true, "\(String(describing: bindError))")
     }
 }
+
+extension InterceptProxy {
+    /// The observation of the connection that asked for `authority`, once it has ended (nil after `timeout`). The
+    /// suites share one process, and the kernel may give this proxy a port another suite's test still probes: a
+    /// stray connection is observed too, and `observations().first` or `settle()` (which waits for it to end) once
+    /// met one that sat idle until its timeout.
+    func observation(of authority: String, within timeout: Duration = .seconds(30)) async -> InterceptObservation? {
+        let end = ContinuousClock.now.advanced(by: timeout)
+        while ContinuousClock.now < end {
+            if let o = observations().first(where: { $0.authority == authority }) { return o }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return nil
+    }
+}
+
