@@ -9,9 +9,9 @@ import PinningLabModel
 /// makes no new connection for the step, so "the k-th connection belongs to the k-th step" would read a request that
 /// reached the party as "never connected": a coalescing client with the bug that `h2-coalescing-pinned-host`
 /// catches would pass.
-enum StepEvidence {
+package enum StepEvidence {
     /// The host of an HTTP/2 `:authority` (`host`, `host:port`, `[v6]:port`), normalized as pin scopes are.
-    static func host(ofAuthority authority: String?) -> String? {
+    package static func host(ofAuthority authority: String?) -> String? {
         guard var a = authority else { return nil }
         if a.hasPrefix("["), let end = a.firstIndex(of: "]") {
             a = String(a[a.index(after: a.startIndex)..<end])
@@ -23,7 +23,7 @@ enum StepEvidence {
 
     /// The evidence of a request that arrived as stream `s`; `connection` is the observation of the connection it
     /// rode on (nil while that connection is still open), `openedEarlier` whether an earlier step opened it.
-    static func stream(_ s: ObservedHTTP2Stream, connection o: Observation?, openedEarlier: Bool) -> ServerEvidence {
+    package static func stream(_ s: ObservedHTTP2Stream, connection o: Observation?, openedEarlier: Bool) -> ServerEvidence {
         let line = "\(s.stream.method ?? "GET") \(s.stream.path ?? "/") HTTP/2 (:authority \(s.stream.authority ?? "?"), stream \(s.stream.id) on connection \(s.connection)"
             + (openedEarlier ? ", opened in an earlier step with SNI \(s.serverName ?? "none")" : "") + ")"
         return ServerEvidence(
@@ -33,35 +33,40 @@ enum StepEvidence {
     }
 
     /// Each step's evidence, read once every step was made: `connections` and `streams` are what each party's server
-    /// recorded during the cell. Steps are taken in order; a step takes the first stream not yet taken whose
-    /// `:authority` is its host on its party (and the connection it came on, when no earlier step took it); a step
-    /// with no such stream takes its party's first connection not yet taken, or has no connection.
-    static func assign(
+    /// recorded during the cell. First every step takes, in order, the first stream not yet taken whose `:authority`
+    /// is its host on its party; then every step without one takes its party's first connection that no step took
+    /// (by a stream or before it), or has no connection. A connection whose streams no step claims stays free: a
+    /// request sent with another `:authority` still reached the party.
+    package static func assign(
         _ s: Scenario, connections: [String: [Observation]], streams: [String: [ObservedHTTP2Stream]]
     ) -> [ServerEvidence] {
-        var takenConnections: [String: Set<Int>] = [:]
         var takenStreams: [String: Set<Int>] = [:]
-        return s.steps.map { step in
+        let claimed: [ObservedHTTP2Stream?] = s.steps.map { step in
+            let wanted = PinScope.normalizedHost(step.host)
+            let stream = (streams[step.party] ?? []).sorted { $0.sequence < $1.sequence }.first {
+                !takenStreams[step.party, default: []].contains($0.sequence) && host(ofAuthority: $0.stream.authority) == wanted
+            }
+            if let stream { takenStreams[step.party, default: []].insert(stream.sequence) }
+            return stream
+        }
+        var takenConnections: [String: Set<Int>] = [:]
+        for (step, stream) in zip(s.steps, claimed) {
+            if let stream { takenConnections[step.party, default: []].insert(stream.connection) }
+        }
+        var opened: [String: Set<Int>] = [:]  // connections an earlier step used
+        return zip(s.steps, claimed).map { step, stream in
             let party = step.party
             let list = (connections[party] ?? []).sorted { $0.id < $1.id }
-            let wanted = PinScope.normalizedHost(step.host)
-            let stream = (streams[party] ?? []).sorted { $0.sequence < $1.sequence }.first {
-                takenStreams[party, default: []].contains($0.sequence) == false && host(ofAuthority: $0.stream.authority) == wanted
-            }
             if let stream {
-                takenStreams[party, default: []].insert(stream.sequence)
-                let earlier = takenConnections[party, default: []].contains(stream.connection)
-                takenConnections[party, default: []].insert(stream.connection)
+                let earlier = opened[party, default: []].contains(stream.connection)
+                opened[party, default: []].insert(stream.connection)
                 return Self.stream(stream, connection: list.first { $0.id == stream.connection }, openedEarlier: earlier)
             }
-            // Connections that carried a stream belong to the steps of those streams.
-            let carried = Set((streams[party] ?? []).map(\.connection))
-            guard let next = list.first(where: {
-                !takenConnections[party, default: []].contains($0.id) && !carried.contains($0.id)
-            }) else {
+            guard let next = list.first(where: { !takenConnections[party, default: []].contains($0.id) }) else {
                 return .noConnection
             }
             takenConnections[party, default: []].insert(next.id)
+            opened[party, default: []].insert(next.id)
             return ServerEvidence([next])
         }
     }
