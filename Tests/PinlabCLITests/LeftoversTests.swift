@@ -66,13 +66,13 @@ struct LeftoversTests {
             ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.hasPrefix("pinlab-check-") }
         }
         func sleeping() async -> Bool { await ChildProcess.run(["pgrep", "-f", "^sleep \(marker)"]).status == 0 }
-        for _ in 0..<200 where await !sleeping() { try await Task.sleep(for: .milliseconds(50)) }
+        await waitUntil { await sleeping() }
         #expect(await sleeping(), "the client command started")
         let folder = try #require(scratch().first, "the run made its scratch folder in TMPDIR")
         let files = try FileManager.default.contentsOfDirectory(atPath: tmp.appendingPathComponent(folder).path)
         #expect(files.contains { $0.hasSuffix(".key") }, "the client's key is in the scratch folder: \(files)")
         kill(check.pid, sig)
-        for _ in 0..<200 where check.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        await waitUntil { !check.isRunning }
         #expect(check.exitStatus == 128 + sig, "exit status \(String(describing: check.exitStatus)) after signal \(sig)")
         #expect(scratch().isEmpty, "left behind: \(scratch())")
     }
@@ -101,14 +101,14 @@ struct LeftoversTests {
         let killedMarker = "63.\(Int.random(in: 100...999))", aliveMarker = "64.\(Int.random(in: 100...999))"
         let killed = try start(killedMarker)
         defer { killed.terminate() }
-        for _ in 0..<200 where await !sleeping(killedMarker) { try await Task.sleep(for: .milliseconds(50)) }
+        await waitUntil { await sleeping(killedMarker) }
         let killedFolder = try #require(scratch().first, "the first run made its scratch folder")
         let alive = try start(aliveMarker)
         defer { alive.terminate() }
-        for _ in 0..<200 where await !sleeping(aliveMarker) { try await Task.sleep(for: .milliseconds(50)) }
+        await waitUntil { await sleeping(aliveMarker) }
         let aliveFolder = try #require(scratch().subtracting([killedFolder]).first, "the second run made its own")
         kill(killed.pid, SIGKILL)
-        for _ in 0..<200 where killed.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        await waitUntil { !killed.isRunning }
         _ = await ChildProcess.run(["pkill", "-f", "^sleep \(killedMarker)"])
         #expect(scratch() == [killedFolder, aliveFolder], "SIGKILL removed nothing: \(scratch())")
         let files = try FileManager.default.contentsOfDirectory(atPath: tmp.appendingPathComponent(killedFolder).path)
@@ -131,7 +131,7 @@ struct LeftoversTests {
         #expect(FileManager.default.fileExists(atPath: decoy.appendingPathComponent("precious").path))
         try FileManager.default.removeItem(at: link)
         kill(alive.pid, SIGTERM)
-        for _ in 0..<200 where alive.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        await waitUntil { !alive.isRunning }
         #expect(scratch().isEmpty, "left behind: \(scratch())")
         _ = await ChildProcess.run(["pkill", "-f", "^sleep \(aliveMarker)"])
     }

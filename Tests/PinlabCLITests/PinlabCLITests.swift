@@ -226,14 +226,14 @@ struct PinlabCLITests {
                 + CLI.dirArgs + ["--", "sh", "-c", "sleep \(marker); exit 0"])
         defer { check.terminate() }
         func sleeping() async -> Bool { await ChildProcess.run(["pgrep", "-f", "^sleep \(marker)$"]).status == 0 }
-        for _ in 0..<100 where await !sleeping() { try await Task.sleep(for: .milliseconds(50)) }
+        await waitUntil { await sleeping() }
         #expect(await sleeping(), "the client command started")
         kill(check.pid, SIGINT)
-        for _ in 0..<100 where check.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        await waitUntil { !check.isRunning }
         #expect(!check.isRunning, "pinlab exited on SIGINT")
         // The client is killed before pinlab exits; its disappearance from the process table is waited for (a bug
         // leaves it sleeping for a minute).
-        for _ in 0..<100 where await sleeping() { try await Task.sleep(for: .milliseconds(50)) }
+        await waitUntil { await !sleeping() }
         #expect(await !sleeping(), "no client process is left behind")
     }
 }
