@@ -387,7 +387,7 @@ struct StateTests {
         let live = keys.appendingPathComponent(".tmp-leaf.pem-\(alive)-7")
         let unrelated = keys.appendingPathComponent(".tmp-notes")
         for url in dead + [live, unrelated] {
-            #expect(FileManager.default.createFile(atPath: url.path, contents: Data("-----BEGIN PRIVATE KEY-----\n".utf8),
+            #expect(FileManager.default.createFile(atPath: url.path, contents: Data("a half-written file\n".utf8),
                                                    attributes: [.posixPermissions: 0o600]))
         }
         let second = try open(dir)
