@@ -40,10 +40,12 @@ package enum StepEvidence {
     package static func assign(
         _ s: Scenario, connections: [String: [Observation]], streams: [String: [ObservedHTTP2Stream]]
     ) -> [ServerEvidence] {
+        let streams = streams.mapValues { $0.sorted { $0.sequence < $1.sequence } }
+        let connections = connections.mapValues { $0.sorted { $0.id < $1.id } }
         var takenStreams: [String: Set<Int>] = [:]
         let claimed: [ObservedHTTP2Stream?] = s.steps.map { step in
             let wanted = PinScope.normalizedHost(step.host)
-            let stream = (streams[step.party] ?? []).sorted { $0.sequence < $1.sequence }.first {
+            let stream = (streams[step.party] ?? []).first {
                 !takenStreams[step.party, default: []].contains($0.sequence) && host(ofAuthority: $0.stream.authority) == wanted
             }
             if let stream { takenStreams[step.party, default: []].insert(stream.sequence) }
@@ -56,7 +58,7 @@ package enum StepEvidence {
         var opened: [String: Set<Int>] = [:]  // connections an earlier step used
         return zip(s.steps, claimed).map { step, stream in
             let party = step.party
-            let list = (connections[party] ?? []).sorted { $0.id < $1.id }
+            let list = connections[party] ?? []
             if let stream {
                 let earlier = opened[party, default: []].contains(stream.connection)
                 opened[party, default: []].insert(stream.connection)

@@ -208,6 +208,8 @@ public final class LabPKI: Sendable {
         }
         let lock = try DirectoryLock(directory.appendingPathComponent(".lock"))
         defer { lock.unlock() }
+        // Where a killed writer of this file left its half (library use never runs `pki init`'s sweep).
+        Storage.removeStaleTemporaryFiles(in: f.folder)
         try Storage.writeAtomically(try writer.pkcs12(id, enc), to: f.pkcs12, mode: 0o600)
         return f.pkcs12
     }

@@ -13,6 +13,20 @@ import Darwin
 /// A plain TCP listener on 127.0.0.1 that nobody accepts on: it stands for the control API or any other service on
 /// the proxy's machine. A connection the proxy dials to it waits in its queue, so `sawConnection` tells whether the
 /// proxy dialled it (no packet ever leaves loopback).
+/// Runs `work` on a thread started now — not when a cooperative thread next runs the caller's task, which a full test
+/// run can keep busy for seconds — and hands back a task that waits for its result.
+func startedNow<T: Sendable>(_ name: String, _ work: @escaping @Sendable () -> T) -> Task<T, Never> {
+    let (results, continuation) = AsyncStream.makeStream(of: T.self, bufferingPolicy: .bufferingNewest(1))
+    startThread(named: name) {
+        continuation.yield(work())
+        continuation.finish()
+    }
+    return Task {
+        for await result in results { return result }
+        preconditionFailure("the thread ended without a result")
+    }
+}
+
 final class LoopbackListener: Sendable {
     let fd: Int32
     let port: Int
@@ -29,15 +43,14 @@ final class LoopbackListener: Sendable {
     /// thread started now (see ``acceptAndReset(within:payload:)``); await the returned task for what arrived.
     func receive(within timeout: Duration) -> Task<String?, Never> {
         let fd = self.fd
-        let outcome = Locked<String??>(nil)
-        startThread(named: "test.listener") {
+        return startedNow("test.listener") {
             let end = ContinuousClock.now.advanced(by: timeout)
             var accepted: Int32 = -1
             while ContinuousClock.now < end {
                 if let (c, _) = Sockets.accept(fd) { accepted = c; break }
                 usleep(10_000)
             }
-            guard accepted >= 0 else { return outcome.withLock { $0 = .some(nil) } }
+            guard accepted >= 0 else { return nil }
             defer { close(accepted) }
             var bytes: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 4096)
@@ -46,14 +59,7 @@ final class LoopbackListener: Sendable {
                 if n == 0 { break }
                 if n > 0 { bytes += chunk.prefix(n) } else { usleep(10_000) }
             }
-            let text = String(decoding: bytes, as: UTF8.self)
-            outcome.withLock { $0 = .some(text) }
-        }
-        return Task {
-            while true {
-                if let done = outcome.withLock({ $0 }) { return done }
-                try? await Task.sleep(for: .milliseconds(20))
-            }
+            return String(decoding: bytes, as: UTF8.self)
         }
     }
 
@@ -70,11 +76,9 @@ final class LoopbackListener: Sendable {
     /// Await the returned task for the outcome.
     func acceptAndReset(within timeout: Duration, payload: [UInt8]) -> Task<Bool, Never> {
         let fd = self.fd
-        let outcome = Locked<Bool?>(nil)
-        startThread(named: "test.reset") {
+        return startedNow("test.reset") {
             let end = ContinuousClock.now.advanced(by: timeout)
-            var done = false
-            while !done && ContinuousClock.now < end {
+            while ContinuousClock.now < end {
                 guard let (accepted, _) = Sockets.accept(fd) else { usleep(10_000); continue }
                 var bytes: [UInt8] = []
                 var chunk = [UInt8](repeating: 0, count: 4096)
@@ -87,15 +91,9 @@ final class LoopbackListener: Sendable {
                 var option = linger(l_onoff: 1, l_linger: 0)
                 setsockopt(accepted, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
                 close(accepted)
-                done = true
+                return true
             }
-            outcome.withLock { $0 = done }
-        }
-        return Task {
-            while true {
-                if let done = outcome.withLock({ $0 }) { return done }
-                try? await Task.sleep(for: .milliseconds(20))
-            }
+            return false
         }
     }
 }
