@@ -121,13 +121,23 @@ struct LeftoversTests {
         try Data("keep".utf8).write(to: decoy.appendingPathComponent("precious"))
         let link = tmp.appendingPathComponent("pinlab-check-1-DECOYDEC")
         try FileManager.default.createSymbolicLink(at: link, withDestinationURL: decoy)
+        // Another user's folder of the same shape, its lock free (made as root, given to nobody): not ours to remove.
+        var foreign: [String] = []
+        if getuid() == 0 {
+            let other = tmp.appendingPathComponent("pinlab-check-2-OTHERUSR")
+            try FileManager.default.createDirectory(at: other, withIntermediateDirectories: false)
+            try Data().write(to: other.appendingPathComponent(".owner"))
+            #expect(chown(other.path, 65534, 65534) == 0 && chown(other.appendingPathComponent(".owner").path, 65534, 65534) == 0)
+            foreign = [other.lastPathComponent]
+        }
         // The next run, in the same TMPDIR.
         let next = await ChildProcess.run(
             [bin.path, "check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl"] + CLI.dirArgs,
             environment: env, timeout: .seconds(120))
         #expect(next.status == 0, "\(next.stderrText)")
-        #expect(scratch() == [aliveFolder, link.lastPathComponent],
-                "the killed run's folder is removed, the live run's and the link stay: \(scratch())")
+        #expect(scratch() == Set([aliveFolder, link.lastPathComponent] + foreign),
+                "the killed run's folder is removed; the live run's, the link and another user's stay: \(scratch())")
+        for name in foreign { try FileManager.default.removeItem(at: tmp.appendingPathComponent(name)) }
         #expect(FileManager.default.fileExists(atPath: decoy.appendingPathComponent("precious").path))
         try FileManager.default.removeItem(at: link)
         kill(alive.pid, SIGTERM)
