@@ -87,7 +87,7 @@ package enum DestinationClass: String, Sendable {
         case .privateRange: return "a private-range address (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7: a local network)"
         case .multicast: return "a multicast address"
         case .broadcast: return "a broadcast address"
-        case .reserved: return "a reserved address (240/4)"
+        case .reserved: return "a reserved or special-purpose address (240/4, 192.0.0/24, 198.18/15, the documentation ranges)"
         }
     }
 
@@ -98,15 +98,20 @@ package enum DestinationClass: String, Sendable {
         ("0.0.0.0/8", .unspecified), ("127.0.0.0/8", .loopback), ("169.254.0.0/16", .linkLocal),
         ("10.0.0.0/8", .privateRange), ("172.16.0.0/12", .privateRange), ("192.168.0.0/16", .privateRange),
         ("100.64.0.0/10", .privateRange), ("255.255.255.255/32", .broadcast), ("224.0.0.0/4", .multicast),
-        ("240.0.0.0/4", .reserved),
+        ("240.0.0.0/4", .reserved), ("192.0.0.0/24", .reserved), ("198.18.0.0/15", .reserved),
+        ("192.0.2.0/24", .reserved), ("198.51.100.0/24", .reserved), ("203.0.113.0/24", .reserved),
     ])
     private static let v6 = table([
         ("::/128", .unspecified), ("::1/128", .loopback), ("fe80::/10", .linkLocal), ("fc00::/7", .privateRange),
         ("fec0::/10", .privateRange), ("ff00::/8", .multicast),
+        // NAT64 for local use (RFC 8215): the IPv4 address sits elsewhere than the last 32 bits; a local network.
+        ("64:ff9b:1::/48", .privateRange), ("2001:db8::/32", .reserved),
     ])
-    /// IPv6 blocks that carry an IPv4 address in their last 32 bits: IPv4-compatible (`::a.b.c.d`, deprecated) and
-    /// the NAT64 well-known prefix (`64:ff9b::/96`). The embedded address is judged. (IPv4-mapped ones are IPv4 already.)
-    private static let embedding = [try! AddressRange(parsing: "::/96"), try! AddressRange(parsing: "64:ff9b::/96")]
+    /// IPv6 blocks that carry an IPv4 address in their last 32 bits: IPv4-compatible (`::a.b.c.d`, deprecated),
+    /// IPv4-translated (`::ffff:0:a.b.c.d`, RFC 2765) and the NAT64 well-known prefix (`64:ff9b::/96`). The embedded
+    /// address is judged. (IPv4-mapped ones are IPv4 already.)
+    private static let embedding = [try! AddressRange(parsing: "::/96"), try! AddressRange(parsing: "::ffff:0:0:0/96"),
+                                    try! AddressRange(parsing: "64:ff9b::/96")]
 
     /// The class of a numeric address, nil for a public one; `.unspecified` for what is not a numeric address.
     package static func of(_ address: String) -> DestinationClass? {

@@ -138,7 +138,7 @@ public final class LabPKI: Sendable {
     public func identity(_ name: String) throws -> Identity {
         guard let i = self[name] else {
             throw PKIError(.unknownIdentity, "no identity named '\(name)'", entity: name,
-                           fix: "\(didYouMean(name, identities.map(\.name))) `pinlab pki list` shows them all")
+                           fix: [didYouMean(name, identities.map(\.name)), "`pinlab pki list` shows them all"].filter { !$0.isEmpty }.joined(separator: " "))
         }
         return i
     }
@@ -218,7 +218,7 @@ public final class LabPKI: Sendable {
     /// Holds an exclusive lock on the folder while it works, so concurrent runs take turns.
     public static func open(spec: PKISpec, options: PKIOptions) throws -> LabPKI {
         let dir = options.directory
-        try Storage.makeDirectory(dir, mode: 0o700)
+        if !(try Storage.makeDirectory(dir, mode: 0o700)) { try Storage.requireOwnPrivate(dir, what: "the PKI folder") }
         let lock = try DirectoryLock(dir.appendingPathComponent(".lock"))
         defer { lock.unlock() }
         try Storage.ignoreInGit(dir)

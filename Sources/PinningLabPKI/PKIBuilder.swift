@@ -66,7 +66,7 @@ struct Builder {
             FileHandle.standardError.write(Data("pki: \(what) \(Double(t - t0) / 1e6) ms\n".utf8))
             t0 = t
         }
-        try Storage.makeDirectory(keysDir, mode: 0o700)
+        if !(try Storage.makeDirectory(keysDir, mode: 0o700)) { try Storage.requireOwnPrivate(keysDir, what: "the keys folder") }
         // Half-made files of a process that died mid-write (a key among them) go before anything is read.
         var leftovers = Storage.removeStaleTemporaryFiles(in: dir)
             + Storage.removeStaleTemporaryFiles(in: keysDir).map { "keys/" + $0 }
@@ -212,6 +212,7 @@ struct Builder {
                            "the private key is readable by others (mode \(String(m, radix: 8)))", file: url.path,
                            entity: name, fix: "run `chmod 600 \(url.path)`")
         }
+        try Storage.requireOwnPrivate(url, what: "the private key")
         guard let bytes = try Storage.readFile(url) else {
             throw PKIError(.keyFileUnreadable, "the key file disappeared", file: url.path, entity: name)
         }

@@ -35,6 +35,8 @@ public struct PKIError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let unknownIdentity = Code("unknown-identity")
         public static let keyFileUnreadable = Code("key-file-unreadable")
         public static let keyFileTooOpen = Code("key-file-too-open")
+        /// The PKI folder, its `keys/` or a key file belongs to another user or can be written by others.
+        public static let notPrivate = Code("not-private")
         public static let keyFileCorrupt = Code("key-file-corrupt")
         public static let keyTypeChanged = Code("key-type-changed")
         public static let writeFailed = Code("write-failed")

@@ -155,6 +155,10 @@ extension LabPKI {
         var ext = Certificate.Extensions()
         try ext.append(Certificate.Extension(BasicConstraints.isCertificateAuthority(maxPathLength: 0), critical: true))
         try ext.append(Certificate.Extension(KeyUsage(digitalSignature: true, keyCertSign: true, cRLSign: true), critical: true))
+        // TLS server certificates only: the name constraints bound DNS names and addresses, not e-mail addresses,
+        // URIs or code signing; the EKU keeps the root's key from vouching for those (RFC 5280 leaves EKU in a CA
+        // to the verifier; OpenSSL, Apple and Windows read it as the chain's limit).
+        try ext.append(Certificate.Extension(try ExtendedKeyUsage([.serverAuth]), critical: false))
         try ext.append(Certificate.Extension(
             NameConstraints(permittedSubtrees: general(scope.permitted), excludedSubtrees: general(scope.excluded)),
             critical: true))

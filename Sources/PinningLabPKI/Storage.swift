@@ -10,19 +10,28 @@ package let systemWrite = Darwin.write
 
 /// File operations of the PKI directory: atomic writes with a mode, an exclusive lock, permission checks.
 package enum Storage {
-    /// Creates `url` (and parents) if missing; sets `mode` on the last component when it creates it.
-    static func makeDirectory(_ url: URL, mode: mode_t) throws {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) {
-            guard isDir.boolValue else {
+    /// Creates `url` (and parents) if missing; sets `mode` on the last component when it creates it. Returns
+    /// whether it created `url` (then it is empty, and files can be created in it without looking first).
+    @discardableResult
+    static func makeDirectory(_ url: URL, mode: mode_t) throws -> Bool {
+        if mkdir(url.path, mode) == 0 {
+            chmod(url.path, mode)  // exactly `mode`, whatever the umask
+            return true
+        }
+        let err = errno
+        if err == EEXIST {
+            var st = stat()
+            guard stat(url.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
                 throw PKIError(.writeFailed, "\(url.path) exists and is not a folder", file: url.path,
                                fix: "remove it or choose another --dir")
             }
-            return
+            return false
         }
         do {
+            guard err == ENOENT else { throw POSIXError(POSIXErrorCode(rawValue: err) ?? .EIO) }
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: NSNumber(value: mode)])
+            return true
         } catch {
             throw PKIError(.writeFailed, "cannot create the folder: \(error.localizedDescription)", file: url.path,
                            fix: "check the permissions of its parent, or choose another --dir")
@@ -51,22 +60,49 @@ package enum Storage {
     }
 
     /// Writes `bytes` to a temporary file in the same folder, then renames it over `url`: readers see the old
-    /// file or the new one, never half of one.
-    static func writeAtomically(_ bytes: some Collection<UInt8>, to url: URL, mode: mode_t) throws {
+    /// file or the new one, never half of one. The temporary file is created by this call alone (`O_EXCL`, a
+    /// random name, no link followed) with `mode` from its first byte, so nobody else can have opened it or planted
+    /// it — the file a private key or a token goes into is this process's own; a link at `url` is replaced, never
+    /// followed. The one writer of the files the command line and the PKI hand out (manifests, exports).
+    package static func writeAtomically(_ bytes: some Collection<UInt8>, to url: URL, mode: mode_t) throws {
         let tmp = url.deletingLastPathComponent()
             .appendingPathComponent(".tmp-\(url.lastPathComponent)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
-        do {
-            try write(bytes, to: tmp, mode: mode)
-        } catch {
+        func failure(_ what: String, _ err: Int32, fix: String) -> PKIError {
             unlink(tmp.path)
-            throw PKIError(.writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
-                           fix: "check free disk space and that the folder is writable")
+            return PKIError(.writeFailed, "cannot \(what): \(String(cString: strerror(err)))", file: url.path, fix: fix)
         }
+        let fd = open(tmp.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            var isDir: ObjCBool = false
+            let folder = url.deletingLastPathComponent().path
+            let fix = FileManager.default.fileExists(atPath: folder, isDirectory: &isDir) && isDir.boolValue
+                ? "check that the folder \(folder) is writable"
+                : "the folder \(folder) does not exist: create it (mkdir -p \(folder)) or choose another path"
+            throw PKIError(.writeFailed, "cannot write the file: \(reason)", file: url.path, fix: fix)
+        }
+        // A private file gets exactly `mode` (the umask only ever takes bits away), checked; others keep the umask's.
+        if mode & 0o077 == 0, fchmod(fd, mode) != 0 {
+            let err = errno
+            close(fd)
+            throw failure("set the file's mode", err, fix: "check the folder's file system")
+        }
+        guard writeAll(fd, bytes) else {
+            let err = errno
+            close(fd)
+            throw failure("write the file", err, fix: "check free disk space and that the folder is writable")
+        }
+        close(fd)
         guard rename(tmp.path, url.path) == 0 else {
-            let err = String(cString: strerror(errno))
-            unlink(tmp.path)
-            throw PKIError(.writeFailed, "cannot write the file: \(err)", file: url.path, fix: "check free disk space and permissions")
+            let err = errno
+            throw failure("write the file", err, fix: isDirectory(url)
+                ? "it is a folder: name a file in it" : "check free disk space and permissions")
         }
+    }
+
+    private static func isDirectory(_ url: URL) -> Bool {
+        var isDir: ObjCBool = false
+        return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) && isDir.boolValue
     }
 
     /// Removes the temporary files ``writeAtomically(_:to:mode:)`` left in `folder` when its process died between
@@ -104,7 +140,15 @@ package enum Storage {
         }
         defer { close(fd) }
         if mode & 0o077 == 0 { fchmod(fd, mode) }
-        let ok = Array(bytes).withUnsafeBytes { p -> Bool in
+        guard writeAll(fd, bytes), ftruncate(fd, off_t(bytes.count)) == 0 else {
+            throw PKIError(.writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
+                           fix: "check free disk space")
+        }
+    }
+
+    /// Writes every byte to `fd`, retrying after signals; false on an error (`errno` says which).
+    private static func writeAll(_ fd: Int32, _ bytes: some Collection<UInt8>) -> Bool {
+        Array(bytes).withUnsafeBytes { p -> Bool in
             var off = 0
             while off < p.count {
                 let n = systemWrite(fd, p.baseAddress! + off, p.count - off)
@@ -116,17 +160,13 @@ package enum Storage {
             }
             return true
         }
-        guard ok, ftruncate(fd, off_t(bytes.count)) == 0 else {
-            throw PKIError(.writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
-                           fix: "check free disk space")
-        }
     }
 
     static func write(_ text: String, to url: URL, mode: mode_t = 0o644) throws {
         try write(Array(text.utf8), to: url, mode: mode)
     }
 
-    static func writeAtomically(_ text: String, to url: URL, mode: mode_t = 0o644) throws {
+    package static func writeAtomically(_ text: String, to url: URL, mode: mode_t = 0o644) throws {
         try writeAtomically(Array(text.utf8), to: url, mode: mode)
     }
 
@@ -161,6 +201,24 @@ package enum Storage {
     }
 
     static func exists(_ url: URL) -> Bool { access(url.path, F_OK) == 0 }
+
+    /// Throws unless `url` (a PKI folder, its `keys/`, a key file; links followed) belongs to this user and nobody
+    /// else can write it: a folder that another user made first — in a shared `/tmp`, say — could hold a key
+    /// of theirs that the lab would then sign with and serve, or take one of ours.
+    static func requireOwnPrivate(_ url: URL, what: String) throws {
+        var st = stat()
+        guard stat(url.path, &st) == 0 else { return }
+        if st.st_uid != geteuid() {
+            let owner = getpwuid(st.st_uid).map { String(cString: $0.pointee.pw_name) } ?? "uid \(st.st_uid)"
+            throw PKIError(.notPrivate, "\(what) belongs to \(owner), not to the user running pinlab", file: url.path,
+                           fix: "use a folder of your own (--dir), or remove this one if you did not make it")
+        }
+        // Writable by everyone, or by a group that is not this user's own (a user-private group, umask 002, is).
+        if st.st_mode & 0o002 != 0 || (st.st_mode & 0o020 != 0 && st.st_gid != getegid()) {
+            throw PKIError(.notPrivate, "\(what) can be written by others (mode \(String(st.st_mode & 0o777, radix: 8)))",
+                           file: url.path, fix: "run `chmod go-w \(url.path)` if you made it, or use another --dir")
+        }
+    }
 }
 
 /// An exclusive advisory lock on a file (flock), held until `unlock` or deinit: two processes opening the same PKI

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabPKI
 
 extension BenchCommand {
     struct Batch: AsyncParsableCommand {
@@ -24,9 +25,10 @@ extension BenchCommand {
         @Option(help: "Scenario ids to run (comma-separated); default: the whole catalogue.") var scenarios: String?
 
         func run() async throws {
-            let work = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-bench-batch-\(getpid())")
-            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: work) }
+            // A folder of this run's own (random name, 0700): a predictable one could be planted with classes or
+            // scripts that the benchmark would then run.
+            let work = try ScratchFolders.make("pinlab-bench-batch")
+            defer { ScratchFolders.remove(work) }
             let pki = await pkiFolder.open()
             let runner = CheckRunner(pki: pki, catalogue: try Catalogue.bundled())
             let cp = "\(work.path):/usr/share/java/okhttp.jar:/usr/share/java/okio.jar"

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabPKI
 
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -52,9 +53,10 @@ extension BenchCommand {
         @Option(help: "Folder holding trustme_lab.py and openssl_lab.sh.") var scripts = "Benchmarks/pki"
 
         func run() async throws {
-            let work = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-bench-\(getpid())")
-            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: work) }
+            // A folder of this run's own (random name, 0700): a predictable one could be planted with classes or
+            // scripts that the benchmark would then run.
+            let work = try ScratchFolders.make("pinlab-bench")
+            defer { ScratchFolders.remove(work) }
 
             // The lab spec with every key P-256 (SHA-1 needs RSA, so that one leaf is signed with SHA-256 here).
             var text = try String(contentsOf: Lab.builtInSpecURL, encoding: .utf8)
@@ -92,13 +94,16 @@ extension BenchCommand {
                 var all = Lab.pkiOptions(directory: dir)
                 all.reissue = true
                 warmAllP12.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: all) })
-                try? FileManager.default.removeItem(at: dir)
-                // Cold again, writing every identity's files as trustme writes its PEM files (no .p12).
-                var files = Lab.libraryPKIOptions(directory: dir)
+                // Cold again, writing every identity's files as trustme writes its PEM files (no .p12), in a folder
+                // of its own. Nothing is removed until every run is over (trustme's runs remove nothing either): on
+                // ext4, files created just after hundreds were deleted pay for the allocator's skipping of the
+                // recently deleted inodes (`recently_deleted` under `open` in `perf record -g`, when this loop
+                // removed its folders: ~60 % of this process's CPU samples), which measures the previous run's
+                // `rm -rf`, not the writes.
+                var files = Lab.libraryPKIOptions(directory: work.appendingPathComponent("files-\(i)"))
                 files.writeIdentityFiles = true
                 coldFiles.append(try milliseconds { _ = try LabPKI.open(spec: spec, options: files) })
                 coldFilesCPU.append(lastCPU)
-                try? FileManager.default.removeItem(at: dir)
             }
             // The real lab spec (RSA, Ed25519, P-384 keys included), warm.
             var warmFull: [Double] = []
@@ -135,24 +140,24 @@ extension BenchCommand {
                 if i % 3 == 0, FileManager.default.fileExists(atPath: "\(scripts)/openssl_lab.sh") {
                     opensslProc.append(try timedProcess(["bash", "\(scripts)/openssl_lab.sh", shapeTSV.path, d.appendingPathComponent("openssl").path]).ms)
                 }
-                try? FileManager.default.removeItem(at: d)
             }
 
             func f(_ x: Double) -> String { x.isNaN ? "n/a" : String(format: x < 10 ? "%.2f ms" : "%.1f ms", x) }
-            func ratio(_ a: Double, _ b: Double) -> String { a.isNaN || b.isNaN ? "n/a" : String(format: "%.1fx", b / a) }
-            var rows = [["measurement", "median", "vs pinlab"]]
+            /// `a`'s time over `b`'s: "1.4x the time" (above 1: `a` is slower).
+            func ratio(_ a: Double, _ b: Double) -> String { a.isNaN || b.isNaN ? "n/a" : String(format: "%.2fx", a / b) }
+            var rows = [["measurement", "median", "pinlab's time / this one's (above 1: pinlab is slower)"]]
             rows.append(["pinlab in-process, cold, library use: keys + certificates + state file", f(median(cold)) + " (CPU " + f(median(coldCPU)) + ")", ""])
             rows.append(["pinlab in-process, cold, every identity's files written (PEM, DER, chains, key, pins)", f(median(coldFiles)) + " (CPU " + f(median(coldFilesCPU)) + ")", ""])
             rows.append(["trustme in-process: keys + certificates + PEM files", f(median(trustmeIn)) + " (CPU " + f(median(trustmeCPU)) + ")",
-                         ratio(median(coldFiles), median(trustmeIn)) + " slower than files-written (CPU " + ratio(median(coldFilesCPU), median(trustmeCPU)) + "); "
-                         + ratio(median(cold), median(trustmeIn)) + " than library use"])
+                         "files written " + ratio(median(coldFiles), median(trustmeIn)) + " (CPU " + ratio(median(coldFilesCPU), median(trustmeCPU)) + "); "
+                         + "library use " + ratio(median(cold), median(trustmeIn))])
             rows.append(["pinlab in-process, warm, library use: keys kept, every certificate re-issued", f(median(warm)) + " (CPU " + f(median(warmCPU)) + ")", ""])
             rows.append(["pinlab in-process, warm, every file and every .p12 (as `pki init`)", f(median(warmAllP12)), ""])
             rows.append(["pinlab in-process, warm, library use, the real lab spec (RSA/Ed25519/P-384)", f(median(warmFull)), ""])
             rows.append(["pinlab in-process, certificates fresh: load only", f(median(load)), ""])
             rows.append(["pinlab pki init, whole process, cold (every .p12)", f(median(pinlabProc)), ""])
-            rows.append(["python3 trustme, whole process", f(median(trustmeProc)), ratio(median(pinlabProc), median(trustmeProc)) + " slower"])
-            rows.append(["openssl CLI script, whole process", f(median(opensslProc)), ratio(median(pinlabProc), median(opensslProc)) + " slower"])
+            rows.append(["python3 trustme, whole process", f(median(trustmeProc)), "pki init " + ratio(median(pinlabProc), median(trustmeProc))])
+            rows.append(["openssl CLI script, whole process", f(median(opensslProc)), "pki init " + ratio(median(pinlabProc), median(opensslProc))])
             print(table(rows), terminator: "")
             if !haveTrustme { print("\n(trustme not found: pip install trustme)") }
         }

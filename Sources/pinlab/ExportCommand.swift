@@ -240,14 +240,18 @@ struct ExportCommand: AsyncParsableCommand {
     private func write(_ files: [ExportFile], folder: URL?) throws {
         guard let main = files.first else { return }
         if let folder {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            do {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            } catch {
+                fail("--out " + writeFailure(folder.path, error))
+            }
             for file in files {
                 let url = folder.appendingPathComponent(file.name)
-                try Data(file.bytes).write(to: url)
+                writeOutputFile(Array(file.bytes), to: url.path, option: "--out")
                 FileHandle.standardError.write(Data("wrote \(url.path) (\(file.bytes.count) bytes)\n".utf8))
             }
         } else if let out {
-            try Data(main.bytes).write(to: URL(fileURLWithPath: out))
+            writeOutputFile(Array(main.bytes), to: out, option: "--out")
             FileHandle.standardError.write(Data("wrote \(out) (\(main.bytes.count) bytes)\n".utf8))
         } else {
             FileHandle.standardOutput.write(Data(main.bytes))

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabPKI
 import PinningLabCore
 import PinningLabIntercept
 
@@ -94,9 +95,10 @@ extension BenchCommand {
             var held = "not run (python3 or \(scripts)/tunnels.py missing)"
             let tunnelsScript = "\(scripts)/tunnels.py"
             if FileManager.default.fileExists(atPath: tunnelsScript) {
-                let work = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-bench-intercept-\(getpid())")
-                try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-                defer { try? FileManager.default.removeItem(at: work) }
+                // A folder of this run's own (random name, 0700): a predictable one could be planted with classes or
+                // scripts that the benchmark would then run.
+                let work = try ScratchFolders.make("pinlab-bench-intercept")
+                defer { ScratchFolders.remove(work) }
                 let ca = work.appendingPathComponent("ca.pem")
                 try PEM.encode(try pki.identity("lab-root").certificateDER).write(to: ca, atomically: true, encoding: .utf8)
                 let go = work.appendingPathComponent("go").path

@@ -171,12 +171,7 @@ extension PKICommand {
             let bytes = try reportingErrors { try pki.export(id, as: exportFormat, password: password) }
             let binary = exportFormat.isBinary
             if let out {
-                let secret = exportFormat.isSecret
-                let url = URL(fileURLWithPath: out)
-                _ = FileManager.default.createFile(atPath: url.path, contents: nil,
-                                               attributes: [.posixPermissions: NSNumber(value: secret ? 0o600 : 0o644)])
-                try Data(bytes).write(to: url)
-                if secret { chmod(url.path, 0o600) }
+                writeOutputFile(Array(bytes), to: out, option: "--out", mode: exportFormat.isSecret ? 0o600 : 0o644)
                 FileHandle.standardError.write(Data("wrote \(out) (\(bytes.count) bytes)\n".utf8))
             } else {
                 if binary && isatty(STDOUT_FILENO) == 1 {

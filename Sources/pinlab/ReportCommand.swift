@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinningLab
+import PinningLabPKI
 
 struct ReportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -132,10 +133,37 @@ func requireWritable(_ path: String?, option: String) {
     }
 }
 
+/// Writes `bytes` to the file `path` that `option` named (`--out`), replacing it at once (a link there is replaced,
+/// not followed; the temporary file is this process's own, ``Storage/writeAtomically(_:to:mode:)``), or ends the
+/// run (exit 2) with the path, the reason and the fix. `mode` 0600 for keys and `.p12` files.
+func writeOutputFile(_ bytes: [UInt8], to path: String, option: String, mode: mode_t = 0o644) {
+    do {
+        try Storage.writeAtomically(bytes, to: URL(fileURLWithPath: path), mode: mode)
+    } catch let e as PKIError {
+        fail("\(option) \(path): \(e.reason)\(e.fix.map { ". Fix: \($0)." } ?? "")")
+    } catch {
+        fail("\(option) \(writeFailure(path, error))")
+    }
+}
+
+/// Makes the folder `path` (given with `option`) if needed and checks that it can be written, before any work:
+/// reports written into it at the end must not be lost after a whole session.
+func requireWritableFolder(_ path: String, option: String) {
+    do {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    } catch {
+        fail("\(option) " + writeFailure(path, error))
+    }
+    guard FileManager.default.isWritableFile(atPath: path) else {
+        fail("\(option) \(path): the folder is not writable. Fix: choose a folder you can write to.")
+    }
+}
+
 /// What went wrong writing `path`, in words (POSIX's reason, not Foundation's error object).
 func writeFailure(_ path: String, _ error: any Error) -> String {
     let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-    let reason = underlying.map { String(cString: strerror(Int32($0.code))) } ?? error.localizedDescription
+    var reason = underlying.map { String(cString: strerror(Int32($0.code))) } ?? error.localizedDescription
+    while reason.hasSuffix(".") { reason.removeLast() }
     return "cannot write \(path): \(reason). Fix: check that its folder exists and is writable."
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import PinningLab
 import PinningLabCore
 import PinningLabControl
+import PinningLabPKI
 
 #if canImport(Glibc)
 import Glibc
@@ -204,7 +205,8 @@ struct ServeCommand: AsyncParsableCommand {
         if let manifest {
             let data = try controlServer.map { try ControlManifest(group.manifest, control: $0).json() } ?? group.manifest.json()
             do {
-                try ServeCommand.writePrivately(data, to: manifest)
+                // Readable by its owner only from its first byte: the control API's token is in it.
+                try Storage.writeAtomically(Array(data), to: URL(fileURLWithPath: manifest), mode: 0o600)
             } catch {
                 await controlServer?.stop()
                 await group.stop()
@@ -225,41 +227,6 @@ struct ServeCommand: AsyncParsableCommand {
         await controlServer?.stop()
         await group.stop()
         if status != 0 { Foundation.exit(status) }
-    }
-
-    /// Writes `data` to `path` readable by its owner only (mode 0600 from the moment it exists: the control API's
-    /// token is in it), replacing the file at once so that a reader never sees half of it.
-    static func writePrivately(_ data: Data, to path: String) throws {
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw ManifestError("cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        _ = fchmod(fd, 0o600)
-        let written = data.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return false }
-                offset += n
-            }
-            return true
-        }
-        let reason = String(cString: strerror(errno))
-        close(fd)
-        guard written else {
-            unlink(temporary)
-            throw ManifestError("cannot write \(temporary): \(reason)")
-        }
-        guard rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw ManifestError("cannot move the manifest into place: \(reason)")
-        }
-    }
-
-    struct ManifestError: Error, CustomStringConvertible {
-        var description: String
-        init(_ d: String) { description = d }
     }
 
     /// Starts the control API when --control is given. Servers it starts use the fixture options (bind address,

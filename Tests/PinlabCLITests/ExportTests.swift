@@ -31,6 +31,40 @@ struct ExportTests {
         return d
     }
 
+    /// The files `--out` names are written from the careless side's view: a link someone planted at the path is
+    /// replaced, never followed (the file it points to is untouched), a key gets 0600, and a missing folder is an
+    /// error naming the path and the fix, not a Foundation error dump. `Data.write(to:)`, used before, wrote through
+    /// the link into the other file.
+    @Test func outFilesReplaceAPlantedLinkAndNameTheirErrors() async throws {
+        let dir = try tempDir("out")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let victim = dir.appendingPathComponent("victim.txt")
+        try "keep me\n".write(to: victim, atomically: true, encoding: .utf8)
+        for (args, name, mode) in [
+            (["export", "mobileconfig"], "pins.mobileconfig", mode_t(0o644)),
+            (["export", "curl"], "pins.txt", 0o644),
+            (["pki", "export", "leaf-v1", "--format", "key"], "leaf.key", 0o600),
+        ] {
+            let out = dir.appendingPathComponent(name)
+            try FileManager.default.createSymbolicLink(at: out, withDestinationURL: victim)
+            let r = try await CLI.run(args + ["--out", out.path] + CLI.dirArgs)
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+            #expect(try String(contentsOf: victim, encoding: .utf8) == "keep me\n", "\(args) wrote through the link")
+            var st = stat()
+            #expect(lstat(out.path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG, "\(args): \(name) is a regular file")
+            let perms = st.st_mode & 0o777
+            #expect(mode == 0o600 ? perms == 0o600 : perms & 0o600 == 0o600, "\(args): mode \(String(perms, radix: 8))")
+        }
+        let missing = dir.appendingPathComponent("no/such/folder/pins.txt").path
+        for args in [["export", "curl"], ["pki", "export", "leaf-v1"]] {
+            let r = try await CLI.run(args + ["--out", missing] + CLI.dirArgs)
+            #expect(r.status == 2 && r.stderr.contains(missing) && r.stderr.contains("mkdir -p") && !r.stderr.contains("NSCocoaErrorDomain"),
+                    "\(args): \(r.stderr)")
+        }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix(".tmp-") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
     /// `pinlab export ARGS`; expects success and returns standard output.
     func export(_ args: [String]) async throws -> String {
         let r = try await CLI.run(["export"] + args + CLI.dirArgs)

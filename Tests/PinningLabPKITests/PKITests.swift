@@ -311,6 +311,36 @@ struct StateTests {
         #expect(leftovers.isEmpty)
     }
 
+    /// A PKI folder (or its `keys/`, or a key) that someone else could have made or can write — one made first in a
+    /// shared `/tmp` — is refused, not adopted: its keys would be signed with and served. Without the check the
+    /// PKI opens on the world-writable folder and on the other user's key.
+    @Test func aFolderOthersCanWriteOrOwnIsRefused() throws {
+        let dir = temporaryDirectory("foreign").appendingPathComponent("pki")
+        defer { try? FileManager.default.removeItem(at: dir.deletingLastPathComponent()) }
+        _ = try open(dir)
+        chmod(dir.path, 0o777)
+        let e1 = #expect(throws: PKIError.self) { try open(dir) }
+        #expect(e1?.code == .notPrivate && e1?.file == dir.path && e1!.description.contains("written by others"), "\(String(describing: e1))")
+        chmod(dir.path, 0o700)
+        let keys = dir.appendingPathComponent("keys")
+        chmod(keys.path, 0o733)
+        let e2 = #expect(throws: PKIError.self) { try open(dir) }
+        #expect(e2?.code == .notPrivate && e2?.file == keys.path, "\(String(describing: e2))")
+        chmod(keys.path, 0o700)
+        _ = try open(dir)
+        // Another user's key (chown needs root: CI runs as root; elsewhere this half is not run).
+        guard geteuid() == 0 else { return }
+        let k1 = try open(dir).keyFile("K1").path
+        chown(k1, 65534, 65534)
+        let e3 = #expect(throws: PKIError.self) { try open(dir) }
+        #expect(e3?.code == .notPrivate && e3?.file == k1 && e3!.description.contains("belongs to"), "\(String(describing: e3))")
+        chown(k1, 0, 0)
+        chown(dir.path, 65534, 65534)
+        let e4 = #expect(throws: PKIError.self) { try open(dir) }
+        #expect(e4?.code == .notPrivate && e4?.file == dir.path, "\(String(describing: e4))")
+        chown(dir.path, 0, 0)
+    }
+
     @Test func unsafeOrDamagedKeysAreClearErrors() throws {
         let dir = temporaryDirectory("badkey")
         defer { try? FileManager.default.removeItem(at: dir) }

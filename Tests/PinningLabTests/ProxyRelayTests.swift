@@ -218,6 +218,8 @@ struct ProxyRelayTests {
             ("fdff::1", "private-range"), ("169.254.0.1", "link-local"), ("fe80::1%eth0", "link-local"),
             ("febf::1", "link-local"), ("0.0.0.0", "unspecified"), ("0.1.2.3", "unspecified"), ("::", "unspecified"),
             ("224.0.0.251", "multicast"), ("ff02::1", "multicast"), ("255.255.255.255", "broadcast"), ("240.0.0.1", "reserved"),
+            ("::ffff:0:127.0.0.1", "loopback"), ("::ffff:0:10.1.2.3", "private-range"), ("64:ff9b:1::a00:1", "private-range"),
+            ("198.18.0.1", "reserved"), ("192.0.0.8", "reserved"), ("203.0.113.5", "reserved"), ("2001:db8::1", "reserved"),
         ] {
             #expect(DestinationClass.of(address)?.rawValue == kind, "\(address)")
         }
