@@ -112,6 +112,7 @@ public struct CheckRunner: Sendable {
             scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
         report.platform = platform
         report.clientChecks = checks.isUndeclared ? nil : checks
+        report.shard = options.shard
         return report
     }
 

@@ -54,8 +54,15 @@ public struct CommandClient: Sendable {
             killAfter: .seconds(1), stop: stop)
     }
 
-    /// Runs the command for one cell.
+    /// Runs the command for one cell. A template that names steps (``CommandTemplate/usesSteps``) answers with
+    /// lines on a one-connection cell too: the cell is its step 1, so the claim is step 1's answer line (the first
+    /// of the last N non-empty lines, N the steps the template names), not the exit status — which is the last
+    /// transfer's, one of the later steps that are empty here (curl `--next` with an empty URL exits 49).
     public func run(_ context: CellContext, scratch: URL) async -> (outcome: ClientOutcome, milliseconds: Double) {
+        if template.usesSteps && context.steps.isEmpty {
+            let (outcomes, ms) = await runSteps(context, scratch: scratch, answers: template.stepsNamed)
+            return (outcomes[0], ms)
+        }
         var context = context
         if context.hostsFile == nil {
             let file = scratch.appendingPathComponent("hosts-\(context.host)-\(context.ip)")
@@ -91,6 +98,11 @@ extension CommandClient {
     /// `refused`) that it was refused. A step without a line is claimed refused. The exit status is not read (it
     /// is usually the last step's). As for every client, the claim is checked against what the server received.
     public func runSteps(_ context: CellContext, scratch: URL) async -> (outcomes: [ClientOutcome], milliseconds: Double) {
+        await runSteps(context, scratch: scratch, answers: context.stepList.count)
+    }
+
+    /// ``runSteps(_:scratch:)`` reading the last `answers` lines (at least one per step of `context`).
+    func runSteps(_ context: CellContext, scratch: URL, answers: Int) async -> (outcomes: [ClientOutcome], milliseconds: Double) {
         var context = context
         if context.hostsFile == nil {
             let file = scratch.appendingPathComponent("hosts-\(context.host)-\(context.ip)")
@@ -98,7 +110,7 @@ extension CommandClient {
                 context.hostsFile = file.path
             }
         }
-        let count = context.stepList.count
+        let count = max(context.stepList.count, answers)
         let out = scratch.appendingPathComponent("steps-\(UUID().uuidString).out")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil, attributes: [.posixPermissions: 0o600])
         defer { try? FileManager.default.removeItem(at: out) }

@@ -136,6 +136,9 @@ public struct CheckReport: Sendable, Codable {
     public var clientChecks: ClientChecks?
     /// The comparison with a baseline (`--baseline`), when the run had one.
     public var baseline: BaselineComparison?
+    /// The part of the run this report holds (`--shard K/N`, written `"K/N"`); absent for a whole run.
+    /// `pinlab report merge` refuses shards of one run unless all N are given.
+    public var shard: CellShard?
 
     public init(
         client: String, engines: [String], profiles: [PinProfile] = PinProfile.all, startedAt: Date = Date(),

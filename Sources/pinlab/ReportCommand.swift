@@ -27,6 +27,9 @@ struct ReportCommand: AsyncParsableCommand {
         @Option(name: [.short, .customLong("output")], help: "Write the merged report to this file.")
         var output: String?
 
+        @Flag(help: "Accept the shards of a run without all of them (e.g. to render one shard's report). Without it, reports of --shard K/N runs must be all N.")
+        var partial = false
+
         func validate() throws {
             guard !reports.isEmpty else { throw ValidationError("give the JSON reports to join: pinlab report merge a.json b.json.") }
             try validateReportFormat(format)
@@ -44,7 +47,7 @@ struct ReportCommand: AsyncParsableCommand {
             }
             let merged: CheckReport
             do {
-                merged = try CheckReport.merge(loaded)
+                merged = try CheckReport.merge(loaded, partial: partial)
             } catch {
                 fail("\(error)")
             }

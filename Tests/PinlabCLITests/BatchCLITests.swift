@@ -206,8 +206,15 @@ struct BatchCLITests {
         #expect(m.verdicts.map(\.status) == w.verdicts.map(\.status))
         let text = try await CLI.run(["report", "merge", a.path, b.path])
         #expect(text.status == 0 && text.stdout.contains("chain-stuffing"))
-        let overlap = try await CLI.run(["report", "merge", a.path, whole.path])
+        let overlap = try await CLI.run(["report", "merge", whole.path, whole.path])
         #expect(overlap.status == 2 && overlap.stderr.contains("overlap") && overlap.stderr.contains(whole.path), "\(overlap.stderr)")
+        let mixed = try await CLI.run(["report", "merge", a.path, whole.path])
+        #expect(mixed.status == 2 && mixed.stderr.contains("a whole run") && mixed.stderr.contains(whole.path), "\(mixed.stderr)")
+        // A shard whose report never came (its CI job failed first): refused, not "conforms" over half the cells.
+        let missing = try await CLI.run(["report", "merge", a.path])
+        #expect(missing.status == 2 && missing.stderr.contains("shard 2/2 is missing"), "\(missing.stderr)")
+        let alone = try await CLI.run(["report", "merge", "--partial", a.path, "--format", "json"])
+        #expect(alone.status == 0 && alone.stdout.contains("\"shard\" : \"1/2\""), "\(alone.stdout.prefix(300))")
         let notJSON = try await CLI.run(["report", "merge", Self.python])
         #expect(notJSON.status == 2 && notJSON.stderr.contains("not JSON"), "\(notJSON.stderr)")
     }

@@ -145,6 +145,18 @@ struct BatchTests {
                 parts.append(("shard-\(k).json", try CheckReport.decode(json: Data(try part.jsonString().utf8), file: "shard-\(k).json")))
             }
             #expect(union.count == all.count && Set(union) == all, "\(n) shards: no overlap, nothing missing")
+            #expect(parts.map { $0.report.shard?.description } == (1...n).map { "\($0)/\(n)" }, "each report records its shard")
+            if n > 1 {
+                // A shard that never reported (its job failed before uploading) fails the merge: its cells were
+                // never judged. `partial` accepts it (one shard's report rendered alone).
+                #expect { try CheckReport.merge(Array(parts.dropLast())) } throws: {
+                    "\($0)".contains("shard \(n)/\(n) is missing")
+                }
+                #expect(try CheckReport.merge(Array(parts.dropLast()), partial: true).verdicts.count < all.count)
+                var whole = parts[0].report
+                whole.shard = nil
+                #expect { try CheckReport.merge([parts[0], ("whole.json", whole)]) } throws: { "\($0)".contains("a whole run") }
+            }
             let merged = try CheckReport.merge(parts)
             #expect(merged.verdicts.map(\.scenario) == whole.verdicts.map(\.scenario), "catalogue order")
             #expect(merged.verdicts.map(\.status) == whole.verdicts.map(\.status))

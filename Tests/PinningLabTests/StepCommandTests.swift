@@ -121,6 +121,22 @@ struct CurlNextTests {
         }
     }
 
+    /// A one-connection cell run by the same template is its step 1 (later steps empty, so curl's second transfer
+    /// fails and curl exits 49): judged by step 1's answer line, not by the exit status. Before, every accepted
+    /// cell read "the client claims it refused, but the server received its request" (disagree).
+    @Test func aOneConnectionCellIsJudgedByStepOnesAnswer() async throws {
+        let report = try await TestLab.runner().run(
+            .command(try Self.curlNext()), options: CheckOptions(scenarios: ["baseline", "rekey"], jobs: 4))
+        let run = report.verdicts.filter { $0.status != .skipped }
+        #expect(run.count == 2 * 3 * 2)
+        for v in run {
+            #expect(v.status == .pass, "\(v.scenario) \(v.profile) \(v.engine): \(v.status) \(v.reason)")
+        }
+        // Both claims occur: accepted (baseline) and refused for the pin (rekey under leaf-spki).
+        #expect(run.contains { $0.scenario == "baseline" && $0.observed == .accepted })
+        #expect(run.contains { $0.scenario == "rekey" && $0.profile == .leafSPKI && $0.observed == .refused })
+    }
+
     /// The same curl without step placeholders runs one process per connection: those cells are not judged.
     @Test func aTemplateWithoutStepsIsUnsupported() async throws {
         let report = try await TestLab.runner().run(

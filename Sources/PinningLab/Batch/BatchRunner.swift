@@ -231,6 +231,7 @@ extension CheckRunner {
                 scenarios: selected.scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
             report.platform = options.platform
             report.clientChecks = options.clientChecks
+            report.shard = options.shard
             return BatchRun(report: report, problems: problems)
         }
 

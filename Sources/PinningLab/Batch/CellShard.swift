@@ -7,7 +7,7 @@ public import PinningLabModel
 /// A cell belongs to shard `(FNV-1a-64 of "scenario/profile/engine") mod N + 1`: the same cell always lands in the
 /// same shard on every machine and in every run, whatever else the catalogue holds (adding a scenario moves no other
 /// cell), and the N shards are disjoint and together hold every cell.
-public struct CellShard: Sendable, Hashable, CustomStringConvertible {
+public struct CellShard: Sendable, Hashable, CustomStringConvertible, Codable {
     /// K, from 1.
     public let index: Int
     /// N.
@@ -33,6 +33,20 @@ public struct CellShard: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(index)/\(count)" }
+
+    /// `"K/N"` in a report.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        let text = try c.decode(String.self)
+        do { try self.init(parsing: text) } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "'\(text)' is not a shard K/N with 1 ≤ K ≤ N"))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(description)
+    }
 
     /// Whether the cell belongs to this shard.
     public func contains(scenario: String, profile: PinProfile, engine: String) -> Bool {

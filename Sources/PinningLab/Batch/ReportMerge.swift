@@ -46,8 +46,9 @@ extension CheckReport {
 
     /// Joins reports of disjoint parts of one run (`pinlab check --shard K/N`, or runs on different engines or
     /// scenarios) into one. The reports must come from the same client and catalogue (the same scenarios with the
-    /// same expected rows); a cell may appear in one report only. Cells are listed in catalogue order.
-    public static func merge(_ reports: [(file: String, report: CheckReport)]) throws -> CheckReport {
+    /// same expected rows); a cell may appear in one report only. Cells are listed in catalogue order. Shards of a
+    /// run (``shard``) must all be there unless `partial` (to render one shard's report, say).
+    public static func merge(_ reports: [(file: String, report: CheckReport)], partial: Bool = false) throws -> CheckReport {
         guard let (firstFile, first) = reports.first else {
             throw ReportMergeError(file: "pinlab report merge", problem: "no report was given.",
                                    fix: "give the JSON reports to join: pinlab report merge a.json b.json.")
@@ -57,6 +58,7 @@ extension CheckReport {
         }
         let reference = catalogue(first)
         var owner: [String: String] = [:]
+        var shards: [Int: String] = [:]
         var sheets: [String: ScenarioSheet] = [:]
         var order: [String] = first.scenarios.map(\.id)
         var engines: [String] = []
@@ -69,6 +71,17 @@ extension CheckReport {
             if r.platform != first.platform {
                 throw ReportMergeError(file: file, problem: "it was judged by the platform \(r.platform?.rawValue ?? "none"), \(firstFile) by \(first.platform?.rawValue ?? "none").",
                                        fix: "run every shard with the same --platform.")
+            }
+            if (r.shard == nil) != (first.shard == nil) || (r.shard != nil && r.shard?.count != first.shard?.count) {
+                throw ReportMergeError(file: file, problem: "it holds \(r.shard.map { "shard \($0)" } ?? "a whole run"), \(firstFile) holds \(first.shard.map { "shard \($0)" } ?? "a whole run").",
+                                       fix: "merge the N reports of one run split with --shard 1/N … N/N.")
+            }
+            if let k = r.shard?.index {
+                if let other = shards[k] {
+                    throw ReportMergeError(file: file, problem: "it is shard \(r.shard!), and so is \(other).",
+                                           fix: "give each shard's report once.")
+                }
+                shards[k] = file
             }
             let mine = catalogue(r)
             for (id, row) in mine where reference[id] != nil && reference[id] != row {
@@ -93,6 +106,13 @@ extension CheckReport {
                 verdicts.append(v)
             }
         }
+        if !partial, let n = first.shard?.count, shards.count < n {
+            let missing = (1...n).filter { shards[$0] == nil }.map { "\($0)/\(n)" }
+            throw ReportMergeError(
+                file: "pinlab report merge",
+                problem: "the run was split in \(n) shards and \(missing.count == 1 ? "shard \(missing[0]) is" : "shards \(missing.joined(separator: ", ")) are") missing: its cells were never judged.",
+                fix: "give the reports of all \(n) shards (a failed or missing shard job must fail the build, not pass it).")
+        }
         let scenarioRank = Dictionary(uniqueKeysWithValues: order.enumerated().map { ($1, $0) })
         let engineRank = Dictionary(uniqueKeysWithValues: engines.enumerated().map { ($1, $0) })
         let profileRank = Dictionary(uniqueKeysWithValues: PinProfile.all.enumerated().map { ($1, $0) })
@@ -106,6 +126,7 @@ extension CheckReport {
             durationSeconds: reports.map(\.report.durationSeconds).reduce(0, +), verdicts: verdicts,
             scenarios: order.compactMap { sheets[$0] })
         merged.platform = first.platform
+        if reports.count == 1 { merged.shard = first.shard }
         return merged
     }
 }
