@@ -300,7 +300,7 @@ public struct InterceptReport: Sendable, Codable {
                 + (h.refusals.isEmpty ? "" : ", \(h.refusals.joined(separator: "; "))")
                 + (h.passedThroughAfterRefusal > 0 ? ", \(h.passedThroughAfterRefusal) passed through after (--learn)" : "")
             out += paint("\(mark(h.status)) ", h.status) + h.host.padding(toLength: width, withPad: " ", startingAt: 0)
-                + "  \(scope.padding(toLength: 26, withPad: " ", startingAt: 0)) \(paint(h.message, h.status))  [\(detail)]\n"
+                + "  \(scope + String(repeating: " ", count: max(0, 26 - scope.count))) \(paint(h.message, h.status))  [\(detail)]\n"
         }
         if hosts.isEmpty && summary.destinationsRefused == 0 { out += "(no client connected through the proxy)\n" }
         if summary.otherConnections > 0 { out += "\(summary.otherConnections) connection(s) named no host (not CONNECT, or closed first)\n" }

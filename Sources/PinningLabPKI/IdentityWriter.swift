@@ -89,7 +89,8 @@ struct IdentityWriter: Sendable {
         let repaired = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: identities.count) { i in
             do {
-                if onlyStale {
+                // A folder never written (a PKI that library use or `pinlab demo` made) is written, not "repaired".
+                if onlyStale && Storage.exists(files(identities[i].name).folder) {
                     let problems = problems(identities[i])
                     if problems.isEmpty { return }
                     repaired.withLock { $0.append("\(identities[i].name): \(problems.joined(separator: ", "))") }

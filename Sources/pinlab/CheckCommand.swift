@@ -98,14 +98,18 @@ struct CheckCommand: AsyncParsableCommand {
         abstract: "Run a client through every scenario under every pin profile and print the verdict matrix.",
         discussion: """
             The client is a built-in reference client (--client correct) or a command template after `--`, run once \
-            per cell with placeholders expanded ({url} {host} {port} {ip} {ca} {pins} {pins.curl} {pins.okhttp} \
-            {pins.hex} {certpins.hex} {client.cert} {client.key} {client.p12} {client.password} {scenario} \
-            {profile}); a word in [brackets] is left out when one of its placeholders is empty. The same values are \
-            in the environment (PINLAB_URL, PINLAB_CA, PINLAB_PINS_CURL, …). Its exit status is its claim \
-            (0 = accepted); the server decides whether it really sent its request.
+            per cell with placeholders expanded (\(CommandTemplate.placeholders.map { "{\($0)}" }.joined(separator: " "))); \
+            a word in [brackets] is left out when one of its placeholders is empty. The same values are in the \
+            environment (PINLAB_URL, PINLAB_CA, PINLAB_PINS_CURL, …). Its exit status is its claim (0 = accepted); the \
+            server decides whether it really sent its request. A scenario of several connections runs only when the \
+            template names the steps: \(CommandTemplate.stepPlaceholders.map { "{\($0).N}" }.joined(separator: " ")) \
+            (N = 1, 2, …), one line per step on standard output as the answer (the CommandTemplates article).
 
-            Example: pinlab check --profiles none,leaf-spki,leaf-spki+backup -- \\
-                       curl -sf --cacert {ca} '[--pinnedpubkey {pins.curl}]' {url}
+            Example (the scenarios' hosts, e.g. api.pinning.test, reach 127.0.0.1 through --resolve {resolve}):
+              pinlab check --profiles none,leaf-spki,leaf-spki+backup -- \\
+                curl -sf -o /dev/null --resolve {resolve} --cacert {ca} \\
+                '[--pinnedpubkey {pins.curl}]' '[--cert {client.cert}]' \\
+                '[--key {client.key}]' {url}
 
             --platform ats|android|jdk|openssl-default judges the cells a platform's TLS policy decides by that \
             platform's expectation (shown as policy). --write-baseline FILE records every cell; --baseline FILE \
@@ -146,8 +150,8 @@ struct CheckCommand: AsyncParsableCommand {
     @Flag(help: "With --batch: the harness keeps state between connections (one TLS session cache, one connection pool per cell): cells of scenarios made of several connections carry their steps, and the harness answers each step (\"step\": N). Without it those cells are reported unsupported.")
     var batchSteps = false
 
-    @Option(help: "With --batch: seconds the whole harness run may take, start-up included.")
-    var batchTimeout: Double = 300
+    @Option(help: "With --batch: seconds the whole harness run may take, start-up included (default 300).")
+    var batchTimeout: Double?
 
     @Option(help: "With --batch: seconds one cell may take (servers close silent connections then; the harness is stopped when no answer arrives for twice this). Default: --timeout.")
     var cellTimeout: Double?
@@ -165,9 +169,14 @@ struct CheckCommand: AsyncParsableCommand {
         try validateReportFormat(format)
         if batch {
             guard clientOptions.client == nil else { throw ValidationError("--batch runs a command: give the harness command after `--`, not --client.") }
-            guard batchTimeout > 0, (cellTimeout ?? 1) > 0 else { throw ValidationError("--batch-timeout and --cell-timeout must be positive.") }
+            guard (batchTimeout ?? 1) > 0, (cellTimeout ?? 1) > 0 else { throw ValidationError("--batch-timeout and --cell-timeout must be positive.") }
             if let w = command.first(where: { w in CommandTemplate.placeholders.contains { w.contains("{\($0)}") } }) {
                 throw ValidationError("--batch runs the harness once, so '\(w)' has no value: remove the placeholders; the harness reads every cell's URL, trust file and pins from the batch document (standard input or $PINLAB_BATCH).")
+            }
+        } else {
+            let batchOnly = [("--batch-steps", batchSteps), ("--batch-timeout", batchTimeout != nil), ("--cell-timeout", cellTimeout != nil)]
+            if let (option, _) = batchOnly.first(where: \.1) {
+                throw ValidationError("\(option) applies to --batch runs only: add --batch (a harness that answers every cell), or remove \(option).")
             }
         }
         if let shard { _ = try CellShard(parsing: shard) }

@@ -112,6 +112,8 @@ struct InterceptCommand: AsyncParsableCommand {
         let formats = try parseFormats(report)
         requireWritable(evidence, option: "--evidence")
         requireWritable(writeBaseline, option: "--write-baseline")
+        requireWritable(readyFile, option: "--ready-file")
+        if formats.contains(where: { $0 != .text }) { requireWritableFolder(outputDir, option: "--output-dir") }
         var knownVerdicts: InterceptBaseline?
         if let baseline {
             do {

@@ -95,7 +95,9 @@ public struct AuditReport: Codable, Sendable {
         for f in findings {
             s += "\(f.location): \(f.severity) \(f.id)" + (f.domain.map { " [\($0)]" } ?? "") + "\n"
             s += "    \(f.message)\n"
-            s += "    MASTG: " + (f.mastg.map { "\($0) — " } ?? "") + f.mastgNote + "\n"
+            // The note names its test first ("MASTG-TEST-0235 (…) fails it."): the id is not said twice.
+            let id = f.mastg.flatMap { f.mastgNote.hasPrefix($0) ? nil : "\($0) — " } ?? ""
+            s += "    MASTG: " + id + f.mastgNote + "\n"
             s += "    fix: \(f.fix)\n"
         }
         let counts = AuditSeverity.all.reversed().compactMap { sev -> String? in
