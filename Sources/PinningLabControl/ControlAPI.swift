@@ -216,8 +216,9 @@ final class ControlAPI: Sendable {
     func startServer(_ r: ControlRequest) async throws(ControlError) -> ControlReply {
         let body = try r.jsonObject(allowed: ["scenario", "engine"])
         let scenarioID = try ControlRequest.string(body, "scenario", required: true, example: "rekey") ?? ""
-        let engineName = try ControlRequest.string(body, "engine", required: true, example: "gnutls") ?? ""
+        // An unknown scenario is named before a missing engine: it is the first thing to fix.
         let s = try scenario(scenarioID, field: "scenario")
+        let engineName = try ControlRequest.string(body, "engine", required: true, example: "gnutls") ?? ""
         guard let engine = Engines.engine(named: engineName) else {
             throw .notFound("engine", "there is no engine named '\(engineName)'.",
                             fix: "use one of: \(Engines.names.joined(separator: ", ")).")

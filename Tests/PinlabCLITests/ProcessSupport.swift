@@ -3,18 +3,11 @@ import PinningLabTestSupport
 import PinningLabCore
 import PinningLab
 
-/// Output of a finished command.
-struct Run {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-    var output: String { stdout + stderr }
-}
+typealias Run = CommandOutput
 
-/// Runs a command with a time limit; a command still running after `timeout` is killed.
+/// Runs a command with a time limit (``commandOutput(_:stdin:timeout:)``).
 func run(_ args: [String], stdin: String? = nil, timeout: TimeInterval = 30) async throws -> Run {
-    let r = await ChildProcess.run(args, input: Array((stdin ?? "").utf8), timeout: .milliseconds(Int(timeout * 1000)))
-    return Run(status: r.timedOut ? -9 : r.status, stdout: r.stdoutText, stderr: r.stderrText)
+    await commandOutput(args, stdin: stdin, timeout: timeout)
 }
 
 
