@@ -137,6 +137,7 @@ struct ControlAPITests {
             try await expectError("POST", "servers", json: #"{"scenario": 7, "engine": "gnutls"}"#, status: 400, field: "scenario")
             try await expectError("POST", "servers", json: #"{"scenario": "rekey", "engine": "gnutls", "port": 1}"#, status: 400, field: "port")
             try await expectError("POST", "servers", json: #"{"scenario": "no-such", "engine": "gnutls"}"#, status: 404, field: "scenario")
+            try await expectError("POST", "servers", json: #"{"scenario": "no-such"}"#, status: 404, field: "scenario")
             try await expectError("POST", "servers", json: #"{"scenario": "rekey", "engine": "boringssl"}"#, status: 404, field: "engine")
             try await expectError("GET", "servers/no-such-server", status: 404, field: "id")
             try await expectError("DELETE", "servers/no-such-server", status: 404, field: "id")
