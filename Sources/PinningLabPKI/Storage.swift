@@ -11,7 +11,8 @@ package let systemWrite = Darwin.write
 /// File operations of the PKI directory: atomic writes with a mode, an exclusive lock, permission checks.
 package enum Storage {
     /// Creates `url` (and parents) if missing; sets `mode` on the last component when it creates it. Returns
-    /// whether it created `url` (then it is empty, and files can be created in it without looking first).
+    /// whether it created `url`: a folder made just now is this process's own, one that was there is not known to
+    /// be (``requireOwnPrivate(_:what:)`` checks it).
     @discardableResult
     static func makeDirectory(_ url: URL, mode: mode_t) throws -> Bool {
         if mkdir(url.path, mode) == 0 {
