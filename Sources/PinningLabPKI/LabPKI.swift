@@ -218,7 +218,7 @@ public final class LabPKI: Sendable {
     /// Holds an exclusive lock on the folder while it works, so concurrent runs take turns.
     public static func open(spec: PKISpec, options: PKIOptions) throws -> LabPKI {
         let dir = options.directory
-        if !(try Storage.makeDirectory(dir, mode: 0o700)) { try Storage.requireOwnPrivate(dir, what: "the PKI folder") }
+        try Storage.makeOwnDirectory(dir, mode: 0o700, what: "the PKI folder")
         let lock = try DirectoryLock(dir.appendingPathComponent(".lock"))
         defer { lock.unlock() }
         try Storage.ignoreInGit(dir)

@@ -66,7 +66,7 @@ struct Builder {
             FileHandle.standardError.write(Data("pki: \(what) \(Double(t - t0) / 1e6) ms\n".utf8))
             t0 = t
         }
-        if !(try Storage.makeDirectory(keysDir, mode: 0o700)) { try Storage.requireOwnPrivate(keysDir, what: "the keys folder") }
+        try Storage.makeOwnDirectory(keysDir, mode: 0o700, what: "the keys folder")
         // Half-made files of a process that died mid-write (a key among them) go before anything is read.
         var leftovers = Storage.removeStaleTemporaryFiles(in: dir)
             + Storage.removeStaleTemporaryFiles(in: keysDir).map { "keys/" + $0 }

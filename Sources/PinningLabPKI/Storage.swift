@@ -203,6 +203,12 @@ package enum Storage {
 
     static func exists(_ url: URL) -> Bool { access(url.path, F_OK) == 0 }
 
+    /// Creates the private folder `url` (``makeDirectory(_:mode:)``), or checks that the one already there is this
+    /// user's and nobody else's to write (``requireOwnPrivate(_:what:)``).
+    static func makeOwnDirectory(_ url: URL, mode: mode_t, what: String) throws {
+        if !(try makeDirectory(url, mode: mode)) { try requireOwnPrivate(url, what: what) }
+    }
+
     /// Throws unless `url` (a PKI folder, its `keys/`, a key file; links followed) belongs to this user and nobody
     /// else can write it: a folder that another user made first — in a shared `/tmp`, say — could hold a key
     /// of theirs that the lab would then sign with and serve, or take one of ours.

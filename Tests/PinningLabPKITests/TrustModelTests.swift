@@ -139,6 +139,22 @@ struct TrustModelTests {
         let proxyRootFile = dir.appendingPathComponent("proxy-root.pem")
         try PEM.encode(try pki.identity("proxy-root").certificateDER).write(to: proxyRootFile, atomically: true, encoding: .utf8)
         #expect(try await run(["openssl", "verify", "-CAfile", proxyRootFile.path, www.path]).status == 0)
+        // From the side of whoever holds either proxy root's key: an S/MIME certificate for a real address, signed
+        // with it by the openssl CLI, is refused for e-mail — the roots' EKU (serverAuth) bounds what name
+        // constraints do not. Without the EKU both verify (status 0).
+        let mailKey = dir.appendingPathComponent("mail.key"), csr = dir.appendingPathComponent("mail.csr")
+        let ext = dir.appendingPathComponent("mail.ext")
+        try "extendedKeyUsage=emailProtection\nsubjectAltName=email:ceo@bank.example\n".write(to: ext, atomically: true, encoding: .utf8)
+        #expect(try await run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                               "-keyout", mailKey.path, "-subj", "/CN=ceo@bank.example", "-out", csr.path]).status == 0)
+        for (name, file) in [(LabPKI.scopedProxyRootName, rootFile), ("proxy-root", proxyRootFile.path)] {
+            let mail = dir.appendingPathComponent("mail-\(name).pem")
+            let signed = try await run(["openssl", "x509", "-req", "-in", csr.path, "-CA", file, "-CAkey", pki.keyFile(name).path,
+                                        "-set_serial", "7", "-days", "1", "-extfile", ext.path, "-out", mail.path])
+            #expect(signed.status == 0, "\(signed.output)")
+            let r = try await run(["openssl", "verify", "-purpose", "smimesign", "-CAfile", file, mail.path])
+            #expect(r.status != 0 && r.output.contains("error 26 at 1 depth lookup: unsuitable certificate purpose"), "\(name): \(r.output)")
+        }
         // Re-opening keeps the key and scope; a new --scope makes a new key.
         #expect(try pki.scopedProxyRoot()?.pins.spkiSHA256 == root.pins.spkiSHA256)
         let other = try pki.issueScopedProxyRoot(ProxyScope(parsing: "api.example.com"))

@@ -76,12 +76,12 @@ extension CheckReport {
                 throw ReportMergeError(file: file, problem: "it holds \(r.shard.map { "shard \($0)" } ?? "a whole run"), \(firstFile) holds \(first.shard.map { "shard \($0)" } ?? "a whole run").",
                                        fix: "merge the N reports of one run split with --shard 1/N … N/N.")
             }
-            if let k = r.shard?.index {
-                if let other = shards[k] {
-                    throw ReportMergeError(file: file, problem: "it is shard \(r.shard!), and so is \(other).",
+            if let shard = r.shard {
+                if let other = shards[shard.index] {
+                    throw ReportMergeError(file: file, problem: "it is shard \(shard), and so is \(other).",
                                            fix: "give each shard's report once.")
                 }
-                shards[k] = file
+                shards[shard.index] = file
             }
             let mine = catalogue(r)
             for (id, row) in mine where reference[id] != nil && reference[id] != row {
