@@ -104,7 +104,7 @@ struct TrustModelTests {
     }
 
     @Test(
-        "a scoped proxy root: openssl verify accepts its leaves inside the scope and refuses them outside",
+        "a scoped proxy root: openssl verify accepts its leaves inside the scope and refuses them outside; no root's key vouches for e-mail",
         .requires("openssl"))
     func scopedProxyRootVouchesForItsScopeOnly() async throws {
         let dir = temporaryDirectory("trust-scoped")
@@ -139,15 +139,21 @@ struct TrustModelTests {
         let proxyRootFile = dir.appendingPathComponent("proxy-root.pem")
         try PEM.encode(try pki.identity("proxy-root").certificateDER).write(to: proxyRootFile, atomically: true, encoding: .utf8)
         #expect(try await run(["openssl", "verify", "-CAfile", proxyRootFile.path, www.path]).status == 0)
-        // From the side of whoever holds either proxy root's key: an S/MIME certificate for a real address, signed
-        // with it by the openssl CLI, is refused for e-mail — the roots' EKU (serverAuth) bounds what name
-        // constraints do not. Without the EKU both verify (status 0).
+        // From the side of whoever holds the key of a root a device is asked to trust (either proxy root, lab-root,
+        // lab-root-2): an S/MIME certificate for a real address, signed with it by the openssl CLI, is refused for
+        // e-mail — the roots' EKU (serverAuth, for lab roots also OCSPSigning) bounds what name constraints do not.
+        // Without the EKU every one verifies (status 0).
         let mailKey = dir.appendingPathComponent("mail.key"), csr = dir.appendingPathComponent("mail.csr")
         let ext = dir.appendingPathComponent("mail.ext")
         try "extendedKeyUsage=emailProtection\nsubjectAltName=email:ceo@bank.example\n".write(to: ext, atomically: true, encoding: .utf8)
         #expect(try await run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                                "-keyout", mailKey.path, "-subj", "/CN=ceo@bank.example", "-out", csr.path]).status == 0)
-        for (name, file) in [(LabPKI.scopedProxyRootName, rootFile), ("proxy-root", proxyRootFile.path)] {
+        let labRoots = try ["lab-root", "lab-root-2"].map { name in
+            let file = dir.appendingPathComponent("\(name).pem")
+            try PEM.encode(try pki.identity(name).certificateDER).write(to: file, atomically: true, encoding: .utf8)
+            return (name, file.path)
+        }
+        for (name, file) in [(LabPKI.scopedProxyRootName, rootFile), ("proxy-root", proxyRootFile.path)] + labRoots {
             let mail = dir.appendingPathComponent("mail-\(name).pem")
             let signed = try await run(["openssl", "x509", "-req", "-in", csr.path, "-CA", file, "-CAkey", pki.keyFile(name).path,
                                         "-set_serial", "7", "-days", "1", "-extfile", ext.path, "-out", mail.path])
