@@ -67,6 +67,9 @@ public struct PKIOptions: Sendable {
     public var writeIdentityFiles: Bool = true
     /// Called before slow steps (RSA key generation) with a human line.
     public var progress: (@Sendable (String) -> Void)?
+    /// Keys read from another PKI's files (key name → its file) instead of this folder's `keys/`: never made,
+    /// replaced, copied or linked (a timeline's scratch PKI shares the lab's keys this way).
+    package var borrowedKeys: [String: URL] = [:]
 
     public init(directory: URL, seed: String? = nil) {
         self.directory = directory

@@ -51,7 +51,7 @@ struct Builder {
     var keysDir: URL { dir.appendingPathComponent("keys", isDirectory: true) }
     var stateURL: URL { dir.appendingPathComponent("state.json") }
 
-    func keyFile(_ name: String) -> URL { keysDir.appendingPathComponent("\(name).pem") }
+    func keyFile(_ name: String) -> URL { options.borrowedKeys[name] ?? keysDir.appendingPathComponent("\(name).pem") }
 
     var seedFingerprint: String? {
         options.seed.map { Array(SHA256.hash(data: Data("PinningLab seed|\($0)".utf8))).hexString }
@@ -93,6 +93,14 @@ struct Builder {
                 let url = keyFile(name)
                 let derivedOrigin = type.isDeterministic && seedable.contains(name) ? wantedOrigin : nil
                 let previous = oldState?.keys[name]
+                // Another PKI's key is read where it is, never made, replaced or copied.
+                if options.borrowedKeys[name] != nil {
+                    guard Storage.exists(url) else {
+                        throw PKIError(.keyFileUnreadable, "the key file is gone", file: url.path, entity: name,
+                                       fix: "run `pinlab pki init` on its PKI folder")
+                    }
+                    return (try readKey(url, name: name, type: type), StateFile.Key(type: type.rawValue, origin: "borrowed"), false)
+                }
                 // A seeded key whose seed changed is re-derived; everything else kept is read.
                 let present = Storage.exists(url)
                 if !options.regenerateKeys, !options.rekey.contains(name), present,

@@ -1,9 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import PinningLabPKI
 
 /// The PKI of a timeline: a spec written from the plan (the pool's intermediates, the next root and its
@@ -33,6 +28,7 @@ enum TimelinePKI {
                 role: root
                 subject: { CN: PinningLab Root CA, O: PinningLab }
                 nameConstraints: { permitted: \(permitted) }
+                usages: [serverAuth, ocspSigning]
 
             """
         for (i, name) in policy.poolNames(root: 1).enumerated() {
@@ -45,12 +41,14 @@ enum TimelinePKI {
                     role: root
                     subject: { CN: PinningLab Root CA 2, O: PinningLab }
                     nameConstraints: { permitted: \(permitted) }
+                    usages: [serverAuth, ocspSigning]
                   lab-root-2-cross:
                     role: intermediate
                     issuer: lab-root
                     key: lab-root-2
                     subject: { CN: PinningLab Root CA 2, O: PinningLab }
                     nameConstraints: { permitted: \(permitted) }
+                    usages: [serverAuth, ocspSigning]
 
                 """
             for (i, name) in policy.poolNames(root: 2).enumerated() {
@@ -89,30 +87,21 @@ enum TimelinePKI {
         """
     }
 
-    /// Issues the timeline's PKI in `folder`, linking the lab's kept keys first (when `labKeys` has them).
+    /// Issues the timeline's PKI in `folder`, with the lab's kept keys (when `labKeys` has them) read where they are:
+    /// no copy or link of a CA key ever lands in the scratch folder, so an interrupted run leaves none in `$TMPDIR`
+    /// and deleting the PKI folder still removes every lab key from the machine.
     static func issue(policy: CAPolicy, renewals: [Renewal], in folder: URL, labKeys: LabPKI?) throws -> LabPKI {
-        let keys = folder.appendingPathComponent("keys", isDirectory: true)
-        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var borrowed: [String: URL] = [:]
         if let labKeys {
-            for name in sharedKeys {
-                let source = labKeys.keyFile(name)
-                guard FileManager.default.fileExists(atPath: source.path) else { continue }
-                // A hard link where the file system allows (the same file, mode 0600); else a 0600 copy inside the
-                // 0700 scratch folder, which is removed when the run ends (and by pinlab's SIGINT/SIGTERM handler).
-                // Not a symbolic link: the PKI refuses a key file whose own mode is not 0600.
-                let target = keys.appendingPathComponent("\(name).pem")
-                if link(source.path, target.path) != 0 {
-                    let data = try Data(contentsOf: source)
-                    guard FileManager.default.createFile(atPath: target.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
-                        throw TimelineError("pki", "cannot copy the key \(name) into \(keys.path)", fix: "check that the temporary folder is writable")
-                    }
-                }
+            for name in sharedKeys where FileManager.default.fileExists(atPath: labKeys.keyFile(name).path) {
+                borrowed[name] = labKeys.keyFile(name)
             }
         }
         let spec = try PKISpec.parse(yaml: spec(policy: policy, renewals: renewals), file: "<pinlab timeline>")
         var options = PKIOptions(directory: folder)
         options.writeIdentityFiles = false
         options.pkcs12Encoder = nil
+        options.borrowedKeys = borrowed
         return try LabPKI.open(spec: spec, options: options)
     }
 }

@@ -141,14 +141,20 @@ struct TimelineCommand: AsyncParsableCommand {
             }
         }
         let pki = await pkiFolder.open()
+        // Ctrl-C or SIGTERM removes the run's scratch PKI (hundreds of renewal keys) before the process ends.
+        let interrupts = interruptingClientCommands("pinlab.timeline.signals")
+        defer { interrupts.cancel() }
         let report: TimelineReport
         do {
             report = try await Timeline.run(policy: policy, horizonDays: horizon, start: day0, labKeys: pki, extraLanes: lanes, engine: engine)
         } catch let e as TimelineError {
+            await interrupts.holdIfInterrupted()
             fail(e.description)
         } catch {
+            await interrupts.holdIfInterrupted()
             fail("timeline: \(error)")
         }
+        await interrupts.holdIfInterrupted()
         let text: String
         switch format {
         case "json": text = try report.json()

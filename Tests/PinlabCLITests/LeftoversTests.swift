@@ -77,6 +77,59 @@ struct LeftoversTests {
         #expect(scratch().isEmpty, "left behind: \(scratch())")
     }
 
+    /// `pinlab timeline` shares the lab's keys (lab-root, the intermediates, K1, K2) with the scratch PKI it issues
+    /// hundreds of renewals in: they are read where they are, never linked or copied into `$TMPDIR` (a hard link
+    /// outlived `rm -rf` of the PKI folder). SIGINT while the renewals' keys are being written removes the folder
+    /// (the writers were still creating files in it), and after SIGKILL the next `pinlab check` — another command —
+    /// sweeps what the killed timeline left.
+    @Test(.requires("pgrep"))
+    func interruptedTimelineLeavesNoKeyAndNeverCopiesTheLabsKeys() async throws {
+        let bin = try #require(CLI.binary)
+        let tmp = try Self.folder("tmpdir-timeline")
+        defer { try? FileManager.default.removeItem(at: tmp) }
+        var env = ProcessInfo.processInfo.environment
+        env["TMPDIR"] = tmp.path
+        func scratch() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.hasPrefix("pinlab-") }
+        }
+        #expect(try await CLI.run(["pki", "init"] + CLI.dirArgs).status == 0)
+        let labKeys = CLI.pkiDirectory.appendingPathComponent("keys")
+        let shared = ["lab-root", "lab-intermediate-a", "lab-intermediate-b", "K1", "K2"]
+        let labKeyBytes = Set(try shared.map { try Data(contentsOf: labKeys.appendingPathComponent("\($0).pem")) })
+        for sig in [SIGINT, SIGKILL] {
+            let timeline = try ChildProcess.spawnBackground(
+                [bin.path, "timeline", "--preset", "letsencrypt-6day", "--horizon", "3650"] + CLI.dirArgs, environment: env)
+            defer { timeline.terminate() }
+            func keysWritten() -> [URL] {
+                guard let folder = scratch().first else { return [] }
+                let keys = tmp.appendingPathComponent(folder).appendingPathComponent("keys")
+                return ((try? FileManager.default.contentsOfDirectory(atPath: keys.path)) ?? []).map { keys.appendingPathComponent($0) }
+            }
+            await waitUntil { keysWritten().count > 50 }
+            let written = keysWritten()
+            #expect(written.count > 50, "the timeline is writing its renewals' keys: \(written.count)")
+            for name in shared {
+                let attributes = try FileManager.default.attributesOfItem(atPath: labKeys.appendingPathComponent("\(name).pem").path)
+                #expect((attributes[.referenceCount] as? Int) == 1, "\(name).pem has no second link")
+            }
+            let copies = written.filter { labKeyBytes.contains((try? Data(contentsOf: $0)) ?? Data()) }
+            #expect(copies.isEmpty, "lab keys copied into TMPDIR: \(copies.map(\.lastPathComponent))")
+            kill(timeline.pid, sig)
+            await waitUntil { !timeline.isRunning }
+            if sig == SIGINT {
+                #expect(timeline.exitStatus == 130, "exit status \(String(describing: timeline.exitStatus)) after SIGINT")
+                #expect(scratch().isEmpty, "left behind after SIGINT: \(scratch())")
+            } else {
+                #expect(!scratch().isEmpty, "SIGKILL removed nothing")
+                let next = await ChildProcess.run(
+                    [bin.path, "check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl"] + CLI.dirArgs,
+                    environment: env, timeout: .seconds(120))
+                #expect(next.status == 0, "\(next.stderrText)")
+                #expect(scratch().isEmpty, "the next pinlab check swept the killed timeline's folder: \(scratch())")
+            }
+        }
+    }
+
     /// SIGKILL in the middle of `pinlab check` (a CI job's timeout, the OOM killer) removes nothing: the run's scratch
     /// folder, the client's private key in it, stays. The next pinlab run in the same `$TMPDIR` removes it — its lock is
     /// free — and leaves the folder of a run that is still going.
