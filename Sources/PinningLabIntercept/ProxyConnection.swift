@@ -341,12 +341,21 @@ final class ProxyConnection {
 
     // MARK: Intercepted request
 
+    /// A request line as the reports keep it: the query (where apps carry tokens and codes) becomes `?…`. That the
+    /// request was sent, its method and path are the evidence; what it carried is not the report's business.
+    static func withoutQuery(_ line: String) -> String {
+        var parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+        guard parts.count >= 2, let q = parts[1].firstIndex(of: "?") else { return line }
+        parts[1] = parts[1][..<q] + "?…"
+        return parts.joined(separator: " ")
+    }
+
     private func prepareResponse(headerBytes: Int) {
         let head = inbound.prefix(headerBytes)
         if let lineEnd = head.firstIndex(of: 0x0A) {
             var line = head[..<lineEnd]
             if line.last == 0x0D { line = line.dropLast() }
-            observation.requestLine = String(decoding: line.prefix(1024), as: UTF8.self)
+            observation.requestLine = Self.withoutQuery(String(decoding: line.prefix(1024), as: UTF8.self))
         }
         let fields: [(String, String?)] = [
             ("intercepted_by", "pinlab intercept"), ("host", observation.host), ("policy", observation.policy?.rawValue),

@@ -63,8 +63,12 @@ struct InterceptCommand: AsyncParsableCommand {
     @Option(help: "Report formats, comma-separated: text (standard output), json, junit, markdown, html (files in --output-dir).")
     var report: String = "text"
 
-    @Option(help: "The folder the json/junit/markdown/html reports are written to.")
-    var outputDir: String = ".pinninglab/intercept"
+    @Option(help: "The folder the json/junit/markdown/html reports are written to, each readable by you alone (they name the hosts and requests the proxy decrypted). Default: intercept/ in the PKI folder (--dir), which git ignores.")
+    var outputDir: String?
+
+    /// `--output-dir`, or `intercept/` in the PKI folder: never a folder of its own in the current directory, which a
+    /// `git add -A` of the app's repository would pick up when the PKI lives elsewhere.
+    var reportFolder: String { outputDir ?? URL(fileURLWithPath: pkiFolder.dir, isDirectory: true).appendingPathComponent("intercept").path }
 
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
@@ -113,7 +117,8 @@ struct InterceptCommand: AsyncParsableCommand {
         requireWritable(evidence, option: "--evidence")
         requireWritable(writeBaseline, option: "--write-baseline")
         requireWritable(readyFile, option: "--ready-file")
-        if formats.contains(where: { $0 != .text }) { requireWritableFolder(outputDir, option: "--output-dir") }
+        let writesFiles = formats.contains(where: { $0 != .text })
+        if writesFiles, let outputDir { requireWritableFolder(outputDir, option: "--output-dir") }
         var knownVerdicts: InterceptBaseline?
         if let baseline {
             do {
@@ -155,6 +160,8 @@ struct InterceptCommand: AsyncParsableCommand {
         }
 
         let pki = await pkiFolder.open()
+        // The default folder is made once the PKI folder exists (private, ignored by git), before the session starts.
+        if writesFiles, outputDir == nil { requireWritableFolder(reportFolder, option: "--output-dir") }
         do { configuration.proxyRoot = try pki.certificateAuthority(proxyRoot) } catch { throw ValidationError("--proxy-root: \(error)") }
         let proxy: InterceptProxy
         do {
@@ -208,8 +215,8 @@ struct InterceptCommand: AsyncParsableCommand {
                 print(text, terminator: "")
                 continue
             }
-            let url = URL(fileURLWithPath: outputDir, isDirectory: true).appendingPathComponent("intercept.\(format.fileExtension)")
-            writeOrFail(text, to: url.path, prefix: "--output-dir: ", createFolder: true)
+            let url = URL(fileURLWithPath: reportFolder, isDirectory: true).appendingPathComponent("intercept.\(format.fileExtension)")
+            writeOutputFile(Array(text.utf8), to: url.path, option: "--output-dir", mode: 0o600)
             print("wrote \(url.path)")
         }
         if let evidence {

@@ -50,15 +50,20 @@ struct InterceptCLITests {
     /// Runs `pinlab intercept ARGS` in the background, runs `clients(port)` once it listens, ends the session with
     /// SIGTERM (as a user's Ctrl-C would) and returns its output and JSON report. (`--until-idle 1.5` ended sessions
     /// between two curl runs on a loaded machine; it stays only as a fallback.)
-    static func session(_ args: [String], label: String, _ clients: (Int, URL) async throws -> Void) async throws -> Session {
+    /// With `defaultReportFolder` the session runs in its folder without `--output-dir`, and the reports are read
+    /// where pinlab puts them by default.
+    static func session(
+        _ args: [String], label: String, defaultReportFolder: Bool = false, _ clients: (Int, URL) async throws -> Void
+    ) async throws -> Session {
         let bin = try #require(CLI.binary, "run `swift build` first")
         let dir = try tempDir(label)
         let ready = dir.appendingPathComponent("ready").path
         let out = dir.appendingPathComponent("stdout").path
         let status = dir.appendingPathComponent("status").path
+        let reports = defaultReportFolder ? CLI.pkiDirectory.appendingPathComponent("intercept") : dir
         // Through sh to keep the exit status (the background handle reaps without it).
-        let command = ([bin.path, "intercept", "--listen", "127.0.0.1:0", "--ready-file", ready, "--until-idle", "120",
-                        "--report", "text,json,junit,html", "--output-dir", dir.path] + args + CLI.dirArgs)
+        let command = "cd '\(dir.path)' && " + ([bin.path, "intercept", "--listen", "127.0.0.1:0", "--ready-file", ready, "--until-idle", "120",
+                        "--report", "text,json,junit,html"] + (defaultReportFolder ? [] : ["--output-dir", dir.path]) + args + CLI.dirArgs)
             .map { "'\($0)'" }.joined(separator: " ")
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
@@ -76,7 +81,7 @@ struct InterceptCLITests {
         for _ in 0..<300 where !FileManager.default.fileExists(atPath: status) { try await Task.sleep(for: .milliseconds(100)) }
         let code = Int32(((try? String(contentsOfFile: status, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         let stdout = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
-        let json = try Data(contentsOf: dir.appendingPathComponent("intercept.json"))
+        let json = try Data(contentsOf: reports.appendingPathComponent("intercept.json"))
         let report = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
         return Session(status: code, stdout: stdout, report: report, dir: dir)
     }
@@ -85,6 +90,36 @@ struct InterceptCLITests {
         var args = ["curl", "-s", "-o", "/dev/null", "--max-time", "30", "-x", "http://127.0.0.1:\(port)", "--cacert", trust]
         if let pin { args += ["--pinnedpubkey", "sha256//\(pin)"] }
         return await ChildProcess.run(args + ["https://\(host)/"], timeout: .seconds(40)).status
+    }
+
+    /// The reports name what the proxy decrypted. By default they go to `intercept/` in the PKI folder (private,
+    /// ignored by git), never into the folder the command runs in — an app's repository, where `git add -A` staged
+    /// them when the PKI lived elsewhere; each is readable by its owner alone; and a request's query (an OAuth code,
+    /// a token) is not kept, its path is.
+    @Test(.requires("curl"))
+    func reportsStayPrivateAndKeepNoQuery() async throws {
+        let folder = CLI.pkiDirectory.appendingPathComponent("intercept")
+        try? FileManager.default.removeItem(at: folder)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let secret = "SECRET\(Int.random(in: 100_000...999_999))"
+        let s = try await Self.session(["--pinned", "api.pinning.test"], label: "default-folder", defaultReportFolder: true) { port, dir in
+            let trust = try Self.trustFile(in: dir)
+            #expect(await Self.curl(port, trust, "api.pinning.test/oauth/callback?code=\(secret)&state=1") == 0)
+        }
+        #expect(s.verdicts["api.pinning.test"] == "not-pinned", "\(s.stdout)")
+        let made = Set(try FileManager.default.contentsOfDirectory(atPath: s.dir.path))
+        #expect(made == ["ready", "stdout", "status", "trust.pem"], "nothing of pinlab's in the folder it ran in: \(made)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(Set(files).isSuperset(of: ["intercept.json", "intercept.html"]), "\(files)")
+        for f in files {
+            let path = folder.appendingPathComponent(f).path
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+            #expect(mode == 0o600, "\(f) is mode \(String(mode, radix: 8))")
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            #expect(!text.contains(secret), "\(f) keeps the request's query")
+        }
+        let json = try String(contentsOf: folder.appendingPathComponent("intercept.json"), encoding: .utf8)
+        #expect(json.contains("GET /oauth/callback?… HTTP/1.1"), "the path stays: \(json)")
     }
 
     /// curl without a pin trusts the installed proxy root and sends everywhere; curl with `--pinnedpubkey` on
