@@ -23,6 +23,10 @@ package import PinningLabPKI
 /// One request per connection (`Connection: close`), each on a thread of its own, at most `maxConnections` at once.
 /// It binds loopback addresses only, on the package's ``SmallHTTPServer``. ``stop()`` (or dropping the responder)
 /// stops it.
+///
+/// What only a web page sends is refused (403) and not recorded: an `Origin` header (OCSP and CRL clients send
+/// none), and a `Host` that names neither a loopback address or `localhost` nor one of the two revocation hosts, on
+/// the bound port, 80 or none (a page on a DNS-rebound name). A request without `Host` (HTTP/1.0) is answered.
 package final class RevocationResponder: Sendable {
     /// One request as the responder saw it.
     package struct Request: Sendable, Hashable {
@@ -71,13 +75,17 @@ package final class RevocationResponder: Sendable {
                                  "the revocation responder binds loopback only, not '\(host)': use 127.0.0.1 or ::1")
         }
         let service = Service(pki: pki, behaviour: behaviour)
+        let boundPort = Locked(0)  // known once started; no client can know the port before
         let limits = SmallHTTPServer.Limits(
             maxConnections: maxConnections, maxBodyBytes: OCSPRequestReader.maxBytes,
             bodyFix: "send one OCSP request (at most \(OCSPRequestReader.maxBytes) bytes).", readTimeout: readTimeout,
             stopGrace: .seconds(1), backlog: 64, threadName: "pinlab.ocsp")
         let server = try SmallHTTPServer(
             host: host, port: port, limits: limits, rewriteHead: { Self.originForm($0) },
-            handler: { request in service.answer(request.head, body: Array(request.body)).response },
+            handler: { request in
+                if let refusal = Self.webRefusal(request.head, port: boundPort.withLock { $0 }) { return refusal.response }
+                return service.answer(request.head, body: Array(request.body)).response
+            },
             refusal: { refusal in
                 if let head = refusal.head {
                     service.record(head, kind: head.method == "POST" ? .ocsp : .other, serial: nil, subject: nil,
@@ -86,6 +94,7 @@ package final class RevocationResponder: Sendable {
                 return Answer(refusal.status, "\(refusal.reason) Fix: \(refusal.fix)").response
             })
         try server.start()
+        boundPort.withLock { $0 = server.port }
         self.service = service
         self.http = server
         self.host = host == "localhost" ? "127.0.0.1" : host
@@ -102,6 +111,38 @@ package final class RevocationResponder: Sendable {
     /// Stops accepting and waits up to a second for the connections being served.
     package func stop() {
         http.stop()
+    }
+
+    /// The names a revocation client addresses: the lab's two revocation hosts (their URLs, or a proxy request
+    /// for them) and this machine.
+    static let servedHosts: Set<String> = ["ocsp.pinning.test", "crl.pinning.test", "localhost", "127.0.0.1", "::1"]
+
+    /// 403 for what a web page sends and a revocation client does not (see the type's documentation); nil to answer.
+    fileprivate static func webRefusal(_ head: HTTPRequestHead, port: Int) -> Answer? {
+        if !head.values("origin").isEmpty {
+            return Answer(403, "requests from a web origin are refused: OCSP and CRL clients send no Origin. Fix: fetch the URL with a TLS client or a tool (curl, openssl ocsp).")
+        }
+        let hosts = head.values("host")
+        guard let host = hosts.first else { return nil }
+        var name = Substring(host.trimmingCharacters(in: .whitespaces).lowercased())
+        var givenPort: Substring?
+        if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
+            let rest = name[name.index(after: close)...], inner = name[name.index(after: name.startIndex)..<close]
+            if rest.isEmpty || rest.hasPrefix(":") {
+                givenPort = rest.isEmpty ? nil : rest.dropFirst()
+                name = inner
+            } else {
+                name = ""
+            }
+        } else if let colon = name.lastIndex(of: ":"), name.firstIndex(of: ":") == colon {
+            givenPort = name[name.index(after: colon)...]
+            name = name[..<colon]
+        }
+        let portOK = givenPort.map { $0 == "80" || $0 == String(port) } ?? true
+        guard hosts.count == 1, servedHosts.contains(String(name)), portOK else {
+            return Answer(403, "Host '\(hosts.joined(separator: ", ").prefix(200))' is not served (DNS rebinding protection): this responder answers requests for ocsp.pinning.test, crl.pinning.test, localhost or a loopback address, on port \(port), 80 or none. Fix: use the URL the certificate names, or http://127.0.0.1:\(port)/.")
+        }
+        return nil
     }
 
     fileprivate struct Answer {

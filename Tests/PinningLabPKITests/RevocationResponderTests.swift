@@ -181,6 +181,49 @@ struct RevocationResponderTests {
         #expect(f.stdout == "200", "\(f.output)")
     }
 
+    @Test("what a web page sends is refused and not recorded: a DNS-rebound Host, an Origin; revocation clients are answered",
+          .requires("curl", "python3"))
+    func webPagesAreRefused() async throws {
+        let pki = try await SharedPKI.pki()
+        let responder = try RevocationResponder(pki: pki)
+        defer { responder.stop() }
+        let port = responder.port
+        func code(_ args: [String]) async throws -> String {
+            try await run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--noproxy", "*"] + args).stdout
+        }
+        let crl = "/lab-root.crl"
+        // A page on attacker.example whose name now resolves to 127.0.0.1 (DNS rebinding), or any page's request.
+        for refused in [["--resolve", "attacker.example:\(port):127.0.0.1", "http://attacker.example:\(port)\(crl)"],
+                        ["-H", "Origin: null", responder.baseURL + crl],
+                        ["-H", "Origin: http://attacker.example", "-H", "Content-Type: text/plain", "--data-binary", "x",
+                         responder.baseURL + "/lab-intermediate-a"],
+                        ["-H", "Host: ocsp.pinning.test:8080", responder.baseURL + crl],
+                        ["-H", "Host: 127.0.0.1.:\(port)", responder.baseURL + crl]] {
+            #expect(try await code(refused) == "403", "\(refused)")
+        }
+        #expect(responder.requests.isEmpty, "refused requests are not a client's: \(responder.requests)")
+        // The names a revocation client uses, with the bound port, 80 or none.
+        for answered in [[responder.baseURL + crl], ["http://localhost:\(port)\(crl)"],
+                         ["--resolve", "crl.pinning.test:\(port):127.0.0.1", "http://crl.pinning.test:\(port)\(crl)"],
+                         ["-H", "Host: CRL.pinning.test", responder.baseURL + crl], ["-H", "Host: [::1]:\(port)", responder.baseURL + crl],
+                         ["--noproxy", "", "-x", responder.baseURL, "http://crl.pinning.test\(crl)"]] {
+            #expect(try await code(answered) == "200", "\(answered)")
+        }
+        // An HTTP/1.0 client that sends no Host is answered; two Host headers (one of them foreign) are not.
+        let script = """
+            import socket
+            def ask(head):
+                s = socket.create_connection(("127.0.0.1", \(port)), timeout=10)
+                s.sendall(head)
+                print(s.recv(64).split(b" ")[1].decode())
+            ask(b"GET \(crl) HTTP/1.0\\r\\n\\r\\n")
+            ask(b"GET \(crl) HTTP/1.1\\r\\nHost: localhost:\(port)\\r\\nHost: attacker.example\\r\\n\\r\\n")
+            """
+        let py = try await run(["python3", "-c", script], timeout: 20)
+        #expect(py.stdout.split(separator: "\n") == ["200", "403"], "\(py.output)")
+        #expect(responder.requests.count == 7)
+    }
+
     @Test("the responder binds loopback only")
     func loopbackOnly() async throws {
         let pki = try await SharedPKI.pki()
