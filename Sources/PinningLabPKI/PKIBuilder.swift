@@ -215,12 +215,17 @@ struct Builder {
     }
 
     func readKey(_ url: URL, name: String, type: KeyType) throws -> LabKey {
-        if let m = Storage.mode(url), m & 0o077 != 0 {
-            throw PKIError(.keyFileTooOpen,
-                           "the private key is readable by others (mode \(String(m, radix: 8)))", file: url.path,
-                           entity: name, fix: "run `chmod 600 \(url.path)`")
+        // One stat for both checks (it follows a link, as reading the key does).
+        var st = stat()
+        if stat(url.path, &st) == 0 {
+            let m = st.st_mode & 0o7777
+            if m & 0o077 != 0 {
+                throw PKIError(.keyFileTooOpen,
+                               "the private key is readable by others (mode \(String(m, radix: 8)))", file: url.path,
+                               entity: name, fix: "run `chmod 600 \(url.path)`")
+            }
+            try Storage.requireOwnPrivate(st, url, what: "the private key")
         }
-        try Storage.requireOwnPrivate(url, what: "the private key")
         guard let bytes = try Storage.readFile(url) else {
             throw PKIError(.keyFileUnreadable, "the key file disappeared", file: url.path, entity: name)
         }

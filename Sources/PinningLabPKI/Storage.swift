@@ -196,9 +196,10 @@ package enum Storage {
 
     /// The permission bits of a file, or nil if it does not exist.
     static func mode(_ url: URL) -> mode_t? {
-        guard let attrs = try? FileManager.default.attributesOfItem(atPath: url.path),
-              let n = attrs[.posixPermissions] as? NSNumber else { return nil }
-        return mode_t(n.uint16Value) & 0o7777
+        // lstat, as FileManager's attributes were read (a link's own mode), without their owner-name look-ups.
+        var st = stat()
+        guard lstat(url.path, &st) == 0 else { return nil }
+        return st.st_mode & 0o7777
     }
 
     static func exists(_ url: URL) -> Bool { access(url.path, F_OK) == 0 }
@@ -215,6 +216,11 @@ package enum Storage {
     static func requireOwnPrivate(_ url: URL, what: String) throws {
         var st = stat()
         guard stat(url.path, &st) == 0 else { return }
+        try requireOwnPrivate(st, url, what: what)
+    }
+
+    /// ``requireOwnPrivate(_:what:)`` on a `stat` already made.
+    static func requireOwnPrivate(_ st: stat, _ url: URL, what: String) throws {
         if st.st_uid != geteuid() {
             let owner = getpwuid(st.st_uid).map { String(cString: $0.pointee.pw_name) } ?? "uid \(st.st_uid)"
             throw PKIError(.notPrivate, "\(what) belongs to \(owner), not to the user running pinlab", file: url.path,
