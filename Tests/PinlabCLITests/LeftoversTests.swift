@@ -20,6 +20,14 @@ struct LeftoversTests {
         return dir
     }
 
+    /// A fresh `$TMPDIR` of its own (removed by the caller) and the environment that names it.
+    static func ownTMPDIR(_ name: String) throws -> (URL, [String: String]) {
+        let tmp = try folder(name)
+        var env = ProcessInfo.processInfo.environment
+        env["TMPDIR"] = tmp.path
+        return (tmp, env)
+    }
+
     /// `pinlab pki init` run in an app's repository (the default folder, `.pinninglab/` where you stand), then
     /// `git add -A`, as a careless commit would: nothing of the PKI is staged.
     @Test(.requires("git"))
@@ -51,10 +59,8 @@ struct LeftoversTests {
     @Test(arguments: [SIGINT, SIGTERM])
     func interruptedCheckLeavesNoScratchFolder(_ sig: Int32) async throws {
         let bin = try #require(CLI.binary)
-        let tmp = try Self.folder("tmpdir")
+        let (tmp, env) = try Self.ownTMPDIR("tmpdir")
         defer { try? FileManager.default.removeItem(at: tmp) }
-        var env = ProcessInfo.processInfo.environment
-        env["TMPDIR"] = tmp.path
         let marker = "62.\(Int.random(in: 100...999))"
         let check = try ChildProcess.spawnBackground(
             [bin.path, "check", "--scenarios", "mtls-required-valid", "--engine", "openssl", "--profiles", "none",
@@ -85,10 +91,8 @@ struct LeftoversTests {
     @Test(.requires("pgrep"))
     func interruptedTimelineLeavesNoKeyAndNeverCopiesTheLabsKeys() async throws {
         let bin = try #require(CLI.binary)
-        let tmp = try Self.folder("tmpdir-timeline")
+        let (tmp, env) = try Self.ownTMPDIR("tmpdir-timeline")
         defer { try? FileManager.default.removeItem(at: tmp) }
-        var env = ProcessInfo.processInfo.environment
-        env["TMPDIR"] = tmp.path
         func scratch() -> [String] {
             ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.hasPrefix("pinlab-") }
         }
@@ -136,10 +140,8 @@ struct LeftoversTests {
     @Test(.requires("pgrep"))
     func killedCheckIsCleanedUpByTheNextRun() async throws {
         let bin = try #require(CLI.binary)
-        let tmp = try Self.folder("tmpdir-kill")
+        let (tmp, env) = try Self.ownTMPDIR("tmpdir-kill")
         defer { try? FileManager.default.removeItem(at: tmp) }
-        var env = ProcessInfo.processInfo.environment
-        env["TMPDIR"] = tmp.path
         func start(_ marker: String) throws -> ChildProcess.Background {
             try ChildProcess.spawnBackground(
                 [bin.path, "check", "--scenarios", "mtls-required-valid", "--engine", "openssl", "--profiles", "none",
