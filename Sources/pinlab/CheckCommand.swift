@@ -169,7 +169,8 @@ struct CheckCommand: AsyncParsableCommand {
         try validateReportFormat(format)
         if batch {
             guard clientOptions.client == nil else { throw ValidationError("--batch runs a command: give the harness command after `--`, not --client.") }
-            guard (batchTimeout ?? 1) > 0, (cellTimeout ?? 1) > 0 else { throw ValidationError("--batch-timeout and --cell-timeout must be positive.") }
+            if let batchTimeout { try validateSeconds(batchTimeout, "--batch-timeout") }
+            if let cellTimeout { try validateSeconds(cellTimeout, "--cell-timeout") }
             if let w = command.first(where: { w in CommandTemplate.placeholders.contains { w.contains("{\($0)}") } }) {
                 throw ValidationError("--batch runs the harness once, so '\(w)' has no value: remove the placeholders; the harness reads every cell's URL, trust file and pins from the batch document (standard input or $PINLAB_BATCH).")
             }

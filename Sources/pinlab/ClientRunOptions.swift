@@ -26,7 +26,7 @@ struct ClientRunOptions: ParsableArguments {
             throw ValidationError("--client: '\(client)' is not a built-in client; use \(BuiltInClients.names.joined(separator: ", ")).")
         }
         guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1.") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
+        try validateSeconds(timeout, "--timeout")
         _ = try Engines.named(engine)
     }
 
@@ -136,5 +136,13 @@ struct BaselineOptions: ParsableArguments {
         } else {
             FileHandle.standardError.write(Data(c.text.utf8))
         }
+    }
+}
+
+/// A number of seconds an option takes: finite, positive and at most a day (an infinite or huge one trapped when made
+/// a `Duration`).
+func validateSeconds(_ value: Double, _ option: String) throws {
+    guard value.isFinite, value > 0, value <= 86_400 else {
+        throw ValidationError("\(option): \(value) is not a number of seconds from 0 to 86400 (a day). Fix: give a positive number, e.g. \(option) 10.")
     }
 }

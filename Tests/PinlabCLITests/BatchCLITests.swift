@@ -68,6 +68,16 @@ struct BatchCLITests {
         let missing = try await CLI.run(["check"] + CLI.dirArgs + ["--batch", "--scenarios", "baseline", "--", "no-such-harness-command"])
         #expect(missing.status == 2 && missing.stderr.contains("could not be started"), "\(missing.stderr)")
         #expect(missing.stdout.isEmpty, "no cell is graded for a harness that cannot start: \(missing.stdout)")
+        // Seconds that are infinite or beyond a day trapped (exit 132) when made a Duration: now exit 2, named.
+        for (args, option) in [(["--client", "correct", "--timeout", "inf"], "--timeout"),
+                               (["--client", "correct", "--timeout", "1e300"], "--timeout"),
+                               (["--client", "correct", "--timeout", "nan"], "--timeout"),
+                               (["--batch", "--cell-timeout", "inf", "--", "true"], "--cell-timeout"),
+                               (["--batch", "--batch-timeout", "1e300", "--", "true"], "--batch-timeout")] {
+            let r = try await CLI.run(["check"] + CLI.dirArgs + ["--scenarios", "baseline", "--engine", "openssl"] + args)
+            #expect(r.status == 2 && r.stderr.contains("\(option): ") && r.stderr.contains("is not a number of seconds"),
+                    "\(args): exit \(r.status): \(r.stderr)")
+        }
     }
 
     @Test("the Python harness in one process gets the verdicts of the same client run per cell, whole catalogue",
