@@ -83,7 +83,9 @@ public struct CAPolicy: Sendable, Hashable, Codable {
         if let d = rolloverDay, d < 1 || d > horizonDays {
             return ("--rollover-day", "day \(d) is outside the horizon (1 to \(horizonDays))", "give a day within --horizon")
         }
-        if crossSignDays < 0 { return ("--cross-sign-days", "\(crossSignDays) is negative", "give 0 (no cross-sign) or more days") }
+        if crossSignDays < 0 || crossSignDays > 3650 {
+            return ("--cross-sign-days", "\(crossSignDays) days", "give 0 (no cross-sign) to 3650")
+        }
         if horizonDays < 1 || horizonDays > 3650 { return ("--horizon", "\(horizonDays) days", "give 1 to 3650") }
         return nil
     }

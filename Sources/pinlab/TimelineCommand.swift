@@ -113,7 +113,9 @@ struct TimelineCommand: AsyncParsableCommand {
         }
         var day0 = Date()
         if let start {
-            guard let d = ISO8601DateFormatter().date(from: start + "T00:00:00Z") else {
+            // The formatter rolls 2027-02-30 over to 2027-03-02: a date is one only if it reads back the same.
+            let iso = ISO8601DateFormatter()
+            guard let d = iso.date(from: start + "T00:00:00Z"), iso.string(from: d).hasPrefix(start + "T") else {
                 throw ValidationError("--start: '\(start)' is not a date; write YYYY-MM-DD, e.g. 2027-01-31.")
             }
             day0 = d

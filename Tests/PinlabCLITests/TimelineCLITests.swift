@@ -116,6 +116,10 @@ struct TimelineCLITests {
             (["--pin", "sha256/nope"], "--pin: 'sha256/nope' is not sha256/BASE64 of 32 bytes"),
             (["--format", "pdf"], "--format: 'pdf' is not a format"),
             (["--start", "tomorrow"], "--start: 'tomorrow' is not a date"),
+            // A date the formatter would roll over (to 2027-03-02), and a number that overflowed the plan (trap, 132).
+            (["--start", "2027-02-30"], "--start: '2027-02-30' is not a date"),
+            (["--rollover-day", "5", "--horizon", "10", "--cross-sign-days", "9223372036854775807"],
+             "--cross-sign-days: 9223372036854775807 days"),
             (["--pins", "/nonexistent/pins.json"], "--pins: /nonexistent/pins.json"),
         ] {
             let r = try await CLI.run(["timeline"] + args + CLI.dirArgs)
