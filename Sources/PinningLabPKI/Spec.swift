@@ -4,6 +4,9 @@ import Yams
 
 /// A time relative to the moment certificates are issued: `-1h`, `+30d`, `now`, `-1d12h`.
 public struct RelativeTime: Sendable, Hashable, CustomStringConvertible {
+    /// The furthest a relative time reaches: 1000 years (a certificate's dates stop at 9999).
+    public static let maxSeconds: Int64 = 1000 * 365 * 86400
+
     public var seconds: Int64
     public init(seconds: Int64) { self.seconds = seconds }
 
@@ -36,7 +39,8 @@ public struct RelativeTime: Sendable, Hashable, CustomStringConvertible {
             case "y": unit = 365 * 86400
             default: return nil
             }
-            total += n * unit
+            total += n * unit  // at most 1,000,000 × a year's seconds: no overflow before the bound below
+            guard total <= Self.maxSeconds else { return nil }
             number = nil
             sawUnit = true
         }
@@ -166,13 +170,28 @@ public struct PKISpec: Sendable {
     public var names: [String] { entities.map(\.name) }
 
     public static func load(contentsOf url: URL) throws -> PKISpec {
-        let text: String
+        let data: Data
         do {
-            text = try String(contentsOf: url, encoding: .utf8)
+            data = try Data(contentsOf: url)
         } catch {
             throw PKIError(
                 .fileUnreadable, "cannot read the PKI spec: \(error.localizedDescription)", file: url.path,
                 fix: "check the path, or run without --spec to use the built-in lab PKI")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            // The line of the first byte that is not UTF-8 (Latin-1 or UTF-16 saved by an editor).
+            var line = 1, i = 0
+            let bytes = [UInt8](data)
+            while i < bytes.count {
+                let b = bytes[i]
+                let n = b < 0x80 ? 1 : b >> 5 == 0b110 ? 2 : b >> 4 == 0b1110 ? 3 : b >> 3 == 0b11110 ? 4 : 0
+                let valid = n > 0 && i + n <= bytes.count && bytes[(i + 1)..<(i + n)].allSatisfy { $0 >> 6 == 0b10 }
+                if !valid { break }
+                if b == 0x0A { line += 1 }
+                i += n
+            }
+            throw PKIError(.fileUnreadable, "the PKI spec is not UTF-8 text (line \(line) holds a byte that is not)",
+                           file: url.path, line: line, fix: "save the file as UTF-8")
         }
         return try parse(yaml: text, file: url.path)
     }

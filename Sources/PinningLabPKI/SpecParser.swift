@@ -70,8 +70,9 @@ struct SpecParser {
     func duration(_ node: Node, entity: String, field: String) throws -> RelativeTime {
         let s = try string(node, entity: entity, field: field)
         guard let t = RelativeTime(parsing: s) else {
-            throw fail(.badDuration, "'\(s)' is not a relative time", node, entity: entity, field: field,
-                       fix: "write a signed duration such as -1h, +30d, -1d12h or now (units: s m h d w y)")
+            throw fail(.badDuration, "'\(s.count > 60 ? s.prefix(60) + "…" : s)' is not a relative time of at most 1000 years", node,
+                       entity: entity, field: field,
+                       fix: "write a signed duration such as -1h, +30d, -1d12h or now (units: s m h d w y; each number at most 1000000)")
         }
         return t
     }
@@ -454,17 +455,21 @@ struct SpecParser {
     func ordered(_ specs: [String: EntitySpec], _ order: [String]) throws -> [EntitySpec] {
         var sorted: [String] = []
         var state: [String: Int] = [:]  // 1 visiting, 2 done
-        func visit(_ n: String, path: [String]) throws {
+        // `path`: the entities on the way here, each with the field (issuer or twinOf) it was left by.
+        func visit(_ n: String, path: [(name: String, field: String)]) throws {
             if state[n] == 2 { return }
             let e = specs[n]!
             if state[n] == 1 {
-                let cycle = (path.drop { $0 != n } + [n]).joined(separator: " → ")
-                throw PKIError(.issuerCycle, "issuers form a cycle: \(cycle)", file: file, line: e.line, entity: n,
-                               field: "issuer", fix: "one entity in the cycle must be a root or issued by one")
+                let loop = path.drop { $0.name != n }
+                let cycle = (loop.map(\.name) + [n]).joined(separator: " → ")
+                let field = loop.first?.field ?? "issuer"
+                let what = loop.contains { $0.field == "twinOf" } ? "issuer and twinOf references" : "issuers"
+                throw PKIError(.issuerCycle, "\(what) form a cycle: \(cycle)", file: file, line: e.line, entity: n, field: field,
+                               fix: "one entity in the cycle must be a root or issued by one, and a twin must copy an entity outside it")
             }
             state[n] = 1
-            if !e.isSelfSigned { try visit(e.issuer, path: path + [n]) }
-            if let t = e.twinOf { try visit(t, path: path + [n]) }
+            if !e.isSelfSigned { try visit(e.issuer, path: path + [(n, "issuer")]) }
+            if let t = e.twinOf { try visit(t, path: path + [(n, "twinOf")]) }
             state[n] = 2
             sorted.append(n)
         }

@@ -50,10 +50,15 @@ package struct YAMLReader {
         }
     }
 
+    /// A value as a message quotes it: at most 60 characters, then `…` (a 50 MB value is not echoed back).
+    package static func excerpt(_ value: String) -> String {
+        value.count > 60 ? value.prefix(60) + "…" : value
+    }
+
     /// What a node is, for messages: "the single value 'x'", "a list", "a mapping", "an alias".
     package static func describe(_ node: Node) -> String {
         switch node {
-        case .scalar(let s): return "the single value '\(s.string)'"
+        case .scalar(let s): return "the single value '\(excerpt(s.string))'"
         case .sequence: return "a list"
         case .mapping: return "a mapping"
         case .alias: return "an alias"
@@ -111,8 +116,8 @@ package struct YAMLReader {
             if case .scalar(let s) = node {
                 if singleAllowed { return [(s.string, node)] }
                 if !s.string.isEmpty {
-                    throw fail(.wrongType, node, field, "expected a list, found the single value '\(s.string)'.",
-                               fix: "write it as a list: [\(s.string)]. \(fix())")
+                    throw fail(.wrongType, node, field, "expected a list, found the single value '\(Self.excerpt(s.string))'.",
+                               fix: "write it as a list: [\(Self.excerpt(s.string))]. \(fix())")
                 }
             }
             throw fail(.wrongType, node, field, "expected a list, found \(Self.describe(node)).", fix: fix())

@@ -27,6 +27,7 @@ let badSpecs: [BadSpec] = [
     .init(label: "unknown issuer", yaml: okRoot + "  leaf:\n    role: leaf\n    issuer: rot\n", code: .unknownIssuer, line: 6, entity: "leaf", field: "issuer"),
     .init(label: "missing issuer", yaml: okRoot + "  leaf: { role: leaf }\n", code: .missingField, line: 4, entity: "leaf", field: "issuer"),
     .init(label: "issuer cycle", yaml: okRoot + "  a: { role: intermediate, issuer: b }\n  b: { role: intermediate, issuer: a }\n", code: .issuerCycle, entity: "a", field: "issuer"),
+    .init(label: "twinOf cycle", yaml: "version: 1\nentities:\n  a: { role: root, twinOf: b }\n  b: { role: root, twinOf: a }\n", code: .issuerCycle, line: 3, entity: "a", field: "twinOf"),
     .init(label: "root with issuer", yaml: okRoot + "  r2: { role: root, issuer: root }\n", code: .rootWithIssuer, line: 4, entity: "r2", field: "issuer"),
     .init(label: "bad duration", yaml: okRoot + "  leaf:\n    role: leaf\n    issuer: root\n    validity: { notBefore: -1h, notAfter: 30 days }\n", code: .badDuration, line: 7, entity: "leaf", field: "validity.notAfter"),
     .init(label: "bad unit", yaml: okRoot + "  leaf: { role: leaf, issuer: root, validity: { notBefore: -1x, notAfter: +1d } }\n", code: .badDuration, entity: "leaf", field: "validity.notBefore"),
@@ -91,7 +92,8 @@ struct SpecErrorTests {
             let parts = raw.split(separator: "-")
             return parts.first.map(String.init)! + parts.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
         }
-        let covered = Set(badSpecs.map { camel($0.code.rawValue) })
+        // Raised on the file, not on its YAML: unreadableFile() covers it (a missing file, a file not UTF-8).
+        let covered = Set(badSpecs.map { camel($0.code.rawValue) } + ["fileUnreadable"])
         // Case-insensitive: `leaf-marked-ca` is `leafMarkedCA` in Swift.
         let missing = raised.filter { name in !covered.contains { $0.lowercased() == name.lowercased() } }
         #expect(missing.isEmpty, "spec errors raised by the parser without a malformed-spec case: \(missing.sorted())")
@@ -107,6 +109,13 @@ struct SpecErrorTests {
     @Test func unreadableFile() throws {
         let e = #expect(throws: PKIError.self) { try PKISpec.load(contentsOf: URL(fileURLWithPath: "/nonexistent/lab.yaml")) }
         #expect(e?.code == .fileUnreadable && e?.file == "/nonexistent/lab.yaml")
+        // Latin-1 saved by an editor: the line of the first byte that is not UTF-8, not "check the path".
+        let latin = FileManager.default.temporaryDirectory.appendingPathComponent("pinlab-latin1-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: latin) }
+        try Data("version: 1\nentities:\n  r:\n    role: root\n    description: \"caf".utf8 + [0xE9] + "\"\n".utf8).write(to: latin)
+        let l = #expect(throws: PKIError.self) { try PKISpec.load(contentsOf: latin) }
+        #expect(l?.code == .fileUnreadable && l?.line == 5 && l!.description.contains("not UTF-8") && l!.description.contains("save the file as UTF-8"),
+                "\(String(describing: l))")
     }
 
     @Test func builtInSpecIsComplete() throws {
@@ -129,12 +138,14 @@ struct SpecErrorTests {
         }
     }
 
-    @Test(arguments: [("-1h", -3600), ("+30d", 2_592_000), ("now", 0), ("-1d12h", -129_600), ("+1w", 604_800), ("+1y", 31_536_000)])
+    @Test(arguments: [("-1h", -3600), ("+30d", 2_592_000), ("now", 0), ("-1d12h", -129_600), ("+1w", 604_800), ("+1y", 31_536_000), ("-1000y", -31_536_000_000)])
     func relativeTimes(_ text: String, _ seconds: Int64) {
         #expect(RelativeTime(parsing: text)?.seconds == seconds)
     }
 
-    @Test(arguments: ["", "1h", "+", "+h", "+1", "-1x", "+1h2", "soon"])
+    // Past 1000 years (a certificate's dates stop at 9999; the sum of many terms overflowed Int64, a trap).
+    @Test(arguments: ["", "1h", "+", "+h", "+1", "-1x", "+1h2", "soon", "+9000y", "+1000y1s", "+1000001d",
+                      "+" + String(repeating: "999999y", count: 3000)])
     func badRelativeTimes(_ text: String) {
         #expect(RelativeTime(parsing: text) == nil)
     }
