@@ -182,6 +182,31 @@ struct BatchTests {
         #expect { try CheckReport.decode(json: Data("{\"tool\": \"pinlab\"}".utf8), file: "e.json") } throws: {
             "\($0)".contains("e.json") && "\($0)".contains("missing")
         }
+        // Valid JSON with a bad value names the field (it was "not JSON"); a verdict naming a status, scenario or
+        // engine the report does not hold is refused (it was merged, counted and never shown); a cut file says so.
+        let text = try whole.jsonString()
+        func edited(_ change: (inout [String: Any]) -> Void) throws -> Data {
+            var o = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+            change(&o)
+            return try JSONSerialization.data(withJSONObject: o)
+        }
+        func verdict(_ o: inout [String: Any], _ key: String, _ value: String) {
+            var v = o["verdicts"] as! [[String: Any]]
+            v[1][key] = value
+            o["verdicts"] = v
+        }
+        let cases: [(Data, String)] = [
+            (try edited { $0["startedAt"] = "yesterday" }, "startedAt is malformed: 'yesterday' is not an ISO 8601 date"),
+            (try edited { o in var s = o["summary"] as! [String: Any]; s["total"] = 1e30; o["summary"] = s }, "summary.total holds"),
+            (try edited { verdict(&$0, "verdict", "maybe") }, "verdicts[1].verdict is 'maybe', not a verdict"),
+            (try edited { verdict(&$0, "scenario", "nope") }, "verdicts[1].scenario is 'nope', which the report's scenarios do not list"),
+            (try edited { verdict(&$0, "engine", "quantum") }, "verdicts[1].engine is 'quantum'"),
+            (try edited { $0["engines"] = ["openssl", "quantum"] }, "engines names 'quantum', not an engine"),
+            (Data(text.utf8.prefix(500)), "it is not JSON"),
+        ]
+        for (data, message) in cases {
+            #expect { try CheckReport.decode(json: data, file: "f.json") } throws: { "\($0)".contains("f.json: ") && "\($0)".contains(message) }
+        }
     }
 
     @Test("real documents and answers validate against the published schemas (python jsonschema)",

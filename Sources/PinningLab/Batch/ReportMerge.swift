@@ -15,13 +15,27 @@ extension CheckReport {
     /// Reads a report written by `pinlab check --format json`. `file` names it in errors.
     public static func decode(json: Data, file: String) throws -> CheckReport {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+        // Foundation's .iso8601 strategy reports a bad date with no field; this one names it.
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let c = try decoder.singleValueContainer()
+            let text = try c.decode(String.self)
+            let iso = ISO8601DateFormatter()
+            iso.formatOptions = [.withInternetDateTime]
+            let fractional = ISO8601DateFormatter()
+            fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            guard let date = iso.date(from: text) ?? fractional.date(from: text) else {
+                throw DecodingError.dataCorruptedError(
+                    in: c, debugDescription: "'\(YAMLReader.excerpt(text))' is not an ISO 8601 date and time (e.g. 2026-11-28T05:00:00Z)")
+            }
+            return date
+        }
         do {
             let report = try decoder.decode(CheckReport.self, from: json)
             guard report.tool == "pinlab", report.formatVersion == 1 else {
                 throw ReportMergeError(file: file, problem: "it is not a pinlab check report of format version 1.",
                                        fix: "give the JSON reports of `pinlab check --format json`.")
             }
+            try report.requireConsistent(file: file)
             return report
         } catch let e as ReportMergeError {
             throw e
@@ -35,8 +49,57 @@ extension CheckReport {
             throw ReportMergeError(file: file, problem: "the field \(path(ctx.codingPath)) is malformed: \(ctx.debugDescription).",
                                    fix: "give the JSON reports of `pinlab check --format json`, unedited.")
         } catch {
-            throw ReportMergeError(file: file, problem: "it is not JSON (\(error.localizedDescription)).",
+            // Valid JSON that the decoder calls invalid holds a value out of range (a number too large for its field).
+            if let tree = try? JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed]) {
+                let field = outOfRangeNumber(tree, path: "").map { "the field \($0.path) holds \($0.value), out of range" }
+                throw ReportMergeError(file: file, problem: (field ?? "a value is malformed") + ".",
+                                       fix: "give the JSON reports of `pinlab check --format json`, unedited.")
+            }
+            var reason = "it is not JSON"
+            do { _ = try JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed]) } catch {
+                if let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String { reason += " (\(detail))" }
+            }
+            throw ReportMergeError(file: file, problem: reason + (json.count > 0 ? ", \(json.count) bytes (truncated?)." : ": the file is empty."),
                                    fix: "give the JSON reports of `pinlab check --format json`.")
+        }
+    }
+
+    /// The first number in a JSON tree that no integer field holds (beyond ±2^63), with its path.
+    private static func outOfRangeNumber(_ node: Any, path: String) -> (path: String, value: String)? {
+        if let n = node as? NSNumber, !(n is Bool) {
+            let d = n.doubleValue
+            return d.isFinite && abs(d) < 9.2e18 ? nil : (path, n.stringValue)
+        }
+        if let a = node as? [Any] {
+            for (i, v) in a.enumerated() { if let hit = outOfRangeNumber(v, path: "\(path)[\(i)]") { return hit } }
+        }
+        if let o = node as? [String: Any] {
+            for k in o.keys.sorted() {
+                if let hit = outOfRangeNumber(o[k]!, path: path.isEmpty ? k : "\(path).\(k)") { return hit }
+            }
+        }
+        return nil
+    }
+
+    /// A report whose verdicts name statuses, engines or scenarios the report itself does not hold was edited or
+    /// damaged: merging it would count cells no matrix shows.
+    func requireConsistent(file: String) throws {
+        let fix = "give the JSON reports of `pinlab check --format json`, unedited."
+        let known = Set(Engines.names)
+        if let e = engines.first(where: { !known.contains($0) }) {
+            throw ReportMergeError(file: file, problem: "the field engines names '\(YAMLReader.excerpt(e))', not an engine (\(Engines.names.joined(separator: ", "))).", fix: fix)
+        }
+        let ids = Set(scenarios.map(\.id)), engineSet = Set(engines)
+        for (i, v) in verdicts.enumerated() {
+            if !Verdict.Status.all.contains(v.status) {
+                throw ReportMergeError(file: file, problem: "the field verdicts[\(i)].verdict is '\(YAMLReader.excerpt(v.status.rawValue))', not a verdict (\(Verdict.Status.all.map(\.rawValue).joined(separator: ", "))).", fix: fix)
+            }
+            if !ids.contains(v.scenario) {
+                throw ReportMergeError(file: file, problem: "the field verdicts[\(i)].scenario is '\(YAMLReader.excerpt(v.scenario))', which the report's scenarios do not list.", fix: fix)
+            }
+            if !engineSet.contains(v.engine) {
+                throw ReportMergeError(file: file, problem: "the field verdicts[\(i)].engine is '\(YAMLReader.excerpt(v.engine))', which the report's engines do not list.", fix: fix)
+            }
         }
     }
 
