@@ -209,11 +209,10 @@ public struct PinExport: Sendable, Hashable {
     /// The export as `format` writes it: checked, with the backup key added where the format demands two pins.
     func prepared(for format: ExportFormat) throws(ExportError) -> PinExport {
         var e = self
-        guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" })
-        else {
+        guard HostName.isValidHost(host) else {
             throw ExportError(
-                .badHost, argument: "--host", problem: "'\(host)' is not a host name.",
-                fix: "give a DNS name such as localhost or api.pinning.test.")
+                .badHost, argument: "--host", problem: "'\(YAMLReader.excerpt(host))' is not a host name.",
+                fix: "give a DNS name such as localhost or api.pinning.test (labels of 1 to 63 letters, digits and hyphens) or an IP address.")
         }
         if format == .mobileconfig && roots.isEmpty {
             throw ExportError(

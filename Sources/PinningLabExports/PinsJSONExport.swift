@@ -92,9 +92,9 @@ public struct PinsDocument: Codable, Sendable, Hashable {
         }
         for (i, d) in doc.domains.enumerated() {
             let at = "domains[\(i)]"
-            if d.host.isEmpty || !d.host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" }) {
+            if !HostName.isValidHost(d.host) {
                 throw PinConfigError(
-                    file: file, keyPath: at + ".host", problem: "'\(d.host)' is not a host name.",
+                    file: file, keyPath: at + ".host", problem: "'\(YAMLReader.excerpt(d.host))' is not a host name.",
                     fix: "write a DNS name such as api.example.com (no scheme, port or wildcard; use includeSubdomains).")
             }
             if let e = d.expiration, parseDay(e) == nil {

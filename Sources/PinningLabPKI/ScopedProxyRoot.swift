@@ -52,12 +52,8 @@ public struct ProxyScope: Sendable, Hashable {
                 notes.append("\(item): name constraints cannot say \"exactly one more label\"; the root may vouch for \(name) and every subdomain of it")
             }
             let labels = name.split(separator: ".", omittingEmptySubsequences: false)
-            let validLabel: (Substring) -> Bool = { l in
-                !l.isEmpty && l.count <= 63 && l.first != "-" && l.last != "-"
-                    && l.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" }
-            }
-            guard name.utf8.count <= 253, labels.allSatisfy(validLabel) else {
-                throw PKIError(.badScope, "'\(item)' is not a host name or pattern", field: option,
+            guard HostName.isValid(name) else {
+                throw PKIError(.badScope, "'\(YAMLReader.excerpt(item))' is not a host name, pattern or IP address", field: option,
                                fix: "write api.example.com (that host and its subdomains), **.example.com (the domain and every subdomain) or an IP address; wildcards only as a leading *. or **.")
             }
             guard labels.count >= 2 || name == "localhost" || name == "test" else {

@@ -307,6 +307,11 @@ struct ExportTests {
             #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
             #expect(try await python("nsc", ctFile)["certificateTransparency"] as? String == expected)
         }
+        // A host with an empty or over-long label went into the exported configuration as given.
+        for host in ["...", "a..b", String(repeating: "a", count: 64) + ".test", "999.1.1.1", "a b"] {
+            let r = try await CLI.run(["export", "nsc", "--host", host] + CLI.dirArgs)
+            #expect(r.status == 2 && r.stderr.contains("--host") && r.stderr.contains("is not a host name"), "\(host): \(r.stdout)\(r.stderr)")
+        }
         for (args, words) in [(["nsc", "--certificate-transparency", "yes"], ["neither on nor off"]),
                               (["curl", "--certificate-transparency", "on"], ["only the nsc format"])] {
             let r = try await CLI.run(["export"] + args + CLI.dirArgs)

@@ -79,7 +79,7 @@ struct TrustModelTests {
         #expect(s.excluded.isEmpty, "addresses named: the IP type is constrained by the permitted ones")
         #expect(s.notes.count == 1 && s.notes[0].contains("*.example.org"))
         #expect(try ProxyScope(parsing: "api.example.com").excluded.map(\.description) == ["0.0.0.0/0", "::/0"])
-        for bad in ["", "com", "**.com", "a..b", "ex*ample.com", "-a.example.com", "*"] {
+        for bad in ["", "com", "**.com", "a..b", "ex*ample.com", "-a.example.com", "*", "999.1.1.1", String(repeating: "a", count: 64) + ".com"] {
             let e = #expect(throws: PKIError.self, "\(bad)") { try ProxyScope(parsing: bad) }
             #expect(e?.code == .badScope && e!.description.contains("--scope"), "\(String(describing: e))")
         }
