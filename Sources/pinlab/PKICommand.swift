@@ -65,12 +65,23 @@ extension PKICommand {
                 print("Repaired \(pki.refresh.repaired.count) damaged or missing item(s):")
                 for line in pki.refresh.repaired { print("  \(line)") }
             }
-            print("Trust file: \(pki.files(for: "lab-root").certificatePEM.path)")
+            // A spec of one's own (--spec) may have no lab-root or leaf-v1: name its own roots and first leaf.
+            let roots = pki.identities.filter { $0.role == .root }.map(\.name)
+            let anchors = roots.contains("lab-root") ? ["lab-root"] : roots
+            if anchors.count == 1 {
+                print("Trust file: \(pki.files(for: anchors[0]).certificatePEM.path)")
+            } else if !anchors.isEmpty {
+                print("Roots: \(anchors.joined(separator: ", ")) (each one's cert.pem is in \(pki.directory.appendingPathComponent("certs").path)/NAME/)")
+            }
             if !pki.ctLogs.isEmpty {
                 print("CT log lists: \(pki.ctLogListFile.path) (log list v3), \(pki.ctLogOpenSSLFile.path) (openssl -ctlogfile)")
             }
             warnSeededCAs(pki)
-            print("Next: pinlab pki list · pinlab pki show leaf-v1 · pinlab pki pins leaf-v1 --format curl")
+            if let leaf = pki["leaf-v1"]?.name ?? pki.identities.first(where: { $0.role == .leaf })?.name {
+                print("Next: pinlab pki list · pinlab pki show \(leaf) · pinlab pki pins \(leaf) --format curl")
+            } else {
+                print("Next: pinlab pki list")
+            }
         }
     }
 

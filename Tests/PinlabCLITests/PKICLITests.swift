@@ -87,6 +87,16 @@ struct PKICLITests {
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("p/state.json").path), "no partial state")
         let fmt = try await CLI.run(["pki", "pins", "--format", "xml", "--dir", dir.path])
         #expect(fmt.status != 0 && fmt.stderr.contains("--format must be one of"))
+        // A spec of one's own without lab-root or leaf-v1: the summary names its own root and leaf (it named
+        // certs/lab-root/cert.pem, a file that does not exist, and `pki show leaf-v1`).
+        let own = dir.appendingPathComponent("own.yaml")
+        try "version: 1\nkeys:\n  K1: p256\nentities:\n  r: { role: root }\n  l: { role: leaf, issuer: r, key: K1 }\n"
+            .write(to: own, atomically: true, encoding: .utf8)
+        let ownDir = dir.appendingPathComponent("own")
+        let made = try await CLI.run(["pki", "init", "--spec", own.path, "--dir", ownDir.path])
+        let trust = ownDir.appendingPathComponent("certs/r/cert.pem").path
+        #expect(made.status == 0 && made.stdout.contains("Trust file: \(trust)") && FileManager.default.fileExists(atPath: trust), "\(made.stdout)")
+        #expect(made.stdout.contains("pinlab pki show l ") && !made.stdout.contains("leaf-v1") && !made.stdout.contains("lab-root"), "\(made.stdout)")
     }
 
     /// Marks `key` in a PKI folder's state file as derived from `seed`, as PinningLab did for every EC key before
