@@ -130,14 +130,37 @@ package enum PEM {
     }
 
     /// The DER of every block with `label` in `text`, in order.
+    /// One forward pass over the UTF-8 bytes (a search from the start of what is left, per block, was quadratic on
+    /// Linux); a block whose body is not base64 is skipped.
     package static func decodeAll(_ text: String, label: String = "CERTIFICATE") -> [[UInt8]] {
+        let begin = Array("-----BEGIN \(label)-----".utf8), end = Array("-----END \(label)-----".utf8)
         var out: [[UInt8]] = []
-        var rest = text[...]
-        let begin = "-----BEGIN \(label)-----", end = "-----END \(label)-----"
-        while let b = rest.range(of: begin), let e = rest.range(of: end, range: b.upperBound..<rest.endIndex) {
-            let body = rest[b.upperBound..<e.lowerBound].filter { !$0.isWhitespace }
-            if let d = Data(base64Encoded: String(body)) { out.append(Array(d)) }
-            rest = rest[e.upperBound...]
+        var copy = text
+        copy.withUTF8 { bytes in
+            /// The index of the first `marker` at or after `from`, or nil.
+            func find(_ marker: [UInt8], from: Int) -> Int? {
+                guard marker.count <= bytes.count else { return nil }
+                var i = from
+                while i + marker.count <= bytes.count {
+                    if bytes[i] == marker[0] {
+                        var k = 1
+                        while k < marker.count && bytes[i + k] == marker[k] { k += 1 }
+                        if k == marker.count { return i }
+                    }
+                    i += 1
+                }
+                return nil
+            }
+            var from = 0
+            var body: [UInt8] = []
+            while let b = find(begin, from: from), let e = find(end, from: b + begin.count) {
+                body.removeAll(keepingCapacity: true)
+                for byte in bytes[(b + begin.count)..<e] where !(byte == 0x20 || (0x09...0x0D).contains(byte)) {
+                    body.append(byte)
+                }
+                if let d = Data(base64Encoded: Data(body)) { out.append(Array(d)) }
+                from = e + end.count
+            }
         }
         return out
     }
