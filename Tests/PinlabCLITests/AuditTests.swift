@@ -332,6 +332,107 @@ struct AuditTests {
         }
     }
 
+    // MARK: - Hostile input: each is refused (exit 2, naming the file and the line) or read, quickly, never a crash
+
+    /// Writes `text` to `name` in `dir`; the path.
+    func write(_ dir: URL, _ name: String, _ text: String) throws -> String {
+        let file = dir.appendingPathComponent(name)
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        return file.path
+    }
+
+    /// `pinlab ARGS` and how long it took.
+    func timedRun(_ args: [String]) async throws -> (CLI.Result, Duration) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let r = try await CLI.run(args)
+        return (r, clock.now - start)
+    }
+
+    /// Nesting 20,000 to 100,000 levels deep overflowed the stack (exit 139): releasing the XML tree recursed once per
+    /// element, as did the property-list reader and the TrustKit Swift literal reader. Now refused at 256 levels.
+    @Test("deep nesting (XML, property list, Swift literal) is refused at 256 levels, not a stack overflow")
+    func deepNesting() async throws {
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let n = 100_000
+        let cases: [(String, String, [String])] = [
+            ("deep.xml", "<foo>" + String(repeating: "<x>", count: n) + String(repeating: "</x>", count: n) + "</foo>\n",
+             ["deep.xml:1:", "nested deeper than 256 levels", "Fix:"]),
+            ("deepnsc.xml", "<network-security-config>\n" + String(repeating: "<x>", count: n) + String(repeating: "</x>", count: n)
+                + "</network-security-config>\n", ["deepnsc.xml:2:", "nested deeper than 256 levels"]),
+            ("deep.plist", "<plist><dict><key>TSKConfiguration</key>" + String(repeating: "<array>", count: 30_000)
+                + String(repeating: "</array>", count: 30_000) + "</dict></plist>\n", ["deep.plist:1:", "nested deeper than 256 levels"]),
+            ("deep.swift", "let c = [kTSKPinnedDomains: " + String(repeating: "[", count: n) + String(repeating: "]", count: n) + "]\n",
+             ["deep.swift:1:", "kTSKPinnedDomains is nested deeper than 256 levels", "Fix:"]),
+            ("deep-dict.swift", "let c = [kTSKPinnedDomains: " + String(repeating: "[\"x\": ", count: n) + String(repeating: "]", count: n) + "]\n",
+             ["deep-dict.swift:1:", "nested deeper than 256 levels"]),
+        ]
+        for (name, text, words) in cases {
+            let file = try write(dir, name, text)
+            let r = try await CLI.run(["audit", file])
+            #expect(r.status == 2, "\(name): exit \(r.status) \(r.stderr)")
+            for w in words { #expect(r.stderr.contains(w), "\(name): '\(w)' in \(r.stderr)") }
+        }
+        // timeline --pins reads through the same code.
+        let t = try await CLI.run(["timeline", "--horizon", "5", "--pins", dir.appendingPathComponent("deep.plist").path] + CLI.dirArgs)
+        #expect(t.status == 2 && t.stderr.contains("nested deeper than 256 levels"), "exit \(t.status) \(t.stderr)")
+        // 250 levels are still read.
+        let ok = try write(dir, "nested250.xml", "<network-security-config>" + String(repeating: "<domain-config>", count: 250)
+            + String(repeating: "</domain-config>", count: 250) + "</network-security-config>\n")
+        #expect(try await audit([ok]).status == 0)
+    }
+
+    /// Inputs that took minutes (time grew with the square of their size): each is now read in one pass.
+    @Test("large inputs take linear time: pins.json, domain-configs, OkHttp .add( calls")
+    func linearTime() async throws {
+        let p = try await Self.pins()
+        let (k1, k2) = (p["leaf-v1"]!, p["leaf-v3-rekey"]!)
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bound = Duration.seconds(20)
+        // pins.json with 5,000 domains: each host's line was searched from line 0 (over 60 s; now about 1 s).
+        let domains = (0..<5000).map { i in
+            #"{"host": "h\#(i).example.com", "includeSubdomains": true, "expiration": "\#(Self.day(i == 4999 ? 10 : 365))", "pins": ["#
+                + #"{"role": "current", "certificate": "leaf", "sha256": "\#(k1)"},"# + "\n"
+                + #"{"role": "backup", "certificate": "leaf", "sha256": "\#(k2)"}]}"#
+        }
+        let json = try write(dir, "pins5000.json", #"{"format": "pinninglab-pins", "version": 1, "domains": ["# + "\n"
+            + domains.joined(separator: ",\n") + "\n]}\n")
+        let (j, jt) = try await timedRun(["audit", "--format", "json", json])
+        #expect(j.status == 1 && jt < bound, "pins.json: exit \(j.status) after \(jt) \(j.stderr.prefix(300))")
+        let doc = try JSONSerialization.jsonObject(with: Data(j.stdout.utf8)) as? [String: Any]
+        #expect(((doc?["files"] as? [[String: Any]])?.first?["domains"] as? [String])?.count == 5000)
+        // Lines are still found: the last domain's expiration (the only one soon) is on its host's line.
+        let findings = (doc?["findings"] as? [[String: Any]])?.map { "\($0["id"] ?? "")@\($0["line"] ?? "")" }
+        #expect(findings == ["pin-set-expires-soon@10000"], "\(findings ?? [])")
+        // 20,000 nested <domain-config>: each walked all its ancestors (15 s); now refused by depth at once.
+        let nested = try write(dir, "nested20k.xml", "<network-security-config>" + String(repeating: "<domain-config>", count: 20_000)
+            + String(repeating: "</domain-config>", count: 20_000) + "</network-security-config>\n")
+        let (n, nt) = try await timedRun(["audit", nested])
+        #expect(n.status == 2 && nt < bound && n.stderr.contains("nested deeper than 256"), "\(nt) \(n.stderr)")
+        // 20,000 pinned domain-configs and 20,000 unpinned ones: each unpinned one was compared with every pinned one
+        // (16 s in a release build; now under 1 s in a debug build).
+        var configs = (0..<20_000).map { i in
+            #"<domain-config><domain includeSubdomains="true">p\#(i).pinning.test</domain><pin-set><pin digest="SHA-256">\#(k1)</pin><pin digest="SHA-256">\#(k2)</pin></pin-set></domain-config>"#
+        }
+        configs += (0..<20_000).map { i in #"<domain-config><domain>u\#(i).other.test</domain></domain-config>"# }
+        configs.append(#"<domain-config><domain>cdn.p19999.pinning.test</domain></domain-config>"#)
+        let wide = try write(dir, "wide.xml", "<network-security-config>\n" + configs.joined(separator: "\n") + "\n</network-security-config>\n")
+        let (w, wt) = try await timedRun(["audit", "--format", "json", wide])
+        let wideIDs = ((try? JSONSerialization.jsonObject(with: Data(w.stdout.utf8)) as? [String: Any])?["findings"] as? [[String: Any]])?
+            .map { "\($0["id"] ?? "")@\($0["line"] ?? "")" }
+        #expect(wt < .seconds(10) && wideIDs == ["subdomains-unpinned@40002"], "\(wt) \(wideIDs ?? []) \(w.stderr)")
+        // OkHttp: 200,000 `.add(` never closed, each scanned to the end of the file (over 60 s); 50,000 nested (16 s).
+        let unclosed = try write(dir, "unclosed.kt", String(repeating: ".add(", count: 200_000) + "\n")
+        let (u, ut) = try await timedRun(["audit", unclosed])
+        #expect(u.status == 2 && ut < bound && u.stderr.contains("no OkHttp pin found"), "\(ut) \(u.stderr)")
+        let deepAdd = try write(dir, "nested.kt", String(repeating: ".add(\"a.com\", ", count: 50_000) + " \"sha256/\(k1)\""
+            + String(repeating: ")", count: 50_000) + "\n")
+        let (d, dt) = try await timedRun(["audit", "--format", "json", deepAdd])
+        #expect(d.status == 1 && dt < bound && d.stdout.contains("single-pin"), "\(dt) \(d.stderr)")
+    }
+
     /// PEM.decodeAll (--against, and every PEM reader) searched the rest of the text per block, which Foundation
     /// copies on Linux: 20,000 certificates took 16 s, 40,000 over a minute. Now one pass over the bytes.
     @Test("PEM.decodeAll takes linear time, and still skips junk and blocks that are not base64")
@@ -344,5 +445,96 @@ struct AuditTests {
         let elapsed = clock.now - start
         #expect(all.count == 20_000 && all.allSatisfy { $0 == der } && elapsed < .seconds(10), "\(all.count) in \(elapsed)")
         #expect(PEM.decodeAll("junk\n" + pem + "\r\n-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n" + pem) == [der, der])
+    }
+
+    /// Wrong types in an Info.plist passed as "0 findings" (TSKEnforcePinning as <string>false</string> even turns
+    /// pinning off in TrustKit); a bad kTSKExpirationDate in Swift was skipped; an empty OkHttp file had no pins.
+    @Test("Info.plist wrong types, a bad Swift expiration, a file without pins: exit 2, naming the key path and type")
+    func wrongTypes() async throws {
+        let p = try await Self.pins()
+        let (k1, k2) = (p["leaf-v1"]!, p["leaf-v3-rekey"]!)
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func trustKit(_ domains: String) -> String {
+            "<?xml version=\"1.0\"?>\n<plist version=\"1.0\">\n<dict>\n<key>TSKConfiguration</key>\n<dict>\n<key>TSKPinnedDomains</key>\n"
+                + domains + "\n</dict>\n</dict>\n</plist>\n"
+        }
+        let hashes = "<key>TSKPublicKeyHashes</key><array><string>\(k1)</string><string>\(k2)</string></array>"
+        let domain = "TSKConfiguration.TSKPinnedDomains.example.com"
+        let cases: [(String, String, [String])] = [
+            ("enforce-string.plist", trustKit("<dict><key>example.com</key><dict>\(hashes)<key>TSKEnforcePinning</key><string>false</string></dict></dict>"),
+             ["enforce-string.plist:7:", "\(domain).TSKEnforcePinning", "a <string> ('false'), expected <true/> or <false/>", "NOT enforced"]),
+            ("enforce-int.plist", trustKit("<dict><key>example.com</key><dict>\(hashes)<key>TSKEnforcePinning</key><integer>0</integer></dict></dict>"),
+             ["\(domain).TSKEnforcePinning", "an <integer> ('0')", "NOT enforced"]),
+            ("hashes-string.plist", trustKit("<dict><key>example.com</key><dict><key>TSKPublicKeyHashes</key><string>\(k1)</string></dict></dict>"),
+             ["\(domain).TSKPublicKeyHashes", "a <string>", "expected an <array>"]),
+            ("hashes-missing.plist", trustKit("<dict><key>example.com</key><dict><key>TSKIncludeSubdomains</key><true/></dict></dict>"),
+             ["\(domain):", "no TSKPublicKeyHashes"]),
+            ("domains-array.plist", trustKit("<array><string>example.com</string></array>"),
+             ["domains-array.plist:7:", "TSKConfiguration.TSKPinnedDomains: an <array>, expected a <dict>"]),
+            ("pin-int.plist", trustKit("<dict><key>example.com</key><dict><key>TSKPublicKeyHashes</key><array><integer>5</integer></array></dict></dict>"),
+             ["\(domain).TSKPublicKeyHashes[0]", "an <integer> ('5'), expected a <string>"]),
+            ("sub-string.plist", trustKit("<dict><key>example.com</key><dict>\(hashes)<key>TSKIncludeSubdomains</key><string>YES</string></dict></dict>"),
+             ["\(domain).TSKIncludeSubdomains", "expected <true/> or <false/>"]),
+            ("leaf-string.plist", "<?xml version=\"1.0\"?>\n<plist version=\"1.0\">\n<dict><key>NSAppTransportSecurity</key><dict><key>NSPinnedDomains</key><dict>"
+                + "<key>example.com</key><dict><key>NSPinnedLeafIdentities</key><string>\(k1)</string></dict></dict></dict></dict>\n</plist>\n",
+             ["NSAppTransportSecurity.NSPinnedDomains.example.com.NSPinnedLeafIdentities", "a <string>", "expected an <array>"]),
+            ("bad-date.swift", "let c = [kTSKPinnedDomains: [\"a.com\": [kTSKPublicKeyHashes: [\"\(k1)\", \"\(k2)\"],\n kTSKExpirationDate: \"2020-99-99\"]]]\n",
+             ["bad-date.swift:2:", "kTSKExpirationDate", "\"2020-99-99\" is not a date", "YYYY-MM-DD"]),
+            ("empty.kt", "", ["empty.kt:", "no OkHttp pin found"]),
+        ]
+        for (name, text, words) in cases {
+            let file = try write(dir, name, text)
+            let r = try await CLI.run(["audit", file])
+            #expect(r.status == 2, "\(name): exit \(r.status) \(r.stdout)")
+            for w in words { #expect(r.stderr.contains(w), "\(name): '\(w)' in \(r.stderr)") }
+        }
+        // <true/> and <false/> still read as before.
+        let off = try write(dir, "off.plist", trustKit("<dict><key>example.com</key><dict>\(hashes)<key>TSKIncludeSubdomains</key><true/><key>TSKEnforcePinning</key><false/></dict></dict>"))
+        #expect(try await audit([off]).ids == ["pinning-not-enforced"])
+    }
+
+    /// Entities blanked text silently; libxml2's error numbers were printed raw ("XML error 45"); an 11 MB well-formed
+    /// file was called malformed.
+    @Test("XML messages in words: entities refused, errors named, a size limit, not UTF-8")
+    func xmlMessages() async throws {
+        let p = try await Self.pins()
+        let (k1, k2) = (p["leaf-v1"]!, p["leaf-v3-rekey"]!)
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let lol = #"<!ENTITY lol "lol">"# + (1..<10).map { i in
+            "<!ENTITY lol\(i) \"" + String(repeating: "&lol\(i > 1 ? String(i - 1) : "");", count: 10) + "\">"
+        }.joined()
+        let valid = Self.nsc(pins: [k1, k2])
+        let line = #"<domain-config><domain includeSubdomains="true">h.pinning.test</domain><pin-set><pin digest="SHA-256">\#(k1)</pin><pin digest="SHA-256">\#(k2)</pin></pin-set></domain-config>"# + "\n"
+        let cases: [(String, String, [String])] = [
+            ("ent.xml", "<?xml version=\"1.0\"?>\n<!DOCTYPE x [ <!ENTITY xxe SYSTEM \"file:///etc/passwd\"> <!ENTITY loc \"a.test\"> ]>\n"
+                + "<network-security-config><domain-config><domain>&loc;</domain><pin-set><pin digest=\"SHA-256\">\(k1)</pin></pin-set></domain-config></network-security-config>\n",
+             ["ent.xml:2:", "the DOCTYPE declares the entity 'xxe'", "DTD entities are not supported", "write the value literally"]),
+            ("laughs.xml", "<?xml version=\"1.0\"?>\n<!DOCTYPE l [\(lol)]>\n<network-security-config><domain-config><domain>&lol9;</domain></domain-config></network-security-config>\n",
+             ["laughs.xml:2:", "DTD entities are not supported"]),
+            ("comment.plist", String(valid.prefix(valid.range(of: "<debug-overrides>")!.lowerBound.utf16Offset(in: valid))) + "<!-- cut",
+             ["comment.plist:", "a comment is never closed", "-->"]),
+            ("latin.xml", "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<network-security-config><domain-config><domain>\u{FF}host</domain></domain-config></network-security-config>\n",
+             ["latin.xml:2:", "not UTF-8: byte 0xFF", "save the file as UTF-8"]),
+            ("big.xml", "<network-security-config>\n" + String(repeating: line, count: 9 * 1024 * 1024 / line.utf8.count + 1) + "</network-security-config>\n",
+             ["big.xml:", "larger than the 8.0 MB pinlab audit reads"]),
+        ]
+        for (name, text, words) in cases {
+            let file = dir.appendingPathComponent(name)
+            // latin.xml: the \u{FF} written as one ISO-8859-1 byte, not UTF-8.
+            try (name == "latin.xml" ? text.data(using: .isoLatin1)! : Data(text.utf8)).write(to: file)
+            let r = try await CLI.run(["audit", file.path])
+            #expect(r.status == 2, "\(name): exit \(r.status) \(r.stdout.suffix(200))")
+            #expect(!r.stderr.contains("XML error") && !r.stderr.contains("NSXMLParserErrorDomain"), "\(name): \(r.stderr)")
+            for w in words { #expect(r.stderr.contains(w), "\(name): '\(w)' in \(r.stderr)") }
+        }
+        // Apple's DOCTYPE (no internal subset) and an encoding other than UTF-8, declared, are still read.
+        let plist = try write(dir, "apple.plist", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n<plist version=\"1.0\"><dict/></plist>\n")
+        #expect(try await audit([plist]).status == 0)
+        let latin1 = dir.appendingPathComponent("latin1.xml")
+        try "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<network-security-config><domain-config><domain>caf\u{E9}.test</domain></domain-config></network-security-config>\n"
+            .data(using: .isoLatin1)!.write(to: latin1)
+        #expect(try await audit([latin1.path]).status == 0)
     }
 }

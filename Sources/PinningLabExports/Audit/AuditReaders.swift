@@ -17,14 +17,22 @@ enum NSCReader {
         var out = AuditedFile(file: file, kind: "network-security-config")
         // Debug-only resources (src/debug/…) never reach a release build.
         let debugOnlyFile = file.contains("/debug/")
-        // Every element, in document order.
-        var all: [XMLElementNode] = []
-        func walk(_ n: XMLElementNode) {
-            all.append(n)
-            n.children.forEach(walk)
+        // Every element, in document order, in one top-down pass (no walk up the ancestors per element): whether it
+        // is inside <debug-overrides>, and for a <domain-config> the <pin-set> it applies — its own, else the one
+        // it inherits from the enclosing <domain-config>s.
+        struct Visit { var node: XMLElementNode; var inDebug: Bool; var pinSet: XMLElementNode? }
+        var all: [Visit] = []
+        var pending = [Visit(node: root, inDebug: root.name == "debug-overrides", pinSet: nil)]
+        while let v = pending.popLast() {
+            all.append(v)
+            for c in v.node.children.reversed() {
+                let pinSet = c.name == "domain-config"
+                    ? c.child("pin-set") ?? (v.node.name == "domain-config" ? v.pinSet : nil) : nil
+                pending.append(Visit(node: c, inDebug: v.inDebug || c.name == "debug-overrides", pinSet: pinSet))
+            }
         }
-        walk(root)
-        for n in all {
+        for v in all {
+            let n = v.node
             switch n.name {
             case "base-config", "domain-config":
                 if try bool(n, "cleartextTrafficPermitted", file: file) == true {
@@ -42,7 +50,7 @@ enum NSCReader {
             case "certificates":
                 let src = n.attributes["src"] ?? ""
                 let override = try bool(n, "overridePins", file: file) == true
-                if n.isInside("debug-overrides") {
+                if v.inDebug {
                     if override && !debugOnlyFile {
                         out.add(
                             AuditCheck.debugOverridePins, .medium, line: n.line, domain: nil, mastg: nil,
@@ -87,13 +95,9 @@ enum NSCReader {
         // Pinned domains: a domain-config's own pin-set, else the one it inherits from an enclosing domain-config.
         struct Scope { var host: String; var sub: Bool; var line: Int; var pinned: Bool; var nested: Bool }
         var scopes: [Scope] = []
-        for dc in all where dc.name == "domain-config" {
-            var source: XMLElementNode? = dc
-            var pinSet: XMLElementNode?
-            while let s = source, s.name == "domain-config" {
-                if let p = s.child("pin-set") { pinSet = p; break }
-                source = s.parent
-            }
+        for v in all where v.node.name == "domain-config" {
+            let dc = v.node
+            let pinSet = v.pinSet
             var pins: [AuditedPin] = []
             var expiration: Date?
             var expirationText: String?
@@ -125,8 +129,36 @@ enum NSCReader {
         }
         // A domain-config of its own for a subdomain, without pins, takes the subdomain out of its parent's pins
         // (Android uses the most specific match).
+        // The first pinned scope (with its subdomains) whose host ends a subdomain's: a trie of the pinned hosts'
+        // labels, right to left, so each lookup costs the length of the host, not the number of scopes.
+        var trie: [[Substring: Int]] = [[:]]
+        var firstScope: [Int?] = [nil]
+        for (i, s) in scopes.enumerated() where s.pinned && s.sub {
+            var node = 0
+            for label in s.host.split(separator: ".", omittingEmptySubsequences: false).reversed() {
+                if let next = trie[node][label] { node = next } else {
+                    trie.append([:])
+                    firstScope.append(nil)
+                    trie[node][label] = trie.count - 1
+                    node = trie.count - 1
+                }
+            }
+            if firstScope[node] == nil { firstScope[node] = i }
+        }
+        func pinnedParent(of host: String) -> Scope? {
+            let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+            var node = 0
+            var best: Int?
+            // A proper suffix after a dot: at least the first label stays out.
+            for label in labels.dropFirst().reversed() {
+                guard let next = trie[node][label] else { break }
+                node = next
+                if let i = firstScope[node] { best = min(best ?? i, i) }
+            }
+            return best.map { scopes[$0] }
+        }
         for s in scopes where !s.pinned {
-            if let parent = scopes.first(where: { $0.pinned && $0.sub && s.host.hasSuffix("." + $0.host) }) {
+            if let parent = pinnedParent(of: s.host) {
                 out.add(
                     AuditCheck.subdomainsUnpinned, .medium, line: s.line, domain: s.host, mastg: "MASTG-TEST-0242",
                     note: "MASTG-TEST-0242 (Missing Certificate Pinning in Network Security Configuration) fails a relevant domain without pins.",
@@ -148,11 +180,12 @@ indirect enum PlistNode {
     case array([PlistNode], line: Int)
     case string(String, line: Int)
     case bool(Bool, line: Int)
-    case other(String, line: Int)
+    /// `<integer>`, `<real>`, `<date>`, `<data>` (or an element no property list has): its name and text.
+    case other(name: String, text: String, line: Int)
 
     var line: Int {
         switch self {
-        case .dict(_, let l), .array(_, let l), .string(_, let l), .bool(_, let l), .other(_, let l): return l
+        case .dict(_, let l), .array(_, let l), .string(_, let l), .bool(_, let l), .other(_, _, let l): return l
         }
     }
     subscript(key: String) -> PlistNode? {
@@ -163,20 +196,29 @@ indirect enum PlistNode {
         if case .dict(let e, _) = self { return e }
         return []
     }
-    var items: [PlistNode] {
-        if case .array(let a, _) = self { return a }
-        return []
-    }
     var string: String? {
         if case .string(let s, _) = self { return s }
         return nil
     }
-    var bool: Bool? {
-        if case .bool(let b, _) = self { return b }
-        return nil
+
+    /// What the value is, for messages: `a <string> ('false')`, `an <array>`.
+    var kind: String {
+        func quoted(_ t: String) -> String {
+            let t = t.trimmingCharacters(in: .whitespacesAndNewlines)
+            return " ('" + (t.count > 40 ? String(t.prefix(40)) + "…" : t) + "')"
+        }
+        switch self {
+        case .dict: return "a <dict>"
+        case .array: return "an <array>"
+        case .string(let s, _): return "a <string>" + quoted(s)
+        case .bool(let b, _): return b ? "<true/>" : "<false/>"
+        case .other(let name, let text, _):
+            return (name.first.map { "aeiou".contains($0) } == true ? "an" : "a") + " <\(name)>" + (text.isEmpty ? "" : quoted(text))
+        }
     }
 
     static func from(_ n: XMLElementNode, file: String) throws(PinConfigError) -> PlistNode {
+        // Recursion is bounded: XMLElementNode.parse refuses elements nested deeper than XMLElementNode.maxDepth.
         switch n.name {
         case "dict":
             var entries: [(key: String, line: Int, value: PlistNode)] = []
@@ -199,33 +241,105 @@ indirect enum PlistNode {
         case "string": return .string(n.text, line: n.line)
         case "true": return .bool(true, line: n.line)
         case "false": return .bool(false, line: n.line)
-        default: return .other(n.trimmedText, line: n.line)
+        default: return .other(name: n.name, text: n.trimmedText, line: n.line)
         }
     }
 }
 
 enum PlistReader {
+    /// Typed access to a property list: a value of the wrong type is an error naming its key path, what it is and
+    /// what belongs there (the apps' own readers would ignore it, or crash on it, without a word).
+    struct Typed {
+        let file: String
+
+        func wrongType(_ n: PlistNode, _ path: String, expected: String, fix: String) -> PinConfigError {
+            PinConfigError(file: file, line: n.line, keyPath: path, problem: "\(n.kind), expected \(expected).", fix: fix)
+        }
+        func dict(_ n: PlistNode, _ path: String, fix: String) throws(PinConfigError) -> [(key: String, line: Int, value: PlistNode)] {
+            guard case .dict(let e, _) = n else { throw wrongType(n, path, expected: "a <dict>", fix: fix) }
+            return e
+        }
+        func array(_ n: PlistNode, _ path: String, expected: String, fix: String) throws(PinConfigError) -> [PlistNode] {
+            guard case .array(let a, _) = n else { throw wrongType(n, path, expected: expected, fix: fix) }
+            return a
+        }
+        func string(_ n: PlistNode, _ path: String, expected: String, fix: String) throws(PinConfigError) -> String {
+            guard case .string(let s, _) = n else { throw wrongType(n, path, expected: expected, fix: fix) }
+            return s
+        }
+        /// A boolean; `nil` when the key is absent.
+        func bool(_ n: PlistNode?, _ path: String) throws(PinConfigError) -> Bool? {
+            guard let n else { return nil }
+            guard case .bool(let b, _) = n else {
+                throw wrongType(n, path, expected: "<true/> or <false/>", fix: "write <true/> or <false/>.")
+            }
+            return b
+        }
+    }
+
+    /// What Foundation's `boolValue` — TrustKit's reading of `TSKEnforcePinning` — makes of a value that is not
+    /// a boolean: a string is YES when it starts (after spaces, a sign and zeros) with Y, T or a digit 1–9; a number
+    /// when it is not zero.
+    static func foundationBoolValue(_ n: PlistNode) -> Bool {
+        switch n {
+        case .bool(let b, _): return b
+        case .string(let s, _), .other(_, let s, _):
+            var t = Substring(s.trimmingCharacters(in: .whitespacesAndNewlines))
+            if t.first == "+" || t.first == "-" { t = t.dropFirst() }
+            t = t.drop { $0 == "0" }
+            guard let c = t.first else { return false }
+            return "YyTt123456789".contains(c)
+        default: return false
+        }
+    }
+
     static func read(_ root: XMLElementNode, file: String) throws(PinConfigError) -> AuditedFile {
         var out = AuditedFile(file: file, kind: "info-plist")
         guard let top = root.children.first else { return out }
         let plist = try PlistNode.from(top, file: file)
+        let typed = Typed(file: file)
         // TrustKit.
-        if let domains = plist["TSKConfiguration"]?["TSKPinnedDomains"] {
-            for (host, line, config) in domains.entries {
-                let path = "TSKConfiguration.TSKPinnedDomains.\(host)"
+        if let configuration = plist["TSKConfiguration"] {
+            let domainsPath = "TSKConfiguration.TSKPinnedDomains"
+            let hostFix = "write <key>TSKPinnedDomains</key><dict><key>example.com</key><dict><key>TSKPublicKeyHashes</key>"
+                + "<array><string>BASE64</string>…</array></dict></dict>."
+            _ = try typed.dict(configuration, "TSKConfiguration", fix: "write <key>TSKConfiguration</key><dict>…</dict>.")
+            let domains = try configuration["TSKPinnedDomains"].map { n throws(PinConfigError) in
+                try typed.dict(n, domainsPath, fix: hostFix)
+            }
+            for (host, line, configNode) in domains ?? [] {
+                let path = "\(domainsPath).\(host)"
+                let config = PlistNode.dict(try typed.dict(configNode, path, fix: hostFix), line: configNode.line)
+                guard let hashesNode = config["TSKPublicKeyHashes"] else {
+                    throw PinConfigError(
+                        file: file, line: line, keyPath: path,
+                        problem: "no TSKPublicKeyHashes: TrustKit refuses a pinned domain without pins (it raises at start-up).",
+                        fix: "add <key>TSKPublicKeyHashes</key><array><string>BASE64</string><string>BACKUP</string></array>.")
+                }
+                let hashes = try typed.array(
+                    hashesNode, path + ".TSKPublicKeyHashes", expected: "an <array> of <string> hashes",
+                    fix: "write <array><string>BASE64</string><string>BACKUP</string></array>: TrustKit wants two pins or more.")
+                guard !hashes.isEmpty else {
+                    throw PinConfigError(
+                        file: file, line: hashesNode.line, keyPath: path + ".TSKPublicKeyHashes",
+                        problem: "the array is empty: TrustKit refuses a pinned domain without pins (it raises at start-up).",
+                        fix: "list the SPKI SHA-256 of the server's key and of a backup key, each as <string>BASE64</string>.")
+                }
                 var pins: [AuditedPin] = []
-                for (i, h) in (config["TSKPublicKeyHashes"]?.items ?? []).enumerated() {
+                for (i, h) in hashes.enumerated() {
                     let kp = "\(path).TSKPublicKeyHashes[\(i)]"
+                    let text = try typed.string(
+                        h, kp, expected: "a <string> with the base64 SPKI SHA-256", fix: "write <string>BASE64</string>.")
                     pins.append(AuditedPin(
-                        sha256: try checkedSPKIPin(h.string ?? "", file: file, line: h.line, keyPath: kp), line: h.line, keyPath: kp))
+                        sha256: try checkedSPKIPin(text, file: file, line: h.line, keyPath: kp), line: h.line, keyPath: kp))
                 }
                 var domain = AuditedDomain(
-                    host: host, includeSubdomains: config["TSKIncludeSubdomains"]?.bool ?? false, pins: pins, line: line,
-                    keyPath: path, platform: .ios)
+                    host: host, includeSubdomains: try typed.bool(config["TSKIncludeSubdomains"], path + ".TSKIncludeSubdomains") ?? false,
+                    pins: pins, line: line, keyPath: path, platform: .ios)
                 if let e = config["TSKExpirationDate"] {
                     guard let s = e.string, let d = parseAuditDay(s) else {
                         throw PinConfigError(
-                            file: file, line: e.line, keyPath: path + ".TSKExpirationDate", problem: "not a date.",
+                            file: file, line: e.line, keyPath: path + ".TSKExpirationDate", problem: "\(e.kind) is not a date.",
                             fix: "write <string>YYYY-MM-DD</string>.")
                     }
                     domain.expiration = d
@@ -234,18 +348,35 @@ enum PlistReader {
                     domain.expirationKeyPath = path + ".TSKExpirationDate"
                 }
                 out.domains.append(domain)
-                if let enforce = config["TSKEnforcePinning"], enforce.bool == false {
-                    out.add(
-                        AuditCheck.pinningNotEnforced, .high, line: enforce.line, keyPath: path + ".TSKEnforcePinning",
-                        domain: host, mastg: "MASTG-TEST-0068",
-                        note: "MASTG-TEST-0068 (iOS: Testing Custom Certificate Stores and Certificate Pinning) fails a domain whose pins are not enforced.",
-                        message: "TSKEnforcePinning is false: TrustKit only reports pin failures for \(host) and lets the connection through.",
-                        fix: "set TSKEnforcePinning to true (TrustKit's default) in the build you ship.")
+                if let enforce = config["TSKEnforcePinning"] {
+                    let kp = path + ".TSKEnforcePinning"
+                    guard case .bool(let enforced, _) = enforce else {
+                        // TrustKit takes any object here and asks it for boolValue: "false", "NO" and 0 turn pinning off.
+                        let off = !foundationBoolValue(enforce)
+                        throw PinConfigError(
+                            file: file, line: enforce.line, keyPath: kp,
+                            problem: "\(enforce.kind), expected <true/> or <false/>: TrustKit reads it as "
+                                + (off ? "NO, so pinning is NOT enforced for \(host) (failures are only reported)."
+                                       : "YES, but the type is wrong."),
+                            fix: "write <true/> (TrustKit's default) in the build you ship.")
+                    }
+                    if !enforced {
+                        out.add(
+                            AuditCheck.pinningNotEnforced, .high, line: enforce.line, keyPath: kp,
+                            domain: host, mastg: "MASTG-TEST-0068",
+                            note: "MASTG-TEST-0068 (iOS: Testing Custom Certificate Stores and Certificate Pinning) fails a domain whose pins are not enforced.",
+                            message: "TSKEnforcePinning is false: TrustKit only reports pin failures for \(host) and lets the connection through.",
+                            fix: "set TSKEnforcePinning to true (TrustKit's default) in the build you ship.")
+                    }
                 }
             }
         }
-        guard let ats = plist["NSAppTransportSecurity"] else { return out }
-        if let any = ats["NSAllowsArbitraryLoads"], any.bool == true {
+        guard let atsNode = plist["NSAppTransportSecurity"] else { return out }
+        let ats = PlistNode.dict(
+            try typed.dict(atsNode, "NSAppTransportSecurity", fix: "write <key>NSAppTransportSecurity</key><dict>…</dict>."),
+            line: atsNode.line)
+        if let any = ats["NSAllowsArbitraryLoads"],
+            try typed.bool(any, "NSAppTransportSecurity.NSAllowsArbitraryLoads") == true {
             out.add(
                 AuditCheck.cleartextPermitted, .medium, line: any.line, keyPath: "NSAppTransportSecurity.NSAllowsArbitraryLoads",
                 domain: "(every domain)", mastg: "MASTG-TEST-0065",
@@ -253,34 +384,54 @@ enum PlistReader {
                 message: "NSAllowsArbitraryLoads is true: App Transport Security allows plain HTTP (and weak TLS) to every host.",
                 fix: "remove it; allow a single host with NSExceptionDomains if one truly needs HTTP.")
         }
-        for (host, _, config) in ats["NSExceptionDomains"]?.entries ?? [] {
-            if let insecure = config["NSExceptionAllowsInsecureHTTPLoads"], insecure.bool == true {
+        let exceptionsFix = "write <key>NSExceptionDomains</key><dict><key>example.com</key><dict>…</dict></dict>."
+        let exceptions = try ats["NSExceptionDomains"].map { n throws(PinConfigError) in
+            try typed.dict(n, "NSAppTransportSecurity.NSExceptionDomains", fix: exceptionsFix)
+        }
+        for (host, _, configNode) in exceptions ?? [] {
+            let path = "NSAppTransportSecurity.NSExceptionDomains.\(host)"
+            let config = PlistNode.dict(try typed.dict(configNode, path, fix: exceptionsFix), line: configNode.line)
+            if let insecure = config["NSExceptionAllowsInsecureHTTPLoads"],
+                try typed.bool(insecure, path + ".NSExceptionAllowsInsecureHTTPLoads") == true {
                 out.add(
                     AuditCheck.cleartextPermitted, .medium, line: insecure.line,
-                    keyPath: "NSAppTransportSecurity.NSExceptionDomains.\(host).NSExceptionAllowsInsecureHTTPLoads",
+                    keyPath: "\(path).NSExceptionAllowsInsecureHTTPLoads",
                     domain: host, mastg: "MASTG-TEST-0065",
                     note: "MASTG-TEST-0065 (iOS: Testing Data Encryption on the Network) fails it.",
                     message: "NSExceptionAllowsInsecureHTTPLoads is true for \(host): plain HTTP is allowed there.",
                     fix: "serve \(host) over HTTPS and remove the exception.")
             }
         }
-        for (host, line, config) in ats["NSPinnedDomains"]?.entries ?? [] {
+        let pinnedFix = "write <key>NSPinnedDomains</key><dict><key>example.com</key><dict><key>NSPinnedLeafIdentities</key>"
+            + "<array><dict><key>SPKI-SHA256-BASE64</key><string>BASE64</string></dict></array></dict></dict>."
+        let pinnedDomains = try ats["NSPinnedDomains"].map { n throws(PinConfigError) in
+            try typed.dict(n, "NSAppTransportSecurity.NSPinnedDomains", fix: pinnedFix)
+        }
+        for (host, line, configNode) in pinnedDomains ?? [] {
             let path = "NSAppTransportSecurity.NSPinnedDomains.\(host)"
-            let sub = config["NSIncludesSubdomains"]?.bool ?? false
+            let config = PlistNode.dict(try typed.dict(configNode, path, fix: pinnedFix), line: configNode.line)
+            let sub = try typed.bool(config["NSIncludesSubdomains"], path + ".NSIncludesSubdomains") ?? false
             // Each list is checked on its own by ATS: each is a pin set of its own here.
             for list in ["NSPinnedLeafIdentities", "NSPinnedCAIdentities"] {
-                guard let items = config[list]?.items else { continue }
+                guard let listNode = config[list] else { continue }
+                let items = try typed.array(
+                    listNode, "\(path).\(list)", expected: "an <array> of <dict> identities",
+                    fix: "write <array><dict><key>SPKI-SHA256-BASE64</key><string>BASE64</string></dict>…</array>.")
                 var pins: [AuditedPin] = []
                 for (i, item) in items.enumerated() {
                     let kp = "\(path).\(list)[\(i)].SPKI-SHA256-BASE64"
-                    guard let v = item["SPKI-SHA256-BASE64"] else {
+                    let identity = PlistNode.dict(
+                        try typed.dict(item, "\(path).\(list)[\(i)]", fix: "write <dict><key>SPKI-SHA256-BASE64</key><string>BASE64</string></dict>."),
+                        line: item.line)
+                    guard let v = identity["SPKI-SHA256-BASE64"] else {
                         throw PinConfigError(
                             file: file, line: item.line, keyPath: kp,
                             problem: "the identity has no SPKI-SHA256-BASE64 key (the only digest NSPinnedDomains knows).",
                             fix: "write <dict><key>SPKI-SHA256-BASE64</key><string>BASE64</string></dict>.")
                     }
+                    let text = try typed.string(v, kp, expected: "a <string> with the base64 SPKI SHA-256", fix: "write <string>BASE64</string>.")
                     pins.append(AuditedPin(
-                        sha256: try checkedSPKIPin(v.string ?? "", file: file, line: v.line, keyPath: kp), line: v.line, keyPath: kp))
+                        sha256: try checkedSPKIPin(text, file: file, line: v.line, keyPath: kp), line: v.line, keyPath: kp))
                 }
                 out.domains.append(AuditedDomain(
                     host: host, includeSubdomains: sub, pins: pins, line: line, keyPath: "\(path).\(list)", platform: .ios))
@@ -368,11 +519,21 @@ enum TrustKitSwiftReader {
         }
     }
 
+    /// Collection literals nested deeper are refused: TrustKit's configuration nests 3 levels, and each level is a
+    /// stack frame here (and in the release of the value).
+    static let maxDepth = 256
+
     /// A collection literal from `i` (at `[`), or the tokens of a scalar up to `,` `]` at depth 0.
-    static func value(_ t: [Token], _ i: inout Int) -> Value {
+    static func value(_ t: [Token], _ i: inout Int, depth: Int = 1, file: String) throws(PinConfigError) -> Value {
         guard i < t.count else { return .scalar([], line: t.last?.line ?? 1) }
         let line = t[i].line
         if t[i].text == "[" && t[i].kind == .punct {
+            guard depth <= maxDepth else {
+                throw PinConfigError(
+                    file: file, line: line,
+                    problem: "kTSKPinnedDomains is nested deeper than \(maxDepth) levels of [ ] (TrustKit's configuration nests 3).",
+                    fix: "check the brackets of the kTSKPinnedDomains literal: each [ closes with its ].")
+            }
             i += 1
             var dictEntries: [(key: Token, value: Value)] = []
             var items: [Value] = []
@@ -384,9 +545,9 @@ enum TrustKitSwiftReader {
                     isDict = true
                     let key = t[i]
                     i += 2
-                    dictEntries.append((key, value(t, &i)))
+                    dictEntries.append((key, try value(t, &i, depth: depth + 1, file: file)))
                 } else {
-                    items.append(value(t, &i))
+                    items.append(try value(t, &i, depth: depth + 1, file: file))
                 }
             }
             i += 1
@@ -418,7 +579,7 @@ enum TrustKitSwiftReader {
                 fix: "give the Swift file that builds TrustKit's configuration (pinlab export trustkit-swift shows the shape).")
         }
         var i = at + 2
-        let domains = value(t, &i)
+        let domains = try value(t, &i, file: file)
         guard case .dict(let entries, _) = domains else {
             throw PinConfigError(
                 file: file, line: t[at].line, problem: "kTSKPinnedDomains is not a dictionary literal.",
@@ -437,11 +598,28 @@ enum TrustKitSwiftReader {
             var d = AuditedDomain(
                 host: host, includeSubdomains: config["kTSKIncludeSubdomains"]?.scalarText == "true", pins: pins,
                 line: key.line, platform: .ios)
-            if case .scalar(let parts, let line)? = config["kTSKExpirationDate"],
-                let s = parts.first(where: { $0.kind == .string })?.text, let date = parseAuditDay(s)
-            {
+            if let e = config["kTSKExpirationDate"] {
+                // As in an Info.plist: an expiration pinlab cannot read is an error, not an expiration left unchecked.
+                guard case .scalar(let parts, let line) = e, parts.count == 1, parts[0].kind == .string,
+                    let date = parseAuditDay(parts[0].text)
+                else {
+                    let problem: String
+                    if case .scalar(let parts, _) = e, parts.count == 1, parts[0].kind == .string {
+                        problem = "\"\(parts[0].text.prefix(60))\" is not a date (YYYY-MM-DD)."
+                    } else if case .scalar(let parts, _) = e, !parts.isEmpty {
+                        let joined = parts.map { $0.kind == .string ? "\"\($0.text)\"" : $0.text }.joined(separator: " ")
+                        problem = "'" + (joined.count > 60 ? String(joined.prefix(60)) + "…" : joined) + "' is not a date "
+                            + "literal: pinlab audit cannot check an expiration it cannot read."
+                    } else {
+                        problem = "not a date literal: pinlab audit cannot check an expiration it cannot read."
+                    }
+                    throw PinConfigError(
+                        file: file, line: e.line, keyPath: "kTSKPinnedDomains.\(host).kTSKExpirationDate",
+                        problem: problem,
+                        fix: "write kTSKExpirationDate: \"YYYY-MM-DD\" (a string literal, as TrustKit reads it).")
+                }
                 d.expiration = date
-                d.expirationText = s
+                d.expirationText = parts[0].text
                 d.expirationLine = line
             }
             out.domains.append(d)
@@ -465,19 +643,27 @@ enum OkHttpReader {
         let t = TrustKitSwiftReader.tokens(text)
         var order: [String] = []
         var byPattern: [String: AuditedDomain] = [:]
-        var i = 0
-        while i + 1 < t.count {
-            defer { i += 1 }
-            guard t[i].kind == .word, t[i].text == "add" || t[i].text.hasSuffix(".add"), t[i + 1].text == "(" else { continue }
-            var j = i + 2
-            var strings: [TrustKitSwiftReader.Token] = []
-            var depth = 1
-            while j < t.count && depth > 0 {
-                if t[j].kind == .punct && t[j].text == "(" { depth += 1 }
-                if t[j].kind == .punct && t[j].text == ")" { depth -= 1 }
-                if t[j].kind == .string && depth == 1 { strings.append(t[j]) }
-                j += 1
+        // One pass with a stack of open parentheses: each `add(` collects the string literals directly inside it
+        // (a call never closed collects them to the end of the file). Calls are then read in the order they open.
+        struct Call { var start: Int; var isAdd: Bool; var strings: [TrustKitSwiftReader.Token] = [] }
+        var open: [Call] = []
+        var calls: [Call] = []
+        for (j, token) in t.enumerated() {
+            switch (token.kind, token.text) {
+            case (.punct, "("):
+                let isAdd = j > 0 && t[j - 1].kind == .word && (t[j - 1].text == "add" || t[j - 1].text.hasSuffix(".add"))
+                open.append(Call(start: j, isAdd: isAdd))
+            case (.punct, ")"):
+                if let call = open.popLast(), call.isAdd { calls.append(call) }
+            case (.string, _):
+                if !open.isEmpty { open[open.count - 1].strings.append(token) }
+            default: break
             }
+        }
+        calls += open.filter(\.isAdd)
+        calls.sort { $0.start < $1.start }
+        for call in calls {
+            let strings = call.strings
             guard strings.count >= 2, strings.dropFirst().contains(where: { $0.text.range(of: #"^sha[0-9]*/"#, options: .regularExpression) != nil })
             else { continue }
             let pattern = strings[0].text
@@ -499,6 +685,11 @@ enum OkHttpReader {
             byPattern[pattern] = domain
         }
         out.domains = order.compactMap { byPattern[$0] }
+        guard !out.domains.isEmpty else {
+            throw PinConfigError(
+                file: file, problem: "no OkHttp pin found: no .add(\"host\", \"sha256/…\") call with a host and a pin.",
+                fix: "give the Kotlin or Java file that builds the CertificatePinner (pinlab export okhttp-kotlin shows the shape).")
+        }
         for d in out.domains {
             if d.host.hasPrefix("*.") && !d.host.hasPrefix("**.") {
                 let base = String(d.host.dropFirst(2))
@@ -526,19 +717,21 @@ enum OkHttpReader {
 enum PinsJSONReader {
     static func read(_ data: Data, text: String, file: String) throws(PinConfigError) -> AuditedFile {
         let doc = try PinsDocument.parse(data, file: file)
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        /// The first line at or after `from` holding `needle` (best effort: JSON has no line model here).
+        let index = stringLines(text)
+        /// The first line after the first `from` lines where the string literal `needle` is written (best effort:
+        /// JSON has no line model here); a lookup, not a scan of the file.
         func line(of needle: String, from: Int = 0) -> Int? {
-            var n = from
-            while n < lines.count {
-                if lines[n].contains(needle) { return n + 1 }
-                n += 1
+            guard let lines = index[needle] else { return nil }
+            var (lo, hi) = (0, lines.count)
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if lines[mid] > from { hi = mid } else { lo = mid + 1 }
             }
-            return nil
+            return lo < lines.count ? lines[lo] : nil
         }
         var out = AuditedFile(file: file, kind: "pins-json")
         for (i, d) in doc.domains.enumerated() {
-            let hostLine = line(of: "\"\(d.host)\"")
+            let hostLine = line(of: d.host)
             var pins: [AuditedPin] = []
             var from = (hostLine ?? 1) - 1
             for (j, p) in d.pins.enumerated() {
@@ -555,10 +748,39 @@ enum PinsJSONReader {
                 domain.expiration = PinsDocument.parseDay(e)
                 domain.expirationText = e
                 domain.expirationKeyPath = "domains[\(i)].expiration"
-                domain.expirationLine = hostLine.flatMap { line(of: "\"\(e)\"", from: max(0, $0 - 3)) }
+                domain.expirationLine = hostLine.flatMap { line(of: e, from: max(0, $0 - 3)) }
             }
             out.domains.append(domain)
         }
         return out
+    }
+
+    /// The lines (1-based, ascending) each string literal of a JSON text starts on, keyed by its text as written
+    /// between the quotes: one pass over the bytes.
+    static func stringLines(_ text: String) -> [String: [Int]] {
+        var index: [String: [Int]] = [:]
+        var copy = text
+        copy.withUTF8 { b in
+            var line = 1
+            var i = 0
+            while i < b.count {
+                switch b[i] {
+                case UInt8(ascii: "\n"):
+                    line += 1
+                    i += 1
+                case UInt8(ascii: "\""):
+                    var j = i + 1
+                    while j < b.count && b[j] != UInt8(ascii: "\"") && b[j] != UInt8(ascii: "\n") {
+                        j += b[j] == UInt8(ascii: "\\") ? 2 : 1
+                    }
+                    let end = min(j, b.count)
+                    index[String(decoding: UnsafeBufferPointer(rebasing: b[(i + 1)..<end]), as: UTF8.self), default: []].append(line)
+                    i = end < b.count && b[end] == UInt8(ascii: "\"") ? end + 1 : end
+                default:
+                    i += 1
+                }
+            }
+        }
+        return index
     }
 }

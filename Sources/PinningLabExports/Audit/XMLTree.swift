@@ -13,6 +13,13 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
     var children: [XMLElementNode] = []
     weak var parent: XMLElementNode?
 
+    /// Deeper nesting is refused while parsing: real configurations nest fewer than 20 levels, and every walk of the
+    /// tree then stays far from the end of a thread's stack.
+    static let maxDepth = 256
+    /// Larger files are refused before parsing: libxml2 gives up at about 10 MB of input without its "huge" option
+    /// (with an "internal error"), and a configuration is a few KB.
+    static let maxBytes = 8 * 1024 * 1024
+
     init(name: String, attributes: [String: String], line: Int, parent: XMLElementNode?) {
         self.name = name
         self.attributes = attributes
@@ -20,86 +27,297 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
         self.parent = parent
     }
 
+    deinit {
+        // Releases the subtree level by level: the default release of `children` recurses once per level.
+        var pending = children
+        children = []
+        while var n = pending.popLast() {
+            if isKnownUniquelyReferenced(&n) {
+                pending += n.children
+                n.children = []
+            }
+        }
+    }
+
     func children(_ name: String) -> [XMLElementNode] { children.filter { $0.name == name } }
     func child(_ name: String) -> XMLElementNode? { children.first { $0.name == name } }
     var trimmedText: String { text.trimmingCharacters(in: .whitespacesAndNewlines) }
 
-    /// Whether an ancestor (or this element) is named `name`.
-    func isInside(_ name: String) -> Bool {
-        var n: XMLElementNode? = self
-        while let e = n {
-            if e.name == name { return true }
-            n = e.parent
-        }
-        return false
-    }
-
-    /// Parses `data` into its root element; malformed XML is an error naming the file and line.
+    /// Parses `data` into its root element; malformed XML is an error naming the file, the line, what is wrong and
+    /// the fix. Refused before or while parsing: files over ``maxBytes``, text that is not UTF-8 (when the file
+    /// declares no other encoding), entity declarations, and nesting deeper than ``maxDepth``.
     static func parse(_ data: Data, file: String) throws(PinConfigError) -> XMLElementNode {
-        let builder = TreeBuilder()
+        guard data.count <= maxBytes else {
+            throw PinConfigError(
+                file: file,
+                problem: "is \(megabytes(data.count)), larger than the \(megabytes(maxBytes)) pinlab audit reads in an XML "
+                    + "configuration (a network security config or an Info.plist is a few KB).",
+                fix: "give the configuration file itself, or a copy with only the pinning part.")
+        }
+        if let (line, byte) = firstNonUTF8(data) {
+            throw PinConfigError(
+                file: file, line: line,
+                problem: String(format: "not UTF-8: byte 0x%02X is not part of a UTF-8 character", byte)
+                    + " (the file declares no other encoding).",
+                fix: "save the file as UTF-8, or declare its encoding: <?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>.")
+        }
+        if let (line, name) = entityDeclaration(in: data) {
+            throw PinConfigError(
+                file: file, line: line,
+                problem: "the DOCTYPE declares the entity '\(name)': DTD entities are not supported (Android's and Apple's "
+                    + "readers of these files do not expand them, and text after a reference to one would be lost here).",
+                fix: "write the value literally where &\(name); is used, and remove the <!ENTITY …> declarations.")
+        }
+        let builder = TreeBuilder(file: file)
         let parser = XMLParser(data: data)
         parser.shouldProcessNamespaces = false
         parser.shouldResolveExternalEntities = false  // never fetch a DTD or an entity
         parser.delegate = builder
         builder.parser = parser
         let ok = parser.parse()
-        if !ok || builder.root == nil || builder.errorLine != nil {
-            let line = builder.errorLine ?? parser.lineNumber
-            let reason = builder.errorText ?? parser.parserError.map { "\($0.localizedDescription)" } ?? "no root element"
-            throw PinConfigError(
-                file: file, line: max(line, 1), problem: "malformed XML (\(reason)).",
-                fix: "check the file with xmllint --noout \(file).")
+        if !ok || builder.root == nil || builder.error != nil {
+            let line = builder.error?.line ?? parser.lineNumber
+            let (problem, fix) = builder.error.map { ($0.problem, $0.fix) }
+                ?? TreeBuilder.describe(parser.parserError.map { ($0 as NSError).code }, file: file)
+            throw PinConfigError(file: file, line: max(line, 1), problem: problem, fix: fix)
         }
         return builder.root!
+    }
+
+    /// The line and name of the first `<!ENTITY` declared in the document's DOCTYPE, if any: a scan of the prolog
+    /// only (comments, processing instructions and quoted literals skipped), which ends at the root element.
+    static func entityDeclaration(in data: Data) -> (line: Int, name: String)? {
+        let b = [UInt8](data)
+        var i = 0
+        var line = 1
+        var inDoctype = false
+        var inSubset = false
+        func starts(_ s: StaticString) -> Bool {
+            let n = s.utf8CodeUnitCount
+            guard i + n <= b.count else { return false }
+            return s.withUTF8Buffer { u in (0..<n).allSatisfy { b[i + $0] == u[$0] } }
+        }
+        /// Moves past `end`, counting lines; at the end of the data when it never comes.
+        func skip(past end: StaticString) {
+            let first = end.withUTF8Buffer { $0[0] }
+            while i < b.count {
+                if b[i] == UInt8(ascii: "\n") { line += 1 }
+                if b[i] == first && starts(end) { i += end.utf8CodeUnitCount; return }
+                i += 1
+            }
+        }
+        while i < b.count {
+            let c = b[i]
+            if c == UInt8(ascii: "\n") { line += 1; i += 1; continue }
+            if c == UInt8(ascii: "<") && starts("<!--") { i += 4; skip(past: "-->"); continue }
+            if c == UInt8(ascii: "<") && starts("<?") { i += 2; skip(past: "?>"); continue }
+            if !inDoctype {
+                if c == UInt8(ascii: "<") && starts("<!DOCTYPE") { inDoctype = true; i += 9; continue }
+                if c == UInt8(ascii: "<") { return nil }  // the root element (or markup the parser will refuse)
+                i += 1
+                continue
+            }
+            if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
+                i += 1
+                if c == UInt8(ascii: "'") { skip(past: "'") } else { skip(past: "\"") }
+                continue
+            }
+            if inSubset && c == UInt8(ascii: "<") && starts("<!ENTITY") {
+                i += 8
+                var name: [UInt8] = []
+                while i < b.count, [0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: "%")].contains(b[i]) { i += 1 }
+                while i < b.count, name.count < 60, ![0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: ">")].contains(b[i]) {
+                    name.append(b[i])
+                    i += 1
+                }
+                return (line, String(decoding: name, as: UTF8.self))
+            }
+            if c == UInt8(ascii: "[") { inSubset = true }
+            if c == UInt8(ascii: "]") { inSubset = false }
+            if c == UInt8(ascii: ">") && !inSubset { inDoctype = false }
+            i += 1
+        }
+        return nil
+    }
+
+    static func megabytes(_ n: Int) -> String {
+        n >= 1024 * 1024 ? String(format: "%.1f MB", Double(n) / 1_048_576) : "\(n) bytes"
+    }
+
+    /// The line and value of the first byte that is not UTF-8, when the document is meant to be UTF-8: it declares
+    /// no encoding, or declares UTF-8 (UTF-16 documents start with a byte-order mark and are left to the parser).
+    static func firstNonUTF8(_ data: Data) -> (line: Int, byte: UInt8)? {
+        if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) { return nil }
+        if data.starts(with: Array("<?xml".utf8)) {
+            let decl = String(decoding: data.prefix(200).prefix { $0 != UInt8(ascii: ">") }, as: UTF8.self).lowercased()
+            if let r = decl.range(of: "encoding") {
+                let value = decl[r.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "'" }
+                if !value.hasPrefix("utf-8") && !value.hasPrefix("utf8") { return nil }
+            }
+        }
+        if String(data: data, encoding: .utf8) != nil { return nil }  // the common case, in one fast pass
+        var line = 1
+        var iterator = data.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar):
+                if scalar.count == 1 && scalar.first == UInt8(ascii: "\n") { line += 1 }
+                offset += scalar.count
+            case .emptyInput:
+                return nil
+            case .error:
+                return (line, data[data.startIndex + offset])
+            }
+        }
     }
 }
 
 private final class TreeBuilder: NSObject, XMLParserDelegate {
+    struct Failure { var line: Int; var problem: String; var fix: String }
     var root: XMLElementNode?
     var stack: [XMLElementNode] = []
     weak var parser: XMLParser?
-    var errorLine: Int?
-    var errorText: String?
+    var error: Failure?
+    let file: String
+
+    init(file: String) { self.file = file }
+
+    func fail(_ parser: XMLParser, line: Int? = nil, _ problem: String, fix: String) {
+        guard error == nil else { return }
+        error = Failure(line: line ?? parser.lineNumber, problem: problem, fix: fix)
+        parser.abortParsing()
+    }
 
     func parser(
         _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
         attributes: [String: String] = [:]
     ) {
+        guard error == nil else { return }
+        guard stack.count < XMLElementNode.maxDepth else {
+            fail(
+                parser, "elements are nested deeper than \(XMLElementNode.maxDepth) levels (<\(name)> here).",
+                fix: "close each element where it ends (a configuration nests fewer than 20 levels; a missing end tag "
+                    + "nests everything after it).")
+            return
+        }
         let node = XMLElementNode(name: name, attributes: attributes, line: parser.lineNumber, parent: stack.last)
         if let top = stack.last { top.children.append(node) } else { root = node }
         stack.append(node)
     }
 
     func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        guard error == nil else { return }
         // Checked here too: not every XMLParser reports a mismatched end tag.
-        if let top = stack.last, top.name != name, errorLine == nil {
-            errorLine = parser.lineNumber
-            errorText = "</\(name)> closes <\(top.name)> opened at line \(top.line)"
-            parser.abortParsing()
+        if let top = stack.last, top.name != name {
+            fail(parser, "malformed XML: </\(name)> closes <\(top.name)> opened at line \(top.line).",
+                 fix: "close each element with its own end tag, innermost first (xmllint --noout \(file) shows where).")
+            return
         }
         _ = stack.popLast()
     }
 
     func parserDidEndDocument(_ parser: XMLParser) {
-        if let open = stack.last, errorLine == nil {
-            errorLine = open.line
-            errorText = "<\(open.name)> opened at line \(open.line) is never closed"
+        if let open = stack.last, error == nil {
+            error = Failure(
+                line: open.line, problem: "malformed XML: <\(open.name)> opened at line \(open.line) is never closed.",
+                fix: "add </\(open.name)> where the element ends.")
         }
     }
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) { stack.last?.text += string }
+    func parser(_ parser: XMLParser, foundCharacters string: String) {
+        guard error == nil else { return }
+        stack.last?.text += string
+    }
+
+    // Entity declarations: Android's and Apple's readers of these files do not expand them, and libxml2 expands them
+    // only in part here (text after an entity reference is lost), so a document declaring any is refused.
+    func parser(_ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?) {
+        refuseEntity(parser, name)
+    }
+
+    func parser(_ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?) {
+        refuseEntity(parser, name)
+    }
+
+    func parser(_ parser: XMLParser, foundUnparsedEntityDeclarationWithName name: String, publicID: String?, systemID: String?, notationName: String?) {
+        refuseEntity(parser, name)
+    }
+
+    func refuseEntity(_ parser: XMLParser, _ name: String) {
+        fail(
+            parser, "the DOCTYPE declares the entity '\(name)': DTD entities are not supported (Android's and Apple's "
+                + "parsers of these files do not expand them).",
+            fix: "write the value literally where &\(name); is used, and remove the <!ENTITY …> declarations.")
+    }
 
     func parser(_ parser: XMLParser, parseErrorOccurred error: any Error) {
-        if errorLine == nil {
-            errorLine = parser.lineNumber
-            let code = (error as NSError).code
-            let known: [Int: String] = [
-                4: "the document is empty", 5: "the document ends inside an element",
-                76: "a closing tag does not match the element it closes (or an element is never closed)",
-                73: "an end tag is malformed", 23: "an entity reference is malformed", 26: "an entity is not defined",
-                39: "an attribute is not quoted", 41: "an attribute is malformed", 38: "an attribute is missing its value",
-            ]
-            errorText = known[code] ?? "XML error \(code): \((error as NSError).localizedDescription)"
+        guard self.error == nil else { return }
+        let (problem, fix) = Self.describe((error as NSError).code, file: file)
+        self.error = Failure(line: parser.lineNumber, problem: problem, fix: fix)
+    }
+
+    /// libxml2's error codes (the codes XMLParser reports), in words, with a fix.
+    static func describe(_ code: Int?, file: String) -> (problem: String, fix: String) {
+        let check = "correct the XML at that line (xmllint --noout \(file) shows the exact column)."
+        guard let code else { return ("the file holds no XML element.", "give a network_security_config.xml or an Info.plist.") }
+        let known: [Int: (String, String)] = [
+            1: ("the XML parser stopped at one of its limits (a text, name or attribute value too long, or the "
+                    + "document too large).", "give the configuration file itself; configurations are a few KB."),
+            2: ("the XML parser ran out of memory.", "give the configuration file itself; configurations are a few KB."),
+            3: ("the document does not start with XML (<?xml …?> or an element).", "give an XML file; remove anything before the first '<'."),
+            4: ("the document is empty.", "give a network_security_config.xml or an Info.plist with its content."),
+            5: ("the document ends inside an element (the file is cut short, or an element is never closed).",
+                "restore the end of the file, or close every element (xmllint --noout \(file) shows where)."),
+            6: ("a hexadecimal character reference (&#x…;) is not valid.", check),
+            7: ("a decimal character reference (&#…;) is not valid.", check),
+            8: ("a character reference names a character XML does not allow.", check),
+            9: ("a character XML does not allow (a control character, or text in another encoding than the one declared).",
+                "remove the character, or save the file in the encoding its <?xml encoding=…?> declares (UTF-8 if none)."),
+            22: ("'&' starts no entity reference (write &amp; for a literal '&').", "write & as &amp; in text and attribute values."),
+            23: ("an entity reference has no closing ';' (write &amp; for a literal '&').", "write & as &amp; in text and attribute values."),
+            26: ("an entity is not defined (only &amp; &lt; &gt; &quot; &apos; are).", "write the character itself, or &amp; for '&'."),
+            27: ("an entity is not defined (only &amp; &lt; &gt; &quot; &apos; are).", "write the character itself, or &amp; for '&'."),
+            31: ("the declared encoding is unknown.", "declare encoding=\"UTF-8\" and save the file as UTF-8."),
+            32: ("the declared encoding is not supported.", "declare encoding=\"UTF-8\" and save the file as UTF-8."),
+            33: ("a quoted value does not start with a quote.", check),
+            34: ("a quoted value is never closed (a missing \" or ').", "close the quote."),
+            38: ("an attribute is missing its value", "write name=\"value\"."),
+            39: ("an attribute is not quoted", "write name=\"value\", with the quotes."),
+            40: ("an attribute value is never closed (a missing \" or ').", "close the quote."),
+            41: ("an attribute is malformed", "write name=\"value\"."),
+            42: ("an attribute is written twice on the same element.", "keep one of them."),
+            44: ("a literal in the DOCTYPE is never closed.", check),
+            45: ("a comment is never closed (<!-- without -->).", "close the comment with -->."),
+            46: ("a processing instruction (<?…?>) is malformed.", check),
+            47: ("a processing instruction (<?…?>) is never closed.", "close it with ?>."),
+            57: ("the <?xml …?> declaration is not closed.", "write <?xml version=\"1.0\" encoding=\"UTF-8\"?>."),
+            61: ("the DOCTYPE is never closed.", "close the <!DOCTYPE …> declaration with >."),
+            62: ("']]>' appears in text (it ends a CDATA section).", "write ]]&gt; instead."),
+            63: ("a CDATA section is never closed (<![CDATA[ without ]]>).", "close it with ]]>."),
+            64: ("an <?xml …?> declaration appears after the start of the document.", "keep one declaration, on the first line."),
+            65: ("a space is missing (between attributes, or in a declaration).", check),
+            68: ("a name is expected here ('<' must start an element; write &lt; for a literal '<').",
+                 "write < in text as &lt;."),
+            73: ("an end tag is malformed", "write </name>."),
+            74: ("an end tag is expected here.", check),
+            75: ("'=' is expected after an attribute name.", "write name=\"value\"."),
+            76: ("a closing tag does not match the element it closes (or an element is never closed)",
+                 "close each element with its own end tag, innermost first (xmllint --noout \(file) shows where)."),
+            77: ("a tag is never closed (a '<' without its '>').", "close the tag with >."),
+            80: ("'--' appears inside a comment.", "remove the double hyphen from the comment."),
+            81: ("the text is not in the encoding the file declares.", "save the file in the declared encoding (UTF-8 if none)."),
+            85: ("the elements are not well balanced (an end tag without its start tag).",
+                 "close each element once, innermost first (xmllint --noout \(file) shows where)."),
+            86: ("there is content after the root element's end tag.", "keep a single root element; remove what follows it."),
+            89: ("entity expansion refused: the entities refer to each other in a loop or expand to too much text.",
+                 "remove the <!ENTITY …> declarations and write the values literally."),
+            90: ("an entity's text does not fit the element it is used in.", "remove the <!ENTITY …> declarations and write the values literally."),
+        ]
+        if let (problem, fix) = known[code] {
+            return ("malformed XML: " + problem + (problem.hasSuffix(".") ? "" : "."), fix)
         }
+        return ("malformed XML (libxml2 error \(code)).", check)
     }
 }
