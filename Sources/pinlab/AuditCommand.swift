@@ -83,8 +83,17 @@ struct AuditCommand: AsyncParsableCommand {
             if !FileManager.default.fileExists(atPath: against), against.contains(":"), Self.localServer(against) == nil {
                 throw fail("--against: \(against) is neither a file nor a server on this machine. Fix: give a PEM file, or 127.0.0.1:PORT, [::1]:PORT or localhost:PORT (pinlab audit connects to loopback only).")
             }
-            guard let text = try? String(contentsOf: URL(fileURLWithPath: against), encoding: .utf8) else {
-                throw fail("--against: \(against) cannot be read. Fix: give a PEM file with the server's chain.")
+            // A chain is a few KB: a larger file is refused before it is decoded (a 50 MB "chain" cost a GB of memory).
+            let data: Data
+            switch PinAudit.readRegularFile(against, limit: Self.maxChainBytes) {
+            case .success(let d): data = d
+            case .failure(let problem) where problem.isTooLarge:
+                throw fail("--against: \(against) \(problem), and a server's chain is a few KB. Fix: give the PEM of the chain the server presents (openssl s_client -showcerts prints it).")
+            case .failure(let problem):
+                throw fail("--against: \(against) \(problem). Fix: give a PEM file with the server's chain.")
+            }
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw fail("--against: \(against) is not text (not UTF-8). Fix: give the chain as PEM certificate blocks, as `openssl s_client -showcerts` prints them.")
             }
             let ders = PEM.decodeAll(text)
             guard !ders.isEmpty else {
@@ -113,6 +122,9 @@ struct AuditCommand: AsyncParsableCommand {
         }
         if report.fails(at: threshold) { throw ExitCode(1) }
     }
+
+    /// The largest --against file read: a chain of a dozen certificates is under 30 KB.
+    static let maxChainBytes = 1024 * 1024
 
     /// `127.0.0.1:8443`, `[::1]:8443` or `localhost:8443` → the address to dial, the port and the host as written;
     /// nil for anything else (audit fetches chains from this machine only).

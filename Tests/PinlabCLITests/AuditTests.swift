@@ -447,6 +447,36 @@ struct AuditTests {
         #expect(PEM.decodeAll("junk\n" + pem + "\r\n-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n" + pem) == [der, der])
     }
 
+    /// --against read any file whole (a 54 MB PEM peaked at 1.16 GB): a chain over 1 MB is refused before decoding.
+    @Test("--against: a file over 1 MB, a directory or a FIFO is refused at once, naming the file and the limit")
+    func againstLimits() async throws {
+        let p = try await Self.pins()
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let config = try write(dir, "n.xml", Self.nsc(pins: [p["leaf-v1"]!, p["leaf-v3-rekey"]!]))
+        let pem = try String(contentsOf: CLI.pkiDirectory.appendingPathComponent("certs/leaf-v1/cert.pem"), encoding: .utf8)
+        let many = try write(dir, "many.pem", String(repeating: pem, count: 3000))
+        let block = "-----BEGIN CERTIFICATE-----\n" + String(repeating: String(repeating: "A", count: 64) + "\n", count: 30_000)
+            + "-----END CERTIFICATE-----\n"
+        let huge = try write(dir, "huge.pem", block)
+        for file in [many, huge] {
+            let (r, t) = try await timedRun(["audit", "--against", file, config])
+            #expect(r.status == 2 && t < .seconds(10), "\(file): exit \(r.status) after \(t)")
+            #expect(r.stderr.contains("--against: \(file) is ") && r.stderr.contains("larger than the 1.0 MB"), "\(r.stderr)")
+        }
+        // A real chain still works.
+        let chain = try write(dir, "chain.pem", pem)
+        #expect(try await audit(["--against", chain, config]).ids == [])
+        let sub = dir.appendingPathComponent("sub.pem")
+        try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
+        let fifo = dir.appendingPathComponent("fifo.pem").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for (path, words) in [(sub.path, "is a directory"), (fifo, "is not a regular file (a FIFO)")] {
+            let (r, t) = try await timedRun(["audit", "--against", path, config])
+            #expect(r.status == 2 && t < .seconds(10) && r.stderr.contains("--against: \(path) \(words)"), "\(r.stderr)")
+        }
+    }
+
     /// Wrong types in an Info.plist passed as "0 findings" (TSKEnforcePinning as <string>false</string> even turns
     /// pinning off in TrustKit); a bad kTSKExpirationDate in Swift was skipped; an empty OkHttp file had no pins.
     @Test("Info.plist wrong types, a bad Swift expiration, a file without pins: exit 2, naming the key path and type")
@@ -536,5 +566,22 @@ struct AuditTests {
         try "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<network-security-config><domain-config><domain>caf\u{E9}.test</domain></domain-config></network-security-config>\n"
             .data(using: .isoLatin1)!.write(to: latin1)
         #expect(try await audit([latin1.path]).status == 0)
+    }
+
+    /// A directory was "NSCocoaErrorDomain error 256", a FIFO or /dev/null "You don't have permission".
+    @Test("a directory, a FIFO (never waited on) or a device given as a file: said in words, for audit and timeline --pins")
+    func notRegularFiles() async throws {
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sub = dir.appendingPathComponent("dir.xml")
+        try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
+        let fifo = dir.appendingPathComponent("fifo.xml").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for (path, words) in [(sub.path, "is a directory"), (fifo, "is not a regular file (a FIFO)"), ("/dev/null", "is not a regular file (a character device)")] {
+            let (r, t) = try await timedRun(["audit", path])
+            #expect(r.status == 2 && t < .seconds(10) && r.stderr.contains("\(path): \(words)") && r.stderr.contains("Fix:"), "\(r.stderr)")
+            let tl = try await CLI.run(["timeline", "--horizon", "5", "--pins", path] + CLI.dirArgs)
+            #expect(tl.status == 2 && tl.stderr.contains("\(path): \(words)"), "\(tl.stderr)")
+        }
     }
 }

@@ -1,5 +1,12 @@
-import Foundation
+public import Foundation
 import PinningLabPKI
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `pinlab audit FILE…`: reads the pin configurations apps ship — Android's network_security_config.xml, an
 /// Info.plist with TrustKit's `TSKConfiguration` or Apple's `NSPinnedDomains`, a TrustKit Swift dictionary literal,
@@ -25,11 +32,20 @@ public enum PinAudit {
         try read(file).domains.map { ($0.host, $0.pins.map(\.sha256)) }
     }
 
+    /// The largest configuration file read (an XML one: ``XMLElementNode/maxBytes``). Configurations are a few KB;
+    /// generated OkHttp or Swift sources of tens of MB still fit.
+    static let maxFileBytes = 64 * 1024 * 1024
+
     static func read(_ file: String) throws(PinConfigError) -> AuditedFile {
         let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+        switch readRegularFile(file, limit: maxFileBytes) {
+        case .success(let d): data = d
+        case .failure(let problem):
             throw PinConfigError(
-                file: file, problem: "cannot be read (\(error.localizedDescription)).", fix: "give the path of a file.")
+                file: file, problem: problem.description + ".",
+                fix: problem.isTooLarge
+                    ? "give the configuration file itself, or a copy with only the pinning part."
+                    : "give the path of a configuration file (network_security_config.xml, Info.plist, a .swift, .kt or .java source, pins.json).")
         }
         let ext = URL(fileURLWithPath: file).pathExtension.lowercased()
         if data.starts(with: Array("bplist".utf8)) {
@@ -58,6 +74,60 @@ public enum PinAudit {
             file: file, problem: "not a pin configuration pinlab audit reads.",
             fix: "give a network_security_config.xml, an Info.plist (TrustKit or NSPinnedDomains), a TrustKit Swift "
                 + "configuration (.swift), an OkHttp CertificatePinner (.kt/.java) or a pins.json.")
+    }
+
+    /// Why a path cannot be read as a file: in words, for messages (`FILE: is a directory`).
+    public enum FileProblem: Error, CustomStringConvertible, Sendable {
+        case cannotOpen(String)
+        case directory
+        case notRegular(String)
+        case tooLarge(size: Int, limit: Int)
+        case readFailed(String)
+
+        public var description: String {
+            switch self {
+            case .cannotOpen(let reason): return "cannot be read (\(reason))"
+            case .directory: return "is a directory"
+            case .notRegular(let kind): return "is not a regular file (\(kind))"
+            case .tooLarge(let size, let limit):
+                return "is \(XMLElementNode.megabytes(size)), larger than the \(XMLElementNode.megabytes(limit)) pinlab reads here"
+            case .readFailed(let reason): return "cannot be read (\(reason))"
+            }
+        }
+        public var isTooLarge: Bool { if case .tooLarge = self { return true } else { return false } }
+    }
+
+    /// The bytes of `path` if it is a regular file of at most `limit` bytes. The file is opened without waiting
+    /// (a FIFO never blocks) and checked with fstat before any read: a directory, a FIFO or a device is refused in
+    /// words, not with the system's "permission" or "error 256".
+    public static func readRegularFile(_ path: String, limit: Int) -> Result<Data, FileProblem> {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            if code == EISDIR { return .failure(.directory) }
+            return .failure(.cannotOpen(String(cString: strerror(code))))
+        }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return .failure(.readFailed(String(cString: strerror(errno)))) }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: return .failure(.directory)
+        case S_IFIFO: return .failure(.notRegular("a FIFO"))
+        case S_IFCHR: return .failure(.notRegular("a character device"))
+        case S_IFBLK: return .failure(.notRegular("a block device"))
+        case S_IFSOCK: return .failure(.notRegular("a socket"))
+        default: return .failure(.notRegular("not a file"))
+        }
+        guard Int(st.st_size) <= limit else { return .failure(.tooLarge(size: Int(st.st_size), limit: limit)) }
+        do {
+            // One byte more than the limit: a file that grew since fstat is still refused.
+            let data = try handle.read(upToCount: limit + 1) ?? Data()
+            guard data.count <= limit else { return .failure(.tooLarge(size: data.count, limit: limit)) }
+            return .success(data)
+        } catch {
+            return .failure(.readFailed(error.localizedDescription))
+        }
     }
 
     // MARK: - Checks every format shares
