@@ -70,6 +70,7 @@ struct Builder {
         // Half-made files of a process that died mid-write (a key among them) go before anything is read.
         var leftovers = Storage.removeStaleTemporaryFiles(in: dir)
             + Storage.removeStaleTemporaryFiles(in: keysDir).map { "keys/" + $0 }
+            + Storage.removeStaleTemporaryFiles(in: dir.appendingPathComponent("ct", isDirectory: true)).map { "ct/" + $0 }
         if options.writeIdentityFiles { leftovers += writer.removeLeftovers(names: spec.names) }
         let oldState: StateFile? = try? Storage.readFile(stateURL).flatMap { try JSONDecoder().decode(StateFile.self, from: Data($0)) }
         var refresh = PKIRefresh()

@@ -411,9 +411,12 @@ struct StateTests {
         let alive = getppid()
         let keys = dir.appendingPathComponent("keys")
         let leafFolder = first.files(for: "leaf").folder
+        let ct = dir.appendingPathComponent("ct")  // the CT log lists, rewritten when a log key changes (--force)
+        try FileManager.default.createDirectory(at: ct, withIntermediateDirectories: true)
         let dead = [dir.appendingPathComponent(".tmp-state.json-\(gone)-17"),
                     keys.appendingPathComponent(".tmp-leaf.pem-\(gone)-18446744073709551615"),
-                    leafFolder.appendingPathComponent(".tmp-identity.p12-\(gone)-42")]
+                    leafFolder.appendingPathComponent(".tmp-identity.p12-\(gone)-42"),
+                    ct.appendingPathComponent(".tmp-log_list.json-\(gone)-9")]
         let live = keys.appendingPathComponent(".tmp-leaf.pem-\(alive)-7")
         let unrelated = keys.appendingPathComponent(".tmp-notes")
         for url in dead + [live, unrelated] {
@@ -428,6 +431,7 @@ struct StateTests {
         #expect(said.contains(".tmp-state.json-\(gone)-17: removed"), "\(said)")
         #expect(said.contains("keys/.tmp-leaf.pem-\(gone)-18446744073709551615: removed"), "\(said)")
         #expect(said.contains("certs/leaf/.tmp-identity.p12-\(gone)-42: removed"), "\(said)")
+        #expect(said.contains("ct/.tmp-log_list.json-\(gone)-9: removed"), "\(said)")
         #expect(!said.contains("-\(alive)-7"), "\(said)")
         #expect(!second.refresh.reissued, "nothing else changes: \(second.refresh)")
     }
