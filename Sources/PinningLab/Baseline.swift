@@ -41,7 +41,7 @@ public struct Baseline: Sendable, Hashable, Codable {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw BaselineError(file: name, problem: "the file cannot be read (\(error.localizedDescription)).",
+            throw BaselineError(file: name, problem: "the file cannot be read (\(Storage.whyUnreadable(url.path, fallback: error.localizedDescription))).",
                                 fix: "write one with `pinlab check --write-baseline \(name) …` and commit it.")
         }
         let b: Baseline

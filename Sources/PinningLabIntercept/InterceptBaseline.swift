@@ -35,7 +35,7 @@ public struct InterceptBaseline: Sendable, Hashable, Codable {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw BaselineError(file: name, problem: "the file cannot be read (\(error.localizedDescription)).", fix: fixWrite)
+            throw BaselineError(file: name, problem: "the file cannot be read (\(Storage.whyUnreadable(url.path, fallback: error.localizedDescription))).", fix: fixWrite)
         }
         struct Header: Decodable { var format: String?; var formatVersion: Int? }
         if let header = try? JSONDecoder().decode(Header.self, from: data), let format = header.format,

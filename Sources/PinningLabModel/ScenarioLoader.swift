@@ -47,7 +47,7 @@ public enum ScenarioLoader {
         do {
             text = try String(contentsOf: url, encoding: .utf8)
         } catch {
-            throw ScenarioError(.unreadable, file: name, problem: "the file cannot be read as UTF-8 text (\(error.localizedDescription)).",
+            throw ScenarioError(.unreadable, file: name, problem: "the file cannot be read as UTF-8 text (\(Storage.whyUnreadable(url.path, fallback: error.localizedDescription))).",
                                 fix: "check that the file exists, is readable and is saved as UTF-8.")
         }
         let id = url.deletingPathExtension().lastPathComponent

@@ -194,6 +194,21 @@ package enum Storage {
         return out
     }
 
+    /// Why `path` could not be read as a file, in words for a message: "it is a directory", "it is a FIFO, not a
+    /// regular file", "no such file", "permission denied" — rather than Foundation's "you don't have permission" for
+    /// a FIFO or "error 256" for a folder. `fallback` when the path looks readable (the content was at fault).
+    package static func whyUnreadable(_ path: String, fallback: String) -> String {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return String(cString: strerror(errno)).lowercased() }
+        switch st.st_mode & S_IFMT {
+        case S_IFDIR: return "it is a directory, not a file"
+        case S_IFIFO: return "it is a FIFO, not a regular file"
+        case S_IFCHR, S_IFBLK: return "it is a device, not a regular file"
+        case S_IFSOCK: return "it is a socket, not a regular file"
+        default: return access(path, R_OK) == 0 ? fallback : "permission denied"
+        }
+    }
+
     /// The permission bits of a file, or nil if it does not exist.
     static func mode(_ url: URL) -> mode_t? {
         // lstat, as FileManager's attributes were read (a link's own mode), without their owner-name look-ups.

@@ -38,7 +38,7 @@ struct ReportCommand: AsyncParsableCommand {
         func run() async throws {
             var loaded: [(file: String, report: CheckReport)] = []
             for path in reports {
-                guard let data = FileManager.default.contents(atPath: path) else { fail("\(path): cannot be read (is the path right?).") }
+                guard let data = FileManager.default.contents(atPath: path) else { fail("\(path): cannot be read: \(Storage.whyUnreadable(path, fallback: "is the path right?")).") }
                 do {
                     loaded.append((path, try CheckReport.decode(json: data, file: path)))
                 } catch {
@@ -82,7 +82,7 @@ extension ReportCommand {
         func run() async throws {
             var byClient: [(client: String, parts: [(file: String, report: CheckReport)])] = []
             for path in reports {
-                guard let data = FileManager.default.contents(atPath: path) else { fail("\(path): cannot be read (is the path right?).") }
+                guard let data = FileManager.default.contents(atPath: path) else { fail("\(path): cannot be read: \(Storage.whyUnreadable(path, fallback: "is the path right?")).") }
                 let report: CheckReport
                 do {
                     report = try CheckReport.decode(json: data, file: path)

@@ -86,6 +86,22 @@ struct ReportSiteTests {
         try "{}".write(to: notJSON, atomically: true, encoding: .utf8)
         let bad = try await CLI.run(["report", "site", notJSON.path, "--out", dir.appendingPathComponent("s").path])
         #expect(bad.status == 2 && bad.stderr.contains("x.json"), "\(bad.stderr)")
+        // A folder or a FIFO where a file goes is named as such (it was "you don't have permission", "error 256"),
+        // for reports, baselines and scenario files alike, and nothing waits on the FIFO.
+        let fifo = dir.appendingPathComponent("fifo")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        let folder = dir.appendingPathComponent("scenarios/x.yaml")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (args, said) in [(["report", "merge", fifo.path], "it is a FIFO, not a regular file"),
+                             (["report", "merge", dir.path], "it is a directory"),
+                             (["check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl", "--baseline", fifo.path] + CLI.dirArgs,
+                              "it is a FIFO, not a regular file"),
+                             (["check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl", "--baseline", dir.path] + CLI.dirArgs,
+                              "it is a directory"),
+                             (["scenarios", "validate", dir.appendingPathComponent("scenarios").path], "it is a directory")] {
+            let r = try await CLI.run(args)
+            #expect(r.status == 2 && r.stderr.contains(said), "\(args): exit \(r.status): \(r.stderr)")
+        }
     }
 
     @Test("the index and a scenario page render in headless Chromium (not blank)", .requires("chromium"))
