@@ -390,7 +390,8 @@ struct AuditTests {
         let (k1, k2) = (p["leaf-v1"]!, p["leaf-v3-rekey"]!)
         let dir = try tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let bound = Duration.seconds(20)
+        // Far above the linear readers' time on a loaded machine (about 1 s here), below the quadratic ones' (over 60 s).
+        let bound = Duration.seconds(45)
         // pins.json with 5,000 domains: each host's line was searched from line 0 (over 60 s; now about 1 s).
         let domains = (0..<5000).map { i in
             #"{"host": "h\#(i).example.com", "includeSubdomains": true, "expiration": "\#(Self.day(i == 4999 ? 10 : 365))", "pins": ["#
@@ -422,7 +423,7 @@ struct AuditTests {
         let (w, wt) = try await timedRun(["audit", "--format", "json", wide])
         let wideIDs = ((try? JSONSerialization.jsonObject(with: Data(w.stdout.utf8)) as? [String: Any])?["findings"] as? [[String: Any]])?
             .map { "\($0["id"] ?? "")@\($0["line"] ?? "")" }
-        #expect(wt < .seconds(10) && wideIDs == ["subdomains-unpinned@40002"], "\(wt) \(wideIDs ?? []) \(w.stderr)")
+        #expect(wt < bound && wideIDs == ["subdomains-unpinned@40002"], "\(wt) \(wideIDs ?? []) \(w.stderr)")
         // OkHttp: 200,000 `.add(` never closed, each scanned to the end of the file (over 60 s); 50,000 nested (16 s).
         let unclosed = try write(dir, "unclosed.kt", String(repeating: ".add(", count: 200_000) + "\n")
         let (u, ut) = try await timedRun(["audit", unclosed])
@@ -443,7 +444,7 @@ struct AuditTests {
         let start = clock.now
         let all = PEM.decodeAll(String(repeating: pem, count: 20_000))
         let elapsed = clock.now - start
-        #expect(all.count == 20_000 && all.allSatisfy { $0 == der } && elapsed < .seconds(10), "\(all.count) in \(elapsed)")
+        #expect(all.count == 20_000 && all.allSatisfy { $0 == der } && elapsed < .seconds(30), "\(all.count) in \(elapsed)")
         #expect(PEM.decodeAll("junk\n" + pem + "\r\n-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n" + pem) == [der, der])
     }
 
@@ -461,7 +462,7 @@ struct AuditTests {
         let huge = try write(dir, "huge.pem", block)
         for file in [many, huge] {
             let (r, t) = try await timedRun(["audit", "--against", file, config])
-            #expect(r.status == 2 && t < .seconds(10), "\(file): exit \(r.status) after \(t)")
+            #expect(r.status == 2, "\(file): exit \(r.status) after \(t)")  // the message below: refused before decoding
             #expect(r.stderr.contains("--against: \(file) is ") && r.stderr.contains("larger than the 1.0 MB"), "\(r.stderr)")
         }
         // A real chain still works.
@@ -473,7 +474,7 @@ struct AuditTests {
         #expect(mkfifo(fifo, 0o600) == 0)
         for (path, words) in [(sub.path, "is a directory"), (fifo, "is not a regular file (a FIFO)")] {
             let (r, t) = try await timedRun(["audit", "--against", path, config])
-            #expect(r.status == 2 && t < .seconds(10) && r.stderr.contains("--against: \(path) \(words)"), "\(r.stderr)")
+            #expect(r.status == 2 && r.stderr.contains("--against: \(path) \(words)"), "\(t): \(r.stderr)")
         }
     }
 
@@ -579,7 +580,9 @@ struct AuditTests {
         #expect(mkfifo(fifo, 0o600) == 0)
         for (path, words) in [(sub.path, "is a directory"), (fifo, "is not a regular file (a FIFO)"), ("/dev/null", "is not a regular file (a character device)")] {
             let (r, t) = try await timedRun(["audit", path])
-            #expect(r.status == 2 && t < .seconds(10) && r.stderr.contains("\(path): \(words)") && r.stderr.contains("Fix:"), "\(r.stderr)")
+            // Exit 2 is the proof it did not wait: CLI.run gives up on a run after 120 s. (No time bound here: a loaded CI
+            // machine took over 10 s to start the process.)
+            #expect(r.status == 2 && r.stderr.contains("\(path): \(words)") && r.stderr.contains("Fix:"), "\(t): \(r.stderr)")
             let tl = try await CLI.run(["timeline", "--horizon", "5", "--pins", path] + CLI.dirArgs)
             #expect(tl.status == 2 && tl.stderr.contains("\(path): \(words)"), "\(tl.stderr)")
         }

@@ -133,7 +133,9 @@ struct TestingHelpersTests {
                 c.resume(returning: seen)
             }.start()
         }
-        #expect(openers == 1, "expected one dedicated thread waiting for the PKI lock, found \(openers)")
+        // One for these eight openings; a suite running beside this one may be opening another folder on a thread
+        // of the same name at that moment (CI saw 2). Eight would be a thread per opening; none, the pool blocked.
+        #expect((1...3).contains(openers), "expected one dedicated thread waiting for the PKI lock (and at most two of other suites), found \(openers)")
         #expect(try await openings.value == 8)
     }
 
