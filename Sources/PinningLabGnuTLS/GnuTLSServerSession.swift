@@ -97,6 +97,13 @@ final class GnuTLSServerSession: TLSServerSession {
             guard let ptr else { return -1 }
             return Unmanaged<GnuTLSServerSession>.fromOpaque(ptr).takeUnretainedValue().push(buffer, count)
         }
+        // A flight (ServerHello … Finished) goes out in one sendmsg, as GnuTLS flushes it, not a send per record: a
+        // client that refuses the certificate closes as soon as it has read it, and a Finished record sent after
+        // that met a closed socket (EPIPE), so the client's alert was lost and recorded as a reset.
+        gnutls_transport_set_vec_push_function(s) { ptr, iov, count in
+            guard let ptr, let iov else { return -1 }
+            return Unmanaged<GnuTLSServerSession>.fromOpaque(ptr).takeUnretainedValue().push(iov, Int(count))
+        }
         gnutls_transport_set_pull_timeout_function(s) { ptr, _ in
             guard let ptr else { return -1 }
             let me = Unmanaged<GnuTLSServerSession>.fromOpaque(ptr).takeUnretainedValue()
@@ -159,6 +166,19 @@ final class GnuTLSServerSession: TLSServerSession {
         let n = send(fd, buffer, count, 0)
         #else
         let n = send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+        #endif
+        if n < 0 { gnutls_transport_set_errno(session, errno) }
+        return n
+    }
+
+    func push(_ iov: UnsafePointer<iovec>, _ count: Int) -> Int {
+        var message = msghdr()
+        message.msg_iov = UnsafeMutablePointer(mutating: iov)
+        message.msg_iovlen = numericCast(count)
+        #if canImport(Darwin)
+        let n = sendmsg(fd, &message, 0)
+        #else
+        let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
         #endif
         if n < 0 { gnutls_transport_set_errno(session, errno) }
         return n
