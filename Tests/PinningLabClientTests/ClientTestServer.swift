@@ -132,7 +132,9 @@ final class ClientTestSilentListener: @unchecked Sendable {  // immutable after 
     let port: Int
     private let descriptor: Int32
 
-    init() throws {
+    /// `listening: false`: bound but never listening — a connection is refused, and while this lives no other test
+    /// can be given the port (a released port was, once: the "closed" port answered as another test's server).
+    init(listening: Bool = true) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ClientTestPKIError(description: "socket failed") }
         var address = sockaddr_in()
@@ -143,7 +145,7 @@ final class ClientTestSilentListener: @unchecked Sendable {  // immutable after 
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
         }
-        guard bound, listen(fd, 8) == 0 else {
+        guard bound, !listening || listen(fd, 8) == 0 else {
             close(fd)
             throw ClientTestPKIError(description: "bind/listen failed")
         }

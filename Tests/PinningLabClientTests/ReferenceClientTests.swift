@@ -306,9 +306,10 @@ struct ReferenceClientTests {
 
     @Test("a closed port is refused, not accepted")
     func closedPort() async throws {
-        let port = try ClientTestSilentListener().port  // closed again when the listener is released
+        let closed = try ClientTestSilentListener(listening: false)
         let outcome = await ReferenceClient.correct.run(
-            ClientTarget(port: port, trustRootsDER: [], pins: .empty, scenario: "closed", profile: .none, timeout: .seconds(5)))
+            ClientTarget(port: closed.port, trustRootsDER: [], pins: .empty, scenario: "closed", profile: .none, timeout: .seconds(5)))
+        withExtendedLifetime(closed) {}
         #expect(outcome.claim == .refused)
         #expect(outcome.detail.contains("connect"), "\(outcome.detail)")
     }
