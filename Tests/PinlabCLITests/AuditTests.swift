@@ -451,7 +451,10 @@ struct AuditTests {
         let all = PEM.decodeAll(String(repeating: pem, count: 20_000))
         let elapsed = clock.now - start
         #expect(all.count == 20_000 && all.allSatisfy { $0 == der } && elapsed < .seconds(30), "\(all.count) in \(elapsed)")
-        #expect(PEM.decodeAll("junk\n" + pem + "\r\n-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n" + pem) == [der, der])
+        // A block whose body is not base64: PEM.encode's frame around "!!" (made here, so no file holds a PEM block).
+        let frame = PEM.encode([0]).split(separator: "\n")
+        let notBase64 = "\(frame[0])\n!!\n\(frame[2])\n"
+        #expect(PEM.decodeAll("junk\n" + pem + "\r\n" + notBase64 + pem) == [der, der])
     }
 
     /// --against read any file whole (a 54 MB PEM peaked at 1.16 GB): a chain over 1 MB is refused before decoding.
@@ -463,9 +466,8 @@ struct AuditTests {
         let config = try write(dir, "n.xml", Self.nsc(pins: [p["leaf-v1"]!, p["leaf-v3-rekey"]!]))
         let pem = try await Self.leafPEM()
         let many = try write(dir, "many.pem", String(repeating: pem, count: 3000))
-        let block = "-----BEGIN CERTIFICATE-----\n" + String(repeating: String(repeating: "A", count: 64) + "\n", count: 30_000)
-            + "-----END CERTIFICATE-----\n"
-        let huge = try write(dir, "huge.pem", block)
+        // One block of 1.9 MB (30,000 lines of 64 base64 characters), encoded here.
+        let huge = try write(dir, "huge.pem", PEM.encode([UInt8](repeating: 0, count: 30_000 * 48)))
         for file in [many, huge] {
             let (r, t) = try await timedRun(["audit", "--against", file, config])
             #expect(r.status == 2, "\(file): exit \(r.status) after \(t)")  // the message below: refused before decoding
