@@ -37,6 +37,16 @@ public struct CommandClient: Sendable {
                              timeout: timeout)
     }
 
+    /// Writes the cell's hosts file (``CellContext/hostsFileContents``: every connection's host, in every spelling
+    /// a resolver may look up) into `scratch` and names it in `context`, unless the context names one already.
+    static func writeHostsFile(_ context: inout CellContext, scratch: URL) {
+        guard context.hostsFile == nil else { return }
+        let file = scratch.appendingPathComponent("hosts-\(context.host)-\(context.ip)")
+        if (try? context.hostsFileContents.write(to: file, atomically: true, encoding: .utf8)) != nil {
+            context.hostsFile = file.path
+        }
+    }
+
     /// Kills every client command still running (and its process group). Call it when the runner is interrupted:
     /// clients lead their own process groups, so a terminal's Ctrl-C does not reach them.
     public static func killRunningCommands() { LiveChildren.shared.killAll() }
@@ -64,12 +74,7 @@ public struct CommandClient: Sendable {
             return (outcomes[0], ms)
         }
         var context = context
-        if context.hostsFile == nil {
-            let file = scratch.appendingPathComponent("hosts-\(context.host)-\(context.ip)")
-            if (try? context.hostsFileContents.write(to: file, atomically: true, encoding: .utf8)) != nil {
-                context.hostsFile = file.path
-            }
-        }
+        Self.writeHostsFile(&context, scratch: scratch)
         let args = template.arguments(for: context)
         let r = await Self.runCommand(args, environment: context.environment, timeout: timeout)
         if let e = r.launchError {
@@ -104,12 +109,7 @@ extension CommandClient {
     /// ``runSteps(_:scratch:)`` reading the last `answers` lines (at least one per step of `context`).
     func runSteps(_ context: CellContext, scratch: URL, answers: Int) async -> (outcomes: [ClientOutcome], milliseconds: Double) {
         var context = context
-        if context.hostsFile == nil {
-            let file = scratch.appendingPathComponent("hosts-\(context.host)-\(context.ip)")
-            if (try? context.hostsFileContents.write(to: file, atomically: true, encoding: .utf8)) != nil {
-                context.hostsFile = file.path
-            }
-        }
+        Self.writeHostsFile(&context, scratch: scratch)
         let count = max(context.stepList.count, answers)
         let out = scratch.appendingPathComponent("steps-\(UUID().uuidString).out")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil, attributes: [.posixPermissions: 0o600])

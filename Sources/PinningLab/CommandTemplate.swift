@@ -20,8 +20,9 @@ public struct CellContext: Sendable, Hashable {
     public var clientKeyFile: String?
     public var clientPKCS12File: String?
     public var clientPKCS12Password: String?
-    /// A hosts-format file (`IP HOST`) that maps the cell's host name to the server's address, for resolvers that
-    /// read one (the JVM's `-Djdk.net.hosts.file`). Written by ``CommandClient`` before the run when `nil`.
+    /// A hosts-format file (``hostsFileContents``) that maps the host name of every connection of the cell to its
+    /// server's address, for resolvers that read one (the JVM's `-Djdk.net.hosts.file`). Written by
+    /// ``CommandClient`` before the run when `nil`.
     public var hostsFile: String?
     /// The hosts the pins are declared for; `nil` declares them for `host` itself.
     public var pinScope: PinScope?
@@ -60,8 +61,21 @@ public struct CellContext: Sendable, Hashable {
     /// The scope of the pins, spelled out: the declared one, or `host` alone.
     public var effectivePinScope: PinScope { pinScope ?? PinScope(domain: host, includeSubdomains: false) }
 
-    /// The contents of ``hostsFile``: one line, `IP HOST`.
-    public var hostsFileContents: String { "\(ip) \(host)\n" }
+    /// The contents of ``hostsFile``: a line `IP NAME` for every spelling a resolver may look up (the name as the
+    /// scenario spells it, lower-cased, and without its trailing dot) of the host of every connection of the cell
+    /// (``stepList``), each line once. `API.Pinning.Test` gets the lines `127.0.0.1 API.Pinning.Test` and
+    /// `127.0.0.1 api.pinning.test`: OkHttp lower-cases the URL's host before it asks the JVM, whose hosts-file
+    /// resolver compares names as written.
+    public var hostsFileContents: String {
+        var lines: [String] = []
+        for step in stepList {
+            for name in HostSpelling.lookups(of: step.host) {
+                let line = "\(step.ip) \(name)"
+                if !lines.contains(line) { lines.append(line) }
+            }
+        }
+        return lines.map { $0 + "\n" }.joined()
+    }
 
     public var url: String { "https://\(host):\(port)/" }
 
@@ -137,6 +151,32 @@ public struct CellContext: Sendable, Hashable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(entries)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+    }
+}
+
+/// The spellings of a host name that resolvers look up. A scenario may spell its host as a user or a redirect
+/// would (`API.Pinning.Test`, `api.pinning.test.`); clients then ask their resolver for the name as given or for a
+/// canonical form (OkHttp's `HttpUrl` lower-cases it; others drop the trailing dot), and a resolver fed from a file
+/// (the JVM's `jdk.net.hosts.file`) compares names as written. A hosts file maps every spelling.
+package enum HostSpelling {
+    /// `host` in DNS's canonical form: ASCII lower case, one trailing dot dropped.
+    package static func canonical(_ host: String) -> String {
+        var h = lowercased(host)
+        if h.count > 1, h.hasSuffix(".") { h.removeLast() }
+        return h
+    }
+
+    /// The spellings a resolver may be asked for, in order and each once: `host` as given, lower-cased, and
+    /// canonical (lower case, without the trailing dot).
+    package static func lookups(of host: String) -> [String] {
+        var out: [String] = []
+        for name in [host, lowercased(host), canonical(host)] where !out.contains(name) { out.append(name) }
+        return out
+    }
+
+    /// ASCII letters only lower-cased (DNS compares ASCII case-insensitively; other characters are left alone).
+    static func lowercased(_ host: String) -> String {
+        String(decoding: host.utf8.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
     }
 }
 
