@@ -303,8 +303,12 @@ public struct Verdict: Sendable, Hashable, Codable {
         case (false, _):
             status = .fail
             if observed == .accepted {
-                reason = "expected refuse, but the client sent its request (\(evidence.requestLine ?? "application data"))"
-                if let early = evidence.earlyDataBytes { reason += " as \(early) bytes of 0-RTT early data, before the handshake completed" }
+                let sent = evidence.requestLine ?? "application data"
+                let early = evidence.earlyDataBytes.map { " as \($0) bytes of 0-RTT early data, before the handshake completed" } ?? ""
+                // A client that checks its pins after sending claims a refusal: the request leaked all the same.
+                reason = claimed == .refused
+                    ? "expected refuse, but the client sent its request, then refused: the server had already received \(sent)\(early)"
+                    : "expected refuse, but the client sent its request (\(sent))\(early)"
             } else {
                 reason = "expected accept, but the client " + refusalPhrase(evidence: evidence, category: category, alert: alert)
             }
