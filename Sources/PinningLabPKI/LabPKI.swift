@@ -67,6 +67,10 @@ public struct PKIOptions: Sendable {
     public var writeIdentityFiles: Bool = true
     /// Called before slow steps (RSA key generation) with a human line.
     public var progress: (@Sendable (String) -> Void)?
+    /// The absolute path of the spec file of one's own `spec` was read from (`pinlab --spec`), recorded in the
+    /// state file; nil for the built-in spec or one made in code. A folder made from a file of one's own is not
+    /// re-issued from a spec opened without this path (``PKIError/Code/specReplaced``) unless ``regenerateKeys``.
+    public var specFile: String?
     /// Keys read from another PKI's files (key name → its file) instead of this folder's `keys/`: never made,
     /// replaced, copied or linked (a timeline's scratch PKI shares the lab's keys this way).
     package var borrowedKeys: [String: URL] = [:]
@@ -88,6 +92,22 @@ public struct PKIRefresh: Sendable, Hashable {
     /// What was found wrong and put right without re-issuing: per-identity files rewritten from the state
     /// (`certs/leaf-v1: chain.pem missing, cert.pem damaged: rewritten`), a missing key derived again or replaced.
     public var repaired: [String] = []
+    /// Key names whose kept file was missing and which got a new random key in this run (every pin on them
+    /// changed: for a CA's key, every certificate it signs and every device that trusts it).
+    public var replacedMissingKeys: [String] = []
+}
+
+/// The spec file of one's own a PKI folder was made from, as its state file records it.
+public struct PKISpecRecord: Sendable, Hashable, Codable {
+    /// The file's absolute path.
+    public var path: String
+    /// SHA-256 (hex) of its text: ``PKISpec/fingerprint``.
+    public var sha256: String
+
+    public init(path: String, sha256: String) {
+        self.path = path
+        self.sha256 = sha256
+    }
 }
 
 /// The lab PKI on disk: keys generated once and kept (stable pins), certificates issued fresh from the spec.
@@ -128,6 +148,15 @@ public final class LabPKI: Sendable {
         }
         return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/pinninglab", isDirectory: true)
         #endif
+    }
+
+    /// The spec file of one's own the PKI folder `directory` was made from (`pinlab pki init --spec FILE`), or nil
+    /// (the built-in spec, a state file of an earlier PinningLab, or no PKI there).
+    public static func recordedSpec(in directory: URL) -> PKISpecRecord? {
+        let url = directory.appendingPathComponent("state.json")
+        guard let bytes = try? Storage.readFile(url) else { return nil }
+        struct Recorded: Decodable { var spec: PKISpecRecord? }
+        return (try? JSONDecoder().decode(Recorded.self, from: Data(bytes)))?.spec
     }
 
     public subscript(name: String) -> Identity? { byName[name].map { identities[$0] } }

@@ -40,6 +40,9 @@ struct StateFile: Codable {
     var identities: [Entry]
     /// The log ID (hex) of each CT log whose SCTs the certificates carry: a replaced log key re-issues them.
     var ctLogIDs: [String: String]? = nil
+    /// The spec file of one's own the folder was made from (``PKIOptions/specFile``), nil for the built-in spec
+    /// (or one made in code): an opening without it must not replace the folder's PKI.
+    var spec: PKISpecRecord? = nil
 }
 
 // MARK: - Builder
@@ -52,6 +55,38 @@ struct Builder {
     var stateURL: URL { dir.appendingPathComponent("state.json") }
 
     func keyFile(_ name: String) -> URL { options.borrowedKeys[name] ?? keysDir.appendingPathComponent("\(name).pem") }
+
+    /// What the state file records of the spec: the file of one's own it came from, else what an earlier opening
+    /// recorded for the same text (an opening by the library, without the file's path, keeps it).
+    func specRecord(keeping old: PKISpecRecord?) -> PKISpecRecord? {
+        if let path = options.specFile { return PKISpecRecord(path: path, sha256: spec.fingerprint) }
+        return old?.sha256 == spec.fingerprint ? old : nil
+    }
+
+    /// Refuses to replace a PKI made from a spec of one's own with another spec the caller did not name (the
+    /// built-in one, when `pinlab` runs without --spec): its identities, keys and pins would be gone without a word.
+    func refuseSpecReplacement(_ old: StateFile?) throws {
+        guard let old, let record = old.spec, options.specFile == nil, !options.regenerateKeys,
+              record.sha256 != spec.fingerprint
+        else { return }
+        let state: String
+        if let bytes = try? Storage.readFile(URL(fileURLWithPath: record.path)) {
+            state = Array(SHA256.hash(data: bytes)).hexString == record.sha256
+                ? "" : " (that file has changed since: its SHA-256 is no longer \(record.sha256.prefix(16))…)"
+        } else {
+            state = " (that file is gone)"
+        }
+        let names = old.identities.map(\.name)
+        let shown = names.prefix(4).joined(separator: ", ") + (names.count > 4 ? ", …" : "")
+        throw PKIError(
+            .specReplaced,
+            "this PKI folder was made from the spec \(record.path)\(state); opening it with another spec (the built-in "
+                + "lab PKI when no --spec is given) would replace its \(names.count) identities (\(shown)) and their pins",
+            file: dir.path,
+            fix: "pass --spec \(record.path) (or the spec you mean: `pinlab pki init --dir \(dir.path) --spec FILE` "
+                + "re-issues it, and later commands use that file), or run `pinlab pki init --dir \(dir.path) --force` "
+                + "to replace it with the built-in lab PKI (every key changes)")
+    }
 
     var seedFingerprint: String? {
         options.seed.map { Array(SHA256.hash(data: Data("PinningLab seed|\($0)".utf8))).hexString }
@@ -66,13 +101,15 @@ struct Builder {
             FileHandle.standardError.write(Data("pki: \(what) \(Double(t - t0) / 1e6) ms\n".utf8))
             t0 = t
         }
+        let oldState: StateFile? = try? Storage.readFile(stateURL).flatMap { try JSONDecoder().decode(StateFile.self, from: Data($0)) }
+        // Before anything in the folder is touched.
+        try refuseSpecReplacement(oldState)
         try Storage.makeOwnDirectory(keysDir, mode: 0o700, what: "the keys folder")
         // Half-made files of a process that died mid-write (a key among them) go before anything is read.
         var leftovers = Storage.removeStaleTemporaryFiles(in: dir)
             + Storage.removeStaleTemporaryFiles(in: keysDir).map { "keys/" + $0 }
             + Storage.removeStaleTemporaryFiles(in: dir.appendingPathComponent("ct", isDirectory: true)).map { "ct/" + $0 }
         if options.writeIdentityFiles { leftovers += writer.removeLeftovers(names: spec.names) }
-        let oldState: StateFile? = try? Storage.readFile(stateURL).flatMap { try JSONDecoder().decode(StateFile.self, from: Data($0)) }
         var refresh = PKIRefresh()
 
         // Keys: every key name used by an entity.
@@ -88,6 +125,7 @@ struct Builder {
         let work = keyTypes.sorted(by: { $0.key < $1.key })
         let keySlots = ResultSlots<(LabKey, StateFile.Key, Bool)>(count: work.count)
         let keyNotes = Locked<[String]>([])
+        let replacedKeys = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: work.count) { i in
             let (name, type) = work[i]
             keySlots.set(i) {
@@ -122,9 +160,10 @@ struct Builder {
                 // A key the state knows but whose file is gone: a random one cannot come back (its pins change,
                 // which `pki init` says); a seeded one is derived again, the same key.
                 if !present, let previous, !options.regenerateKeys, !options.rekey.contains(name) {
-                    let what = previous.origin == origin.origin && origin.origin != "random"
-                        ? "derived again from the seed (same pins)" : "replaced by a new random key (its pins changed)"
+                    let rederived = previous.origin == origin.origin && origin.origin != "random"
+                    let what = rederived ? "derived again from the seed (same pins)" : "replaced by a new random key (its pins changed)"
                     keyNotes.withLock { $0.append("keys/\(name).pem was missing: \(what)") }
+                    if !rederived { replacedKeys.withLock { $0.append(name) } }
                 }
                 try Storage.writeAtomically(PEM.encode(key.pkcs8DER, label: "PRIVATE KEY"), to: url, mode: 0o600)
                 return (key, origin, true)
@@ -136,6 +175,7 @@ struct Builder {
             keyOrigins[name] = result.1
             if result.2 { refresh.generatedKeys.append(name) }
         }
+        refresh.replacedMissingKeys = replacedKeys.withLock { $0 }.sorted()
         refresh.repaired = keyNotes.withLock { $0 }.sorted()
             + leftovers.map { "\($0): removed (a temporary file of a process that died while writing)" }
 
@@ -160,12 +200,13 @@ struct Builder {
         } else if (oldState!.ctLogIDs ?? [:]) != ctLogIDs { reason = "the CT log keys changed" }
 
         let identities: [Identity]
-        let state: StateFile
+        var state: StateFile
         if let reason {
             refresh.reissued = true
             refresh.reason = reason
             mark("check")
             (identities, state) = try issueAll(keys: keys, keyOrigins: keyOrigins, ctLogs: ctLogs, now: now)
+            state.spec = specRecord(keeping: oldState?.spec)
             mark("issue")
             // Files are rewritten in place under the lock; without a state file a crash half-way means
             // "no certificates yet" to the next run, never a mix of old and new.
@@ -179,6 +220,11 @@ struct Builder {
             refresh.reason = "kept certificates are fresh"
             mark("check")
             state = oldState!
+            // The same text read from another file (a spec moved, or named for the first time): the record follows.
+            if let record = specRecord(keeping: state.spec), record != state.spec {
+                state.spec = record
+                try Storage.writeAtomically(Array(try JSONEncoder().encode(state)), to: stateURL, mode: 0o600)
+            }
             identities = try assemble(state: state, keys: keys)
             if options.writeIdentityFiles {
                 let repaired = try writer.write(identities, onlyStale: true)

@@ -48,6 +48,8 @@ public struct PKIError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let badScope = Code("bad-scope")
         public static let badRevocationURL = Code("bad-revocation-url")
         public static let badRevocation = Code("bad-revocation")
+        /// The PKI folder was made from a spec file of one's own, and this opening would replace it with another.
+        public static let specReplaced = Code("spec-replaced")
     }
 
     public var code: Code

@@ -24,6 +24,8 @@ extension BenchCommand {
         var jvmOptions = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
         @Option(help: "Scenario ids to run (comma-separated); default: the whole catalogue.") var scenarios: String?
 
+        func validate() throws { _ = try parseScenarioList(scenarios) }
+
         func run() async throws {
             // A folder of this run's own (random name, 0700): a predictable one could be planted with classes or
             // scripts that the benchmark would then run.
@@ -36,7 +38,7 @@ extension BenchCommand {
             guard javac.status == 0 else { fail("javac failed (is libokhttp-java installed?)") }
             let java = ["java"] + jvmOptions.split(separator: " ").map(String.init) + ["-cp", cp, "PinlabBatch"]
             let python = ["python3", "\(harnesses)/python/pinlab_batch.py"]
-            let only = parseList(scenarios)
+            let only = try parseScenarioList(scenarios) ?? []
             let okhttpProfiles: Set<PinProfile> = [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]
 
             struct Row { var name: String; var seconds: [Double] = []; var summary = "" }

@@ -26,15 +26,23 @@ struct CatalogueSource: ParsableArguments {
 }
 
 /// `--dir`: the lab PKI folder of the commands that use the built-in spec (`pinlab pki` and `serve` take
-/// `PKIOptionsGroup`, which adds `--spec` and `--seed`).
+/// `PKIOptionsGroup`, which adds `--spec` and `--seed`). Without it, the nearest `.pinninglab/` (DefaultPKIFolder).
 struct PKIFolder: ParsableArguments {
-    @Option(name: .long, help: "The PKI folder (created if needed; keys are kept here).")
-    var dir: String = ".pinninglab"
+    @Option(name: .customLong("dir"), help: "The PKI folder (created if needed; keys are kept here). Default: the nearest .pinninglab/ in this folder or above, else a new one here.")
+    var explicitDir: String?
 
-    /// The PKI, opened off Swift's cooperative pool; a folder that cannot be opened ends the command.
+    /// The folder: --dir, else the nearest `.pinninglab/` (said on standard error).
+    var dir: String { explicitDir ?? DefaultPKIFolder.path }
+
+    /// The PKI, opened off Swift's cooperative pool; a folder that cannot be opened ends the command. A folder made
+    /// from a spec of one's own is opened with that spec while its file is unchanged, and refused otherwise.
     func open() async -> LabPKI {
+        let dir = self.dir
         do {
-            return try await Lab.openPKI(directory: URL(fileURLWithPath: dir, isDirectory: true))
+            let url = URL(fileURLWithPath: dir, isDirectory: true)
+            let pki = try await Lab.openPKI(directory: url, spec: try specForOpening(nil, directory: url).spec)
+            announceReplacedKeys(pki)
+            return pki
         } catch {
             fail("cannot open the lab PKI in \(dir): \(error)")
         }
@@ -57,10 +65,33 @@ func fail(_ message: String) -> Never {
     Foundation.exit(2)
 }
 
+/// The items of a comma-separated option value, trimmed, empty ones left out: the one splitter of every list
+/// option (``commaList(_:option:example:omitted:)`` refuses a list with nothing in it).
+func listItems(_ text: String?) -> [String] {
+    (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+}
+
+/// A list option (--scenarios, --profiles, serve's --chain and --client-ca …): nil when it was not given, else its
+/// items. A value with no item in it ('', ',', ' ') is refused, since it would mean what leaving the option out
+/// means — usually everything — and an unset CI variable (`--scenarios "$SMOKE"`) must not silently widen a run.
+/// `example` is a value to show in the fix; `omitted` says what leaving the option out does.
+func commaList(_ text: String?, option: String, example: String, omitted: String) throws -> [String]? {
+    guard let text else { return nil }
+    let items = listItems(text)
+    guard !items.isEmpty else {
+        throw ValidationError(
+            "\(option) '\(text)' names nothing (an empty variable?), and an empty list is not taken to mean \(omitted). "
+                + "Fix: name at least one (e.g. \(option) \(example)), or leave \(option) out for \(omitted).")
+    }
+    return items
+}
+
+/// --profiles: nil when not given (the client supports every profile); an unknown or empty one is refused.
 func parseProfiles(_ text: String?) throws -> Set<PinProfile>? {
-    guard let text, !text.isEmpty else { return nil }
+    guard let items = try commaList(text, option: "--profiles", example: "leaf-spki,leaf-spki+backup",
+                                    omitted: "every pin profile") else { return nil }
     var out: Set<PinProfile> = []
-    for part in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !part.isEmpty {
+    for part in items {
         let p = PinProfile(rawValue: part)
         guard PinProfile.all.contains(p) else {
             throw ValidationError("--profiles: '\(part)' is not a pin profile; use \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
@@ -70,9 +101,13 @@ func parseProfiles(_ text: String?) throws -> Set<PinProfile>? {
     return out
 }
 
-func parseList(_ text: String?) -> [String] {
-    (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+/// --scenarios: nil when not given (every scenario); an empty list is refused.
+func parseScenarioList(_ text: String?) throws -> [String]? {
+    try commaList(text, option: "--scenarios", example: "baseline,rekey", omitted: "every scenario")
 }
+
+/// The items of a list whose emptiness needs no refusal (kept for callers that check it themselves).
+func parseList(_ text: String?) -> [String] { listItems(text) }
 
 /// `HOST:PORT` or `[IPv6]:PORT` → the host (without brackets) and the port; `nil` without a host, or when the port
 /// is not a number in `ports`.
@@ -182,6 +217,7 @@ struct CheckCommand: AsyncParsableCommand {
         }
         if let shard { _ = try CellShard(parsing: shard) }
         _ = try parseProfiles(profiles)
+        _ = try parseScenarioList(scenarios)
     }
 
     func run() async throws {
@@ -208,7 +244,7 @@ struct CheckCommand: AsyncParsableCommand {
         defer { interrupts.cancel() }
         let progress = ProgressLine()
         var options = CheckOptions(
-            engines: try clientOptions.engines(), profiles: try parseProfiles(profiles), scenarios: parseList(scenarios),
+            engines: try clientOptions.engines(), profiles: try parseProfiles(profiles), scenarios: try parseScenarioList(scenarios) ?? [],
             jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration, shard: try shard.map(CellShard.init(parsing:)),
             progress: progress.update, platform: try platformOption.policy())
         options.clientChecks = try clientChecksOption.checks()

@@ -13,25 +13,33 @@ struct PKICommand: AsyncParsableCommand {
 
 /// Options every `pki` subcommand takes.
 struct PKIOptionsGroup: ParsableArguments {
-    @Option(name: .long, help: "The PKI folder (keys are kept here, mode 0700).")
-    var dir: String = ".pinninglab"
+    @Option(name: .customLong("dir"), help: "The PKI folder (keys are kept here, mode 0700). Default: the nearest .pinninglab/ in this folder or above, else a new one here.")
+    var explicitDir: String?
 
-    @Option(name: .long, help: "A PKI spec file instead of the built-in pki/lab.yaml.")
+    /// The folder: --dir, else the nearest `.pinninglab/` (said on standard error).
+    var dir: String { explicitDir ?? DefaultPKIFolder.path }
+
+    @Option(name: .long, help: "A PKI spec file instead of the built-in pki/lab.yaml (the folder remembers it: later commands without --spec use it while it is unchanged).")
     var spec: String?
 
     @Option(name: .long, help: "Derive the EC and Ed25519 keys of leaf and client certificates from this text (the same leaf pins on every machine). CA keys stay random.")
     var seed: String?
 
     func open(force: Bool = false, reissue: Bool = false, rekey: Set<String> = []) throws -> LabPKI {
-        let specValue = try spec.map { try PKISpec.load(contentsOf: URL(fileURLWithPath: $0)) } ?? Lab.builtInSpec()
-        var o = Lab.pkiOptions(directory: URL(fileURLWithPath: dir, isDirectory: true), seed: seed)
+        let directory = URL(fileURLWithPath: dir, isDirectory: true)
+        let (chosen, specFile) = try specForOpening(spec, directory: directory)
+        let specValue = try chosen ?? Lab.builtInSpec()
+        var o = Lab.pkiOptions(directory: directory, seed: seed)
+        o.specFile = specFile
         o.regenerateKeys = force
         o.reissue = reissue
         o.rekey = rekey
         if isatty(STDERR_FILENO) == 1 {
             o.progress = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
         }
-        return try Lab.pki(spec: specValue, options: o)
+        let pki = try Lab.pki(spec: specValue, options: o)
+        announceReplacedKeys(pki)
+        return pki
     }
 }
 
@@ -163,12 +171,40 @@ extension PKICommand {
         @Option(help: "pem | der | chain | fullchain | root | key | p12") var format: String = "pem"
         @Option(help: "PKCS#12 password (default: the lab's, 'pinninglab').") var password: String?
         @Option(help: "Write here instead of standard output.") var out: String?
+        @Flag(help: "Allow --format key or p12 of a CA that is not name-constrained (proxy-root, twin-root-a, rogue-root, client-ca …): whoever holds that key can impersonate ANY site to a device that trusts the CA.")
+        var allowUnconstrainedKey = false
+
+        func validate() throws {
+            guard IdentityExportFormat(parsing: format) != nil else {
+                throw ValidationError("--format must be pem, der, chain, fullchain, root, key or p12, not '\(format)'")
+            }
+        }
 
         func run() async throws {
             let pki = try reportingErrors { try options.open() }
             let id = try reportingErrors { try pki.identity(name) }
             guard let exportFormat = IdentityExportFormat(parsing: format) else {
                 throw ValidationError("--format must be pem, der, chain, fullchain, root, key or p12, not '\(format)'")
+            }
+            // The private key of a CA without name constraints mints a certificate for any site: never by accident.
+            if exportFormat.isSecret, let ca = unconstrainedCA(sharingKeyWith: id, in: pki) {
+                let who = ca == id.name ? ca : "\(ca) (whose key \(id.name) shares: \(id.keyName))"
+                guard allowUnconstrainedKey else {
+                    FileHandle.standardError.write(Data("""
+                        error: --format \(format) hands out the private key of \(who), a CA that is NOT name-constrained: \
+                        whoever holds it can impersonate ANY site to a device that trusts \(ca). Refused. Fix: export \
+                        its certificate (--format pem), or add --allow-unconstrained-key if you mean to take its key out \
+                        of \(pki.directory.path) (`pinlab pki proxy-root --rekey` replaces proxy-root's key afterwards).
+
+                        """.utf8))
+                    throw ExitCode(2)
+                }
+                FileHandle.standardError.write(Data("""
+                    warning: this is the private key of \(who), a CA that is NOT name-constrained: whoever holds it \
+                    can impersonate ANY site to a device that trusts \(ca). Keep it off shared disks and chats; \
+                    remove it when done.
+
+                    """.utf8))
             }
             // A trust file (the certificate of a root, or a chain ending with its root) is what gets installed.
             let installs = exportFormat == .root || exportFormat == .fullchain
@@ -266,6 +302,17 @@ extension PKICommand {
             }
         }
     }
+}
+
+/// The first CA that uses `identity`'s key (itself, or another entity sharing its key) and whose certificate, with
+/// its issuers', carries no name constraint: its key can sign a certificate for any site. Nil when there is none.
+func unconstrainedCA(sharingKeyWith identity: Identity, in pki: LabPKI) -> String? {
+    let sharing = [identity] + pki.identities.filter { $0.keyName == identity.keyName && $0.name != identity.name }
+    for id in sharing where id.role.isCA {
+        guard let reach = try? id.reach() else { return id.name }  // unreadable: assume the worst
+        if reach.isCA && !reach.isConstrained { return id.name }
+    }
+    return nil
 }
 
 /// Warns about CA keys an earlier PinningLab derived from a seed (this one never does).

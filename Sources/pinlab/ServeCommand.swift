@@ -128,6 +128,8 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ValidationError("\(flag) applies to --control HOST:PORT; add --control or drop it")
             }
         }
+        _ = try chainList()
+        _ = try clientCAList()
         if chain != nil && identities.count > 1 {
             throw ValidationError("--chain applies to one --identity; serve several identities without it")
         }
@@ -148,14 +150,25 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 
+    /// --chain: nil for the identity's own chain; an empty list is refused.
+    func chainList() throws -> [String]? {
+        try commaList(chain, option: "--chain", example: "leaf-v1,lab-intermediate-a",
+                      omitted: "the identity's own chain")
+    }
+
+    /// --client-ca: the roots trusted for client certificates; an empty list is refused.
+    func clientCAList() throws -> [String] {
+        try commaList(clientCA, option: "--client-ca", example: "client-ca", omitted: "client-ca") ?? ["client-ca"]
+    }
+
     func run() async throws {
         let lab = try reportingErrors { try pki.open() }
         let engines = try ServeCommand.engines(engine)
         let requests = try identities.map { name in
             try ServeCommand.request(
-                lab: lab, identity: name, chain: chain?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) },
+                lab: lab, identity: name, chain: try chainList(),
                 tls: tls.flatMap(TLSVersion.init(parsing:)), clientAuth: ClientAuthentication(rawValue: clientAuth),
-                clientCA: clientCA.split(separator: ",").map(String.init),
+                clientCA: try clientCAList(),
                 resumption: SessionResumption.Mode(rawValue: resumption), http2: http2)
         } + ServeCommand.scenarioRequests(lab: lab, ids: scenarioIDs, all: allScenarios)
         var options = FixtureServer.Options(bindAddress: bind, allowNonLoopback: allowNonLoopback, port: port)
