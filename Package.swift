@@ -155,7 +155,8 @@ let package = Package(
         .executableTarget(
             name: "pinlab-fuzz",
             dependencies: [
-                "PinningLab", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL", "CFuzzDriver",
+                "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL",
+                "PinningLabIntercept", "PinningLabExports", "CFuzzDriver",
             ],
             path: "Benchmarks/fuzz/Fuzz",
             swiftSettings: swiftSettings
@@ -195,7 +196,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinlabCLITests",
-            dependencies: ["PinningLabTestSupport", "pinlab", "PinningLab", "PinningLabCore", "PinningLabLabs"],
+            dependencies: ["PinningLabTestSupport", "pinlab", "PinningLab", "PinningLabCore", "PinningLabLabs", "PinningLabTesting"],
             swiftSettings: swiftSettings
         ),
     ],

@@ -88,30 +88,26 @@ extension CheckRunner {
     /// (so each cell starts with fresh session state and an unrotated genuine server), one client session cache
     /// shared by the steps, a verdict per step.
     func runSteps(
-        of s: Scenario, profile p: PinProfile, engine: any TLSEngine, client: ClientUnderTest, timeout: Duration,
-        files: CellFiles
+        _ cell: Cell, engine: any TLSEngine, client: CellClient, timeout: Duration, files: CellFiles
     ) async -> Verdict {
-        func notRun(_ status: Verdict.Status, _ reason: String) -> Verdict {
-            .notRun(scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: s.expected(p),
-                    status: status, reason: reason)
-        }
+        let s = cell.scenario
         // An in-process client that keeps sessions runs each step; a command whose template names the steps runs
         // them all in one process (CommandSteps.swift); any other client is not judged here.
-        var inProcess: (any PinningClient)?
+        var inProcess: ((ClientTarget) async -> ConnectionRun)?
         var command: CommandClient?
         switch client {
-        case .inProcess(let c) where c.keepsSessionsAcrossSteps:
-            inProcess = c
+        case .inProcess(let run, keepsSessionsAcrossSteps: true):
+            inProcess = run
         case .command(let c):
-            if let why = Self.commandStepsUnsupported(c, s) { return notRun(.unsupported, why) }
+            if let why = Self.commandStepsUnsupported(c, s) { return cell.notRun(.unsupported, why) }
             command = c
         default:
-            return notRun(
+            return cell.notRun(
                 .unsupported,
                 "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the client cannot keep state across connections, so it is not judged here")
         }
         var servers: [String: FixtureServer] = [:]
-        var stepVerdicts: [(Scenario.Step, Verdict)] = []
+        var stepVerdicts: [(Cell.Step, Verdict)] = []
         let cache = ClientSessionCache()
         let t0 = ContinuousClock.now
         let options = FixtureServer.Options(handshakeTimeout: timeout, idleTimeout: timeout, workerThreads: 1)
@@ -122,59 +118,47 @@ extension CheckRunner {
                 servers = parties.servers
                 keys = parties.ticketKeys
             } catch let e as PartyStartError {
-                return notRun(e.error.code == .unsupported ? .unsupported : .error, e.description)
+                return cell.notRun(e.error.code == .unsupported ? .unsupported : .error, e.description)
             }
             try await files.prepareCredentials(for: s)
             if let command {
-                stepVerdicts = try await runCommandSteps(
-                    of: s, profile: p, engine: engine, client: command, servers: servers, files: files)
+                stepVerdicts = try await runCommandSteps(cell, client: command, servers: servers, files: files)
             }
-            for (i, step) in s.steps.enumerated() {
-                guard let c = inProcess else { break }
+            for step in cell.plan {
+                guard let run = inProcess else { break }
                 let server = servers[step.party]!
                 if let chain = step.rotateTo {
                     try server.rotate(to: try partyConfiguration(of: s, party: step.party, chain: chain, ticketKeys: keys))
                 }
                 let before = server.connectionsAccepted
                 let streamsBefore = server.http2Streams().last?.sequence ?? 0
-                let http2 = s.party(step.party)?.offersHTTP2 ?? false
-                var target = try files.target(for: s, profile: p, port: server.port, timeout: timeout)
+                var target = try files.target(for: s, profile: cell.profile, port: server.port, timeout: timeout)
                 target.host = step.host
-                if step.pins == .absent { target.pins = PinSet(kind: target.pins.kind, hashes: []) }
+                target.pins = step.pins(from: target.pins)
                 target.sessionCache = cache
-                target.step = i + 1
+                target.step = step.number
                 target.earlyData = step.earlyData
-                target.http2 = http2
-                let stepTarget = target
-                let outcome = await raceAgainstDeadline(timeout + .seconds(5), { await c.run(stepTarget) })
+                target.http2 = step.http2
+                let outcome = await run(target)
                 let evidence: ServerEvidence
-                if http2 {
+                if step.http2 {
                     evidence = await Self.http2Evidence(server, host: step.host, streamsAfter: streamsBefore, connectionsAfter: before)
                 } else {
                     let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
                     evidence = ServerEvidence(observations)
                 }
-                let v: Verdict
-                if let outcome {
-                    v = Verdict.judge(
-                        scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: step.expected(p),
-                        evidence: evidence, outcome: outcome, clientAuth: s.party(step.party)?.clientAuth ?? .none,
-                        expectedCategory: step.expected(p) == .refuse ? s.refusal : nil)
-                } else {
-                    v = .notRun(scenario: s.id, profile: p, engine: engine.name, client: client.name, expected: step.expected(p),
-                                status: .error, reason: "the client did not finish this step within its timeout and 5 s more")
+                guard case .finished(let o) = outcome else {
+                    stepVerdicts.append((step, cell.notRun(.error, "the client did not finish this step within its timeout and 5 s more")))
+                    break
                 }
-                stepVerdicts.append((step, v))
-                if outcome == nil { break }
+                stepVerdicts.append((step, cell.judge(step, evidence: evidence, outcome: o)))
             }
         } catch {
             for server in servers.values { await server.stop() }
-            return notRun(.error, "cannot run the steps: \(error)")
+            return cell.notRun(.error, "cannot run the steps: \(error)")
         }
         for server in servers.values { await server.stop() }
-        return Verdict.combining(
-            steps: stepVerdicts, scenario: s.id, profile: p, engine: engine.name, client: client.name,
-            clientMilliseconds: milliseconds(ContinuousClock.now - t0))
+        return cell.combining(stepVerdicts, clientMilliseconds: milliseconds(ContinuousClock.now - t0))
     }
 
     /// What a party that speaks HTTP/2 saw of one step. A client may keep an HTTP/2 connection open for a later

@@ -122,67 +122,26 @@ public struct CheckRunner: Sendable {
         files: CellFiles, stopping: Locked<[Task<Void, Never>]>
     ) async throws {
         let job = a.job
-        let s = job.scenario
-        if s.isMultiStep {
-            let v = await runSteps(of: s, profile: a.profile, engine: job.engine, client: client, timeout: timeout, files: files)
+        let cell = Cell(scenario: job.scenario, profile: a.profile, engine: job.engine.name, client: client.name,
+                        platform: job.platform, checks: job.checks)
+        let run = CellClient.of(client, timeout: timeout)
+        if cell.isMultiStep {
+            let v = await runSteps(cell, engine: job.engine, client: run, timeout: timeout, files: files)
             _ = await scheduler.finish(a.index, a.profile, v, server: nil)
             return
         }
         var server = a.server
         if server == nil {
-            do {
-                server = try await FixtureServer.start(
-                    engine: job.engine, configuration: try serverConfiguration(for: s),
-                    options: .init(handshakeTimeout: timeout, idleTimeout: timeout, workerThreads: 1), label: s.id)
-            } catch let e as TLSEngineError where e.code == .unsupported {
-                await scheduler.abandon(a.index, status: .unsupported,
-                                        reason: "\(job.engine.name) cannot serve this scenario: \(e.reason)")
-                return
-            } catch {
-                await scheduler.abandon(a.index, status: .error,
-                                        reason: "the \(job.engine.name) server could not start: \(error)")
+            switch await startCellServer(cell.scenario, engine: job.engine, timeout: timeout) {
+            case .started(let s): server = s
+            case .notStarted(let status, let reason):
+                await scheduler.abandon(a.index, status: status, reason: reason)
                 return
             }
         }
         guard let server else { return }
-        let p = a.profile
-        let before = server.connectionsAccepted
-        let outcome: ClientOutcome
-        let ms: Double
-        do {
-            try await files.prepareCredentials(for: s)
-            switch client {
-            case .inProcess(let c):
-                let target = try files.target(for: s, profile: p, port: server.port, timeout: timeout)
-                let t0 = ContinuousClock.now
-                // The client gets its timeout and 5 s more; one that ignores cancellation no longer holds the run.
-                guard let o = await raceAgainstDeadline(timeout + .seconds(5), { await c.run(target) }) else {
-                    let v = Verdict.notRun(
-                        scenario: s.id, profile: p, engine: job.engine.name, client: client.name, expected: s.expected(p, platform: job.platform, checks: job.checks),
-                        status: .error,
-                        reason: "the client did not finish: it had not returned \(Int(milliseconds(timeout) / 1000) + 5) s after the cell started (it ignores its timeout and cancellation)")
-                    if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
-                    return
-                }
-                outcome = o
-                ms = milliseconds(ContinuousClock.now - t0)
-            case .command(let c):
-                let ctx = try files.context(for: s, profile: p, port: server.port)
-                (outcome, ms) = await c.run(ctx, scratch: files.directory)
-            }
-        } catch {
-            let v = Verdict.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
-                                   expected: s.expected(p, platform: job.platform, checks: job.checks), status: .error, reason: "cannot prepare the cell: \(error)")
-            if let done = await scheduler.finish(a.index, p, v, server: server) { await done.stop() }
-            return
-        }
-        let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
-        let v = Verdict.judge(
-            scenario: s.id, profile: p, engine: job.engine.name, client: client.name,
-            expected: s.expected(p, platform: job.platform, checks: job.checks), evidence: ServerEvidence(observations), outcome: outcome,
-            clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: ms,
-            rule: s.rule(p, platform: job.platform, checks: job.checks))
-        if let done = await scheduler.finish(a.index, p, v, server: server) {
+        let v = await runConnection(cell, on: server, client: run, timeout: timeout, files: files)
+        if let done = await scheduler.finish(a.index, a.profile, v, server: server) {
             // Stopping joins the server's threads (on a thread of its own): the next cell starts at once, and
             // run() awaits the stop before it returns.
             let stop = Task { await done.stop() }

@@ -22,16 +22,17 @@ extension CheckRunner {
     /// Runs the command once for every step of the cell and judges each step by what its parties' servers received
     /// (``StepEvidence/assign(_:connections:streams:)``).
     func runCommandSteps(
-        of s: Scenario, profile p: PinProfile, engine: any TLSEngine, client c: CommandClient,
-        servers: [String: FixtureServer], files: CellFiles
-    ) async throws -> [(Scenario.Step, Verdict)] {
-        var context = try files.context(for: s, profile: p, port: servers[s.steps[0].party]!.port)
+        _ cell: Cell, client c: CommandClient, servers: [String: FixtureServer], files: CellFiles
+    ) async throws -> [(Cell.Step, Verdict)] {
+        let s = cell.scenario
+        let plan = cell.plan
+        var context = try files.context(for: s, profile: cell.profile, port: servers[plan[0].party]!.port)
         let pins = context.pins
         let certificatePins = context.certificatePins
-        context.steps = s.steps.enumerated().map { i, step in
+        context.steps = plan.map { step in
             StepContext(
-                step: i + 1, host: step.host, port: servers[step.party]!.port,
-                pins: step.pins == .absent ? [] : pins, certificatePins: step.pins == .absent ? [] : certificatePins)
+                step: step.number, host: step.host, port: servers[step.party]!.port,
+                pins: step.pins(from: pins), certificatePins: step.pins(from: certificatePins))
         }
         let before = servers.mapValues(\.connectionsAccepted)
         let (outcomes, milliseconds) = await c.runSteps(context, scratch: files.directory)
@@ -43,17 +44,9 @@ extension CheckRunner {
             streams[name] = server.http2Streams().filter { $0.connection > before[name]! }
         }
         let evidence = StepEvidence.assign(s, connections: connections, streams: streams)
-        var out: [(Scenario.Step, Verdict)] = []
-        for (i, step) in s.steps.enumerated() {
-            let observation = evidence[i]
-            let v = Verdict.judge(
-                scenario: s.id, profile: p, engine: engine.name, client: c.name, expected: step.expected(p),
-                evidence: observation, outcome: outcomes[i],
-                clientAuth: s.party(step.party)?.clientAuth ?? .none,
-                expectedCategory: step.expected(p) == .refuse ? s.refusal : nil,
-                clientMilliseconds: i == 0 ? milliseconds : 0)
-            out.append((step, v))
+        return plan.map { step in
+            let i = step.number - 1
+            return (step, cell.judge(step, evidence: evidence[i], outcome: outcomes[i], clientMilliseconds: i == 0 ? milliseconds : 0))
         }
-        return out
     }
 }

@@ -3,21 +3,30 @@ public import PinningLabCore
 public import PinningLabModel
 public import PinningLabPKI
 
-/// A running fixture server for one scenario, with everything a client under test needs: the URL, the trust
-/// store, the pins of every profile, the client certificate to present, and the expectations to compare with.
+/// The fixture server of one scenario on one engine, with everything a client under test needs: the URL, the trust
+/// store, the pins of every profile, the client certificate to present — and the verdicts of the cells it serves.
+///
+/// Every verdict it gives goes through the same cell and judge as `pinlab check` and `Lab.check`: declare the
+/// client's checks and platform (`verdict(_:checks:platform:_:)`), and the cell is judged as `pinlab check
+/// --client-checks … --platform …` judges it.
 public final class ScenarioServer: Sendable {
     public let scenario: Scenario
-    public let server: FixtureServer
+    /// The running server; `nil` when the engine cannot serve this scenario exactly (``unsupportedReason``): every
+    /// verdict is then `unsupported`, and no client is run.
+    public let server: FixtureServer?
+    /// Why the engine cannot serve this scenario, or `nil` when it serves it.
+    public let unsupportedReason: String?
     public let pki: LabPKI
-    /// The engine's name: `openssl` or `gnutls`.
-    public var engine: String { server.engineName }
+    /// The engine's name: `openssl`, `gnutls`, or a registered engine's.
+    public var engine: String { tlsEngine.name }
     /// The host name the client asks for (the scenario's `client.host`, `localhost` unless it says otherwise); the
     /// client connects to `ip`, whatever the name.
     public var host: String { scenario.client.host }
-    public var ip: String { server.host }
-    public var port: Int { server.port }
+    public var ip: String { server?.host ?? "127.0.0.1" }
+    /// The server's port (0 when the engine cannot serve the scenario).
+    public var port: Int { server?.port ?? 0 }
     /// `https://HOST:PORT/`.
-    public var url: URL { URL(string: "https://\(host):\(server.port)/")! }
+    public var url: URL { URL(string: "https://\(host):\(port)/")! }
     /// The roots of the scenario's trust profile (DER), and the same as a PEM file.
     public let trustRootsDER: [[UInt8]]
     public let trustFile: URL
@@ -26,11 +35,19 @@ public final class ScenarioServer: Sendable {
     /// The client certificate the scenario says to present, with its files; `nil` when it presents none.
     public let clientCredentials: ClientCredentials?
     private let files: CellFiles
+    private let tlsEngine: any TLSEngine
+    private let runner: CheckRunner
 
-    init(scenario: Scenario, server: FixtureServer, pki: LabPKI, files: CellFiles) throws {
+    init(
+        scenario: Scenario, server: FixtureServer?, unsupportedReason: String? = nil, engine: any TLSEngine,
+        runner: CheckRunner, files: CellFiles
+    ) throws {
         self.scenario = scenario
         self.server = server
-        self.pki = pki
+        self.unsupportedReason = unsupportedReason
+        self.tlsEngine = engine
+        self.runner = runner
+        self.pki = runner.pki
         self.files = files
         let trust = try files.trustFile(scenario)
         trustRootsDER = trust.roots
@@ -38,8 +55,21 @@ public final class ScenarioServer: Sendable {
         clientCredentials = try files.credentials(scenario)
     }
 
-    /// What a correct client does under `profile`.
+    /// The running server, for the control API (which starts only servers an engine can serve).
+    package var running: FixtureServer {
+        guard let server else { preconditionFailure("the \(engine) server of \(scenario.id) did not start: \(unsupportedReason ?? "")") }
+        return server
+    }
+
+    /// What a correct client does under `profile` (no platform named, no checks declared).
     public func expected(_ profile: PinProfile) -> Expectation { scenario.expected(profile) }
+
+    /// The cell this server serves under `profile`, for a client on `platform` that declares `checks`.
+    public func cell(
+        _ profile: PinProfile, client: String = "client", checks: ClientChecks = .undeclared, platform: PlatformPolicy? = nil
+    ) -> Cell {
+        Cell(scenario: scenario, profile: profile, engine: engine, client: client, platform: platform, checks: checks)
+    }
 
     /// The pins a client built for this scenario holds under `profile` (declared for ``pinScope``).
     public func pins(_ profile: PinProfile) throws -> PinSet { try scenario.pinSet(for: profile, in: pki) }
@@ -51,91 +81,88 @@ public final class ScenarioServer: Sendable {
 
     /// The target to hand a `PinningClient` for `profile`.
     public func target(_ profile: PinProfile, timeout: Duration = .seconds(10)) throws -> ClientTarget {
-        try files.target(for: scenario, profile: profile, port: server.port, timeout: timeout)
+        try files.target(for: scenario, profile: profile, port: port, timeout: timeout)
     }
 
     /// The values of the command-template placeholders for `profile`.
     public func context(_ profile: PinProfile) throws -> CellContext {
-        try files.context(for: scenario, profile: profile, port: server.port)
+        try files.context(for: scenario, profile: profile, port: port)
     }
 
     /// Observations of every connection finished so far.
-    public func observations() -> [Observation] { server.observations() }
+    public func observations() -> [Observation] { server?.observations() ?? [] }
 
-    /// Runs `connect` (which should make one client connection to `url` holding `pins(profile)`), waits for the
-    /// server to record it, and judges it. Only the connections made during `connect` count.
+    /// Runs `connect` with the ready target of `profile` and judges the connection it makes — the one idiom.
     ///
-    /// A refusal is a result, not a failure: when `connect` throws — which is how a Swift client refuses a
-    /// server — the error is caught and recorded as the client's claim ("refused", with the error as its detail),
-    /// and the server's observation decides. When `connect` returns, the client makes no claim and the observation
-    /// alone decides.
-    public func verdict(
-        _ profile: PinProfile, client: String = "client", _ connect: () async throws -> Void
-    ) async -> Verdict {
-        if scenario.isMultiStep {
-            return .notRun(
-                scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected(profile),
-                status: .unsupported,
-                reason: "this scenario is \(scenario.steps.count) connections that share the client's TLS session cache; a closure that connects once cannot show it: use verdict(_:running:) with a PinningClient that keeps sessions across steps")
-        }
-        let before = server.connectionsAccepted
-        let t0 = ContinuousClock.now
-        var outcome: ClientOutcome?
-        do {
-            try await connect()
-        } catch {
-            outcome = ClientOutcome(claim: .refused, detail: String(describing: error))
-        }
-        let ms = milliseconds(ContinuousClock.now - t0)
-        let seen = (await server.settle(timeout: .seconds(10)) ?? server.observations()).filter { $0.id > before }
-        return Verdict.judge(
-            scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected(profile),
-            evidence: ServerEvidence(seen), outcome: outcome, clientAuth: scenario.server.clientAuth,
-            expectedCategory: scenario.refusal, clientMilliseconds: ms, rule: scenario.rule(profile, platform: nil))
-    }
-
-    /// Runs `connect` with the ready target of `profile` — the pins in force for the host it asks for
-    /// (``ClientTarget/effectivePins``: none where the scenario declares them for other hosts), the host name to verify,
-    /// the address to connect to (``ClientTarget/ip``: host-aware scenarios name hosts that do not resolve), the trust
-    /// roots and the client identity — and judges the connection it makes, as ``verdict(_:client:_:)-(_,_,()->Void)``
-    /// does. Build the client from the target, so no scenario's scope or address can be forgotten:
+    /// The target holds what a client built for this cell holds: the pins in force for the host it asks for
+    /// (``ClientTarget/effectivePins``: none where the scenario declares them for other hosts), the host name to
+    /// verify, the address to connect to (``ClientTarget/ip``), the trust roots and the client identity. Build the
+    /// client from it, so no scenario's scope or address can be forgotten:
     ///
     /// ```swift
-    /// let verdict = try await server.verdict(profile) { target in
+    /// let verdict = await server.verdict(profile) { target in
     ///     let client = try MyPinnedClient(roots: target.trustRootsDER, pins: target.effectivePins,
     ///                                     identity: target.clientCredentials)
     ///     _ = try await client.get(host: target.host, address: target.ip, port: target.port)
     /// }
     /// ```
+    ///
+    /// A refusal is a result, not a failure: when `connect` throws — which is how a Swift client refuses a server —
+    /// the error is recorded as the client's claim ("refused", with the error as its detail), and the server's
+    /// observation decides. When `connect` returns, the client makes no claim and the observation alone decides.
+    ///
+    /// - Parameters:
+    ///   - checks: what the client checks beyond its pins (revocation, CT): the revocation and CT scenarios are judged
+    ///     by the scenario's expectation for them, and are `policy` (undecided) while nothing is declared.
+    ///   - platform: the platform whose TLS policy the client follows (App Transport Security, Android, the JDK).
+    ///   - keepsSessionsAcrossSteps: whether `connect` keeps the TLS session cache of ``ClientTarget/sessionCache``
+    ///     across calls: a scenario of several connections calls `connect` once per step, and is `unsupported`
+    ///     without it.
     public func verdict(
-        _ profile: PinProfile, client: String = "client", _ connect: (ClientTarget) async throws -> Void
-    ) async throws -> Verdict {
-        let target = try target(profile)
-        return await verdict(profile, client: client) { try await connect(target) }
+        _ profile: PinProfile, client: String = "client", checks: ClientChecks = .undeclared,
+        platform: PlatformPolicy? = nil, keepsSessionsAcrossSteps: Bool = false,
+        _ connect: (ClientTarget) async throws -> Void
+    ) async -> Verdict {
+        await withoutActuallyEscaping(connect) { connect in
+            await judge(
+                cell(profile, client: client, checks: checks, platform: platform),
+                .inProcess(
+                    run: { target in
+                        do {
+                            try await connect(target)
+                            return .finished(nil)
+                        } catch {
+                            return .finished(ClientOutcome(claim: .refused, detail: String(describing: error)))
+                        }
+                    },
+                    keepsSessionsAcrossSteps: keepsSessionsAcrossSteps))
+        }
     }
 
-    /// Runs an in-process client for `profile` and judges it (server observation and the client's claim). For a
-    /// scenario made of several connections (`scenario.steps`), the steps run on servers of their own, started
-    /// for this cell (the verdict has one entry per step); a client that cannot keep sessions across connections
-    /// gets an `unsupported` verdict.
-    public func verdict(_ profile: PinProfile, running client: any PinningClient) async throws -> Verdict {
-        if scenario.isMultiStep {
-            let engine = Engines.all.first { $0.name == self.engine } ?? Engines.openssl
-            return await CheckRunner(pki: pki, catalogue: Catalogue(scenarios: [scenario])).runSteps(
-                of: scenario, profile: profile, engine: engine, client: .inProcess(client), timeout: .seconds(10),
-                files: files)
+    /// Runs `connect` (which should make one client connection to `url` holding `pins(profile)`) and judges it.
+    @available(*, deprecated, message: "take the target: server.verdict(profile) { target in … } hands the client the pins in force for the host it asks for and the address to connect to")
+    public func verdict(
+        _ profile: PinProfile, client: String = "client", _ connect: () async throws -> Void
+    ) async -> Verdict {
+        await verdict(profile, client: client) { (_: ClientTarget) in try await connect() }
+    }
+
+    /// Runs an in-process client for `profile` and judges it, with the platform and checks the client declares.
+    /// For a scenario made of several connections (`scenario.steps`), the steps run on servers of their own on this
+    /// server's engine, started for this cell; a client that cannot keep sessions across connections gets an
+    /// `unsupported` verdict.
+    public func verdict(_ profile: PinProfile, running client: any PinningClient) async -> Verdict {
+        await judge(
+            cell(profile, client: client.name, checks: client.checks, platform: client.platform),
+            CellClient.of(.inProcess(client), timeout: .seconds(10)))
+    }
+
+    private func judge(_ cell: Cell, _ client: CellClient) async -> Verdict {
+        if let unsupportedReason { return cell.notRun(.unsupported, unsupportedReason) }
+        if cell.isMultiStep {
+            return await runner.runSteps(cell, engine: tlsEngine, client: client, timeout: .seconds(10), files: files)
         }
-        let before = server.connectionsAccepted
-        let target = try target(profile)
-        let t0 = ContinuousClock.now
-        let outcome = await client.run(target)
-        let ms = milliseconds(ContinuousClock.now - t0)
-        let seen = (await server.settle(timeout: .seconds(10)) ?? server.observations()).filter { $0.id > before }
-        return Verdict.judge(
-            scenario: scenario.id, profile: profile, engine: engine, client: client.name,
-            expected: scenario.expected(profile, platform: client.platform, checks: client.checks), evidence: ServerEvidence(seen), outcome: outcome,
-            clientAuth: scenario.server.clientAuth, expectedCategory: scenario.refusal, clientMilliseconds: ms,
-            rule: scenario.rule(profile, platform: client.platform, checks: client.checks))
+        return await runner.runConnection(cell, on: running, client: client, timeout: .seconds(10), files: files)
     }
 
     /// The lab revocation responder of the scenario (`server.responder`), `IP:PORT` on loopback, started with the
@@ -143,7 +170,7 @@ public final class ScenarioServer: Sendable {
     public var revocationResponder: String? { try? files.revocationResponder(for: scenario) }
 
     public func stop() async {
-        await server.stop()
+        await server?.stop()
         files.responders?.stopAll()
     }
 }
@@ -156,15 +183,36 @@ extension CheckRunner {
         _ scenarioID: String, engine: any TLSEngine = Engines.openssl, workDirectory: URL,
         options: FixtureServer.Options = .init()
     ) async throws -> ScenarioServer {
+        try await startServer(scenarioID, engine: engine, workDirectory: workDirectory, options: options, unsupported: .throwing)
+    }
+
+    /// What ``startServer(_:engine:workDirectory:options:unsupported:)`` does with a scenario the engine cannot serve.
+    package enum UnsupportedScenario: Sendable {
+        /// Throws the engine's `TLSEngineError` (`.unsupported`).
+        case throwing
+        /// Returns a server without a running server, whose every verdict is `unsupported` with the reason.
+        case verdict
+    }
+
+    package func startServer(
+        _ scenarioID: String, engine: any TLSEngine, workDirectory: URL, options: FixtureServer.Options,
+        unsupported: UnsupportedScenario
+    ) async throws -> ScenarioServer {
         let s = try catalogue.scenario(scenarioID)
-        let server = try await FixtureServer.start(
-            engine: engine, configuration: try serverConfiguration(for: s), options: options, label: s.id)
+        var server: FixtureServer?
+        var reason: String?
+        do {
+            server = try await FixtureServer.start(
+                engine: engine, configuration: try serverConfiguration(for: s), options: options, label: s.id)
+        } catch let e as TLSEngineError where e.code == .unsupported && unsupported == .verdict {
+            reason = "\(engine.name) cannot serve this scenario: \(e.reason)"
+        }
         do {
             let files = try CellFiles(pki: pki, directory: workDirectory)
             try await files.prepareCredentials(for: s)  // off the cooperative pool: it may wait for the PKI's lock
-            return try ScenarioServer(scenario: s, server: server, pki: pki, files: files)
+            return try ScenarioServer(scenario: s, server: server, unsupportedReason: reason, engine: engine, runner: self, files: files)
         } catch {
-            await server.stop()
+            await server?.stop()
             throw error
         }
     }

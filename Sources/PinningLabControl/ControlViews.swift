@@ -105,7 +105,7 @@ struct ServerView: Encodable, Sendable {
 
     init(_ e: ServerRegistry.Entry, index: IdentityIndex) {
         let s = e.server
-        let (config, generation) = s.server.configuration
+        let (config, generation) = s.running.configuration
         id = e.id
         scenario = s.scenario.id
         engine = s.engine
@@ -127,7 +127,7 @@ struct ServerView: Encodable, Sendable {
                 pkcs12Password: c.pkcs12Password, url: "/identities/\(name)")
         }
         expect = Dictionary(uniqueKeysWithValues: PinProfile.all.map { ($0.rawValue, s.expected($0).rawValue) })
-        connectionsAccepted = s.server.connectionsAccepted
+        connectionsAccepted = s.running.connectionsAccepted
         startedAt = e.startedAt
         batch = e.batch
         cell = e.cell

@@ -264,7 +264,7 @@ extension ControlAPI {
             let entries = await registry.all
             var v = entries.count
             for e in entries {
-                for server in [e.server.server] + e.parties.values {
+                for server in [e.server.running] + e.parties.values {
                     v += 2 * server.connectionsAccepted + server.observationCount
                 }
             }
@@ -320,7 +320,7 @@ extension ControlAPI {
                     let parts = cell.split(separator: "/")
                     if parts.count == 3 { judged = (s, PinProfile(rawValue: String(parts[1]))) }
                 }
-                add(e.server.server, group: e.id,
+                add(e.server.running, group: e.id,
                     detail: "scenario \(scenario.id) on \(e.server.engine)" + (e.cell.map { ", cell \($0)" } ?? ""), judged: judged)
                 for (party, server) in e.parties.sorted(by: { $0.key < $1.key }) {
                     add(server, group: "\(e.id)/\(party)",

@@ -18,7 +18,7 @@ actor ServerRegistry {
 
         /// The server of `party` (a scenario of several connections), or the scenario server when `party` is nil.
         func server(party: String?) throws(ControlError) -> FixtureServer {
-            guard let party else { return server.server }
+            guard let party else { return server.running }
             guard let p = parties[party] else {
                 let known = parties.keys.sorted()
                 throw .badRequest("party", "the server \(id) has no party '\(party)'.",

@@ -149,11 +149,6 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         }
 
         public func expected(_ profile: PinProfile) -> Expectation { expectations[profile] ?? .refuse }
-
-        /// `api.pinning.test via interceptor, pins absent`.
-        public var summary: String {
-            "\(host) via \(party)\(pins == .absent ? ", pins absent" : "")\(earlyData ? ", 0-RTT" : "")\(rotateTo.map { ", rotated to \($0.joined(separator: " + "))" } ?? "")"
-        }
     }
 
     /// The party name of the scenario's own `server` in steps.

@@ -177,11 +177,11 @@ public struct Verdict: Sendable, Hashable, Codable {
         public var category: RefusalCategory?
         public var evidence: ServerEvidence?
 
-        public init(step: Int, of s: Scenario.Step, verdict v: Verdict) {
-            self.step = step
+        public init(_ s: Cell.Step, verdict v: Verdict) {
+            step = s.number
             host = s.host
             party = s.party
-            pins = s.pins
+            pins = s.pinsInForce ? .inForce : .absent
             expected = v.expected
             observed = v.observed
             status = v.status
@@ -193,11 +193,11 @@ public struct Verdict: Sendable, Hashable, Codable {
 
     /// A cell made of several connections: passes when every step does. Its `expected` and `observed` are the
     /// last step's; its status and reason the first step's that did not pass (else the last step's).
-    public static func combining(
-        steps: [(Scenario.Step, Verdict)], scenario: String, profile: PinProfile, engine: String, client: String,
+    package static func combining(
+        steps: [(Cell.Step, Verdict)], scenario: String, profile: PinProfile, engine: String, client: String,
         clientMilliseconds: Double
     ) -> Verdict {
-        let numbered = steps.enumerated().map { Step(step: $0.offset + 1, of: $0.element.0, verdict: $0.element.1) }
+        let numbered = steps.map { Step($0.0, verdict: $0.1) }
         let deciding = steps.firstIndex { $0.1.status != .pass } ?? (steps.count - 1)
         let (step, v) = steps[deciding]
         var cell = v
@@ -282,8 +282,10 @@ public struct Verdict: Sendable, Hashable, Codable {
                 observed: nil, claim: nil, status: status, reason: reason)
     }
 
-    /// Judges one cell from the server's evidence and, when the adapter reports one, the client's outcome.
-    public static func judge(
+    /// Judges one connection from the server's evidence and, when the adapter reports one, the client's outcome.
+    /// Called by ``Cell/judge(_:evidence:outcome:clientMilliseconds:)`` only: a cell's expectation, rule and refusal
+    /// come from the cell.
+    package static func judge(
         scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
         evidence: ServerEvidence, outcome: ClientOutcome?, clientAuth: ClientAuthentication = .none,
         expectedCategory: RefusalCategory? = nil, clientMilliseconds: Double = 0, rule: CellRule = .plain

@@ -249,7 +249,8 @@ extension Lab {
         _ body: (ScenarioServer) async throws -> T
     ) async throws -> T {
         let runner = try await runner(catalogue: catalogue, pkiDirectory: pkiDirectory)
-        let server = try await runner.startServer(id.rawValue, engine: engine.engine, workDirectory: TestingLab.work)
+        let server = try await runner.startServer(
+            id.rawValue, engine: engine.engine, workDirectory: TestingLab.work, options: .init(), unsupported: .verdict)
         return try await stopping(server, stop: { await $0.stop() }, body)
     }
 

@@ -83,9 +83,10 @@ struct ExplainCommand: AsyncParsableCommand {
                     + (party.ticketKey.map { " (ticket key \($0), shared by the parties that name it)" } ?? "") + "\n"
             }
             out += "  party \(Scenario.genuineParty): the server above; resumption \(s.server.resumption)\n"
-            for (i, step) in s.steps.enumerated() {
-                let row = PinProfile.all.map { step.expected($0) == .accept ? "A" : "X" }.joined(separator: " ")
-                out += "  step \(i + 1): \(step.summary) — expected \(row)\n"
+            let plans = PinProfile.all.map { Cell(scenario: s, profile: $0, engine: "", client: "").plan }
+            for step in plans[0] {
+                let row = plans.map { $0[step.number - 1].expected == .accept ? "A" : "X" }.joined(separator: " ")
+                out += "  step \(step.number): \(step.summary) — expected \(row)\n"
             }
             out += "A cell passes only when every step does; the row below is the last step's.\n"
         }

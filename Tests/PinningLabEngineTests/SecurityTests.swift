@@ -83,7 +83,7 @@ struct SecurityTests {
         let work = f.file("security-\(engine)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         let server = try await runner.startServer("baseline", engine: engine.engine, workDirectory: work)
-        let listening = try listeningAddresses(ofDescriptors: server.server.ownDescriptors)
+        let listening = try listeningAddresses(ofDescriptors: server.running.ownDescriptors)
         await server.stop()
         #expect(listening.count == 1 && listening.allSatisfy { $0.address == "127.0.0.1" && $0.port == server.port }, "\(listening)")
     }

@@ -445,7 +445,7 @@ func scopes(pkiDirectory: URL, seconds: Double, tasks: Int) async {
                             let x = await offPool {
                                 exchange(port: port, context: contexts.accepting, request: "GET \(tag) HTTP/1.1\r\nHost: localhost\r\n\r\n")
                             }
-                            let seen = await server.server.settle() ?? []
+                            let seen = await server.server?.settle() ?? []
                             if x.answeredScenario != id.rawValue || x.answeredRequest != "GET \(tag) HTTP/1.1" || x.answeredConnection != 1 {
                                 problems.append("\(tag): answered by \(String(describing: x.answeredScenario)) \(String(describing: x.answeredRequest)) #\(String(describing: x.answeredConnection)) on \(engine)")
                             }

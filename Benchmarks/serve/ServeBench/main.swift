@@ -135,7 +135,7 @@ case "cycles":
     for i in 1...n {
         let server = try await runner.startServer("baseline", engine: OpenSSLEngine(), workDirectory: work)
         guard handshake(port: server.port, clientContext) else { fatalError("no handshake in cycle \(i)") }
-        _ = await server.server.settle()
+        _ = await server.server?.settle()
         await server.stop()
         if checkpoints.contains(i) || i == n { line += " rss_kib@\(i)=\(rssKiB())" }
     }

@@ -19,9 +19,8 @@ struct AsyncHTTPClientTests {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.trustRoots = .certificates(try server.trustRootsDER.map { try NIOSSLCertificate(bytes: $0, format: .der) })
             let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
-            let verdict = await server.verdict(.none, client: "async-http-client") {
-                let response = try await http.execute(
-                    HTTPClientRequest(url: "https://\(server.host):\(server.port)/"), timeout: .seconds(5))
+            let verdict = await server.verdict(.none, client: "async-http-client") { target in
+                let response = try await http.execute(HTTPClientRequest(url: target.url), timeout: .seconds(5))
                 _ = try await response.body.collect(upTo: 1 << 16)
             }
             try await http.shutdown()

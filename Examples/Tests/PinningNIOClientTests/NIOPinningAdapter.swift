@@ -40,7 +40,7 @@ struct NIOPinningClient: PinningClient {
             let response = try await client.get(host: target.host, port: target.port, address: target.ip)
             return .accepted(response.statusLine)
         } catch let e as PinningClientError {
-            return .refused(RefusalCategory(rawValue: e.refusal.category), e.refusal.detail)
+            return .refused(.init(rawValue: e.refusal.category), e.refusal.detail)
         } catch {
             return .refused(.other, "\(error)")
         }

@@ -8,8 +8,8 @@ final class XCTestCompatibilityTests: XCTestCase {
         for id in [ScenarioID.baseline, .interceptingProxy] {
             try await Lab.withServer(id, engine: .gnutls) { server in
                 let client = try PinningHTTPSClient(for: server, profile: .leafSPKI)
-                let verdict = await server.verdict(.leafSPKI) {
-                    _ = try await client.get(host: server.host, port: server.port, address: server.ip)
+                let verdict = await server.verdict(.leafSPKI) { target in
+                    _ = try await client.get(host: target.host, port: target.port, address: target.ip)
                 }
                 XCTAssertEqual(verdict.status, .pass, "\(id): \(verdict.reason)")
             }

@@ -38,16 +38,13 @@ extension CheckRunner {
                 let configuration = try serverConfiguration(for: s)
                 for e in options.engines {
                     for p in PinProfile.all where options.shard?.contains(scenario: s.id, profile: p, engine: e.name) ?? true {
-                        var slot = Slot(scenario: s, profile: p, engine: e.name)
+                        var slot = Slot(cell: Cell(scenario: s, profile: p, engine: e.name, client: client,
+                                                   platform: options.platform, checks: options.clientChecks ?? .undeclared))
                         if let profiles = options.profiles, !profiles.contains(p) {
-                            slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                   expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .skipped,
-                                                   reason: "the client does not support the profile \(p)")
+                            slot.verdict = slot.cell.notRun(.skipped, "the client does not support the profile \(p)")
                         } else if s.isMultiStep {
                             if let why = Self.batchStepsUnsupported(s, batch) {
-                                slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                       expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared),
-                                                       status: .unsupported, reason: why)
+                                slot.verdict = slot.cell.notRun(.unsupported, why)
                             } else {
                                 // A server per party, with the cell's own ticket keys: each cell starts with fresh
                                 // session state, as in a per-cell run.
@@ -55,10 +52,7 @@ extension CheckRunner {
                                     slot.parties = try await startParties(of: s, engine: e, options: serverOptions, scheduleRotations: true).servers
                                 } catch {
                                     let unsupported = (error as? PartyStartError)?.error.code == .unsupported
-                                    slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                           expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared),
-                                                           status: unsupported ? .unsupported : .error,
-                                                           reason: unsupported ? "\(error)" : "the \(e.name) servers could not start: \(error)")
+                                    slot.verdict = slot.cell.notRun(unsupported ? .unsupported : .error, unsupported ? "\(error)" : "the \(e.name) servers could not start: \(error)")
                                 }
                             }
                         } else {
@@ -66,13 +60,9 @@ extension CheckRunner {
                                 slot.server = try FixtureServer.startSync(engine: e, configuration: configuration,
                                                                           options: serverOptions, label: s.id)
                             } catch let err where err.code == .unsupported {
-                                slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                       expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .unsupported,
-                                                       reason: "\(e.name) cannot serve this scenario: \(err.reason)")
+                                slot.verdict = slot.cell.notRun(.unsupported, "\(e.name) cannot serve this scenario: \(err.reason)")
                             } catch {
-                                slot.verdict = .notRun(scenario: s.id, profile: p, engine: e.name, client: client,
-                                                       expected: s.expected(p, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .error,
-                                                       reason: "the \(e.name) server could not start: \(error)")
+                                slot.verdict = slot.cell.notRun(.error, "the \(e.name) server could not start: \(error)")
                             }
                         }
                         slots.append(slot)
@@ -110,7 +100,7 @@ extension CheckRunner {
                     cells += try batchDocument([address], files: files, cellTimeout: batch.cellTimeout).cells
                     answerKeys.append((id, i, nil))
                 } else if !sl.parties.isEmpty {
-                    cells.append(try stepCell(sl.scenario, profile: sl.profile, engine: sl.engine, parties: sl.parties.mapValues(\.port), files: files))
+                    cells.append(try stepCell(sl.cell, parties: sl.parties.mapValues(\.port), files: files))
                     for n in 1...sl.scenario.steps.count { answerKeys.append((BatchResult.key(id, step: n), i, n)) }
                 }
             }
@@ -203,7 +193,6 @@ extension CheckRunner {
                     verdicts.append(v)
                     continue
                 }
-                let s = sl.scenario
                 if !sl.parties.isEmpty {
                     verdicts.append(judgeSteps(sl, answers: stepAnswers[i] ?? [:], evidence: evidence[i] ?? [:],
                                               streams: streams[i] ?? [:], unanswered: unanswered))
@@ -211,18 +200,14 @@ extension CheckRunner {
                 }
                 switch answers[i] {
                 case .answered(let a)?:
-                    verdicts.append(Verdict.judge(
-                        scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
-                        expected: s.expected(sl.profile, platform: options.platform, checks: options.clientChecks ?? .undeclared), evidence: ServerEvidence(evidence[i]?[""] ?? []),
+                    verdicts.append(sl.cell.judge(
+                        evidence: ServerEvidence(evidence[i]?[""] ?? []),
                         outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
-                        clientAuth: s.server.clientAuth, expectedCategory: s.refusal, clientMilliseconds: a.milliseconds ?? 0,
-                        rule: s.rule(sl.profile, platform: options.platform, checks: options.clientChecks ?? .undeclared)))
+                        clientMilliseconds: a.milliseconds ?? 0))
                 case .invalid(let why)?:
-                    verdicts.append(.notRun(scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
-                                            expected: s.expected(sl.profile, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .error, reason: why))
+                    verdicts.append(sl.cell.notRun(.error, why))
                 case nil:
-                    verdicts.append(.notRun(scenario: s.id, profile: sl.profile, engine: sl.engine, client: client,
-                                            expected: s.expected(sl.profile, platform: options.platform, checks: options.clientChecks ?? .undeclared), status: .error, reason: unanswered))
+                    verdicts.append(sl.cell.notRun(.error, unanswered))
                 }
             }
             var report = CheckReport(
@@ -240,30 +225,26 @@ extension CheckRunner {
             _ sl: Slot, answers: [Int: AnswerTally.Final], evidence: [String: [Observation]],
             streams: [String: [ObservedHTTP2Stream]], unanswered: String
         ) -> Verdict {
-            let s = sl.scenario, p = sl.profile
-            let connections = StepEvidence.assign(s, connections: evidence, streams: streams)
-            var stepVerdicts: [(Scenario.Step, Verdict)] = []
+            let cell = sl.cell
+            let connections = StepEvidence.assign(cell.scenario, connections: evidence, streams: streams)
+            var stepVerdicts: [(Cell.Step, Verdict)] = []
             var milliseconds = 0.0
-            for (n, step) in zip(1..., s.steps) {
-                switch answers[n] {
+            let plan = cell.plan
+            for step in plan {
+                switch answers[step.number] {
                 case .answered(let a)?:
                     milliseconds += a.milliseconds ?? 0
-                    stepVerdicts.append((step, Verdict.judge(
-                        scenario: s.id, profile: p, engine: sl.engine, client: client, expected: step.expected(p),
-                        evidence: connections[n - 1],
+                    stepVerdicts.append((step, cell.judge(
+                        step, evidence: connections[step.number - 1],
                         outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
-                        clientAuth: s.party(step.party)?.clientAuth ?? .none,
-                        expectedCategory: step.expected(p) == .refuse ? s.refusal : nil, clientMilliseconds: a.milliseconds ?? 0)))
+                        clientMilliseconds: a.milliseconds ?? 0)))
                 case .invalid(let why)?:
-                    return .notRun(scenario: s.id, profile: p, engine: sl.engine, client: client, expected: s.expected(p),
-                                   status: .error, reason: "step \(n) of \(s.steps.count): \(why)")
+                    return cell.notRun(.error, "step \(step.number) of \(plan.count): \(why)")
                 case nil:
-                    return .notRun(scenario: s.id, profile: p, engine: sl.engine, client: client, expected: s.expected(p),
-                                   status: .error, reason: "step \(n) of \(s.steps.count): \(unanswered)")
+                    return cell.notRun(.error, "step \(step.number) of \(plan.count): \(unanswered)")
                 }
             }
-            return Verdict.combining(steps: stepVerdicts, scenario: s.id, profile: p, engine: sl.engine, client: client,
-                                     clientMilliseconds: milliseconds)
+            return cell.combining(stepVerdicts, clientMilliseconds: milliseconds)
         }
     }
 
@@ -276,15 +257,16 @@ extension CheckRunner {
     }
 
     /// The document's cell for a scenario of several connections whose parties listen on `parties` (name → port).
-    func stepCell(_ s: Scenario, profile p: PinProfile, engine: String, parties: [String: Int], files: CellFiles) throws -> BatchCell {
-        let first = s.steps[0]
+    func stepCell(_ c: Cell, parties: [String: Int], files: CellFiles) throws -> BatchCell {
+        let plan = c.plan
+        let first = plan[0]
         var cell = try batchDocument(
-            [BatchCellAddress(scenario: s.id, profile: p, engine: engine, port: parties[first.party]!)], files: files,
-            cellTimeout: .seconds(1)).cells[0]
-        cell.steps = s.steps.enumerated().map { i, step in
-            let place = StepContext(step: i + 1, host: step.host, port: parties[step.party]!, pins: [], certificatePins: [])
-            return BatchStep(step: i + 1, url: place.url, host: step.host, ip: place.ip, port: place.port,
-                             pins: step.pins == .absent ? cell.pins.emptied : cell.pins)
+            [BatchCellAddress(scenario: c.scenario.id, profile: c.profile, engine: c.engine, port: parties[first.party]!)],
+            files: files, cellTimeout: .seconds(1)).cells[0]
+        cell.steps = plan.map { step in
+            let place = StepContext(step: step.number, host: step.host, port: parties[step.party]!, pins: [], certificatePins: [])
+            return BatchStep(step: step.number, url: place.url, host: step.host, ip: place.ip, port: place.port,
+                             pins: step.pinsInForce ? cell.pins : cell.pins.emptied)
         }
         cell.url = cell.steps![0].url
         cell.host = first.host
@@ -292,9 +274,10 @@ extension CheckRunner {
     }
 
     private struct Slot: Sendable {
-        var scenario: Scenario
-        var profile: PinProfile
-        var engine: String
+        var cell: Cell
+        var scenario: Scenario { cell.scenario }
+        var profile: PinProfile { cell.profile }
+        var engine: String { cell.engine }
         var server: FixtureServer?
         /// The servers of a cell of several connections, by party.
         var parties: [String: FixtureServer] = [:]
