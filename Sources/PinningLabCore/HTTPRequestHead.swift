@@ -2,7 +2,7 @@ import Foundation
 
 /// The request line and headers of one HTTP/1.1 request, as the lab's small HTTP servers (the control API, the
 /// revocation responder) read them: found by one
-/// scan for CRLFCRLF (``HTTPRequestHead/end(of:scannedUpTo:)``) and parsed in one pass, so reading and parsing
+/// scan for CRLFCRLF (``HeadScanner``, which remembers where it stopped) and parsed in one pass, so reading and parsing
 /// a head costs time in proportion to its length, and a head is never longer than ``HTTPRequestHead/maxBytes``.
 package struct HTTPRequestHead: Sendable, Equatable {
     /// Request line and headers together, their CRLFs and the blank line's included: a longer head gets 431.
@@ -34,20 +34,6 @@ package struct HTTPRequestHead: Sendable, Equatable {
     package func single(_ name: String) -> (value: String?, repeated: Bool) {
         let all = values(name)
         return (all.first, all.count > 1)
-    }
-
-    /// Where the head ends in the first `count` bytes of `buffer`: the index just past CRLFCRLF. `scannedUpTo` is
-    /// how far an earlier call looked (the next one starts 3 bytes before it), so that a head read in many pieces is
-    /// still scanned once.
-    package static func end(of buffer: [UInt8], count: Int, scannedUpTo: Int) -> Int? {
-        var i = max(0, scannedUpTo - 3)
-        let n = min(count, buffer.count)
-        while i + 3 < n {
-            if buffer[i + 3] != 0x0A { i += buffer[i + 3] == 0x0D ? 1 : 4; continue }
-            if buffer[i] == 0x0D && buffer[i + 1] == 0x0A && buffer[i + 2] == 0x0D { return i + 4 }
-            i += 1
-        }
-        return nil
     }
 
     /// Why a head cannot be parsed: a 400 with these words.

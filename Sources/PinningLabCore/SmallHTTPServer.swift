@@ -243,15 +243,14 @@ package final class SmallHTTPServer: Sendable {
         let seconds = Int(limits.readTimeout.components.seconds)
         var buffer = [UInt8](repeating: 0, count: HTTPRequestHead.maxBytes)
         var filled = 0
-        var scanned = 0
+        var scanner = HeadScanner(.crlf)
         var headEnd: Int?
         let headDeadline = Sockets.now() + timeout
         while true {
-            if let end = HTTPRequestHead.end(of: buffer, count: filled, scannedUpTo: scanned) {
+            if let end = scanner.scan(buffer, count: filled) {
                 headEnd = end
                 break
             }
-            scanned = filled
             if filled >= HTTPRequestHead.maxBytes {
                 return refuse(fd, 431, nil, "the request line and headers exceed \(HTTPRequestHead.maxBytes) bytes.",
                               "send a shorter URL and fewer or shorter headers (at most \(HTTPRequestHead.maxBytes / 1024) KiB together).", nil)

@@ -144,6 +144,8 @@ final class Connection {
     private(set) var events = Int16(POLLIN)
     private(set) var deadline: UInt64
     private var request: [UInt8] = []
+    /// Where the request head ends: scanned once however the request is split into reads (bare LFs tolerated).
+    private var headScanner = HeadScanner(.crlfOrBareLF)
     private var bytesReceived = 0
     private var requestLine: String?
     private var response: [UInt8] = []
@@ -256,7 +258,7 @@ final class Connection {
             if request.count < Self.maxRequest {
                 request.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             }
-            if let end = Self.headerEnd(request) {
+            if let end = headScanner.scan(request) {
                 prepareResponse(status: "200 OK", headerBytes: end)
             } else if request.count >= Self.maxRequest {
                 prepareResponse(status: "431 Request Header Fields Too Large", headerBytes: request.count)
@@ -336,19 +338,6 @@ final class Connection {
     }
 
     static let maxRequest = 16 * 1024
-
-    static func headerEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 2 else { return nil }
-        var i = 1
-        while i < bytes.count {
-            if bytes[i] == 0x0A {
-                if bytes[i - 1] == 0x0A { return i + 1 }
-                if i >= 3, bytes[i - 1] == 0x0D, bytes[i - 2] == 0x0A, bytes[i - 3] == 0x0D { return i + 1 }
-            }
-            i += 1
-        }
-        return nil
-    }
 
     static func closure(_ t: TLSTermination, handshakeDone: Bool, sawData: Bool) -> Observation.Closure {
         switch t.kind {

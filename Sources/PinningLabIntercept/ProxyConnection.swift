@@ -26,6 +26,9 @@ final class ProxyConnection {
     private(set) var deadline: UInt64
     private(set) var retryAt = UInt64.max
     private var inbound: [UInt8] = []
+    /// Where the head in `inbound` ends (the CONNECT request's, then the intercepted request's): scanned once
+    /// however it is split into reads.
+    private var headScanner = HeadScanner(.crlf)
     private var outbound: [UInt8] = []
     private var written = 0
     private var afterReply = Phase.hello
@@ -136,7 +139,7 @@ final class ProxyConnection {
                     observation.applicationDataReceived = true
                     observation.bytesFromClient += n
                     if inbound.count < Self.maxHeader { inbound += chunk.prefix(n) }
-                    if let end = Self.headerEnd(inbound) ?? (inbound.count >= Self.maxHeader ? inbound.count : nil) {
+                    if let end = headScanner.scan(inbound) ?? (inbound.count >= Self.maxHeader ? inbound.count : nil) {
                         prepareResponse(headerBytes: end)
                     }
                 case .done: continue
@@ -190,7 +193,7 @@ final class ProxyConnection {
             return false
         }
         inbound += chunk.prefix(n)
-        guard let end = Self.headerEnd(inbound) else {
+        guard let end = headScanner.scan(inbound) else {
             if inbound.count >= Self.maxHeader { reject("431 Request Header Fields Too Large", "the CONNECT request is over 16 KiB") }
             return inbound.count >= Self.maxHeader
         }
@@ -199,6 +202,7 @@ final class ProxyConnection {
         let words = line.split(separator: " ").map(String.init)
         observation.requestLine = String(line.prefix(1024))
         inbound.removeFirst(end)
+        headScanner.reset()
         guard words.count == 3, words[2].hasPrefix("HTTP/1.") else {
             reject("400 Bad Request", "not an HTTP/1.x request line")
             return true
@@ -565,13 +569,5 @@ final class ProxyConnection {
         if let error, !error.isEmpty { observation.error = error }
         observation.totalMilliseconds = Double(Sockets.now() - startNanos) / 1e6
         core.record(observation)
-    }
-
-    static func headerEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for i in 3..<bytes.count where bytes[i] == 0x0A && bytes[i - 1] == 0x0D && bytes[i - 2] == 0x0A && bytes[i - 3] == 0x0D {
-            return i + 1
-        }
-        return nil
     }
 }
