@@ -7,8 +7,8 @@
 #                                                               several times the executions a second; Swift's own
 #                                                               bounds and overflow checks still trap
 #
-# Targets: spec scenario template pem pkcs12 keyfile server-openssl server-gnutls (see Fuzz/PinlabFuzz.swift and
-# Fuzz/ServerPathFuzz.swift). Seeds are made fresh from the built-in lab PKI spec, the catalogue's scenario files, a
+# Targets: spec scenario template pem pkcs12 keyfile server-openssl server-gnutls request-head connect-head
+# ocsp-request audit-xml (see Fuzz/PinlabFuzz.swift, Fuzz/ServerPathFuzz.swift and Fuzz/HeadFuzz.swift). Seeds are made fresh from the built-in lab PKI spec, the catalogue's scenario files, a
 # generated PKI's PEM and PKCS#12 files and command templates; the server targets' seeds are real clients' bytes
 # (openssl s_client, gnutls-cli, curl; TLS 1.2/1.3, SNI or not, ALPN, client certificates) captured by
 # capture_seeds.py against `pinlab serve`. Nothing generated is committed. Prints one line per target: executions,
@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECONDS_PER_TARGET="${1:-60}"; shift || true
-TARGETS=("$@"); [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(spec scenario template pem pkcs12 keyfile server-openssl server-gnutls)
+TARGETS=("$@"); [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(spec scenario template pem pkcs12 keyfile server-openssl server-gnutls request-head connect-head ocsp-request audit-xml)
 OUT="${FUZZ_OUT:-$(mktemp -d /tmp/pinlab-fuzz.XXXXXX)}"
 mkdir -p "$OUT"
 
@@ -37,7 +37,7 @@ BIN="$SCRATCH/release/pinlab-fuzz"
 swift build --product pinlab >/dev/null
 PINLAB=.build/debug/pinlab
 "$PINLAB" pki init --dir "$OUT/pki" >/dev/null
-mkdir -p "$OUT/seeds"/{spec,scenario,template,pem,pkcs12,keyfile}
+mkdir -p "$OUT/seeds"/{spec,scenario,template,pem,pkcs12,keyfile,request-head,connect-head,ocsp-request,audit-xml}
 case " ${TARGETS[*]} " in *" server-"*)
     python3 Benchmarks/fuzz/capture_seeds.py "$PINLAB" "$OUT/pki" "$OUT/seeds/server" >"$OUT/capture.log" 2>&1 \
         || { cat "$OUT/capture.log"; exit 1; }
@@ -52,6 +52,24 @@ for n in leaf-v1 lab-root client-valid leaf-rsa-2048; do
     cp "$OUT/pki/certs/$n/key.pem" "$OUT/seeds/pem/$n.key"
     cp "$OUT/pki/certs/$n/key.pem" "$OUT/seeds/keyfile/$n.key"
     [ -f "$OUT/pki/certs/$n/identity.p12" ] && cp "$OUT/pki/certs/$n/identity.p12" "$OUT/seeds/pkcs12/$n.p12"
+done
+# Request heads (the first byte also picks the size of the reads the input is split into), CONNECT requests, OCSP
+# requests made by `openssl ocsp` for lab certificates, and the XML configurations `pinlab export` writes.
+printf 'GET /servers?wait=5&x=%%41 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 2\r\n\r\n{}' >"$OUT/seeds/request-head/get"
+printf '\x01GET / HTTP/1.1\nHost: localhost\nUser-Agent: nc\n\n' >"$OUT/seeds/request-head/bare-lf"
+printf 'POST /x HTTP/1.0\r\nA: b\r\n c\r\n\r\n' >"$OUT/seeds/request-head/folded"
+printf 'CONNECT api.pinning.test:443 HTTP/1.1\r\nHost: api.pinning.test:443\r\nProxy-Connection: keep-alive\r\n\r\n' >"$OUT/seeds/connect-head/api"
+printf 'CONNECT [::1]:8443 HTTP/1.1\r\n\r\n' >"$OUT/seeds/connect-head/ipv6"
+printf 'GET http://example.test/ HTTP/1.1\r\nHost: example.test\r\n\r\n' >"$OUT/seeds/connect-head/get"
+printf 'CONNECT 127.0.0.1:1 HTTP/1.1\r\n\r\n\x16\x03\x01' >"$OUT/seeds/connect-head/early-bytes"
+for n in leaf-v1 leaf-cdn leaf-expired; do
+    openssl ocsp -no_nonce -issuer "$OUT/pki/certs/lab-intermediate-a/cert.pem" -cert "$OUT/pki/certs/$n/cert.pem" \
+        -reqout "$OUT/seeds/ocsp-request/$n.der" >/dev/null 2>&1 || true
+done
+openssl ocsp -sha256 -issuer "$OUT/pki/certs/lab-intermediate-a/cert.pem" -cert "$OUT/pki/certs/leaf-v1/cert.pem" \
+    -cert "$OUT/pki/certs/leaf-v2-renewal/cert.pem" -reqout "$OUT/seeds/ocsp-request/sha256-nonce-two.der" >/dev/null 2>&1 || true
+for f in nsc trustkit-plist nspinneddomains mobileconfig; do
+    "$PINLAB" export "$f" --dir "$OUT/pki" --scenario baseline --profile leaf-spki+backup --out "$OUT/seeds/audit-xml/$f.xml" >/dev/null
 done
 
 # One known leak in a dependency (swift-crypto's RSA key generation, once per key) is suppressed: see lsan.supp.

@@ -33,6 +33,14 @@ enum FuzzTarget: String, CaseIterable {
     case serverOpenSSL = "server-openssl"
     /// The same on the GnuTLS engine.
     case serverGnuTLS = "server-gnutls"
+    /// The request-head scanner and parser of the servers (HeadFuzz.swift).
+    case requestHead = "request-head"
+    /// The CONNECT request, read by a real `pinlab intercept` proxy on 127.0.0.1.
+    case connectHead = "connect-head"
+    /// A DER OCSP request, read and answered by the lab's responder.
+    case ocspRequest = "ocsp-request"
+    /// An XML file given to `pinlab audit` (network security config, property list).
+    case auditXML = "audit-xml"
 }
 
 /// What a run of one input ended in.
@@ -62,6 +70,14 @@ func fuzzOne(_ target: FuzzTarget, _ bytes: [UInt8]) -> FuzzResult {
             ServerPathFuzz.openssl.run(bytes)
         case .serverGnuTLS:
             ServerPathFuzz.gnutls.run(bytes)
+        case .requestHead:
+            HeadFuzz.requestHead(bytes)
+        case .connectHead:
+            HeadFuzz.connectHead(bytes)
+        case .ocspRequest:
+            return HeadFuzz.ocspRequest(bytes)
+        case .auditXML:
+            return HeadFuzz.auditXML(bytes)
         }
         return .ok
     } catch let e as PKIError {
@@ -208,8 +224,12 @@ struct Replay {
         // Without libFuzzer: random mutations of the seeds (not coverage-guided), the same checks per input.
         var rng = SplitMix(seed: 0x5EED)
         let started = Date()
+        // PINLAB_FUZZ_SAVE=FILE: each input is written there before it runs, so a crash leaves it behind.
+        let save = ProcessInfo.processInfo.environment["PINLAB_FUZZ_SAVE"]
         for i in 0..<mutations {
-            _ = fuzzOne(target, Mutator.mutate(seeds[Int(rng.next() % UInt64(seeds.count))], seeds, &rng))
+            let input = Mutator.mutate(seeds[Int(rng.next() % UInt64(seeds.count))], seeds, &rng)
+            if let save { _ = FileManager.default.createFile(atPath: save, contents: Data(input)) }
+            _ = fuzzOne(target, input)
             if (i + 1) % 100_000 == 0 {
                 print("\(target.rawValue): \(i + 1) mutated inputs, \(String(format: "%.0f", Date().timeIntervalSince(started))) s, 0 crashes")
             }
