@@ -29,7 +29,7 @@ public struct CheckOptions: Sendable {
     public var clientChecks: ClientChecks?
 
     public init(
-        engines: [any TLSEngine] = Engines.all, profiles: Set<PinProfile>? = nil, scenarios: [String] = [],
+        engines: [any TLSEngine] = Engines.builtIn, profiles: Set<PinProfile>? = nil, scenarios: [String] = [],
         jobs: Int = CheckOptions.defaultJobs, timeout: Duration = .seconds(10), workDirectory: URL? = nil,
         shard: CellShard? = nil, progress: (@Sendable (CheckProgress) -> Void)? = nil, platform: PlatformPolicy? = nil
     ) {

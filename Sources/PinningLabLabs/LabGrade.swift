@@ -209,7 +209,7 @@ func labWrap(_ text: String, indent: String, width: Int = 100) -> String {
 extension TeachingLab {
     /// The options that run exactly this lab's cells.
     public func checkOptions(
-        engines: [any TLSEngine] = Engines.all, jobs: Int = CheckOptions.defaultJobs,
+        engines: [any TLSEngine] = Engines.builtIn, jobs: Int = CheckOptions.defaultJobs,
         timeout: Duration = .seconds(10)
     ) -> CheckOptions {
         var options = CheckOptions(engines: engines, profiles: Set(profiles), scenarios: scenarios, jobs: jobs, timeout: timeout)
@@ -219,7 +219,7 @@ extension TeachingLab {
 
     /// Runs `client` on this lab's cells and grades it.
     public func grade(
-        _ client: ClientUnderTest, runner: CheckRunner, engines: [any TLSEngine] = Engines.all,
+        _ client: ClientUnderTest, runner: CheckRunner, engines: [any TLSEngine] = Engines.builtIn,
         jobs: Int = CheckOptions.defaultJobs, timeout: Duration = .seconds(10)
     ) async throws -> LabGrade {
         let report = try await runner.run(client, options: checkOptions(engines: engines, jobs: jobs, timeout: timeout))
