@@ -229,12 +229,14 @@ enum TestingLab {
 
 extension Lab {
     /// Starts the server of a scenario on 127.0.0.1 (an ephemeral port), runs `body`, and stops the server even
-    /// if `body` throws.
+    /// if `body` throws. A scenario the engine cannot serve exactly is not an error: the server's every verdict is
+    /// `unsupported`, with the reason.
     ///
     /// ```swift
     /// try await Lab.withServer(.rogueCA) { server in
-    ///     let verdict = await server.verdict(.leafSPKI) {
-    ///         _ = try await myClient.get(server.url, trusting: server.trustRootsDER, pins: server.pins(.leafSPKI).base64)
+    ///     let verdict = await server.verdict(.leafSPKI) { target in
+    ///         let client = try MyPinnedClient(roots: target.trustRootsDER, pins: target.effectivePins)
+    ///         try await client.get(host: target.host, address: target.ip, port: target.port)
     ///     }
     ///     #expect(verdict.status == .pass, "\(verdict.reason)")
     /// }
