@@ -102,9 +102,12 @@ enum TextReport {
             default: return paint(m, "2")
             }
         }
+        // What a client, a command template or a catalogue wrote is shown escaped (TextEscaping.terminal): a
+        // client's ESC or OSC sequence on its standard error is printed as text, never run by the terminal.
+        let t = TextEscaping.terminal
         var out = ""
-        let engines = r.engines
-        out += paint("pinlab check", "1") + " · client \(r.client) · engines \(engines.joined(separator: ", "))"
+        let engines = r.engines.map(t)
+        out += paint("pinlab check", "1") + " · client \(t(r.client)) · engines \(engines.joined(separator: ", "))"
             + (r.platform.map { " · platform \($0)" } ?? "") + (r.clientChecks.map { " · checks \($0)" } ?? "") + "\n"
         out += "Each cell: expected (A accept, X refuse), then one mark per engine (\(engines.joined(separator: ", "))):\n"
         out += "\(painted(.pass)) as expected  \(painted(.fail)) deviates  \(painted(.disagree)) client and server disagree  "
@@ -117,13 +120,14 @@ enum TextReport {
 
         let matrix = VerdictMatrix(r)
         let ids = matrix.scenarios
-        let nameWidth = max(8, ids.map(\.count).max() ?? 8) + 2
+        let shownIDs = ids.map(t)
+        let nameWidth = max(8, shownIDs.map(\.count).max() ?? 8) + 2
         let widths = r.profiles.map { max(shortHeader($0).count, 2 + engines.count) + 2 }
         var header = "scenario".padding(toLength: nameWidth, withPad: " ", startingAt: 0)
         for (p, w) in zip(r.profiles, widths) { header += shortHeader(p).padding(toLength: w, withPad: " ", startingAt: 0) }
         out += paint(header.trimmingTrailing(), "1") + "\n"
-        for id in ids {
-            var line = id.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+        for (id, shownID) in zip(ids, shownIDs) {
+            var line = shownID.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
             for (p, w) in zip(r.profiles, widths) {
                 let vs = matrix.cell(id, p)
                 let letter = VerdictMatrix.expectedLetter(vs) ?? " "
@@ -144,9 +148,9 @@ enum TextReport {
             out += "\n" + paint("Deviations (\(dev.count)):", "1") + "\n"
             let shown = maxDeviations.map { Array(dev.prefix($0)) } ?? dev
             for v in shown {
-                out += "  \(painted(v.status)) \(v.scenario) × \(v.profile) × \(v.engine): "
-                    + (v.baselined == true ? "(baselined) " : "") + v.reason
-                if let a = v.alert?.description, !v.reason.contains(a) { out += " (alert \(a))" }
+                out += "  \(painted(v.status)) \(t(v.scenario)) × \(v.profile) × \(t(v.engine)): "
+                    + (v.baselined == true ? "(baselined) " : "") + t(v.reason)
+                if let a = v.alert?.description, !v.reason.contains(a) { out += " (alert \(t(a)))" }
                 out += "\n"
             }
             if shown.count < dev.count { out += "  … and \(dev.count - shown.count) more (a full `pinlab check` lists them all)\n" }
@@ -155,15 +159,16 @@ enum TextReport {
         if !wrong.isEmpty {
             out += "\n" + paint("Refused as expected, but for another reason than a correct client (\(wrong.count)):", "1") + "\n"
             let shown = maxDeviations.map { Array(wrong.prefix($0)) } ?? wrong
-            for v in shown { out += "  ? \(v.scenario) × \(v.profile) × \(v.engine): \(v.reason)\n" }
+            for v in shown { out += "  ? \(t(v.scenario)) × \(v.profile) × \(t(v.engine)): \(t(v.reason))\n" }
             if shown.count < wrong.count { out += "  … and \(wrong.count - shown.count) more\n" }
         }
         let ruled = ruleCells(r)
         if !ruled.isEmpty {
             out += "\n" + paint("Decided by the platform policy, or stricter than required — not pinning deviations (\(ruled.count)):", "1") + "\n"
-            for g in ruleGroups(ruled) { out += "  \(mark(g.status)) \(g.scenario) (\(g.cells)): \(g.why)\n" }
+            for g in ruleGroups(ruled) { out += "  \(mark(g.status)) \(t(g.scenario)) (\(t(g.cells))): \(t(g.why))\n" }
         }
-        out += "\n" + (r.deviates ? paint(r.summaryLine, "1;31") : paint(r.summaryLine, "1;32")) + "\n"
+        let summary = t(r.summaryLine)
+        out += "\n" + (r.deviates ? paint(summary, "1;31") : paint(summary, "1;32")) + "\n"
         return out
     }
 }
@@ -184,14 +189,17 @@ extension String {
 /// A Markdown report: a summary, the matrix as a table, and the deviations.
 enum MarkdownReport {
     static func render(_ r: CheckReport) -> String {
-        var out = "# pinlab check: \(r.client)\n\n"
-        out += "- Engines: \(r.engines.joined(separator: ", "))\n"
+        // Everything a client, a command template or a catalogue wrote goes through TextEscaping.markdown: a
+        // client's stderr cannot open a row, a heading or raw HTML.
+        let md = TextEscaping.markdown
+        var out = "# pinlab check: \(md(r.client))\n\n"
+        out += "- Engines: \(md(r.engines.joined(separator: ", ")))\n"
         if let p = r.platform { out += "- Platform: \(p)\n" }
         if let c = r.clientChecks { out += "- Client checks: \(c)\n" }
         out += "- Result: **\(r.deviates ? "deviates" : "conforms")** — \(r.summary.line)\n"
         out += "- Duration: \(String(format: "%.2f", r.durationSeconds)) s\n\n"
         out += "Each cell: the expected outcome (A accept, X refuse), then one mark per engine "
-        out += "(\(r.engines.joined(separator: ", "))): ✓ as expected, ✗ deviates, ≠ client and server disagree, "
+        out += "(\(md(r.engines.joined(separator: ", ")))): ✓ as expected, ✗ deviates, ≠ client and server disagree, "
         out += "? refused as expected but for another reason than a correct client, "
         out += "· skipped, ∅ unsupported, ! error."
         let extra = extraLegend(r, policy: "P decided by the platform policy, as it prescribes;", stricter: "S stricter than required;",
@@ -207,15 +215,15 @@ enum MarkdownReport {
                 let letter = VerdictMatrix.expectedLetter(vs) ?? ""
                 cells.append(letter + " " + vs.map { v in v.map(cellMark) ?? " " }.joined())
             }
-            out += "| `\(id)` | " + cells.joined(separator: " | ") + " |\n"
+            out += "| \(TextEscaping.markdownCode(id)) | " + cells.joined(separator: " | ") + " |\n"
         }
         out += list("Deviations", r.deviations) { v in
-            "\(mark(v.status)) \(cell(v)): \(v.baselined == true ? "(baselined) " : "")\(escapeMarkdown(v.reason))"
-                + (v.alert.map { " (alert `\($0)`)" } ?? "")
+            "\(mark(v.status)) \(cell(v)): \(v.baselined == true ? "(baselined) " : "")\(md(v.reason))"
+                + (v.alert.map { " (alert \(TextEscaping.markdownCode($0.description)))" } ?? "")
         }
-        out += list("Refused for another reason", r.verdicts.filter(\.wrongReason)) { v in "\(cell(v)): \(escapeMarkdown(v.reason))" }
+        out += list("Refused for another reason", r.verdicts.filter(\.wrongReason)) { v in "\(cell(v)): \(md(v.reason))" }
         out += list("Decided by the platform policy, or stricter than required", ruleCells(r)) { v in
-            "\(mark(v.status)) \(cell(v)): \(escapeMarkdown(v.reason))"
+            "\(mark(v.status)) \(cell(v)): \(md(v.reason))"
         }
         return out
     }
@@ -226,9 +234,7 @@ enum MarkdownReport {
     }
 
     /// `` `scenario` × `profile` × engine ``.
-    static func cell(_ v: Verdict) -> String { "`\(v.scenario)` × `\(v.profile)` × \(v.engine)" }
-
-    static func escapeMarkdown(_ s: String) -> String {
-        s.replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\n", with: " ")
+    static func cell(_ v: Verdict) -> String {
+        "\(TextEscaping.markdownCode(v.scenario)) × `\(v.profile)` × \(TextEscaping.markdown(v.engine))"
     }
 }

@@ -85,15 +85,17 @@ public struct InterceptBaseline: Sendable, Hashable, Codable {
 
     /// What changed, for standard output.
     public func text(for report: InterceptReport, file: String) -> String {
+        let t = TextEscaping.terminal
+        let file = t(file)
         let changes = changes(in: report)
         let unseen = hosts.keys.filter { report.verdict(for: $0) == nil }.sorted()
         var out = changes.isEmpty ? "baseline \(file): no host changed\n"
             : "baseline \(file): \(changes.count) host\(changes.count == 1 ? "" : "s") changed — rewrite it with --write-baseline if that is intended\n"
         for c in changes {
-            out += "  \(c.host): \(c.before?.rawValue ?? "not in the baseline") → \(c.after.rawValue) (\(c.after.message))\n"
+            out += "  \(t(c.host)): \(c.before?.rawValue ?? "not in the baseline") → \(c.after.rawValue) (\(c.after.message))\n"
         }
         if !unseen.isEmpty {
-            out += "  not reached in this run (not counted): \(unseen.prefix(10).joined(separator: ", "))\(unseen.count > 10 ? ", …" : "")\n"
+            out += "  not reached in this run (not counted): \(t(unseen.prefix(10).joined(separator: ", ")))\(unseen.count > 10 ? ", …" : "")\n"
         }
         return out
     }

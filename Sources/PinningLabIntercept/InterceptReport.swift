@@ -259,6 +259,19 @@ public struct InterceptReport: Sendable, Codable {
 
     /// The closure of a connection whose destination was refused.
     static let destinationRefused = "destination-refused"
+    /// The closure of a connection whose ClientHello named a server name that is not a host name (RFC 6066): the
+    /// proxy answered with a fatal alert and made no certificate; the name is the connection's `serverName`.
+    static let serverNameRefused = "server-name-refused"
+
+    /// The listed connections refused for their server name (``serverNameRefused``).
+    public var serverNamesRefused: [InterceptObservation] { connections.filter { $0.closure == Self.serverNameRefused } }
+
+    /// Up to five of the refused server names, distinct, as sent (each output escapes them its own way).
+    var serverNameExamples: [String] {
+        var seen: Set<String> = []
+        return serverNamesRefused.compactMap(\.serverName).filter { seen.insert($0).inserted }.prefix(5)
+            .map { $0.count > 80 ? String($0.prefix(80)) + "…" : $0 }
+    }
 
     public func verdict(for host: String) -> HostVerdict? { hosts.first { $0.host == host } }
 
@@ -286,30 +299,40 @@ public struct InterceptReport: Sendable, Codable {
         }
     }
 
+    /// The text report. What came from the wire (host names, server names, authorities, peers) is shown through
+    /// `TextEscaping.terminal` (PinningLab): no control character reaches the terminal.
     public func renderText(color: Bool = false) -> String {
+        let t = TextEscaping.terminal
         func paint(_ s: String, _ status: HostVerdict.Status) -> String {
             guard color else { return s }
             let code = status.isDeviation ? "31;1" : status == .passedThrough ? "2" : "32"
             return "\u{1B}[\(code)m\(s)\u{1B}[0m"
         }
-        var out = "pinlab intercept on \(proxy) (\(engine)) — pinned: \(pinned.isEmpty ? "(none declared)" : pinned.joined(separator: ", "))\n"
-        let width = max(4, hosts.map(\.host.count).max() ?? 4)
-        for h in hosts {
-            let scope = h.pinnedBy.map { "pinned by \($0)" } ?? "not pinned"
+        var out = "pinlab intercept on \(t(proxy)) (\(t(engine))) — pinned: \(pinned.isEmpty ? "(none declared)" : t(pinned.joined(separator: ", ")))\n"
+        let shownHosts = hosts.map { t($0.host) }
+        let width = max(4, shownHosts.map(\.count).max() ?? 4)
+        for (h, shownHost) in zip(hosts, shownHosts) {
+            let scope = h.pinnedBy.map { "pinned by \(t($0))" } ?? "not pinned"
             let detail = "\(h.policy), \(h.connections) conn, \(h.requestsSent) sent"
-                + (h.refusals.isEmpty ? "" : ", \(h.refusals.joined(separator: "; "))")
+                + (h.refusals.isEmpty ? "" : ", \(t(h.refusals.joined(separator: "; ")))")
                 + (h.passedThroughAfterRefusal > 0 ? ", \(h.passedThroughAfterRefusal) passed through after (--learn)" : "")
-            out += paint("\(mark(h.status)) ", h.status) + h.host.padding(toLength: width, withPad: " ", startingAt: 0)
+            out += paint("\(mark(h.status)) ", h.status) + shownHost.padding(toLength: width, withPad: " ", startingAt: 0)
                 + "  \(scope + String(repeating: " ", count: max(0, 26 - scope.count))) \(paint(h.message, h.status))  [\(detail)]\n"
         }
-        if hosts.isEmpty && summary.destinationsRefused == 0 { out += "(no client connected through the proxy)\n" }
-        if summary.otherConnections > 0 { out += "\(summary.otherConnections) connection(s) named no host (not CONNECT, or closed first)\n" }
+        let badNames = serverNamesRefused.count
+        if hosts.isEmpty && summary.destinationsRefused == 0 && badNames == 0 { out += "(no client connected through the proxy)\n" }
+        if badNames > 0 {
+            out += "\(badNames) connection(s) named a server name that is not a host name (RFC 6066) and were refused, no "
+                + "certificate made: \(serverNameExamples.map { "'\(t($0))'" }.joined(separator: ", "))\n"
+        }
+        let other = max(0, summary.otherConnections - badNames)
+        if other > 0 { out += "\(other) connection(s) named no host (not CONNECT, or closed first)\n" }
         if summary.destinationsRefused > 0 {
             let examples = connections.filter { $0.closure == Self.destinationRefused }.compactMap(\.authority)
-            out += "\(summary.destinationsRefused) connection(s) asked for a destination on this machine or a local network and were refused (\(Array(Set(examples)).sorted().prefix(5).joined(separator: ", "))): name a destination with --upstream PATTERN=HOST:PORT to allow it\n"
+            out += "\(summary.destinationsRefused) connection(s) asked for a destination on this machine or a local network and were refused (\(t(Array(Set(examples)).sorted().prefix(5).joined(separator: ", ")))): name a destination with --upstream PATTERN=HOST:PORT to allow it\n"
         }
         if summary.peersRefused > 0 {
-            out += "\(summary.peersRefused) connection(s) from peers outside --allow-peer were closed unserved (\(refusedPeers.prefix(5).joined(separator: ", ")))\n"
+            out += "\(summary.peersRefused) connection(s) from peers outside --allow-peer were closed unserved (\(t(refusedPeers.prefix(5).joined(separator: ", "))))\n"
         }
         out += summaryLine + "\n"
         return out
@@ -329,10 +352,17 @@ public struct InterceptReport: Sendable, Codable {
         ]).render()
     }
 
+    /// The Markdown report; what came from the wire goes through `TextEscaping.markdown`/`markdownCode`.
     public func renderMarkdown() -> String {
+        let md = TextEscaping.markdown
+        let code = TextEscaping.markdownCode
         var m = "# pinlab intercept\n\n\(summaryLine)\n\n| host | declared | policy | connections | requests sent | how it refused | verdict |\n|---|---|---|---|---|---|---|\n"
         for h in hosts {
-            m += "| `\(h.host)` | \(h.pinnedBy.map { "pinned (`\($0)`)" } ?? "not pinned") | \(h.policy) | \(h.connections) | \(h.requestsSent) | \(markdownCell(h.refusals.joined(separator: "; "))) | \(h.status.isDeviation ? "**\(h.message)**" : h.message) |\n"
+            m += "| \(code(h.host)) | \(h.pinnedBy.map { "pinned (\(code($0)))" } ?? "not pinned") | \(h.policy) | \(h.connections) | \(h.requestsSent) | \(md(h.refusals.joined(separator: "; "))) | \(h.status.isDeviation ? "**\(h.message)**" : h.message) |\n"
+        }
+        if !serverNamesRefused.isEmpty {
+            m += "\n\(serverNamesRefused.count) connection(s) named a server name that is not a host name (RFC 6066) and were "
+                + "refused, no certificate made: \(serverNameExamples.map(code).joined(separator: ", "))\n"
         }
         return m
     }
@@ -356,7 +386,12 @@ public struct InterceptReport: Sendable, Codable {
             h += "<td>\(v.connections)</td><td>\(v.handshakesCompleted)</td><td>\(v.requestsSent)</td><td>\(xml(v.refusals.joined(separator: "; ")))</td>"
             h += "<td class=\"\(cls)\">\(xml(v.message))</td></tr>\n"
         }
-        h += "</table>\n" + HTMLPage.foot
+        h += "</table>\n"
+        if !serverNamesRefused.isEmpty {
+            h += "<p>\(serverNamesRefused.count) connection(s) named a server name that is not a host name (RFC 6066) and were "
+                + "refused, no certificate made: \(serverNameExamples.map { "<code>\(xml(TextEscaping.terminal($0)))</code>" }.joined(separator: ", "))</p>\n"
+        }
+        h += HTMLPage.foot
         return h
     }
 

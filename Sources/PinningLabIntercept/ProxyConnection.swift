@@ -301,8 +301,12 @@ final class ProxyConnection {
         case .notTLS:
             host = authorityHost
         case .hello(let sni):
-            host = sni.map { HostPattern.normalize($0) } ?? authorityHost
             observation.serverName = sni
+            if let sni, !Self.isServerName(sni) {
+                refuseServerName(sni, helloBytes: n)
+                return false
+            }
+            host = sni.map { HostPattern.normalize($0) } ?? authorityHost
         }
         observation.host = host
         let policy = core.policy(for: host)
@@ -327,6 +331,31 @@ final class ProxyConnection {
             return false
         }
         return openSession(host: host, policy: policy)
+    }
+
+    /// Whether a ClientHello's server name is a host name as RFC 6066 §3 has it (`HostName`: LDH labels, the last
+    /// not all digits; no IP literal), allowing the one trailing dot some clients send.
+    static func isServerName(_ sni: String) -> Bool {
+        HostName.isValid(sni.hasSuffix(".") ? String(sni.dropLast()) : sni)
+    }
+
+    /// A ClientHello named something that is not a host name (a backtick, a line break, an escape sequence, HTML):
+    /// no policy is looked up and no leaf is minted for it; the client gets a fatal `illegal_parameter` alert
+    /// (RFC 8446 §6.2: a field "incorrectly formatted"), and the connection is recorded with no host — it is not a
+    /// domain and gets no verdict; the reports list the name, escaped.
+    private func refuseServerName(_ sni: String, helloBytes: Int) {
+        // The peeked ClientHello is read first: a socket closed with unread bytes resets the connection, and the
+        // client could lose the alert.
+        var hello = [UInt8](repeating: 0, count: helloBytes)
+        _ = read(fd, &hello, helloBytes)
+        let alert: [UInt8] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 47]  // alert record: fatal, illegal_parameter
+        _ = alert.withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Self.noSignal) }
+        observation.host = nil
+        observation.policy = nil
+        let shown = TextEscaping.terminal(sni.count > 80 ? String(sni.prefix(80)) + "…" : sni)
+        finish(InterceptReport.serverNameRefused,
+               error: "the ClientHello's server name '\(shown)' is not a host name (RFC 6066: letters, digits and hyphens in "
+                   + "dot-separated labels): refused with the alert illegal_parameter, no certificate made")
     }
 
     /// Starts the intercepted TLS session; `false` when it could not.

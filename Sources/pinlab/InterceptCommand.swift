@@ -183,7 +183,7 @@ struct InterceptCommand: AsyncParsableCommand {
         let stopper = TerminationSignals("pinlab.intercept.signals")
         let rootFile = ((try? pki.materialize(proxyRoot)) ?? pki.files(for: proxyRoot)).certificatePEM.path
         let labRootFile = (try? pki.materialize("lab-root"))?.certificatePEM.path ?? "(see pinlab pki show lab-root)"
-        print("pinlab intercept: listening on \(proxy.address) (\(engine)); the device trusts lab-root (\(labRootFile)) and the installed proxy root (\(rootFile))")
+        print("pinlab intercept: listening on \(proxy.address) (\(engine)); the device trusts lab-root (\(TextEscaping.terminal(labRootFile))) and the installed proxy root (\(TextEscaping.terminal(rootFile)))")
         print("  policy: \(policySummary(configuration.policies)); pinned: \(configuration.pinned.isEmpty ? "(none)" : configuration.pinned.map(\.text).joined(separator: ", "))")
         if !configuration.allowedPeers.isEmpty { print("  peers: this machine and \(configuration.allowedPeers.map(\.description).joined(separator: ", "))") }
         if let liveView { print("  live view: \(liveView.pageURL) (loopback only; the #token is the page's key: do not share it)") }
@@ -217,17 +217,17 @@ struct InterceptCommand: AsyncParsableCommand {
             }
             let url = URL(fileURLWithPath: reportFolder, isDirectory: true).appendingPathComponent("intercept.\(format.fileExtension)")
             writeOutputFile(Array(text.utf8), to: url.path, option: "--output-dir", mode: 0o600)
-            print("wrote \(url.path)")
+            print("wrote \(TextEscaping.terminal(url.path))")
         }
         if let evidence {
             let text = InterceptEvidence(report: result, commandLine: ["pinlab"] + CommandLine.arguments.dropFirst()).markdown()
             writeOrFail(text, to: evidence, prefix: "--evidence: ")
-            print("wrote \(evidence)")
+            print("wrote \(TextEscaping.terminal(evidence))")
         }
         if !formats.contains(.text) { print(result.summaryLine) }
         if let writeBaseline {
             writeOrFail(try InterceptBaseline(result).jsonString(), to: writeBaseline, prefix: "--write-baseline: ")
-            print("wrote the baseline \(writeBaseline) (\(result.hosts.count) hosts)")
+            print("wrote the baseline \(TextEscaping.terminal(writeBaseline)) (\(result.hosts.count) hosts)")
         }
         if let knownVerdicts, let baseline {
             print(knownVerdicts.text(for: result, file: baseline), terminator: "")
