@@ -9,8 +9,9 @@ struct DemoCommand: AsyncParsableCommand {
         discussion: """
             Builds the lab PKI if needed, starts one real TLS server per scenario and engine on 127.0.0.1, and runs \
             the correct client, five clients that each make one classic pinning mistake, and `curl --pinnedpubkey` \
-            (if installed). For each it prints the verdict matrix and a one-line summary: the correct client \
-            conforms everywhere, each teaching client fails exactly where its mistake bites.
+            (if installed). For each it prints a one-line summary and one of the cells it got wrong: the correct \
+            client conforms everywhere, each teaching client fails exactly where its mistake bites. --matrix prints \
+            every client's whole verdict matrix too.
             """
     )
 
@@ -21,8 +22,11 @@ struct DemoCommand: AsyncParsableCommand {
 
     @OptionGroup var platformOption: PlatformOption
 
-    @Flag(help: "Print only the one-line summaries, not the matrices.")
-    var brief = false
+    @Flag(help: "Print every client's whole verdict matrix (scenarios × profiles × engines), not only its summary.")
+    var matrix = false
+
+    @Flag(help: .hidden)
+    var brief = false  // the default since 0.9.0; kept so that scripts which pass it still run
 
     @Flag(help: "Skip curl even if it is installed.")
     var noCurl = false
@@ -68,25 +72,30 @@ struct DemoCommand: AsyncParsableCommand {
             return "  \(m) \(r.client.padding(toLength: width, withPad: " ", startingAt: 0)) \(count) deviating\(extra) — \(explanation)"
         }
         let heading = bold("Summary") + " (cells where the client does not do what a correct client does, of \(cells) per client)"
-        if brief { print(heading) }
+        if !matrix { print(heading) }
         var rows: [String] = []
         for (client, explanation) in clients {
             let report = try await runner.run(client, options: options)
-            if brief {
-                print(row(report, explanation))  // as soon as each client is done
-            } else {
+            if matrix {
                 print(bold("── \(client.name)") + ": \(explanation)")
                 print(report.renderText(color: color, maxDeviations: 6))
+            } else {
+                print(row(report, explanation))  // as soon as each client is done
+                // A flaw first: a request sent where a correct client refuses.
+                if let v = report.deviations.first(where: { $0.observed == .accepted }) ?? report.deviations.first {
+                    let reason = v.reason.count > 110 ? String(v.reason.prefix(109)) + "…" : v.reason
+                    print("      e.g. \(v.scenario)/\(v.profile) on \(v.engine): \(reason)")
+                }
             }
             rows.append(row(report, explanation))
         }
-        if !brief {
+        if matrix {
             print(heading)
             for r in rows { print(r) }
         }
         let d = ContinuousClock.now - start
         let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-        print(String(format: "\nDone in %.1f s. `pinlab explain ID` tells the story of any row; `pinlab check -- CMD` judges your own client.", seconds))
+        print(String(format: "\nDone in %.1f s. `pinlab explain ID` tells the story of any row; `pinlab check -- CMD` judges your own client; --matrix shows every cell.", seconds))
     }
 }
 
