@@ -277,6 +277,8 @@ struct ExportCommand: AsyncParsableCommand {
     }
 
     private func warn(_ message: String) {
-        FileHandle.standardError.write(Data("warning: \(message)\n".utf8))
+        // The exported files say WARNING: in their comments; on standard error the prefix is said once.
+        let text = message.hasPrefix("WARNING: ") ? String(message.dropFirst("WARNING: ".count)) : message
+        FileHandle.standardError.write(Data("warning: \(text)\n".utf8))
     }
 }

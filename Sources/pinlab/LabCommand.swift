@@ -86,8 +86,8 @@ struct LabCheckCommand: AsyncParsableCommand {
 
               pinlab lab check 1 -- python3 labs/starters/python/lab01_why_pin.py
 
-            Exit status: 0 when every cell of the lab is as expected, 1 when any is wrong; 64 for a malformed \
-            command line (an unknown lab number lists the valid ones), 2 when the lab cannot be set up.
+            Exit status: 0 when every cell of the lab is as expected, 1 when any is wrong; 2 for a malformed \
+            command line (an unknown lab number lists the valid ones) or when the lab cannot be set up.
             """)
 
     @OptionGroup var source: CatalogueOptions
