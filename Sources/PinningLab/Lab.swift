@@ -31,7 +31,7 @@ public enum Lab {
     }
 
     /// Opens the lab PKI: keys are created once and kept (mode 0600), certificates are issued fresh from the spec
-    /// when missing, stale or changed. `directory` defaults to a per-user cache (`$PINNINGLAB_DIR` overrides).
+    /// when missing, stale or changed. `directory` defaults to a per-user cache (`$PINLAB_DIR` overrides).
     /// Concurrent callers, in this process or others, take turns on a lock. This call blocks while it waits for the
     /// lock or makes keys: from async code use ``openPKI(directory:seed:spec:)``, which does that on a thread of its
     /// own.

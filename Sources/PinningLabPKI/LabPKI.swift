@@ -133,10 +133,10 @@ public final class LabPKI: Sendable {
     /// OpenSSL's CT log file of the listed logs (`ct/ctlogs.cnf`), for `openssl s_client -ct -ctlogfile`.
     public var ctLogOpenSSLFile: URL { directory.appendingPathComponent("ct/ctlogs.cnf") }
 
-    /// The per-user default folder for library use: `$PINNINGLAB_DIR`, else `~/.cache/pinninglab`
-    /// (`~/Library/Caches/PinningLab` on macOS).
+    /// The per-user default folder for library use: `$PINLAB_DIR`, else `~/.cache/pinninglab`
+    /// (`~/Library/Caches/PinningLab` on macOS). `$PINNINGLAB_DIR`, the older name, works until the next release.
     public static var defaultDirectory: URL {
-        if let d = ProcessInfo.processInfo.environment["PINNINGLAB_DIR"], !d.isEmpty {
+        if let d = PinlabEnvironment.value("DIR"), !d.isEmpty {
             return URL(fileURLWithPath: d, isDirectory: true)
         }
         #if os(macOS)
@@ -255,5 +255,24 @@ public final class LabPKI: Sendable {
         defer { lock.unlock() }
         try Storage.ignoreInGit(dir)
         return try Builder(spec: spec, options: options).run()
+    }
+}
+
+/// The environment variables PinningLab reads: one prefix, `PINLAB_`. The names of 0.9.0 with the prefix
+/// `PINNINGLAB_` (`PINNINGLAB_DIR`, `PINNINGLAB_TRACE`) are read for one more release, with a line on stderr.
+package enum PinlabEnvironment {
+    private static let warned = Locked<Set<String>>([])
+
+    /// `PINLAB_NAME`, else the deprecated `PINNINGLAB_NAME` (said once per process on stderr).
+    package static func value(_ name: String) -> String? {
+        let env = ProcessInfo.processInfo.environment
+        if let v = env["PINLAB_" + name] { return v }
+        guard let v = env["PINNINGLAB_" + name] else { return nil }
+        let first = warned.withLock { $0.insert(name).inserted }
+        if first {
+            FileHandle.standardError.write(Data(
+                "pinlab: PINNINGLAB_\(name) is deprecated and will stop working in the next release: name it PINLAB_\(name)\n".utf8))
+        }
+        return v
     }
 }

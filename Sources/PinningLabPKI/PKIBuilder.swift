@@ -93,7 +93,7 @@ struct Builder {
     }
 
     func run() throws -> LabPKI {
-        let trace = ProcessInfo.processInfo.environment["PINNINGLAB_TRACE"] != nil
+        let trace = PinlabEnvironment.value("TRACE") != nil
         var t0 = DispatchTime.now().uptimeNanoseconds
         func mark(_ what: String) {
             guard trace else { return }

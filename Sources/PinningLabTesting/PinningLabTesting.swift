@@ -245,7 +245,7 @@ extension Lab {
     ///   - engine: `.openssl` (default) or `.gnutls`.
     ///   - catalogue: your own scenarios (``Catalogue/load(directory:identities:displayPrefix:)``); the bundled
     ///     catalogue by default.
-    ///   - pkiDirectory: the lab PKI folder; the per-user cache (or `$PINNINGLAB_DIR`) by default.
+    ///   - pkiDirectory: the lab PKI folder; the per-user cache (or `$PINLAB_DIR`) by default.
     public static func withServer<T>(
         _ id: ScenarioID, engine: ServerEngine = .openssl, catalogue: Catalogue? = nil, pkiDirectory: URL? = nil,
         _ body: (ScenarioServer) async throws -> T

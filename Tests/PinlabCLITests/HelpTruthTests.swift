@@ -1,5 +1,6 @@
 // What `--help` and standard error say is what the process does.
 import Foundation
+import PinningLab
 import PinningLabTestSupport
 import Testing
 
@@ -24,5 +25,24 @@ struct HelpTruthTests {
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.contains("warning: "), "the unconstrained proxy root exports without a warning: \(r.stderr)")
         #expect(!r.stderr.contains("warning: WARNING"), "\(r.stderr)")
+    }
+
+    @Test("one environment prefix: PINLAB_, with the 0.9.0 names read for one release and said to be deprecated")
+    func environmentPrefix() async throws {
+        let bin = try #require(CLI.binary)
+        func run(_ variable: String) async -> ChildProcess.Result {
+            var env = ProcessInfo.processInfo.environment
+            env["PINLAB_TRACE"] = nil
+            env["PINNINGLAB_TRACE"] = nil
+            env[variable] = "1"
+            return await ChildProcess.run([bin.path, "pki", "list"] + CLI.dirArgs, environment: env, timeout: .seconds(120))
+        }
+        let new = await run("PINLAB_TRACE")
+        #expect(new.status == 0, "\(new.stderrText)")
+        #expect(new.stderrText.contains("pki: ") && new.stderrText.contains(" ms"), "PINLAB_TRACE traced nothing: \(new.stderrText)")
+        #expect(!new.stderrText.contains("deprecated"), "\(new.stderrText)")
+        let old = await run("PINNINGLAB_TRACE")
+        #expect(old.status == 0, "\(old.stderrText)")
+        #expect(old.stderrText.contains("PINNINGLAB_TRACE is deprecated") && old.stderrText.contains("PINLAB_TRACE"), "\(old.stderrText)")
     }
 }
