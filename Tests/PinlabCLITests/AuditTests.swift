@@ -568,13 +568,66 @@ struct AuditTests {
             #expect(!r.stderr.contains("XML error") && !r.stderr.contains("NSXMLParserErrorDomain"), "\(name): \(r.stderr)")
             for w in words { #expect(r.stderr.contains(w), "\(name): '\(w)' in \(r.stderr)") }
         }
-        // Apple's DOCTYPE (no internal subset) and an encoding other than UTF-8, declared, are still read.
+        // Apple's DOCTYPE (no internal subset) is still read; an encoding other than UTF-8, declared, no longer is
+        // (the next test).
         let plist = try write(dir, "apple.plist", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n<plist version=\"1.0\"><dict/></plist>\n")
         #expect(try await audit([plist]).status == 0)
-        let latin1 = dir.appendingPathComponent("latin1.xml")
-        try "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<network-security-config><domain-config><domain>caf\u{E9}.test</domain></domain-config></network-security-config>\n"
-            .data(using: .isoLatin1)!.write(to: latin1)
-        #expect(try await audit([latin1.path]).status == 0)
+    }
+
+    /// The fuzz finding (RELIABILITY.md, section 1): `encoding="UTF-\x80"` counted as "another encoding", so the UTF-8
+    /// check was skipped, libxml2 passed the comment's raw bytes on and Foundation's XMLParser trapped on them (exit
+    /// 132). A declared UTF-16 did the same. Now only UTF-8 (and US-ASCII) is read, before the XML parser sees a byte.
+    @Test("encodings: not UTF-8, or declared other than UTF-8/US-ASCII — exit 2 naming the file and line, never a crash")
+    func encodings() async throws {
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let plist = Array("<plist version=\"1.0\"><dict/></plist>\n".utf8)
+        func decl(_ encoding: [UInt8]) -> [UInt8] { Array("<?xml version=\"1.0\" encoding=\"".utf8) + encoding + Array("\"?>\n".utf8) }
+        func comment(_ bytes: [UInt8]) -> [UInt8] { Array("<!-- caf".utf8) + bytes + Array(" -->\n".utf8) }
+        let cases: [(String, [UInt8], [String])] = [
+            // The fuzzer's input, byte for byte.
+            ("fuzz.plist", decl(Array("UTF-".utf8) + [0x80]) + comment([0x9C]) + plist,
+             ["fuzz.plist:1:", #"encoding="UTF-\x80""#, "reads UTF-8 (and US-ASCII) only", #"declare encoding="UTF-8""#]),
+            ("utf16.plist", decl(Array("UTF-16".utf8)) + comment([0x9C]) + plist,
+             ["utf16.plist:1:", #"encoding="UTF-16""#, "iconv -f UTF-16 -t UTF-8"]),
+            ("ff.plist", decl(Array("UTF-8".utf8)) + comment([0xFF]) + plist,
+             ["ff.plist:2:", "not UTF-8: byte 0xFF", "save the file as UTF-8"]),
+            ("ff-undeclared.xml", Array("<?xml version=\"1.0\"?>\n".utf8) + comment([0xFF]) + Array("<network-security-config/>\n".utf8),
+             ["ff-undeclared.xml:2:", "not UTF-8: byte 0xFF"]),
+            ("latin1.xml", Array("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<network-security-config><domain-config><domain>caf".utf8)
+                + [0xE9] + Array(".test</domain></domain-config></network-security-config>\n".utf8),
+             ["latin1.xml:1:", #"encoding="ISO-8859-1""#, "iconv -f ISO-8859-1 -t UTF-8"]),
+            ("bom16.plist", [0xFF, 0xFE] + Array("<?xml version=\"1.0\"?>".utf8).flatMap { [$0, 0] },
+             ["bom16.plist:1:", "the file is UTF-16", "FF FE"]),
+            ("nul.plist", Array("<\0?\0x\0m\0l\0".utf8), ["nul.plist:1:", "byte 0x00 (NUL)"]),
+            ("ascii.plist", decl(Array("US-ASCII".utf8)) + comment([0xC3, 0xA9]) + plist,
+             ["ascii.plist:2:", "byte 0xC3 is not US-ASCII"]),
+        ]
+        for (name, bytes, words) in cases {
+            let file = dir.appendingPathComponent(name)
+            try Data(bytes).write(to: file)
+            let r = try await CLI.run(["audit", file.path])
+            #expect(r.status == 2, "\(name): exit \(r.status) (132: the XML parser trapped) \(r.stderr.prefix(300))")
+            #expect(r.stdout.isEmpty, "\(name): nothing on standard output")
+            #expect(r.stderr.contains(file.path) && r.stderr.contains("Fix:"), "\(name): \(r.stderr)")
+            for w in words { #expect(r.stderr.contains(w), "\(name): '\(w)' in \(r.stderr)") }
+            // timeline --pins reads the file the same way.
+            let tl = try await CLI.run(["timeline", "--horizon", "5", "--pins", file.path] + CLI.dirArgs)
+            #expect(tl.status == 2 && tl.stderr.contains(file.path), "\(name): timeline exit \(tl.status) \(tl.stderr.prefix(300))")
+        }
+        // Still read: UTF-8 declared as UTF-8, utf8 or nothing, with a UTF-8 byte-order mark, US-ASCII, and é in UTF-8.
+        for (name, bytes) in [
+            ("utf8.plist", decl(Array("UTF-8".utf8)) + comment([0xC3, 0xA9]) + plist),
+            ("utf8-lower.plist", decl(Array("utf8".utf8)) + plist),
+            ("bom8.plist", [0xEF, 0xBB, 0xBF] + decl(Array("UTF-8".utf8)) + comment([0xC3, 0xA9]) + plist),
+            ("us-ascii.plist", decl(Array("US-ASCII".utf8)) + plist),
+            ("none.plist", comment([0xC3, 0xA9]) + plist),
+        ] {
+            let file = dir.appendingPathComponent(name)
+            try Data(bytes).write(to: file)
+            let a = try await audit([file.path])
+            #expect(a.status == 0, "\(name): exit \(a.status) \(a.stderr)")
+        }
     }
 
     /// A directory was "NSCocoaErrorDomain error 256", a FIFO or /dev/null "You don't have permission".

@@ -44,8 +44,8 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
     var trimmedText: String { text.trimmingCharacters(in: .whitespacesAndNewlines) }
 
     /// Parses `data` into its root element; malformed XML is an error naming the file, the line, what is wrong and
-    /// the fix. Refused before or while parsing: files over ``maxBytes``, text that is not UTF-8 (when the file
-    /// declares no other encoding), entity declarations, and nesting deeper than ``maxDepth``.
+    /// the fix. Refused before or while parsing: files over ``maxBytes``, any encoding but UTF-8 and US-ASCII (see
+    /// ``encodingProblem(_:file:)``), entity declarations, and nesting deeper than ``maxDepth``.
     static func parse(_ data: Data, file: String) throws(PinConfigError) -> XMLElementNode {
         guard data.count <= maxBytes else {
             throw PinConfigError(
@@ -54,12 +54,8 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
                     + "configuration (a network security config or an Info.plist is a few KB).",
                 fix: "give the configuration file itself, or a copy with only the pinning part.")
         }
-        if let (line, byte) = firstNonUTF8(data) {
-            throw PinConfigError(
-                file: file, line: line,
-                problem: String(format: "not UTF-8: byte 0x%02X is not part of a UTF-8 character", byte)
-                    + " (the file declares no other encoding).",
-                fix: "save the file as UTF-8, or declare its encoding: <?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>.")
+        if let (line, problem, fix) = encodingProblem(data, file: file) {
+            throw PinConfigError(file: file, line: line, problem: problem, fix: fix)
         }
         if let (line, name) = entityDeclaration(in: data) {
             throw PinConfigError(
@@ -144,18 +140,42 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
         n >= 1024 * 1024 ? String(format: "%.1f MB", Double(n) / 1_048_576) : "\(n) bytes"
     }
 
-    /// The line and value of the first byte that is not UTF-8, when the document is meant to be UTF-8: it declares
-    /// no encoding, or declares UTF-8 (UTF-16 documents start with a byte-order mark and are left to the parser).
-    static func firstNonUTF8(_ data: Data) -> (line: Int, byte: UInt8)? {
-        if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) { return nil }
-        if data.starts(with: Array("<?xml".utf8)) {
-            let decl = String(decoding: data.prefix(200).prefix { $0 != UInt8(ascii: ">") }, as: UTF8.self).lowercased()
-            if let r = decl.range(of: "encoding") {
-                let value = decl[r.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "'" }
-                if !value.hasPrefix("utf-8") && !value.hasPrefix("utf8") { return nil }
+    /// Why `data` is refused before parsing for its encoding, if it is: the line, the problem and the fix.
+    ///
+    /// pinlab audit reads UTF-8 (and its subset US-ASCII) only, as Android and Apple write these files: a byte-order
+    /// mark of UTF-16 or UTF-32, a declared encoding other than UTF-8 or US-ASCII, a byte that is not part of a UTF-8
+    /// character (or not US-ASCII when the file declares US-ASCII) and a NUL byte are refused. Every byte the XML
+    /// parser then sees is UTF-8 it need not convert: swift-corelibs-foundation's `XMLParser` traps on a comment that
+    /// is not UTF-8, which libxml2 passed on unchecked when the file declared an encoding it did not know.
+    static func encodingProblem(_ data: Data, file: String) -> (line: Int, problem: String, fix: String)? {
+        let boms: [([UInt8], String)] = [
+            ([0x00, 0x00, 0xFE, 0xFF], "UTF-32"), ([0xFF, 0xFE, 0x00, 0x00], "UTF-32"),
+            ([0xFE, 0xFF], "UTF-16"), ([0xFF, 0xFE], "UTF-16"),
+        ]
+        if let (bom, name) = boms.first(where: { data.starts(with: $0.0) }) {
+            return (1, "the file is \(name) (it starts with the byte-order mark "
+                        + bom.map { String(format: "%02X", $0) }.joined(separator: " ")
+                        + "); pinlab audit reads UTF-8 only, as Android and Apple write these files.",
+                    "convert a copy to UTF-8 and declare encoding=\"UTF-8\" in it: iconv -f \(name) -t UTF-8 \(file) > copy.xml.")
+        }
+        var ascii = false
+        if let (line, value) = declaredEncoding(data) {
+            let name = escapedName(value)
+            switch String(decoding: value, as: UTF8.self).lowercased() {
+            case "utf-8", "utf8": break
+            case "us-ascii", "ascii": ascii = true
+            default:
+                let known = value.allSatisfy { (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "'") }
+                return (line, "the <?xml …?> declaration says encoding=\"\(name)\"; pinlab audit reads UTF-8 (and US-ASCII) "
+                            + "only, as Android and Apple write these files.",
+                        "save the file as UTF-8 and declare encoding=\"UTF-8\""
+                            + (known ? " (if it really is \(name): iconv -f \(name) -t UTF-8 \(file) > copy.xml)." : "."))
             }
         }
-        if String(data: data, encoding: .utf8) != nil { return nil }  // the common case, in one fast pass
+        // The common case in one fast pass: valid UTF-8, no NUL byte, and all US-ASCII when that is declared.
+        if String(data: data, encoding: .utf8) != nil && !data.contains(0) && !(ascii && data.contains { $0 >= 0x80 }) {
+            return nil
+        }
         var line = 1
         var iterator = data.makeIterator()
         var parser = Unicode.UTF8.ForwardParser()
@@ -163,14 +183,54 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
         while true {
             switch parser.parseScalar(from: &iterator) {
             case .valid(let scalar):
-                if scalar.count == 1 && scalar.first == UInt8(ascii: "\n") { line += 1 }
+                let first = scalar.first ?? 0
+                if first == 0 {
+                    return (line, "byte 0x00 (NUL), which XML does not allow (a UTF-16 file without its byte-order mark?).",
+                            "save the file as UTF-8 (iconv -f UTF-16 -t UTF-8 \(file) > copy.xml converts a UTF-16 copy), or remove the byte.")
+                }
+                if ascii && first >= 0x80 {
+                    return (line, String(format: "byte 0x%02X is not US-ASCII, the encoding the file declares.", first),
+                            "declare encoding=\"UTF-8\" if the file is UTF-8, or write the character as a reference (&#xE9; for é).")
+                }
+                if scalar.count == 1 && first == UInt8(ascii: "\n") { line += 1 }
                 offset += scalar.count
             case .emptyInput:
                 return nil
             case .error:
-                return (line, data[data.startIndex + offset])
+                return (line, String(format: "not UTF-8: byte 0x%02X is not part of a UTF-8 character", data[data.startIndex + offset])
+                            + "; pinlab audit reads UTF-8 only, as Android and Apple write these files.",
+                        "save the file as UTF-8 (iconv -f ISO-8859-1 -t UTF-8 \(file) > copy.xml converts a Latin-1 copy), "
+                            + "or remove the character.")
             }
         }
+    }
+
+    /// The line and value of `encoding="…"` in the `<?xml …?>` declaration the document starts with (after a UTF-8
+    /// byte-order mark), if it has one; the value's raw bytes, at most 64 of them.
+    static func declaredEncoding(_ data: Data) -> (line: Int, value: [UInt8])? {
+        var b = [UInt8](data.prefix(1024))
+        if b.starts(with: [0xEF, 0xBB, 0xBF]) { b.removeFirst(3) }
+        let space: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+        guard b.starts(with: Array("<?xml".utf8)), b.count > 5, space.contains(b[5]) else { return nil }
+        let end = (5..<b.count).first { b[$0] == UInt8(ascii: ">") } ?? b.count
+        let key = Array("encoding".utf8)
+        guard let at = (5..<max(5, end - key.count + 1)).first(where: { Array(b[$0..<$0 + key.count]) == key }) else { return nil }
+        var i = at + key.count
+        while i < end, space.contains(b[i]) || b[i] == UInt8(ascii: "=") { i += 1 }
+        var value: [UInt8] = []
+        let quote = i < end && (b[i] == UInt8(ascii: "\"") || b[i] == UInt8(ascii: "'")) ? b[i] : nil
+        if quote != nil { i += 1 }
+        while i < end, value.count < 64, b[i] != quote, quote != nil || !(space.contains(b[i]) || b[i] == UInt8(ascii: "?")) {
+            value.append(b[i])
+            i += 1
+        }
+        return (1 + b[..<at].filter { $0 == 0x0A }.count, value)
+    }
+
+    /// An encoding name for a message: printable ASCII as it is, any other byte as \xNN.
+    static func escapedName(_ value: [UInt8]) -> String {
+        value.map { (0x20...0x7E).contains($0) && $0 != UInt8(ascii: "\\") ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }
+            .joined()
     }
 }
 
