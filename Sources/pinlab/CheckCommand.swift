@@ -191,7 +191,7 @@ struct CheckCommand: AsyncParsableCommand {
     @Option(help: "With --batch: seconds one cell may take (servers close silent connections then; the harness is stopped when no answer arrives for twice this). Default: --timeout.")
     var cellTimeout: Double?
 
-    @Option(help: "Run only part K of N of the cells (e.g. 2/4): a deterministic, stable split; join the JSON reports with `pinlab report merge`.")
+    @Option(help: "Run only part K of N of the cells (e.g. 2/4): a deterministic, stable split; join the JSON reports with `pinlab report merge`. Without it, the shard a CI system gives in the environment (Bazel TEST_SHARD_INDEX/TEST_TOTAL_SHARDS, GitLab CI_NODE_INDEX/CI_NODE_TOTAL, CircleCI CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL, Kubernetes JOB_COMPLETION_INDEX with PINLAB_SHARD_TOTAL).")
     var shard: String?
 
     @Argument(parsing: .postTerminator, help: "The client command template (after --).")
@@ -232,6 +232,7 @@ struct CheckCommand: AsyncParsableCommand {
             }
             return
         }
+        let shard = resolveShard(shard)
         requireWritable(output, option: "--output")
         requireWritable(baselineOptions.writeBaseline, option: "--write-baseline")
         let baseline = baselineOptions.load()
@@ -245,7 +246,7 @@ struct CheckCommand: AsyncParsableCommand {
         let progress = ProgressLine()
         var options = CheckOptions(
             engines: try clientOptions.engines(), profiles: try parseProfiles(profiles), scenarios: try parseScenarioList(scenarios) ?? [],
-            jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration, shard: try shard.map(CellShard.init(parsing:)),
+            jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration, shard: shard,
             progress: progress.update, platform: try platformOption.policy())
         options.clientChecks = try clientChecksOption.checks()
         var report: CheckReport

@@ -146,3 +146,27 @@ func validateSeconds(_ value: Double, _ option: String) throws {
         throw ValidationError("\(option): \(value) is not a number of seconds from 0 to 86400 (a day). Fix: give a positive number, e.g. \(option) 10.")
     }
 }
+
+/// The shard of a run (check, check --batch, lab check): `--shard K/N` (already validated), else the one a CI system
+/// gives through its environment (``EnvironmentShard``: Bazel, Kubernetes, GitLab, CircleCI), said on standard
+/// error with the variables read, Bazel's status file touched; nil for a whole run. Inconsistent variables end the
+/// command with exit 2, naming the variable and the fix.
+func resolveShard(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> CellShard? {
+    if let option {
+        let shard = try? CellShard(parsing: option)
+        let set = EnvironmentShard.systemsSet(in: environment)
+        if let shard, !set.isEmpty {
+            let names = set.map { "\($0.indexVariable)/\($0.totalVariable)" }.joined(separator: ", ")
+            FileHandle.standardError.write(Data("pinlab: shard \(shard) from --shard (\(names) not read)\n".utf8))
+        }
+        return shard
+    }
+    do {
+        guard let found = try EnvironmentShard.read(environment) else { return nil }
+        FileHandle.standardError.write(Data((found.announcement + "\n").utf8))
+        try found.touchStatusFile()
+        return found.shard
+    } catch {
+        fail("\(error)")
+    }
+}

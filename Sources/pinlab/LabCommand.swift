@@ -86,6 +86,10 @@ struct LabCheckCommand: AsyncParsableCommand {
 
               pinlab lab check 1 -- python3 labs/starters/python/lab01_why_pin.py
 
+            --shard K/N grades only part K of the lab's cells (as `pinlab check --shard`; without it, the shard a CI \
+            system gives in the environment, see `pinlab check --help`); --report FILE writes the cells as a check \
+            report (JSON), and `pinlab report merge` joins the N shards' reports.
+
             Exit status: 0 when every cell of the lab is as expected, 1 when any is wrong; 2 for a malformed \
             command line (an unknown lab number lists the valid ones) or when the lab cannot be set up.
             """)
@@ -105,6 +109,12 @@ struct LabCheckCommand: AsyncParsableCommand {
     @Option(help: "Also write the lab's picture (an HTML page: chains, pins, your row beside the correct row).")
     var html: String?
 
+    @Option(help: "Also write the cells as a check report (JSON, as `pinlab check --format json`): the input of `pinlab report merge` and `pinlab report site`.")
+    var report: String?
+
+    @Option(help: "Grade only part K of N of the lab's cells (e.g. 2/4), as `pinlab check --shard`; join the --report files with `pinlab report merge`. Default: the shard a CI system gives in the environment, else every cell.")
+    var shard: String?
+
     @Argument(parsing: .postTerminator, help: "The learner's client command (after --).")
     var command: [String] = []
 
@@ -120,16 +130,19 @@ struct LabCheckCommand: AsyncParsableCommand {
         guard format == "text" || format == "json" else {
             throw ValidationError("--format: '\(format)' is not a format of lab check; use text or json.")
         }
+        if let shard { _ = try CellShard(parsing: shard) }
     }
 
     func run() async throws {
         let l = lab(number)
+        let shard = resolveShard(shard)
         let subject = clientOptions.subject(command: command, defaultName: command.joined(separator: " "))
         let catalogue = source.loadCatalogue()
         for s in l.scenarios where catalogue[s] == nil {
             fail("lab \(l.number) needs the scenario '\(s)', which is not in this catalogue.")
         }
         requireWritable(html, option: "--html")
+        requireWritable(report, option: "--report")
         requireWritable(baselineOptions.writeBaseline, option: "--write-baseline")
         let baseline = baselineOptions.load()
         let pki = await source.openPKI()
@@ -139,18 +152,23 @@ struct LabCheckCommand: AsyncParsableCommand {
         let engines = try clientOptions.engines()
         var grade: LabGrade
         do {
-            grade = try await l.grade(
-                subject, runner: runner, engines: engines, jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration)
+            var options = l.checkOptions(engines: engines, jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration)
+            options.shard = shard
+            grade = LabGrade(lab: l, report: try await runner.run(subject, options: options))
         } catch {
             await interrupts.holdIfInterrupted()
             fail("\(error)")
         }
         await interrupts.holdIfInterrupted()
         let changed = baselineOptions.apply(baseline, to: &grade.report)
+        if let report { writeOrFail(try grade.report.render(.json), to: report) }
         if format == "json" {
             print(try grade.jsonString(), terminator: "")
         } else {
             print(grade.renderText(color: stdoutIsTerminal), terminator: "")
+            if let shard {
+                print("Shard \(shard): only this part of the lab's cells was graded (· not run); join the shards' --report files with `pinlab report merge`.")
+            }
         }
         if let html {
             let correct: CheckReport?
