@@ -282,7 +282,8 @@ final class ControlAPI: Sendable {
                                           example: "[\"leaf-spki\", \"root-spki\"]") { name, known in
             .badRequest("profiles", "'\(name)' is not a pin profile.", fix: "use any of: \(known).")
         }
-        let engines = try Self.selection(body, "engines", of: Engines.all, named: \.name, example: "[\"openssl\"]") { name, known in
+        // Any registered engine may be named; left out, the built-in two (as `--engine both`).
+        let engines = try Self.selection(body, "engines", of: Engines.all, default: Engines.builtIn, named: \.name, example: "[\"openssl\"]") { name, known in
             .notFound("engines", "there is no engine named '\(name)'.", fix: "use any of: \(known).")
         }
         var cellTimeout = 10.0
@@ -331,10 +332,10 @@ final class ControlAPI: Sendable {
     /// The entries of `all` a list field names, in the order given (all of them when the field is absent); an
     /// unknown name is the error `unknown` makes of it and the known names.
     static func selection<T>(
-        _ body: [String: any Sendable], _ field: String, of all: [T], named name: (T) -> String, example: String,
-        unknown: (String, String) -> ControlError
+        _ body: [String: any Sendable], _ field: String, of all: [T], default chosen: [T]? = nil, named name: (T) -> String,
+        example: String, unknown: (String, String) -> ControlError
     ) throws(ControlError) -> [T] {
-        guard let names = try ControlRequest.strings(body, field, maxCount: all.count, example: example) else { return all }
+        guard let names = try ControlRequest.strings(body, field, maxCount: all.count, example: example) else { return chosen ?? all }
         var out: [T] = []
         for n in try unique(names, field: field) {
             guard let x = all.first(where: { name($0) == n }) else {

@@ -426,7 +426,7 @@ struct ExportTests {
             let payloads = try JSONSerialization.jsonObject(with: Data(checked.stdout)) as? [[String: Any]] ?? []
             #expect(payloads.count == (label == "plain" ? 1 : 2), "\(label): \(checked.output)")
             // An export that includes proxy-root warns on standard error too.
-            #expect(r.stderr.contains("WARNING: proxy-root is NOT name-constrained") == (label != "plain"), "\(label): \(r.stderr)")
+            #expect(r.stderr.contains("warning: proxy-root is NOT name-constrained") == (label != "plain"), "\(label): \(r.stderr)")
         }
         // The checker catches a description that lies (the old "name-constrained to .test and localhost").
         let file = dir.appendingPathComponent("proxy/PinningLab.mobileconfig")

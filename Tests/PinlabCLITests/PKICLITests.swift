@@ -144,7 +144,7 @@ struct PKICLITests {
         #expect(rekeyed.status == 0 && rekeyed.stdout.contains("proxy-root: NOT name-constrained"), "\(rekeyed.stdout) \(rekeyed.stderr)")
         let again = try await CLI.run(["export", "mobileconfig", "--include-proxy-root", "--out", out] + d)
         #expect(again.status == 0, "after --rekey: \(again.stderr)")
-        #expect(again.stderr.contains("WARNING: proxy-root is NOT name-constrained"), "\(again.stderr)")
+        #expect(again.stderr.contains("warning: proxy-root is NOT name-constrained"), "\(again.stderr)")
     }
 
     @Test("proxy-root lives 7 days; --rekey replaces its key and re-issues what it signs, nothing else's key")

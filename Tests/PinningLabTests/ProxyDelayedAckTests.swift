@@ -47,7 +47,10 @@ struct ProxyDelayedAckTests {
         let median = { (v: [Double]) in v.sorted()[v.count / 2] }
         let gap = median(proxied) - median(straight)
         print("through the proxy: request → response median \(median(proxied)) ms, control \(median(straight)) ms (gap \(gap) ms): \(proxied.sorted())")
-        // With the stall every request through the proxy took ≥ 40 ms more (44.0–44.4 ms measured).
-        #expect(gap < 20, "each request waited for the proxy's delayed ACK: \(proxied.sorted()) against \(straight.sorted())")
+        // With the stall every request through the proxy took ≥ 40 ms more (44.0–44.4 ms measured), the fastest one
+        // too; a loaded machine adds jitter to some requests (medians 20.8 and 25 ms apart were seen on a busy CI
+        // machine), never 40 ms to all of them. So the fastest requests are compared, 30 ms apart at most.
+        let fastestGap = proxied.min()! - straight.min()!
+        #expect(fastestGap < 30, "each request waited for the proxy's delayed ACK: \(proxied.sorted()) against \(straight.sorted()) (median gap \(gap) ms)")
     }
 }
