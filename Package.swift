@@ -69,9 +69,11 @@ let package = Package(
             swiftSettings: swiftSettings,
             plugins: ["EmbedResources"]
         ),
+        // An engine: its C module and the engine boundary, never the domain model (scripts/check-module-edges refuses
+        // PinningLabOpenSSL -> PinningLabModel).
         .target(
             name: "PinningLabOpenSSL",
-            dependencies: ["PinningLabCore", "PinningLabModel", "PinningLabPKI", "CPinningLabOpenSSL"],
+            dependencies: ["PinningLabCore", "PinningLabPKI", "CPinningLabOpenSSL"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -79,10 +81,18 @@ let package = Package(
             dependencies: ["PinningLabCore", "PinningLabPKI", "CPinningLabGnuTLS"],
             swiftSettings: swiftSettings
         ),
+        // The reference clients (the correct client and the teaching mistakes) and the OpenSSL client context: they
+        // implement the model's PinningClient and share PinningLabOpenSSL's handle owners (`package`).
+        .target(
+            name: "PinningLabReferenceClients",
+            dependencies: ["PinningLabOpenSSL", "CPinningLabOpenSSL", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "PinningLab",
             dependencies: [
                 "PinningLabPKI", "PinningLabCore", "PinningLabModel", "PinningLabOpenSSL", "PinningLabGnuTLS",
+                "PinningLabReferenceClients",
             ],
             resources: [.copy("Resources/schemas")],
             swiftSettings: swiftSettings,
@@ -97,7 +107,7 @@ let package = Package(
         // so packages that depend on PinningLab or PinningLabTesting never build it.
         .target(
             name: "PinningLabIntercept",
-            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL"],
+            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
             swiftSettings: swiftSettings
         ),
         // `pinlab export` and `pinlab audit`: pins and roots in the formats of TrustKit, Alamofire, OkHttp, Ktor, Cronet,
@@ -112,7 +122,7 @@ let package = Package(
         // pinlab only.
         .target(
             name: "PinningLabTimeline",
-            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL"],
+            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
             swiftSettings: swiftSettings
         ),
         // `pinlab lab`: the teaching labs, their graders and pictures. Linked by pinlab only.
@@ -134,7 +144,7 @@ let package = Package(
             name: "pinlab",
             dependencies: [
                 "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabControl", "PinningLabIntercept", "PinningLabLabs", "PinningLabExports",
-                "PinningLabTimeline", "PinningLabOpenSSL",
+                "PinningLabTimeline", "PinningLabReferenceClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -176,12 +186,12 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabEngineTests",
-            dependencies: ["PinningLabTestSupport", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "PinningLab", "PinningLabPKI"],
+            dependencies: ["PinningLabTestSupport", "PinningLabCore", "PinningLabOpenSSL", "PinningLabReferenceClients", "PinningLabGnuTLS", "PinningLab", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PinningLabClientTests",
-            dependencies: ["PinningLabTestSupport", "PinningLabOpenSSL", "PinningLabCore", "PinningLab"],
+            dependencies: ["PinningLabTestSupport", "PinningLabReferenceClients", "PinningLabCore", "PinningLab"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

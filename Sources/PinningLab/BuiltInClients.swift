@@ -1,8 +1,9 @@
 import PinningLabCore
 public import PinningLabModel
-import PinningLabOpenSSL
+import PinningLabReferenceClients
 
-/// The built-in reference clients (OpenSSL): `correct`, and one teaching client per classic mistake.
+/// The built-in reference clients (OpenSSL; PinningLabReferenceClients): `correct`, and one teaching client per
+/// classic mistake.
 public enum BuiltInClients {
     /// `correct` first, then the teaching clients.
     public static var names: [String] { ReferenceClients.names }

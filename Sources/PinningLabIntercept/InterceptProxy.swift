@@ -1,7 +1,7 @@
 public import Foundation
 import PinningLab
 public import PinningLabCore
-import PinningLabOpenSSL
+import PinningLabReferenceClients
 public import PinningLabPKI
 
 #if canImport(Glibc)

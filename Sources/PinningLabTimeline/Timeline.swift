@@ -2,7 +2,7 @@ public import Foundation
 public import PinningLabPKI
 import PinningLabCore
 public import PinningLabModel
-import PinningLabOpenSSL
+import PinningLabReferenceClients
 import PinningLab
 
 /// A pin set followed over time: the pins, and where they come from.

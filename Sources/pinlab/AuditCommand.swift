@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import PinningLabCore
 import PinningLabExports
-import PinningLabOpenSSL
+import PinningLabReferenceClients
 import PinningLabPKI
 
 struct AuditCommand: AsyncParsableCommand {

@@ -4,7 +4,7 @@ import Foundation
 import PinningLabTestSupport
 import PinningLabCore
 import PinningLab
-import PinningLabOpenSSL
+import PinningLabReferenceClients
 import Testing
 
 enum ClientExpectation: Sendable, CustomStringConvertible {

@@ -7,6 +7,7 @@ import PinningLab
 @testable import PinningLabCore
 import PinningLabGnuTLS
 import PinningLabOpenSSL
+import PinningLabReferenceClients
 import Testing
 
 struct SCTJudgeCase: Sendable, CustomTestStringConvertible {

@@ -1,6 +1,7 @@
 // One blocking reference-client connection: a non-blocking socket driven with poll(2) against a deadline, and an
 // SSL object over memory BIOs (so writes use MSG_NOSIGNAL and a closed peer never raises SIGPIPE).
 internal import CPinningLabOpenSSL
+internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
 internal import PinningLabCore
 internal import PinningLabModel
 internal import Foundation

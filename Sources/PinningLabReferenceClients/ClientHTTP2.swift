@@ -2,6 +2,7 @@
 // a connection kept open across the steps of a cell so that a later request to the same address can reuse it —
 // where connection coalescing, and the pin check it may skip, happen.
 internal import CPinningLabOpenSSL
+internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
 internal import PinningLabCore
 internal import PinningLabModel
 internal import Foundation

@@ -1,6 +1,7 @@
 // Trust, pin and certificate handling of the reference clients: the per-run SSL_CTX, the certificate verify
 // callback where every trust decision (chain, hostname, pins) is taken inside the handshake, and pin hashing.
 internal import CPinningLabOpenSSL
+internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
 internal import Foundation
 internal import PinningLabCore
 internal import PinningLabModel

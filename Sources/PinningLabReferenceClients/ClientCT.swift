@@ -3,6 +3,7 @@
 // in OpenSSL 3.0) is not. Strict means at least one SCT, embedded or from the TLS extension, that validates against
 // a log of the file; OpenSSL counts no operators, so one valid SCT is enough.
 internal import CPinningLabOpenSSL
+internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
 internal import PinningLabCore
 internal import Foundation
 
