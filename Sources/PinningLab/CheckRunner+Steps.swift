@@ -2,8 +2,6 @@ import Foundation
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
-import PinningLabGnuTLS
-import PinningLabOpenSSL
 
 extension CheckRunner {
     /// The servers of a scenario made of several connections: one per party its steps name, each with the

@@ -2,8 +2,6 @@ import Foundation
 public import PinningLabCore
 public import PinningLabModel
 public import PinningLabPKI
-import PinningLabGnuTLS
-import PinningLabOpenSSL
 
 /// Runs clients through the catalogue on real servers and judges every cell.
 ///

@@ -45,4 +45,19 @@ struct HelpTruthTests {
         #expect(old.status == 0, "\(old.stderrText)")
         #expect(old.stderrText.contains("PINNINGLAB_TRACE is deprecated") && old.stderrText.contains("PINLAB_TRACE"), "\(old.stderrText)")
     }
+
+    @Test("a usage error names its own subcommand's usage, also when the subcommand finds it while running")
+    func usageErrorsNameTheirSubcommand() async throws {
+        for (args, usage) in [
+            (["intercept", "--listen", "nope"], "Usage: pinlab intercept"),
+            (["timeline", "--preset", "nope"], "Usage: pinlab timeline"),
+            (["serve"] + CLI.dirArgs, "Usage: pinlab serve"),
+            (["lab", "check", "99", "--", "true"], "Usage: pinlab lab check"),
+        ] {
+            let r = try await CLI.run(args)
+            #expect(r.status == 2, "\(args): \(r.stderr)")
+            #expect(r.stderr.contains(usage), "\(args): \(r.stderr)")
+            #expect(!r.stderr.contains("pinlab <subcommand>"), "\(args): \(r.stderr)")
+        }
+    }
 }
