@@ -124,7 +124,7 @@ public final class ScenarioServer: Sendable {
         _ connect: (ClientTarget) async throws -> Void
     ) async -> Verdict {
         await withoutActuallyEscaping(connect) { connect in
-            await judge(
+            await execute(
                 cell(profile, client: client, checks: checks, platform: platform),
                 .inProcess(
                     run: { target in
@@ -152,12 +152,13 @@ public final class ScenarioServer: Sendable {
     /// server's engine, started for this cell; a client that cannot keep sessions across connections gets an
     /// `unsupported` verdict.
     public func verdict(_ profile: PinProfile, running client: any PinningClient) async -> Verdict {
-        await judge(
+        await execute(
             cell(profile, client: client.name, checks: client.checks, platform: client.platform),
             CellClient.of(.inProcess(client), timeout: .seconds(10)))
     }
 
-    private func judge(_ cell: Cell, _ client: CellClient) async -> Verdict {
+    /// Runs the cell on this server (or its parties) with the executor for its kind of client.
+    private func execute(_ cell: Cell, _ client: CellClient) async -> Verdict {
         if let unsupportedReason { return cell.notRun(.unsupported, unsupportedReason) }
         if cell.isMultiStep {
             return await runner.runSteps(cell, engine: tlsEngine, client: client, timeout: .seconds(10), files: files)
