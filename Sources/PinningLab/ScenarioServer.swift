@@ -35,6 +35,8 @@ public final class ScenarioServer: Sendable {
     /// The client certificate the scenario says to present, with its files; `nil` when it presents none.
     public let clientCredentials: ClientCredentials?
     private let files: CellFiles
+    /// How long a client run by a verdict may take (its target's timeout; 5 s more before it is abandoned).
+    public static let clientTimeout: Duration = .seconds(10)
     private let tlsEngine: any TLSEngine
     private let runner: CheckRunner
 
@@ -80,7 +82,7 @@ public final class ScenarioServer: Sendable {
     public var pinsApply: Bool { scenario.client.pinsApply }
 
     /// The target to hand a `PinningClient` for `profile`.
-    public func target(_ profile: PinProfile, timeout: Duration = .seconds(10)) throws -> ClientTarget {
+    public func target(_ profile: PinProfile, timeout: Duration = ScenarioServer.clientTimeout) throws -> ClientTarget {
         try files.target(for: scenario, profile: profile, port: port, timeout: timeout)
     }
 
@@ -154,16 +156,16 @@ public final class ScenarioServer: Sendable {
     public func verdict(_ profile: PinProfile, running client: any PinningClient) async -> Verdict {
         await execute(
             cell(profile, client: client.name, checks: client.checks, platform: client.platform),
-            CellClient.of(.inProcess(client), timeout: .seconds(10)))
+            CellClient.of(.inProcess(client), timeout: Self.clientTimeout))
     }
 
     /// Runs the cell on this server (or its parties) with the executor for its kind of client.
     private func execute(_ cell: Cell, _ client: CellClient) async -> Verdict {
         if let unsupportedReason { return cell.notRun(.unsupported, unsupportedReason) }
         if cell.isMultiStep {
-            return await runner.runSteps(cell, engine: tlsEngine, client: client, timeout: .seconds(10), files: files)
+            return await runner.runSteps(cell, engine: tlsEngine, client: client, timeout: Self.clientTimeout, files: files)
         }
-        return await runner.runConnection(cell, on: running, client: client, timeout: .seconds(10), files: files)
+        return await runner.runConnection(cell, on: running, client: client, timeout: Self.clientTimeout, files: files)
     }
 
     /// The lab revocation responder of the scenario (`server.responder`), `IP:PORT` on loopback, started with the

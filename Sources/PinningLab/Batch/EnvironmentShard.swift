@@ -15,52 +15,52 @@ import Foundation
 /// without its index is refused unless it is 1 (GitLab sets `CI_NODE_TOTAL=1` in every job without `parallel:`);
 /// an index without its total, an index out of range, a total of 0 and a value that is not a number are refused,
 /// each naming the variable and the fix.
-public struct EnvironmentShard: Sendable, Hashable {
+package struct EnvironmentShard: Sendable, Hashable {
     /// A CI system that tells each process which piece of a job it is.
-    public struct System: Sendable, Hashable {
+    package struct System: Sendable, Hashable {
         /// As said on standard error: "Bazel", "Kubernetes", "GitLab", "CircleCI".
-        public let name: String
-        public let indexVariable: String
-        public let totalVariable: String
+        package let name: String
+        package let indexVariable: String
+        package let totalVariable: String
         /// The number of the first shard: 0 or 1.
-        public let firstIndex: Int
+        package let firstIndex: Int
         /// Where the system sets the variables, for a fix.
         let setBy: String
     }
 
-    public static let bazel = System(
+    package static let bazel = System(
         name: "Bazel", indexVariable: "TEST_SHARD_INDEX", totalVariable: "TEST_TOTAL_SHARDS", firstIndex: 0,
         setBy: "Bazel and googletest set both for a test with shard_count")
-    public static let kubernetes = System(
+    package static let kubernetes = System(
         name: "Kubernetes", indexVariable: "JOB_COMPLETION_INDEX", totalVariable: "PINLAB_SHARD_TOTAL", firstIndex: 0,
         setBy: "an Indexed Job exports no total: set PINLAB_SHARD_TOTAL to the Job's completions in the pod's env")
-    public static let gitLab = System(
+    package static let gitLab = System(
         name: "GitLab", indexVariable: "CI_NODE_INDEX", totalVariable: "CI_NODE_TOTAL", firstIndex: 1,
         setBy: "GitLab sets both in a job with parallel:")
-    public static let circleCI = System(
+    package static let circleCI = System(
         name: "CircleCI", indexVariable: "CIRCLE_NODE_INDEX", totalVariable: "CIRCLE_NODE_TOTAL", firstIndex: 0,
         setBy: "CircleCI sets both in a job with parallelism:")
 
     /// The systems, in the order they are asked.
-    public static let systems: [System] = [bazel, kubernetes, gitLab, circleCI]
+    package static let systems: [System] = [bazel, kubernetes, gitLab, circleCI]
 
     /// The variable Bazel names the file a runner that honours sharding must touch by.
-    public static let statusFileVariable = "TEST_SHARD_STATUS_FILE"
+    package static let statusFileVariable = "TEST_SHARD_STATUS_FILE"
 
     /// Every variable read.
-    public static var variableNames: [String] {
+    package static var variableNames: [String] {
         systems.flatMap { [$0.indexVariable, $0.totalVariable] } + [statusFileVariable]
     }
 
-    public let shard: CellShard
-    public let system: System
+    package let shard: CellShard
+    package let system: System
     /// Bazel's `TEST_SHARD_STATUS_FILE`, to touch (``touchStatusFile()``).
-    public let statusFile: String?
+    package let statusFile: String?
     /// Other systems whose index was set too, and not read.
-    public let ignored: [System]
+    package let ignored: [System]
 
     /// `pinlab: shard 2/4 from GitLab's CI_NODE_INDEX/CI_NODE_TOTAL`, for standard error.
-    public var announcement: String {
+    package var announcement: String {
         var s = "pinlab: shard \(shard) from \(system.name)'s \(system.indexVariable)/\(system.totalVariable)"
         if !ignored.isEmpty {
             s += " (\(ignored.map { "\($0.indexVariable)/\($0.totalVariable)" }.joined(separator: ", ")) ignored)"
@@ -69,13 +69,13 @@ public struct EnvironmentShard: Sendable, Hashable {
     }
 
     /// The systems whose index is set (non-empty) in `environment`.
-    public static func systemsSet(in environment: [String: String]) -> [System] {
+    package static func systemsSet(in environment: [String: String]) -> [System] {
         systems.filter { !(environment[$0.indexVariable] ?? "").trimmingCharacters(in: .whitespaces).isEmpty }
     }
 
     /// The shard `environment` gives, nil when it gives none; throws a ``CheckSetupError`` naming the variable and
     /// the fix when its values are inconsistent.
-    public static func read(_ environment: [String: String]) throws -> EnvironmentShard? {
+    package static func read(_ environment: [String: String]) throws -> EnvironmentShard? {
         func value(_ name: String) -> String? {
             guard let v = environment[name]?.trimmingCharacters(in: .whitespaces), !v.isEmpty else { return nil }
             return v
@@ -125,7 +125,7 @@ public struct EnvironmentShard: Sendable, Hashable {
     }
 
     /// Touches Bazel's status file (creates it, or updates its time), which tells Bazel the test honours sharding.
-    public func touchStatusFile() throws {
+    package func touchStatusFile() throws {
         guard let statusFile else { return }
         let fd = open(statusFile, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         var failure = fd < 0 ? errno : 0
