@@ -19,6 +19,9 @@ public struct CheckOptions: Sendable {
     public var workDirectory: URL?
     /// Run only this part of the cells (`--shard K/N`); the report holds only its cells.
     public var shard: CellShard?
+    /// What each cell cost in an earlier run (`--shard-weights REPORT.json`), so that the shards finish together;
+    /// `nil` estimates each cell's cost from its connections. Read only when ``shard`` is set.
+    public var shardWeights: ShardWeights?
     /// Called after each judged cell (from any task; keep it short).
     public var progress: (@Sendable (CheckProgress) -> Void)?
     /// The platform TLS policy the client follows (`--platform`); `nil` keeps what the client declares

@@ -71,10 +71,14 @@ public struct CheckRunner: Sendable {
         let platform = options.platform ?? client.platform
         let checks = options.clientChecks ?? client.checks
 
+        let plan = options.shard.map {
+            ShardPlan(shard: $0, scenarios: selected.scenarios, engines: options.engines.map(\.name),
+                      runs: { supported?.contains($0) ?? true }, weights: options.shardWeights)
+        }
         var jobs: [CellScheduler.Job] = []
         for sc in selected.scenarios {
             for e in options.engines {
-                let inShard = PinProfile.all.filter { options.shard?.contains(scenario: sc.id, profile: $0, engine: e.name) ?? true }
+                let inShard = PinProfile.all.filter { plan?.contains(BatchCell.id(scenario: sc.id, profile: $0, engine: e.name)) ?? true }
                 let runnable = inShard.filter { supported?.contains($0) ?? true }
                 jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable, inShard: inShard, platform: platform, checks: checks))
             }

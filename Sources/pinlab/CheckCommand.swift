@@ -191,7 +191,10 @@ struct CheckCommand: AsyncParsableCommand {
     @Option(help: "With --batch: seconds one cell may take (servers close silent connections then; the harness is stopped when no answer arrives for twice this). Default: --timeout.")
     var cellTimeout: Double?
 
-    @Option(help: "Run only part K of N of the cells (e.g. 2/4): a deterministic, stable split; join the JSON reports with `pinlab report merge`. Without it, the shard a CI system gives in the environment (Bazel TEST_SHARD_INDEX/TEST_TOTAL_SHARDS, GitLab CI_NODE_INDEX/CI_NODE_TOTAL, CircleCI CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL, Kubernetes JOB_COMPLETION_INDEX with PINLAB_SHARD_TOTAL).")
+    @Option(help: "Cut the shards by the cell costs of an earlier run: its JSON report (e.g. the merged shards of the last run, kept as a CI cache). Without it, $PINLAB_SHARD_WEIGHTS, else each cell's cost is estimated from its connections.")
+    var shardWeights: String?
+
+    @Option(help: "Run only part K of N of the cells (e.g. 2/4): a deterministic split cut by cost so the pieces finish together; join the JSON reports with `pinlab report merge`. Without it, the shard a CI system gives in the environment (Bazel TEST_SHARD_INDEX/TEST_TOTAL_SHARDS, GitLab CI_NODE_INDEX/CI_NODE_TOTAL, CircleCI CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL, Kubernetes JOB_COMPLETION_INDEX with PINLAB_SHARD_TOTAL).")
     var shard: String?
 
     @Argument(parsing: .postTerminator, help: "The client command template (after --).")
@@ -233,6 +236,7 @@ struct CheckCommand: AsyncParsableCommand {
             return
         }
         let shard = resolveShard(shard)
+        let shardWeights = resolveShardWeights(self.shardWeights, shard: shard)
         requireWritable(output, option: "--output")
         requireWritable(baselineOptions.writeBaseline, option: "--write-baseline")
         let baseline = baselineOptions.load()
@@ -249,6 +253,7 @@ struct CheckCommand: AsyncParsableCommand {
             jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration, shard: shard,
             progress: progress.update, platform: try platformOption.policy())
         options.clientChecks = try clientChecksOption.checks()
+        options.shardWeights = shardWeights
         var report: CheckReport
         var harnessProblems: [String] = []
         do {

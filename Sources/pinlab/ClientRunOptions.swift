@@ -147,6 +147,30 @@ func validateSeconds(_ value: Double, _ option: String) throws {
     }
 }
 
+/// The measured costs the shards of a run are cut by: `--shard-weights REPORT.json`, else `$PINLAB_SHARD_WEIGHTS`
+/// (so a CI system sets it once for every piece); nil without a shard or without either. A report that cannot be
+/// read ends the command with exit 2, naming the file and the fix.
+func resolveShardWeights(
+    _ option: String?, shard: CellShard?, environment: [String: String] = ProcessInfo.processInfo.environment
+) -> ShardWeights? {
+    let fromEnvironment = environment["PINLAB_SHARD_WEIGHTS"].flatMap { $0.isEmpty ? nil : $0 }
+    guard let path = option ?? fromEnvironment else { return nil }
+    guard shard != nil else {
+        if option != nil {
+            FileHandle.standardError.write(Data("pinlab: --shard-weights is read only by a sharded run (--shard K/N, or a CI system's shard variables); this run holds every cell.\n".utf8))
+        }
+        return nil
+    }
+    do {
+        let weights = try ShardWeights(contentsOf: URL(fileURLWithPath: path))
+        let source = option != nil ? "--shard-weights" : "PINLAB_SHARD_WEIGHTS"
+        FileHandle.standardError.write(Data("pinlab: shards cut by the cell costs measured in \(path) (\(source); \(weights.millisecondsByCell.count) cells)\n".utf8))
+        return weights
+    } catch {
+        fail("\(error)")
+    }
+}
+
 /// The shard of a run (check, check --batch, lab check): `--shard K/N` (already validated), else the one a CI system
 /// gives through its environment (``EnvironmentShard``: Bazel, Kubernetes, GitLab, CircleCI), said on standard
 /// error with the variables read, Bazel's status file touched; nil for a whole run. Inconsistent variables end the

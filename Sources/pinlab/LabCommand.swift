@@ -18,16 +18,26 @@ func lab(_ text: String) -> TeachingLab {
     }
 }
 
+/// Every lab (labs/labs.yaml, then PINLAB_LABS_DIR's), or exit 2 naming the broken definition's file, field and fix.
+func labs() -> [TeachingLab] {
+    do {
+        return try TeachingLabs.current()
+    } catch {
+        fail("\(error)")
+    }
+}
+
 struct LabListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "List the labs.")
 
     func run() throws {
-        for l in TeachingLabs.all {
+        let all = labs()
+        for l in all {
             print("\(l.number)  \(l.title.padding(toLength: 52, withPad: " ", startingAt: 0))  \(l.pagePath)")
         }
-        print(
-            "\nStart with `pinlab lab show 1`; grade with `pinlab lab check 1 -- python3 labs/starters/python/lab01_why_pin.py`."
-        )
+        if let first = all.first {
+            print("\nStart with `pinlab lab show \(first.number)`; grade with `\(first.gradeCommand)`.")
+        }
     }
 }
 
@@ -84,7 +94,7 @@ struct LabCheckCommand: AsyncParsableCommand {
             variables of `pinlab check` (see `pinlab check --help`), or a built-in client (--client NAME). The lab \
             clients in labs/ read the environment, so they need no placeholder:
 
-              pinlab lab check 1 -- python3 labs/starters/python/lab01_why_pin.py
+              pinlab lab check 1 -- python3 labs/01-why-pin/starter.py
 
             --shard K/N grades only part K of the lab's cells (as `pinlab check --shard`; without it, the shard a CI \
             system gives in the environment, see `pinlab check --help`); --report FILE writes the cells as a check \
@@ -115,14 +125,19 @@ struct LabCheckCommand: AsyncParsableCommand {
     @Option(help: "Grade only part K of N of the lab's cells (e.g. 2/4), as `pinlab check --shard`; join the --report files with `pinlab report merge`. Default: the shard a CI system gives in the environment, else every cell.")
     var shard: String?
 
+    @Option(help: "Cut the shards by the cell costs of an earlier run's JSON report (--report of the whole lab); default $PINLAB_SHARD_WEIGHTS, else costs estimated from each cell's connections.")
+    var shardWeights: String?
+
     @Argument(parsing: .postTerminator, help: "The learner's client command (after --).")
     var command: [String] = []
 
     func validate() throws {
         do {
             _ = try TeachingLabs.named(number)
-        } catch {
+        } catch let error as UnknownLabError {
             throw ValidationError("\(error)")
+        } catch {
+            fail("\(error)")
         }
         try clientOptions.requireOneClient(
             command: command,
@@ -136,6 +151,7 @@ struct LabCheckCommand: AsyncParsableCommand {
     func run() async throws {
         let l = lab(number)
         let shard = resolveShard(shard)
+        let shardWeights = resolveShardWeights(self.shardWeights, shard: shard)
         let subject = clientOptions.subject(command: command, defaultName: command.joined(separator: " "))
         let catalogue = source.loadCatalogue()
         for s in l.scenarios where catalogue[s] == nil {
@@ -154,6 +170,7 @@ struct LabCheckCommand: AsyncParsableCommand {
         do {
             var options = l.checkOptions(engines: engines, jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration)
             options.shard = shard
+            options.shardWeights = shardWeights
             grade = LabGrade(lab: l, report: try await runner.run(subject, options: options))
         } catch {
             await interrupts.holdIfInterrupted()

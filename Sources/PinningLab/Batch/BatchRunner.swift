@@ -34,10 +34,14 @@ extension CheckRunner {
         let serverOptions = FixtureServer.Options(handshakeTimeout: batch.cellTimeout, idleTimeout: batch.cellTimeout,
                                                   workerThreads: 1)
         do {
+            let plan = options.shard.map {
+                ShardPlan(shard: $0, scenarios: selected.scenarios, engines: options.engines.map(\.name),
+                          runs: { p in options.profiles?.contains(p) ?? true }, weights: options.shardWeights)
+            }
             for s in selected.scenarios {
                 let configuration = try serverConfiguration(for: s)
                 for e in options.engines {
-                    for p in PinProfile.all where options.shard?.contains(scenario: s.id, profile: p, engine: e.name) ?? true {
+                    for p in PinProfile.all where plan?.contains(BatchCell.id(scenario: s.id, profile: p, engine: e.name)) ?? true {
                         var slot = Slot(cell: Cell(scenario: s, profile: p, engine: e.name, client: client,
                                                    platform: options.platform, checks: options.clientChecks ?? .undeclared))
                         if let profiles = options.profiles, !profiles.contains(p) {
