@@ -23,7 +23,8 @@ struct ControlCLITests {
             [bin.path, "serve", "--scenario", "baseline", "--engine", "openssl", "--control", "127.0.0.1:0",
              "--manifest", manifest.path] + CLI.dirArgs)
         defer { server.terminate() }
-        let object = try #require(await CLI.manifest(manifest, waitingUpTo: .seconds(120)), "no complete manifest after 120 s")
+        let object = try #require(await CLI.manifest(manifest, waitingUpTo: TestTimeouts.startup),
+                                  "no complete manifest after \(TestTimeouts.startup)")
         #expect((object["servers"] as? [[String: Any]])?.first?["id"] as? String == "baseline")
         let control = try #require(object["control"] as? [String: Any])
         let port = try #require(control["port"] as? Int)
@@ -83,20 +84,24 @@ struct ControlCLITests {
             let server = try ChildProcess.spawnBackground(
                 [bin.path, "serve", "--control", "127.0.0.1:0", "--manifest", manifest.path] + CLI.dirArgs)
             defer { server.terminate() }
-            let object = try #require(await CLI.manifest(manifest, waitingUpTo: .seconds(120)), "no complete manifest after 120 s")
+            let object = try #require(await CLI.manifest(manifest, waitingUpTo: TestTimeouts.startup),
+                                      "no complete manifest after \(TestTimeouts.startup)")
             let port = try #require((object["control"] as? [String: Any])?["port"] as? Int)
             let flood = try ChildProcess.spawnBackground(["python3", bench, "flood", String(port), "--clients", "10", "--seconds", "30"])
             defer { flood.terminate() }
-            try await Task.sleep(for: .seconds(2))
+            // The flood is under way: the server has held connections from ten of its clients (an event, not a
+            // fixed wait that a loaded machine can outlast while Python is still starting).
+            var clientPorts = Set<Int>()
+            let flooding = await eventually(TestTimeouts.startup) {
+                clientPorts.formUnion(TCPConnections.clientPorts(ofServerOn: port))
+                return clientPorts.count >= 10
+            }
+            try #require(flooding, "the flood never reached the control API: \(clientPorts.count) connection(s) seen")
             #expect(server.isRunning)
             kill(server.pid, sig)
             let signalled = ContinuousClock.now
             var status: Int32 = 0
-            var reaped = false
-            while !reaped && ContinuousClock.now - signalled < .seconds(15) {
-                reaped = waitpid(server.pid, &status, WNOHANG) == server.pid
-                if !reaped { try await Task.sleep(for: .milliseconds(20)) }
-            }
+            let reaped = await eventually(.seconds(15)) { waitpid(server.pid, &status, WNOHANG) == server.pid }
             let took = ContinuousClock.now - signalled
             try #require(reaped, "pinlab serve --control still runs 15 s after signal \(sig) during a flood")
             #expect(status & 0x7f == 0 && (status >> 8) & 0xff == expected,

@@ -29,8 +29,13 @@ struct InterceptEvidenceCLITests {
         ) { port, dir in
             let trust = try S.trustFile(in: dir)
             codes.append(await S.curl(port, trust, "api.pinning.test", pin: leaf))
-            // The first connection must be recorded before the second arrives: wait for its line in the report.
-            try await Task.sleep(for: .milliseconds(300))
+            // The first connection must be recorded before the second arrives. The proxy records a connection as it
+            // ends it (ProxyConnection.finish closes the socket, then records, in one step on its worker): wait until
+            // the proxy holds no connection from a client any more (none established, none the client closed alone).
+            let ended = await eventually(TestTimeouts.exchange) {
+                !TCPConnections.involving(port: port).contains { $0.localPort == port && ($0.isEstablished || $0.state == 8) }
+            }
+            #expect(ended, "the proxy still holds the first connection: \(TCPConnections.involving(port: port))")
             codes.append(await S.curl(port, trust, "api.pinning.test", pin: leaf))
         }
         #expect(codes == [90, 0], "refused the minted leaf, then reached the genuine server: \(codes)\n\(learned.stdout)")

@@ -60,9 +60,9 @@ struct ControlBrowserTests {
             let pages = try ChildProcess.spawnBackground(["python3", "-c", Self.pageServer, dir.path, portFile.path])
             defer { pages.terminate() }
             var pagePort: Int?
-            for _ in 0..<200 where pagePort == nil {
+            await eventually(TestTimeouts.startup) {
                 pagePort = (try? String(contentsOf: portFile, encoding: .utf8)).flatMap { Int($0) }
-                if pagePort == nil { try await Task.sleep(for: .milliseconds(50)) }
+                return pagePort != nil
             }
             let port = try #require(pagePort, "the page server did not start")
             let browser = ["--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(dir.path)/profile",
@@ -72,15 +72,17 @@ struct ControlBrowserTests {
             let bench = ControlHardeningTests.bench
             async let health = ChildProcess.run(
                 ["python3", bench, "health-under-flood", String(control.port), "--clients", "0", "--seconds", "6"], timeout: .seconds(60))
-            try await Task.sleep(for: .milliseconds(300))
+            // The browser starts once the probes have begun (the control API has seen the client's connections).
+            let probing = await eventually(TestTimeouts.startup) { !TCPConnections.clientPorts(ofServerOn: control.port).isEmpty }
+            #expect(probing, "GET /health never reached the control API")
             // The attacker's page, from another loopback origin (and once more from the rebinding name itself).
             let attack = await ChildProcess.run(
-                [chromium] + browser + ["http://127.0.0.1:\(port)/attack.html"], timeout: .seconds(120))
+                [chromium] + browser + ["http://127.0.0.1:\(port)/attack.html"], timeout: TestTimeouts.browser)
             let rebound = await ChildProcess.run(
-                [chromium] + browser + ["http://evil.example:\(port)/attack.html"], timeout: .seconds(120))
+                [chromium] + browser + ["http://evil.example:\(port)/attack.html"], timeout: TestTimeouts.browser)
             // A top-level navigation after rebinding: same origin, no Origin header, Host: evil.example:PORT.
             let navigation = await ChildProcess.run(
-                [chromium] + browser + ["http://evil.example:\(control.port)/identities/leaf-v1?format=key"], timeout: .seconds(120))
+                [chromium] + browser + ["http://evil.example:\(control.port)/identities/leaf-v1?format=key"], timeout: TestTimeouts.browser)
             let measured = await health
 
             for run in [attack, rebound] {

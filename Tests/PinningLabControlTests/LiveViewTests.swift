@@ -50,6 +50,42 @@ struct LiveViewTests {
         return out
     }
 
+    /// A long poll — `GET live/events?since=VERSION&wait=10` by curl in the background — made a connection's
+    /// event: once `pending` says the server holds the poll, `connection` runs at once, and the poll's answer comes
+    /// back with how long curl waited for it. The wait and the connection run on a thread of their own, so a test
+    /// process whose cooperative threads are busy (a full `swift test` starting on two cores) cannot delay the
+    /// connection past the poll's 10 s.
+    static func longPoll(
+        _ baseURL: String, since version: Int, token: String?, pending: @escaping @Sendable (_ trace: String) -> Bool,
+        then connection: [String]
+    ) async throws -> (answer: [String: Any], seconds: Double) {
+        let out = TestScratch.root.appendingPathComponent("pinlab-live-poll-\(UUID().uuidString)").path
+        defer { for f in [out, out + ".time", out + ".trace"] { try? FileManager.default.removeItem(atPath: f) } }
+        var args = ["curl", "-s", "-v", "--max-time", "30", "-o", out, "-w", "%{time_total}"]
+        if let token { args += ["-H", "Authorization: Bearer \(token)"] }
+        let poll = try ChildProcess.spawnBackground(args + ["\(baseURL)live/events?since=\(version)&wait=10"],
+                                                    stdoutFile: out + ".time", stderrFile: out + ".trace")
+        defer { poll.terminate() }
+        let held = await onAThreadOfItsOwn("test.live.poll") { () -> Bool in
+            let held = eventuallyBlocking(TestTimeouts.exchange) { pending(out + ".trace") }
+            _ = ChildProcess.runBlocking(connection, timeout: .seconds(30))
+            return held
+        }
+        #expect(held, "the long poll was not pending within \(TestTimeouts.exchange): \((try? String(contentsOfFile: out + ".trace", encoding: .utf8)) ?? "")")
+        try #require(await eventually(TestTimeouts.exchange) { !poll.isRunning }, "the long poll did not answer")
+        let answer = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any])
+        let seconds = try #require(Double(try String(contentsOfFile: out + ".time", encoding: .utf8)))
+        return (answer, seconds)
+    }
+
+    /// Whether a long poll's request has reached a server on `port` and been read there: curl says it sent it (its
+    /// `-v` trace has the request line), and the server's end of every connection it holds has nothing left unread.
+    static func pollIsRead(serverPort port: Int, trace: String) -> Bool {
+        guard let text = try? String(contentsOfFile: trace, encoding: .utf8), text.contains("> GET /live/events") else { return false }
+        let held = TCPConnections.involving(port: port).filter { $0.localPort == port && $0.isEstablished }
+        return !held.isEmpty && held.allSatisfy { $0.receiveQueue == 0 }
+    }
+
     @Test("the events change as connections go through the proxy; a long poll answers when one happens", .requires("curl"))
     func eventsFollowTheProxy() async throws {
         try await Self.withLiveProxy { proxy, live, root in
@@ -57,25 +93,16 @@ struct LiveViewTests {
             #expect((first["groups"] as? [Any])?.isEmpty == true, "\(first)")
             let version = try #require(first["version"] as? Int)
 
-            // A long poll from the version the page saw, answered by the first connection, not by its 10 s wait.
-            // One shell makes both exchanges and curl times them, so a test process whose cooperative threads are
-            // busy (a full `swift test` starting on two cores) cannot delay the connection past the poll's wait.
-            let script = """
-                curl -s -o "$4" -w '%{time_total}' -H "Authorization: Bearer $1" "$2live/events?since=$3&wait=10" > "$4.time" &
-                sleep 0.3
-                curl -s -o /dev/null --max-time 20 -x "http://$5" --cacert "$6" https://cdn.pinning.test/
-                wait
-                """
-            let out = TestScratch.root.appendingPathComponent("pinlab-live-poll-\(UUID().uuidString)").path
-            defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: out + ".time") }
-            let both = await ChildProcess.run(
-                ["sh", "-c", script, "sh", live.token ?? "", live.url, String(version), out, proxy.address, root], timeout: .seconds(60))
-            #expect(both.status == 0, "\(both.output)")
-            let change = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any])
-            let pollSeconds = try #require(Double(try String(contentsOfFile: out + ".time", encoding: .utf8)))
+            // A long poll from the version the page saw, answered by the first connection, not by its 10 s wait: the
+            // connection is made once the server has begun the poll (its count of event requests moved).
+            let begun = live.eventRequestsServed
+            let (change, pollSeconds) = try await Self.longPoll(
+                live.url, since: version, token: live.token, pending: { _ in live.eventRequestsServed > begun },
+                then: ["curl", "-s", "-o", "/dev/null", "--max-time", "20", "-x", "http://\(proxy.address)", "--cacert", root,
+                       "https://cdn.pinning.test/"])
             #expect(change["version"] as? Int != version)
             #expect(pollSeconds < 9, "the long poll waited for its timeout (\(pollSeconds) s) instead of the connection")
-            print("live view: a long poll answered after \(pollSeconds) s, the connection having started at 0.3 s")
+            print("live view: a long poll answered after \(pollSeconds) s, the connection made once it was pending")
 
             await Self.curlThroughProxy(proxy, host: "api.pinning.test", trustingProxyRoot: nil)
             await Self.curlThroughProxy(proxy, host: "v2.api.pinning.test", trustingProxyRoot: root)
@@ -159,11 +186,13 @@ struct LiveViewTests {
             let id = try #require(started["id"] as? String)
             let port = try #require(started["port"] as? Int)
             let version = try #require(try await Curl.get(control.url + "live/events").json()["version"] as? Int)
-            async let waited = Curl.get(control.url + "live/events?since=\(version)&wait=10")
-            try await Task.sleep(for: .milliseconds(300))
-            // curl -k sends its request; curl on the system's roots refuses the lab's chain.
-            _ = await ChildProcess.run(["curl", "-s", "-k", "-o", "/dev/null", "--max-time", "20", "https://localhost:\(port)/"], timeout: .seconds(30))
-            #expect(try await waited.json()["version"] as? Int != version)
+            // curl -k sends its request (once the control API holds the long poll); curl on the system's roots
+            // refuses the lab's chain.
+            let controlPort = control.port
+            let (change, _) = try await Self.longPoll(
+                control.url, since: version, token: control.token, pending: { Self.pollIsRead(serverPort: controlPort, trace: $0) },
+                then: ["curl", "-s", "-k", "-o", "/dev/null", "--max-time", "20", "https://localhost:\(port)/"])
+            #expect(change["version"] as? Int != version)
             _ = await ChildProcess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "20", "https://localhost:\(port)/"], timeout: .seconds(30))
             _ = try await Curl.get(control.url + "servers/\(id)/observations?wait=5")
             let now = try await Curl.get(control.url + "live/events").json()
@@ -190,12 +219,12 @@ struct LiveViewTests {
             let waiting = try #require(Self.groups(before)["\(id)/interceptor"], "\(before)")
             #expect(waiting["connections"] as? Int == 0 && waiting["verdict"] as? String == "waiting", "\(waiting)")
             let version = try #require(before["version"] as? Int)
-            async let waited = Curl.get(control.url + "live/events?since=\(version)&wait=10")
-            try await Task.sleep(for: .milliseconds(300))
-            _ = await ChildProcess.run(
-                ["curl", "-s", "-k", "-o", "/dev/null", "--max-time", "20", "--resolve", "api.pinning.test:\(port):127.0.0.1",
-                 "https://api.pinning.test:\(port)/"], timeout: .seconds(30))
-            #expect(try await waited.json()["version"] as? Int != version)
+            let controlPort = control.port
+            let (change, _) = try await Self.longPoll(
+                control.url, since: version, token: control.token, pending: { Self.pollIsRead(serverPort: controlPort, trace: $0) },
+                then: ["curl", "-s", "-k", "-o", "/dev/null", "--max-time", "20", "--resolve", "api.pinning.test:\(port):127.0.0.1",
+                       "https://api.pinning.test:\(port)/"])
+            #expect(change["version"] as? Int != version)
             _ = try await Curl.get(control.url + "servers/\(id)/observations?party=interceptor&wait=5")
             let now = try await Curl.get(control.url + "live/events").json()
             let g = try #require(Self.groups(now)["\(id)/interceptor"], "\(now)")
@@ -223,22 +252,20 @@ struct LiveViewTests {
             let served = live.eventRequestsServed
             async let browser = ChildProcess.run(
                 [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(dir.path)/profile",
-                 "--virtual-time-budget=800", "--dump-dom", live.pageURL], timeout: .seconds(120))
-            // The page has drawn its first (empty) snapshot and waits in its long poll: only now do clients connect.
-            var waited = 0
-            while live.eventRequestsServed < served + 2 && waited < 600 {
-                try await Task.sleep(for: .milliseconds(100))
-                waited += 1
-            }
-            #expect(live.eventRequestsServed >= served + 2, "the page never began its long poll")
-            try await Task.sleep(for: .milliseconds(300))
+                 "--virtual-time-budget=800", "--dump-dom", live.pageURL], timeout: TestTimeouts.browser)
+            // The page has drawn its first (empty) snapshot and waits in its long poll (its second event request has
+            // begun): only now do clients connect.
+            let polling = await eventually(TestTimeouts.browser) { live.eventRequestsServed >= served + 2 }
+            #expect(polling, "the page never began its long poll")
             await Self.curlThroughProxy(proxy, host: "api.pinning.test", trustingProxyRoot: nil)
             await Self.curlThroughProxy(proxy, host: "v2.api.pinning.test", trustingProxyRoot: root)
-            // Connections keep coming (one a second) until the page's time budget is spent and Chromium prints the DOM.
+            // Connections keep coming until the page's time budget is spent and Chromium prints the DOM: each one once
+            // the page has asked again (the answer to its poll drawn), or after a bound if it has not.
             let feeder = Task {
                 for _ in 0..<90 where !Task.isCancelled {
+                    let asked = live.eventRequestsServed
                     await Self.curlThroughProxy(proxy, host: "cdn.pinning.test", trustingProxyRoot: root)
-                    try? await Task.sleep(for: .seconds(1))
+                    await eventually(TestTimeouts.exchange) { Task.isCancelled || live.eventRequestsServed > asked }
                 }
             }
             let run = await browser

@@ -2,6 +2,7 @@ import Foundation
 import PinningLab
 import PinningLabCore
 import PinningLabIntercept
+import PinningLabTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -46,18 +47,18 @@ final class LoopbackListener: Sendable {
         return startedNow("test.listener") {
             let end = ContinuousClock.now.advanced(by: timeout)
             var accepted: Int32 = -1
-            while ContinuousClock.now < end {
-                if let (c, _) = Sockets.accept(fd) { accepted = c; break }
-                usleep(10_000)
+            // poll(2) wakes the thread when a connection comes or bytes arrive: no fixed naps between tries.
+            while accepted < 0, waitReadable(fd, until: end) {
+                if let (c, _) = Sockets.accept(fd) { accepted = c }
             }
             guard accepted >= 0 else { return nil }
             defer { close(accepted) }
             var bytes: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 4096)
-            while ContinuousClock.now < end {
+            while waitReadable(accepted, until: end) {
                 let n = read(accepted, &chunk, chunk.count)
                 if n == 0 { break }
-                if n > 0 { bytes += chunk.prefix(n) } else { usleep(10_000) }
+                if n > 0 { bytes += chunk.prefix(n) } else if errno != EAGAIN && errno != EINTR { break }
             }
             return String(decoding: bytes, as: UTF8.self)
         }
@@ -78,14 +79,14 @@ final class LoopbackListener: Sendable {
         let fd = self.fd
         return startedNow("test.reset") {
             let end = ContinuousClock.now.advanced(by: timeout)
-            while ContinuousClock.now < end {
-                guard let (accepted, _) = Sockets.accept(fd) else { usleep(10_000); continue }
+            while waitReadable(fd, until: end) {
+                guard let (accepted, _) = Sockets.accept(fd) else { continue }
                 var bytes: [UInt8] = []
                 var chunk = [UInt8](repeating: 0, count: 4096)
-                while ContinuousClock.now < end, bytes.count < payload.count {
+                while bytes.count < payload.count, waitReadable(accepted, until: end) {
                     let n = read(accepted, &chunk, chunk.count)
                     if n == 0 { break }
-                    if n > 0 { bytes += chunk.prefix(n) } else if errno == EAGAIN || errno == EINTR { usleep(10_000) } else { break }
+                    if n > 0 { bytes += chunk.prefix(n) } else if errno != EAGAIN && errno != EINTR { break }
                 }
                 guard bytes.starts(with: payload) else { close(accepted); continue }
                 var option = linger(l_onoff: 1, l_linger: 0)
@@ -253,8 +254,9 @@ struct ProxyRelayTests {
         }
         let run = await ChildProcess.run(["python3", "-c", Self.tlsScript, String(proxy.port), "127.0.0.1:\(service.port)", "api.pinning.test"], timeout: .seconds(30))
         let observation = await proxy.observation(of: "127.0.0.1:\(service.port)")
+        // The observation (awaited above) holds the decision not to fetch, and stop() joins the workers, which are the
+        // only ones that dial (the fetch is a phase of the connection on its worker): nothing can dial after it.
         await proxy.stop()
-        try await Task.sleep(for: .milliseconds(200))
         #expect(run.stdoutText.contains("intercepted_by"), "\(run.output)")
         #expect(!service.sawConnection, "the proxy fetched a chain from the loopback authority")
         let chain = observation?.genuineChain ?? ""
@@ -279,56 +281,59 @@ struct ProxyRelayTests {
             print(status, 'closed', type(e).__name__)
         """
 
-    /// A look-up that hangs 3 s does not stall the only worker: a second CONNECT through the same proxy is answered
-    /// at once; the slow one gets its 502 when its look-up ends.
+    /// A look-up that hangs does not stall the only worker: a second CONNECT through the same proxy is answered
+    /// while the first one's look-up is held (the resolver waits for the test's release, not for a clock); the slow
+    /// one gets its 502 when its look-up ends.
     @Test func aSlowLookupDoesNotStallTheWorker() async throws {
         let service = try LoopbackListener()
+        let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
         let proxy = try await Self.start {
             $0.listener.workerThreads = 1
             $0.upstreams = [UpstreamRoute(pattern: try! HostPattern(parsing: "fast.test"), host: "fast.test", port: service.port)]
             $0.resolver = { host in
                 if host == "slow.test" {
-                    Thread.sleep(forTimeInterval: 3)
+                    entered.signal()
+                    _ = release.wait(timeout: .now() + 60)
                     return .failure(NameLookupFailure("slow on purpose"))
                 }
                 return .success(["127.0.0.1"])
             }
         }
-        let script = """
-            import json, select, socket, sys, time
-            def connect(a):
-                s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
-                s.sendall(b'CONNECT %s HTTP/1.1\\r\\n\\r\\n' % a.encode())
-                return s
-            t0 = time.time()
-            slow = connect('slow.test:443')
-            time.sleep(0.3)
-            t1 = time.time()
-            fast = connect('fast.test:443')
-            fast_reply = fast.recv(4096).decode()
-            fast_ms = (time.time() - t1) * 1000
-            slow_pending = not select.select([slow], [], [], 0)[0]
-            fast.close()
-            slow_reply = slow.recv(4096).decode()
-            print(json.dumps({'fast': fast_reply, 'fast_ms': fast_ms, 'slow_pending': slow_pending, 'slow': slow_reply,
-                              'slow_ms': (time.time() - t0) * 1000}))
-            """
+        let slowOut = TestScratch.root.appendingPathComponent("pinlab-slow-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: slowOut) }
+        let slow = try ChildProcess.spawnBackground(["python3", "-c", Self.connectScript, String(proxy.port), "slow.test:443"],
+                                                    stdoutFile: slowOut, stderrFile: slowOut)
+        defer { slow.terminate() }
+        // The slow look-up has begun (the resolver holds it): only now does the fast CONNECT come.
+        let held = await onAThreadOfItsOwn("test.lookup") { entered.wait(timeout: .now() + TestTimeouts.exchange.timeInterval) == .success }
+        try #require(held, "the slow CONNECT never reached the resolver")
         let tunnelled = service.receive(within: .seconds(10))  // ends the fast tunnel once its client closed
-        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port)], timeout: .seconds(30))
+        let fast = await ChildProcess.run(["python3", "-c", Self.connectScript, String(proxy.port), "fast.test:443"],
+                                          timeout: TestTimeouts.command)
+        // By events, not a stopwatch: the fast CONNECT was answered while the slow look-up was held (a stalled worker
+        // answers nothing until that look-up ends, and the resolver holds it until the release below).
+        let slowAnswer = (try? String(contentsOfFile: slowOut, encoding: .utf8)) ?? ""
+        release.signal()
+        #expect(fast.stdoutText.hasPrefix("HTTP/1.1 200"), "the second CONNECT was not answered while the slow look-up was held: \(fast.output)")
+        #expect(slowAnswer.isEmpty, "the slow CONNECT was answered before its look-up ended: \(slowAnswer)")
         #expect(await tunnelled.value == "")
+        #expect(await eventually(TestTimeouts.exchange) { !slow.isRunning }, "the slow CONNECT got no answer after its look-up ended")
         #expect(await proxy.settle())
         await proxy.stop()
-        let result = try #require(try JSONSerialization.jsonObject(with: Data(run.stdoutText.utf8)) as? [String: Any], "\(run.output)")
-        let fastMS = try #require(result["fast_ms"] as? Double)
-        let slowMS = try #require(result["slow_ms"] as? Double)
-        #expect((result["fast"] as? String)?.hasPrefix("HTTP/1.1 200") == true, "\(result)")
-        // By events, not a stopwatch: the fast CONNECT was answered while the slow one's answer had not come (a
-        // stalled worker answers the slow one first, when its look-up ends).
-        #expect(result["slow_pending"] as? Bool == true, "the second CONNECT waited \(fastMS) ms behind the slow look-up: \(result)")
-        #expect((result["slow"] as? String)?.hasPrefix("HTTP/1.1 502 Bad Gateway") == true, "\(result)")
-        #expect((result["slow"] as? String)?.contains("cannot resolve slow.test: slow on purpose") == true, "\(result)")
-        #expect(slowMS > 2500, "\(result)")
+        let slowReply = (try? String(contentsOfFile: slowOut, encoding: .utf8)) ?? ""
+        #expect(slowReply.hasPrefix("HTTP/1.1 502 Bad Gateway"), "\(slowReply)")
+        #expect(slowReply.contains("cannot resolve slow.test: slow on purpose"), "\(slowReply)")
     }
+
+    /// `CONNECT argv[2]` on a new connection: prints the first reply, CRLFs as spaces, and closes. (A reply held by a
+    /// resolver comes when the test releases it: the socket's bound is the test's, not a guess at the machine's speed.)
+    static let connectScript = """
+        import socket, sys
+        s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=60)
+        s.sendall(b'CONNECT %s HTTP/1.1\\r\\n\\r\\n' % sys.argv[2].encode())
+        print(s.recv(4096).decode(errors='replace').replace('\\r\\n', ' '), flush=True)
+        s.close()
+        """
 
     /// A look-up has a bounded time: past it, 502 with the reason, without waiting for the resolver.
     @Test func aLookupHasABoundedTime() async throws {
@@ -361,31 +366,34 @@ struct ProxyRelayTests {
 
     /// Look-ups queued or running are bounded: one more is answered 503 at once.
     @Test func pendingLookupsAreBounded() async throws {
+        let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
         let proxy = try await Self.start {
             $0.lookupThreads = 1
             $0.maxPendingLookups = 1
             $0.resolver = { _ in
-                Thread.sleep(forTimeInterval: 1.5)
+                entered.signal()
+                _ = release.wait(timeout: .now() + 60)
                 return .failure(NameLookupFailure("slow on purpose"))
             }
         }
-        let script = """
-            import socket, sys, time
-            def connect(a):
-                s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
-                s.sendall(b'CONNECT %s HTTP/1.1\\r\\n\\r\\n' % a.encode())
-                return s
-            first = connect('one.test:443')
-            time.sleep(0.3)
-            print(connect('two.test:443').recv(4096).decode().replace('\\r\\n', ' '))
-            print(first.recv(4096).decode().replace('\\r\\n', ' '))
-            """
-        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port)], timeout: .seconds(30))
+        let firstOut = TestScratch.root.appendingPathComponent("pinlab-pending-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: firstOut) }
+        let first = try ChildProcess.spawnBackground(["python3", "-c", Self.connectScript, String(proxy.port), "one.test:443"],
+                                                     stdoutFile: firstOut, stderrFile: firstOut)
+        defer { first.terminate() }
+        // The first look-up is running (the resolver holds it until the release below): one is pending.
+        let held = await onAThreadOfItsOwn("test.lookup") { entered.wait(timeout: .now() + TestTimeouts.exchange.timeInterval) == .success }
+        try #require(held, "the first CONNECT never reached the resolver")
+        let second = await ChildProcess.run(["python3", "-c", Self.connectScript, String(proxy.port), "two.test:443"],
+                                            timeout: TestTimeouts.command)
+        release.signal()
+        release.signal()  // a second look-up, should the bound fail to refuse it, is not held either
+        #expect(await eventually(TestTimeouts.exchange) { !first.isRunning }, "the first CONNECT got no answer after its look-up ended")
         await proxy.stop()
-        let lines = run.stdoutText.split(separator: "\n").map(String.init)
-        #expect(lines.count == 2, "\(run.output)")
-        #expect(lines.first?.hasPrefix("HTTP/1.1 503 Service Unavailable") == true && lines.first?.contains("1 name look-ups are pending") == true, "\(lines)")
-        #expect(lines.last?.hasPrefix("HTTP/1.1 502 Bad Gateway") == true, "\(lines)")
+        let firstReply = (try? String(contentsOfFile: firstOut, encoding: .utf8)) ?? ""
+        #expect(second.stdoutText.hasPrefix("HTTP/1.1 503 Service Unavailable") && second.stdoutText.contains("1 name look-ups are pending"),
+                "\(second.output)")
+        #expect(firstReply.hasPrefix("HTTP/1.1 502 Bad Gateway"), "\(firstReply)")
     }
 
     /// `--allow-peer`: IPv4 and IPv6 blocks, an IPv4 peer of a dual-stack socket (`::ffff:a.b.c.d`) matched as
@@ -441,13 +449,13 @@ extension InterceptProxy {
     /// suites share one process, and the kernel may give this proxy a port another suite's test still probes: a
     /// stray connection is observed too, and `observations().first` or `settle()` (which waits for it to end) once
     /// met one that sat idle until its timeout.
-    func observation(of authority: String, within timeout: Duration = .seconds(30)) async -> InterceptObservation? {
-        let end = ContinuousClock.now.advanced(by: timeout)
-        while ContinuousClock.now < end {
-            if let o = observations().first(where: { $0.authority == authority }) { return o }
-            try? await Task.sleep(for: .milliseconds(50))
+    func observation(of authority: String, within timeout: Duration = TestTimeouts.exchange) async -> InterceptObservation? {
+        var found: InterceptObservation?
+        await eventually(timeout) {
+            found = observations().first(where: { $0.authority == authority })
+            return found != nil
         }
-        return nil
+        return found
     }
 }
 
