@@ -69,13 +69,16 @@ struct CipherTests {
         }
     }
 
-    @Test func anUnknownSuiteIsAnErrorNotASilentNoOp() {
-        #expect(throws: TLSEngineError.self) { try CipherPreferences(ianaSuites: ["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA265"]) }
-        do {
-            _ = try CipherPreferences(ianaSuites: ["TLS_NOT_A_SUITE"])
-        } catch {
-            #expect("\(error)".contains("TLS_NOT_A_SUITE"))
-        }
+    /// A misspelt or unknown name throws an invalid-configuration error naming it and listing the names that are
+    /// known; a known name next to it does not make it pass. (This test used to expect nothing when nothing threw.)
+    @Test(arguments: [["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA265"], ["TLS_NOT_A_SUITE"],
+                      ["TLS_AES_256_GCM_SHA384", "TLS_NOT_A_SUITE"]])
+    func anUnknownSuiteIsAnErrorNotASilentNoOp(_ names: [String]) throws {
+        let unknown = try #require(names.last)
+        let error = try #require(throws: TLSEngineError.self) { try CipherPreferences(ianaSuites: names) }
+        #expect(error.code == .invalidConfiguration, "\(error)")
+        #expect(error.reason.hasPrefix("'\(unknown)' is not a cipher suite"), "\(error)")
+        #expect(error.reason.contains("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"), "the known names are listed: \(error)")
     }
 
     @Test func everyKnownSuiteMapsOnBothEngines() throws {
