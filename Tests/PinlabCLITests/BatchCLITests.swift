@@ -17,7 +17,7 @@ struct BatchCLITests {
     static let okhttpProfiles = "none,leaf-spki,leaf-spki+backup,intermediate-spki,root-spki"
 
     /// Runs the binary with a long time limit (a whole catalogue of JVMs per cell takes minutes on a loaded machine).
-    static func pinlab(_ args: [String], timeout: Duration = .seconds(1500)) async throws -> CLI.Result {
+    static func pinlab(_ args: [String], timeout: Duration = TestTimeouts.catalogue) async throws -> CLI.Result {
         let bin = try #require(CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
@@ -94,7 +94,8 @@ struct BatchCLITests {
         let perCell = try await Self.pinlab(["check"] + CLI.dirArgs + checks + [
             "--format", "json", "--output", perCellJSON.path, "--timeout", "30", "--",
             "python3", Self.python, "--cell", "{url}", "{ca}", "{profile}", "[--pins {pins}]",
-            "[--cert {client.cert}]", "[--key {client.key}]", "[--pin-domain {pins.domain}]", "[--pin-subdomains {pins.subdomains}]"])
+            "[--cert {client.cert}]", "[--key {client.key}]", "[--pin-domain {pins.domain}]", "[--pin-subdomains {pins.subdomains}]"],
+            timeout: TestTimeouts.cataloguePerCell)
         #expect(perCell.status == batch.status, "\(perCell.stdout) \(perCell.stderr)")
         let b = try Self.report(batchJSON), p = try Self.report(perCellJSON)
         Self.expectSameVerdicts(b, p, profiles: 6)
@@ -132,7 +133,8 @@ struct BatchCLITests {
             "--profiles", Self.okhttpProfiles, "--format", "json", "--output", perCellJSON.path,
             "--timeout", "60", "--jobs", "4", "--"] + java + [
             "--cell", "{url}", "{ca}", "--ip", "{ip}", "[--pins {pins.okhttp}]", "[--pin-domain {pins.domain}]",
-            "[--pin-subdomains {pins.subdomains}]", "[--p12 {client.p12}]", "[--password {client.password}]"])
+            "[--pin-subdomains {pins.subdomains}]", "[--p12 {client.p12}]", "[--password {client.password}]"],
+            timeout: TestTimeouts.cataloguePerCell)
         #expect(perCell.status == batch.status, "\(perCell.stderr)")
         let b = try Self.report(batchJSON), p = try Self.report(perCellJSON)
         Self.expectSameVerdicts(b, p, profiles: 5)
@@ -236,7 +238,7 @@ struct BatchCLITests {
         let piped = try await CLI.run(args)
         #expect(!piped.stderr.contains("cells,"), "quiet when not a terminal: \(piped.stderr)")
         let command = ([bin.path] + args).map { "'\($0)'" }.joined(separator: " ") + " >/dev/null"
-        let tty = await ChildProcess.run(["script", "-qec", command, "/dev/null"], timeout: .seconds(120))
+        let tty = await ChildProcess.run(["script", "-qec", command, "/dev/null"], timeout: TestTimeouts.command)
         #expect(tty.stdoutText.contains("24/24 cells"), "\(tty.stdoutText)")
     }
 }

@@ -14,7 +14,7 @@ struct DescriptorLimitTests {
         let bin = try #require(CLI.binary)
         let script = "ulimit \(ulimit) 512 && exec \"$0\" check --batch --engine openssl --dir \"$1\" -- python3 \"$2\""
         let r = await ChildProcess.run(["/bin/sh", "-c", script, bin.path, CLI.pkiDirectory.path, Self.harness],
-                                       timeout: .seconds(120))
+                                       timeout: TestTimeouts.catalogue)
         return CLI.Result(status: r.status, stdout: r.stdoutText, stderr: r.stderrText)
     }
 

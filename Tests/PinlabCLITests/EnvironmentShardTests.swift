@@ -16,7 +16,7 @@ struct EnvironmentShardTests {
         for v in EnvironmentShard.variableNames { env[v] = nil }
         env["NO_COLOR"] = "1"
         env.merge(variables) { _, new in new }
-        let r = await ChildProcess.run([bin.path] + args, environment: env, timeout: .seconds(120))
+        let r = await ChildProcess.run([bin.path] + args, environment: env, timeout: TestTimeouts.catalogue)
         return CLI.Result(status: r.status, stdout: r.stdoutText, stderr: r.stderrText)
     }
 

@@ -522,7 +522,7 @@ struct ExportTests {
                 "javac", "-nowarn", "-cp", cp, "-d", classes.path,
                 src.appendingPathComponent("PinningLabPins.java").path,
                 src.appendingPathComponent("PinCheck.java").path,
-            ], timeout: .seconds(120))
+            ], timeout: TestTimeouts.compile)
         try #require(javac.status == 0, "javac: \(javac.output)")
         #expect(servers.count == 4, "baseline and intercepting-proxy on two engines")
         for s in servers {
@@ -594,7 +594,7 @@ struct ExportTests {
                 Self.fixtures.appendingPathComponent("cronet-stub/org/chromium/net/CronetEngine.java").path,
                 Self.fixtures.appendingPathComponent("CronetCheck.java").path,
                 src.appendingPathComponent("PinningLabCronetPins.java").path,
-            ], timeout: .seconds(120))
+            ], timeout: TestTimeouts.compile)
         try #require(javac.status == 0, "javac: \(javac.output)")
         let r = await ChildProcess.run(["java", "-cp", classes.path, "CronetCheck"], timeout: .seconds(60))
         #expect(r.status == 0, "\(r.output)")

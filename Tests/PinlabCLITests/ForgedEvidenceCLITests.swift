@@ -69,7 +69,7 @@ struct ForgedEvidenceCLITests {
             label: "forged"
         ) { port, dir in
             let trust = try S.trustFile(in: dir)
-            let r = await ChildProcess.run(["python3", script.path, String(port), trust, namesJSON], timeout: .seconds(120))
+            let r = await ChildProcess.run(["python3", script.path, String(port), trust, namesJSON], timeout: TestTimeouts.command)
             #expect(r.status == 0, "\(r.output)")
             answers = r.stdoutText.split(separator: "\n").compactMap {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]

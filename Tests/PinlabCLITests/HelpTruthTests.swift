@@ -35,7 +35,7 @@ struct HelpTruthTests {
             env["PINLAB_TRACE"] = nil
             env["PINNINGLAB_TRACE"] = nil
             env[variable] = "1"
-            return await ChildProcess.run([bin.path, "pki", "list"] + CLI.dirArgs, environment: env, timeout: .seconds(120))
+            return await ChildProcess.run([bin.path, "pki", "list"] + CLI.dirArgs, environment: env, timeout: TestTimeouts.command)
         }
         let new = await run("PINLAB_TRACE")
         #expect(new.status == 0, "\(new.stderrText)")

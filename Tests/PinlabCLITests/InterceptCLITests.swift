@@ -186,7 +186,7 @@ struct InterceptCLITests {
         func java(_ mode: String, _ port: Int, _ trust: String) async -> String {
             let r = await ChildProcess.run(
                 ["java", "-cp", dir.path + ":" + cp, "InterceptClient", mode, String(port), trust, pin, "api.pinning.test"] + hosts,
-                timeout: .seconds(120))
+                timeout: TestTimeouts.command)
             return r.output
         }
         let expected: [(String, String, [String: String])] = [

@@ -40,7 +40,7 @@ struct LeftoversTests {
         let quiet = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
         #expect(await ChildProcess.run([git] + quiet + ["init", "-q", repo.path]).status == 0)
         let initPKI = await ChildProcess.run(
-            ["/bin/sh", "-c", "cd \"$1\" && exec \"$2\" pki init", "sh", repo.path, bin.path], timeout: .seconds(120))
+            ["/bin/sh", "-c", "cd \"$1\" && exec \"$2\" pki init", "sh", repo.path, bin.path], timeout: TestTimeouts.command)
         #expect(initPKI.status == 0, "\(initPKI.stderrText)")
         let keys = repo.appendingPathComponent(".pinninglab/keys")
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: keys.path)) ?? []).contains("proxy-root.pem"),
@@ -127,7 +127,7 @@ struct LeftoversTests {
                 #expect(!scratch().isEmpty, "SIGKILL removed nothing")
                 let next = await ChildProcess.run(
                     [bin.path, "check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl"] + CLI.dirArgs,
-                    environment: env, timeout: .seconds(120))
+                    environment: env, timeout: TestTimeouts.command)
                 #expect(next.status == 0, "\(next.stderrText)")
                 #expect(scratch().isEmpty, "the next pinlab check swept the killed timeline's folder: \(scratch())")
             }
@@ -188,7 +188,7 @@ struct LeftoversTests {
         // The next run, in the same TMPDIR.
         let next = await ChildProcess.run(
             [bin.path, "check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl"] + CLI.dirArgs,
-            environment: env, timeout: .seconds(120))
+            environment: env, timeout: TestTimeouts.command)
         #expect(next.status == 0, "\(next.stderrText)")
         #expect(scratch() == Set([aliveFolder, link.lastPathComponent] + foreign),
                 "the killed run's folder is removed; the live run's, the link and another user's stay: \(scratch())")

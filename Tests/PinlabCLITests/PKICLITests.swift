@@ -181,7 +181,7 @@ struct PKICLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let bin = try #require(CLI.binary)
         let results = await withTaskGroup(of: ChildProcess.Result.self) { group in
-            for _ in 0..<4 { group.addTask { await ChildProcess.run([bin.path, "pki", "init", "--dir", dir.path], timeout: .seconds(120)) } }
+            for _ in 0..<4 { group.addTask { await ChildProcess.run([bin.path, "pki", "init", "--dir", dir.path], timeout: TestTimeouts.command) } }
             var all: [ChildProcess.Result] = []
             for await r in group { all.append(r) }
             return all

@@ -10,7 +10,7 @@ private func pinlab(in folder: URL, _ args: [String], home: URL? = nil) async th
     env["NO_COLOR"] = "1"
     if let home { env["HOME"] = home.path }
     let r = await ChildProcess.run(["/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", folder.path, bin.path] + args,
-                                   environment: env, timeout: .seconds(120))
+                                   environment: env, timeout: TestTimeouts.command)
     return CLI.Result(status: r.status, stdout: r.stdoutText, stderr: r.stderrText)
 }
 

@@ -37,7 +37,7 @@ enum CLI {
         env["NO_COLOR"] = "1"
         // A suite run as a CI piece (GitLab parallel:, Bazel shard_count) must not shard the runs it checks.
         for v in EnvironmentShard.variableNames { env[v] = nil }
-        let r = await ChildProcess.run([bin.path] + args, environment: env, timeout: .seconds(120))
+        let r = await ChildProcess.run([bin.path] + args, environment: env, timeout: TestTimeouts.catalogue)
         return Result(status: r.status, stdout: r.stdoutText, stderr: r.stderrText)
     }
 
@@ -201,7 +201,7 @@ struct PinlabCLITests {
         let server = try ChildProcess.spawnBackground(
             [bin.path, "serve", "--scenario", "rekey", "--engine", "openssl", "--manifest", manifest.path] + CLI.dirArgs)
         defer { server.terminate() }
-        let object = try #require(await CLI.manifest(manifest, waitingUpTo: .seconds(120)), "no complete manifest after 120 s")
+        let object = try #require(await CLI.manifest(manifest, waitingUpTo: TestTimeouts.startup), "no complete manifest after \(TestTimeouts.startup)")
         let servers = try #require(object["servers"] as? [[String: Any]])
         let s = try #require(servers.first)
         #expect(s["id"] as? String == "rekey")
@@ -252,7 +252,7 @@ struct WithoutNGHTTP2Tests {
         let r = await ChildProcess.run(
             [bin.path, "check", "--client", "coalesces-without-pins", "--scenarios", "h2-coalescing-pinned-host,baseline",
              "--format", "json"],
-            environment: env, timeout: .seconds(120))
+            environment: env, timeout: TestTimeouts.command)
         #expect(r.status == 0, "\(r.stderrText)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdoutText.utf8)) as? [String: Any])
         let verdicts = try #require(report["verdicts"] as? [[String: Any]])

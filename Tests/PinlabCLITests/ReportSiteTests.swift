@@ -115,7 +115,7 @@ struct ReportSiteTests {
             let png = dir.appendingPathComponent(page.replacingOccurrences(of: "/", with: "-") + ".png")
             let shot = try await run(
                 [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1024,768",
-                 "--screenshot=\(png.path)", site.appendingPathComponent(page).absoluteString], timeout: 120)
+                 "--screenshot=\(png.path)", site.appendingPathComponent(page).absoluteString], timeout: TestTimeouts.browser.timeInterval)
             #expect(FileManager.default.fileExists(atPath: png.path), "no screenshot of \(page): \(shot.output)")
             let check = try await run([python, LabTests.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path])
             #expect(check.status == 0, "\(page): \(check.output)")

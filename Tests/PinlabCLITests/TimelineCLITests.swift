@@ -100,9 +100,9 @@ struct TimelineCLITests {
         var env = ProcessInfo.processInfo.environment
         env["TMPDIR"] = tmp.path
         let ok = await ChildProcess.run([bin.path, "timeline", "--preset", "sc081-47", "--horizon", "100"] + CLI.dirArgs,
-                                        environment: env, timeout: .seconds(120))
+                                        environment: env, timeout: TestTimeouts.command)
         #expect(ok.status == 0, "\(ok.stderrText)")
-        let engine = await ChildProcess.run([bin.path, "timeline", "--engine", "bogus"] + CLI.dirArgs, environment: env, timeout: .seconds(120))
+        let engine = await ChildProcess.run([bin.path, "timeline", "--engine", "bogus"] + CLI.dirArgs, environment: env, timeout: TestTimeouts.command)
         #expect(engine.status == 2 && engine.stderrText.contains("--engine"), "\(engine.stderrText)")
         let left = ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.hasPrefix("pinlab-timeline") }
         #expect(left.isEmpty, "left behind: \(left)")
@@ -144,7 +144,7 @@ struct TimelineCLITests {
         #expect(page.contains("<svg") && page.contains("intermediate-spki") && page.contains("breaks on day"))
         let shot = await ChildProcess.run(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900",
-             "--screenshot=\(png.path)", html.absoluteString], timeout: .seconds(120))
+             "--screenshot=\(png.path)", html.absoluteString], timeout: TestTimeouts.browser)
         #expect(FileManager.default.fileExists(atPath: png.path), "no screenshot: \(shot.output)")
         let check = await ChildProcess.run([python, LabTests.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path], timeout: .seconds(30))
         #expect(check.status == 0, "\(check.output)")

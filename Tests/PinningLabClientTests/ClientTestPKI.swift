@@ -15,7 +15,7 @@ struct ClientTestPKIError: Error, CustomStringConvertible {
 func clientTestShell(_ script: String, in directory: URL) throws -> Data {
     let quoted = "'" + directory.path.replacingOccurrences(of: "'", with: "'\\''") + "'"
     let r = ChildProcess.runBlocking(["/bin/bash", "-euo", "pipefail", "-c", "cd \(quoted) && \(script)"],
-                                     timeout: .seconds(120))
+                                     timeout: TestTimeouts.command)
     guard r.status == 0 else {
         throw ClientTestPKIError(description: "script failed (\(r.status)): \(script.prefix(200))… \(r.stderrText)")
     }

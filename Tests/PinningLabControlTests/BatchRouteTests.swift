@@ -54,7 +54,7 @@ struct BatchRouteTests {
             try JSONSerialization.data(withJSONObject: document).write(to: docFile)
             var env = ProcessInfo.processInfo.environment
             env["PINLAB_BATCH"] = docFile.path
-            let harness = await ChildProcess.run(["python3", Self.python], environment: env, timeout: .seconds(120))
+            let harness = await ChildProcess.run(["python3", Self.python], environment: env, timeout: TestTimeouts.command)
             #expect(harness.status == 0, "\(harness.stderrText)")
             var claims: [String: String] = [:]
             for line in harness.stdoutText.split(separator: "\n") {

@@ -174,7 +174,7 @@ struct ControlHardeningTests {
         try await ControlTestLab.withControl { control, _ in
             let port = String(control.port)
             func run(_ args: [String]) async throws -> [String: Any] {
-                let r = await ChildProcess.run(["python3", Self.bench] + args, timeout: .seconds(120))
+                let r = await ChildProcess.run(["python3", Self.bench] + args, timeout: TestTimeouts.command)
                 try #require(r.status == 0, "\(r.output)")
                 return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any], "\(r.output)")
             }
