@@ -186,7 +186,7 @@ struct LabTests {
             [
                 chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                 "--window-size=1280,900", "--screenshot=\(png.path)", html.absoluteString,
-            ], timeout: 120)
+            ], timeout: TestTimeouts.browser.timeInterval)
         #expect(FileManager.default.fileExists(atPath: png.path), "no screenshot: \(shot.output)")
         let check = try await run([python, Self.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path])
         #expect(check.status == 0, "\(check.output)")
