@@ -4,22 +4,23 @@ import PinningLab
 
 /// One teaching lab: a short exercise around a few scenarios, graded on real servers by `pinlab lab check N`.
 ///
-/// The labs themselves (the Markdown pages, the starter clients, the reference solutions) live in the repository's
-/// `labs/` folder; this is the part the grader needs: which cells to run, which cells the starter is meant to get
-/// wrong, and what to say about each cell a learner gets wrong.
+/// A lab is one folder under `labs/` (`labs/01-why-pin/`): its page (`README.md`), its definition (`lab.yaml`, read
+/// into this value by ``TeachingLabs``), its starter client (`starter.py`) and its instructor material
+/// (`instructor/solution.py`, `instructor/notes.md`). This is the part the grader needs: which cells to run, which cells
+/// the starter is meant to get wrong, and what to say about each cell a learner gets wrong.
 public struct TeachingLab: Sendable, Hashable {
-    /// 1 to 10.
+    /// 1, 2, …: the number the folder's name starts with.
     public var number: Int
-    /// The folder under `labs/`, e.g. `01-why-pin`.
+    /// The folder's name, e.g. `01-why-pin`.
     public var slug: String
+    /// The folder, as a learner reaches it from the repository root (`labs/01-why-pin`), or the path of a folder
+    /// added from elsewhere (``TeachingLabs/load(adding:environment:)``).
+    public var folder: String
     public var title: String
     /// One sentence: what the learner can do at the end.
     public var goal: String
     public var scenarios: [String]
     public var profiles: [PinProfile]
-    /// The file name of the Python starter in `labs/starters/python/` (and of the solution in
-    /// `labs/instructor/python/`).
-    public var pythonFile: String
     /// The mistake the starter makes, in one sentence.
     public var mistake: String
     /// The cells the starter client gets wrong, on every engine: exactly the lab's lesson.
@@ -34,59 +35,63 @@ public struct TeachingLab: Sendable, Hashable {
     public var teachingClient: String?
     /// How many connections each cell of the lab is (its scenarios' `steps`): above 1, the learner's client makes
     /// them all in one process and its command names them (``stepArguments``).
-    public var connections: Int = 1
+    public var connections: Int
     /// What a client graded by this lab declares it checks beyond chain and pins (`nil`: nothing, the labs about
     /// pins): lab 10 grades clients as hard-fail revocation checkers.
-    public var clientChecks: ClientChecks? = nil
+    public var clientChecks: ClientChecks?
     /// The built-in client that solves the lab (the picture's "correct" row): `correct`, or one that also keeps the
     /// lab's ``clientChecks``.
-    public var referenceClient = "correct"
-    /// Whether the lab has a Swift starter at all (the Swift lab plumbing cannot express every lab: resumed sessions,
-    /// revocation).
-    public var swiftStarterExists = true
+    public var referenceClient: String
+    /// The Swift starter in the `Examples` package (`Examples/Labs/Starters/Lab01WhyPin.swift`; the solution has the
+    /// same name under `Examples/Labs/Instructor/`), or `nil`: the Swift lab plumbing (SwiftNIO SSL) cannot express
+    /// every lab (resumed sessions, revocation). It lives in `Examples/` because a package's targets cannot reach
+    /// into `labs/`.
+    public var swiftStarter: String?
 
     public init(
-        number: Int, slug: String, title: String, goal: String, scenarios: [String], profiles: [PinProfile],
-        pythonFile: String, mistake: String, starterFails: Set<LabCell>, explanations: [CellExplanation],
-        lesson: String, tryNext: String, teachingClient: String? = nil
+        number: Int, slug: String, folder: String, title: String, goal: String, scenarios: [String],
+        profiles: [PinProfile], mistake: String, starterFails: Set<LabCell>, explanations: [CellExplanation],
+        lesson: String, tryNext: String, teachingClient: String? = nil, connections: Int = 1,
+        clientChecks: ClientChecks? = nil, referenceClient: String = "correct", swiftStarter: String? = nil
     ) {
         self.number = number
         self.slug = slug
+        self.folder = folder
         self.title = title
         self.goal = goal
         self.scenarios = scenarios
         self.profiles = profiles
-        self.pythonFile = pythonFile
         self.mistake = mistake
         self.starterFails = starterFails
         self.explanations = explanations
         self.lesson = lesson
         self.tryNext = tryNext
         self.teachingClient = teachingClient
+        self.connections = connections
+        self.clientChecks = clientChecks
+        self.referenceClient = referenceClient
+        self.swiftStarter = swiftStarter
     }
 
     /// The step placeholders the grading command ends with (`{url.1} {url.2}`), so that one process makes every
     /// connection of a cell; empty for a lab of one connection per cell.
     public var stepArguments: [String] { connections > 1 ? (1...connections).map { "{url.\($0)}" } : [] }
 
-    /// Whether the lab has a Swift starter in `Examples/Labs`: the Swift lab plumbing (SwiftNIO SSL) offers no
-    /// client session resumption, so the labs of several connections are Python only.
-    public var hasSwiftStarter: Bool { connections == 1 && swiftStarterExists }
+    /// Whether the lab has a Swift starter in `Examples/Labs`.
+    public var hasSwiftStarter: Bool { swiftStarter != nil }
 
     /// `labs/01-why-pin/README.md`, relative to the repository root.
-    public var pagePath: String { "labs/\(slug)/README.md" }
-    /// `labs/starters/python/lab01_why_pin.py`.
-    public var pythonStarterPath: String { "labs/starters/python/\(pythonFile)" }
-    /// `labs/instructor/python/lab01_why_pin.py`.
-    public var pythonSolutionPath: String { "labs/instructor/python/\(pythonFile)" }
-    /// The Swift starter's file: `Examples/Labs/Starters/Lab01WhyPin.swift` (the solution has the same name under
-    /// `Examples/Labs/Instructor/`).
-    public var swiftStarterPath: String {
-        let words = slug.split(separator: "-").dropFirst().map { w in
-            w == "tls" ? "TLS" : w.prefix(1).uppercased() + w.dropFirst()
-        }
-        return "Examples/Labs/Starters/Lab\(slug.prefix(2))\(words.joined()).swift"
-    }
+    public var pagePath: String { "\(folder)/README.md" }
+    /// `labs/01-why-pin/starter.py`: the Python starter, with the lab's mistake in place.
+    public var pythonStarterPath: String { "\(folder)/starter.py" }
+    /// `labs/01-why-pin/instructor/solution.py`: the reference solution.
+    public var pythonSolutionPath: String { "\(folder)/instructor/solution.py" }
+    /// `labs/01-why-pin/instructor/notes.md`: the answers to the page's questions and teaching notes.
+    public var instructorNotesPath: String { "\(folder)/instructor/notes.md" }
+    /// `labs/01-why-pin/lab.yaml`: this definition.
+    public var definitionPath: String { "\(folder)/lab.yaml" }
+    /// The Swift starter's file, "" when the lab has none (``hasSwiftStarter``).
+    public var swiftStarterPath: String { swiftStarter ?? "" }
     /// The Swift starter, built in the `Examples` package (`swift build --product lab-starter`).
     public var swiftStarterCommand: String { "Examples/.build/debug/lab-starter \(number)" }
 
@@ -136,9 +141,13 @@ public struct CellExplanation: Sendable, Hashable {
 /// A lab number that does not exist, with the valid ones.
 public struct UnknownLabError: Error, CustomStringConvertible, Sendable {
     public var given: String
-    public init(given: String) { self.given = given }
+    /// The labs there are: `1 (01-why-pin)`, ….
+    public var valid: [String]
+    public init(given: String, labs: [TeachingLab] = TeachingLabs.all) {
+        self.given = given
+        self.valid = labs.map { "\($0.number) (\($0.slug))" }
+    }
     public var description: String {
-        "'\(given)' is not a lab; the labs are "
-            + TeachingLabs.all.map { "\($0.number) (\($0.slug))" }.joined(separator: ", ") + "."
+        "'\(given)' is not a lab; the labs are " + valid.joined(separator: ", ") + "."
     }
 }

@@ -138,10 +138,8 @@ struct LabTests {
             #expect(page.contains(lab.gradeCommand), "\(lab.pagePath) does not give the grading command")
             for s in lab.scenarios { #expect(page.contains("`\(s)`"), "\(lab.pagePath) does not name \(s)") }
             #expect(
-                FileManager.default.fileExists(
-                    atPath: Self.root.appendingPathComponent(
-                        "labs/instructor/\(lab.slug).md"
-                    ).path), "the instructor answers of lab \(lab.number) are missing")
+                FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(lab.instructorNotesPath).path),
+                "the instructor answers of lab \(lab.number) are missing")
         }
     }
 

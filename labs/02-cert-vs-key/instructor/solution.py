@@ -1,0 +1,30 @@
+#!/usr/bin/env python3
+"""Lab 2 — Certificate vs public-key pinning.  REFERENCE SOLUTION (instructors only).
+
+Grade it:  pinlab lab check 2 -- python3 labs/02-cert-vs-key/instructor/solution.py
+"""
+import os
+import ssl
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import labtls  # noqa: E402  (plumbing: environment, DER, chains, the request)
+
+
+def main():
+    cell = labtls.Cell()
+    context = ssl.create_default_context(cafile=cell.ca)
+    tls = labtls.handshake(context, cell)
+
+    if cell.pins:
+        # The key survives a renewal that keeps it; the certificate's bytes (serial, dates, signature) do not.
+        got = labtls.sha256_b64(labtls.spki(labtls.leaf(tls)))
+        if got not in cell.pins:
+            labtls.close(tls)
+            labtls.refuse("pin mismatch: the server's key %s is not pinned" % got)
+
+    labtls.send_request(tls, cell)
+
+
+if __name__ == "__main__":
+    main()
