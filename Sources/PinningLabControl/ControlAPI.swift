@@ -188,7 +188,7 @@ final class ControlAPI: Sendable {
         let formatName = try r.choice("format", IdentityExportFormat.all.map(\.rawValue), default: "pem")
         let format = IdentityExportFormat(rawValue: formatName)
         if format.isSecret && !(id.role == .leaf || id.role == .client) {
-            throw .badRequest("format", "'\(id.name)' is a \(id.role): its key is not handed out.",
+            throw .badRequest("format", "'\(id.name)' is \(id.role.withArticle): its key is not handed out.",
                               fix: "keys and PKCS#12 files are served for leaf and client identities only.")
         }
         let password = r.query["password"]

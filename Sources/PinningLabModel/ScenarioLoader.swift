@@ -133,7 +133,7 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         if let roles, !roles.contains(entry.role) {
             let allowed = roles.flatMap { identities.names(withRole: $0) }
             throw fail(.wrongRole, node, field,
-                       "'\(name)' is a \(entry.role) but \(purpose) must be a \(roles.map(\.rawValue).joined(separator: " or ")).",
+                       "'\(name)' is \(entry.role.withArticle) but \(purpose) must be \(roles.map(\.withArticle).joined(separator: " or ")).",
                        fix: "use one of: \(allowed.joined(separator: ", ")).")
         }
         return name
@@ -553,7 +553,7 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
             // platforms, Android, the JDK, Go and curl accept any certificate of the store as an anchor).
             guard let e = identities[part], e.role == .root || e.role == .intermediate else {
                 let hint = suggestion(part, in: roots).map { "Did you mean '\($0)'? " } ?? ""
-                let what = identities[part] == nil ? "is not an identity of the PKI" : "is a \(identities[part]!.role), not a root (or a CA certificate installed as an anchor)"
+                let what = identities[part] == nil ? "is not an identity of the PKI" : "is \(identities[part]!.role.withArticle), not a root (or a CA certificate installed as an anchor)"
                 throw fail(.badTrustProfile, trustNode, "client.trust", "bad trust profile '\(trustText)': '\(part)' \(what).",
                            fix: "\(hint)A trust profile is one or more roots joined by '+': lab-root, lab-root+proxy-root (roots: \(roots.joined(separator: ", "))).")
             }

@@ -11,6 +11,8 @@ public struct Role: RawRepresentable, Hashable, Sendable, Codable, CustomStringC
     public static let all: [Role] = [.root, .intermediate, .leaf, .client]
     public var isCA: Bool { self == .root || self == .intermediate }
     public var description: String { rawValue }
+    /// The role with its indefinite article, for messages: "a root", "an intermediate".
+    package var withArticle: String { (rawValue.first.map { "aeiou".contains($0) } == true ? "an " : "a ") + rawValue }
 }
 
 /// A key algorithm and size.

@@ -265,6 +265,12 @@ struct Builder {
         // One stat for both checks (it follows a link, as reading the key does).
         var st = stat()
         if stat(url.path, &st) == 0 {
+            if st.st_mode & S_IFMT != S_IFREG {
+                let what = st.st_mode & S_IFMT == S_IFDIR ? "a directory" : "not a regular file"
+                throw PKIError(.keyFileUnreadable, "\(what) where the private key file belongs", file: url.path,
+                               entity: name, fix: "the key must be a file (PKCS#8 PEM, mode 0600): move \(url.path) away "
+                                   + "and put the key file there, or let `pinlab pki init` make a new key (pins on it change)")
+            }
             let m = st.st_mode & 0o7777
             if m & 0o077 != 0 {
                 throw PKIError(.keyFileTooOpen,
@@ -276,7 +282,16 @@ struct Builder {
         guard let bytes = try Storage.readFile(url) else {
             throw PKIError(.keyFileUnreadable, "the key file disappeared", file: url.path, entity: name)
         }
-        guard let der = PEM.decode(String(decoding: bytes, as: UTF8.self), label: "PRIVATE KEY") else {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let der = PEM.decode(text, label: "PRIVATE KEY") else {
+            if let (label, form) = [("EC PRIVATE KEY", "SEC1"), ("RSA PRIVATE KEY", "PKCS#1")].first(where: {
+                text.contains("-----BEGIN \($0.0)-----")
+            }) {
+                throw PKIError(.keyFileCorrupt, "a \(form) key (BEGIN \(label)); the lab keeps PKCS#8 keys (BEGIN PRIVATE KEY)",
+                               file: url.path, entity: name, fix: "convert it (the key and its pins stay the same): "
+                                   + "`openssl pkcs8 -topk8 -nocrypt -in \(url.path) -out \(url.path).p8 && "
+                                   + "chmod 600 \(url.path).p8 && mv \(url.path).p8 \(url.path)`")
+            }
             throw PKIError(.keyFileCorrupt, "not a PKCS#8 PEM private key (damaged or truncated)", file: url.path,
                            entity: name, fix: Self.damagedKeyFix(url))
         }

@@ -240,7 +240,7 @@ struct SpecParser {
                            fix: "remove 'ca: true', or make the role intermediate")
             }
             if !b && role.isCA {
-                throw fail(.wrongType, "a \(role) is always a CA", caNode, entity: name, field: "ca",
+                throw fail(.wrongType, "\(role.withArticle) is always a CA", caNode, entity: name, field: "ca",
                            fix: "remove 'ca: false'")
             }
             isCA = b
@@ -254,7 +254,7 @@ struct SpecParser {
         var hosts: [String] = []
         if let hNode = m["hosts"] {
             if role.isCA {
-                throw fail(.unknownField, "a \(role) has no hosts", hNode, entity: name, field: "hosts",
+                throw fail(.unknownField, "\(role.withArticle) has no hosts", hNode, entity: name, field: "hosts",
                            fix: "remove hosts; use nameConstraints to limit what a CA may issue")
             }
             hosts = try strings(hNode, entity: name, field: "hosts").map { s, n in try checkHost(s, n, entity: name) }
@@ -346,7 +346,7 @@ struct SpecParser {
                 issuer = i
             }
         } else if role != .root {
-            throw fail(.missingField, "a \(role) needs an issuer", nameNode, entity: name, field: "issuer",
+            throw fail(.missingField, "\(role.withArticle) needs an issuer", nameNode, entity: name, field: "issuer",
                        fix: "add issuer: <entity name>, or issuer: self for a self-signed certificate")
         }
 

@@ -28,7 +28,7 @@ extension SpecParser {
                            fix: "write mustStaple: true")
             }
             if b && role != .leaf {
-                throw fail(.unknownField, "only a leaf can require a stapled OCSP response (it is a \(role))", n,
+                throw fail(.unknownField, "only a leaf can require a stapled OCSP response (it is \(role.withArticle))", n,
                            entity: name, field: "mustStaple", fix: "remove mustStaple, or put it on a leaf")
             }
             r.mustStaple = b

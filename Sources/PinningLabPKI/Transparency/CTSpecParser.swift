@@ -58,7 +58,7 @@ extension SpecParser {
     /// `scts:` or `tlsSCTs:` of an entity: a list whose items are a log name or `{ log, timestamp, signature }`.
     func parseSCTRequests(_ node: Node, entity: String, field: String, role: Role, logs: Set<String>) throws -> [SCTRequest] {
         guard role == .leaf else {
-            throw fail(.badSCT, "a \(role) carries no SCTs", node, entity: entity, field: field,
+            throw fail(.badSCT, "\(role.withArticle) carries no SCTs", node, entity: entity, field: field,
                        fix: "remove \(field); SCTs are for server (leaf) certificates")
         }
         let items: [Node]
