@@ -6,7 +6,14 @@ extension Pins {
     /// The pins of a DER certificate that is not part of the lab PKI (a chain read from a PEM file:
     /// `pinlab audit --against CHAIN.pem`).
     public init(certificateDER der: [UInt8]) throws {
-        let cert = try Certificate(derEncoded: der)
+        guard let cert = try? Certificate(derEncoded: der) else {
+            // A key swift-certificates cannot decode (ML-DSA): the SPKI is hashed as it stands in the DER.
+            let spki = try DERBytes.spki(certificate: der)
+            self.init(
+                spkiSHA256: Array(SHA256.hash(data: spki)), certificateSHA256: Array(SHA256.hash(data: der)),
+                rawKeySHA256: Array(SHA256.hash(data: try DERBytes.subjectPublicKey(spki: spki))))
+            return
+        }
         let spki = try Builder.der(cert.publicKey)
         self.init(
             spkiSHA256: Array(SHA256.hash(data: spki)), certificateSHA256: Array(SHA256.hash(data: der)),

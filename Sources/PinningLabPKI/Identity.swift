@@ -26,8 +26,16 @@ public struct KeyType: RawRepresentable, Hashable, Sendable, Codable, CustomStri
     public static let rsa2048 = KeyType(rawValue: "rsa2048")
     public static let rsa3072 = KeyType(rawValue: "rsa3072")
     public static let rsa4096 = KeyType(rawValue: "rsa4096")
-    public static let all: [KeyType] = [.p256, .p384, .ed25519, .rsa1024, .rsa2048, .rsa3072, .rsa4096]
+    /// ML-DSA-65 (FIPS 204; RFC 9881 OID 2.16.840.1.101.3.4.3.18), a post-quantum signature key. Opt-in: only a spec
+    /// that names it makes one (swift-crypto has it on Linux; on Apple platforms only from macOS 26).
+    public static let mldsa65 = KeyType(rawValue: "mldsa65")
+    /// ML-DSA-87 (RFC 9881 OID 2.16.840.1.101.3.4.3.19).
+    public static let mldsa87 = KeyType(rawValue: "mldsa87")
+    public static let all: [KeyType] = [.p256, .p384, .ed25519, .rsa1024, .rsa2048, .rsa3072, .rsa4096, .mldsa65, .mldsa87]
     public var isRSA: Bool { rawValue.hasPrefix("rsa") }
+    /// A post-quantum ML-DSA key: its certificates are built and signed by the lab's own DER code (swift-certificates
+    /// has no ML-DSA), and OpenSSL before 3.5, GnuTLS 3.7 and most pinning libraries cannot use it.
+    public var isMLDSA: Bool { rawValue.hasPrefix("mldsa") }
     /// EC and Ed25519 keys can be derived from a seed; RSA keys are always random.
     public var isDeterministic: Bool { !isRSA }
     public var description: String { rawValue }
@@ -37,6 +45,8 @@ public struct KeyType: RawRepresentable, Hashable, Sendable, Codable, CustomStri
         case .p256: return "P-256"
         case .p384: return "P-384"
         case .ed25519: return "Ed25519"
+        case .mldsa65: return "ML-DSA-65"
+        case .mldsa87: return "ML-DSA-87"
         default: return isRSA ? "RSA-" + rawValue.dropFirst(3) : rawValue
         }
     }

@@ -57,7 +57,7 @@ struct IdentityWriter: Sendable {
                 out.append("\(e.url.lastPathComponent) readable by others")
             }
         }
-        if pkcs12Encoder != nil && pkcs12Roles.contains(id.role) {
+        if pkcs12Encoder != nil && pkcs12Roles.contains(id.role) && !id.keyType.isMLDSA {
             let p12 = files(id.name).pkcs12
             if !Storage.exists(p12) { out.append("\(p12.lastPathComponent) missing") }
             else if !Self.isWholeDER(p12) { out.append("\(p12.lastPathComponent) damaged") }
@@ -120,7 +120,9 @@ struct IdentityWriter: Sendable {
         let all = expected(id)
         // Last: cert.cer is what the check compares first.
         for e in all.dropLast() { try rewrite(e) }
-        if let enc = pkcs12Encoder, pkcs12Roles.contains(id.role) {
+        // No .p12 of an ML-DSA identity: the PKCS#12 encoder (OpenSSL 3.0 here) cannot read the key; the PEM files are
+        // written, and LabPKI.pkcs12File(for:) says why there is none.
+        if let enc = pkcs12Encoder, pkcs12Roles.contains(id.role), !id.keyType.isMLDSA {
             try Storage.write(try pkcs12(id, enc), to: f.pkcs12, mode: 0o600)
         } else if Storage.exists(f.pkcs12) {
             unlink(f.pkcs12.path)  // stale: made on demand again by LabPKI.pkcs12File(for:)
@@ -140,6 +142,11 @@ struct IdentityWriter: Sendable {
     }
 
     func pkcs12(_ id: Identity, _ enc: any PKCS12Encoder) throws -> [UInt8] {
+        if id.keyType.isMLDSA {
+            throw PKIError(.pkcs12Failed, "no PKCS#12 file of a \(id.keyType.displayName) identity: the encoder's "
+                           + "library cannot read ML-DSA keys (OpenSSL 3.5 or later can)", file: files(id.name).pkcs12.path,
+                           entity: id.name, fix: "use its key.pem and chain.pem")
+        }
         do {
             return try enc.encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
                                   chainDER: id.issuerChainDER, friendlyName: id.name, password: pkcs12Password)

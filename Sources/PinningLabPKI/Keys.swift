@@ -11,26 +11,63 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
         case p384(P384.Signing.PrivateKey)
         case ed25519(Curve25519.Signing.PrivateKey)
         case rsa(_RSA.Signing.PrivateKey)
+        case mldsa65(MLDSA65.PrivateKey)
+        case mldsa87(MLDSA87.PrivateKey)
     }
     let backing: Backing
     let type: KeyType
 
+    /// The key as swift-certificates signs with it; an ML-DSA key has none (swift-certificates 1.21 knows no ML-DSA).
     var certificatePrivateKey: Certificate.PrivateKey {
-        switch backing {
-        case .p256(let k): return Certificate.PrivateKey(k)
-        case .p384(let k): return Certificate.PrivateKey(k)
-        case .ed25519(let k): return Certificate.PrivateKey(k)
-        case .rsa(let k): return Certificate.PrivateKey(k)
+        get throws {
+            switch backing {
+            case .p256(let k): return Certificate.PrivateKey(k)
+            case .p384(let k): return Certificate.PrivateKey(k)
+            case .ed25519(let k): return Certificate.PrivateKey(k)
+            case .rsa(let k): return Certificate.PrivateKey(k)
+            case .mldsa65, .mldsa87: throw Self.noSwiftCertificatesKey(type)
+            }
         }
     }
 
+    /// The public key as swift-certificates holds it; an ML-DSA key has none (use ``spkiDER``).
     var publicKey: Certificate.PublicKey {
-        switch backing {
-        case .p256(let k): return Certificate.PublicKey(k.publicKey)
-        case .p384(let k): return Certificate.PublicKey(k.publicKey)
-        case .ed25519(let k): return Certificate.PublicKey(k.publicKey)
-        case .rsa(let k): return Certificate.PublicKey(k.publicKey)
+        get throws {
+            switch backing {
+            case .p256(let k): return Certificate.PublicKey(k.publicKey)
+            case .p384(let k): return Certificate.PublicKey(k.publicKey)
+            case .ed25519(let k): return Certificate.PublicKey(k.publicKey)
+            case .rsa(let k): return Certificate.PublicKey(k.publicKey)
+            case .mldsa65, .mldsa87: throw Self.noSwiftCertificatesKey(type)
+            }
         }
+    }
+
+    /// DER of the SubjectPublicKeyInfo: what the SPKI pin hashes (RFC 9881's form for ML-DSA).
+    var spkiDER: [UInt8] {
+        get throws {
+            switch backing {
+            case .mldsa65(let k): return MLDSAEncoding.spki(Array(k.publicKey.rawRepresentation), type: type)
+            case .mldsa87(let k): return MLDSAEncoding.spki(Array(k.publicKey.rawRepresentation), type: type)
+            default: return try Builder.der(try publicKey)
+            }
+        }
+    }
+
+    /// The subjectPublicKey BIT STRING's contents (the key identifier and the "raw key" pin hash it).
+    var subjectPublicKeyBytes: [UInt8] {
+        get throws {
+            switch backing {
+            case .mldsa65(let k): return Array(k.publicKey.rawRepresentation)
+            case .mldsa87(let k): return Array(k.publicKey.rawRepresentation)
+            default: return Array(try publicKey.subjectPublicKeyInfoBytes)
+            }
+        }
+    }
+
+    static func noSwiftCertificatesKey(_ type: KeyType) -> PKIError {
+        PKIError(.unsupportedSignature, "\(type.displayName) keys cannot be used here (swift-certificates has no ML-DSA)",
+                 fix: "use a P-256, P-384, Ed25519 or RSA key for this purpose")
     }
 
     /// PKCS#8 DER.
@@ -42,6 +79,8 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
         case .ed25519(let k):
             // OneAsymmetricKey v0, algorithm id-Ed25519 (1.3.101.112), privateKey OCTET STRING { OCTET STRING(32) }.
             return ed25519PKCS8Prefix + Array(k.rawRepresentation)
+        case .mldsa65(let k): return MLDSAEncoding.pkcs8(seed: Array(k.seedRepresentation), type: type)
+        case .mldsa87(let k): return MLDSAEncoding.pkcs8(seed: Array(k.seedRepresentation), type: type)
         }
     }
 
@@ -54,6 +93,7 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
         case .rsa2048: return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits2048)), type: type)
         case .rsa3072: return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits3072)), type: type)
         case .rsa4096: return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits4096)), type: type)
+        case .mldsa65, .mldsa87: return try mldsa(seed: (0..<32).map { _ in UInt8.random(in: 0...255) }, type: type)
         default: throw PKIError(.unknownKeyType, "cannot generate a key of type \(type)")
         }
     }
@@ -74,6 +114,8 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
                 if let k = try? P384.Signing.PrivateKey(rawRepresentation: bytes) { return LabKey(backing: .p384(k), type: type) }
             case .ed25519:
                 return LabKey(backing: .ed25519(try Curve25519.Signing.PrivateKey(rawRepresentation: bytes)), type: type)
+            case .mldsa65, .mldsa87:
+                return try mldsa(seed: bytes, type: type)  // FIPS 204 KeyGen from a 32-byte seed
             default:
                 throw PKIError(.unknownKeyType, "\(type) keys cannot be derived from a seed")
             }
@@ -91,6 +133,11 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
                 throw PKIError(.keyTypeChanged, "the key is \(sniffType(pkcs8: der)), not Ed25519")
             }
             return LabKey(backing: .ed25519(try Curve25519.Signing.PrivateKey(rawRepresentation: der.suffix(32))), type: type)
+        case .mldsa65, .mldsa87:
+            guard let (seed, found) = MLDSAEncoding.seed(pkcs8: der), found == type else {
+                throw PKIError(.keyTypeChanged, "the key is \(sniffType(pkcs8: der)), not \(type.displayName)")
+            }
+            return try mldsa(seed: seed, type: type)
         default:
             let k = try _RSA.Signing.PrivateKey(unsafeDERRepresentation: der)
             let expected = Int(type.rawValue.dropFirst(3)) ?? 0
@@ -106,8 +153,29 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
         if (try? P256.Signing.PrivateKey(derRepresentation: der)) != nil { return "P-256" }
         if (try? P384.Signing.PrivateKey(derRepresentation: der)) != nil { return "P-384" }
         if der.count == 48, Array(der.prefix(16)) == ed25519PKCS8Prefix { return "Ed25519" }
+        if let (_, type) = MLDSAEncoding.seed(pkcs8: der) { return type.displayName }
         if let k = try? _RSA.Signing.PrivateKey(unsafeDERRepresentation: der) { return "RSA-\(k.keySizeInBits)" }
         return "unreadable"
+    }
+}
+
+extension LabKey {
+    /// An ML-DSA key from its 32-byte seed (FIPS 204 ML-DSA.KeyGen_internal).
+    static func mldsa(seed: [UInt8], type: KeyType) throws -> LabKey {
+        switch type {
+        case .mldsa65: return LabKey(backing: .mldsa65(try MLDSA65.PrivateKey(seedRepresentation: seed, publicKey: nil)), type: type)
+        case .mldsa87: return LabKey(backing: .mldsa87(try MLDSA87.PrivateKey(seedRepresentation: seed, publicKey: nil)), type: type)
+        default: throw PKIError(.unknownKeyType, "\(type) is not an ML-DSA key type")
+        }
+    }
+
+    /// A pure ML-DSA signature (empty context, RFC 9881 §3) of `message`, or nil for a classical key.
+    func mldsaSignature(_ message: [UInt8]) throws -> [UInt8]? {
+        switch backing {
+        case .mldsa65(let k): return Array(try k.signature(for: message))
+        case .mldsa87(let k): return Array(try k.signature(for: message))
+        default: return nil
+        }
     }
 }
 

@@ -37,7 +37,7 @@ public final class LeafMinter: Sendable {
         signer = try LabKey.read(pkcs8: issuer.privateKeyPKCS8DER, type: issuer.keyType)
         leafKey = try LabKey.generate(keyType)
         leafKeyPKCS8DER = leafKey.pkcs8DER
-        leafPublicKey = leafKey.publicKey
+        leafPublicKey = try leafKey.publicKey
         let issuerCertificate = try Certificate(derEncoded: issuer.certificateDER)
         issuerSubject = issuerCertificate.subject
         // The issuer's own key identifier as written in its certificate: a twin CA copies another CA's identifier,
@@ -45,7 +45,7 @@ public final class LeafMinter: Sendable {
         if let ski = try issuerCertificate.extensions.subjectKeyIdentifier {
             authorityKeyIdentifier = Array(ski.keyIdentifier)
         } else {
-            authorityKeyIdentifier = Array(Insecure.SHA1.hash(data: Array(signer.publicKey.subjectPublicKeyInfoBytes)))
+            authorityKeyIdentifier = Array(Insecure.SHA1.hash(data: Array(try signer.publicKey.subjectPublicKeyInfoBytes)))
         }
         subjectKeyIdentifier = Array(Insecure.SHA1.hash(data: Array(leafPublicKey.subjectPublicKeyInfoBytes)))
     }
@@ -80,7 +80,7 @@ public final class LeafMinter: Sendable {
             notValidBefore: now.addingTimeInterval(-3600), notValidAfter: notAfter(now),
             issuer: issuerSubject, subject: subject,
             signatureAlgorithm: Builder.signatureAlgorithm(signer: signer.type, hash: nil),
-            extensions: ext, issuerPrivateKey: signer.certificatePrivateKey)
+            extensions: ext, issuerPrivateKey: try signer.certificatePrivateKey)
         return try Builder.der(certificate)
     }
 }

@@ -320,7 +320,7 @@ struct Builder {
         for e in state.identities where !checked.contains(e.keyName) {
             checked.insert(e.keyName)
             guard let key = keys[e.keyName] else { continue }
-            if Array(SHA256.hash(data: try Self.der(key.publicKey))).hexString != e.spki { return e.keyName }
+            if Array(SHA256.hash(data: try key.spkiDER)).hexString != e.spki { return e.keyName }
         }
         return nil
     }

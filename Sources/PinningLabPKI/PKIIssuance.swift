@@ -58,14 +58,14 @@ extension Builder {
         let logs = Dictionary(uniqueKeysWithValues: ctLogs.map { ($0.log.name, $0) })
         var subjects: [String: DistinguishedName] = [:]
         var skis: [String: [UInt8]] = [:]
-        var publicKeys: [String: Certificate.PublicKey] = [:]
+        var publicKeys: [String: LabKey] = [:]
         var reissueBy = now.timeIntervalSince1970 + 86400
         // Names and key identifiers first (an issuer's follow from the spec and its key alone), then every
         // certificate is built and signed concurrently.
         for e in spec.entities {
-            let publicKey = keys[e.keyName]!.publicKey
-            publicKeys[e.name] = publicKey
-            let ownSKI = Array(Insecure.SHA1.hash(data: Array(publicKey.subjectPublicKeyInfoBytes)))
+            let subjectKey = keys[e.keyName]!
+            publicKeys[e.name] = subjectKey
+            let ownSKI = Array(Insecure.SHA1.hash(data: try subjectKey.subjectPublicKeyBytes))
             skis[e.name] = e.twinOf.map { skis[$0]! } ?? ownSKI
             subjects[e.name] = try e.twinOf.map { subjects[$0]! } ?? distinguishedName(e.subject)
             for offset in [e.validity.notBefore.seconds, e.validity.notAfter.seconds] where offset > 0 {
@@ -78,8 +78,8 @@ extension Builder {
             let (subjects, skis, publicKeys) = names
             slots.set(i) {
                 let e = spec.entities[i]
-                let publicKey = publicKeys[e.name]!
-                let spkiDER = try Self.der(publicKey)
+                let subjectKey = publicKeys[e.name]!
+                let spkiDER = try subjectKey.spkiDER
                 let ski = skis[e.name]!
                 let subject = subjects[e.name]!
                 let issuerSpec = spec.entity(e.issuer)!
@@ -138,13 +138,22 @@ extension Builder {
                 }
                 for revocationExtension in try RevocationExtensions.extensions(for: e) { try ext.append(revocationExtension) }
 
-                func sign(_ extensions: Certificate.Extensions) throws -> Certificate {
+                func sign(_ extensions: Certificate.Extensions) throws -> [UInt8] {
                     do {
-                        return try Certificate(
-                            version: .v3, serialNumber: .init(bytes: serial), publicKey: publicKey,
+                        // An ML-DSA subject or issuer: the lab's own DER (PostQuantumCertificates.swift).
+                        if subjectKey.type.isMLDSA || signer.type.isMLDSA {
+                            return try Self.postQuantumCertificate(subject: subjectKey, signer: signer, hash: e.signature) {
+                                try Certificate(
+                                    version: .v3, serialNumber: .init(bytes: serial), publicKey: $0,
+                                    notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN, subject: subject,
+                                    signatureAlgorithm: $2, extensions: extensions, issuerPrivateKey: $1)
+                            }
+                        }
+                        return try Self.der(try Certificate(
+                            version: .v3, serialNumber: .init(bytes: serial), publicKey: try subjectKey.publicKey,
                             notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN, subject: subject,
                             signatureAlgorithm: Self.signatureAlgorithm(signer: signer.type, hash: e.signature),
-                            extensions: extensions, issuerPrivateKey: signer.certificatePrivateKey)
+                            extensions: extensions, issuerPrivateKey: try signer.certificatePrivateKey))
                     } catch {
                         throw PKIError(.issuanceFailed, "cannot issue the certificate: \(error)", file: spec.file,
                                        line: e.line, entity: e.name)
@@ -154,9 +163,9 @@ extension Builder {
                 // logs; the final certificate carries their SCTs where the precertificate had the poison.
                 var precertificateDER: [UInt8]? = nil
                 if !e.embeddedSCTs.isEmpty {
-                    let precert = try Self.der(sign(try Self.withCTExtension(ext, CTObjectIdentifier.poison, critical: true,
-                                                                              value: Precertificate.poisonValue)))
-                    let issuerSPKI = try Self.der(signer.publicKey)
+                    let precert = try sign(try Self.withCTExtension(ext, CTObjectIdentifier.poison, critical: true,
+                                                                     value: Precertificate.poisonValue))
+                    let issuerSPKI = try signer.spkiDER
                     let scts = try e.embeddedSCTs.map { r in
                         try logs[r.log]!.timestamp(precertificate: precert, issuerSPKIDER: issuerSPKI,
                                                    at: now.addingTimeInterval(TimeInterval(r.timestamp.seconds)),
@@ -167,8 +176,7 @@ extension Builder {
                                                    value: SignedCertificateTimestamp.listExtensionValue(list))
                     precertificateDER = precert
                 }
-                let cert = try sign(ext)
-                let certDER = try Self.der(cert)
+                let certDER = try sign(ext)
                 var tlsSCTList: [UInt8]? = nil
                 if !e.tlsSCTs.isEmpty {
                     tlsSCTList = try SignedCertificateTimestamp.list(e.tlsSCTs.map { r in
@@ -180,12 +188,12 @@ extension Builder {
                 return StateFile.Entry(
                     name: e.name, role: e.role.rawValue, issuerName: e.issuer, keyName: e.keyName,
                     keyType: e.keyType.rawValue, der: Data(certDER).base64EncodedString(),
-                    subject: cert.subject.description, issuer: cert.issuer.description, serial: serial.hexString,
+                    subject: subject.description, issuer: issuerDN.description, serial: serial.hexString,
                     notBefore: notBefore.timeIntervalSince1970.rounded(.down),
                     notAfter: notAfter.timeIntervalSince1970.rounded(.down), hosts: e.hosts,
                     spki: Array(SHA256.hash(data: spkiDER)).hexString,
                     cert: Array(SHA256.hash(data: certDER)).hexString,
-                    raw: Array(SHA256.hash(data: Array(publicKey.subjectPublicKeyInfoBytes))).hexString,
+                    raw: Array(SHA256.hash(data: try subjectKey.subjectPublicKeyBytes)).hexString,
                     tlsSCTList: tlsSCTList.map { Data($0).base64EncodedString() },
                     precertificate: precertificateDER.map { Data($0).base64EncodedString() })
             }

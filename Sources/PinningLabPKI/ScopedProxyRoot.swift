@@ -136,7 +136,7 @@ extension LabPKI {
     }
 
     private func writeScoped(_ scope: ProxyScope, key: LabKey, now: Date) throws -> Identity {
-        let publicKey = key.publicKey
+        let publicKey = try key.publicKey
         let ski = Array(Insecure.SHA1.hash(data: Array(publicKey.subjectPublicKeyInfoBytes)))
         var serial = (0..<16).map { _ in UInt8.random(in: 0...255) }
         serial[0] = (serial[0] & 0x7f) | 0x40
@@ -168,7 +168,7 @@ extension LabPKI {
             version: .v3, serialNumber: .init(bytes: serial), publicKey: publicKey,
             notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(7 * 86400),
             issuer: subject, subject: subject, signatureAlgorithm: .ecdsaWithSHA256, extensions: ext,
-            issuerPrivateKey: key.certificatePrivateKey)
+            issuerPrivateKey: try key.certificatePrivateKey)
         let der = try Builder.der(cert)
         let state = ScopedState(scope: scope.patterns, der: Data(der).base64EncodedString(), issuedAt: now.timeIntervalSince1970)
         try Storage.writeAtomically(Array(try JSONEncoder().encode(state)), to: scopedStateURL, mode: 0o600)
