@@ -9,7 +9,8 @@ struct Pinlab: AsyncParsableCommand {
         version: pinlabVersionText,
         subcommands: [PKICommand.self, ServeCommand.self, ScenariosCommand.self, ExplainCommand.self, LabCommand.self,
                       CheckCommand.self, DemoCommand.self, BenchCommand.self, ExportCommand.self,
-                      ReportCommand.self, InterceptCommand.self, AuditCommand.self, TimelineCommand.self]
+                      ReportCommand.self, InterceptCommand.self, AuditCommand.self, TimelineCommand.self,
+                      ManCommand.self]
     )
 
     /// Exit statuses, the same for every subcommand: 0 the client conforms (or the command did its job), 1 a cell
