@@ -33,8 +33,6 @@ let package = Package(
         // folder (Plugins/EmbedResources).
         .plugin(name: "EmbedResources", capability: .buildTool(), dependencies: ["pinlab-embed-resources"], path: "Plugins/EmbedResources"),
         .executableTarget(name: "pinlab-embed-resources", path: "Plugins/EmbedResourcesTool", swiftSettings: swiftSettings),
-        // The teaching labs' definitions (labs/labs.yaml, labs/*/lab.yaml) embedded in PinningLabLabs the same way.
-        .plugin(name: "EmbedLabs", capability: .buildTool(), dependencies: ["pinlab-embed-resources"], path: "Plugins/EmbedLabs"),
         .systemLibrary(
             name: "CPinningLabOpenSSL",
             pkgConfig: "openssl",
@@ -45,6 +43,8 @@ let package = Package(
             pkgConfig: "gnutls",
             providers: [.apt(["libgnutls28-dev"]), .brew(["gnutls"])]
         ),
+        // What every module of the package shares and none owns: the error of a run option.
+        .target(name: "PinningLabBase", swiftSettings: swiftSettings),
         .target(
             name: "PinningLabPKI",
             dependencies: [
@@ -90,26 +90,40 @@ let package = Package(
             dependencies: ["PinningLabOpenSSL", "CPinningLabOpenSSL", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
+        // The engine registry: the built-in engines and those a user registers; every list of engines is read here.
         .target(
-            name: "PinningLab",
-            dependencies: [
-                "PinningLabPKI", "PinningLabCore", "PinningLabModel", "PinningLabOpenSSL", "PinningLabGnuTLS",
-                "PinningLabReferenceClients",
-            ],
+            name: "PinningLabEngines",
+            dependencies: ["PinningLabBase", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL", "PinningLabGnuTLS"],
+            swiftSettings: swiftSettings
+        ),
+        // The report writers (text, JSON, JUnit, Markdown, HTML, the HTML page shell, escaping), baselines, report
+        // merge and the schemas: everything a report needs and nothing of the runner, so exports, timeline and
+        // intercept write reports without importing PinningLab (scripts/check-module-edges refuses that edge).
+        .target(
+            name: "PinningLabReports",
+            dependencies: ["PinningLabBase", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
             resources: [.copy("Resources/schemas")],
             swiftSettings: swiftSettings,
             plugins: ["EmbedResources"]
         ),
         .target(
+            name: "PinningLab",
+            dependencies: [
+                "PinningLabBase", "PinningLabPKI", "PinningLabCore", "PinningLabModel", "PinningLabOpenSSL",
+                "PinningLabReferenceClients", "PinningLabReports", "PinningLabEngines",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "PinningLabTesting",
-            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
+            dependencies: ["PinningLab", "PinningLabReports", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
         // `pinlab intercept`: the HTTP CONNECT interception proxy and its per-host verdicts. Linked by pinlab only,
         // so packages that depend on PinningLab or PinningLabTesting never build it.
         .target(
             name: "PinningLabIntercept",
-            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
+            dependencies: ["PinningLabReports", "PinningLabEngines", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
             swiftSettings: swiftSettings
         ),
         // `pinlab export` and `pinlab audit`: pins and roots in the formats of TrustKit, Alamofire, OkHttp, Ktor, Cronet,
@@ -117,24 +131,21 @@ let package = Package(
         // that audit those formats. Linked by pinlab only.
         .target(
             name: "PinningLabExports",
-            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
+            dependencies: ["PinningLabReports", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
         // `pinlab timeline`: the chains a CA policy issues over a horizon, and which pin sets survive them. Linked by
         // pinlab only.
         .target(
             name: "PinningLabTimeline",
-            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
+            dependencies: ["PinningLabReports", "PinningLabEngines", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
             swiftSettings: swiftSettings
         ),
-        // `pinlab lab`: the teaching labs, their graders and pictures. Linked by pinlab only. The labs themselves are
-        // data, one folder each under labs/ (its lab.yaml, page, starter, instructor notes), named in labs/labs.yaml;
-        // the EmbedLabs plugin embeds the definitions, so a copied binary knows every lab.
+        // `pinlab lab`: the teaching labs, their graders and pictures. Linked by pinlab only.
         .target(
             name: "PinningLabLabs",
-            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
-            swiftSettings: swiftSettings,
-            plugins: ["EmbedLabs"]
+            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
+            swiftSettings: swiftSettings
         ),
         // `pinlab serve --control`: HTTP+JSON over a small HTTP/1.1 server of its own (bounded, linear parsing, on
         // threads of its own). Not part of any library product.

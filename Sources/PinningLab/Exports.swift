@@ -1,7 +1,11 @@
-// What a module that imports PinningLab sees besides the facade's own types: the PKI and the domain model whole,
-// and a curated set of the engine boundary.
+// What a module that imports PinningLab sees besides the facade's own types: the PKI, the domain model, the reports
+// and the engine registry whole, the error of a run option, and a curated set of the engine boundary. (The reports
+// and the registry were the facade's own files; a user's `import PinningLab` names them as before.)
 @_exported public import PinningLabPKI
 @_exported public import PinningLabModel
+@_exported public import PinningLabReports
+@_exported public import PinningLabEngines
+@_exported public import struct PinningLabBase.CheckSetupError
 // From the engine boundary, the types the model and the runner's API name; what only an engine or a listener needs
 // (ListenerSettings, TLSServerContext, TLSServerSession, TLSStep, TLSTermination, TLSSessionDetails, TLSEngineError,
 // TLSCertificateMessage) stays in PinningLabCore.

@@ -1,5 +1,4 @@
 import Foundation
-import PinningLab
 import PinningLabPKI
 
 /// Alamofire 5: `ServerTrustManager(evaluators: [host: PublicKeysTrustEvaluator(...)])`, the

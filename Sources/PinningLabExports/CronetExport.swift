@@ -1,5 +1,4 @@
 import Foundation
-import PinningLab
 import PinningLabPKI
 
 /// Cronet (Chromium's network stack for Android): `CronetEngine.Builder.addPublicKeyPins(host, pinsSha256,

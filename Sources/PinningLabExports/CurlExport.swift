@@ -1,5 +1,4 @@
 import Foundation
-import PinningLab
 import PinningLabPKI
 
 /// curl's flags: `--cacert FILE --pinnedpubkey 'sha256//A;sha256//B'` (curl pins SPKI SHA-256 only).

@@ -1,5 +1,4 @@
 public import Foundation
-import PinningLab
 public import PinningLabPKI
 
 /// A configuration a pinning library or a device takes, written by `pinlab export FORMAT`. An open set: each format

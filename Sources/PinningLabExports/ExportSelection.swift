@@ -1,5 +1,4 @@
 import Foundation
-import PinningLab
 import PinningLabCore
 public import PinningLabModel
 public import PinningLabPKI

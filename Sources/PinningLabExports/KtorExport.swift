@@ -1,5 +1,4 @@
 import Foundation
-import PinningLab
 import PinningLabPKI
 
 /// Ktor's HTTP client on its OkHttp engine: an OkHttp `CertificatePinner` installed through

@@ -1,5 +1,4 @@
 import Foundation
-import PinningLab
 import PinningLabPKI
 
 /// An unsigned Apple configuration profile (`PayloadType` `Configuration`) with one `com.apple.security.root`

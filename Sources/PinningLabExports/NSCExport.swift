@@ -1,5 +1,5 @@
 import Foundation
-import PinningLab
+import PinningLabReports
 import PinningLabPKI
 
 /// Android `res/xml/network_security_config.xml`: a `<domain-config>` for the host with the app's trust anchors

@@ -1,5 +1,4 @@
 import Foundation
-import PinningLab
 import PinningLabPKI
 
 /// Apple's own identity pinning (iOS 14+, macOS 11+): an Info.plist fragment with

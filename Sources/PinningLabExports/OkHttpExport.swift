@@ -1,5 +1,4 @@
 import Foundation
-import PinningLab
 import PinningLabPKI
 
 /// OkHttp `CertificatePinner` (`sha256/BASE64` pins for the host), in Java and in Kotlin. The classes are complete

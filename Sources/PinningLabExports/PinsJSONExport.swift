@@ -1,5 +1,4 @@
 public import Foundation
-import PinningLab
 import PinningLabPKI
 
 /// `pins.json`: PinningLab's own pin-set source, one JSON document from which `pinlab export --from pins.json FORMAT`

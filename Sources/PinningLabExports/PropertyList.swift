@@ -1,5 +1,5 @@
 import Foundation
-import PinningLab
+import PinningLabReports
 import PinningLabPKI
 
 /// A property-list value, written as Apple's XML plist (`plutil -convert xml1` form). Dictionaries keep their order
@@ -27,7 +27,7 @@ enum PropertyList: Hashable, Sendable {
     func xml(indent: Int) -> String {
         let pad = String(repeating: "\t", count: indent)
         switch self {
-        case .string(let v): return "\(pad)<string>\(PinningLab.xml(v))</string>\n"
+        case .string(let v): return "\(pad)<string>\(PinningLabReports.xml(v))</string>\n"
         case .bool(let v): return "\(pad)<\(v ? "true" : "false")/>\n"
         case .integer(let v): return "\(pad)<integer>\(v)</integer>\n"
         case .data(let v):
@@ -40,7 +40,7 @@ enum PropertyList: Hashable, Sendable {
         case .dictionary(let entries):
             if entries.isEmpty { return "\(pad)<dict/>\n" }
             var s = "\(pad)<dict>\n"
-            for (k, v) in entries { s += "\(pad)\t<key>\(PinningLab.xml(k))</key>\n" + v.xml(indent: indent + 1) }
+            for (k, v) in entries { s += "\(pad)\t<key>\(PinningLabReports.xml(k))</key>\n" + v.xml(indent: indent + 1) }
             return s + "\(pad)</dict>\n"
         }
     }

@@ -1,5 +1,4 @@
 import Foundation
-import PinningLab
 import PinningLabPKI
 
 /// TrustKit (datatheorem/TrustKit): the `TSKConfiguration` dictionary, as Info.plist XML and as Swift.

@@ -1,5 +1,4 @@
 import Foundation
-import PinningLab
 import PinningLabPKI
 
 /// A host name pattern as OkHttp's `CertificatePinner` writes them: `api.example.test` (that host only),

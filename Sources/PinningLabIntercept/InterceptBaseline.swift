@@ -1,5 +1,5 @@
 public import Foundation
-public import PinningLab
+public import PinningLabReports
 import PinningLabPKI
 
 /// A committed record of each host's verdict in an interception run (`pinlab intercept --write-baseline FILE`), so

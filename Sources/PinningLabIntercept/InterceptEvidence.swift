@@ -1,5 +1,5 @@
 import Foundation
-import PinningLab
+import PinningLabReports
 
 /// The evidence a tester files after an interception run, in the shape of the OWASP MASTG's dynamic pinning test:
 /// MASTG-TEST-0244 "Missing Certificate Pinning in Network Traffic" (weakness MASWE-0047, Insecure Identity

@@ -1,5 +1,5 @@
 public import Foundation
-public import PinningLab
+public import PinningLabReports
 import PinningLabPKI
 
 /// The verdict for one host the client talked to through the proxy.

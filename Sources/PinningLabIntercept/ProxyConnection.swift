@@ -1,5 +1,5 @@
 import Foundation
-import PinningLab
+import PinningLabReports
 import PinningLabPKI
 import PinningLabCore
 

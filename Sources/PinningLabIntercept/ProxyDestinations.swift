@@ -1,5 +1,4 @@
 import Foundation
-import PinningLab
 import PinningLabCore
 import PinningLabPKI
 

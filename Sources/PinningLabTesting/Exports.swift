@@ -6,7 +6,7 @@
 // Running a scenario: the lab, the scenario server, the report of a whole check.
 @_exported public import enum PinningLab.Lab
 @_exported public import class PinningLab.ScenarioServer
-@_exported public import struct PinningLab.CheckReport
+@_exported public import struct PinningLabReports.CheckReport
 
 // What a client is handed, what it claims and declares, and the judge's answer.
 @_exported public import struct PinningLabModel.PinProfile

@@ -3,7 +3,7 @@ public import PinningLabPKI
 import PinningLabCore
 public import PinningLabModel
 import PinningLabReferenceClients
-import PinningLab
+import PinningLabEngines
 
 /// A pin set followed over time: the pins, and where they come from.
 public struct TimelineLane: Sendable, Hashable, Codable {

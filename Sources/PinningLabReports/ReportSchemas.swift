@@ -2,7 +2,7 @@ import Foundation
 
 /// The schemas the machine-readable reports follow. `pinlab check --print-schema json|junit` prints them, so CI
 /// pipelines can validate reports with their own tools (`python3 -m jsonschema`, `xmllint --schema`). The files are
-/// `Sources/PinningLab/Resources/schemas/` in the repository, shipped as resources of the library.
+/// `Sources/PinningLabReports/Resources/schemas/` in the repository, shipped as resources of the library.
 public enum ReportSchemas {
     /// JSON Schema (draft 2020-12) of `pinlab check --format json` (`check-report.schema.json`).
     public static let json = bundledSchema("check-report.schema.json")
@@ -15,22 +15,12 @@ public enum ReportSchemas {
     public static let baseline = bundledSchema("baseline.schema.json")
 }
 
-/// The JSON Schemas (draft 2020-12) of the batch protocol. `pinlab check --print-schema batch-in|batch-out` prints
-/// them; the tests validate real documents and answers against them with Python's jsonschema.
-public enum BatchSchemas {
-    /// The document a harness reads: ``BatchDocument`` (`batch-in.schema.json`).
-    public static let input = bundledSchema("batch-in.schema.json")
-
-    /// One line of a harness's standard output: ``BatchResult`` (`batch-out.schema.json`).
-    public static let output = bundledSchema("batch-out.schema.json")
-}
-
 /// A schema file of the library's resources (the bundle, or the copy embedded in the code when a copied binary has
 /// no bundle next to it), without its final newline. A missing file (a broken installation) reads
 /// as a sentence that says so, which no validator accepts as a schema.
 package func bundledSchema(_ name: String) -> String {
     guard let text = EmbeddedResources.text("schemas/" + name) else {
-        return "the schema \(name) is missing from PinningLab's resources (schemas/): reinstall or rebuild PinningLab"
+        return "the schema \(name) is missing from the resources of PinningLabReports (schemas/): reinstall or rebuild PinningLab"
     }
     return text.hasSuffix("\n") ? String(text.dropLast()) : text
 }

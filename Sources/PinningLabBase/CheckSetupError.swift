@@ -1,7 +1,4 @@
 public import Foundation
-import PinningLabCore
-import PinningLabModel
-import PinningLabPKI
 
 /// A command template or a run option (an engine name, a shard) that cannot be used, with how to fix it.
 public struct CheckSetupError: Error, Sendable, CustomStringConvertible, LocalizedError {

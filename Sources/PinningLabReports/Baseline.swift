@@ -1,4 +1,5 @@
 public import Foundation
+public import PinningLabModel
 import PinningLabPKI
 
 /// A committed record of what each cell of a client's run was (`pinlab check --write-baseline FILE`), so that CI fails

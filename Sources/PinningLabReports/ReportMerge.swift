@@ -1,5 +1,6 @@
 public import Foundation
 import PinningLabCore
+public import PinningLabModel
 import PinningLabPKI
 
 /// A set of reports that cannot be merged, or a file that is not a report.
@@ -12,8 +13,9 @@ public struct ReportMergeError: Error, Sendable, CustomStringConvertible, Locali
 }
 
 extension CheckReport {
-    /// Reads a report written by `pinlab check --format json`. `file` names it in errors.
-    public static func decode(json: Data, file: String) throws -> CheckReport {
+    /// Reads a report written by `pinlab check --format json`. `file` names it in errors; `engines` are the engine
+    /// names a report may hold (PinningLab's `decode(json:file:)` passes the engine registry's).
+    public static func decode(json: Data, file: String, engines known: [String]) throws -> CheckReport {
         let decoder = JSONDecoder()
         // Foundation's .iso8601 strategy reports a bad date with no field; this one names it.
         decoder.dateDecodingStrategy = .custom { decoder in
@@ -35,7 +37,7 @@ extension CheckReport {
                 throw ReportMergeError(file: file, problem: "it is not a pinlab check report of format version 1.",
                                        fix: "give the JSON reports of `pinlab check --format json`.")
             }
-            try report.requireConsistent(file: file)
+            try report.requireConsistent(file: file, engines: known)
             return report
         } catch let e as ReportMergeError {
             throw e
@@ -83,11 +85,11 @@ extension CheckReport {
 
     /// A report whose verdicts name statuses, engines or scenarios the report itself does not hold was edited or
     /// damaged: merging it would count cells no matrix shows.
-    func requireConsistent(file: String) throws {
+    func requireConsistent(file: String, engines names: [String]) throws {
         let fix = "give the JSON reports of `pinlab check --format json`, unedited."
-        let known = Set(Engines.names)
+        let known = Set(names)
         if let e = engines.first(where: { !known.contains($0) }) {
-            throw ReportMergeError(file: file, problem: "the field engines names '\(YAMLReader.excerpt(e))', not an engine (\(Engines.names.joined(separator: ", "))).", fix: fix)
+            throw ReportMergeError(file: file, problem: "the field engines names '\(YAMLReader.excerpt(e))', not an engine (\(names.joined(separator: ", "))).", fix: fix)
         }
         let ids = Set(scenarios.map(\.id)), engineSet = Set(engines)
         for (i, v) in verdicts.enumerated() {
@@ -160,7 +162,7 @@ extension CheckReport {
             for s in r.scenarios.map(\.id) where !order.contains(s) { order.append(s) }
             for e in r.engines where !engines.contains(e) { engines.append(e) }
             for v in r.verdicts {
-                let id = BatchCell.id(scenario: v.scenario, profile: v.profile, engine: v.engine)
+                let id = Baseline.key(v)
                 if let other = owner[id] {
                     throw ReportMergeError(file: file, problem: "the cell \(id) is also in \(other): the reports overlap.",
                                            fix: "merge disjoint parts only, e.g. the N reports of --shard 1/N … N/N.")

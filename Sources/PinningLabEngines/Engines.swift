@@ -1,6 +1,6 @@
 import Foundation
 public import PinningLabCore
-import PinningLabModel
+import PinningLabBase
 import PinningLabPKI
 import PinningLabGnuTLS
 import PinningLabOpenSSL
