@@ -41,7 +41,7 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
     /// Every format, in the order `pinlab export --help` lists them: the one registry.
     public static let all: [ExportFormat] = [
         .trustKitPlist, .trustKitSwift, .alamofire, .okHttpKotlin, .okHttpJava, .nsc, .curl, .mobileconfig,
-        .nsPinnedDomains, .cronetJava, .ktorKotlin, .pinsJSON,
+        .nsPinnedDomains, .cronetJava, .ktorKotlin, .pinsJSON, .farm,
     ]
     public var description: String { rawValue }
 
@@ -65,11 +65,16 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
 public struct ExportFile: Sendable, Hashable {
     public var name: String
     public var bytes: [UInt8]
-    public init(name: String, bytes: [UInt8]) {
+    /// Whether the file holds a private key or its password: written readable by its owner only (0600).
+    public var isSecret: Bool
+    public init(name: String, bytes: [UInt8], isSecret: Bool = false) {
         self.name = name
         self.bytes = bytes
+        self.isSecret = isSecret
     }
-    public init(name: String, text: String) { self.init(name: name, bytes: Array(text.utf8)) }
+    public init(name: String, text: String, isSecret: Bool = false) {
+        self.init(name: name, bytes: Array(text.utf8), isSecret: isSecret)
+    }
     public var text: String { String(decoding: bytes, as: UTF8.self) }
 }
 
@@ -138,8 +143,11 @@ public struct PinExport: Sendable, Hashable {
     /// The roots the app trusts (written as `.cer`/`.pem` files, Android raw resources, profile payloads).
     public var trustAnchors: [Identity]
     /// Roots the user installs on the device besides the app's anchors: `proxy-root` for the interception lessons.
-    /// Only the `mobileconfig` export installs them.
+    /// Only the `mobileconfig` and `farm` exports install them.
     public var deviceRoots: [Identity] = []
+    /// The client identity a device presents in the mutual-TLS scenarios, as a PKCS#12 file: only the `farm`
+    /// export writes it (`pinlab export farm` fills it from the lab's `client-valid`).
+    public var deviceClientIdentity: DeviceClientIdentity?
     /// The Android `<pin-set expiration>` date. On and after it Android stops enforcing the pins, so it follows
     /// the app's release horizon (the last day a build may still be in use), not a certificate's notAfter; `nil`:
     /// ``pinHorizonDays`` after ``exportDate``.
@@ -213,11 +221,11 @@ public struct PinExport: Sendable, Hashable {
                 .badHost, argument: "--host", problem: "'\(YAMLReader.excerpt(host))' is not a host name.",
                 fix: "give a DNS name such as localhost or api.pinning.test (labels of 1 to 63 letters, digits and hyphens) or an IP address.")
         }
-        if format == .mobileconfig && roots.isEmpty {
+        if (format == .mobileconfig || format == .farm) && roots.isEmpty {
             throw ExportError(
                 .badArguments, argument: "--from",
                 problem: "a configuration profile installs root certificates, and this pin set carries none (pins.json holds hashes only).",
-                fix: "export mobileconfig from the lab PKI (drop --from).")
+                fix: "export \(format.rawValue) from the lab PKI (drop --from).")
         }
         guard format.carriesPins else { return e }
         if format == .alamofire, let p = pins.first(where: { $0.identity == nil }) {

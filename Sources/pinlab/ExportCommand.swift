@@ -29,6 +29,7 @@ struct ExportCommand: AsyncParsableCommand {
               pinlab export alamofire --out App/Pinning/
               pinlab export mobileconfig --include-proxy-root --out profile/
               pinlab export mobileconfig --include-proxy-root --proxy-root proxy-root-scoped --out profile/
+              pinlab export farm --out farm/        (a device farm's certificate upload: .cer, .pfx + password, .mobileconfig)
 
             Every root's reach is read from its certificate; an export carrying a root that is not \
             name-constrained (proxy-root) warns on standard error and in the text, and a root whose key came from \
@@ -147,6 +148,12 @@ struct ExportCommand: AsyncParsableCommand {
                     fix: "write --certificate-transparency on (require SCTs) or off.")
             }
         }
+        if f == .farm && outFolder() == nil {
+            throw ExportError(
+                .badArguments, argument: "--out",
+                problem: "the farm bundle is several files, some binary (.cer, .pfx), and cannot go to \(out.map { "the file '\($0)'" } ?? "standard output").",
+                fix: "give a folder: --out farm/ (an existing folder, or a path ending in /).")
+        }
         var export: PinExport
         if let from {
             if scenario != nil || !names.isEmpty || includeProxyRoot || includeSubdomains {
@@ -195,6 +202,15 @@ struct ExportCommand: AsyncParsableCommand {
                                   fix: "use proxy-root or proxy-root-scoped.")
             }
             if !export.deviceRoots.contains(proxy) { export.deviceRoots.append(proxy) }
+        }
+        if f == .farm {
+            export.deviceClientIdentity = try reportingErrors { () throws -> DeviceClientIdentity in
+                let name = "client-valid"
+                let file = try lab.pkcs12File(for: name)
+                let bytes = try Data(contentsOf: file)
+                return DeviceClientIdentity(name: name, subject: try lab.identity(name).subject, pkcs12: Array(bytes),
+                                            password: lab.pkcs12Password)
+            }
         }
         // Defence in depth: a root whose key came from a seed and whose certificate has no name constraints is
         // never handed to a device (this PinningLab never seeds a CA key; an older one did).
@@ -247,7 +263,7 @@ struct ExportCommand: AsyncParsableCommand {
             }
             for file in files {
                 let url = folder.appendingPathComponent(file.name)
-                writeOutputFile(Array(file.bytes), to: url.path, option: "--out")
+                writeOutputFile(Array(file.bytes), to: url.path, option: "--out", mode: file.isSecret ? 0o600 : 0o644)
                 FileHandle.standardError.write(Data("wrote \(url.path) (\(file.bytes.count) bytes)\n".utf8))
             }
         } else if let out {
