@@ -51,139 +51,29 @@ static inline int cpl_client_request_ocsp_staple(SSL *ssl) {
 static inline void cpl_client_ctx_set_status_callback(SSL_CTX *ctx, int (*cb)(SSL *, void *)) {
     SSL_CTX_set_tlsext_status_cb(ctx, cb);
 }
-/* What the stapled OCSP response says about the leaf, checked as RFC 6960 section 3.2 asks: 0 good; 1 no staple;
-   2 unreadable or not "successful"; 3 the signature does not verify or the signer may not speak for the issuer;
-   4 outside thisUpdate..nextUpdate (5 minutes of leeway); 5 revoked; 6 unknown or not about this certificate;
-   7 no issuer to check against; 8 none stapled though the leaf demands one (Must-Staple); 9 none stapled, and the leaf names no OCSP
-   responder. */
-/* The chain to judge status against: the verified one when there is one, else the one the server sent. */
-static inline STACK_OF(X509) *cpl_client_status_chain(SSL *ssl) {
-    STACK_OF(X509) *chain = SSL_get0_verified_chain(ssl);
-    return chain != NULL ? chain : SSL_get_peer_cert_chain(ssl);
+/* The revocation decision itself is Swift (PinningLabReferenceClients/RevocationDecision.swift); these are the
+   macros and STACK_OF accessors it needs. The staple as OpenSSL holds it (the SSL owns the bytes): its length, or
+   -1 when none came. */
+static inline long cpl_client_ocsp_staple(SSL *ssl, const unsigned char **der) {
+    return SSL_get_tlsext_status_ocsp_resp(ssl, der);
 }
-/* How many certificates that chain holds (0 when there is none). Its last is the trust anchor when it is the
-   verified chain. */
-static inline int cpl_client_status_chain_count(SSL *ssl) {
-    STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
-    return chain != NULL ? sk_X509_num(chain) : 0;
+static inline int cpl_client_sk_string_num(const STACK_OF(OPENSSL_STRING) *stack) {
+    return sk_OPENSSL_STRING_num(stack);
 }
-/* What an OCSP response (stapled or fetched, DER) says about the certificate at `index` of that chain (0: the leaf),
-   issued by the one after it: the codes of cpl_client_ocsp_staple_status from 0 to 7. */
-static inline int cpl_client_ocsp_der_status_at(SSL *ssl, int index, const unsigned char *p, long len) {
-    OCSP_RESPONSE *resp = d2i_OCSP_RESPONSE(NULL, &p, len);
-    if (resp == NULL) { ERR_clear_error(); return 2; }
-    int result = 2;
-    OCSP_BASICRESP *bs = NULL;
-    OCSP_CERTID *id = NULL;
-    STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
-    if (OCSP_response_status(resp) != OCSP_RESPONSE_STATUS_SUCCESSFUL) goto done;
-    if ((bs = OCSP_response_get1_basic(resp)) == NULL) goto done;
-    if (chain == NULL || index < 0 || sk_X509_num(chain) < index + 2) { result = 7; goto done; }
-    if (OCSP_basic_verify(bs, chain, SSL_CTX_get_cert_store(SSL_get_SSL_CTX(ssl)), 0) <= 0) { result = 3; goto done; }
-    if ((id = OCSP_cert_to_id(NULL, sk_X509_value(chain, index), sk_X509_value(chain, index + 1))) == NULL) { result = 7; goto done; }
-    int status = -1, reason = -1;
-    ASN1_GENERALIZEDTIME *revoked = NULL, *thisUpdate = NULL, *nextUpdate = NULL;
-    if (OCSP_resp_find_status(bs, id, &status, &reason, &revoked, &thisUpdate, &nextUpdate) != 1) { result = 6; goto done; }
-    if (OCSP_check_validity(thisUpdate, nextUpdate, 300, -1) != 1) { result = 4; goto done; }
-    result = status == V_OCSP_CERTSTATUS_GOOD ? 0 : status == V_OCSP_CERTSTATUS_REVOKED ? 5 : 6;
-done:
-    OCSP_CERTID_free(id);
-    OCSP_BASICRESP_free(bs);
-    OCSP_RESPONSE_free(resp);
-    ERR_clear_error();
-    return result;
+static inline const char *cpl_client_sk_string_value(const STACK_OF(OPENSSL_STRING) *stack, int index) {
+    return sk_OPENSSL_STRING_value(stack, index);
 }
-static inline int cpl_client_ocsp_der_status(SSL *ssl, const unsigned char *p, long len) {
-    return cpl_client_ocsp_der_status_at(ssl, 0, p, len);
+static inline int cpl_client_sk_DIST_POINT_num(const STACK_OF(DIST_POINT) *stack) {
+    return sk_DIST_POINT_num(stack);
 }
-static inline int cpl_client_ocsp_staple_status(SSL *ssl) {
-    const unsigned char *p = NULL;
-    long len = SSL_get_tlsext_status_ocsp_resp(ssl, &p);
-    if (len <= 0 || p == NULL) {
-        /* None stapled: 8 when the leaf demands one (TLS feature status_request, RFC 7633). */
-        STACK_OF(X509) *peer = SSL_get_peer_cert_chain(ssl);
-        X509 *leaf = peer != NULL && sk_X509_num(peer) > 0 ? sk_X509_value(peer, 0) : NULL;
-        if (leaf != NULL && X509_get_ext_by_NID(leaf, NID_tlsfeature, -1) >= 0) return 8;
-        /* 9: the certificate names no OCSP responder, so there is no status to demand. */
-        STACK_OF(OPENSSL_STRING) *urls = leaf != NULL ? X509_get1_ocsp(leaf) : NULL;
-        int named = urls != NULL && sk_OPENSSL_STRING_num(urls) > 0;
-        X509_email_free(urls);
-        return named ? 1 : 9;
-    }
-    return cpl_client_ocsp_der_status(ssl, p, len);
+static inline DIST_POINT *cpl_client_sk_DIST_POINT_value(const STACK_OF(DIST_POINT) *stack, int index) {
+    return sk_DIST_POINT_value(stack, index);
 }
-/* Copies the first OCSP responder URL (which 0) or first CRL distribution point URI (which 1) of the certificate at
-   `index` of the status chain (0: the leaf) into buf, NUL terminated; returns its length, 0 when it names none, -1
-   when it does not fit. */
-static inline int cpl_client_status_url(SSL *ssl, int index, int which, char *buf, int cap) {
-    STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
-    X509 *cert = chain != NULL && index >= 0 && sk_X509_num(chain) > index ? sk_X509_value(chain, index) : NULL;
-    if (cert == NULL || cap < 1) return 0;
-    int n = 0;
-    if (which == 0) {
-        STACK_OF(OPENSSL_STRING) *urls = X509_get1_ocsp(cert);
-        const char *url = urls != NULL && sk_OPENSSL_STRING_num(urls) > 0 ? sk_OPENSSL_STRING_value(urls, 0) : NULL;
-        if (url != NULL) { n = (int)strlen(url); if (n < cap) memcpy(buf, url, (size_t)n + 1); else n = -1; }
-        X509_email_free(urls);
-        return n;
-    }
-    STACK_OF(DIST_POINT) *points = X509_get_ext_d2i(cert, NID_crl_distribution_points, NULL, NULL);
-    for (int i = 0; points != NULL && n == 0 && i < sk_DIST_POINT_num(points); i++) {
-        DIST_POINT *dp = sk_DIST_POINT_value(points, i);
-        if (dp->distpoint == NULL || dp->distpoint->type != 0) continue;
-        GENERAL_NAMES *names = dp->distpoint->name.fullname;
-        for (int j = 0; n == 0 && j < sk_GENERAL_NAME_num(names); j++) {
-            GENERAL_NAME *name = sk_GENERAL_NAME_value(names, j);
-            if (name->type != GEN_URI) continue;
-            int len = ASN1_STRING_length(name->d.uniformResourceIdentifier);
-            if (len >= cap) { n = -1; break; }
-            memcpy(buf, ASN1_STRING_get0_data(name->d.uniformResourceIdentifier), (size_t)len);
-            buf[len] = 0;
-            n = len;
-        }
-    }
-    CRL_DIST_POINTS_free(points);
-    ERR_clear_error();
-    return n;
+static inline int cpl_client_sk_GENERAL_NAME_num(const STACK_OF(GENERAL_NAME) *stack) {
+    return sk_GENERAL_NAME_num(stack);
 }
-/* The DER OCSP request for the certificate at `index` (0: the leaf; SHA-1 CertID, no nonce) in buf; its length,
-   or -1. */
-static inline int cpl_client_ocsp_request(SSL *ssl, int index, unsigned char *buf, int cap) {
-    STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
-    if (chain == NULL || index < 0 || sk_X509_num(chain) < index + 2) return -1;
-    OCSP_CERTID *id = OCSP_cert_to_id(NULL, sk_X509_value(chain, index), sk_X509_value(chain, index + 1));
-    OCSP_REQUEST *req = OCSP_REQUEST_new();
-    int n = -1;
-    if (id != NULL && req != NULL && OCSP_request_add0_id(req, id) != NULL) {
-        id = NULL;  /* the request owns it now */
-        int len = i2d_OCSP_REQUEST(req, NULL);
-        if (len > 0 && len <= cap) { unsigned char *out = buf; n = i2d_OCSP_REQUEST(req, &out); }
-    }
-    OCSP_CERTID_free(id);
-    OCSP_REQUEST_free(req);
-    ERR_clear_error();
-    return n;
-}
-/* What a CRL (DER) says about the certificate at `index` of the status chain (0: the leaf): 0 not listed;
-   2 unreadable; 3 not issued or not signed by the certificate's issuer (the next in the chain); 4 not current
-   (thisUpdate ahead, or nextUpdate past: stale); 5 the certificate is listed (revoked); 7 no issuer. */
-static inline int cpl_client_crl_status(SSL *ssl, int index, const unsigned char *p, long len) {
-    STACK_OF(X509) *chain = cpl_client_status_chain(ssl);
-    if (chain == NULL || index < 0 || sk_X509_num(chain) < index + 2) return 7;
-    X509 *cert = sk_X509_value(chain, index), *issuer = sk_X509_value(chain, index + 1);
-    X509_CRL *crl = d2i_X509_CRL(NULL, &p, len);
-    if (crl == NULL) { ERR_clear_error(); return 2; }
-    int result;
-    X509_REVOKED *entry = NULL;
-    EVP_PKEY *key = X509_get0_pubkey(issuer);
-    const ASN1_TIME *next = X509_CRL_get0_nextUpdate(crl);
-    if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_subject_name(issuer)) != 0 || key == NULL
-        || X509_CRL_verify(crl, key) != 1) result = 3;
-    else if (X509_cmp_current_time(X509_CRL_get0_lastUpdate(crl)) > 0 || next == NULL || X509_cmp_current_time(next) < 0) result = 4;
-    else result = X509_CRL_get0_by_cert(crl, &entry, cert) == 1 ? 5 : 0;
-    X509_CRL_free(crl);
-    ERR_clear_error();
-    return result;
+static inline GENERAL_NAME *cpl_client_sk_GENERAL_NAME_value(const STACK_OF(GENERAL_NAME) *stack, int index) {
+    return sk_GENERAL_NAME_value(stack, index);
 }
 /* ---- end clients ---- */
 

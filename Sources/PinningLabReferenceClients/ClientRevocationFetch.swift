@@ -2,7 +2,6 @@
 // trust anchor (the leaf only when the server stapled nothing for it): the OCSP responder the certificate names in
 // its Authority Information Access, then the CRL its distribution point names, both over plain HTTP from the lab's
 // responder (the only place the lab's `ocsp.pinning.test` / `crl.pinning.test` names lead).
-internal import CPinningLabOpenSSL
 internal import PinningLabCore
 internal import PinningLabModel
 internal import PinningLabPKI
@@ -16,71 +15,41 @@ enum ClientRevocationFetch {
         case unavailable(String)
     }
 
-    /// How many certificates of the chain status is judged for: every one below the last, which in the verified
-    /// chain is the trust anchor (its status is the trust store's business, not a CRL's).
-    static func certificatesBelowAnchor(_ ssl: OpaquePointer) -> Int {
-        max(0, Int(cpl_client_status_chain_count(ssl)) - 1)
-    }
-
-    /// The whole fetch for the certificate at `index` of the verified chain (0: the leaf), issued by the next one:
-    /// OCSP when it names a responder (a current, validly signed answer decides), else or then the CRL (a current
-    /// CRL signed by its issuer decides). `nil` when it names neither.
-    static func decide(_ ssl: OpaquePointer, index: Int = 0, responder: String?, deadline: ClientDeadline) -> Decision? {
+    /// The whole fetch for the certificate at `index` of the chain (0: the leaf), issued by the next one: OCSP when
+    /// it names a responder (a current, validly signed answer decides), else or then the CRL (a current CRL signed
+    /// by its issuer decides). `nil` when it names neither.
+    static func decide(_ chain: RevocationChain, index: Int = 0, responder: String?, deadline: ClientDeadline) -> Decision? {
         var problems: [String] = []
-        let ocspURL = url(ssl, index: index, which: 0)
-        let crlURL = url(ssl, index: index, which: 1)
+        let ocspURL = chain.ocspURL(index: index)
+        let crlURL = chain.crlURL(index: index)
         if ocspURL == nil && crlURL == nil { return nil }
         if let ocspURL {
-            var request = [UInt8](repeating: 0, count: 2048)
-            let n = request.withUnsafeMutableBufferPointer { cpl_client_ocsp_request(ssl, Int32(index), $0.baseAddress, Int32($0.count)) }
-            if n <= 0 {
-                problems.append("no OCSP request could be made for the certificate")
-            } else {
-                switch fetch(ocspURL, body: Array(request.prefix(Int(n))), responder: responder, deadline: deadline) {
+            if let request = chain.ocspRequest(index: index) {
+                switch fetch(ocspURL, body: request, responder: responder, deadline: deadline) {
                 case .failure(let why): problems.append("OCSP \(ocspURL): \(why)")
                 case .success(let der):
-                    let status = der.withUnsafeBufferPointer { cpl_client_ocsp_der_status_at(ssl, Int32(index), $0.baseAddress, $0.count) }
-                    switch status {
-                    case 0: return .good("the OCSP responder at \(ocspURL) says good")
-                    case 5: return .revoked("the OCSP responder at \(ocspURL) says the certificate is revoked")
-                    default: problems.append("OCSP \(ocspURL): \(ocspProblem(status))")
+                    switch chain.ocspEvidence(der, index: index) {
+                    case .good: return .good("the OCSP responder at \(ocspURL) says good")
+                    case .revoked: return .revoked("the OCSP responder at \(ocspURL) says the certificate is revoked")
+                    case let evidence: problems.append("OCSP \(ocspURL): \(evidence.fetchedOCSPProblem)")
                     }
                 }
+            } else {
+                problems.append("no OCSP request could be made for the certificate")
             }
         }
         if let crlURL {
             switch fetch(crlURL, body: nil, responder: responder, deadline: deadline) {
             case .failure(let why): problems.append("CRL \(crlURL): \(why)")
             case .success(let der):
-                let status = der.withUnsafeBufferPointer { cpl_client_crl_status(ssl, Int32(index), $0.baseAddress, $0.count) }
-                switch status {
-                case 0: return .good("the CRL at \(crlURL) does not list the certificate")
-                case 5: return .revoked("the CRL at \(crlURL) lists the certificate as revoked")
-                case 2: problems.append("CRL \(crlURL): unreadable")
-                case 3: problems.append("CRL \(crlURL): not signed by the certificate's issuer")
-                case 4: problems.append("CRL \(crlURL): not current (its nextUpdate has passed: stale)")
-                default: problems.append("CRL \(crlURL): the certificate's issuer is unknown")
+                switch chain.crlEvidence(der, index: index) {
+                case .good: return .good("the CRL at \(crlURL) does not list the certificate")
+                case .revoked: return .revoked("the CRL at \(crlURL) lists the certificate as revoked")
+                case let evidence: problems.append("CRL \(crlURL): \(evidence.fetchedCRLProblem)")
                 }
             }
         }
         return .unavailable(problems.joined(separator: "; "))
-    }
-
-    private static func ocspProblem(_ status: Int32) -> String {
-        switch status {
-        case 2: return "the response is unreadable or not successful"
-        case 3: return "the response's signature does not verify or its signer may not speak for the issuer"
-        case 4: return "the response is not current"
-        case 7: return "the certificate's issuer is unknown"
-        default: return "the response does not say the certificate is good (unknown)"
-        }
-    }
-
-    private static func url(_ ssl: OpaquePointer, index: Int, which: Int32) -> String? {
-        var buffer = [CChar](repeating: 0, count: 1024)
-        let n = buffer.withUnsafeMutableBufferPointer { cpl_client_status_url(ssl, Int32(index), which, $0.baseAddress, Int32($0.count)) }
-        guard n > 0 else { return nil }
-        return String(decoding: buffer.prefix(Int(n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// GET (no body) or POST an OCSP request to `url`, whose host must be one of the lab's revocation hosts: they

@@ -328,61 +328,14 @@ private let clientCertVerifyCallback: @convention(c) (OpaquePointer?, UnsafeMuta
     return state.verify(storeContext) ? 1 : 0
 }
 
-/// OpenSSL's status callback (a client that asked for a staple): the revocation decision, inside the handshake, for
-/// every certificate of the verified chain below the trust anchor. The leaf's status may come stapled; without a
-/// staple, and for every intermediate (a staple speaks for the leaf alone), the client fetches the status the
-/// certificate names (its OCSP responder, then its CRL) from the lab's responder. Hard-fail refuses unless a validly
-/// signed, current staple, OCSP response or CRL shows each certificate good (one that names neither responder nor
-/// CRL has no status to demand); soft-fail refuses only validly signed, current proof that one of them is revoked
-/// (or a Must-Staple certificate served without a staple, RFC 7633). Refusing makes OpenSSL send
-/// bad_certificate_status_response.
+/// OpenSSL's status callback (a client that asked for a staple): the revocation decision
+/// (``ClientVerifyState/revocationRefusal(_:)``, RevocationDecision.swift), inside the handshake. Refusing makes
+/// OpenSSL send bad_certificate_status_response.
 private let clientStatusCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _ in
     guard let ssl, let argument = SSL_get_ex_data(ssl, ClientVerifyState.exDataIndex) else { return 0 }
     let state = Unmanaged<ClientVerifyState>.fromOpaque(argument).takeUnretainedValue()
-    let revocation = state.policy.revocation
-    guard revocation != .none else { return 1 }
-    // trusts-revoked-backup-pin: a pin match stands in for the revocation check (of the whole chain).
-    if state.policy.mistake == .trustsRevokedBackupPin && state.pinMatch != nil { return 1 }
-    /// Fetches the status of the certificate at `index`: a reason to refuse, or nil.
-    func fetched(_ index: Int, _ prefix: String) -> String? {
-        switch ClientRevocationFetch.decide(ssl, index: index, responder: state.revocationResponder, deadline: state.fetchDeadline) {
-        case nil: return nil  // it names no OCSP responder and no CRL: there is no status to demand
-        case .good?: return nil
-        case .revoked(let why)?: return "\(prefix)\(why)"
-        case .unavailable(let why)?:
-            guard revocation == .hard else { return nil }
-            return "\(prefix)no status could be fetched (\(why))"
-        }
-    }
-    var refusal: String?
-    let status = cpl_client_ocsp_staple_status(ssl)
-    switch status {
-    case 0: break  // the leaf is good
-    case 1, 9:
-        // None stapled: fetch the status the leaf names (OCSP, then its CRL). Soft-fail refuses only proof of
-        // revocation; hard-fail also refuses when no current, validly signed status says good.
-        refusal = fetched(0, "no OCSP response was stapled, and ")
-    default:
-        let said: String
-        switch status {
-        case 2: said = "the stapled OCSP response is unreadable or not successful"
-        case 3: said = "the stapled OCSP response's signature does not verify or its signer may not speak for the issuer"
-        case 4: said = "the stapled OCSP response is not current (outside thisUpdate..nextUpdate)"
-        case 5: said = "the stapled OCSP response says the certificate is revoked"
-        case 7: said = "the certificate's issuer is unknown, so the stapled OCSP response cannot be checked"
-        case 8: said = "the certificate demands a stapled OCSP response (Must-Staple) and none was stapled"
-        default: said = "the stapled OCSP response does not say the certificate is good (unknown)"
-        }
-        if status == 5 || status == 8 || revocation == .hard { refusal = said }
-    }
-    // The leaf passed: every CA certificate between it and the trust anchor, from the leaf's issuer up.
-    var index = 1
-    while refusal == nil && index < ClientRevocationFetch.certificatesBelowAnchor(ssl) {
-        refusal = fetched(index, "the issuing CA certificate at depth \(index): ")
-        index += 1
-    }
-    guard let refusal else { return 1 }
-    state.revocationFailure = "certificate revocation check (\(revocation)-fail): \(refusal)"
+    guard let refusal = state.revocationRefusal(ssl) else { return 1 }
+    state.revocationFailure = refusal
     return 0
 }
 
