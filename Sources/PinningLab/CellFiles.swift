@@ -115,6 +115,7 @@ struct CellFiles: Sendable {
             pinScope: s.client.pinScope)
         let responder = try revocationResponder(for: s)
         (context.ocspURL, context.crlURL) = revocationURLs(for: s, responder: responder)
+        if s.tags.contains("ech") { context.echConfig = try pki.echConfiguration().configListBase64 }
         return context
     }
 }

@@ -36,6 +36,9 @@ public struct CellContext: Sendable, Hashable {
     /// The connections of a cell made of several (a scenario's `steps`), in order; empty for a one-connection cell,
     /// whose one connection is step 1 (``stepList``).
     public var steps: [StepContext] = []
+    /// The lab's `ECHConfigList` in base64 (`{ech.config}`), set for the scenarios tagged `ech` only: there the client
+    /// is to offer Encrypted Client Hello with it (`ech/echconfig.b64` in the PKI folder); `nil` elsewhere.
+    public var echConfig: String?
 
     public init(
         scenario: String, profile: PinProfile, host: String = "localhost", ip: String = "127.0.0.1", port: Int,
@@ -124,6 +127,7 @@ public struct CellContext: Sendable, Hashable {
             "profile": profile.rawValue,
             "ocsp.url": ocspURL ?? "",
             "crl.url": crlURL ?? "",
+            "ech.config": echConfig ?? "",
         ]
     }
 
@@ -230,6 +234,7 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
         "url", "host", "port", "ip", "resolve", "hosts.file", "ca", "pins", "pins.curl", "pins.okhttp", "pins.hex", "pins.domain", "pins.subdomains",
         "pins.okhttp.pattern", "certpins.hex",
         "client.cert", "client.key", "client.p12", "client.password", "scenario", "profile", "ocsp.url", "crl.url",
+        "ech.config",
     ]
 
     /// The placeholders that also come per step, with the step's number after a dot: `{url.1}`, `{url.2}`,

@@ -45,7 +45,7 @@ public struct TLSAlert: Hashable, Sendable, Codable, CustomStringConvertible {
         100: "no_renegotiation", 109: "missing_extension", 110: "unsupported_extension",
         111: "certificate_unobtainable", 112: "unrecognized_name", 113: "bad_certificate_status_response",
         114: "bad_certificate_hash_value", 115: "unknown_psk_identity", 116: "certificate_required",
-        120: "no_application_protocol",
+        120: "no_application_protocol", 121: "ech_required",
     ]
 }
 
@@ -171,6 +171,11 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
     public var http2Streams: [HTTP2Stream]?
     public var handshakeMilliseconds: Double?
     public var totalMilliseconds: Double
+    /// Whether the ClientHello carried `encrypted_client_hello` (0xfe0d, RFC 9849): the client offered ECH (or sent
+    /// a GREASE offer, which looks the same). No engine of the lab accepts ECH, so an offer is always rejected: the
+    /// handshake ran on the outer ClientHello, whose SNI (`serverName`) is the configuration's public name. `nil`
+    /// where the engine could not see the ClientHello.
+    public var echOffered: Bool?
 
     public init(
         id: Int, label: String, engine: String, startedAt: Date, peerAddress: String, serverName: String? = nil,

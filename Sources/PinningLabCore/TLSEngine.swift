@@ -121,6 +121,8 @@ public struct TLSSessionDetails: Sendable, Hashable {
     /// Bytes of application data the client sent as TLS 1.3 early data (0-RTT) and the engine accepted; the
     /// session hands them to `read(into:)` first, before what arrives after the handshake.
     public var earlyDataBytes = 0
+    /// Whether the ClientHello carried `encrypted_client_hello` (``ClientHelloECH``); `nil` when the engine did not see it.
+    public var echOffered: Bool?
 
     public init(
         serverName: String? = nil, identityIndex: Int? = nil, version: TLSVersion? = nil, cipherSuite: String? = nil,

@@ -419,7 +419,7 @@ final class Connection {
         let sent = d.serverCertificatesSent.map { certs in
             certs == served?.chainDER ? served!.chainDER : certs
         }
-        let observation = Observation(
+        var observation = Observation(
             id: id, label: core.label, engine: core.engineName, startedAt: startedAt, peerAddress: peer,
             serverName: d.serverName, identity: served.flatMap { $0.name.isEmpty ? nil : $0.name }, generation: generation,
             handshakeCompleted: handshakeNanos != nil, alertReceived: d.alertReceived, alertSent: d.alertSent,
@@ -434,6 +434,7 @@ final class Connection {
             http2Streams: http2 == nil ? nil : streams,
             handshakeMilliseconds: handshakeNanos.map { Double($0 - startNanos) / 1e6 },
             totalMilliseconds: Double(end - startNanos) / 1e6, earlyDataBytes: d.earlyDataBytes)
+        observation.echOffered = d.echOffered
         core.record(observation)
     }
 }

@@ -34,6 +34,7 @@ final class GnuTLSServerSession: TLSServerSession {
         }
         // From here on deinit frees the session.
         gnutls_session_set_ptr(s, Unmanaged.passUnretained(self).toOpaque())
+        try watchForECH(s)
         if resumption.tickets {
             let trc = context.ticketKey.withUnsafeBufferPointer { buf -> Int32 in
                 var datum = gnutls_datum_t(data: UnsafeMutablePointer(mutating: buf.baseAddress), size: UInt32(buf.count))
@@ -343,10 +344,26 @@ final class GnuTLSServerSession: TLSServerSession {
         }
         if details.clientCertificates.isEmpty { details.clientCertificates = peerCertificates() }
         if details.serverName == nil { details.serverName = sentServerName() }
+        if details.echOffered == nil { details.echOffered = false }  // the ClientHello was read without the extension
         if gnutls_session_is_resumed(session) != 0 {
             // TLS 1.3 resumes by a PSK from a ticket only; TLS 1.2 by ID when the cache answered, else by a ticket.
             details.resumption = details.version == .tls13 || !foundInCache ? .ticket : .sessionID
         }
+    }
+
+    /// Registers `encrypted_client_hello` (0xfe0d) with this session so that GnuTLS, which knows no ECH, hands
+    /// over the extension when a ClientHello carries it (``TLSSessionDetails/echOffered``); the server never sends
+    /// it back (the offer is rejected: the handshake runs on the outer ClientHello).
+    private func watchForECH(_ s: gnutls_session_t) throws(TLSEngineError) {
+        let rc = gnutls_session_ext_register(
+            s, "encrypted_client_hello", Int32(ClientHelloECH.extensionType), GNUTLS_EXT_TLS,
+            { session, _, _ in
+                GnuTLSServerSession.from(session)?.details.echOffered = true
+                return 0
+            },
+            { _, _ in 0 }, nil, nil, nil,
+            UInt32(GNUTLS_EXT_FLAG_CLIENT_HELLO.rawValue | GNUTLS_EXT_FLAG_TLS.rawValue))
+        guard rc >= 0 else { throw TLSEngineError(.library, "gnutls_session_ext_register: \(gnutlsErrorText(rc))") }
     }
 
     /// The SNI host name the client sent, if any.
@@ -385,6 +402,7 @@ final class GnuTLSServerSession: TLSServerSession {
     ) -> Int32 {
         let name = sentServerName()
         details.serverName = name
+        if details.echOffered == nil { details.echOffered = false }  // extensions are parsed before this callback
         let index = context.configuration.identityIndex(forServerName: name)
         details.identityIndex = index
         let identity = context.identities[index]

@@ -353,6 +353,8 @@ final class OpenSSLServerSession: TLSServerSession {
             } else if details.alertReceived == nil {
                 details.alertReceived = alert
             }
+        } else if contentType == SSL3_RT_HANDSHAKE, !written, bytes.count >= 4, bytes[0] == 1 {
+            recordECH(clientHello: bytes)
         } else if contentType == SSL3_RT_HANDSHAKE, bytes.count >= 4, bytes[0] == 11 {
             let tls13 = SSL_version(ssl) == TLS1_3_VERSION
             guard let certs = TLSCertificateMessage.parse(bytes, tls13: tls13) else { return }
@@ -363,6 +365,13 @@ final class OpenSSLServerSession: TLSServerSession {
                 details.clientCertificates = certs.map { ObservedCertificate(der: $0, subject: Self.subject($0)) }
             }
         }
+    }
+
+    /// Whether the ClientHello offered ECH (OpenSSL before 4.0 knows no ECH: the extension is read from the raw
+    /// message). A second ClientHello (after a HelloRetryRequest) keeps an offer seen in the first.
+    private func recordECH(clientHello bytes: UnsafeRawBufferPointer) {
+        guard let hello = ClientHelloECH.parse(bytes) else { return }
+        details.echOffered = (details.echOffered ?? false) || hello.offered
     }
 
     fileprivate func selectIdentity() {

@@ -73,12 +73,20 @@ enum Predictions {
                          [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
             // leaf-v1 itself and lab-intermediate-a are sent, for a name leaf-v1 does not cover: no host check.
             .union(cells(["pinned-cert-other-host"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
-            .union(cells(["name-collision-root"], [.intermediateSPKI])),
+            .union(cells(["name-collision-root"], [.intermediateSPKI]))
+            // ECH rejected: the public name's certificate (K1 in one of them) from lab-intermediate-a is sent, for
+            // public.pinning.test, not the host asked for: a sent pinned certificate replaces every other check.
+            .union(cells(["ech-rejected-public-name"], [.intermediateSPKI]))
+            .union(cells(["ech-rejected-public-cert-pinned-key"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
         // The certificate for other.pinning.test is accepted wherever its key or chain is pinned (its bytes are
         // not leaf-v1's, so leaf-cert still refuses); leaf-v1 asked for as other.pinning.test is accepted
         // everywhere, even by certificate.
         "no-hostname-check": cells(["wrong-host"], [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI])
-            .union(cells(["pinned-cert-other-host"], PinProfile.all)),
+            .union(cells(["pinned-cert-other-host"], PinProfile.all))
+            // The public name's valid certificate is taken for api.pinning.test: wherever its chain or key is pinned
+            // (K1 in ech-rejected-public-cert-pinned-key, as wrong-host's).
+            .union(cells(["ech-rejected-public-cert-pinned-key"], [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]))
+            .union(cells(["ech-rejected-public-name"], [.none, .intermediateSPKI, .rootSPKI])),
         // SPKI pins are compared with the hash of the bare key: no SPKI pin ever matches.
         "raw-key-hash": cells(allAcceptRootNotSent + allAcceptRootSent + revocationAllAccept + ctNewCertificateSameKey
                               + ["renewal-same-key", "revoked-key-replay"], spkiProfiles)
@@ -177,9 +185,15 @@ extension Predictions {
             .union(cells(mtlsRefused, [.rootSPKI]))
             // No host check and no validation: leaf-v1 asked for as other.pinning.test is refused only because
             // lab-root is not among the sent certificates (a pin mismatch, where a correct client sees the name).
-            .union(cells(["pinned-cert-other-host"], [.rootSPKI])),
+            .union(cells(["pinned-cert-other-host"], [.rootSPKI]))
+            // The public name's certificates: refused where no sent certificate is pinned (a pin mismatch, where a
+            // correct client sees the name); the rogue one is refused on pins, not as untrusted.
+            .union(cells(["ech-rejected-public-name"], [.leafCert, .leafSPKI, .leafSPKIBackup, .rootSPKI]))
+            .union(cells(["ech-rejected-public-cert-pinned-key"], [.leafCert, .rootSPKI]))
+            .union(cells(["ech-rejected-rogue-public-cert"], pinnedProfiles)),
         // The certificate for another host is refused only where its pin does not match: leaf-cert.
-        "no-hostname-check": cells(["wrong-host"], [.leafCert]),
+        "no-hostname-check": cells(["wrong-host", "ech-rejected-public-cert-pinned-key"], [.leafCert])
+            .union(cells(["ech-rejected-public-name"], [.leafCert, .leafSPKI, .leafSPKIBackup])),
         // SPKI pins never match, so it refuses on pins before the server can check its client certificate.
         "raw-key-hash": cells(mtlsRefused, spkiProfiles),
     ]

@@ -20,7 +20,7 @@ struct CommandTemplateTests {
     static let everyPlaceholder = [
         "{url}", "{host}", "{port}", "{ip}", "{resolve}", "{hosts.file}", "{ca}", "{pins}", "{pins.curl}", "{pins.okhttp}",
         "{pins.hex}", "{pins.domain}", "{pins.subdomains}", "{pins.okhttp.pattern}", "{certpins.hex}", "{client.cert}", "{client.key}", "{client.p12}", "{client.password}",
-        "{scenario}", "{profile}", "{ocsp.url}", "{crl.url}",
+        "{scenario}", "{profile}", "{ocsp.url}", "{crl.url}", "{ech.config}",
     ]
 
     @Test func everyPlaceholderExpands() throws {
@@ -37,7 +37,7 @@ struct CommandTemplateTests {
             String(repeating: "11", count: 32) + "," + String(repeating: "22", count: 32),
             "localhost", "false", "localhost",
             String(repeating: "ab", count: 32), "/tmp/c.pem", "/tmp/c.key", "/tmp/c.p12", "pinninglab",
-            "rekey", "leaf-spki+backup", "", "", "--pin=" + String(repeating: "11", count: 32) + "," + String(repeating: "22", count: 32),
+            "rekey", "leaf-spki+backup", "", "", "", "--pin=" + String(repeating: "11", count: 32) + "," + String(repeating: "22", count: 32),
         ])
     }
 
