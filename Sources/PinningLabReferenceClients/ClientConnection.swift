@@ -134,7 +134,7 @@ final class ClientSession {
 
     init(
         context: ClientContext, socket: ClientSocket, host: String, state: ClientVerifyState, deadline: ClientDeadline,
-        offerHTTP2: Bool = false
+        offerHTTP2: Bool = false, openSSLCT: OpenSSLCTValidation? = nil
     ) throws(ClientFailure)
     {
         ERR_clear_error()
@@ -177,6 +177,13 @@ final class ClientSession {
                   SSL_set_ct_validation_callback(ssl, clientCTCallback, Unmanaged.passUnretained(state).toOpaque()) == 1
             else {
                 throw ClientFailure(category: .other, detail: "SSL_set_ct_validation_callback: \(openSSLErrorQueue())")
+            }
+        }
+        if let openSSLCT {
+            // OpenSSL's own CT policy over the context's log store (ClientContext.withCTLogs): it asks for SCTs and a
+            // staple and judges them itself once the chain verified.
+            guard SSL_enable_ct(ssl, openSSLCT.mode) == 1 else {
+                throw ClientFailure(category: .other, detail: "SSL_enable_ct: \(openSSLErrorQueue())")
             }
         }
         if offerHTTP2 {

@@ -479,6 +479,19 @@ final class ClientContext: @unchecked Sendable {  // immutable after init; OpenS
         }
     }
 
+    /// A context of its own (never shared) that also holds the CT logs of `ctLogFile` (OpenSSL's log-list format),
+    /// for a connection that lets OpenSSL's own CT code validate SCTs (``OpenSSLCTCheck``): the file is read now, so
+    /// an unreadable one fails here, before any connection.
+    static func withCTLogs(for target: ClientTarget, ctLogFile: String) throws(ClientFailure) -> ClientContext {
+        let made = try ClientContext(target: target)
+        ERR_clear_error()
+        guard SSL_CTX_set_ctlog_list_file(made.pointer, ctLogFile) == 1 else {
+            throw ClientFailure(
+                category: .other, detail: "\(ctLogFile): not a CT log file OpenSSL can read: \(openSSLErrorQueue())")
+        }
+        return made
+    }
+
     /// Attaches the context's roots to a run's state.
     func prepare(_ state: ClientVerifyState) { state.trustRoots = trustRoots }
 
