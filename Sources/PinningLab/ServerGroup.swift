@@ -60,10 +60,30 @@ public struct ServeManifest: Codable, Sendable, Hashable {
         public var pins: [Pin]
     }
 
+    /// The lab's Encrypted Client Hello configuration, for a client to offer ECH to these servers (which reject it:
+    /// no engine holds the ECH key, so a rejected offer is answered with the public name's chain).
+    public struct ECH: Codable, Sendable, Hashable {
+        /// The `ECHConfigList`, base64 (Go's `Config.EncryptedClientHelloConfigList`, an HTTPS record's `ech`).
+        public var configListBase64: String
+        public var publicName: String
+        /// The same list, binary, and the base64 file, in the PKI folder.
+        public var configListFile: String
+        public var configListBase64File: String
+
+        public init(_ configuration: ECHConfiguration, files: ECHFiles) {
+            configListBase64 = configuration.configListBase64
+            publicName = configuration.publicName
+            configListFile = files.configList.path
+            configListBase64File = files.configListBase64.path
+        }
+    }
+
     public var servers: [Server]
     /// Requests an engine could not serve: `id`, `engine`, `reason`.
     public var unsupported: [[String: String]]
     public var startedAt: Date
+    /// The lab's ECH configuration (`pinlab serve` sets it; `nil` in a group started without a lab PKI).
+    public var ech: ECH?
 
     public func json() -> Data {
         (try? JSONOutput.encoder().encode(self)) ?? Data("{}".utf8)

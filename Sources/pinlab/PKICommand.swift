@@ -84,6 +84,8 @@ extension PKICommand {
             if !pki.ctLogs.isEmpty {
                 print("CT log lists: \(pki.ctLogListFile.path) (log list v3), \(pki.ctLogOpenSSLFile.path) (openssl -ctlogfile)")
             }
+            let ech = try reportingErrors { try pki.echConfiguration() }
+            print("ECH config list: \(pki.echFiles.configListBase64.path) (public name \(ech.publicName); {ech.config})")
             warnSeededCAs(pki)
             if let leaf = pki["leaf-v1"]?.name ?? pki.identities.first(where: { $0.role == .leaf })?.name {
                 print("Next: pinlab pki list · pinlab pki show \(leaf) · pinlab pki pins \(leaf) --format curl")

@@ -216,7 +216,9 @@ struct ServeCommand: AsyncParsableCommand {
             text += "revocation: \(responder.baseURL) (OCSP: POST \(responder.baseURL)/<issuer>; CRL: GET \(responder.baseURL)/<issuer>.crl)\n"
         }
         if let manifest {
-            let data = try controlServer.map { try ControlManifest(group.manifest, control: $0).json() } ?? group.manifest.json()
+            var served = group.manifest
+            served.ech = ServeManifest.ECH(try reportingErrors { try lab.echConfiguration() }, files: lab.echFiles)
+            let data = try controlServer.map { try ControlManifest(served, control: $0).json() } ?? served.json()
             do {
                 // Readable by its owner only from its first byte: the control API's token is in it.
                 try Storage.writeAtomically(Array(data), to: URL(fileURLWithPath: manifest), mode: 0o600)
