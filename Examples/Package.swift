@@ -134,3 +134,21 @@ package.targets += [
         swiftSettings: swiftSettings
     ),
 ]
+
+// The Swift blocks of README.md and the DocC articles, compiled as a user's code (scripts/check-doc-snippets writes
+// them to DocSnippets/Generated/, ignored by git, and builds this target; CONTRIBUTING.md has the rules). Preamble.swift
+// declares the names the documents assume the reader has (their own client, their app's API client). A plain target,
+// not a test target: the blocks are compiled, never run here (ReadmeExample.swift runs the README's).
+package.targets += [
+    .target(
+        name: "DocSnippets",
+        dependencies: [
+            "PinningNIOClient", "SwiftBatchHarness",
+            .product(name: "PinningLab", package: "PinningLab"),
+            .product(name: "PinningLabTesting", package: "PinningLab"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ],
+        path: "DocSnippets"
+    ),
+]
