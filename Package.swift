@@ -33,6 +33,8 @@ let package = Package(
         // folder (Plugins/EmbedResources).
         .plugin(name: "EmbedResources", capability: .buildTool(), dependencies: ["pinlab-embed-resources"], path: "Plugins/EmbedResources"),
         .executableTarget(name: "pinlab-embed-resources", path: "Plugins/EmbedResourcesTool", swiftSettings: swiftSettings),
+        // The teaching labs' definitions (labs/labs.yaml, labs/*/lab.yaml) embedded in PinningLabLabs the same way.
+        .plugin(name: "EmbedLabs", capability: .buildTool(), dependencies: ["pinlab-embed-resources"], path: "Plugins/EmbedLabs"),
         .systemLibrary(
             name: "CPinningLabOpenSSL",
             pkgConfig: "openssl",
@@ -141,11 +143,14 @@ let package = Package(
             dependencies: ["PinningLabReports", "PinningLabEngines", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
             swiftSettings: swiftSettings
         ),
-        // `pinlab lab`: the teaching labs, their graders and pictures. Linked by pinlab only.
+        // `pinlab lab`: the teaching labs, their graders and pictures. Linked by pinlab only. The labs themselves are
+        // data, one folder each under labs/ (its lab.yaml, page, starter, instructor notes), named in labs/labs.yaml;
+        // the EmbedLabs plugin embeds the definitions, so a copied binary knows every lab.
         .target(
             name: "PinningLabLabs",
-            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
-            swiftSettings: swiftSettings
+            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
+            swiftSettings: swiftSettings,
+            plugins: ["EmbedLabs"]
         ),
         // `pinlab serve --control`: HTTP+JSON over a small HTTP/1.1 server of its own (bounded, linear parsing, on
         // threads of its own). Not part of any library product.

@@ -269,6 +269,11 @@ public struct InterceptObservation: Sendable, Hashable, Codable {
     /// alert`, `completed the handshake and sent nothing`; nil when it did not refuse.
     public var refusalDescription: String? {
         guard refusedInterception else { return nil }
+        // close_notify is how a client ends a connection cleanly (curl after a pin mismatch): not an error alert.
+        if alertReceived == "close_notify" {
+            return handshakeCompleted ? "completed the handshake, then closed cleanly (close_notify) without a request"
+                : "closed cleanly (close_notify) during the handshake, without an error alert"
+        }
         if let alertReceived { return "sent the alert \(alertReceived)" }
         if handshakeCompleted { return "completed the handshake and sent nothing" }
         return "closed during the handshake without an alert"
