@@ -45,11 +45,18 @@ let package = Package(
             pkgConfig: "gnutls",
             providers: [.apt(["libgnutls28-dev"]), .brew(["gnutls"])]
         ),
-        // What every module of the package shares and none owns: the error of a run option.
-        .target(name: "PinningLabBase", swiftSettings: swiftSettings),
+        // What every module of the package shares and none owns, all `package` but the error of a run option: a
+        // locked value (`Locked`), the one JSON writer (`JSONOutput`), the scratch folders (`ScratchFolders`), the one
+        // YAML node reader (`YAMLReader`), "did you mean" (`didYouMean`, `suggestion`) and `CheckSetupError`.
+        .target(
+            name: "PinningLabBase",
+            dependencies: [.product(name: "Yams", package: "Yams")],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "PinningLabPKI",
             dependencies: [
+                "PinningLabBase",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -61,14 +68,14 @@ let package = Package(
         .target(name: "CPinningLabSystem"),
         .target(
             name: "PinningLabCore",
-            dependencies: ["PinningLabPKI", "CPinningLabSystem"],
+            dependencies: ["PinningLabBase", "PinningLabPKI", "CPinningLabSystem"],
             swiftSettings: swiftSettings
         ),
         // The domain model: scenarios (and their loader), expectations, trust and pin profiles, the client protocol,
         // the catalogue, verdicts and the judge; and the built-in lab PKI spec and catalogue they are read from.
         .target(
             name: "PinningLabModel",
-            dependencies: ["PinningLabCore", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
+            dependencies: ["PinningLabBase", "PinningLabCore", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
             resources: [.copy("Resources/pki"), .copy("Resources/scenarios")],
             swiftSettings: swiftSettings,
             plugins: ["EmbedResources"]
@@ -77,19 +84,19 @@ let package = Package(
         // PinningLabOpenSSL -> PinningLabModel).
         .target(
             name: "PinningLabOpenSSL",
-            dependencies: ["PinningLabCore", "PinningLabPKI", "CPinningLabOpenSSL"],
+            dependencies: ["PinningLabBase", "PinningLabCore", "PinningLabPKI", "CPinningLabOpenSSL"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "PinningLabGnuTLS",
-            dependencies: ["PinningLabCore", "PinningLabPKI", "CPinningLabGnuTLS"],
+            dependencies: ["PinningLabBase", "PinningLabCore", "PinningLabPKI", "CPinningLabGnuTLS"],
             swiftSettings: swiftSettings
         ),
         // The reference clients (the correct client and the teaching mistakes) and the OpenSSL client context: they
         // implement the model's PinningClient and share PinningLabOpenSSL's handle owners (`package`).
         .target(
             name: "PinningLabReferenceClients",
-            dependencies: ["PinningLabOpenSSL", "CPinningLabOpenSSL", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
+            dependencies: ["PinningLabBase", "PinningLabOpenSSL", "CPinningLabOpenSSL", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
         // The engine registry: the built-in engines and those a user registers; every list of engines is read here.
@@ -118,14 +125,14 @@ let package = Package(
         ),
         .target(
             name: "PinningLabTesting",
-            dependencies: ["PinningLab", "PinningLabReports", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
+            dependencies: ["PinningLabBase", "PinningLab", "PinningLabReports", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
         // `pinlab intercept`: the HTTP CONNECT interception proxy and its per-host verdicts. Linked by pinlab only,
         // so packages that depend on PinningLab or PinningLabTesting never build it.
         .target(
             name: "PinningLabIntercept",
-            dependencies: ["PinningLabReports", "PinningLabEngines", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
+            dependencies: ["PinningLabBase", "PinningLabReports", "PinningLabEngines", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
             swiftSettings: swiftSettings
         ),
         // `pinlab export` and `pinlab audit`: pins and roots in the formats of TrustKit, Alamofire, OkHttp, Ktor, Cronet,
@@ -133,14 +140,14 @@ let package = Package(
         // that audit those formats. Linked by pinlab only.
         .target(
             name: "PinningLabExports",
-            dependencies: ["PinningLabReports", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
+            dependencies: ["PinningLabBase", "PinningLabReports", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
         // `pinlab timeline`: the chains a CA policy issues over a horizon, and which pin sets survive them. Linked by
         // pinlab only.
         .target(
             name: "PinningLabTimeline",
-            dependencies: ["PinningLabReports", "PinningLabEngines", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
+            dependencies: ["PinningLabBase", "PinningLabReports", "PinningLabEngines", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
             swiftSettings: swiftSettings
         ),
         // `pinlab lab`: the teaching labs, their graders and pictures. Linked by pinlab only. The labs themselves are
@@ -148,7 +155,7 @@ let package = Package(
         // the EmbedLabs plugin embeds the definitions, so a copied binary knows every lab.
         .target(
             name: "PinningLabLabs",
-            dependencies: ["PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
+            dependencies: ["PinningLabBase", "PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings,
             plugins: ["EmbedLabs"]
         ),
@@ -156,7 +163,7 @@ let package = Package(
         // threads of its own). Not part of any library product.
         .target(
             name: "PinningLabControl",
-            dependencies: ["PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabIntercept"],
+            dependencies: ["PinningLabBase", "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabIntercept"],
             resources: [.copy("openapi.yaml")],
             swiftSettings: swiftSettings,
             plugins: ["EmbedResources"]
@@ -164,6 +171,7 @@ let package = Package(
         .executableTarget(
             name: "pinlab",
             dependencies: [
+                "PinningLabBase",
                 "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabControl", "PinningLabIntercept", "PinningLabLabs", "PinningLabExports",
                 "PinningLabTimeline", "PinningLabReferenceClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -196,7 +204,7 @@ let package = Package(
         // hint on a developer's machine, run — and failed when the tool is missing — in CI).
         .target(
             name: "PinningLabTestSupport",
-            dependencies: ["PinningLab", "PinningLabPKI", "PinningLabCore"],
+            dependencies: ["PinningLabBase", "PinningLab", "PinningLabPKI", "PinningLabCore"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -217,7 +225,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabTests",
-            dependencies: ["PinningLabTestSupport", "PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabTesting", "PinningLabIntercept"],
+            dependencies: ["PinningLabBase", "PinningLabTestSupport", "PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabTesting", "PinningLabIntercept"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -227,7 +235,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinlabCLITests",
-            dependencies: ["PinningLabTestSupport", "pinlab", "PinningLab", "PinningLabCore", "PinningLabLabs", "PinningLabTesting"],
+            dependencies: ["PinningLabTestSupport", "pinlab", "PinningLab", "PinningLabCore", "PinningLabLabs", "PinningLabTesting", "PinningLabTimeline"],
             swiftSettings: swiftSettings
         ),
     ],

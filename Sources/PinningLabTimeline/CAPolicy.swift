@@ -29,6 +29,55 @@ public struct CAPolicy: Sendable, Hashable, Codable {
     public var rolloverDay: Int?
     /// How long after the rollover the server still sends the new root cross-signed by the old one.
     public var crossSignDays: Int
+    /// The calendar day (YYYY-MM-DD) a new hierarchy takes over, whatever day 0 is: resolved to ``rolloverDay``
+    /// when the timeline runs (day 0 when the run starts on or after it). ``rolloverDay`` wins when both are set.
+    public var rolloverDate: String?
+    /// Validity by date of issuance: each step applies from its date on (the last one whose date has come wins);
+    /// before the first, ``validityDays``. Let's Encrypt's classic profile: 90 days, 64 from 2027-02-10, 45 from
+    /// 2028-02-16.
+    public var validitySteps: [ValidityStep]?
+    /// The shape of the hierarchy that takes over at the rollover (names, key types, EKUs, pool); nil: the lab's
+    /// `lab-root-2` with P-256 intermediates, as many as ``poolSize``.
+    public var nextHierarchy: Hierarchy?
+    /// Day 0 when the command line gives no `--start` (a preset that replays a dated switch starts before it).
+    public var defaultStart: String?
+
+    /// Validity from a date of issuance on.
+    public struct ValidityStep: Sendable, Hashable, Codable {
+        /// YYYY-MM-DD.
+        public var from: String
+        public var days: Int
+        public init(from: String, days: Int) {
+            self.from = from
+            self.days = days
+        }
+    }
+
+    /// A hierarchy a rollover moves to, replicated with lab keys: its root (``rootKeyType``; the entity stays
+    /// `lab-root-2`, so the pins of `root-spki+next-root` apply) and its issuing intermediates.
+    public struct Hierarchy: Sendable, Hashable, Codable {
+        /// What it replicates, e.g. `Let's Encrypt Generation Y (RSA)`.
+        public var name: String
+        /// The root's common name, e.g. `PinningLab YR (Gen Y RSA root)`.
+        public var rootCommonName: String
+        public var rootKeyType: String
+        /// The intermediates' entity names, e.g. `lab-yr1`, `lab-yr2`, `lab-yr3`.
+        public var intermediates: [String]
+        public var intermediateKeyType: String
+        /// The intermediates' extended key usages (Generation Y: serverAuth only — no clientAuth).
+        public var intermediateUsages: [String]
+        public init(
+            name: String, rootCommonName: String, rootKeyType: String, intermediates: [String],
+            intermediateKeyType: String, intermediateUsages: [String]
+        ) {
+            self.name = name
+            self.rootCommonName = rootCommonName
+            self.rootKeyType = rootKeyType
+            self.intermediates = intermediates
+            self.intermediateKeyType = intermediateKeyType
+            self.intermediateUsages = intermediateUsages
+        }
+    }
 
     public init(
         name: String = "custom", validityDays: Int = 90, followsSC081: Bool = false, renewEveryDays: Int? = nil,
@@ -46,11 +95,45 @@ public struct CAPolicy: Sendable, Hashable, Codable {
         self.crossSignDays = crossSignDays
     }
 
+    /// Let's Encrypt's classic profile from its 2025-12-02 announcement: 90 days, 64 from 2027-02-10, 45 from
+    /// 2028-02-16.
+    public static let letsEncryptClassicValidity = [
+        ValidityStep(from: "2027-02-10", days: 64), ValidityStep(from: "2028-02-16", days: 45),
+    ]
+
+    /// Let's Encrypt's Generation Y, replicated with lab keys: classic issuance moved to it on 2026-05-13, root YR
+    /// (RSA-4096) or YE (P-384), intermediates YR1–YR3 (RSA-2048) or YE1–YE3 (P-384) without the clientAuth EKU,
+    /// the new roots cross-signed by ISRG Root X1 / X2 (here: by lab-root).
+    public static func generationY(ecdsa: Bool) -> Hierarchy {
+        ecdsa
+            ? Hierarchy(name: "Let's Encrypt Generation Y (ECDSA)", rootCommonName: "PinningLab YE (Gen Y ECDSA root)",
+                        rootKeyType: "p384", intermediates: ["lab-ye1", "lab-ye2", "lab-ye3"], intermediateKeyType: "p384",
+                        intermediateUsages: ["serverAuth"])
+            : Hierarchy(name: "Let's Encrypt Generation Y (RSA)", rootCommonName: "PinningLab YR (Gen Y RSA root)",
+                        rootKeyType: "rsa4096", intermediates: ["lab-yr1", "lab-yr2", "lab-yr3"], intermediateKeyType: "rsa2048",
+                        intermediateUsages: ["serverAuth"])
+    }
+
+    static func letsEncrypt(_ name: String, ecdsa: Bool) -> CAPolicy {
+        var p = CAPolicy(name: name, validityDays: 90, rekey: true, poolSize: 5, rotation: .random, crossSignDays: 3650)
+        p.rolloverDate = "2026-05-13"
+        p.validitySteps = letsEncryptClassicValidity
+        p.nextHierarchy = generationY(ecdsa: ecdsa)
+        p.defaultStart = "2026-03-01"
+        return p
+    }
+
     /// The presets by name.
     public static let presets: [String: CAPolicy] = [
-        // Let's Encrypt: 90-day certificates renewed at day 60 by ACME clients that make a new key each time
-        // (certbot's default), issued at random from five intermediates (R10–R14 or E5–E9).
-        "letsencrypt": CAPolicy(name: "letsencrypt", validityDays: 90, rekey: true, poolSize: 5, rotation: .random),
+        // Let's Encrypt today: 90-day certificates renewed at day 60 with a new key (certbot's default), drawn from
+        // the 2024 pool (R10–R14) until 2026-05-13, then from Generation Y's YR1–YR3 under the root YR, sent
+        // cross-signed by the old root; classic validity 64 days from 2027-02-10 and 45 from 2028-02-16. Day 0 is
+        // 2026-03-01 unless --start says otherwise.
+        "letsencrypt": letsEncrypt("letsencrypt", ecdsa: false),
+        // The same with the ECDSA hierarchy: YE (P-384) and YE1–YE3.
+        "letsencrypt-ecdsa": letsEncrypt("letsencrypt-ecdsa", ecdsa: true),
+        // Let's Encrypt before Generation Y: 90 days, five intermediates (R10–R14 or E5–E9) drawn at random.
+        "letsencrypt-2024": CAPolicy(name: "letsencrypt-2024", validityDays: 90, rekey: true, poolSize: 5, rotation: .random),
         // Let's Encrypt's six-day certificates (the "shortlived" profile), renewed every three to four days.
         "letsencrypt-6day": CAPolicy(name: "letsencrypt-6day", validityDays: 6, renewEveryDays: 4, rekey: true, poolSize: 5, rotation: .random),
         // SC-081v3's maximum validity at each issuance, one intermediate, the key kept.
@@ -80,6 +163,12 @@ public struct CAPolicy: Sendable, Hashable, Codable {
                     "give 1 to \(validityDays)")
         }
         if poolSize < 1 || poolSize > 16 { return ("--pool", "\(poolSize) intermediates", "give 1 to 16") }
+        if let text = rolloverDate, Self.day(text) == nil {
+            return ("--preset", "rollover date '\(text)' is not a date", "write YYYY-MM-DD")
+        }
+        for step in validitySteps ?? [] where Self.day(step.from) == nil || step.days < 1 || step.days > 3650 {
+            return ("--preset", "validity step \(step.from): \(step.days) days", "give a date YYYY-MM-DD and 1 to 3650 days")
+        }
         if let d = rolloverDay, d < 1 || d > horizonDays {
             return ("--rollover-day", "day \(d) is outside the horizon (1 to \(horizonDays))", "give a day within --horizon")
         }
@@ -110,10 +199,41 @@ public struct Renewal: Sendable, Hashable, Codable {
 }
 
 extension CAPolicy {
+    /// Whether a new root takes over within the run (a day or a date).
+    public var hasRollover: Bool { rolloverDay != nil || rolloverDate != nil }
+
+    /// The policy with ``rolloverDate`` resolved against day 0 `start` into ``rolloverDay`` (0 when the run starts
+    /// on or after it; none when it falls after the horizon).
+    public func resolved(start: Date, horizonDays: Int) -> CAPolicy {
+        var p = self
+        guard p.rolloverDay == nil, let text = rolloverDate, let date = Self.day(text) else { return p }
+        let days = Int((date.timeIntervalSince(start) / 86400).rounded(.up))
+        if days <= horizonDays { p.rolloverDay = max(0, days) } else { p.rolloverDate = nil }
+        return p
+    }
+
+    /// The certificate validity for an issuance on `date`.
+    public func validity(at date: Date) -> Int {
+        if followsSC081 { return Self.sc081MaximumDays(at: date) }
+        var days = validityDays
+        for step in validitySteps ?? [] {
+            if let from = Self.day(step.from), date >= from { days = step.days }
+        }
+        return days
+    }
+
+    /// A day `YYYY-MM-DD` at 00:00 UTC.
+    static func day(_ text: String) -> Date? {
+        let iso = ISO8601DateFormatter()
+        guard let d = iso.date(from: text + "T00:00:00Z"), iso.string(from: d).hasPrefix(text + "T") else { return nil }
+        return d
+    }
+
     /// The names of the pool's intermediates under the first root: the lab's `lab-intermediate-a`, `-b`, then
-    /// `pool-intermediate-3`, ….
+    /// `pool-intermediate-3`, …; under the second, the next hierarchy's (``nextHierarchy``) or `root2-intermediate-N`.
     public func poolNames(root: Int) -> [String] {
-        (0..<poolSize).map { i in
+        if root == 2, let h = nextHierarchy { return h.intermediates }
+        return (0..<poolSize).map { i in
             if root == 1 { return i == 0 ? "lab-intermediate-a" : i == 1 ? "lab-intermediate-b" : "pool-intermediate-\(i + 1)" }
             return "root2-intermediate-\(i + 1)"
         }
@@ -127,7 +247,7 @@ extension CAPolicy {
         var index = 0
         while day <= horizonDays {
             let date = start.addingTimeInterval(Double(day) * 86400)
-            let validity = followsSC081 ? Self.sc081MaximumDays(at: date) : validityDays
+            let validity = validity(at: date)
             let key = !rekey || index == 0 ? "K1" : index == 1 ? "K2" : "timeline-key-\(index + 1)"
             let rootNumber = rolloverDay.map { day >= $0 } == true ? 2 : 1
             let pool = poolNames(root: rootNumber)
@@ -145,7 +265,9 @@ extension CAPolicy {
                             root: rootNumber == 1 ? "lab-root" : "lab-root-2", crossSigned: crossSigned, changes: [])
             if let p = out.last {
                 if p.key != r.key { r.changes.append("new key \(r.key)") }
-                if p.root != r.root { r.changes.append("root rollover to \(r.root)") }
+                if p.root != r.root {
+                    r.changes.append("root rollover to \(r.root)" + (nextHierarchy.map { " (\($0.name))" } ?? ""))
+                }
                 if p.intermediate != r.intermediate { r.changes.append("issued by \(r.intermediate)") }
                 if p.crossSigned && !r.crossSigned { r.changes.append("cross-sign dropped") }
                 if p.validityDays != r.validityDays { r.changes.append("validity \(p.validityDays) → \(r.validityDays) days") }

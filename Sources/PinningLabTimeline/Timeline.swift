@@ -4,6 +4,7 @@ import PinningLabCore
 public import PinningLabModel
 import PinningLabReferenceClients
 import PinningLabEngines
+import PinningLabBase
 
 /// A pin set followed over time: the pins, and where they come from.
 public struct TimelineLane: Sendable, Hashable, Codable {
@@ -94,21 +95,24 @@ public struct TimelineError: Error, Sendable, CustomStringConvertible {
 /// backup `K2`, `lab-root`, `lab-intermediate-a` and `-b` — so the pins of any export of the lab PKI apply.
 public enum Timeline {
     /// The standard lanes: the catalogue's pin profiles, plus the pool and the next root where the policy has them.
-    public static func standardLanes(_ pki: LabPKI, policy: CAPolicy) throws -> [TimelineLane] {
+    /// `dayZeroIssuer` is the intermediate of the certificate the app was built against (the plan's first).
+    public static func standardLanes(
+        _ pki: LabPKI, policy: CAPolicy, dayZeroIssuer: String = "lab-intermediate-a"
+    ) throws -> [TimelineLane] {
         func spki(_ name: String) throws -> String { try pki.identity(name).pins.spkiBase64 }
         var lanes = [
             TimelineLane(name: "leaf-cert", description: "the day-0 certificate's hash", kind: .certificateSHA256,
                          pins: [try pki.identity("leaf-0").pins.certificateBase64]),
             TimelineLane(name: "leaf-spki", description: "the server key K1", pins: [try spki("leaf-0")]),
             TimelineLane(name: "leaf-spki+backup", description: "K1 and the backup key K2", pins: [try spki("leaf-0"), try spki("backup-key-holder")]),
-            TimelineLane(name: "intermediate-spki", description: "lab-intermediate-a, the day-0 issuer", pins: [try spki("lab-intermediate-a")]),
+            TimelineLane(name: "intermediate-spki", description: "\(dayZeroIssuer), the day-0 issuer", pins: [try spki(dayZeroIssuer)]),
         ]
         if policy.poolSize > 1 {
             lanes.append(TimelineLane(name: "intermediate-pool", description: "every intermediate of the first root's pool",
                                       pins: try policy.poolNames(root: 1).map(spki)))
         }
         lanes.append(TimelineLane(name: "root-spki", description: "lab-root", pins: [try spki("lab-root")]))
-        if policy.rolloverDay != nil {
+        if policy.hasRollover {
             lanes.append(TimelineLane(name: "root-spki+next-root", description: "lab-root and its successor lab-root-2",
                                       pins: [try spki("lab-root"), try spki("lab-root-2")]))
         }
@@ -122,6 +126,7 @@ public enum Timeline {
         engine engineName: String = "openssl"
     ) async throws -> TimelineReport {
         if let p = policy.problem(horizonDays: horizonDays) { throw TimelineError(p.option, p.problem, fix: p.fix) }
+        let policy = policy.resolved(start: start, horizonDays: horizonDays)
         guard let engine = Engines.engine(named: engineName) else {
             throw TimelineError("--engine", "'\(engineName)' is not an engine", fix: "use \(Engines.names.joined(separator: " or "))")
         }
@@ -132,7 +137,7 @@ public enum Timeline {
         defer { ScratchFolders.remove(folder) }
         let pki = try TimelinePKI.issue(policy: policy, renewals: renewals, in: folder, labKeys: labKeys)
         let issued = clock.now
-        let lanes = try standardLanes(pki, policy: policy) + extraLanes
+        let lanes = try standardLanes(pki, policy: policy, dayZeroIssuer: renewals[0].intermediate) + extraLanes
 
         // One server, rotated to each renewal's chain; every lane connects to each.
         let first = try configuration(renewals[0], pki)

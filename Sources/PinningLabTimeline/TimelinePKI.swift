@@ -35,24 +35,35 @@ enum TimelinePKI {
             let cn = i == 0 ? "PinningLab Intermediate A" : i == 1 ? "PinningLab Intermediate B" : "PinningLab Pool Intermediate \(i + 1)"
             y += intermediate(name, issuer: "lab-root", cn: cn)
         }
-        if policy.rolloverDay != nil {
+        if policy.hasRollover {
+            let h = policy.nextHierarchy
+            let rootCN = h?.rootCommonName ?? "PinningLab Root CA 2"
+            let rootKey = h.map { "\n    keyType: \($0.rootKeyType)" } ?? ""
             y += """
                   lab-root-2:
                     role: root
-                    subject: { CN: PinningLab Root CA 2, O: PinningLab }
+                    subject: { CN: \(rootCN), O: PinningLab }\(rootKey)
                     nameConstraints: { permitted: \(permitted) }
                     usages: [serverAuth, ocspSigning]
                   lab-root-2-cross:
                     role: intermediate
                     issuer: lab-root
                     key: lab-root-2
-                    subject: { CN: PinningLab Root CA 2, O: PinningLab }
+                    subject: { CN: \(rootCN), O: PinningLab }
                     nameConstraints: { permitted: \(permitted) }
                     usages: [serverAuth, ocspSigning]
 
                 """
             for (i, name) in policy.poolNames(root: 2).enumerated() {
-                y += intermediate(name, issuer: "lab-root-2", cn: "PinningLab Root 2 Intermediate \(i + 1)")
+                if let h {
+                    // Generation Y's shape: its own key type, and serverAuth only (no clientAuth EKU).
+                    let cn = "PinningLab " + name.replacingOccurrences(of: "lab-", with: "").uppercased()
+                    y += intermediate(name, issuer: "lab-root-2", cn: cn, extra: [
+                        "keyType: \(h.intermediateKeyType)", "usages: [\(h.intermediateUsages.joined(separator: ", "))]",
+                    ])
+                } else {
+                    y += intermediate(name, issuer: "lab-root-2", cn: "PinningLab Root 2 Intermediate \(i + 1)")
+                }
             }
         }
         // K2's pin (the backup) needs a certificate that carries K2 even when the plan never re-keys.
@@ -76,14 +87,14 @@ enum TimelinePKI {
         return y
     }
 
-    static func intermediate(_ name: String, issuer: String, cn: String) -> String {
+    static func intermediate(_ name: String, issuer: String, cn: String, extra: [String] = []) -> String {
         """
           \(name):
             role: intermediate
             issuer: \(issuer)
             subject: { CN: \(cn), O: PinningLab }
             pathLength: 0
-
+        \(extra.map { "    \($0)\n" }.joined())
         """
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import PinningLabReports
 import PinningLabPKI
+import PinningLabBase
 
 extension TimelineReport {
     /// Which pins break, on which day, and why: one line per pin set, then the plan.
@@ -37,9 +38,14 @@ extension TimelineReport {
 
     var policySummary: String {
         var parts = [policy.followsSC081 ? "SC-081v3 validity" : "\(policy.validityDays)-day certificates"]
+        for step in policy.validitySteps ?? [] { parts.append("\(step.days) days from \(step.from)") }
         parts.append(policy.rekey ? "new key at every renewal" : "same key at renewal")
         if policy.poolSize > 1 { parts.append("\(policy.poolSize) intermediates, \(policy.rotation.rawValue)") }
-        if let d = policy.rolloverDay { parts.append("root rollover on day \(d), cross-signed \(policy.crossSignDays) days") }
+        if let d = policy.rolloverDay {
+            let to = policy.nextHierarchy.map { " to \($0.name)" } ?? ""
+            let on = policy.rolloverDate.map { " (\($0))" } ?? ""
+            parts.append("root rollover\(to) on day \(d)\(on), cross-signed \(policy.crossSignDays) days")
+        }
         return parts.joined(separator: ", ")
     }
 

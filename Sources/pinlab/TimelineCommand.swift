@@ -16,8 +16,11 @@ struct TimelineCommand: AsyncParsableCommand {
             intermediates and the next root where the policy has them, plus yours (--pin, --pins FILE). It reports \
             the day each pin set first breaks and why.
 
-            Presets: letsencrypt (90 days, renewed at day 60 with a new key, 5 intermediates drawn at random), \
-            letsencrypt-6day (6 days, renewed every 4), sc081 (SC-081v3's maximum validity at each issuance: 200 \
+            Presets: letsencrypt (Let's Encrypt today, replicated with lab keys: 90 days renewed at day 60 with a \
+            new key, 5 intermediates drawn at random until 2026-05-13, then Generation Y — root YR, RSA-4096, sent \
+            cross-signed by the old root; intermediates YR1–YR3 without clientAuth — and 64 days from 2027-02-10, \
+            45 from 2028-02-16; day 0 is 2026-03-01 unless --start), letsencrypt-ecdsa (the same with YE, P-384, \
+            and YE1–YE3), letsencrypt-2024 (the 2024 pool R10–R14 alone), letsencrypt-6day (6 days, renewed every 4), sc081 (SC-081v3's maximum validity at each issuance: 200 \
             days until 2027-03-15, 100 until 2029-03-15, then 47; same key), sc081-47 (47 days, new key).
 
             Example: pinlab timeline --preset letsencrypt --horizon 365 --format html --output timeline.html
@@ -88,6 +91,7 @@ struct TimelineCommand: AsyncParsableCommand {
         if let validity {
             p.validityDays = validity
             p.followsSC081 = false
+            p.validitySteps = nil
         }
         if let renewEvery { p.renewEveryDays = renewEvery }
         if let rekey { p.rekey = rekey }
@@ -98,7 +102,10 @@ struct TimelineCommand: AsyncParsableCommand {
             }
             p.rotation = r
         }
-        if let rolloverDay { p.rolloverDay = rolloverDay }
+        if let rolloverDay {
+            p.rolloverDay = rolloverDay
+            p.rolloverDate = nil
+        }
         if let crossSignDays { p.crossSignDays = crossSignDays }
         if let problem = p.problem(horizonDays: horizon) {
             throw ValidationError("\(problem.option): \(problem.problem). Fix: \(problem.fix).")
@@ -112,7 +119,7 @@ struct TimelineCommand: AsyncParsableCommand {
             throw ValidationError("--format: '\(format)' is not a format; use text, json or html.")
         }
         var day0 = Date()
-        if let start {
+        if let start = start ?? policy.defaultStart {
             // The formatter rolls 2027-02-30 over to 2027-03-02: a date is one only if it reads back the same.
             let iso = ISO8601DateFormatter()
             guard let d = iso.date(from: start + "T00:00:00Z"), iso.string(from: d).hasPrefix(start + "T") else {

@@ -1,6 +1,8 @@
 import Foundation
 import PinningLabTestSupport
 import PinningLab
+@testable import PinningLabTimeline
+import PinningLabPKI
 import Testing
 
 /// `pinlab timeline` (issue 24): every renewal's real chain is issued, served and checked by the reference client
@@ -60,10 +62,67 @@ struct TimelineCLITests {
         #expect(crossed == (crossSignDays == "0" ? [] : [100, 160]), "\(crossed)")
     }
 
+    /// Let's Encrypt's preset replays the 2026 schedule: day 0 is 2026-03-01, the switch to Generation Y comes on
+    /// 2026-05-13 (day 73: the first chain from YR1–YR3, sent with YR cross-signed by the old root), the classic
+    /// validity drops to 64 days for the first issuance on or after 2027-02-10 and to 45 on or after 2028-02-16.
+    /// A pin on the old pool breaks at the switch; a pin on the old and the new root holds throughout.
+    @Test func letsEncryptGenerationY() async throws {
+        let r = try await Self.timeline(["--preset", "letsencrypt", "--horizon", "800"])
+        #expect(r.status == 0)
+        let days = r.renewals.compactMap { $0["day"] as? Int }
+        #expect(days.first == 0 && days.contains(73), "\(days)")
+        let switched = try #require(r.renewals.first { $0["day"] as? Int == 73 })
+        #expect((switched["intermediate"] as? String)?.hasPrefix("lab-yr") == true && switched["root"] as? String == "lab-root-2"
+                && switched["crossSigned"] as? Bool == true, "\(switched)")
+        #expect(r.renewals.filter { ($0["day"] as? Int ?? 0) < 73 }.allSatisfy { ($0["intermediate"] as? String)?.hasPrefix("lab-yr") == false })
+        // 2026-03-01 + day → the validity of that day's issuance.
+        func validity(_ day: Int) -> Int? { r.renewals.first { $0["day"] as? Int == day }?["validityDays"] as? Int }
+        let start = try #require(CAPolicy.day("2026-03-01"))
+        for d in days {
+            let date = start.addingTimeInterval(Double(d) * 86400)
+            let expected = date >= CAPolicy.day("2028-02-16")! ? 45 : date >= CAPolicy.day("2027-02-10")! ? 64 : 90
+            #expect(validity(d) == expected, "day \(d): \(validity(d) ?? 0) days, expected \(expected)")
+        }
+        #expect(days.contains { validity($0) == 45 }, "the horizon reaches the 45-day step: \(days)")
+        #expect(r.lanes["intermediate-pool"]?.firstBreakDay == 73)
+        #expect(r.lanes["root-spki+next-root"]?.firstBreakDay == nil)
+        #expect(r.lanes["leaf-spki+backup"]?.firstBreakDay != nil)
+    }
+
+    /// The Generation-Y-shaped hierarchy is issued as Let's Encrypt's is: the root YR with an RSA-4096 key (YE:
+    /// P-384), the intermediates with serverAuth and no clientAuth EKU, the cross-certificate by the old root.
+    @Test(.requires("openssl")) func generationYHierarchyShape() async throws {
+        for ecdsa in [false, true] {
+            var policy = CAPolicy.presets[ecdsa ? "letsencrypt-ecdsa" : "letsencrypt"]!
+            let start = try #require(CAPolicy.day("2026-03-01"))
+            policy = policy.resolved(start: start, horizonDays: 200)
+            #expect(policy.rolloverDay == 73)
+            let folder = TestScratch.root.appendingPathComponent("pinlab-geny-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let pki = try TimelinePKI.issue(policy: policy, renewals: policy.plan(horizonDays: 200, start: start), in: folder, labKeys: nil)
+            let root = try pki.identity("lab-root-2")
+            #expect(root.keyType == (ecdsa ? .p384 : .rsa4096))
+            #expect(root.subject.contains(ecdsa ? "YE" : "YR"), "\(root.subject)")
+            let cross = try pki.identity("lab-root-2-cross")
+            #expect(cross.issuerName == "lab-root" && cross.keyName == root.keyName)
+            for name in policy.poolNames(root: 2) {
+                let i = try pki.identity(name)
+                #expect(i.keyType == (ecdsa ? .p384 : .rsa2048) && i.issuerName == "lab-root-2")
+                let file = folder.appendingPathComponent("\(name).der")
+                try Data(i.certificateDER).write(to: file)
+                let openssl = try #require(ChildProcess.resolve("openssl"))
+                let eku = await ChildProcess.run([openssl, "x509", "-inform", "der", "-in", file.path, "-noout", "-ext", "extendedKeyUsage"], timeout: TestTimeouts.command)
+                let text = String(decoding: eku.stdout, as: UTF8.self)
+                #expect(text.contains("TLS Web Server Authentication") && !text.contains("Client Authentication"), "\(name): \(text)")
+            }
+        }
+    }
+
     /// Let's Encrypt's preset draws each issuance's intermediate from a pool of five: an intermediate pin breaks on
     /// the first issuance not made by lab-intermediate-a (read from the plan), a pin on the whole pool holds.
     @Test func anIntermediatePinBreaksAtTheFirstRotation() async throws {
-        let r = try await Self.timeline(["--preset", "letsencrypt"])
+        let r = try await Self.timeline(["--preset", "letsencrypt-2024"])
         let firstRotation = r.renewals.first { ($0["intermediate"] as? String) != "lab-intermediate-a" }?["day"] as? Int
         #expect(firstRotation != nil, "the seeded draw rotates within a year: \(r.renewals)")
         #expect(r.lanes["intermediate-spki"]?.firstBreakDay == firstRotation)
@@ -138,7 +197,7 @@ struct TimelineCLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let html = dir.appendingPathComponent("timeline.html")
         let png = dir.appendingPathComponent("timeline.png")
-        let r = try await CLI.run(["timeline", "--preset", "letsencrypt", "--rollover-day", "200", "--format", "html", "--output", html.path] + CLI.dirArgs)
+        let r = try await CLI.run(["timeline", "--preset", "letsencrypt-2024", "--rollover-day", "200", "--format", "html", "--output", html.path] + CLI.dirArgs)
         #expect(r.status == 0, "\(r.stderr)")
         let page = try String(contentsOf: html, encoding: .utf8)
         #expect(page.contains("<svg") && page.contains("intermediate-spki") && page.contains("breaks on day"))
