@@ -2,6 +2,7 @@ import Foundation
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
+import PinningLabBase
 
 /// Files and values shared by the cells of one run: trust stores per trust profile, client certificate files.
 ///

@@ -2,6 +2,7 @@ import Foundation
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
+import PinningLabBase
 
 #if canImport(Glibc)
 import Glibc

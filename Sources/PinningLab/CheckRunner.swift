@@ -2,6 +2,7 @@ import Foundation
 public import PinningLabCore
 public import PinningLabModel
 public import PinningLabPKI
+import PinningLabBase
 
 /// Runs clients through the catalogue on real servers and judges every cell.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import PinningLabCore
 import PinningLabPKI
+import PinningLabBase
 
 /// Child processes started with `posix_spawnp`: the one way PinningLab runs another program (clients under test,
 /// batch harnesses, openssl, curl).

@@ -2,6 +2,7 @@ public import Foundation
 import PinningLabPKI
 import PinningLabCore
 public import PinningLabModel
+import PinningLabBase
 
 /// A client under test given as a command template, run as a child process once per cell.
 /// Its exit status is its claim (0 = accepted); the server's observation decides the verdict.

@@ -2,6 +2,7 @@ import Foundation
 import PinningLabCore
 public import PinningLabModel
 import PinningLabPKI
+import PinningLabBase
 
 /// Everything a command template can refer to in one cell. Built by the runner; every value is plain text.
 public struct CellContext: Sendable, Hashable {

@@ -2,6 +2,7 @@ import Foundation
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
+import PinningLabBase
 
 /// Client credentials made once per key. The lock guards the dictionary only: the making runs outside it (two
 /// callers racing for the same key both make it, harmlessly: the files are written atomically and the PKCS#12 file

@@ -1,5 +1,6 @@
 import Foundation
 import PinningLabPKI
+import PinningLabBase
 
 /// Runs `work` and returns its result, or `nil` once `limit` has passed — whether or not `work` cooperates with
 /// cancellation. A task group cannot do this: it waits for every child, so a client that ignores cancellation (a

@@ -1,6 +1,7 @@
 package import Foundation
 package import PinningLabCore
 package import PinningLabPKI
+import PinningLabBase
 
 /// The lab's OCSP responder and CRL server: a small HTTP/1.1 server on loopback that answers what the lab's leaves
 /// name in their Authority Information Access (`http://ocsp.pinning.test/<issuer>`) and CRL distribution points

@@ -1,6 +1,7 @@
 public import Foundation
 import PinningLabCore
 public import PinningLabPKI
+import PinningLabBase
 
 /// One server to start for `pinlab serve`: an id (identity or scenario), what it presents, what a client should
 /// trust and which certificates are worth pinning.

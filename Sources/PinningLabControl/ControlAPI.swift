@@ -1,6 +1,7 @@
 import Foundation
 import PinningLab
 import PinningLabCore
+import PinningLabBase
 import PinningLabPKI  // Locked
 
 /// The control API's routes and handlers, independent of the HTTP server that carries them.

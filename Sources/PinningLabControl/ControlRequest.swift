@@ -1,5 +1,6 @@
 import Foundation
 import PinningLab
+import PinningLabBase
 
 /// One request as the control API's handlers see it: already routed, independent of the HTTP library (so the
 /// handlers can be driven directly in tests).

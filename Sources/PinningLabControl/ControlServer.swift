@@ -2,6 +2,7 @@ public import Foundation
 public import PinningLab
 import PinningLabCore
 import PinningLabPKI
+import PinningLabBase
 
 #if canImport(Glibc)
 import Glibc

@@ -2,6 +2,7 @@ public import Foundation
 import PinningLab
 import PinningLabCore
 public import PinningLabIntercept
+import PinningLabBase
 import PinningLabPKI  // Locked
 
 /// What the live view shows at one moment: the hosts (`pinlab intercept`) or scenario servers (`pinlab serve

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabBase
 import PinningLabPKI  // Locked
 
 /// Engine contexts are immutable and shareable: servers started with the same engine and configuration (a test

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabBase
 import PinningLabPKI  // Locked
 
 /// What every listener counts under its lock, next to its own fields.

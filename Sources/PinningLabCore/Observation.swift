@@ -1,5 +1,6 @@
 public import Foundation
 import PinningLabPKI
+import PinningLabBase
 
 /// A TLS alert: its code and RFC name.
 public struct TLSAlert: Hashable, Sendable, Codable, CustomStringConvertible {

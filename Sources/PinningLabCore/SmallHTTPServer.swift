@@ -1,4 +1,5 @@
 package import Foundation
+import PinningLabBase
 import PinningLabPKI  // Locked
 
 #if canImport(Glibc)

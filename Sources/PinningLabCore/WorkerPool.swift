@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabBase
 import PinningLabPKI  // Locked
 
 /// A worker of a ``WorkerPool``: runs its loop on its own thread until its listener is stopping; `wakeUp` interrupts

@@ -1,5 +1,6 @@
 public import Foundation
 public import PinningLabPKI
+import PinningLabBase
 
 /// A configuration a pinning library or a device takes, written by `pinlab export FORMAT`. An open set: each format
 /// is a static member declared in its renderer's file (with its file name and renderer) and listed once in

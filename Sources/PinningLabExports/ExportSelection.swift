@@ -2,6 +2,7 @@ import Foundation
 import PinningLabCore
 public import PinningLabModel
 public import PinningLabPKI
+import PinningLabBase
 
 extension PinExport {
     /// The pins a client built for `scenario`'s pinned identity holds under `profile` (DESIGN.md, "Pin profile"),

@@ -1,5 +1,6 @@
 public import Foundation
 import PinningLabPKI
+import PinningLabBase
 
 /// `pins.json`: PinningLab's own pin-set source, one JSON document from which `pinlab export --from pins.json FORMAT`
 /// renders every format that takes hashes, and which `pinlab audit` reads.

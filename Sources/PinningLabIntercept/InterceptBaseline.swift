@@ -1,6 +1,7 @@
 public import Foundation
 public import PinningLabReports
 import PinningLabPKI
+import PinningLabBase
 
 /// A committed record of each host's verdict in an interception run (`pinlab intercept --write-baseline FILE`), so
 /// that CI fails only when a host's verdict changes (`--baseline FILE`) — an app with a known unpinned analytics

@@ -1,6 +1,7 @@
 public import Foundation
 public import PinningLabReports
 import PinningLabPKI
+import PinningLabBase
 
 /// The verdict for one host the client talked to through the proxy.
 public struct HostVerdict: Sendable, Hashable, Codable {

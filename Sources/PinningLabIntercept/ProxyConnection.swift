@@ -2,6 +2,7 @@ import Foundation
 import PinningLabReports
 import PinningLabPKI
 import PinningLabCore
+import PinningLabBase
 
 #if canImport(Glibc)
 import Glibc

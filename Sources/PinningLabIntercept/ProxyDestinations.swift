@@ -1,6 +1,7 @@
 import Foundation
 import PinningLabCore
 import PinningLabPKI
+import PinningLabBase
 
 #if canImport(Glibc)
 import Glibc

@@ -5,6 +5,7 @@ public import Foundation
 import PinningLab
 import PinningLabModel
 import PinningLabPKI
+import PinningLabBase
 import Yams
 
 /// A lab list or lab definition that cannot be read: the file, the line and field, what is wrong, and the fix.

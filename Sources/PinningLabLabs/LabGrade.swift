@@ -2,6 +2,7 @@ import Foundation
 public import PinningLabCore
 public import PinningLab
 import PinningLabPKI
+import PinningLabBase
 
 /// One wrong (scenario, profile) cell of a lab, over the engines where it went wrong, explained in plain words.
 public struct LabFailure: Sendable, Hashable, Codable {

@@ -1,5 +1,6 @@
 public import Foundation
 public import PinningLabPKI
+import PinningLabBase
 
 /// The lab the package ships: the PKI spec (`pki/lab.yaml`) and the scenario catalogue (`scenarios/`), bundled as
 /// resources of this module. `Lab` and `Catalogue.bundled()` read them from here.

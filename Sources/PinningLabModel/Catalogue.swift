@@ -1,6 +1,7 @@
 public import Foundation
 import PinningLabCore
 import PinningLabPKI
+import PinningLabBase
 
 /// The scenario catalogue: every scenario of a directory of `*.yaml` files, validated, in teaching order.
 /// The bundled catalogue (`Catalogue.bundled()`) is the one source of truth the CLI, the library and the docs use.

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabBase
 import PinningLabPKI  // Locked
 
 /// What a client under test pins, relative to the identity it was built for (DESIGN.md, "Pin profile").

@@ -1,6 +1,7 @@
 public import Foundation
 import PinningLabCore
 import PinningLabPKI
+import PinningLabBase
 internal import Yams
 
 /// Reads and validates scenario files. Every problem is reported as a `ScenarioError` naming the file, the line,

@@ -1,6 +1,7 @@
 internal import CPinningLabOpenSSL
 internal import Foundation
 public import PinningLabCore
+import PinningLabBase
 internal import PinningLabPKI  // Locked
 
 

@@ -1,5 +1,6 @@
 // The files a PKI folder holds for each identity.
 internal import Foundation
+import PinningLabBase
 
 /// Writes the files of identities: PEM, DER, chains, root, key, pins and, for some roles, PKCS#12.
 struct IdentityWriter: Sendable {

@@ -1,4 +1,5 @@
 public import Foundation
+import PinningLabBase
 import Crypto
 import _CryptoExtras
 import X509

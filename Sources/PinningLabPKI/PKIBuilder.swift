@@ -1,5 +1,6 @@
 // Opening a PKI folder: the state file, keys kept or generated, certificates issued afresh when stale.
 internal import Foundation
+import PinningLabBase
 internal import Crypto
 internal import _CryptoExtras
 internal import X509

@@ -1,5 +1,6 @@
 // Small helpers of the PKI module: concurrent result slots, hex decoding, the issuer walk.
 internal import Foundation
+import PinningLabBase
 
 /// Results of concurrent work by index; `values()` rethrows the first error in index order.
 final class ResultSlots<T>: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabBase
 
 /// How pins are written for the tools that take them. Every format uses SPKI SHA-256 pins, except `json`,
 /// which carries every pin of every identity.

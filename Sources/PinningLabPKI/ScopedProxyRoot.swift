@@ -1,5 +1,6 @@
 // The scoped proxy root: an interception root name-constrained to exactly the hosts under test.
 public import Foundation
+import PinningLabBase
 import Crypto
 import X509
 import SwiftASN1

@@ -1,6 +1,7 @@
 // The PKI spec parser: YAML nodes to checked `EntitySpec`s, every error naming the file, line, entity and field.
 internal import Crypto
 internal import Foundation
+import PinningLabBase
 internal import Yams
 
 /// What `defaults:` sets for entities that do not say.

@@ -6,6 +6,7 @@ internal import Foundation
 internal import PinningLabCore
 internal import PinningLabModel
 internal import PinningLabPKI
+import PinningLabBase
 
 /// A refusal or failure of one reference-client run, already classified. OpenSSL's error queue is drained into
 /// `detail` in the same synchronous call that failed.

@@ -1,6 +1,7 @@
 public import Foundation
 public import PinningLabModel
 import PinningLabPKI
+import PinningLabBase
 
 /// A committed record of what each cell of a client's run was (`pinlab check --write-baseline FILE`), so that CI fails
 /// only when a cell changes (`--baseline FILE`): x509-limbo's known-divergence files, for pinning. The file is

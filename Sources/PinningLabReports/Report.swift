@@ -2,6 +2,7 @@ public import Foundation
 import PinningLabCore
 public import PinningLabModel
 public import PinningLabPKI
+import PinningLabBase
 
 /// The output formats of `pinlab check`.
 public enum ReportFormat: String, Sendable, CaseIterable, Codable, CustomStringConvertible {

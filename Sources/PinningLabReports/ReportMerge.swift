@@ -2,6 +2,7 @@ public import Foundation
 import PinningLabCore
 public import PinningLabModel
 import PinningLabPKI
+import PinningLabBase
 
 /// A set of reports that cannot be merged, or a file that is not a report.
 public struct ReportMergeError: Error, Sendable, CustomStringConvertible, LocalizedError {

@@ -4,6 +4,7 @@ public import PinningLabModel
 public import PinningLabCore
 public import Foundation
 import PinningLabPKI
+import PinningLabBase
 
 /// A scenario of the bundled catalogue, by id. An open set: `ScenarioID("my-id")` names scenarios of your own
 /// catalogue; the static members are the bundled ones (`ScenarioID.all` in teaching order).

@@ -4,6 +4,7 @@ import PinningLabCore
 import PinningLabExports
 import PinningLabReferenceClients
 import PinningLabPKI
+import PinningLabBase
 
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PinningLab
 import PinningLabPKI
+import PinningLabBase
 
 extension BenchCommand {
     struct Batch: AsyncParsableCommand {

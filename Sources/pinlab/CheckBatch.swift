@@ -1,6 +1,7 @@
 import Foundation
 import PinningLab
 import PinningLabPKI
+import PinningLabBase
 
 extension CheckCommand {
     /// `pinlab check --batch`: one harness run for every cell. The problems that belong to no cell (an unknown id, a

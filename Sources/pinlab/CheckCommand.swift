@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PinningLabPKI
 import PinningLab
+import PinningLabBase
 
 /// `--catalogue`: the scenarios a command reads (the bundled catalogue unless a folder is given).
 struct CatalogueSource: ParsableArguments {

@@ -4,6 +4,7 @@ import PinningLab
 import PinningLabPKI
 import PinningLabCore
 import PinningLabIntercept
+import PinningLabBase
 
 extension BenchCommand {
     struct Intercept: AsyncParsableCommand {

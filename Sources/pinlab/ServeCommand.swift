@@ -4,6 +4,7 @@ import PinningLab
 import PinningLabCore
 import PinningLabControl
 import PinningLabPKI
+import PinningLabBase
 
 #if canImport(Glibc)
 import Glibc

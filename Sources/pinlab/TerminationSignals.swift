@@ -1,4 +1,5 @@
 import Foundation
+import PinningLabBase
 import PinningLabPKI  // Locked
 
 /// SIGINT and SIGTERM, caught from the moment this is made (their default actions are replaced at once, so a signal

@@ -2,6 +2,7 @@ import Foundation
 import PinningLab
 import PinningLabPKI
 import PinningLabTestSupport
+import PinningLabBase
 import Testing
 
 /// The predictions below are derived by reasoning from each client's one mistake and the scenario files; the run

@@ -2,6 +2,7 @@ import PinningLabTestSupport
 import Foundation
 import PinningLab
 import PinningLabPKI
+import PinningLabBase
 import Testing
 
 @Suite("ChildProcess")

@@ -1,5 +1,6 @@
 public import Foundation
 import PinningLabPKI
+import PinningLabBase
 
 /// The one folder below which a test process writes its files: a scratch folder of the package's own kind
 /// (`ScratchFolders`: `pinlab-test-run-PID-…`, mode 0700, locked while the process lives), removed when the process

@@ -3,6 +3,7 @@ public import Testing
 import PinningLab
 import PinningLabPKI
 import PinningLabCore
+import PinningLabBase
 
 /// The command-line tools the test suites call, found on the PATH — one lookup for every suite.
 ///

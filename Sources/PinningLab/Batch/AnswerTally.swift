@@ -2,6 +2,7 @@ import Foundation
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
+import PinningLabBase
 
 /// The answers so far, matched to cells; shared between the process watcher and the runner.
 final class AnswerTally: Sendable {

@@ -2,6 +2,7 @@ public import Foundation
 import PinningLabCore
 public import PinningLabModel
 import PinningLabPKI
+import PinningLabBase
 
 /// The document a batch harness reads (`pinlab check --batch`): every cell it must judge, with everything a client
 /// needs to connect — and nothing about what is expected (the client must not see the expected row).

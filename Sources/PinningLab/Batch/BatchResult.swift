@@ -2,6 +2,7 @@ import Foundation
 import PinningLabCore
 public import PinningLabModel
 import PinningLabPKI
+import PinningLabBase
 
 /// One answer of a batch harness: a JSON object on one line of its standard output
 /// (``BatchSchemas/output``, `pinlab check --print-schema batch-out`).

@@ -2,6 +2,7 @@ import Foundation
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
+import PinningLabBase
 
 /// Reads the complete lines appended to a file since the last call.
 final class LineReader: Sendable {

@@ -1,6 +1,7 @@
 // What OCSP responses and CRLs share: times, algorithm identifiers and signatures, serialized with SwiftASN1's DER
 // serializer (swift-certificates keeps its OCSP types internal and has no CRL type).
 internal import Foundation
+import PinningLabBase
 internal import Crypto
 internal import X509
 internal import SwiftASN1

@@ -1,5 +1,6 @@
 // The revocation fields of a spec entity: `ocsp`, `crl`, `mustStaple` and `revocation`.
 internal import Foundation
+import PinningLabBase
 internal import Yams
 
 /// What the revocation fields of one entity say.

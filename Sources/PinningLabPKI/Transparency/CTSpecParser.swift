@@ -1,5 +1,6 @@
 // Parsing the Certificate Transparency parts of a PKI spec: `ctLogs:` and the `scts:`/`tlsSCTs:` of a leaf.
 internal import Foundation
+import PinningLabBase
 internal import Yams
 
 private let ctLogFields = ["operator", "url", "mmd", "listed", "description"]
