@@ -21,5 +21,19 @@ extension ServerEvidence {
             clientCertificateSubject: o.clientCertificateSubject, handshakeMilliseconds: o.handshakeMilliseconds,
             resumption: o.resumption)
         earlyDataBytes = o.earlyDataBytes > 0 ? o.earlyDataBytes : nil
+        recordECH(observations, judged: o)
+    }
+}
+
+extension ServerEvidence {
+    /// An ECH offer on the connection judged, and a later connection after a rejected offer that named another host
+    /// in clear (no ECH, an SNI other than the outer name): the client fell back to naming its inner host.
+    fileprivate mutating func recordECH(_ observations: [Observation], judged: Observation) {
+        echOffered = judged.echOffered == true ? true : nil
+        guard let offer = observations.firstIndex(where: { $0.echOffered == true }) else { return }
+        let outer = observations[offer].serverName
+        echClearFallback = observations[(offer + 1)...].first {
+            $0.echOffered == false && $0.serverName != nil && $0.serverName != outer
+        }?.serverName
     }
 }

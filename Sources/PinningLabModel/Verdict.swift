@@ -31,6 +31,13 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
     public var negotiatedVersion: String?
     public var cipherSuite: String?
     public var sni: String?
+    /// Whether the client offered Encrypted Client Hello on this connection (`encrypted_client_hello` in its
+    /// ClientHello; `sni` is then the outer, public name). No engine of the lab accepts ECH: the offer was rejected.
+    /// Absent where none was offered or the engine could not see the ClientHello.
+    public var echOffered: Bool?
+    /// The host the client named in clear (SNI, no ECH) on a later connection of the same cell after its ECH offer
+    /// was rejected: the downgrade a correct ECH client never makes (RFC 9849, section 6.1.6). Absent otherwise.
+    public var echClearFallback: String?
     /// The subject of the client certificate presented, if any.
     public var clientCertificateSubject: String?
     /// Milliseconds from accept to the end of the handshake, when it completed.
@@ -326,6 +333,12 @@ public struct Verdict: Sendable, Hashable, Codable {
                 : "refused as expected: " + refusalPhrase(evidence: evidence, category: category, alert: alert)
         }
         applyRule(rule, expected: expected, observed: observed, claimed: claimed, category: category, status: &status, reason: &reason)
+        if let name = evidence.echClearFallback, status != .fail {
+            // Whatever that connection then did, the inner name went over the wire in clear.
+            status = .fail
+            reason = "after its Encrypted Client Hello was rejected, the client connected again naming \(name) in clear "
+                + "(a downgrade: a correct client stops, or retries once with the server's retry configs); " + reason
+        }
         var wrongReason = false
         // The scenario's refusal category speaks for `expect`; a refusal a declared check asks for (a revoked
         // certificate refused under a pin that matches) has its own reason.

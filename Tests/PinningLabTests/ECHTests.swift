@@ -100,10 +100,34 @@ struct ECHGoTests {
             #expect(v.status == .pass, "\(v.scenario)/\(v.profile)/\(v.engine): \(v.reason)")
             #expect(v.evidence?.sni == "public.pinning.test", "\(v.scenario)/\(v.engine): \(String(describing: v.evidence))")
             #expect(v.evidence?.applicationDataReceived == false)
+            #expect(v.evidence?.echOffered == true && v.evidence?.echClearFallback == nil, "\(v.scenario)/\(v.engine)")
             let valid = ["ech-rejected-public-name", "ech-rejected-public-cert-pinned-key"].contains(v.scenario)
             #expect(v.evidence?.alertReceived?.code == (valid ? 121 : TLSAlert.badCertificate),
                     "\(v.scenario)/\(v.engine): \(String(describing: v.evidence?.alertReceived)) \(v.clientDetail ?? "")")
             if valid { #expect(v.clientDetail?.contains("ECHRejectionError") == true, "\(v.clientDetail ?? "")") }
+        }
+    }
+
+    /// A client written to fall back after ECHRejectionError (connect again without ECH, naming api.pinning.test in
+    /// clear) still refuses the public name's certificate on its second connection, but the judge reads the servers'
+    /// observations of the whole cell: it fails exactly the cells where the offer was rejected with a valid
+    /// public-name certificate (the rogue one ends the handshake before any ECHRejectionError), on both engines.
+    @Test func aClientThatFallsBackInClearIsCaught() async throws {
+        let binary = try await Self.client.value
+        let client = CommandClient(
+            name: "go-ech-fallback", template: try CommandTemplate([binary, "fallback", "[--ech {ech.config}]"]),
+            timeout: .seconds(30))
+        let report = try await TestLab.runner().run(.command(client), options: CheckOptions(scenarios: Self.scenarios, jobs: 4))
+        let predicted = cells(["ech-rejected-public-name", "ech-rejected-public-cert-pinned-key"], PinProfile.all)
+        for engine in ["openssl", "gnutls"] {
+            #expect(report.cells(.fail, engine: engine) == predicted,
+                    "\(engine): \(report.verdicts.filter { $0.engine == engine && $0.status != .pass }.map { "\($0.scenario)/\($0.profile): \($0.reason)" })")
+        }
+        for v in report.verdicts where v.status == .fail {
+            // The evidence is the last connection's (none carried data): the one in clear, without ECH.
+            #expect(v.evidence?.echClearFallback == "api.pinning.test" && v.evidence?.echOffered == nil
+                    && v.evidence?.sni == "api.pinning.test", "\(v.reason)")
+            #expect(v.reason.contains("naming api.pinning.test in clear"), "\(v.reason)")
         }
     }
 
