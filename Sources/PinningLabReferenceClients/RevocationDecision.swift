@@ -157,7 +157,9 @@ struct RevocationChain {
         var nextUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>? = nil
         guard OCSP_resp_find_status(basic.pointer, id.pointer, &status, &reason, &revokedAt, &thisUpdate, &nextUpdate) == 1
         else { return .unknown }
-        guard OCSP_check_validity(thisUpdate, nextUpdate, 300, -1) == 1 else { return .notCurrent }
+        // The times point into the basic response: it must outlive their use.
+        let current = withExtendedLifetime(basic) { OCSP_check_validity(thisUpdate, nextUpdate, 300, -1) == 1 }
+        guard current else { return .notCurrent }
         switch status {
         case V_OCSP_CERTSTATUS_GOOD: return .good
         case V_OCSP_CERTSTATUS_REVOKED: return .revoked
@@ -206,26 +208,31 @@ struct RevocationChain {
         guard let points = OpenSSLObject(extensionValue.map(OpaquePointer.init), free: { CRL_DIST_POINTS_free($0) }) else {
             return nil
         }
-        for i in 0..<cpl_client_sk_DIST_POINT_num(points.pointer) {
-            guard let name = cpl_client_sk_DIST_POINT_value(points.pointer, i)?.pointee.distpoint?.pointee,
-                  name.type == 0, let names = name.name.fullname  // 0: fullName
-            else { continue }
-            for j in 0..<cpl_client_sk_GENERAL_NAME_num(names) {
-                guard let general = cpl_client_sk_GENERAL_NAME_value(names, j)?.pointee, general.type == GEN_URI,
-                      let uri = general.d.uniformResourceIdentifier
+        // Every pointer below points into `points`: it must outlive their use.
+        return withExtendedLifetime(points) { () -> String? in
+            for i in 0..<cpl_client_sk_DIST_POINT_num(points.pointer) {
+                guard let name = cpl_client_sk_DIST_POINT_value(points.pointer, i)?.pointee.distpoint?.pointee,
+                      name.type == 0, let names = name.name.fullname  // 0: fullName
                 else { continue }
-                return Self.text(ASN1_STRING_get0_data(uri), Int(ASN1_STRING_length(uri)))
+                for j in 0..<cpl_client_sk_GENERAL_NAME_num(names) {
+                    guard let general = cpl_client_sk_GENERAL_NAME_value(names, j)?.pointee, general.type == GEN_URI,
+                          let uri = general.d.uniformResourceIdentifier
+                    else { continue }
+                    return Self.text(ASN1_STRING_get0_data(uri), Int(ASN1_STRING_length(uri)))
+                }
             }
+            return nil
         }
-        return nil
     }
 
     /// The first OCSP responder URL `certificate` names, or nil.
     private static func ocspResponderURL(_ certificate: OpaquePointer) -> String? {
-        guard let urls = OpenSSLObject(X509_get1_ocsp(certificate), free: { X509_email_free($0) }),
-              cpl_client_sk_string_num(urls.pointer) > 0, let url = cpl_client_sk_string_value(urls.pointer, 0)
-        else { return nil }
-        return text(UnsafeRawPointer(url).assumingMemoryBound(to: UInt8.self), strlen(url))
+        guard let urls = OpenSSLObject(X509_get1_ocsp(certificate), free: { X509_email_free($0) }) else { return nil }
+        return withExtendedLifetime(urls) {  // `url` points into `urls`
+            guard cpl_client_sk_string_num(urls.pointer) > 0, let url = cpl_client_sk_string_value(urls.pointer, 0)
+            else { return nil }
+            return text(UnsafeRawPointer(url).assumingMemoryBound(to: UInt8.self), strlen(url))
+        }
     }
 
     /// A URL's bytes as text; nil when empty or longer than any the lab names (1 KiB).
