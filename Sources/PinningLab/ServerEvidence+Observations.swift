@@ -21,6 +21,7 @@ extension ServerEvidence {
             clientCertificateSubject: o.clientCertificateSubject, handshakeMilliseconds: o.handshakeMilliseconds,
             resumption: o.resumption)
         earlyDataBytes = o.earlyDataBytes > 0 ? o.earlyDataBytes : nil
+        negotiatedGroup = o.negotiatedGroup
         recordECH(observations, judged: o)
     }
 }

@@ -150,6 +150,9 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
     public var error: String?
     public var tlsVersion: TLSVersion?
     public var cipherSuite: String?
+    /// The key-exchange group negotiated (`X25519`, `X25519MLKEM768`), as the engine's library names it; `nil` when
+    /// none was, or the engine could not say.
+    public var negotiatedGroup: String?
     public var alpn: String?
     /// Whether the handshake resumed an earlier session (no certificate was sent, none was verified).
     public var resumed: Bool

@@ -105,6 +105,9 @@ public struct TLSSessionDetails: Sendable, Hashable {
     public var version: TLSVersion?
     /// IANA name, e.g. `TLS_AES_128_GCM_SHA256`, `TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`.
     public var cipherSuite: String?
+    /// The key-exchange group the handshake negotiated, as the library names it (`X25519`, `secp256r1`,
+    /// `X25519MLKEM768`); `nil` when none was (no handshake, a TLS 1.2 RSA key exchange, a resumption without one).
+    public var negotiatedGroup: String?
     public var alpn: String?
     /// The first alert the peer sent, if any.
     public var alertReceived: TLSAlert?

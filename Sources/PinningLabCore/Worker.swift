@@ -434,6 +434,7 @@ final class Connection {
             http2Streams: http2 == nil ? nil : streams,
             handshakeMilliseconds: handshakeNanos.map { Double($0 - startNanos) / 1e6 },
             totalMilliseconds: Double(end - startNanos) / 1e6, earlyDataBytes: d.earlyDataBytes)
+        observation.negotiatedGroup = d.negotiatedGroup
         observation.echOffered = d.echOffered
         core.record(observation)
     }

@@ -27,6 +27,7 @@ final class GnuTLSIdentity {
                 return gnutls_pcert_import_x509_raw(pcerts + i, &datum, GNUTLS_X509_FMT_DER, 0)
             }
             guard rc >= 0 else {
+                if let unsupported = GnuTLSServerSession.unsupportedKey(identity, label: label) { throw unsupported }
                 throw TLSEngineError(.invalidConfiguration, "\(label): certificate \(i + 1) is not DER: \(gnutlsErrorText(rc))")
             }
             imported += 1
@@ -39,6 +40,7 @@ final class GnuTLSIdentity {
             return gnutls_privkey_import_x509_raw(k, &datum, GNUTLS_X509_FMT_DER, nil, 0)
         }
         guard rc >= 0 else {
+            if let unsupported = GnuTLSServerSession.unsupportedKey(identity, label: label) { throw unsupported }
             throw TLSEngineError(.invalidConfiguration, "\(label): the private key is not PKCS#8 DER: \(gnutlsErrorText(rc))")
         }
     }

@@ -338,6 +338,7 @@ final class GnuTLSServerSession: TLSServerSession {
         default: details.version = nil
         }
         if let name = gnutls_ciphersuite_get(session) { details.cipherSuite = String(cString: name) }
+        recordNegotiatedGroup()
         var datum = gnutls_datum_t()
         if gnutls_alpn_get_selected_protocol(session, &datum) == 0, let data = datum.data {
             details.alpn = String(decoding: UnsafeBufferPointer(start: data, count: Int(datum.size)), as: UTF8.self)

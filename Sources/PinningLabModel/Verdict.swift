@@ -46,6 +46,9 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
     public var resumption: ResumptionMechanism?
     /// How many bytes of the request arrived as TLS 1.3 early data (0-RTT), before the handshake completed, as the
     /// server counted them; absent when none did.
+    /// The key-exchange group the server's library negotiated (`x25519`, `X25519MLKEM768`), as it names it; absent
+    /// when none was (no handshake, a resumption by PSK alone) or the engine could not say.
+    public var negotiatedGroup: String?
     public var earlyDataBytes: Int?
 
     public init(

@@ -129,6 +129,7 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
             throw TLSEngineError(.invalidConfiguration, "\(label): certificate 1 is not DER: \(drainOpenSSLErrors())")
         }
         guard let key = DecodedObjects.shared.key(identity.privateKeyPKCS8DER) else {
+            if let unsupported = OpenSSLServerSession.unsupportedKey(identity, label: label) { throw unsupported }
             throw TLSEngineError(
                 .invalidConfiguration, "\(label): the private key is not PKCS#8 DER: \(drainOpenSSLErrors())")
         }
@@ -324,6 +325,7 @@ final class OpenSSLServerSession: TLSServerSession {
         if let cipher = SSL_get_current_cipher(ssl), let name = SSL_CIPHER_standard_name(cipher) {
             details.cipherSuite = String(cString: name)
         }
+        recordNegotiatedGroup()
         var proto: UnsafePointer<UInt8>? = nil
         var len: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &proto, &len)

@@ -131,3 +131,15 @@ extension Builder {
         return DERBytes.tlv(0x30, tbsDER + algorithmID + DERBytes.tlv(0x03, [0x00] + signature))
     }
 }
+
+/// What the engines say of a key their library cannot load.
+package enum PostQuantumKey {
+    /// "ML-DSA-65" or "ML-DSA-87" when `pkcs8` is an ML-DSA private key (RFC 9881), else nil.
+    package static func name(pkcs8: [UInt8]) -> String? { MLDSAEncoding.seed(pkcs8: pkcs8)?.1.displayName }
+
+    /// The reason a cell with this key is `unsupported` on `library` (e.g. "OpenSSL 3.0.19 1 Jul 2025"), or nil when
+    /// the key is no ML-DSA key (then the failure is the key's, not the library's).
+    package static func unsupportedReason(pkcs8: [UInt8], library: String, needs: String) -> String? {
+        name(pkcs8: pkcs8).map { "\($0) keys need \(needs); this engine runs \(library)" }
+    }
+}
