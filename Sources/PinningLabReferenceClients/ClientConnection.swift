@@ -284,13 +284,13 @@ enum ClientConnection {
         // Pins declared for other hosts do not apply here (unless the mistake is to ignore their scope, or to
         // compare the host with the scope byte for byte).
         let pinsApply: Bool
-        switch mistake {
-        case .pinsEveryHost: pinsApply = true
-        case .caseSensitiveScope:
+        switch mistake.traits.scope {
+        case .everyHost: pinsApply = true
+        case .byteForByte:
             pinsApply = target.pinScope.map {
                 target.host == $0.domain || ($0.includeSubdomains && target.host.hasSuffix("." + $0.domain))
             } ?? true
-        default: pinsApply = target.pinsApply
+        case .declared: pinsApply = target.pinsApply
         }
         let pins = pinsApply ? target.pins : .empty
         let state = ClientVerifyState(policy: ClientPolicy(
@@ -334,7 +334,7 @@ enum ClientConnection {
         // A session is offered only for a host its certificate covers (as Go's session cache does), unless the
         // client checks no host names at all.
         // `shares-sessions-across-hosts` offers whatever it holds for the address.
-        let sharesAcrossHosts = mistake == .sharesSessionsAcrossHosts
+        let sharesAcrossHosts = mistake.traits.sharesSessionsAcrossHosts
         let offered = (target.sessionCache?.value(forKey: cacheKey) as? ClientSessionEntry).flatMap {
             sharesAcrossHosts || !state.policy.checksHostname || $0.covers(name) ? $0 : nil
         }
@@ -347,7 +347,7 @@ enum ClientConnection {
         // pins now in force (`sends-early-data-on-resumption` skips that and decides only after the handshake).
         var sentEarly = false
         if target.earlyData, let offered, SSL_SESSION_get_max_early_data(offered.session.pointer) >= UInt32(requestBytes.count),
-           mistake == .sendsEarlyDataOnResumption || state.recheckResumed(offered, host: name) == nil
+           mistake.traits.sendsEarlyDataBeforeCheck || state.recheckResumed(offered, host: name) == nil
         {
             do {
                 _ = try session.drive { ssl in

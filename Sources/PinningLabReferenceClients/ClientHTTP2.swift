@@ -44,7 +44,7 @@ extension ClientConnection {
         let name = PinScope.normalizedHost(target.host)
         if state.policy.checksHostname && !pooled.entry.covers(name) { return nil }
         let note: String
-        if mistake == .coalescesWithoutPins && pooled.entry.host != name {
+        if mistake.traits.coalescesWithoutPins && pooled.entry.host != name {
             note = "pins not checked for \(name): the connection's pins were checked for \(pooled.entry.host)"
         } else if state.recheckResumed(pooled.entry, host: name, reuse: true) != nil {
             return nil  // not on this connection: a new one, with a full handshake, decides

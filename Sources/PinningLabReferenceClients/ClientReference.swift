@@ -18,120 +18,6 @@ internal import Foundation
 /// Each run builds its own `SSL_CTX`, so runs are independent and may proceed concurrently from many tasks; the
 /// blocking work happens on a dedicated thread, never on the cooperative pool.
 public struct ReferenceClient: PinningClient {
-    /// The one mistake a teaching client makes (`none` for the correct client). An open set of names; only the
-    /// static members below exist.
-    public struct Mistake: Hashable, Sendable, CustomStringConvertible {
-        /// The client name this mistake gives, e.g. `pin-presented-chain`.
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
-
-        /// No mistake: validate chain and hostname, then match pins against the *validated* chain.
-        public static let none = Mistake("correct")
-        /// CVE-2016-2402 style: pins are matched against the chain the server *sent* rather than the validated
-        /// chain, so a stuffed chain (a proxy leaf with the genuine pinned certificates appended) passes.
-        public static let pinPresentedChain = Mistake("pin-presented-chain")
-        /// A pin match *replaces* validation: no chain, expiry or hostname check at all; any presented
-        /// certificate matching a pin is enough. With no pins configured (profile `none`) there is nothing to
-        /// replace validation with, so the client falls back to normal chain and hostname validation.
-        public static let pinReplacesValidation = Mistake("pin-replaces-validation")
-        /// Validates the chain and the pins like `correct` but never checks the hostname.
-        public static let noHostnameCheck = Mistake("no-hostname-check")
-        /// Like `correct`, but an SPKI pin is compared with the SHA-256 of the bare key bytes (what iOS
-        /// `SecKeyCopyExternalRepresentation` returns: the contents of the SPKI's BIT STRING), so SPKI pins never
-        /// match. Certificate pins are unaffected.
-        public static let rawKeyHash = Mistake("raw-key-hash")
-        /// Validates chain and hostname, ignores pins.
-        public static let noPinning = Mistake("no-pinning")
-        /// Validates chain and hostname like `correct`, but matches pins against a path it builds itself by
-        /// following issuer *names* from the leaf through the certificates the server sent (then the trusted roots),
-        /// instead of the validated chain: a rogue issuer that copies a pinned CA's name leads it to the genuine,
-        /// pinned CA sent alongside.
-        public static let pinsByIssuerName = Mistake("pins-by-issuer-name")
-        /// Like `correct`, but applies its pins to every host it connects to, ignoring the scope they were
-        /// declared for (`target.pinScope`): a host outside it (a CDN, a forced-update check) is refused.
-        public static let pinsEveryHost = Mistake("pins-every-host")
-        /// Like `correct` on every full handshake, but a resumed session is trusted without checking its pins
-        /// again (the host name still is): the pin check lives in a callback that runs only when certificates
-        /// arrive, like Go's `tls.Config.VerifyPeerCertificate` (golang/go #31641, #77217).
-        public static let skipsPinsOnResumption = Mistake("skips-pins-on-resumption")
-        /// Checks revocation hard-fail like `correct-revocation-hard` (staples, then the fetched status of every
-        /// certificate below the trust anchor), but skips the whole check when a pin matched: a pinned key is taken
-        /// as proof enough, so a revoked certificate for a key still in the pin set (the old K1 after an emergency
-        /// re-key, kept as a backup pin) is accepted. Declares `revocation=hard`.
-        public static let trustsRevokedBackupPin = Mistake("trusts-revoked-backup-pin")
-
-        /// Like `correct`, but decides whether its pins apply by comparing the host name with the scope they were
-        /// declared for byte for byte: `API.Pinning.Test` or `api.pinning.test.` (the same host) escape the pins
-        /// declared for `api.pinning.test` (square/okhttp #2609 and the trailing-dot bypass).
-        public static let caseSensitiveScope = Mistake("case-sensitive-scope")
-
-        /// Like `correct`, but keeps its sessions per address and, on resuming one made for another host name,
-        /// trusts it as that host's decision left it: neither the new host's name nor its pins are checked again
-        /// (Bun's reused sessions across server names, oven-sh/bun #33734). A session resumed for the host it was
-        /// made for is checked again like `correct` does.
-        public static let sharesSessionsAcrossHosts = Mistake("shares-sessions-across-hosts")
-
-        /// Like `correct`, but over HTTP/2 it sends a request for another host on a connection it keeps open
-        /// whenever that connection's certificate covers the host (coalescing), without checking the host's pins:
-        /// the pins were checked when the connection was made, for the host it was made for (OkHttp coalesces only
-        /// when `CertificatePinner` accepts, square/okhttp #3207).
-        public static let coalescesWithoutPins = Mistake("coalesces-without-pins")
-
-        /// Like `correct`, but where the app sends its request as TLS 1.3 early data (``ClientTarget/earlyData``), it
-        /// does so on any session that allows it, before checking that session's chain against the pins now in
-        /// force: the pins are checked once the handshake completes, when the request has already reached the
-        /// server. A session made before the pins were in force delivers the request to an interceptor as 0-RTT.
-        public static let sendsEarlyDataOnResumption = Mistake("sends-early-data-on-resumption")
-
-        public static let all: [Mistake] = [
-            .none, .pinPresentedChain, .pinReplacesValidation, .noHostnameCheck, .rawKeyHash, .noPinning,
-            .pinsByIssuerName, .pinsEveryHost, .skipsPinsOnResumption, .caseSensitiveScope, .sharesSessionsAcrossHosts,
-            .trustsRevokedBackupPin, .coalescesWithoutPins, .sendsEarlyDataOnResumption,
-        ]
-
-        /// The mistake whose client name is `name`, if there is one.
-        public init?(clientName name: String) {
-            guard let found = Mistake.all.first(where: { $0.rawValue == name }) else { return nil }
-            self = found
-        }
-
-        public var description: String { rawValue }
-
-        /// One sentence for reports and labs: what this client does wrong.
-        public var explanation: String {
-            switch self {
-            case .pinPresentedChain:
-                return "matches pins against the chain the server sent instead of the validated chain (CVE-2016-2402)"
-            case .pinReplacesValidation:
-                return "accepts any presented certificate matching a pin without validating chain or hostname"
-            case .noHostnameCheck:
-                return "validates the chain and pins but never checks that the certificate is for the host"
-            case .rawKeyHash:
-                return "hashes the bare key bytes (SecKeyCopyExternalRepresentation) instead of the SPKI DER"
-            case .noPinning:
-                return "validates chain and hostname but ignores pins"
-            case .pinsEveryHost:
-                return "applies its pins to every host, also to hosts outside the scope they were declared for"
-            case .trustsRevokedBackupPin:
-                return "checks revocation (hard-fail) only when no pin matched: a revoked certificate whose key is still pinned is accepted"
-            case .skipsPinsOnResumption:
-                return "checks pins only on full handshakes: a resumed session is trusted without its pins (Go's VerifyPeerCertificate)"
-            case .caseSensitiveScope:
-                return "compares the host with its pins' scope byte for byte: an upper-case or trailing-dot spelling of a pinned host escapes its pins"
-            case .sharesSessionsAcrossHosts:
-                return "resumes a session made for another host name as that host's decision left it, without checking the new host's name or pins"
-            case .coalescesWithoutPins:
-                return "over HTTP/2, reuses a connection made for another host whose certificate covers this one without checking this host's pins"
-            case .sendsEarlyDataOnResumption:
-                return "sends its request as 0-RTT early data on a resumed session before checking the session's chain against its pins: the request leaves before the refusal"
-            case .pinsByIssuerName:
-                return "matches pins against a path built by following issuer names through the sent certificates, not the validated chain"
-            default:
-                return "validates chain and hostname, then matches pins against the validated chain"
-            }
-        }
-    }
-
     public let mistake: Mistake
     /// What the client does with revocation status: `none` ignores it (and asks for no staple); otherwise it reads
     /// the stapled OCSP response, or, when none is stapled, fetches the status the leaf names — its OCSP responder,
@@ -152,7 +38,8 @@ public struct ReferenceClient: PinningClient {
     /// requires CT.
     public var name: String {
         if ct == .required { return "\(mistake.rawValue)-ct-required" }
-        return revocation == .none || mistake == .trustsRevokedBackupPin ? mistake.rawValue : "\(mistake.rawValue)-revocation-\(revocation)"
+        return revocation == .none || mistake.traits.revocationSkippedWhenPinned
+            ? mistake.rawValue : "\(mistake.rawValue)-revocation-\(revocation)"
     }
     /// Every reference client declares its revocation and CT checking.
     public var checks: ClientChecks { ClientChecks(revocation: revocation, ct: ct) }
@@ -161,7 +48,7 @@ public struct ReferenceClient: PinningClient {
         self.mistake = mistake
         self.ct = ct
         // Its mistake is in how it checks revocation, so it checks it.
-        self.revocation = mistake == .trustsRevokedBackupPin ? .hard : revocation
+        self.revocation = mistake.traits.revocationSkippedWhenPinned ? .hard : revocation
     }
 
     /// Every reference client keeps a session cache across the steps of a cell (`target.sessionCache`), keyed by
@@ -209,13 +96,10 @@ public enum ReferenceClients {
     /// The names of `all`, in order.
     public static var names: [String] { ReferenceClient.Mistake.all.map(\.rawValue) }
 
-    /// The reference client called `name` (`correct`, `pin-presented-chain`, `pin-replaces-validation`,
-    /// `no-hostname-check`, `raw-key-hash`, `no-pinning`, `pins-by-issuer-name`, `pins-every-host`,
-    /// `skips-pins-on-resumption`, `case-sensitive-scope`, `shares-sessions-across-hosts`, `trusts-revoked-backup-pin`,
-    /// `coalesces-without-pins`, `sends-early-data-on-resumption`), or `nil`.
-    /// Also the clients that check stapled OCSP responses, `correct-revocation-soft` and `correct-revocation-hard`,
-    /// which `all` leaves out: they differ from `correct` only where a leaf names an OCSP responder; and
-    /// `correct-ct-required`, which differs from `correct` only where the target turns CT on.
+    /// The reference client called `name` (one of ``names``), or `nil`. Also the clients that check stapled OCSP
+    /// responses, `correct-revocation-soft` and `correct-revocation-hard`, which `all` leaves out: they differ from
+    /// `correct` only where a leaf names an OCSP responder; and `correct-ct-required`, which differs from `correct`
+    /// only where the target turns CT on.
     public static func named(_ name: String) -> (any PinningClient)? {
         if let m = ReferenceClient.Mistake(clientName: name) { return ReferenceClient(mistake: m) }
         return [ReferenceClient.correctRevocationSoft, .correctRevocationHard, .correctCTRequired].first { $0.name == name }

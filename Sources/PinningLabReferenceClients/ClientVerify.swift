@@ -72,7 +72,7 @@ enum ClientCertificateBytes {
     }
 }
 
-/// How one reference client decides, derived from its mistake.
+/// How one reference client decides on one connection: its traits (its row of `Mistake.all`), and the pins in force.
 struct ClientPolicy {
     var mistake: ReferenceClient.Mistake
     var pins: PinSet
@@ -85,18 +85,18 @@ struct ClientPolicy {
 
     /// Whether `X509_VERIFY_PARAM`'s host check is configured.
     var checksHostname: Bool {
-        if mistake == .noHostnameCheck { return false }
-        if mistake == .pinReplacesValidation && !pins.isEmpty { return false }
-        return true
+        traits.checksHostname && !pinReplacesValidation
     }
 
     /// Whether a pin match stands in for chain validation.
-    var pinReplacesValidation: Bool { mistake == .pinReplacesValidation && !pins.isEmpty }
+    var pinReplacesValidation: Bool { traits.pinReplacesValidation && !pins.isEmpty }
 
-    var checksPins: Bool { !pins.isEmpty && mistake != .noPinning }
+    var traits: ClientTraits { mistake.traits }
+
+    var checksPins: Bool { !pins.isEmpty && traits.checksPins }
 
     /// Whether pins are checked again on a resumed connection (every client but `skips-pins-on-resumption`).
-    var checksPinsOnResumption: Bool { mistake != .skipsPinsOnResumption }
+    var checksPinsOnResumption: Bool { traits.checksPinsOnResumption }
 
     /// The pin hash this client computes for `x509`.
     func pinHash(of x509: OpaquePointer) -> [UInt8] {
@@ -104,7 +104,7 @@ struct ClientPolicy {
         case .certificateSHA256:
             return clientSHA256(ClientCertificateBytes.certificate(x509))
         case .spkiSHA256:
-            if mistake == .rawKeyHash { return clientSHA256(ClientCertificateBytes.bareKey(x509)) }
+            if traits.hashesBareKey { return clientSHA256(ClientCertificateBytes.bareKey(x509)) }
             return clientSHA256(ClientCertificateBytes.subjectPublicKeyInfo(x509))
         }
     }
@@ -218,13 +218,13 @@ final class ClientVerifyState {
                 cpl_client_sk_X509_value(verified, i).map(ClientCertificateBytes.certificate)
             }
         }
-        if policy.mistake == .pinsByIssuerName, let leaf = X509_STORE_CTX_get0_cert(storeContext) {
+        if policy.traits.pinnedChain == .issuerNamePath, let leaf = X509_STORE_CTX_get0_cert(storeContext) {
             let path = ClientPolicy.pathByIssuerName(leaf: leaf, presented: presented, roots: trustRoots.map(\.pointer))
             issuerPathDER = path.map(ClientCertificateBytes.certificate)
         }
         guard policy.checksPins else { return true }
 
-        if policy.mistake == .pinsByIssuerName, let leaf = X509_STORE_CTX_get0_cert(storeContext) {
+        if policy.traits.pinnedChain == .issuerNamePath, let leaf = X509_STORE_CTX_get0_cert(storeContext) {
             let path = ClientPolicy.pathByIssuerName(leaf: leaf, presented: presented, roots: trustRoots.map(\.pointer))
             if let index = policy.firstPinnedIndex(in: path) {
                 pinMatch = "certificate #\(index) of the path built by issuer names matched a pin"
@@ -233,8 +233,8 @@ final class ClientVerifyState {
             return failPins(storeContext, chainName: "path built by issuer names", length: path.count)
         }
 
-        let chainName = policy.mistake == .pinPresentedChain ? "presented chain" : "verified chain"
-        let chain = policy.mistake == .pinPresentedChain ? presented : X509_STORE_CTX_get0_chain(storeContext)
+        let chainName = policy.traits.pinnedChain == .presented ? "presented chain" : "verified chain"
+        let chain = policy.traits.pinnedChain == .presented ? presented : X509_STORE_CTX_get0_chain(storeContext)
         if let index = policy.firstPinnedIndex(in: chain) {
             pinMatch = "\(chainName) certificate #\(index) matched a pin"
             return true
@@ -263,9 +263,9 @@ final class ClientVerifyState {
             return nil
         }
         let (chainName, chainDER): (String, [[UInt8]])
-        if policy.pinReplacesValidation || policy.mistake == .pinPresentedChain {
+        if policy.pinReplacesValidation || policy.traits.pinnedChain == .presented {
             (chainName, chainDER) = ("presented chain", entry.presentedChainDER)
-        } else if policy.mistake == .pinsByIssuerName {
+        } else if policy.traits.pinnedChain == .issuerNamePath {
             (chainName, chainDER) = ("path built by issuer names", entry.issuerPathDER)
         } else {
             (chainName, chainDER) = ("verified chain", entry.verifiedChainDER)
@@ -277,14 +277,14 @@ final class ClientVerifyState {
             pinMatch = "\(what): \(chainName) certificate #\(index) matched a pin (checked again without a handshake)"
             return nil
         }
-        let kind = policy.mistake == .rawKeyHash && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
+        let kind = policy.traits.hashesBareKey && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
         return ClientFailure(
             category: .pinMismatch,
             detail: "\(what): no certificate of the \(chainName) of the \(of) (\(chainDER.count) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins (checked again without a handshake)")
     }
 
     private func failPins(_ storeContext: OpaquePointer, chainName: String, length: Int) -> Bool {
-        let kind = policy.mistake == .rawKeyHash && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
+        let kind = policy.traits.hashesBareKey && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
         pinFailure = "no certificate of the \(chainName) (\(length) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins"
         X509_STORE_CTX_set_error(storeContext, X509_V_ERR_APPLICATION_VERIFICATION)
         return false

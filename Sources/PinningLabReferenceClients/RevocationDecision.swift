@@ -254,7 +254,7 @@ extension ClientVerifyState {
         let revocation = policy.revocation
         guard revocation != .none else { return nil }
         // trusts-revoked-backup-pin: a pin match stands in for the revocation check (of the whole chain).
-        if policy.mistake == .trustsRevokedBackupPin && pinMatch != nil { return nil }
+        if policy.traits.revocationSkippedWhenPinned && pinMatch != nil { return nil }
         let chain = RevocationChain(ssl)
         /// Fetches the status of the certificate at `index`: a reason to refuse, or nil.
         func fetched(_ index: Int, _ prefix: String) -> String? {

@@ -180,6 +180,13 @@ public struct BuiltInClient: PinningClient {
     public var checks: ClientChecks { client.checks }
     /// One sentence on what the client does (wrong).
     public var explanation: String { BuiltInClients.explanation(client.name) }
+    /// Where its mistake shows in the bundled catalogue, in one sentence.
+    public var prediction: String { BuiltInClients.prediction(client.name) }
+
+    /// The built-in client called `name` (one of `all`), or `nil`. The static members below are shorthands.
+    public static func named(_ name: String) -> BuiltInClient? {
+        BuiltInClients.names.contains(name) ? BuiltInClient(name) : nil
+    }
 
     public static let correct = BuiltInClient("correct")
     public static let pinPresentedChain = BuiltInClient("pin-presented-chain")
@@ -195,7 +202,8 @@ public struct BuiltInClient: PinningClient {
     public static let trustsRevokedBackupPin = BuiltInClient("trusts-revoked-backup-pin")
     public static let coalescesWithoutPins = BuiltInClient("coalesces-without-pins")
     public static let sendsEarlyDataOnResumption = BuiltInClient("sends-early-data-on-resumption")
-    /// `correct` first, then the teaching clients.
+    /// `correct` first, then the teaching clients: every row of the reference-client catalogue, whether or not it
+    /// has a shorthand here.
     public static var all: [BuiltInClient] { BuiltInClients.names.map(BuiltInClient.init) }
 }
 
