@@ -32,6 +32,8 @@ final class ControlAPI: Sendable {
     let openAPIDocument: String
     /// The live view of the scenario servers (`GET /live`).
     let live: LiveRoutes
+    /// The cell queue for devices (`/queues`, `/leases`).
+    let devices: DeviceQueues
     /// `pinlab serve --control on http://127.0.0.1:PORT/`, set once the server listens.
     let liveSource = Locked("pinlab serve --control")
     /// Longest wait of `GET /servers/{id}/observations?wait=`.
@@ -44,6 +46,8 @@ final class ControlAPI: Sendable {
         self.runner = CheckRunner(pki: pki, catalogue: catalogue)
         self.index = IdentityIndex(pki)
         self.openAPIDocument = openAPIDocument
+        devices = DeviceQueues(catalogue: catalogue, pki: pki, registry: registry, runner: runner, index: index,
+                               folder: pki.directory.appendingPathComponent("control/queues", isDirectory: true))
         let source = liveSource
         live = LiveRoutes(feed: Self.liveFeed(registry: registry, catalogue: catalogue, index: index) { source.withLock { $0 } })
     }
@@ -84,7 +88,7 @@ final class ControlAPI: Sendable {
                 let stopped = try await registry.stopBatch(r.parameter("id"))
                 return .json(StoppedBatchView(batch: r.parameter("id"), servers: stopped.map { ServerView($0, index: index) }))
             },
-        ] + live.routes
+        ] + live.routes + deviceQueueRoutes
     }
 
     // MARK: - Handlers

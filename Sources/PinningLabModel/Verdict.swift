@@ -167,7 +167,7 @@ public struct Verdict: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case scenario, profile, engine, client, expected, observed, claim, status = "verdict", reason, category,
-             expectedCategory, wrongReason, alert, clientDetail, evidence, timings, baselined, steps
+             expectedCategory, wrongReason, alert, clientDetail, evidence, timings, baselined, steps, device
     }
 
     /// The verdict of one connection of a cell made of several (`Scenario.steps`).
@@ -257,6 +257,19 @@ public struct Verdict: Sendable, Hashable, Codable {
     public var baselined: Bool?
     /// The verdict of each connection, for a cell made of several (`Scenario.steps`); `nil` for one connection.
     public var steps: [Step]?
+    /// The device that ran the cell, for a cell leased to a device by the control API's queue (`POST /leases`);
+    /// absent otherwise.
+    public var device: Device?
+
+    /// A device of a farm (a phone, a worker) and its operating system, as it named them when it leased the cell.
+    public struct Device: Sendable, Hashable, Codable {
+        public var name: String
+        public var os: String
+        public init(name: String, os: String) {
+            self.name = name
+            self.os = os
+        }
+    }
 
     public init(
         scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
