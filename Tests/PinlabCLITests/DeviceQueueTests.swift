@@ -116,8 +116,8 @@ struct DeviceQueueTests {
             return try #require((object["cell"] as? [String: Any])?["id"] as? String)
         }
 
-        // Six devices at a device's pace (half a second between cells), so the run outlasts the dead leases.
-        let live = try (1...6).map { try device($0, mode: "normal", pace: "0.5") }
+        // Six devices at a device's pace (a second between cells), so the run outlasts the dead leases.
+        let live = try (1...6).map { try device($0, mode: "normal", pace: "1") }
         processes += live
 
         // Mid-run: once the dead leases expired and their cells were answered by live devices, the API is killed.
