@@ -98,7 +98,7 @@ struct ServeCommand: AsyncParsableCommand {
     var controlNoToken = false
 
     @Option(name: .customLong("control-max-servers"),
-            help: "Scenario servers the control API runs at once (POST /servers, and POST /batch: one per cell and one per extra party of a scenario of several connections); the whole catalogue on both engines (POST /batch {}) needs 1032.")
+            help: "Scenario servers the control API runs at once (POST /servers, and POST /batch: one per cell and one per extra party of a scenario of several connections); the whole catalogue on both engines (POST /batch {}) needs 1068.")
     var controlMaxServers = 32
 
     func validate() throws {
