@@ -56,4 +56,14 @@ for cut in ("estimated", "measured"):
     cells = [json.load(open(f"{work}/{cut}-{k}-1.json"))["summary"]["total"] for k in range(1, n + 1)]
     print(f"{cut:9}: shard seconds (median) {' '.join(f'{m:.2f}' for m in med)}; cells {' '.join(map(str, cells))}; "
           f"slowest/fastest {max(med) / min(med):.2f}")
+# The FNV-1a hash split that this cut replaced, modelled on the unsharded run's cell times (not run).
+w = json.load(open(f"{work}/whole.json"))
+loads = [0.0] * n
+for v in w["verdicts"]:
+    h = 0xcbf29ce484222325
+    for b in f"{v['scenario']}/{v['profile']}/{v['engine']}".encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    loads[h % n] += v.get("timings", {}).get("clientMilliseconds", 0)
+print(f"hash split (modelled from the unsharded run's client times): {' '.join(f'{l / 1000:.2f}' for l in loads)} s; "
+      f"slowest/fastest {max(loads) / min(loads):.2f}")
 PY

@@ -116,6 +116,7 @@ public struct CheckRunner: Sendable {
         report.platform = platform
         report.clientChecks = checks.isUndeclared ? nil : checks
         report.shard = options.shard
+        report.shardCut = plan?.cut
         return report
     }
 

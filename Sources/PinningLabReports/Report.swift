@@ -140,6 +140,10 @@ public struct CheckReport: Sendable, Codable {
     /// The part of the run this report holds (`--shard K/N`, written `"K/N"`); absent for a whole run.
     /// `pinlab report merge` refuses shards of one run unless all N are given.
     public var shard: CellShard?
+    /// How the run's shards were cut: `estimated` (each cell's cost from its connections) or `weights fnv1a64:…`
+    /// (the cell costs of an earlier run, `--shard-weights`, named by a hash of them). Every piece of one run must
+    /// have the same cut, or cells are missed or judged twice; `pinlab report merge` refuses a mix.
+    public var shardCut: String?
 
     public init(
         client: String, engines: [String], profiles: [PinProfile] = PinProfile.all, startedAt: Date = Date(),

@@ -142,6 +142,10 @@ extension CheckReport {
                 throw ReportMergeError(file: file, problem: "it holds \(r.shard.map { "shard \($0)" } ?? "a whole run"), \(firstFile) holds \(first.shard.map { "shard \($0)" } ?? "a whole run").",
                                        fix: "merge the N reports of one run split with --shard 1/N … N/N.")
             }
+            if r.shard != nil, r.shardCut != first.shardCut {
+                throw ReportMergeError(file: file, problem: "its shards were cut \(r.shardCut ?? "by an older pinlab (a hash of each cell)"), \(firstFile)'s \(first.shardCut ?? "by an older pinlab (a hash of each cell)"): the pieces may miss cells or overlap.",
+                                       fix: "run every piece of the run with the same --shard-weights file (or none), with one pinlab version.")
+            }
             if let shard = r.shard {
                 if let other = shards[shard.index] {
                     throw ReportMergeError(file: file, problem: "it is shard \(shard), and so is \(other).",

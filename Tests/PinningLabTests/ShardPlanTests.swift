@@ -85,3 +85,35 @@ struct ShardPlanTests {
         #expect { try ShardWeights(contentsOf: empty) } throws: { "\($0)".contains("holds no cell that ran") }
     }
 }
+
+@Suite("Shard cuts in reports")
+struct ShardCutReportTests {
+    @Test("the reports of a run's pieces record their cut, and merge refuses pieces cut differently")
+    func mergeRefusesMixedCuts() async throws {
+        let runner = try await TestLab.runner()
+        let client = ClientUnderTest.inProcess(BuiltInClients.named("correct")!)
+        let scenarios = ["baseline", "wrong-host"]
+        let weights = ShardWeights(millisecondsByCell: ["baseline/none/openssl": 50])
+        var estimated: [(file: String, report: CheckReport)] = []
+        var measured: [(file: String, report: CheckReport)] = []
+        for k in 1...2 {
+            var o = CheckOptions(scenarios: scenarios, shard: try CellShard(index: k, count: 2))
+            let e = try await runner.run(client, options: o)
+            #expect(e.shardCut == "estimated")
+            estimated.append(("e\(k).json", try CheckReport.decode(json: Data(try e.jsonString().utf8), file: "e\(k).json")))
+            o.shardWeights = weights
+            let m = try await runner.run(client, options: o)
+            #expect(m.shardCut == "weights \(weights.fingerprint)")
+            measured.append(("m\(k).json", try CheckReport.decode(json: Data(try m.jsonString().utf8), file: "m\(k).json")))
+        }
+        #expect(try CheckReport.merge(estimated).verdicts.count == 2 * 6 * 2)
+        #expect(try CheckReport.merge(measured).verdicts.count == 2 * 6 * 2)
+        #expect { try CheckReport.merge([estimated[0], measured[1]]) } throws: {
+            "\($0)".contains("m2.json") && "\($0)".contains("same --shard-weights")
+        }
+        // The same costs name the same cut, whatever order they were read in.
+        let again = ShardWeights(millisecondsByCell: Dictionary(uniqueKeysWithValues: weights.millisecondsByCell.reversed()))
+        #expect(again.fingerprint == weights.fingerprint)
+        #expect(ShardWeights(millisecondsByCell: ["baseline/none/openssl": 51]).fingerprint != weights.fingerprint)
+    }
+}

@@ -221,6 +221,7 @@ extension CheckRunner {
             report.platform = options.platform
             report.clientChecks = options.clientChecks
             report.shard = options.shard
+            report.shardCut = options.shard.map { _ in ShardPlan.cut(weights: options.shardWeights) }
             return BatchRun(report: report, problems: problems)
         }
 

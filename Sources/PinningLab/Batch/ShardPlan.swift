@@ -11,6 +11,20 @@ public struct ShardWeights: Sendable, Hashable {
     /// Milliseconds by cell id.
     public var millisecondsByCell: [String: Double]
 
+    /// The costs named by a hash (FNV-1a 64 of the sorted `id=milliseconds` lines), so that the reports of one
+    /// run's pieces can show they were cut alike.
+    public var fingerprint: String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for (id, ms) in millisecondsByCell.sorted(by: { $0.key < $1.key }) {
+            for b in "\(id)=\(Int(ms.rounded()))\n".utf8 {
+                h ^= UInt64(b)
+                h = h &* 0x0000_0100_0000_01b3
+            }
+        }
+        let hex = String(h, radix: 16)
+        return "fnv1a64:" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
     public init(millisecondsByCell: [String: Double]) {
         self.millisecondsByCell = millisecondsByCell
     }
@@ -57,6 +71,8 @@ package struct ShardPlan: Sendable {
     private let owner: [String: Int]
     /// The cost of each shard (in the weights' milliseconds, or in connections when estimated), from shard 1.
     package let loads: [Double]
+    /// How the cut was made, as the report records it (``CheckReport/shardCut``).
+    package let cut: String
 
     /// - Parameters:
     ///   - cells: every cell of the whole run (all shards), with the number of connections it makes and whether the
@@ -86,6 +102,7 @@ package struct ShardPlan: Sendable {
         self.shard = shard
         self.owner = owner
         self.loads = loads
+        self.cut = Self.cut(weights: weights)
     }
 
     /// The plan of a run over `scenarios` × `engines` × every profile, where `runs` says which profiles the client
@@ -104,6 +121,11 @@ package struct ShardPlan: Sendable {
             }
         }
         self.init(shard: shard, cells: cells, weights: weights)
+    }
+
+    /// The name of the cut made with `weights` (or estimated, without).
+    package static func cut(weights: ShardWeights?) -> String {
+        weights.map { "weights \($0.fingerprint)" } ?? "estimated"
     }
 
     /// Whether the cell belongs to this plan's shard (a cell the plan never saw belongs to none).
