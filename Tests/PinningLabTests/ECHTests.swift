@@ -45,6 +45,26 @@ struct ECHConfigurationTests {
         #expect(throws: PKIError.self) { try pki.echConfiguration() }
     }
 
+    /// The ClientHello reader both engines use: the extension is found wherever it stands, with the outer SNI beside
+    /// it; a ClientHello without it says so; a cut message is nil.
+    @Test func theClientHelloReaderFindsTheOffer() throws {
+        func u16(_ v: Int) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xff)] }
+        func ext(_ type: Int, _ data: [UInt8]) -> [UInt8] { u16(type) + u16(data.count) + data }
+        let name = Array("public.pinning.test".utf8)
+        let sni = ext(0, u16(name.count + 3) + [0] + u16(name.count) + name)
+        func hello(_ extensions: [[UInt8]]) -> [UInt8] {
+            let all = extensions.flatMap { $0 }
+            let body = u16(0x0303) + [UInt8](repeating: 7, count: 32) + [0] + u16(2) + [0x13, 0x01] + [1, 0] + u16(all.count) + all
+            return [1, 0] + u16(body.count) + body
+        }
+        let offer = hello([sni, ext(0x002b, [2, 3, 4]), ext(0xfe0d, [0, 0, 1, 0, 1, 0x2a])])
+        let seen = try #require(offer.withUnsafeBytes { ClientHelloECH.parse($0) })
+        #expect(seen == ClientHelloECH(offered: true, type: 0, serverName: "public.pinning.test"))
+        let plain = hello([sni])
+        #expect(plain.withUnsafeBytes { ClientHelloECH.parse($0) } == ClientHelloECH(offered: false, serverName: "public.pinning.test"))
+        #expect(Array(offer.dropLast(3)).withUnsafeBytes { ClientHelloECH.parse($0) } == nil)
+    }
+
     /// `{ech.config}` is the list in the `ech` scenarios and empty elsewhere, so `[--ech {ech.config}]` offers ECH
     /// exactly there.
     @Test func thePlaceholderIsSetForECHScenariosOnly() async throws {
