@@ -66,16 +66,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "CPinningLabSystem"),
+        // The TLS value types the model and the engine boundary both name — TLSVersion, ClientAuthentication,
+        // CipherSuite (IANA names), SessionResumption (and its SessionTicketKey), TLSAlert, ResumptionMechanism — below
+        // both, so the model does not sit on the server runtime (scripts/check-module-edges refuses Model -> Core).
+        .target(name: "PinningLabTLSTypes", swiftSettings: swiftSettings),
         .target(
             name: "PinningLabCore",
-            dependencies: ["PinningLabBase", "PinningLabPKI", "CPinningLabSystem"],
+            dependencies: ["PinningLabBase", "PinningLabTLSTypes", "PinningLabPKI", "CPinningLabSystem"],
             swiftSettings: swiftSettings
         ),
         // The domain model: scenarios (and their loader), expectations, trust and pin profiles, the client protocol,
         // the catalogue, verdicts and the judge; and the built-in lab PKI spec and catalogue they are read from.
         .target(
             name: "PinningLabModel",
-            dependencies: ["PinningLabBase", "PinningLabCore", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
+            dependencies: ["PinningLabBase", "PinningLabTLSTypes", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
             resources: [.copy("Resources/pki"), .copy("Resources/scenarios")],
             swiftSettings: swiftSettings,
             plugins: ["EmbedResources"]
@@ -84,12 +88,12 @@ let package = Package(
         // PinningLabOpenSSL -> PinningLabModel).
         .target(
             name: "PinningLabOpenSSL",
-            dependencies: ["PinningLabBase", "PinningLabCore", "PinningLabPKI", "CPinningLabOpenSSL"],
+            dependencies: ["PinningLabTLSTypes", "PinningLabBase", "PinningLabCore", "PinningLabPKI", "CPinningLabOpenSSL"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "PinningLabGnuTLS",
-            dependencies: ["PinningLabBase", "PinningLabCore", "PinningLabPKI", "CPinningLabGnuTLS"],
+            dependencies: ["PinningLabTLSTypes", "PinningLabBase", "PinningLabCore", "PinningLabPKI", "CPinningLabGnuTLS"],
             swiftSettings: swiftSettings
         ),
         // The reference clients (the correct client and the teaching mistakes) and the OpenSSL client context: they
@@ -118,6 +122,7 @@ let package = Package(
         .target(
             name: "PinningLab",
             dependencies: [
+                "PinningLabTLSTypes",
                 "PinningLabBase", "PinningLabPKI", "PinningLabCore", "PinningLabModel", "PinningLabOpenSSL",
                 "PinningLabReferenceClients", "PinningLabReports", "PinningLabEngines",
             ],
@@ -171,6 +176,7 @@ let package = Package(
         .executableTarget(
             name: "pinlab",
             dependencies: [
+                "PinningLabTLSTypes",
                 "PinningLabBase",
                 "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabControl", "PinningLabIntercept", "PinningLabLabs", "PinningLabExports",
                 "PinningLabTimeline", "PinningLabReferenceClients",
@@ -215,7 +221,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabEngineTests",
-            dependencies: ["PinningLabTestSupport", "PinningLabCore", "PinningLabOpenSSL", "PinningLabReferenceClients", "PinningLabGnuTLS", "PinningLab", "PinningLabPKI"],
+            dependencies: ["PinningLabTLSTypes", "PinningLabTestSupport", "PinningLabCore", "PinningLabOpenSSL", "PinningLabReferenceClients", "PinningLabGnuTLS", "PinningLab", "PinningLabPKI"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -225,7 +231,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabTests",
-            dependencies: ["PinningLabBase", "PinningLabTestSupport", "PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabTesting", "PinningLabIntercept"],
+            dependencies: ["PinningLabReferenceClients", "PinningLabTLSTypes", "PinningLabBase", "PinningLabTestSupport", "PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabTesting", "PinningLabIntercept"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -235,7 +241,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinlabCLITests",
-            dependencies: ["PinningLabTestSupport", "pinlab", "PinningLab", "PinningLabCore", "PinningLabLabs", "PinningLabTesting", "PinningLabTimeline"],
+            dependencies: ["PinningLabPKI", "PinningLabTestSupport", "pinlab", "PinningLab", "PinningLabCore", "PinningLabLabs", "PinningLabTesting", "PinningLabTimeline"],
             swiftSettings: swiftSettings
         ),
     ],

@@ -2,6 +2,7 @@ import Foundation
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
+package import PinningLabTLSTypes
 
 extension CheckRunner {
     /// The servers of a scenario made of several connections: one per party its steps name, each with the

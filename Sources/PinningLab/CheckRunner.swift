@@ -3,6 +3,7 @@ public import PinningLabCore
 public import PinningLabModel
 public import PinningLabPKI
 import PinningLabBase
+import PinningLabTLSTypes
 
 /// Runs clients through the catalogue on real servers and judges every cell.
 ///

@@ -2,6 +2,7 @@ import Foundation
 public import PinningLabCore
 public import PinningLabModel
 import PinningLabPKI
+import PinningLabTLSTypes
 
 extension ServerEvidence {
     /// The evidence of the connections one client made: accepted if any of them carried application data.

@@ -1,6 +1,7 @@
 internal import CPinningLabGnuTLS
 internal import PinningLabCore
 import PinningLabBase
+import PinningLabTLSTypes
 internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
 internal import PinningLabPKI  // Locked
 

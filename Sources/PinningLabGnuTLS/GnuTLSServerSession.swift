@@ -1,5 +1,6 @@
 internal import CPinningLabGnuTLS
 internal import PinningLabCore
+import PinningLabTLSTypes
 internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
 internal import PinningLabPKI  // Locked
 

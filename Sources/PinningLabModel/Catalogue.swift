@@ -1,5 +1,5 @@
 public import Foundation
-import PinningLabCore
+import PinningLabTLSTypes
 import PinningLabPKI
 import PinningLabBase
 

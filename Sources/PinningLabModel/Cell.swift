@@ -1,4 +1,4 @@
-public import PinningLabCore
+public import PinningLabTLSTypes
 
 /// One cell: a scenario under one pin profile on one engine, for a client on a platform that declares its checks —
 /// the unit every run is made of (DESIGN.md, "One cell, one judge").

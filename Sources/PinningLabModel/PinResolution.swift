@@ -1,5 +1,5 @@
 import Foundation
-import PinningLabCore
+import PinningLabTLSTypes
 public import PinningLabPKI
 
 /// One hash a client holds in one cell, and the identity it was taken from.

@@ -1,5 +1,5 @@
 import Foundation
-public import PinningLabCore
+public import PinningLabTLSTypes
 public import PinningLabPKI
 
 /// What a correct client must do in one cell: proceed and send its request, or refuse before sending anything.

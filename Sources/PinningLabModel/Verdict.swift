@@ -1,5 +1,5 @@
 import Foundation
-public import PinningLabCore
+public import PinningLabTLSTypes
 
 /// What happened in one cell, as far as it could be seen.
 public enum ObservedOutcome: String, Sendable, Hashable, Codable, CustomStringConvertible {

@@ -2,6 +2,7 @@ internal import CPinningLabOpenSSL
 internal import Foundation
 public import PinningLabCore
 import PinningLabBase
+import PinningLabTLSTypes
 internal import PinningLabPKI  // Locked
 
 

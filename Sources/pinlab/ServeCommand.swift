@@ -5,6 +5,7 @@ import PinningLabCore
 import PinningLabControl
 import PinningLabPKI
 import PinningLabBase
+import PinningLabTLSTypes
 
 #if canImport(Glibc)
 import Glibc

@@ -2,6 +2,7 @@ import Foundation
 import PinningLab
 import PinningLabCore
 import PinningLabTestSupport
+import PinningLabTLSTypes
 import Testing
 
 /// A client that leaves Nagle's algorithm on — the JDK's sockets, Python's bare `socket` — holds a small write until

@@ -2,6 +2,7 @@ import Foundation
 import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
+import PinningLabTLSTypes
 import Testing
 
 /// TLS 1.3 early data (0-RTT), judged by an independent client: `openssl s_client -sess_in FILE -early_data FILE`

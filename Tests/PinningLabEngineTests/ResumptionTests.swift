@@ -2,6 +2,7 @@ import Foundation
 import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
+import PinningLabTLSTypes
 import Testing
 
 /// Session resumption, judged by an independent client: `openssl s_client -sess_out` on the first connection and

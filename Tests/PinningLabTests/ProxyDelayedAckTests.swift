@@ -3,6 +3,7 @@ import PinningLab
 import PinningLabCore
 import PinningLabIntercept
 import PinningLabTestSupport
+import PinningLabTLSTypes
 import Testing
 
 /// The interception proxy's own TLS server (it answers intercepted requests itself) met the same 40 ms stall as the
