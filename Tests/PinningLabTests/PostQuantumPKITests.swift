@@ -174,6 +174,26 @@ struct PostQuantumPKITests {
         }
     }
 
+    /// pkilint 0.13 knows no ML-DSA key (it says so as a NOTICE) but checks everything else of each certificate:
+    /// the DER the lab writes by hand must give it no ERROR (the single-label `localhost` name aside, as for every
+    /// lab leaf: RevocationTests).
+    @Test("pkilint finds no error in the ML-DSA certificates", .requires("lint_pkix_cert"))
+    func pkilint() throws {
+        let dir = try Self.folder("pkilint")
+        let pki = try Self.open(dir)
+        var findings: [String] = []
+        for name in ["pq-root", "pq-int", "pq-leaf", "pq87-under-classic", "classic-under-pq"] {
+            let file = dir.appendingPathComponent("\(name).pem")
+            try Data(PEM.encode(try pki.identity(name).certificateDER).utf8).write(to: file)
+            let r = ChildProcess.runBlocking(["lint_pkix_cert", "lint", "-s", "ERROR", file.path], timeout: .seconds(120))
+            let out = String(decoding: r.stdout, as: UTF8.self), err = String(decoding: r.stderr, as: UTF8.self)
+            let blocks = out.components(separatedBy: "\n\n").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+                .filter { !$0.isEmpty && !($0.contains("invalid_domain_name_syntax") && $0.contains("\"localhost\"")) }
+            if !blocks.isEmpty || !err.isEmpty || r.launchError != nil { findings.append("\(name): \(out) \(err)") }
+        }
+        #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
+    }
+
     /// Go 1.27: parses root, chain and key; verifies the chain for localhost with crypto/x509; prints the pins.
     static let goJudge = #"""
         package main
