@@ -193,6 +193,9 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     /// The expectations of clients that declare checks (`expect-if:`): revocation and CT are client policy, so the
     /// same server may be refused by one correct client and accepted by another.
     public var conditional: ConditionalExpectations? = nil
+    /// The OWASP MASTG tests (`MASTG-TEST-0283`) this scenario's cells are evidence for (`mastg:` in the file): only
+    /// tests whose title names the flaw a client shows by failing the cell. Every id is in `MASTG.entries`.
+    public var mastg: [String] = []
 
     /// What a scenario says about the cells a platform's TLS policy decides: why, and what a correct client on each
     /// listed platform does. Platforms not listed, and runs that name no platform, follow `expect`.
@@ -277,7 +280,7 @@ public struct Scenario: Sendable, Hashable, Identifiable {
 
 extension Scenario: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case id, title, tags, teaching, server, client, refusal, expect, notes, source, policy, varies, parties, steps
+        case id, title, tags, teaching, server, client, refusal, expect, notes, source, policy, varies, parties, steps, mastg
         case expectIf = "expect-if"
     }
     private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust", resumption, ticketKey = "ticket-key", earlyData = "early-data", ocspStaple = "ocsp-staple", responder }
@@ -302,6 +305,7 @@ extension Scenario: Encodable {
         try c.encode(id, forKey: .id)
         try c.encode(title, forKey: .title)
         try c.encode(tags, forKey: .tags)
+        if !mastg.isEmpty { try c.encode(mastg, forKey: .mastg) }
         try c.encode(teaching, forKey: .teaching)
         var s = c.nestedContainer(keyedBy: ServerKeys.self, forKey: .server)
         try Self.encode(server, in: &s)

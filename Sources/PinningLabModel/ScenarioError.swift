@@ -37,6 +37,7 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
             case badVariance = "bad-variance"
             case badStaple = "bad-ocsp-staple"
             case badConditionalExpectation = "bad-expect-if"
+            case unknownMASTGTest = "unknown-mastg-test"
         }
         fileprivate var base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -44,6 +45,8 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible, Localized
 
         /// The file is not valid YAML.
         public static let syntax = Code(.syntax)
+        /// `mastg:` names a test that is not in PinningLab's list of OWASP MASTG tests (`MASTG.entries`).
+        public static let unknownMASTGTest = Code(.unknownMASTGTest)
         /// A value that must be a mapping (`key: value` lines) is something else.
         public static let notAMapping = Code(.notAMapping)
         /// A key the scenario format does not know (often a typo).

@@ -9,7 +9,7 @@ internal import Yams
 public enum ScenarioLoader {
     /// The keys a scenario file may hold, in the order the documentation lists them.
     public static let topLevelFields = [
-        "id", "title", "tags", "order", "teaching", "server", "parties", "client", "refusal", "expect", "steps", "policy", "varies", "notes", "expect-if",
+        "id", "title", "tags", "order", "teaching", "server", "parties", "client", "refusal", "expect", "steps", "policy", "varies", "notes", "expect-if", "mastg",
     ]
     /// The refusal categories a scenario may name.
     public static let refusalCategories: [RefusalCategory] = [.pinMismatch, .chainInvalid, .hostname, .clientAuth, .protocolError]
@@ -172,6 +172,18 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         if let t = top["tags"] {
             tags = try list(t, "tags", fix: "write tags as a list, e.g. `tags: [rotation]`.").map(\.0)
         }
+        var mastg: [String] = []
+        if let m = top["mastg"] {
+            let tests = MASTG.entries.filter { $0.id.hasPrefix("MASTG-TEST-") }.map(\.id)
+            for (id, node) in try list(m, "mastg", fix: "write the MASTG tests as a list, e.g. `mastg: [MASTG-TEST-0283]`.") {
+                guard tests.contains(id) else {
+                    let hint = suggestion(id, in: tests).map { "Did you mean '\($0)'? " } ?? ""
+                    throw fail(.unknownMASTGTest, node, "mastg", "'\(id)' is not an OWASP MASTG test PinningLab lists.",
+                               fix: "\(hint)name one of \(tests.joined(separator: ", ")), or add the test with its title as OWASP/owasp-mastg has it to MASTG.entries (Sources/PinningLabModel/MASTG.swift).")
+                }
+                mastg.append(id)
+            }
+        }
 
         var order: Int?
         if let o = top["order"] {
@@ -253,6 +265,7 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         scenario.steps = steps
         scenario.pathVariance = pathVariance
         scenario.conditional = conditional
+        scenario.mastg = mastg
         return scenario
     }
 

@@ -168,7 +168,12 @@ public struct Verdict: Sendable, Hashable, Codable {
     private enum CodingKeys: String, CodingKey {
         case scenario, profile, engine, client, expected, observed, claim, status = "verdict", reason, category,
              expectedCategory, wrongReason, alert, clientDetail, evidence, timings, baselined, steps, device
+        case mastg
     }
+
+    /// The OWASP MASTG test and MASWE weakness ids this cell is evidence for (`MASTG-TEST-0283`, `MASWE-0052`), from
+    /// its scenario's `mastg:` field and `MASTG.entries`; absent for scenarios that name none and cells not run.
+    public var mastg: [String]?
 
     /// The verdict of one connection of a cell made of several (`Scenario.steps`).
     public struct Step: Sendable, Hashable, Codable {

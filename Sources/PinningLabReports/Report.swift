@@ -71,12 +71,15 @@ public struct ScenarioSheet: Sendable, Hashable, Codable {
     public var policy: String?
     /// Per profile, why correct verifiers legitimately differ there; absent when they do not.
     public var varies: [String: String]?
+    /// The OWASP MASTG tests the scenario's cells are evidence for, and their MASWE weaknesses (`MASTG.ids`).
+    public var mastg: [String]?
 
     public init(scenario s: Scenario, pki: LabPKI?) {
         id = s.id
         title = s.title
         teaching = s.teaching
         trust = s.client.trust.rawValue
+        if !s.mastg.isEmpty { mastg = MASTG.ids(forTests: s.mastg) }
         pinned = s.client.pinned
         clientAuth = s.server.clientAuth.rawValue
         presents = s.client.present
@@ -154,9 +157,38 @@ public struct CheckReport: Sendable, Codable {
         self.profiles = profiles
         self.startedAt = startedAt
         self.durationSeconds = durationSeconds
-        self.verdicts = verdicts
+        self.verdicts = Self.withMASTG(verdicts, scenarios)
         self.scenarios = scenarios
         self.summary = VerdictSummary(verdicts)
+    }
+
+    /// Each run cell (not skipped, unsupported or errored) gets its scenario's MASTG and MASWE ids.
+    static func withMASTG(_ verdicts: [Verdict], _ scenarios: [ScenarioSheet]) -> [Verdict] {
+        let ids = Dictionary(scenarios.compactMap { s in s.mastg.map { (s.id, $0) } }, uniquingKeysWith: { a, _ in a })
+        guard !ids.isEmpty else { return verdicts }
+        let notRun: Set<Verdict.Status> = [.skipped, .unsupported, .error]
+        return verdicts.map { v in
+            var v = v
+            if v.mastg == nil, !notRun.contains(v.status), let m = ids[v.scenario] { v.mastg = m }
+            return v
+        }
+    }
+
+    /// The failing cells that show a MASTG test's flaw — the client accepted what the scenario says a correct client
+    /// refuses — grouped by test id in list order.
+    public var mastgFailures: [(test: String, cells: [Verdict])] {
+        let failing = verdicts.filter { $0.status == .fail && $0.observed == .accepted && $0.expected == .refuse }
+        return MASTG.entries.map(\.id).filter { $0.hasPrefix("MASTG-TEST-") }.compactMap { id in
+            let cells = failing.filter { $0.mastg?.contains(id) == true }
+            return cells.isEmpty ? nil : (id, cells)
+        }
+    }
+
+    /// The command that runs one cell again: `pinlab check --scenarios ID --profiles P --engine E --client NAME`, or
+    /// `… -- TEMPLATE` for a command template.
+    public func reproduceCommand(_ v: Verdict) -> String {
+        let client = self.client.contains(" ") || self.client.contains("{") ? "-- " + self.client : "--client " + self.client
+        return "pinlab check --scenarios \(v.scenario) --profiles \(v.profile.rawValue) --engine \(v.engine) \(client)"
     }
 
     /// Whether any cell deviates (fail, disagree or error): `pinlab check` exits non-zero.

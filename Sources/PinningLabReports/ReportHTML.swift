@@ -77,6 +77,13 @@ enum HTMLReport {
         }
 
         h += list("Refused for another reason", r.verdicts.filter(\.wrongReason)) { v in "\(cellLink(v)): \(xml(v.reason))" }
+        for (id, cells) in r.mastgFailures {
+            // The failing cells grouped by the OWASP MASTG test whose flaw they show, each with the command that runs it again.
+            let weakness = MASTG.entry(id)?.weakness.map { " — weakness \(xml(MASTG.named($0)))" } ?? ""
+            h += list("OWASP \(xml(MASTG.named(id)))\(weakness)", cells) { v in
+                "\(cellLink(v)): \(xml(v.reason))<br><code>\(xml(r.reproduceCommand(v)))</code>"
+            }
+        }
         h += list("Decided by the platform policy, or stricter than required", ruleCells(r)) { v in
             "<i class=\"m \(v.status.rawValue)\">\(mark(v.status))</i> \(cellLink(v)): \(xml(v.reason))"
         }

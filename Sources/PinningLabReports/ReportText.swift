@@ -222,6 +222,7 @@ enum MarkdownReport {
                 + (v.alert.map { " (alert \(TextEscaping.markdownCode($0.description)))" } ?? "")
         }
         out += list("Refused for another reason", r.verdicts.filter(\.wrongReason)) { v in "\(cell(v)): \(md(v.reason))" }
+        out += mastgSection(r)
         out += list("Decided by the platform policy, or stricter than required", ruleCells(r)) { v in
             "\(mark(v.status)) \(cell(v)): \(md(v.reason))"
         }
@@ -231,6 +232,20 @@ enum MarkdownReport {
     /// `## title` and a bulleted list of `items` (`item` is a bullet's Markdown); nothing when there are none.
     static func list<T>(_ title: String, _ items: [T], _ item: (T) -> String) -> String {
         items.isEmpty ? "" : "\n## \(title)\n\n" + items.map { "- \(item($0))\n" }.joined()
+    }
+
+    /// `## OWASP MASTG evidence`: per test id (with its title and weakness), each failing cell and the command that
+    /// runs it again; nothing when no failing cell is evidence for a test.
+    static func mastgSection(_ r: CheckReport) -> String {
+        let groups = r.mastgFailures
+        guard !groups.isEmpty else { return "" }
+        var out = "\n## OWASP MASTG evidence\n\nFailing cells grouped by the MASTG test whose flaw they show (titles from OWASP/owasp-mastg).\n"
+        for (id, cells) in groups {
+            let weakness = MASTG.entry(id)?.weakness.map { " — weakness \(MASTG.named($0))" } ?? ""
+            out += "\n### \(MASTG.named(id))\(weakness)\n\n"
+            out += cells.map { v in "- \(cell(v)): \(TextEscaping.markdown(v.reason))\n  `\(r.reproduceCommand(v).replacingOccurrences(of: "`", with: "'"))`\n" }.joined()
+        }
+        return out
     }
 
     /// `` `scenario` × `profile` × engine ``.
