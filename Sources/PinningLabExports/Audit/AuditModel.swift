@@ -56,9 +56,13 @@ public enum AuditCheck {
     public static let pinningNotEnforced = "pinning-not-enforced"
     public static let cleartextPermitted = "cleartext-permitted"
     public static let subdomainsUnpinned = "subdomains-unpinned"
+    /// minSdk below 24 (AndroidManifest.xml, build.gradle): MASTG-TEST-0285.
+    public static let minSdkTrustsUserCAs = "min-sdk-trusts-user-cas"
+    /// `<certificateTransparency enabled="false">` in an app targeting Android 17 (API 37).
+    public static let ctDisabled = "ct-disabled"
     public static let all = [
         expiredPinSet, pinSetExpiresSoon, singlePin, backupEqualsCurrent, pinsMatchNothing, overridePins, userCATrusted,
-        debugOverridePins, pinningNotEnforced, cleartextPermitted, subdomainsUnpinned,
+        debugOverridePins, pinningNotEnforced, cleartextPermitted, subdomainsUnpinned, minSdkTrustsUserCAs, ctDisabled,
     ]
 }
 

@@ -81,6 +81,12 @@ enum NSCReader {
                             + "so unpinned domains can be intercepted by any CA a user (or an MDM) installs.",
                         fix: "remove it, or move it into <debug-overrides>.")
                 }
+            case "certificateTransparency":
+                // Android 17's element, in <base-config> or <domain-config>; debug-only overrides do not reach release builds.
+                if try bool(n, "enabled", file: file) == false, !v.inDebug, !debugOnlyFile {
+                    let hosts = (n.parent?.name == "domain-config" ? n.parent?.children("domain").map(\.trimmedText) : nil) ?? []
+                    out.ctDisabled.append((n.line, hosts.isEmpty ? nil : hosts.joined(separator: ", ")))
+                }
             case "pin":
                 let digest = n.attributes["digest"] ?? ""
                 guard digest == "SHA-256" else {

@@ -18,12 +18,16 @@ public enum PinAudit {
     public static func run(files: [String], options: AuditOptions) throws(PinConfigError) -> AuditReport {
         var summaries: [AuditReport.FileSummary] = []
         var findings: [AuditFinding] = []
+        var read: [AuditedFile] = []
         for file in files {
-            let audited = try read(file)
+            let audited = try Self.read(file)
+            read.append(audited)
             summaries.append(.init(file: file, kind: audited.kind, domains: audited.domains.map(\.host)))
             findings += audited.findings
             findings += checks(audited, options: options)
         }
+        // Certificate transparency switched off matters by the app's targetSdk, which another file of the run declares.
+        findings += AndroidSDKAudit.ctFindings(read)
         return AuditReport(files: summaries, findings: findings)
     }
 
@@ -55,19 +59,22 @@ public enum PinAudit {
         }
         let text = String(decoding: data, as: UTF8.self)
         let start = text.drop { $0.isWhitespace || $0 == "\u{FEFF}" }
+        if AndroidSDKAudit.isGradle(file) { return AndroidSDKAudit.readGradle(text, file: file) }
         if ext == "json" || start.hasPrefix("{") { return try PinsJSONReader.read(data, text: text, file: file) }
         if ext == "xml" || ext == "plist" || start.hasPrefix("<") {
             let root = try XMLElementNode.parse(data, file: file)
             switch root.name {
             case "network-security-config": return try NSCReader.read(root, file: file)
             case "plist": return try PlistReader.read(root, file: file)
+            case "manifest": return try AndroidSDKAudit.readManifest(root, file: file)
             default:
                 throw PinConfigError(
                     file: file, line: root.line,
-                    problem: "the root element is <\(root.name)>: neither <network-security-config> nor <plist>.",
-                    fix: "give Android's res/xml/network_security_config.xml or an Info.plist.")
+                    problem: "the root element is <\(root.name)>: neither <network-security-config>, <plist> nor <manifest>.",
+                    fix: "give Android's res/xml/network_security_config.xml, its AndroidManifest.xml or an Info.plist.")
             }
         }
+        if let f = try CrossPlatformAudit.read(text, ext: ext, file: file) { return f }
         if ext == "swift" || text.contains("kTSKPinnedDomains") { return try TrustKitSwiftReader.read(text, file: file) }
         if ["kt", "java", "kts"].contains(ext) || text.contains(".add(") { return try OkHttpReader.read(text, file: file) }
         throw PinConfigError(
@@ -287,6 +294,12 @@ struct AuditedFile: Sendable {
     var domains: [AuditedDomain] = []
     /// Findings only this format can have (overridePins, cleartext, enforcement off).
     var findings: [AuditFinding] = []
+    /// The SDK levels a manifest or Gradle file declares.
+    var minSdk: DeclaredSDK?
+    var targetSdk: DeclaredSDK?
+    /// `<certificateTransparency enabled="false">` outside `<debug-overrides>`: its line and the domains of its
+    /// `<domain-config>` (`nil`: `<base-config>`).
+    var ctDisabled: [(line: Int, domain: String?)] = []
 
     mutating func add(
         _ id: String, _ severity: AuditSeverity, line: Int?, keyPath: String? = nil, domain: String?, mastg: String?,
