@@ -74,6 +74,29 @@ public struct TimelineReport: Sendable, Codable {
     /// Seconds spent issuing the chains and running the handshakes.
     public var issueSeconds: Double
     public var runSeconds: Double
+    /// The client's trust store when `--trust-store` chose one (nil: lab-root, plus lab-root-2 from the rollover).
+    public var trustStore: TimelineTrustStore?
+}
+
+/// Which roots the timeline's client trusts (`--trust-store`; issue 41's trust-store drift). Without one, lab-root,
+/// plus lab-root-2 from the rollover on (a store that gets the new root with the switch).
+public enum TimelineTrustStore: String, Sendable, Codable, CaseIterable {
+    /// lab-root only (ISRG Root X1's place): a store that never gets the new root.
+    case x1
+    /// lab-root-2 only (YR's place), from day 0: a store that has dropped the old root.
+    case yr
+    /// Both roots, from day 0.
+    case both
+
+    /// The entity names trusted at a renewal whose root is `renewalRoot` (nil store: the default).
+    static func roots(_ store: TimelineTrustStore?, renewalRoot: String) -> [String] {
+        switch store {
+        case nil: return renewalRoot == "lab-root-2" ? ["lab-root", "lab-root-2"] : ["lab-root"]
+        case .x1: return ["lab-root"]
+        case .yr: return ["lab-root-2"]
+        case .both: return ["lab-root", "lab-root-2"]
+        }
+    }
 }
 
 /// Why a timeline cannot run, naming the option or file and the fix.
@@ -123,10 +146,14 @@ public enum Timeline {
     /// standard lanes mean anything); `extraLanes` are the user's pin sets.
     public static func run(
         policy: CAPolicy, horizonDays: Int, start: Date = Date(), labKeys: LabPKI?, extraLanes: [TimelineLane] = [],
-        engine engineName: String = "openssl"
+        engine engineName: String = "openssl", trustStore: TimelineTrustStore? = nil
     ) async throws -> TimelineReport {
         if let p = policy.problem(horizonDays: horizonDays) { throw TimelineError(p.option, p.problem, fix: p.fix) }
         let policy = policy.resolved(start: start, horizonDays: horizonDays)
+        if let trustStore, trustStore != .x1, !policy.hasRollover {
+            throw TimelineError("--trust-store", "'\(trustStore.rawValue)' trusts lab-root-2, which this policy never issues within the horizon",
+                                fix: "use a policy with a root rollover (--preset letsencrypt, --rollover-day) or --trust-store x1")
+        }
         guard let engine = Engines.engine(named: engineName) else {
             throw TimelineError("--engine", "'\(engineName)' is not an engine", fix: "use \(Engines.names.joined(separator: " or "))")
         }
@@ -148,9 +175,9 @@ public enum Timeline {
         do {
             for renewal in renewals {
                 if renewal.index > 0 { try server.rotate(to: try configuration(renewal, pki)) }
-                var roots = [try pki.identity("lab-root").certificateDER]
-                // The platform ships the new root with the rollover (a trust-store update): trusted from that day.
-                if renewal.root == "lab-root-2" { roots.append(try pki.identity("lab-root-2").certificateDER) }
+                // By default the platform ships the new root with the rollover (a trust-store update): trusted from
+                // that day; --trust-store fixes the store for the whole run.
+                let roots = try TimelineTrustStore.roots(trustStore, renewalRoot: renewal.root).map { try pki.identity($0).certificateDER }
                 for (i, lane) in lanes.enumerated() {
                     let hashes = lane.pins.compactMap { Data(base64Encoded: $0).map { Array($0) } }
                     let target = ClientTarget(
@@ -176,7 +203,7 @@ public enum Timeline {
         func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
         return TimelineReport(
             policy: policy, start: start, horizonDays: horizonDays, engine: engineName, renewals: renewals, lanes: results,
-            issueSeconds: seconds(issued - t0), runSeconds: seconds(done - issued))
+            issueSeconds: seconds(issued - t0), runSeconds: seconds(done - issued), trustStore: trustStore)
     }
 
     static func configuration(_ r: Renewal, _ pki: LabPKI) throws -> ServerTLSConfiguration {

@@ -11,7 +11,9 @@ extension TimelineReport {
         f.timeZone = TimeZone(identifier: "UTC")
         f.dateFormat = "yyyy-MM-dd"
         func date(_ day: Int) -> String { f.string(from: start.addingTimeInterval(Double(day) * 86400)) }
-        var out = "pinlab timeline — policy \(policy.name): \(policySummary); \(renewals.count) issuances over \(horizonDays) days from \(date(0)) (\(engine))\n\n"
+        var out = "pinlab timeline — policy \(policy.name): \(policySummary); \(renewals.count) issuances over \(horizonDays) days from \(date(0)) (\(engine))\n"
+            + (trustStore.map { "the client trusts \(TimelineTrustStore.roots($0, renewalRoot: "lab-root-2").joined(separator: " and ")) from day 0 (--trust-store \($0.rawValue))\n" } ?? "")
+            + "\n"
         let width = max(10, lanes.map(\.lane.name.count).max() ?? 10)
         for l in lanes {
             let name = l.lane.name.padding(toLength: width, withPad: " ", startingAt: 0)
@@ -30,6 +32,12 @@ extension TimelineReport {
             let chain = ["leaf(\(r.key))", r.intermediate] + (r.crossSigned ? ["lab-root-2 cross-signed by lab-root"] : [])
             out += "  day \(String(r.day).padding(toLength: 4, withPad: " ", startingAt: 0)) \(date(r.day))  \(r.validityDays)d  \(chain.joined(separator: " → "))"
                 + (r.changes.isEmpty ? "" : "  [\(r.changes.joined(separator: ", "))]") + "\n"
+        }
+        if let h = policy.nextHierarchy {
+            // Which root ends the path of the cross-signed chain depends on the verifier and its store (issue 41).
+            out += "\ntrust-store drift: whether a root pin on lab-root or lab-root-2 holds after the switch to \(h.name) depends on the "
+                + "verifier and on which roots its store holds; measured for OpenSSL, GnuTLS, Go, the JDK, Node and Python in the "
+                + "DocC article TrustStoreDrift (Sources/PinningLab/PinningLab.docc/TrustStoreDrift.md, Compatibility/drift.py)\n"
         }
         out += String(format: "\nissued %d chains in %.2f s, %d handshakes in %.2f s\n", renewals.count, issueSeconds,
                       renewals.count * lanes.count, runSeconds)

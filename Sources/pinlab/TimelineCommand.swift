@@ -72,6 +72,9 @@ struct TimelineCommand: AsyncParsableCommand {
     @Option(help: "Write the report to this file instead of standard output.")
     var output: String?
 
+    @Option(help: "x1, yr or both: the client trusts lab-root (X1's place), lab-root-2 (YR's) or both from day 0 (default: lab-root, plus lab-root-2 from the rollover). See the DocC article TrustStoreDrift.")
+    var trustStore: String?
+
     @Option(help: "openssl or gnutls: the engine that serves the chains.")
     var engine: String = "openssl"
 
@@ -127,6 +130,13 @@ struct TimelineCommand: AsyncParsableCommand {
             }
             day0 = d
         }
+        var store: TimelineTrustStore?
+        if let trustStore {
+            guard let s = TimelineTrustStore(rawValue: trustStore) else {
+                throw ValidationError("--trust-store: '\(trustStore)' is not a trust store; use x1, yr or both.")
+            }
+            store = s
+        }
         requireWritable(output, option: "--output")
         var lanes: [TimelineLane] = []
         if !pin.isEmpty {
@@ -155,7 +165,7 @@ struct TimelineCommand: AsyncParsableCommand {
         defer { interrupts.cancel() }
         let report: TimelineReport
         do {
-            report = try await Timeline.run(policy: policy, horizonDays: horizon, start: day0, labKeys: pki, extraLanes: lanes, engine: engine)
+            report = try await Timeline.run(policy: policy, horizonDays: horizon, start: day0, labKeys: pki, extraLanes: lanes, engine: engine, trustStore: store)
         } catch let e as TimelineError {
             await interrupts.holdIfInterrupted()
             fail(e.description)

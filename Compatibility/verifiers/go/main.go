@@ -5,6 +5,7 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"flag"
@@ -97,6 +98,44 @@ func path(c Case) Result {
 	return Result{c.ID, "accept", "verified; path ends at " + strings.Join(ends, " or ")}
 }
 
+// ChainResult is the "chain" mode's answer: every chain Verify returned, in its order, each certificate as
+// base64 DER from the leaf to the anchor (the trust-store drift table, Compatibility/drift.py).
+type ChainResult struct {
+	ID     string     `json:"id"`
+	Result string     `json:"result"`
+	Detail string     `json:"detail"`
+	Chains [][]string `json:"chains"`
+}
+
+func verifiedChains(c Case) ChainResult {
+	chain, err := certs(c.Chain)
+	if err != nil || len(chain) == 0 {
+		return ChainResult{c.ID, "refuse", fmt.Sprintf("cannot parse: %v", err), nil}
+	}
+	roots, err := pool(c.Roots)
+	if err != nil {
+		return ChainResult{c.ID, "refuse", err.Error(), nil}
+	}
+	inter := x509.NewCertPool()
+	for _, x := range chain[1:] {
+		inter.AddCert(x)
+	}
+	chains, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: c.Host,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	if err != nil {
+		return ChainResult{c.ID, "refuse", err.Error(), nil}
+	}
+	out := make([][]string, 0, len(chains))
+	for _, ch := range chains {
+		der := make([]string, 0, len(ch))
+		for _, x := range ch {
+			der = append(der, base64.StdEncoding.EncodeToString(x.Raw))
+		}
+		out = append(out, der)
+	}
+	return ChainResult{c.ID, "accept", fmt.Sprintf("%d chains", len(chains)), out}
+}
+
 func handshake(c Case) Result {
 	if c.Port == 0 {
 		return Result{c.ID, "n/a", "no server for this case"}
@@ -116,7 +155,7 @@ func handshake(c Case) Result {
 }
 
 func main() {
-	mode := flag.String("mode", "path", "path or handshake")
+	mode := flag.String("mode", "path", "path, handshake or chain (path, printing every verified chain)")
 	version := flag.Bool("version", false, "print the stack's version")
 	flag.Parse()
 	if *version {
@@ -135,7 +174,9 @@ func main() {
 	}
 	enc := json.NewEncoder(os.Stdout)
 	for _, c := range cases {
-		if *mode == "handshake" {
+		if *mode == "chain" {
+			enc.Encode(verifiedChains(c))
+		} else if *mode == "handshake" {
 			if c.Purpose == "client" {
 				enc.Encode(Result{c.ID, "n/a", "client certificates are judged by path validation"})
 				continue

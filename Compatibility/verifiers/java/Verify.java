@@ -1,6 +1,8 @@
 // The JDK as one verifier stack of PinningLab's compatibility suite: PKIX CertPathValidator (with the trust anchor
 // built as JSSE's default trust manager builds it: TrustAnchor(cert, null)) and a JSSE handshake with endpoint
 // identification. Usage: java Verify.java --mode path|handshake CASES.json   (one JSON line per case)
+// The trust-store drift table (Compatibility/drift.py) adds --mode builder (CertPathBuilder) and --mode trustmanager
+// (the validator JSSE's trust manager runs), which also print the verified chain ("chains": [[base64 DER…]]).
 import java.io.*;
 import java.net.*;
 import java.nio.file.*;
@@ -44,6 +46,63 @@ public class Verify {
         } catch (Exception e) {
             return "refuse\t" + e;
         }
+    }
+
+    /** The "builder" mode: PKIX CertPathBuilder from the leaf, the sent certificates in a CertStore; prints the built
+     *  path and its trust anchor, base64 DER, leaf first (the trust-store drift table, Compatibility/drift.py). */
+    static String built(Case c) {
+        try {
+            List<X509Certificate> chain = certs(c.chain());
+            Set<TrustAnchor> anchors = new HashSet<>();
+            for (X509Certificate r : certs(c.roots())) anchors.add(new TrustAnchor(r, null));
+            X509CertSelector target = new X509CertSelector();
+            target.setCertificate(chain.get(0));
+            PKIXBuilderParameters params = new PKIXBuilderParameters(anchors, target);
+            params.setRevocationEnabled(false);
+            params.addCertStore(CertStore.getInstance("Collection", new CollectionCertStoreParameters(chain)));
+            PKIXCertPathBuilderResult r = (PKIXCertPathBuilderResult) CertPathBuilder.getInstance("PKIX").build(params);
+            List<X509Certificate> path = new ArrayList<>();
+            for (java.security.cert.Certificate x : r.getCertPath().getCertificates()) path.add((X509Certificate) x);
+            path.add(r.getTrustAnchor().getTrustedCert());
+            return "accept\tbuilt; anchor " + r.getTrustAnchor().getTrustedCert().getSubjectX500Principal().getName() + "\t" + der(path);
+        } catch (Exception e) {
+            return "refuse\t" + e + "\t";
+        }
+    }
+
+    /** The "trustmanager" mode: the chain JSSE's default X509TrustManager validates, as sent, for a TLS server —
+     *  sun.security.validator.Validator (PKIX, "tls server"), which X509TrustManagerImpl calls and which returns the
+     *  validated chain ending at the anchor. Reached by reflection; needs --add-exports
+     *  java.base/sun.security.validator=ALL-UNNAMED. The host name is checked as the trust manager's endpoint check does. */
+    static String trustManager(Case c) {
+        try {
+            List<X509Certificate> chain = certs(c.chain());
+            List<X509Certificate> roots = certs(c.roots());
+            Class<?> v = Class.forName("sun.security.validator.Validator");
+            Object validator = v.getMethod("getInstance", String.class, String.class, Collection.class)
+                .invoke(null, "PKIX", "tls server", roots);
+            X509Certificate[] out;
+            try {
+                // authType "UNKNOWN": what the trust manager passes on a TLS 1.3 connection.
+                out = (X509Certificate[]) v.getMethod("validate", X509Certificate[].class, Collection.class, Object.class)
+                    .invoke(validator, chain.toArray(new X509Certificate[0]), List.of(), "UNKNOWN");
+            } catch (java.lang.reflect.InvocationTargetException e) {
+                return "refuse\t" + e.getCause() + "\t";
+            }
+            if (!hostMatches(chain.get(0), c.host())) return "refuse\tthe host name " + c.host() + " is not in the certificate\t";
+            return "accept\tvalidated by the trust manager's validator\t" + der(Arrays.asList(out));
+        } catch (Exception e) {
+            return "error\t" + e + "\t";
+        }
+    }
+
+    static String der(List<X509Certificate> path) throws Exception {
+        StringBuilder b = new StringBuilder();
+        for (X509Certificate x : path) {
+            if (b.length() > 0) b.append(' ');
+            b.append(Base64.getEncoder().encodeToString(x.getEncoded()));
+        }
+        return b.toString();
     }
 
     static boolean hostMatches(X509Certificate cert, String host) throws Exception {
@@ -122,6 +181,12 @@ public class Verify {
             if (pm.find()) port = Integer.parseInt(pm.group(1));
             Case c = new Case(str(line, "id"), list(line, "chain"), list(line, "roots"), str(line, "host"), str(line, "purpose"), port);
             String r;
+            if (mode.equals("builder") || mode.equals("trustmanager")) {
+                String[] p = (mode.equals("builder") ? built(c) : trustManager(c)).split("\t", 3);
+                String chains = p.length > 2 && !p[2].isEmpty() ? "[[" + String.join(",", Arrays.stream(p[2].split(" ")).map(Verify::quote).toList()) + "]]" : "[]";
+                System.out.println("{\"id\":" + quote(c.id()) + ",\"result\":" + quote(p[0]) + ",\"detail\":" + quote(p.length > 1 ? p[1] : "") + ",\"chains\":" + chains + "}");
+                continue;
+            }
             if (mode.equals("handshake")) r = "client".equals(c.purpose()) ? "n/a\tclient certificates are judged by path validation" : handshake(c);
             else r = path(c);
             String[] parts = r.split("\t", 2);
