@@ -264,7 +264,7 @@ actor DeviceQueues {
         let shown = open.first ?? records[firstQueue.id] ?? firstQueue
         let onLease = leases.values.filter { $0.queue == shown.id && !$0.expired }.count
         return .wait(LeaseWaitView(
-            queue: shown.id, finished: open.isEmpty, waiting: cells(shown, all: false).count - onLease, leased: onLease,
+            queue: shown.id, finished: open.isEmpty, waiting: max(0, cells(shown, all: false).count - onLease), leased: onLease,
             retryAfterSeconds: open.isEmpty ? 0 : max(1, min(10, Int(shown.leaseSeconds / 4)))))
     }
 
@@ -393,12 +393,13 @@ actor DeviceQueues {
     private func view(_ r: Record) -> QueueView {
         let open = cells(r, all: false)
         let active = leases.values.filter { $0.queue == r.id && !$0.expired }
+        let openIDs = Set(open.map(key))
         let runnable = cells(r, all: true).filter { r.profiles.contains($0.profile) }.count
         return QueueView(
             id: r.id, client: r.client, platform: r.platform?.rawValue, scenarios: r.scenarios,
             profiles: r.profiles.map(\.rawValue), engines: r.engines, leaseSeconds: r.leaseSeconds, maxLeases: r.maxLeases,
             createdAt: r.createdAt, cells: runnable, answered: r.answers.count, unsupported: r.unsupported.count,
-            leased: active.count, waiting: open.count - active.count, finished: open.isEmpty,
+            leased: active.count, waiting: max(0, open.count - active.filter { openIDs.contains($0.cell) }.count), finished: open.isEmpty,
             leases: active.sorted { $0.id < $1.id }.map {
                 QueueView.LeaseSummary(lease: $0.id, cell: $0.cell, device: $0.device.name, os: $0.device.os, expiresAt: $0.expiresAt)
             },
