@@ -35,6 +35,15 @@ struct MASTGEvidenceTests {
         for f in files {
             let text = try String(contentsOf: f, encoding: .utf8)
             for m in text.matches(of: /(MASTG-TEST|MASWE)-[0-9]{4}/) { cited[String(m.output.0)] = f.lastPathComponent }
+            // A title written beside an id — `ID (Title)`, `ID *Title*`, `ID "Title"` — is the list's (a platform
+            // prefix such as `iOS: ` aside); a word or two in parentheses (`(Android)`) is not a title.
+            for m in text.matches(of: /((?:MASTG-TEST|MASWE)-[0-9]{4}) (?:\(([^)]*)\)|\*([^*]*)\*|"([^"]*)")/) {
+                let id = String(m.output.1)
+                // A title wrapped over two lines of a document reads as one.
+                let written = String(m.output.2 ?? m.output.3 ?? m.output.4 ?? "").split(whereSeparator: \.isWhitespace).joined(separator: " ")
+                guard written.split(separator: " ").count >= 3, let title = MASTG.title(id) else { continue }
+                #expect(written.contains(title), "\(f.lastPathComponent): \(id) is written '\(written)'; the list says '\(title)'")
+            }
         }
         #expect(cited.count >= 10, "\(cited)")
         for (id, file) in cited.sorted(by: { $0.key < $1.key }) {

@@ -9,7 +9,7 @@ struct DeclaredSDK: Sendable, Hashable {
     var line: Int
 }
 
-/// The findings of the SDK levels: MASTG-TEST-0285 (minSdk below 24 trusts user-installed CAs by default) per
+/// The findings of the SDK levels: MASTG-TEST-0285, a minSdk below 24 trusting user-installed CAs by default, per
 /// manifest or Gradle file, and certificate transparency switched off by a network security configuration of an app
 /// that targets Android 17 (API 37), where the platform turns it on.
 enum AndroidSDKAudit {
