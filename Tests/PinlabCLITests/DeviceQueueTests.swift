@@ -170,6 +170,16 @@ struct DeviceQueueTests {
         #expect(verdicts.filter { $0["device"] != nil }.count == toAnswer)
         #expect(report["client"] as? String == "curl")
 
+        // It is a check report by the schema `pinlab check --print-schema json` prints (the device field included).
+        if await ChildProcess.run(["python3", "-c", "import jsonschema"], timeout: .seconds(20)).status == 0 || Tool.inCI {
+            let schema = folder.appendingPathComponent("check-report.schema.json")
+            try (try await CLI.run(["check", "--print-schema", "json"])).stdout.write(to: schema, atomically: true, encoding: .utf8)
+            let v = await ChildProcess.run(
+                ["python3", "-c", "import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))",
+                 reportFile.path, schema.path], timeout: .seconds(30))
+            #expect(v.status == 0, "\(v.output)")
+        }
+
         // `pinlab report` renders it like any check report: as text, and as a site.
         let rendered = try await CLI.run(["report", "merge", reportFile.path])
         #expect(rendered.status == 0, "\(rendered.stderr)")
