@@ -192,4 +192,59 @@ struct DeviceQueueTests {
         let (deleted, _) = try await Self.api(serve, "DELETE", "queues/\(queue)")
         #expect(deleted == 200)
     }
+
+    /// Four devices that run the Python batch harness (Examples/Batch/python/pinlab_batch.py) on each cell they lease
+    /// (Tests/Devices/harness_device.sh) answer every cell as the harness does in one `pinlab check --batch` run.
+    @Test(.requires("curl", "jq", "bash", "python3"))
+    func harnessDevicesEqualTheHarnessInOneProcess() async throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let harness = repository.appendingPathComponent("Examples/Batch/python/pinlab_batch.py").path
+        let wrapper = repository.appendingPathComponent("Tests/Devices/harness_device.sh").path
+        let scenarios = ["baseline", "rekey", "intercepting-proxy"]
+        let folder = TestScratch.root.appendingPathComponent("pinlab-harness-devices-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+
+        let check = try await CLI.run(["check", "--batch", "--scenarios", scenarios.joined(separator: ","), "--format", "json"]
+                                      + CLI.dirArgs + ["--", "python3", harness])
+        #expect(check.status == 0, "\(check.stderr)")
+        let oneProcess = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any])
+        let client = try #require(oneProcess["client"] as? String)
+        let expected = Dictionary(uniqueKeysWithValues: Self.verdicts(oneProcess).map { (Self.key($0), $0["verdict"] as? String ?? "") })
+        #expect(expected.count == scenarios.count * 2 * PinProfile.all.count)
+
+        let serve = try await Self.startServe(folder, 1)
+        var processes = [serve.process]
+        defer { for p in processes { p.terminate() } }
+        let body = try String(data: JSONSerialization.data(withJSONObject: ["client": client, "scenarios": scenarios, "leaseSeconds": 60]),
+                              encoding: .utf8)
+        let (created, queueObject) = try await Self.api(serve, "POST", "queues", json: body)
+        try #require(created == 201, "\(queueObject)")
+        let queue = try #require(queueObject["id"] as? String)
+        let apiFile = folder.appendingPathComponent("api.sh")
+        try Self.writeAPIFile(apiFile, serve, queue: queue)
+        let devices = try (1...4).map { n in
+            try ChildProcess.spawnBackground(
+                ["bash", wrapper, "python-device-\(n)", "Linux (Python ssl)", client, apiFile.path, "--", "python3", harness],
+                stdoutFile: folder.appendingPathComponent("device-\(n).out").path,
+                stderrFile: folder.appendingPathComponent("device-\(n).err").path)
+        }
+        processes += devices
+        let ended = await eventually(TestTimeouts.catalogue) { devices.allSatisfy { !$0.isRunning } }
+        let logs = (1...4).map { (try? String(contentsOf: folder.appendingPathComponent("device-\($0).err"), encoding: .utf8)) ?? "" }
+        try #require(ended, "devices still running: \(logs)")
+        for (i, p) in devices.enumerated() { #expect(p.exitStatus == 0, "python-device-\(i + 1): \(logs[i])") }
+
+        let (_, report) = try await Self.api(serve, "GET", "queues/\(queue)/report")
+        let verdicts = Self.verdicts(report)
+        #expect(verdicts.count == expected.count && Set(verdicts.map(Self.key)).count == verdicts.count)
+        var differing: [String] = []
+        for v in verdicts where expected[Self.key(v)] != v["verdict"] as? String {
+            differing.append("\(Self.key(v)): \(v["verdict"] ?? "") (device queue) vs \(expected[Self.key(v)] ?? "absent") (one process)")
+        }
+        #expect(differing.isEmpty, "\(differing)")
+        #expect(verdicts.allSatisfy { $0["device"] != nil || $0["verdict"] as? String == "unsupported" }, "every cell answered by a device")
+        let (deleted, _) = try await Self.api(serve, "DELETE", "queues/\(queue)")
+        #expect(deleted == 200)
+    }
 }
