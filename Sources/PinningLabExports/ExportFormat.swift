@@ -43,6 +43,7 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let all: [ExportFormat] = [
         .trustKitPlist, .trustKitSwift, .alamofire, .okHttpKotlin, .okHttpJava, .nsc, .curl, .mobileconfig,
         .nsPinnedDomains, .cronetJava, .ktorKotlin, .pinsJSON, .farm,
+        .reactNative, .flutter,
     ]
     public var description: String { rawValue }
 
@@ -234,6 +235,12 @@ public struct PinExport: Sendable, Hashable {
                 .certificatePinsUnsupported, argument: "--from",
                 problem: "Alamofire's evaluators compare keys taken from certificates, and the pin \(p.spkiBase64) is a hash only.",
                 fix: "export alamofire from the lab PKI (drop --from), or use nspinneddomains or trustkit-plist, which take hashes.")
+        }
+        if format == .flutter, let p = pins.first(where: { $0.identity == nil }) {
+            throw ExportError(
+                .certificatePinsUnsupported, argument: "--from",
+                problem: "http_certificate_pinning compares certificate fingerprints, and the pin \(p.spkiBase64) is an SPKI hash only.",
+                fix: "export flutter from the lab PKI (drop --from).")
         }
         if format == .nsPinnedDomains && Set(spkiPins.map(\.certificateRole.isCA)).count > 1 {
             throw ExportError(
