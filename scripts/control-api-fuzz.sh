@@ -16,7 +16,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$pinlab" serve --control 127.0.0.1:0 --manifest "$work/manifest.json" >"$work/stdout" 2>"$work/stderr" &
+"$pinlab" serve --control 127.0.0.1:0 --dir "$work/pki" --manifest "$work/manifest.json" >"$work/stdout" 2>"$work/stderr" &
 pid=$!
 url=
 for _ in $(seq 1 1200); do  # up to 120 s: a fresh PKI folder makes its keys first
