@@ -1,6 +1,6 @@
 public import Foundation
 import PinningLabCore
-public import PinningLabModel
+import PinningLabModel
 import PinningLabPKI
 import PinningLabBase
 
