@@ -22,8 +22,8 @@ extension ServerEvidence {
             clientCertificateSubject: o.clientCertificateSubject, handshakeMilliseconds: o.handshakeMilliseconds,
             resumption: o.resumption)
         earlyDataBytes = o.earlyDataBytes > 0 ? o.earlyDataBytes : nil
-        negotiatedGroup = o.negotiatedGroup
         recordECH(observations, judged: o)
+        negotiatedGroup = o.negotiatedGroup
     }
 }
 
