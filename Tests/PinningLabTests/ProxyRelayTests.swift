@@ -289,6 +289,9 @@ struct ProxyRelayTests {
         let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
         let proxy = try await Self.start {
             $0.listener.workerThreads = 1
+            // The proxy's own look-up bound (5 s) must not end the held look-up while a loaded machine starts the
+            // fast client: this test releases it itself.
+            $0.lookupTimeout = .seconds(120)
             $0.upstreams = [UpstreamRoute(pattern: try! HostPattern(parsing: "fast.test"), host: "fast.test", port: service.port)]
             $0.resolver = { host in
                 if host == "slow.test" {
