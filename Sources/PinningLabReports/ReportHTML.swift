@@ -34,6 +34,7 @@ enum HTMLReport {
         .role{font-size:11px;color:#667085;text-transform:uppercase;letter-spacing:.04em}
         .row{font-size:12px;color:#3b4252}
         ul.dev li{margin:3px 0}
+        details.quiet{margin:8px 0} details.quiet>summary{cursor:pointer;color:#22a05a;font-weight:600}
         """)
         h += """
         <h1>pinlab check: \(xml(r.client))</h1>
@@ -47,9 +48,15 @@ enum HTMLReport {
         \(extraLegend(r, policy: "<span><i class=\"m policy\">P</i>decided by the platform policy, as it prescribes</span>", stricter: "<span><i class=\"m stricter\">S</i>stricter than required</span>", baselined: "<span><i class=\"m baselined\">b</i>deviates as in the baseline</span>"))</div>
         <table class="matrix"><thead><tr><th>scenario</th>
         """
-        for p in r.profiles { h += "<th>\(xml(p.rawValue))</th>" }
-        h += "</tr></thead><tbody>\n"
-        for id in matrix.scenarios {
+        var header = ""
+        for p in r.profiles { header += "<th>\(xml(p.rawValue))</th>" }
+        h += header + "</tr></thead><tbody>\n"
+        // Rows where every cell went as expected fold away below the rest, so that a run that conforms is a page, not
+        // a scroll (the rows and the scenarios stay one click away).
+        let byScenario = Dictionary(grouping: r.verdicts, by: \.scenario)
+        let quiet = Set(matrix.scenarios.filter { Self.asExpected(byScenario[$0] ?? []) })
+        func row(_ id: String) -> String {
+            var h = ""
             h += "<tr><td class=\"name\"><a href=\"#s-\(xml(id))\" title=\"\(xml(titles[id] ?? ""))\">\(xml(id))</a></td>"
             for p in r.profiles {
                 let vs = matrix.cell(id, p)
@@ -67,8 +74,17 @@ enum HTMLReport {
                 h += "</td>"
             }
             h += "</tr>\n"
+            return h
         }
+        for id in matrix.scenarios where !quiet.contains(id) { h += row(id) }
         h += "</tbody></table>\n"
+        if !quiet.isEmpty {
+            let rows = matrix.scenarios.filter { quiet.contains($0) }
+            h += "<details class=\"quiet\"><summary>\(rows.count) scenario\(rows.count == 1 ? "" : "s") with every cell as expected</summary>\n"
+            h += "<table class=\"matrix\"><thead><tr><th>scenario</th>\(header)</tr></thead><tbody>\n"
+            for id in rows { h += row(id) }
+            h += "</tbody></table></details>\n"
+        }
 
         h += list("Deviations", r.deviations) { v in
             var li = "<i class=\"m \(v.baselined == true ? "baselined" : v.status.rawValue)\">\(cellMark(v))</i> \(cellLink(v)): \(v.baselined == true ? "(baselined) " : "")\(xml(v.reason))"
@@ -93,53 +109,71 @@ enum HTMLReport {
             }
         }
         h += "<h2>Scenarios</h2>\n"
-        for s in r.scenarios {
-            h += "<section class=\"scenario\" id=\"s-\(xml(s.id))\"><h3>\(xml(s.id)) — \(xml(s.title))</h3>\n"
-            h += "<p class=\"teach\">\(xml(s.teaching))</p>\n"
-            h += "<div class=\"row\">client trusts <code>\(xml(s.trust))</code> · built for <code>\(xml(s.pinned))</code>"
-            if s.clientAuth != "none" {
-                h += " · server client auth <code>\(xml(s.clientAuth))</code>, client presents <code>\(xml(s.presents ?? "nothing"))</code>"
-            }
-            h += " · expected: " + PinProfile.all.map { p in
-                "<code>\(xml(p.rawValue))</code> \(s.expected[p.rawValue] == .accept ? "A" : "X")"
-            }.joined(separator: ", ") + "</div>\n"
-            if let p = s.policy { h += "<div class=\"row\">policy: \(xml(p))</div>\n" }
-            for (profile, why) in (s.varies ?? [:]).sorted(by: { PinProfile(rawValue: $0.key) < PinProfile(rawValue: $1.key) }) {
-                h += "<div class=\"row\">varies (<code>\(xml(profile))</code>): \(xml(why))</div>\n"
-            }
-            h += "<div class=\"chain\">\n"
-            for (i, c) in s.chain.enumerated() {
-                if i > 0 {
-                    h += "<div class=\"arrow\">\(c.onTheWire ? "↓ sent \(ordinal(i + 1))" : "↓ in the client's trust store, not sent")</div>\n"
-                } else {
-                    h += "<div class=\"arrow\">sent first ↓</div>\n"
-                }
-                let cls = c.onTheWire ? (c.matchedBy.isEmpty ? "cert" : "cert pinned") : (c.matchedBy.isEmpty ? "cert store" : "cert store pinned")
-                h += "<div class=\"\(cls)\"><span class=\"role\">\(xml(c.role))</span> <b>\(xml(c.name))</b><br>"
-                h += "<span class=\"row\">subject <code>\(xml(c.subject))</code></span><br>"
-                h += "<span class=\"row\">issuer <code>\(xml(c.issuer))</code></span><br>"
-                h += "<span class=\"row\">key <b>\(xml(c.keyName))</b> (\(xml(c.keyType))) · SPKI sha256 <code>\(xml(String(c.spkiSHA256.prefix(16))))…</code></span>"
-                if !c.matchedBy.isEmpty {
-                    h += "<br>" + c.matchedBy.map { "<span class=\"badge\">pin: \(xml($0.rawValue))</span>" }.joined()
-                }
-                h += "</div>\n"
-            }
-            h += "</div>\n"
-            h += stepTimeline(s.id, r, matrix)
-            if !r.engines.isEmpty {
-                h += "<div class=\"row\">"
-                for p in r.profiles {
-                    let vs = matrix.cell(s.id, p).compactMap { $0 }
-                    let bad = vs.filter { $0.status.isDeviation }
-                    if !bad.isEmpty {
-                        h += "<div>✗ <code>\(xml(p.rawValue))</code>: " + bad.map { "\(xml($0.engine)): \(xml($0.reason))" }.joined(separator: "; ") + "</div>"
-                    }
-                }
-                h += "</div>\n"
-            }
-            h += "</section>\n"
+        let loud = r.scenarios.filter { !quiet.contains($0.id) }
+        let calm = r.scenarios.filter { quiet.contains($0.id) }
+        for s in loud { h += section(s, r, matrix) }
+        if !calm.isEmpty {
+            h += "<details class=\"quiet\"><summary>\(calm.count) scenario\(calm.count == 1 ? "" : "s") with every cell as expected: chains, keys and pins</summary>\n"
+            for s in calm { h += section(s, r, matrix) }
+            h += "</details>\n"
         }
         h += HTMLPage.foot
+        return h
+    }
+
+    /// Whether every cell of a scenario went as expected: nothing deviates, nothing refused for another reason.
+    static func asExpected(_ vs: [Verdict]) -> Bool {
+        vs.allSatisfy { !$0.status.isDeviation && !$0.wrongReason && $0.baselined != true }
+    }
+
+    /// A scenario's section: what it teaches, the chain as served with the pins it matches, its steps and its
+    /// deviations.
+    static func section(_ s: ScenarioSheet, _ r: CheckReport, _ matrix: VerdictMatrix) -> String {
+        var h = ""
+        h += "<section class=\"scenario\" id=\"s-\(xml(s.id))\"><h3>\(xml(s.id)) — \(xml(s.title))</h3>\n"
+        h += "<p class=\"teach\">\(xml(s.teaching))</p>\n"
+        h += "<div class=\"row\">client trusts <code>\(xml(s.trust))</code> · built for <code>\(xml(s.pinned))</code>"
+        if s.clientAuth != "none" {
+            h += " · server client auth <code>\(xml(s.clientAuth))</code>, client presents <code>\(xml(s.presents ?? "nothing"))</code>"
+        }
+        h += " · expected: " + PinProfile.all.map { p in
+            "<code>\(xml(p.rawValue))</code> \(s.expected[p.rawValue] == .accept ? "A" : "X")"
+        }.joined(separator: ", ") + "</div>\n"
+        if let p = s.policy { h += "<div class=\"row\">policy: \(xml(p))</div>\n" }
+        for (profile, why) in (s.varies ?? [:]).sorted(by: { PinProfile(rawValue: $0.key) < PinProfile(rawValue: $1.key) }) {
+            h += "<div class=\"row\">varies (<code>\(xml(profile))</code>): \(xml(why))</div>\n"
+        }
+        h += "<div class=\"chain\">\n"
+        for (i, c) in s.chain.enumerated() {
+            if i > 0 {
+                h += "<div class=\"arrow\">\(c.onTheWire ? "↓ sent \(ordinal(i + 1))" : "↓ in the client's trust store, not sent")</div>\n"
+            } else {
+                h += "<div class=\"arrow\">sent first ↓</div>\n"
+            }
+            let cls = c.onTheWire ? (c.matchedBy.isEmpty ? "cert" : "cert pinned") : (c.matchedBy.isEmpty ? "cert store" : "cert store pinned")
+            h += "<div class=\"\(cls)\"><span class=\"role\">\(xml(c.role))</span> <b>\(xml(c.name))</b><br>"
+            h += "<span class=\"row\">subject <code>\(xml(c.subject))</code></span><br>"
+            h += "<span class=\"row\">issuer <code>\(xml(c.issuer))</code></span><br>"
+            h += "<span class=\"row\">key <b>\(xml(c.keyName))</b> (\(xml(c.keyType))) · SPKI sha256 <code>\(xml(String(c.spkiSHA256.prefix(16))))…</code></span>"
+            if !c.matchedBy.isEmpty {
+                h += "<br>" + c.matchedBy.map { "<span class=\"badge\">pin: \(xml($0.rawValue))</span>" }.joined()
+            }
+            h += "</div>\n"
+        }
+        h += "</div>\n"
+        h += stepTimeline(s.id, r, matrix)
+        if !r.engines.isEmpty {
+            h += "<div class=\"row\">"
+            for p in r.profiles {
+                let vs = matrix.cell(s.id, p).compactMap { $0 }
+                let bad = vs.filter { $0.status.isDeviation }
+                if !bad.isEmpty {
+                    h += "<div>✗ <code>\(xml(p.rawValue))</code>: " + bad.map { "\(xml($0.engine)): \(xml($0.reason))" }.joined(separator: "; ") + "</div>"
+                }
+            }
+            h += "</div>\n"
+        }
+        h += "</section>\n"
         return h
     }
 

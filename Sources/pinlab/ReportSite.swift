@@ -97,13 +97,15 @@ enum ReportSite {
         var h = head("PinningLab results", depth: 0)
         h += "<h1>PinningLab results</h1>\n"
         h += "<p class=\"meta\">\(clients.count) client\(clients.count == 1 ? "" : "s") · \(ids.count) scenarios · generated \(xml(ISO8601DateFormatter().string(from: date)))</p>\n"
-        h += "<h2>Clients</h2>\n<table class=\"grid\"><thead><tr><th>client</th><th>verdict</th><th>engines</th><th>cells</th><th>as expected</th><th>deviating</th><th>refused for another reason</th><th>skipped</th><th>unsupported</th></tr></thead><tbody>\n"
+        h += "<h2>Clients</h2>\n<table class=\"grid\"><thead><tr><th>client</th><th>verdict</th><th>engines</th><th>cells</th><th>as expected</th><th>deviating</th><th>refused for another reason</th><th>decided by the platform policy</th><th>stricter than required</th><th>skipped</th><th>unsupported</th></tr></thead><tbody>\n"
         for c in clients {
             let s = c.report.summary
             h += "<tr><td class=\"name\"><a href=\"\(xml(c.page))\">\(xml(c.report.client))</a></td>"
             h += "<td><span class=\"\(c.report.deviates ? "bad" : "ok")\">\(c.report.deviates ? "deviates" : "conforms")</span></td>"
             h += "<td>\(xml(c.report.engines.joined(separator: ", ")))</td><td>\(s.total)</td><td>\(s.pass)</td>"
-            h += "<td>\(s.deviations)</td><td>\(s.wrongReason)</td><td>\(s.skipped)</td><td>\(s.unsupported)</td></tr>\n"
+            // as expected + deviating + policy + stricter + skipped + unsupported = cells (refused for another reason
+            // is a part of as expected).
+            h += "<td>\(s.deviations)</td><td>\(s.wrongReason)</td><td>\(s.policy)</td><td>\(s.stricter)</td><td>\(s.skipped)</td><td>\(s.unsupported)</td></tr>\n"
         }
         h += "</tbody></table>\n"
         h += "<h2>Scenarios</h2>\n<p class=\"meta\">Deviating cells per scenario and client; a scenario's page shows every client's row side by side.</p>\n"

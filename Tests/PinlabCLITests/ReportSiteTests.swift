@@ -62,6 +62,17 @@ struct ReportSiteTests {
         // The index links every client and every scenario; each scenario page shows every client's row.
         let index = try String(contentsOf: site.appendingPathComponent("index.html"), encoding: .utf8)
         for f in expected.dropFirst(2) { #expect(index.contains("href=\"\(f)\""), "the index does not link \(f)") }
+        // Each client's row adds up: as expected + deviating + policy + stricter + skipped + unsupported = cells.
+        let rows = index.components(separatedBy: "<tr><td class=\"name\"><a href=\"clients/").dropFirst()
+        #expect(rows.count == 2, "\(rows.count) client rows")
+        for row in rows {
+            let cells = row.components(separatedBy: "</tr>")[0].components(separatedBy: "<td>").dropFirst(3)
+                .compactMap { Int($0.components(separatedBy: "</td>")[0]) }
+            #expect(cells.count == 8, "cells, as expected, deviating, another reason, policy, stricter, skipped, unsupported: \(cells)")
+            if cells.count == 8 {
+                #expect(cells[0] == cells[1] + cells[2] + cells[4] + cells[5] + cells[6] + cells[7], "a row that does not add up: \(cells)")
+            }
+        }
         for id in Self.scenarios {
             let page = try String(contentsOf: site.appendingPathComponent("scenarios/\(id).html"), encoding: .utf8)
             #expect(page.contains(">correct</a>") && page.contains(">no-hostname-check</a>"), "\(id): a client's row is missing")
