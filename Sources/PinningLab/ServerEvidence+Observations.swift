@@ -30,8 +30,11 @@ extension ServerEvidence {
 extension ServerEvidence {
     /// An ECH offer on the connection judged, and a later connection after a rejected offer that named another host
     /// in clear (no ECH, an SNI other than the outer name): the client fell back to naming its inner host.
-    fileprivate mutating func recordECH(_ observations: [Observation], judged: Observation) {
+    fileprivate mutating func recordECH(_ recorded: [Observation], judged: Observation) {
         echOffered = judged.echOffered == true ? true : nil
+        // "Later" is in the order the connections were accepted: a server records a connection when it ends, so a
+        // fallback connection that ends first is recorded before the rejected offer it followed.
+        let observations = recorded.sorted { $0.id < $1.id }
         guard let offer = observations.firstIndex(where: { $0.echOffered == true }) else { return }
         let outer = observations[offer].serverName
         echClearFallback = observations[(offer + 1)...].first {

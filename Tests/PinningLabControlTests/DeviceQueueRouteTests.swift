@@ -28,7 +28,7 @@ struct DeviceQueueRouteTests {
         _ = try? await Curl.request("DELETE", control.url + "queues/\(queue)")
     }
 
-    /// One cell (rekey × leaf-spki × openssl, expected refuse), leased for 8 s. Device a leases it and goes silent; device b is told
+    /// One cell (rekey × leaf-spki × openssl, expected refuse), leased for 30 s. Device a leases it and goes silent; device b is told
     /// to wait, and gets the same cell once a's lease expires. a's late answer (its server still runs) is the
     /// cell's answer; b's, after a real curl connection, is judged on its own server and recorded as a disagreement.
     @Test(.requires("curl"))
@@ -36,7 +36,7 @@ struct DeviceQueueRouteTests {
         let curl = try #require(Tool.path("curl"))
         try await ControlTestLab.withControl { control, _ in
             let queue = try await Self.createQueue(control, [
-                "client": "curl", "scenarios": ["rekey"], "engines": ["openssl"], "profiles": ["leaf-spki"], "leaseSeconds": 8,
+                "client": "curl", "scenarios": ["rekey"], "engines": ["openssl"], "profiles": ["leaf-spki"], "leaseSeconds": 30,
             ])
             let a = try await Self.lease(control, queue: queue, device: "device-a")
             #expect(a.status == 201, "\(a.text)")
@@ -49,9 +49,9 @@ struct DeviceQueueRouteTests {
             #expect(wait.status == 200, "the only cell is on lease: \(wait.text)")
             #expect(try wait.json()["finished"] as? Bool == false)
 
-            // a's lease expires after 8 s (long enough for the requests around it on a loaded two-core machine, where
-            // a 2 s lease expired before b's first request and a's late answer came after its server's grace): b then
-            // gets the same cell.
+            // a's lease expires after 30 s, and its server stops 30 s after that: long enough for the requests around
+            // them on a loaded two-core machine (with 2 s and then 8 s, a's late answer came after its server's grace
+            // in a full CI run). b then gets the same cell.
             var b: [String: Any] = [:]
             let regranted = await eventually(TestTimeouts.startup) {
                 guard let r = try? await Self.lease(control, queue: queue, device: "device-b"), r.status == 201,

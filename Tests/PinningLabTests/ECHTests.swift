@@ -172,7 +172,9 @@ struct ECHGoTests {
             let connections = ech && mode == "fallback" ? 2 : 1
             // Every connection the client made has reached the server by now (the process has exited): settle waits
             // until each is finished and recorded.
-            let seen = await server.server?.settle() ?? []
+            // In the order the connections were accepted (a server records each when it ends: the fallback connection
+            // can end before the rejected offer it followed).
+            let seen = (await server.server?.settle() ?? []).sorted { $0.id < $1.id }
             await server.stop()
             let what = "\(engine) \(mode) ech=\(ech): \(run.output) \(seen.map { "\($0.serverName ?? "-") ech=\(String(describing: $0.echOffered)) data=\($0.applicationDataReceived)" })"
             #expect(run.stdoutText == "refused\n", "\(what)")
