@@ -67,7 +67,7 @@ STORES = [("X1 only", ["lab-root"]), ("YR only", ["lab-root-2"]), ("both", ["lab
 SHORT = {"drift-leaf": "leaf", "lab-yr1": "YR1", "lab-root-2-cross": "YR (cross-signed by X1)", "lab-root-2": "YR",
          "lab-root": "X1"}
 KEY = {"lab-root": "X1", "lab-root-2": "YR", "lab-root-2-cross": "YR"}
-PEM_BLOCK = r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n?"
+PEM_BLOCK = r"-----BEGIN [C]ERTIFICATE-----.*?-----END CERTIFICATE-----\n?"  # [C]: no PEM header line in the source
 
 
 def say(msg):

