@@ -293,10 +293,13 @@ actor DeviceQueues {
         leases[id]?.answering = true
         let server = entry.server.running
         let observations = await server.settle(timeout: .seconds(5)) ?? server.observations()
+        // From here to the recorded answer there is no suspension point: the lease leaves and the answer arrives in
+        // one step of the actor. (Ending the lease before an awaited server stop let another device lease the same
+        // cell in between, and its answer became a disagreement.)
         leases[id] = nil
         answered.insert(id)
-        _ = try? await registry.stop(entry.id)
         guard var r = records[l.queue], let cell = cells(r, all: true).first(where: { key($0) == l.cell }) else {
+            _ = try? await registry.stop(entry.id)
             throw .notFound("id", "the queue of the lease \(id) was deleted.")
         }
         var verdict = cell.judge(evidence: ServerEvidence(observations), outcome: outcome, clientMilliseconds: milliseconds)
@@ -311,8 +314,15 @@ actor DeviceQueues {
             recorded = "first"
         }
         r.updatedAt = Date()
-        try persist(r)
+        do {
+            try persist(r)
+        } catch {
+            _ = try? await registry.stop(entry.id)
+            throw error
+        }
         records[r.id] = r
+        // The lease's server stops once the answer is in (the only suspension after the lease left).
+        _ = try? await registry.stop(entry.id)
         return AnswerView(lease: id, cell: l.cell, recorded: recorded, verdict: verdict, queue: view(r))
     }
 
