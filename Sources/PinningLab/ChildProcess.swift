@@ -29,6 +29,9 @@ package enum ChildProcess {
         package var milliseconds: Double
         /// Why `stop` ended it early, if it did.
         package var stopReason: String? = nil
+        /// The CPU time it used (user and system, from `wait4`): a measure of its work that a loaded machine does
+        /// not inflate as it inflates wall time.
+        package var cpuSeconds: Double = 0
         package var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
         package var stderrText: String { String(decoding: stderr, as: UTF8.self) }
         /// Standard output then standard error.
@@ -202,12 +205,14 @@ package enum ChildProcess {
         }
         if newProcessGroup && timedOut { kill(-pid, SIGKILL) }  // leave no grandchild behind
         var raw: Int32 = 0
-        while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+        var usage = rusage()
+        while wait4(pid, &raw, 0, &usage) < 0 && errno == EINTR {}
         if inputFD >= 0 { close(inputFD) }
         if outOpen { _ = drain(outP[0], into: &out) }
         if errOpen { _ = drain(errP[0], into: &err) }
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
         return Result(status: exitCode(waitStatus: raw), stdout: out, stderr: err, timedOut: timedOut, launchError: nil,
-                      milliseconds: elapsed(), stopReason: stopReason)
+                      milliseconds: elapsed(), stopReason: stopReason, cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime))
     }
 
     /// A child running in the background, its output going to files (or /dev/null). Stop it with ``terminate()``.

@@ -27,6 +27,8 @@ enum CLI {
         var status: Int32
         var stdout: String
         var stderr: String
+        /// The CPU time the run used (user and system).
+        var cpuSeconds: Double = 0
     }
 
     /// Runs the binary with `posix_spawn` (Foundation's `Process` can crash in a test process with many
@@ -38,7 +40,7 @@ enum CLI {
         // A suite run as a CI piece (GitLab parallel:, Bazel shard_count) must not shard the runs it checks.
         for v in EnvironmentShard.variableNames { env[v] = nil }
         let r = await ChildProcess.run([bin.path] + args, environment: env, timeout: TestTimeouts.catalogue)
-        return Result(status: r.status, stdout: r.stdoutText, stderr: r.stderrText)
+        return Result(status: r.status, stdout: r.stdoutText, stderr: r.stderrText, cpuSeconds: r.cpuSeconds)
     }
 
     static var dirArgs: [String] { ["--dir", pkiDirectory.path] }

@@ -334,7 +334,7 @@ struct ProxyRelayTests {
     /// resolver comes when the test releases it: the socket's bound is the test's, not a guess at the machine's speed.)
     static let connectScript = """
         import socket, sys
-        s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=60)
+        s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=600)
         s.sendall(b'CONNECT %s HTTP/1.1\\r\\n\\r\\n' % sys.argv[2].encode())
         print(s.recv(4096).decode(errors='replace').replace('\\r\\n', ' '), flush=True)
         s.close()
