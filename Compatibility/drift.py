@@ -18,6 +18,9 @@ chain it verified (Compatibility/verifiers/*: --mode chain, builder, trustmanage
 """
 import base64, json, os, re, shutil, signal, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import marked_text, replace_marked_text  # the generated-table markers, shared with the compatibility matrix
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DOC = os.path.join(ROOT, "Sources/PinningLab/PinningLab.docc/TrustStoreDrift.md")
@@ -348,16 +351,10 @@ def main():
     table = render(rows, skipped)
     say(f"drift: {len(rows)} rows in {time.monotonic() - t0:.1f} s; skipped: {', '.join(skipped) or 'none'}")
     if "--write" in args:
-        with open(DOC) as f:
-            doc = f.read()
-        a, b = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-        with open(DOC, "w") as f:
-            f.write(doc[:a] + "\n" + table + doc[b:])
+        replace_marked_text(DOC, BEGIN, END, table)
         say(f"drift: wrote {os.path.relpath(DOC, ROOT)}")
     elif "--check" in args:
-        with open(DOC) as f:
-            doc = f.read()
-        committed = cells(doc[doc.index(BEGIN) + len(BEGIN):doc.index(END)])
+        committed = cells(marked_text(DOC, BEGIN, END))
         measured = cells(table)
         diffs = [f"{k[0]} / {k[1]}: committed {' | '.join(committed.get(k, ['absent']))}; measured {' | '.join(v)}"
                  for k, v in measured.items() if committed.get(k) != v]

@@ -557,6 +557,23 @@ def cells(table):
     return out
 
 
+
+def marked_text(doc_path, begin, end):
+    """The text of a document between its two generated-table markers."""
+    with open(doc_path) as f:
+        doc = f.read()
+    return doc[doc.index(begin) + len(begin):doc.index(end)]
+
+
+def replace_marked_text(doc_path, begin, end, table):
+    """Writes `table` between a document's two generated-table markers."""
+    with open(doc_path) as f:
+        doc = f.read()
+    a, b = doc.index(begin) + len(begin), doc.index(end)
+    with open(doc_path, "w") as f:
+        f.write(doc[:a] + "\n" + table + doc[b:])
+
+
 def main():
     args = sys.argv[1:]
     with open(EXPECTED) as f:
@@ -574,16 +591,10 @@ def main():
             for cid, (r, d) in res.items():
                 print(f"{n}\t{cid}\t{r}\t{d}")
     if "--write" in args:
-        with open(DOC) as f:
-            doc = f.read()
-        a, b = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-        with open(DOC, "w") as f:
-            f.write(doc[:a] + "\n" + table + doc[b:])
+        replace_marked_text(DOC, BEGIN, END, table)
         say(f"compatibility: wrote {os.path.relpath(DOC, ROOT)}")
     elif "--check" in args:
-        with open(DOC) as f:
-            doc = f.read()
-        committed = cells(doc[doc.index(BEGIN) + len(BEGIN):doc.index(END)])
+        committed = cells(marked_text(DOC, BEGIN, END))
         measured = cells(table)
         # Compared cell by cell for the stacks measured here, so that a stack missing on this machine (skipped with
         # its reason above) does not stop the others from being checked; versions may differ between machines.
