@@ -31,10 +31,15 @@ let package = Package(
         // The resources of PinningLabModel, PinningLab and PinningLabControl (the built-in spec and catalogue, the
         // schemas, the OpenAPI document) embedded in their code as well, so a copied `pinlab` binary works from any
         // folder (Plugins/EmbedResources).
-        .plugin(name: "EmbedResources", capability: .buildTool(), dependencies: ["pinlab-embed-resources"], path: "Plugins/EmbedResources"),
-        .executableTarget(name: "pinlab-embed-resources", path: "Plugins/EmbedResourcesTool", swiftSettings: swiftSettings),
+        .plugin(
+            name: "EmbedResources", capability: .buildTool(), dependencies: ["pinlab-embed-resources"],
+            path: "Plugins/EmbedResources"),
+        .executableTarget(
+            name: "pinlab-embed-resources", path: "Plugins/EmbedResourcesTool", swiftSettings: swiftSettings),
         // The teaching labs' definitions (labs/labs.yaml, labs/*/lab.yaml) embedded in PinningLabLabs the same way.
-        .plugin(name: "EmbedLabs", capability: .buildTool(), dependencies: ["pinlab-embed-resources"], path: "Plugins/EmbedLabs"),
+        .plugin(
+            name: "EmbedLabs", capability: .buildTool(), dependencies: ["pinlab-embed-resources"],
+            path: "Plugins/EmbedLabs"),
         .systemLibrary(
             name: "CPinningLabOpenSSL",
             pkgConfig: "openssl",
@@ -79,7 +84,9 @@ let package = Package(
         // the catalogue, verdicts and the judge; and the built-in lab PKI spec and catalogue they are read from.
         .target(
             name: "PinningLabModel",
-            dependencies: ["PinningLabBase", "PinningLabTLSTypes", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
+            dependencies: [
+                "PinningLabBase", "PinningLabTLSTypes", "PinningLabPKI", .product(name: "Yams", package: "Yams"),
+            ],
             resources: [.copy("Resources/pki"), .copy("Resources/scenarios")],
             swiftSettings: swiftSettings,
             plugins: ["EmbedResources"]
@@ -88,25 +95,34 @@ let package = Package(
         // PinningLabOpenSSL -> PinningLabModel).
         .target(
             name: "PinningLabOpenSSL",
-            dependencies: ["PinningLabTLSTypes", "PinningLabBase", "PinningLabCore", "PinningLabPKI", "CPinningLabOpenSSL"],
+            dependencies: [
+                "PinningLabTLSTypes", "PinningLabBase", "PinningLabCore", "PinningLabPKI", "CPinningLabOpenSSL",
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "PinningLabGnuTLS",
-            dependencies: ["PinningLabTLSTypes", "PinningLabBase", "PinningLabCore", "PinningLabPKI", "CPinningLabGnuTLS"],
+            dependencies: [
+                "PinningLabTLSTypes", "PinningLabBase", "PinningLabCore", "PinningLabPKI", "CPinningLabGnuTLS",
+            ],
             swiftSettings: swiftSettings
         ),
         // The reference clients (the correct client and the teaching mistakes) and the OpenSSL client context: they
         // implement the model's PinningClient and share PinningLabOpenSSL's handle owners (`package`).
         .target(
             name: "PinningLabReferenceClients",
-            dependencies: ["PinningLabBase", "PinningLabOpenSSL", "CPinningLabOpenSSL", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
+            dependencies: [
+                "PinningLabBase", "PinningLabOpenSSL", "CPinningLabOpenSSL", "PinningLabModel", "PinningLabCore",
+                "PinningLabPKI",
+            ],
             swiftSettings: swiftSettings
         ),
         // The engine registry: the built-in engines and those a user registers; every list of engines is read here.
         .target(
             name: "PinningLabEngines",
-            dependencies: ["PinningLabBase", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL", "PinningLabGnuTLS"],
+            dependencies: [
+                "PinningLabBase", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL", "PinningLabGnuTLS",
+            ],
             swiftSettings: swiftSettings
         ),
         // The report writers (text, JSON, JUnit, Markdown, HTML, the HTML page shell, escaping), baselines, report
@@ -130,14 +146,20 @@ let package = Package(
         ),
         .target(
             name: "PinningLabTesting",
-            dependencies: ["PinningLabBase", "PinningLab", "PinningLabReports", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
+            dependencies: [
+                "PinningLabBase", "PinningLab", "PinningLabReports", "PinningLabModel", "PinningLabCore",
+                "PinningLabPKI",
+            ],
             swiftSettings: swiftSettings
         ),
         // `pinlab intercept`: the HTTP CONNECT interception proxy and its per-host verdicts. Linked by pinlab only,
         // so packages that depend on PinningLab or PinningLabTesting never build it.
         .target(
             name: "PinningLabIntercept",
-            dependencies: ["PinningLabBase", "PinningLabReports", "PinningLabEngines", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
+            dependencies: [
+                "PinningLabBase", "PinningLabReports", "PinningLabEngines", "PinningLabCore", "PinningLabPKI",
+                "PinningLabReferenceClients",
+            ],
             swiftSettings: swiftSettings
         ),
         // `pinlab export` and `pinlab audit`: pins and roots in the formats of TrustKit, Alamofire, OkHttp, Ktor, Cronet,
@@ -145,14 +167,19 @@ let package = Package(
         // that audit those formats. Linked by pinlab only.
         .target(
             name: "PinningLabExports",
-            dependencies: ["PinningLabBase", "PinningLabReports", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
+            dependencies: [
+                "PinningLabBase", "PinningLabReports", "PinningLabModel", "PinningLabCore", "PinningLabPKI",
+            ],
             swiftSettings: swiftSettings
         ),
         // `pinlab timeline`: the chains a CA policy issues over a horizon, and which pin sets survive them. Linked by
         // pinlab only.
         .target(
             name: "PinningLabTimeline",
-            dependencies: ["PinningLabBase", "PinningLabReports", "PinningLabEngines", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabReferenceClients"],
+            dependencies: [
+                "PinningLabBase", "PinningLabReports", "PinningLabEngines", "PinningLabModel", "PinningLabCore",
+                "PinningLabPKI", "PinningLabReferenceClients",
+            ],
             swiftSettings: swiftSettings
         ),
         // `pinlab lab`: the teaching labs, their graders and pictures. Linked by pinlab only. The labs themselves are
@@ -160,7 +187,10 @@ let package = Package(
         // the EmbedLabs plugin embeds the definitions, so a copied binary knows every lab.
         .target(
             name: "PinningLabLabs",
-            dependencies: ["PinningLabBase", "PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", .product(name: "Yams", package: "Yams")],
+            dependencies: [
+                "PinningLabBase", "PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI",
+                .product(name: "Yams", package: "Yams"),
+            ],
             swiftSettings: swiftSettings,
             plugins: ["EmbedLabs"]
         ),
@@ -178,7 +208,8 @@ let package = Package(
             dependencies: [
                 "PinningLabTLSTypes",
                 "PinningLabBase",
-                "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabControl", "PinningLabIntercept", "PinningLabLabs", "PinningLabExports",
+                "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabControl", "PinningLabIntercept",
+                "PinningLabLabs", "PinningLabExports",
                 "PinningLabTimeline", "PinningLabReferenceClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -186,13 +217,18 @@ let package = Package(
         ),
         .executableTarget(
             name: "pinlab-serve-bench",
-            dependencies: ["PinningLab", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL"],
+            dependencies: [
+                "PinningLab", "PinningLabCore", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL",
+            ],
             path: "Benchmarks/serve/ServeBench",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "pinlab-reliability",
-            dependencies: ["PinningLab", "PinningLabCore", "PinningLabTesting", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL"],
+            dependencies: [
+                "PinningLab", "PinningLabCore", "PinningLabTesting", "PinningLabOpenSSL", "PinningLabGnuTLS",
+                "CPinningLabOpenSSL",
+            ],
             path: "Benchmarks/reliability/Reliability",
             swiftSettings: swiftSettings
         ),
@@ -200,7 +236,8 @@ let package = Package(
         .executableTarget(
             name: "pinlab-fuzz",
             dependencies: [
-                "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL", "PinningLabGnuTLS", "CPinningLabOpenSSL",
+                "PinningLab", "PinningLabCore", "PinningLabPKI", "PinningLabOpenSSL", "PinningLabGnuTLS",
+                "CPinningLabOpenSSL",
                 "PinningLabIntercept", "PinningLabExports", "CFuzzDriver",
             ],
             path: "Benchmarks/fuzz/Fuzz",
@@ -216,12 +253,17 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabPKITests",
-            dependencies: ["PinningLabTestSupport", "PinningLabPKI", "PinningLab", "PinningLabCore", "PinningLabOpenSSL"],
+            dependencies: [
+                "PinningLabTestSupport", "PinningLabPKI", "PinningLab", "PinningLabCore", "PinningLabOpenSSL",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PinningLabEngineTests",
-            dependencies: ["PinningLabTLSTypes", "PinningLabTestSupport", "PinningLabCore", "PinningLabOpenSSL", "PinningLabReferenceClients", "PinningLabGnuTLS", "PinningLab", "PinningLabPKI"],
+            dependencies: [
+                "PinningLabTLSTypes", "PinningLabTestSupport", "PinningLabCore", "PinningLabOpenSSL",
+                "PinningLabReferenceClients", "PinningLabGnuTLS", "PinningLab", "PinningLabPKI",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -231,17 +273,27 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningLabTests",
-            dependencies: ["PinningLabReferenceClients", "PinningLabTLSTypes", "PinningLabBase", "PinningLabTestSupport", "PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabTesting", "PinningLabIntercept"],
+            dependencies: [
+                "PinningLabReferenceClients", "PinningLabTLSTypes", "PinningLabBase", "PinningLabTestSupport",
+                "PinningLab", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabTesting",
+                "PinningLabIntercept",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PinningLabControlTests",
-            dependencies: ["PinningLabTestSupport", "PinningLabControl", "PinningLab", "PinningLabIntercept", .product(name: "Yams", package: "Yams")],
+            dependencies: [
+                "PinningLabTestSupport", "PinningLabControl", "PinningLab", "PinningLabIntercept",
+                .product(name: "Yams", package: "Yams"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PinlabCLITests",
-            dependencies: ["PinningLabPKI", "PinningLabTestSupport", "pinlab", "PinningLab", "PinningLabCore", "PinningLabLabs", "PinningLabTesting", "PinningLabTimeline"],
+            dependencies: [
+                "PinningLabPKI", "PinningLabTestSupport", "pinlab", "PinningLab", "PinningLabCore", "PinningLabLabs",
+                "PinningLabTesting", "PinningLabTimeline",
+            ],
             swiftSettings: swiftSettings
         ),
     ],

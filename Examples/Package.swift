@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(
             name: "CompatibilityTests",
             dependencies: [
-                .product(name: "PinningLabTesting", package: "PinningLab"),
+                .product(name: "PinningLabTesting", package: "PinningLab")
             ],
             swiftSettings: swiftSettings
         ),
@@ -150,5 +150,5 @@ package.targets += [
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ],
         path: "DocSnippets"
-    ),
+    )
 ]

@@ -37,8 +37,8 @@ extension PinningHTTPSClient {
 }
 
 #if canImport(Security)
-import Security
+    import Security
 
-/// The reader's SPKI hash (PinningClientAdapters, URLSession): SHA-256 of the certificate's DER SubjectPublicKeyInfo.
-func spkiSHA256(_ certificate: SecCertificate) -> Data { Data() }
+    /// The reader's SPKI hash (PinningClientAdapters, URLSession): SHA-256 of the certificate's DER SubjectPublicKeyInfo.
+    func spkiSHA256(_ certificate: SecCertificate) -> Data { Data() }
 #endif

@@ -17,7 +17,9 @@ struct EmbedLabs: BuildToolPlugin {
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: labs.path)) ?? []
         for folder in folders.sorted() {
             let definition = labs.appendingPathComponent(folder).appendingPathComponent("lab.yaml")
-            if FileManager.default.fileExists(atPath: definition.path) { inputs.append(("\(folder)/lab.yaml", definition)) }
+            if FileManager.default.fileExists(atPath: definition.path) {
+                inputs.append(("\(folder)/lab.yaml", definition))
+            }
         }
         let output = context.pluginWorkDirectoryURL.appendingPathComponent("EmbeddedLabs.swift")
         return [

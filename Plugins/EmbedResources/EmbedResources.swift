@@ -18,7 +18,8 @@ struct EmbedResources: BuildToolPlugin {
             guard FileManager.default.fileExists(atPath: file.url.path, isDirectory: &isDirectory) else { continue }
             let urls: [URL]
             if isDirectory.boolValue {
-                let walker = FileManager.default.enumerator(at: file.url, includingPropertiesForKeys: [.isRegularFileKey])
+                let walker = FileManager.default.enumerator(
+                    at: file.url, includingPropertiesForKeys: [.isRegularFileKey])
                 urls = (walker?.allObjects as? [URL] ?? []).filter {
                     (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true
                 }

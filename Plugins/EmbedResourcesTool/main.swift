@@ -29,7 +29,8 @@ func literal(_ text: String) -> String {
 var entries: [String] = []
 var index = 3
 while index < arguments.count {
-    let key = arguments[index], path = arguments[index + 1]
+    let key = arguments[index]
+    let path = arguments[index + 1]
     guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
         FileHandle.standardError.write(Data("pinlab-embed-resources: \(path) cannot be read as UTF-8 text\n".utf8))
         exit(1)
@@ -40,7 +41,10 @@ while index < arguments.count {
 
 /// The generated `bundle`'s value: SwiftPM's resource bundle when it sits next to the executable, `nil` for a target
 /// without one (`-`).
-let bundleAccessor = arguments[2] == "-" ? "nil" : """
+let bundleAccessor =
+    arguments[2] == "-"
+    ? "nil"
+    : """
     {
             #if os(Linux) || os(Windows) || os(Android)
             let name = \(literal(arguments[2])) + ".resources"

@@ -57,7 +57,8 @@ extension CheckRunner {
                 guard case .finished(let o) = await run(target) else {
                     return cell.notRun(
                         .error,
-                        "the client did not finish: it had not returned \(Int(milliseconds(timeout) / 1000) + 5) s after the cell started (it ignores its timeout and cancellation)")
+                        "the client did not finish: it had not returned \(Int(milliseconds(timeout) / 1000) + 5) s after the cell started (it ignores its timeout and cancellation)"
+                    )
                 }
                 outcome = o
                 ms = milliseconds(ContinuousClock.now - t0)
@@ -68,7 +69,9 @@ extension CheckRunner {
         } catch {
             return cell.notRun(.error, "cannot prepare the cell: \(error)")
         }
-        let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
+        let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter {
+            $0.id > before
+        }
         return cell.judge(evidence: ServerEvidence(observations), outcome: outcome, clientMilliseconds: ms)
     }
 
@@ -80,9 +83,10 @@ extension CheckRunner {
     /// The server of a one-connection scenario for a run's cells (one worker thread, the cell's timeouts).
     func startCellServer(_ s: Scenario, engine: any TLSEngine, timeout: Duration) async -> CellServerStart {
         do {
-            return .started(try await FixtureServer.start(
-                engine: engine, configuration: try serverConfiguration(for: s),
-                options: .init(handshakeTimeout: timeout, idleTimeout: timeout, workerThreads: 1), label: s.id))
+            return .started(
+                try await FixtureServer.start(
+                    engine: engine, configuration: try serverConfiguration(for: s),
+                    options: .init(handshakeTimeout: timeout, idleTimeout: timeout, workerThreads: 1), label: s.id))
         } catch let e as TLSEngineError where e.code == .unsupported {
             return .notStarted(.unsupported, "\(engine.name) cannot serve this scenario: \(e.reason)")
         } catch {

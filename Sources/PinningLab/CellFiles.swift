@@ -1,8 +1,8 @@
 import Foundation
+import PinningLabBase
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
-import PinningLabBase
 
 /// Files and values shared by the cells of one run: trust stores per trust profile, client certificate files.
 ///
@@ -32,7 +32,9 @@ struct CellFiles: Sendable {
     /// same content are harmless), and returns its path.
     func file(_ stem: String, _ ext: String, _ contents: String, mode: Int = 0o644) throws -> String {
         let url = directory.appendingPathComponent("\(stem)-\(LabPKI.contentTag(Array(contents.utf8))).\(ext)")
-        if !FileManager.default.fileExists(atPath: url.path) { try Storage.writePrivately(contents, to: url, mode: mode) }
+        if !FileManager.default.fileExists(atPath: url.path) {
+            try Storage.writePrivately(contents, to: url, mode: mode)
+        }
         return url.path
     }
 
@@ -69,14 +71,17 @@ struct CellFiles: Sendable {
     private func makeCredentials(_ id: Identity) throws -> ClientCredentials {
         let chain = [id.certificateDER] + id.issuerChainDER
         let certFile = try file("client-\(id.name)", "pem", pem(chain))
-        let keyFile = try file("client-\(id.name)", "key", PEM.encode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), mode: 0o600)
+        let keyFile = try file(
+            "client-\(id.name)", "key", PEM.encode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), mode: 0o600)
         var p12: URL? = nil
         if pki.makesPKCS12 {
             do {
                 p12 = try pki.pkcs12File(for: id.name)
             } catch let e as PKIError {
-                throw PKIError(e.code, "cannot make the PKCS#12 file of the client identity '\(id.name)': \(e.reason)",
-                               file: e.file, entity: id.name, fix: e.fix ?? "run `pinlab pki init` to check and repair the PKI folder")
+                throw PKIError(
+                    e.code, "cannot make the PKCS#12 file of the client identity '\(id.name)': \(e.reason)",
+                    file: e.file, entity: id.name,
+                    fix: e.fix ?? "run `pinlab pki init` to check and repair the PKI folder")
             }
         }
         return ClientCredentials(

@@ -1,13 +1,13 @@
 import Foundation
+import PinningLabBase
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
-import PinningLabBase
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The lab revocation responders of one run, one per way of behaving (`server.responder:`), started when a cell
@@ -84,9 +84,11 @@ extension CellFiles {
     /// `http://IP:PORT/<path>` for `http://ocsp.pinning.test/<path>`; nil where it names none or no responder runs.
     func revocationURLs(for s: Scenario, responder: String?) -> (ocsp: String?, crl: String?) {
         guard let responder, let first = s.server.chain.first,
-              let entity = pki.spec.entities.first(where: { $0.name == first }) else { return (nil, nil) }
+            let entity = pki.spec.entities.first(where: { $0.name == first })
+        else { return (nil, nil) }
         func moved(_ url: String?) -> String? {
-            guard let url, let rest = url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false).dropFirst(3).first
+            guard let url,
+                let rest = url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false).dropFirst(3).first
             else { return url.map { _ in "http://\(responder)/" } }
             return "http://\(responder)/\(rest)"
         }

@@ -54,12 +54,16 @@ actor CellScheduler {
     private func report(_ cells: Int, deviating: Int) {
         done += cells
         deviations += deviating
-        progress?(CheckProgress(done: done, total: total, deviations: deviations,
-                                elapsedSeconds: seconds(ContinuousClock.now - clock)))
+        progress?(
+            CheckProgress(
+                done: done, total: total, deviations: deviations,
+                elapsedSeconds: seconds(ContinuousClock.now - clock)))
     }
 
     func take() -> Assignment? {
-        if let i = states.indices.first(where: { states[$0].started && !states[$0].busy && !states[$0].remaining.isEmpty }) {
+        if let i = states.indices.first(where: {
+            states[$0].started && !states[$0].busy && !states[$0].remaining.isEmpty
+        }) {
             return assign(i)
         }
         while nextUnstarted < states.count {
@@ -110,13 +114,18 @@ actor CellScheduler {
                 if let v = st.verdicts[p] {
                     out.append(v)
                 } else if !(supported?.contains(p) ?? true) {
-                    out.append(.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client,
-                                       expected: s.expected(p, platform: job.platform, checks: job.checks), status: .skipped,
-                                       reason: "the client does not support the profile \(p)"))
+                    out.append(
+                        .notRun(
+                            scenario: s.id, profile: p, engine: job.engine.name, client: client,
+                            expected: s.expected(p, platform: job.platform, checks: job.checks), status: .skipped,
+                            reason: "the client does not support the profile \(p)"))
                 } else {
                     let (status, reason) = st.abandoned ?? (.error, "the cell was not run")
-                    out.append(.notRun(scenario: s.id, profile: p, engine: job.engine.name, client: client,
-                                       expected: s.expected(p, platform: job.platform, checks: job.checks), status: status, reason: reason))
+                    out.append(
+                        .notRun(
+                            scenario: s.id, profile: p, engine: job.engine.name, client: client,
+                            expected: s.expected(p, platform: job.platform, checks: job.checks), status: status,
+                            reason: reason))
                 }
             }
         }

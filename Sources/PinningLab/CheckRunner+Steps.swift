@@ -20,7 +20,9 @@ extension CheckRunner {
         package var party: String
         package var engine: String
         package var error: TLSEngineError
-        package var description: String { "\(engine) cannot serve the party \(party) of this scenario: \(error.reason)" }
+        package var description: String {
+            "\(engine) cannot serve the party \(party) of this scenario: \(error.reason)"
+        }
     }
 
     /// Starts one server per party of `s`'s steps; on any failure the ones already started are stopped. Throws
@@ -33,12 +35,15 @@ extension CheckRunner {
         of s: Scenario, engine: any TLSEngine, options: FixtureServer.Options, scheduleRotations: Bool = false
     ) async throws -> StartedParties {
         var ticketKeys: [String: SessionTicketKey] = [:]
-        for name in Set(s.steps.compactMap { s.party($0.party)?.ticketKey }) { ticketKeys[name] = SessionTicketKey(name: name) }
+        for name in Set(s.steps.compactMap { s.party($0.party)?.ticketKey }) {
+            ticketKeys[name] = SessionTicketKey(name: name)
+        }
         var servers: [String: FixtureServer] = [:]
         do {
             for name in Set(s.steps.map(\.party)).sorted() {
                 guard let party = s.party(name) else { throw ScenarioPartyMissing(scenario: s.id, party: name) }
-                let config = try serverConfiguration(for: s, party: party, name: "\(s.id)/\(name)", ticketKeys: ticketKeys)
+                let config = try serverConfiguration(
+                    for: s, party: party, name: "\(s.id)/\(name)", ticketKeys: ticketKeys)
                 do {
                     servers[name] = try await FixtureServer.start(
                         engine: engine, configuration: config, options: options, label: "\(s.id)/\(name)")
@@ -71,7 +76,8 @@ extension CheckRunner {
         of s: Scenario, party name: String, chain: [String]? = nil, ticketKeys: [String: SessionTicketKey]
     ) throws -> ServerTLSConfiguration {
         guard let party = s.party(name) else { throw ScenarioPartyMissing(scenario: s.id, party: name) }
-        return try serverConfiguration(for: s, party: party, name: "\(s.id)/\(name)", chain: chain, ticketKeys: ticketKeys)
+        return try serverConfiguration(
+            for: s, party: party, name: "\(s.id)/\(name)", chain: chain, ticketKeys: ticketKeys)
     }
 }
 
@@ -103,7 +109,8 @@ extension CheckRunner {
         default:
             return cell.notRun(
                 .unsupported,
-                "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the client cannot keep state across connections, so it is not judged here")
+                "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the client cannot keep state across connections, so it is not judged here"
+            )
         }
         var servers: [String: FixtureServer] = [:]
         var stepVerdicts: [(Cell.Step, Verdict)] = []
@@ -113,7 +120,8 @@ extension CheckRunner {
         let keys: [String: SessionTicketKey]
         do {
             do {
-                let parties = try await startParties(of: s, engine: engine, options: options, scheduleRotations: command != nil)
+                let parties = try await startParties(
+                    of: s, engine: engine, options: options, scheduleRotations: command != nil)
                 servers = parties.servers
                 keys = parties.ticketKeys
             } catch let e as PartyStartError {
@@ -127,7 +135,8 @@ extension CheckRunner {
                 guard let run = inProcess else { break }
                 let server = servers[step.party]!
                 if let chain = step.rotateTo {
-                    try server.rotate(to: try partyConfiguration(of: s, party: step.party, chain: chain, ticketKeys: keys))
+                    try server.rotate(
+                        to: try partyConfiguration(of: s, party: step.party, chain: chain, ticketKeys: keys))
                 }
                 let before = server.connectionsAccepted
                 let streamsBefore = server.http2Streams().last?.sequence ?? 0
@@ -141,13 +150,20 @@ extension CheckRunner {
                 let outcome = await run(target)
                 let evidence: ServerEvidence
                 if step.http2 {
-                    evidence = await Self.http2Evidence(server, host: step.host, streamsAfter: streamsBefore, connectionsAfter: before)
+                    evidence = await Self.http2Evidence(
+                        server, host: step.host, streamsAfter: streamsBefore, connectionsAfter: before)
                 } else {
-                    let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter { $0.id > before }
+                    let observations = (await server.settle(timeout: .seconds(5)) ?? server.observations()).filter {
+                        $0.id > before
+                    }
                     evidence = ServerEvidence(observations)
                 }
                 guard case .finished(let o) = outcome else {
-                    stepVerdicts.append((step, cell.notRun(.error, "the client did not finish this step within its timeout and 5 s more")))
+                    stepVerdicts.append(
+                        (
+                            step,
+                            cell.notRun(.error, "the client did not finish this step within its timeout and 5 s more")
+                        ))
                     break
                 }
                 stepVerdicts.append((step, cell.judge(step, evidence: evidence, outcome: o)))
@@ -174,16 +190,20 @@ extension CheckRunner {
         var forHost: [ObservedHTTP2Stream] = []
         while true {
             finished = server.observations(after: connectionsAfter)
-            forHost = server.http2Streams(after: streamsAfter).filter { StepEvidence.host(ofAuthority: $0.stream.authority) == wanted }
+            forHost = server.http2Streams(after: streamsAfter).filter {
+                StepEvidence.host(ofAuthority: $0.stream.authority) == wanted
+            }
             let open = Set(server.http2Streams().map(\.connection))
             let done = Set(finished.map(\.id))
             let accepted = server.connectionsAccepted
-            let pending = accepted > connectionsAfter
+            let pending =
+                accepted > connectionsAfter
                 ? ((connectionsAfter + 1)...accepted).filter { !done.contains($0) && !open.contains($0) } : []
             if pending.isEmpty || ContinuousClock.now >= giveUp { break }
             try? await Task.sleep(for: .milliseconds(5))
         }
         guard let s = forHost.first else { return ServerEvidence(finished) }
-        return StepEvidence.stream(s, connection: finished.first { $0.id == s.connection }, openedEarlier: s.connection <= connectionsAfter)
+        return StepEvidence.stream(
+            s, connection: finished.first { $0.id == s.connection }, openedEarlier: s.connection <= connectionsAfter)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
+import PinningLabBase
 public import PinningLabCore
 public import PinningLabModel
 public import PinningLabPKI
-import PinningLabBase
 import PinningLabTLSTypes
 
 /// Runs clients through the catalogue on real servers and judges every cell.
@@ -74,15 +74,21 @@ public struct CheckRunner: Sendable {
         let checks = options.clientChecks ?? client.checks
 
         let plan = options.shard.map {
-            ShardPlan(shard: $0, scenarios: selected.scenarios, engines: options.engines.map(\.name),
-                      runs: { supported?.contains($0) ?? true }, weights: options.shardWeights)
+            ShardPlan(
+                shard: $0, scenarios: selected.scenarios, engines: options.engines.map(\.name),
+                runs: { supported?.contains($0) ?? true }, weights: options.shardWeights)
         }
         var jobs: [CellScheduler.Job] = []
         for sc in selected.scenarios {
             for e in options.engines {
-                let inShard = PinProfile.all.filter { plan?.contains(BatchCell.id(scenario: sc.id, profile: $0, engine: e.name)) ?? true }
+                let inShard = PinProfile.all.filter {
+                    plan?.contains(BatchCell.id(scenario: sc.id, profile: $0, engine: e.name)) ?? true
+                }
                 let runnable = inShard.filter { supported?.contains($0) ?? true }
-                jobs.append(CellScheduler.Job(scenario: sc, engine: e, profiles: runnable, inShard: inShard, platform: platform, checks: checks))
+                jobs.append(
+                    CellScheduler.Job(
+                        scenario: sc, engine: e, profiles: runnable, inShard: inShard, platform: platform,
+                        checks: checks))
             }
         }
         let scheduler = CellScheduler(jobs, progress: options.progress)
@@ -95,8 +101,9 @@ public struct CheckRunner: Sendable {
                 for _ in 0..<workers {
                     group.addTask {
                         while let a = await scheduler.take() {
-                            try await self.work(a, scheduler: scheduler, client: client, timeout: options.timeout,
-                                                files: files, stopping: stopping)
+                            try await self.work(
+                                a, scheduler: scheduler, client: client, timeout: options.timeout,
+                                files: files, stopping: stopping)
                         }
                     }
                 }
@@ -127,8 +134,9 @@ public struct CheckRunner: Sendable {
         files: CellFiles, stopping: Locked<[Task<Void, Never>]>
     ) async throws {
         let job = a.job
-        let cell = Cell(scenario: job.scenario, profile: a.profile, engine: job.engine.name, client: client.name,
-                        platform: job.platform, checks: job.checks)
+        let cell = Cell(
+            scenario: job.scenario, profile: a.profile, engine: job.engine.name, client: client.name,
+            platform: job.platform, checks: job.checks)
         let run = CellClient.of(client, timeout: timeout)
         if cell.isMultiStep {
             let v = await runSteps(cell, engine: job.engine, client: run, timeout: timeout, files: files)

@@ -1,7 +1,7 @@
 import Foundation
+import PinningLabBase
 import PinningLabCore
 import PinningLabPKI
-import PinningLabBase
 
 /// Child processes started with `posix_spawnp`: the one way PinningLab runs another program (clients under test,
 /// batch harnesses, openssl, curl).
@@ -46,10 +46,14 @@ package enum ChildProcess {
     /// programs put the error, and the last one, where they put a summary; at most about 600 characters.
     package static func gist(_ bytes: [UInt8]) -> String {
         guard !bytes.isEmpty else { return "" }
-        let text = bytes.count <= 4096
+        let text =
+            bytes.count <= 4096
             ? String(decoding: bytes, as: UTF8.self)
-            : String(decoding: bytes.prefix(2048), as: UTF8.self) + "\n" + String(decoding: bytes.suffix(2048), as: UTF8.self)
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            : String(decoding: bytes.prefix(2048), as: UTF8.self) + "\n"
+                + String(decoding: bytes.suffix(2048), as: UTF8.self)
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
         let picked = lines.count <= 3 ? lines : Array(lines.prefix(2)) + ["…", lines[lines.count - 1]]
         let joined = picked.joined(separator: " | ")
         return joined.count > 600 ? String(joined.prefix(600)) + "…" : joined
@@ -79,9 +83,10 @@ package enum ChildProcess {
         stop: (@Sendable () -> String?)? = nil
     ) async -> Result {
         await onDedicatedThread(named: "pinlab.child") {
-            runBlocking(arguments, environment: environment, input: input, stdinFile: stdinFile, stdoutFile: stdoutFile,
-                        timeout: timeout, newProcessGroup: newProcessGroup, killAfter: grace,
-                        outputLimit: outputLimit, stop: stop)
+            runBlocking(
+                arguments, environment: environment, input: input, stdinFile: stdinFile, stdoutFile: stdoutFile,
+                timeout: timeout, newProcessGroup: newProcessGroup, killAfter: grace,
+                outputLimit: outputLimit, stop: stop)
         }
     }
 
@@ -103,14 +108,20 @@ package enum ChildProcess {
         let start = DispatchTime.now().uptimeNanoseconds
         func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6 }
         func failed(_ status: Int32, _ why: String) -> Result {
-            Result(status: status, stdout: [], stderr: Array(why.utf8), timedOut: false, launchError: why, milliseconds: elapsed())
+            Result(
+                status: status, stdout: [], stderr: Array(why.utf8), timedOut: false, launchError: why,
+                milliseconds: elapsed())
         }
         guard let exe = arguments.first else { return failed(127, "no command") }
         let env = environment ?? ProcessInfo.processInfo.environment
-        guard let path = resolve(exe, path: env["PATH"]) else { return failed(127, "command not found: '\(exe)' (searched PATH)") }
+        guard let path = resolve(exe, path: env["PATH"]) else {
+            return failed(127, "command not found: '\(exe)' (searched PATH)")
+        }
 
         // Standard input, output and error: a pipe each, or the named files (opened close-on-exec).
-        var inP: [Int32] = [-1, -1], outP: [Int32] = [-1, -1], errP: [Int32] = [-1, -1]
+        var inP: [Int32] = [-1, -1]
+        var outP: [Int32] = [-1, -1]
+        var errP: [Int32] = [-1, -1]
         var opened = true
         if let stdinFile { inP[0] = open(stdinFile, O_RDONLY | O_CLOEXEC) } else { opened = makePipe(&inP) }
         if let stdoutFile {
@@ -128,8 +139,9 @@ package enum ChildProcess {
         for fd in [outP[0], errP[0], inP[1]] where fd >= 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
 
         var pid: pid_t = 0
-        let rc = spawn(path: path, arguments: arguments, environment: env, stdin: inP[0], stdout: outP[1],
-                       stderr: errP[1], newProcessGroup: newProcessGroup, pid: &pid)
+        let rc = spawn(
+            path: path, arguments: arguments, environment: env, stdin: inP[0], stdout: outP[1],
+            stderr: errP[1], newProcessGroup: newProcessGroup, pid: &pid)
         close(inP[0])
         close(outP[1])
         close(errP[1])
@@ -141,7 +153,8 @@ package enum ChildProcess {
         defer { if newProcessGroup { LiveChildren.shared.remove(pid) } }
         let target = newProcessGroup ? -pid : pid
 
-        var out: [UInt8] = [], err: [UInt8] = []
+        var out: [UInt8] = []
+        var err: [UInt8] = []
         var pendingInput = input[...]
         var inputFD: Int32 = inP[1]
         if inputFD >= 0 && pendingInput.isEmpty {
@@ -161,14 +174,16 @@ package enum ChildProcess {
             }
         }
         func nanoseconds(_ d: Duration) -> UInt64 {
-            UInt64(max(0, d.components.seconds)) * 1_000_000_000 + UInt64(max(0, d.components.attoseconds) / 1_000_000_000)
+            UInt64(max(0, d.components.seconds)) * 1_000_000_000
+                + UInt64(max(0, d.components.attoseconds) / 1_000_000_000)
         }
         let deadline = start + nanoseconds(timeout)
         var timedOut = false
         var stopReason: String? = nil
         var nextStopCheck = start
         var killAt: UInt64? = nil
-        var outOpen = outP[0] >= 0, errOpen = true
+        var outOpen = outP[0] >= 0
+        var errOpen = true
         while true {
             if inputFD >= 0 {
                 let n = pendingInput.withUnsafeBytes { systemWrite(inputFD, $0.baseAddress, $0.count) }
@@ -211,8 +226,10 @@ package enum ChildProcess {
         if outOpen { _ = drain(outP[0], into: &out) }
         if errOpen { _ = drain(errP[0], into: &err) }
         func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
-        return Result(status: exitCode(waitStatus: raw), stdout: out, stderr: err, timedOut: timedOut, launchError: nil,
-                      milliseconds: elapsed(), stopReason: stopReason, cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime))
+        return Result(
+            status: exitCode(waitStatus: raw), stdout: out, stderr: err, timedOut: timedOut, launchError: nil,
+            milliseconds: elapsed(), stopReason: stopReason,
+            cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime))
     }
 
     /// A child running in the background, its output going to files (or /dev/null). Stop it with ``terminate()``.
@@ -271,11 +288,16 @@ package enum ChildProcess {
             close(o)
             if e != o { close(e) }
         }
-        guard i >= 0, o >= 0, e >= 0 else { throw ChildProcessError(reason: "cannot open output files: \(String(cString: strerror(errno)))") }
+        guard i >= 0, o >= 0, e >= 0 else {
+            throw ChildProcessError(reason: "cannot open output files: \(String(cString: strerror(errno)))")
+        }
         var pid: pid_t = 0
-        let rc = spawn(path: path, arguments: arguments, environment: env, stdin: i, stdout: o, stderr: e,
-                       newProcessGroup: newProcessGroup, pid: &pid)
-        guard rc == 0 else { throw ChildProcessError(reason: "cannot start '\(exe)': \(String(cString: strerror(rc)))") }
+        let rc = spawn(
+            path: path, arguments: arguments, environment: env, stdin: i, stdout: o, stderr: e,
+            newProcessGroup: newProcessGroup, pid: &pid)
+        guard rc == 0 else {
+            throw ChildProcessError(reason: "cannot start '\(exe)': \(String(cString: strerror(rc)))")
+        }
         return Background(pid: pid)
     }
 
@@ -296,11 +318,11 @@ package enum ChildProcess {
         newProcessGroup: Bool, pid: inout pid_t
     ) -> Int32 {
         #if canImport(Glibc)
-        var actions = posix_spawn_file_actions_t()
-        var attr = posix_spawnattr_t()
+            var actions = posix_spawn_file_actions_t()
+            var attr = posix_spawnattr_t()
         #else
-        var actions: posix_spawn_file_actions_t? = nil
-        var attr: posix_spawnattr_t? = nil
+            var actions: posix_spawn_file_actions_t? = nil
+            var attr: posix_spawnattr_t? = nil
         #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -325,8 +347,8 @@ package enum ChildProcess {
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+            for p in argv { free(p) }
+            for p in envp { free(p) }
         }
         return spawnLock.withLock { spawned in
             spawned += 1
@@ -356,4 +378,3 @@ package struct ChildProcessError: Error, CustomStringConvertible, Sendable {
     package var reason: String
     package var description: String { reason }
 }
-

@@ -1,8 +1,8 @@
 public import Foundation
-import PinningLabPKI
+import PinningLabBase
 import PinningLabCore
 public import PinningLabModel
-import PinningLabBase
+import PinningLabPKI
 
 /// A client under test given as a command template, run as a child process once per cell.
 /// Its exit status is its claim (0 = accepted); the server's observation decides the verdict.
@@ -34,8 +34,9 @@ public struct CommandClient: Sendable {
             "--noproxy", "*", "--resolve", "{resolve}", "--cacert", "{ca}", "[--pinnedpubkey {pins.curl}]",
             "[--cert {client.cert}]", "[--key {client.key}]", "{url}",
         ])
-        return CommandClient(name: "curl", template: t, supportedProfiles: [.none, .leafSPKI, .leafSPKIBackup],
-                             timeout: timeout)
+        return CommandClient(
+            name: "curl", template: t, supportedProfiles: [.none, .leafSPKI, .leafSPKIBackup],
+            timeout: timeout)
     }
 
     /// Writes the cell's hosts file (``CellContext/hostsFileContents``: every connection's host, in every spelling
@@ -82,8 +83,11 @@ public struct CommandClient: Sendable {
             return (ClientOutcome(claim: .refused, category: .other, detail: e, exitStatus: r.status), r.milliseconds)
         }
         if r.timedOut {
-            return (ClientOutcome(claim: .refused, category: .timeout,
-                                  detail: "killed after \(timeout) (time limit)", exitStatus: r.status), r.milliseconds)
+            return (
+                ClientOutcome(
+                    claim: .refused, category: .timeout,
+                    detail: "killed after \(timeout) (time limit)", exitStatus: r.status), r.milliseconds
+            )
         }
         let text = r.stderrGist.isEmpty ? r.stdoutGist : r.stderrGist
         if r.status == 0 {
@@ -103,12 +107,16 @@ extension CommandClient {
     /// that succeeded) or `accepted` claims that the step was accepted; any other line (a non-zero exit code,
     /// `refused`) that it was refused. A step without a line is claimed refused. The exit status is not read (it
     /// is usually the last step's). As for every client, the claim is checked against what the server received.
-    public func runSteps(_ context: CellContext, scratch: URL) async -> (outcomes: [ClientOutcome], milliseconds: Double) {
+    public func runSteps(_ context: CellContext, scratch: URL) async -> (
+        outcomes: [ClientOutcome], milliseconds: Double
+    ) {
         await runSteps(context, scratch: scratch, answers: context.stepList.count)
     }
 
     /// ``runSteps(_:scratch:)`` reading the last `answers` lines (at least one per step of `context`).
-    func runSteps(_ context: CellContext, scratch: URL, answers: Int) async -> (outcomes: [ClientOutcome], milliseconds: Double) {
+    func runSteps(_ context: CellContext, scratch: URL, answers: Int) async -> (
+        outcomes: [ClientOutcome], milliseconds: Double
+    ) {
         var context = context
         Self.writeHostsFile(&context, scratch: scratch)
         let count = max(context.stepList.count, answers)
@@ -118,7 +126,11 @@ extension CommandClient {
         let r = await Self.runCommand(
             template.arguments(for: context), environment: context.environment, timeout: timeout, stdoutFile: out.path)
         if let e = r.launchError {
-            return (Array(repeating: ClientOutcome(claim: .refused, category: .other, detail: e, exitStatus: r.status), count: count), r.milliseconds)
+            return (
+                Array(
+                    repeating: ClientOutcome(claim: .refused, category: .other, detail: e, exitStatus: r.status),
+                    count: count), r.milliseconds
+            )
         }
         let lines = Self.answerLines(at: out.path, count: count)
         let stderr = r.stderrGist
@@ -131,14 +143,17 @@ extension CommandClient {
             } else if r.timedOut {
                 detail = "killed after \(timeout) (time limit) before it answered for step \(i + 1)"
             } else {
-                detail = "the command printed \(lines.count) answer line(s) for \(count) steps: none for step \(i + 1)"
+                detail =
+                    "the command printed \(lines.count) answer line(s) for \(count) steps: none for step \(i + 1)"
                     + (stderr.isEmpty ? "" : "; \(stderr)")
             }
             let accepted = line.map { $0 == "0" || $0.lowercased() == "accepted" } ?? false
-            outcomes.append(accepted
-                ? ClientOutcome(claim: .accepted, detail: detail, exitStatus: r.status)
-                : ClientOutcome(claim: .refused, category: line == nil && r.timedOut ? .timeout : nil, detail: detail,
-                                exitStatus: r.status))
+            outcomes.append(
+                accepted
+                    ? ClientOutcome(claim: .accepted, detail: detail, exitStatus: r.status)
+                    : ClientOutcome(
+                        claim: .refused, category: line == nil && r.timedOut ? .timeout : nil, detail: detail,
+                        exitStatus: r.status))
         }
         return (outcomes, r.milliseconds)
     }

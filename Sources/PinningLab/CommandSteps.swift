@@ -11,10 +11,12 @@ extension CheckRunner {
     static func commandStepsUnsupported(_ c: CommandClient, _ s: Scenario) -> String? {
         let count = s.steps.count
         guard c.template.usesSteps else {
-            return "this scenario is \(count) connections that share the client's TLS session cache; the command template names no step ({url.1} … {url.\(count)}), so it would run one process per connection and keep nothing between them: it is not judged here"
+            return
+                "this scenario is \(count) connections that share the client's TLS session cache; the command template names no step ({url.1} … {url.\(count)}), so it would run one process per connection and keep nothing between them: it is not judged here"
         }
         guard c.template.stepsNamed >= count else {
-            return "the command template names steps up to \(c.template.stepsNamed) ({url.\(c.template.stepsNamed)}); this scenario has \(count) connections"
+            return
+                "the command template names steps up to \(c.template.stepsNamed) ({url.\(c.template.stepsNamed)}); this scenario has \(count) connections"
         }
         return nil
     }
@@ -46,7 +48,11 @@ extension CheckRunner {
         let evidence = StepEvidence.assign(s, connections: connections, streams: streams)
         return plan.map { step in
             let i = step.number - 1
-            return (step, cell.judge(step, evidence: evidence[i], outcome: outcomes[i], clientMilliseconds: i == 0 ? milliseconds : 0))
+            return (
+                step,
+                cell.judge(
+                    step, evidence: evidence[i], outcome: outcomes[i], clientMilliseconds: i == 0 ? milliseconds : 0)
+            )
         }
     }
 }

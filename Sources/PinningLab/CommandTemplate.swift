@@ -1,8 +1,8 @@
 import Foundation
+import PinningLabBase
 import PinningLabCore
 public import PinningLabModel
 import PinningLabPKI
-import PinningLabBase
 
 /// Everything a command template can refer to in one cell. Built by the runner; every value is plain text.
 public struct CellContext: Sendable, Hashable {
@@ -147,11 +147,13 @@ public struct CellContext: Sendable, Hashable {
     /// in force) and `certpins` (hex). A one-connection cell has one step.
     public var stepsJSON: String {
         struct Entry: Encodable {
-            var step: Int, host: String, ip: String, port: Int, url: String, resolve: String, pins: [String], certpins: [String]
+            var step: Int, host: String, ip: String, port: Int, url: String, resolve: String, pins: [String],
+                certpins: [String]
         }
         let entries = stepList.map {
-            Entry(step: $0.step, host: $0.host, ip: $0.ip, port: $0.port, url: $0.url, resolve: $0.resolve,
-                  pins: $0.pins.map { Data($0).base64EncodedString() }, certpins: $0.certificatePins.map(\.hexString))
+            Entry(
+                step: $0.step, host: $0.host, ip: $0.ip, port: $0.port, url: $0.url, resolve: $0.resolve,
+                pins: $0.pins.map { Data($0).base64EncodedString() }, certpins: $0.certificatePins.map(\.hexString))
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -197,7 +199,9 @@ public struct StepContext: Sendable, Hashable {
     public var pins: [[UInt8]]
     public var certificatePins: [[UInt8]]
 
-    public init(step: Int, host: String, ip: String = "127.0.0.1", port: Int, pins: [[UInt8]], certificatePins: [[UInt8]]) {
+    public init(
+        step: Int, host: String, ip: String = "127.0.0.1", port: Int, pins: [[UInt8]], certificatePins: [[UInt8]]
+    ) {
         self.step = step
         self.host = host
         self.ip = ip
@@ -232,7 +236,8 @@ public struct StepContext: Sendable, Hashable {
 public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
     /// The placeholders, in the order the documentation lists them.
     public static let placeholders = [
-        "url", "host", "port", "ip", "resolve", "hosts.file", "ca", "pins", "pins.curl", "pins.okhttp", "pins.hex", "pins.domain", "pins.subdomains",
+        "url", "host", "port", "ip", "resolve", "hosts.file", "ca", "pins", "pins.curl", "pins.okhttp", "pins.hex",
+        "pins.domain", "pins.subdomains",
         "pins.okhttp.pattern", "certpins.hex",
         "client.cert", "client.key", "client.p12", "client.password", "scenario", "profile", "ocsp.url", "crl.url",
         "ech.config",
@@ -271,24 +276,31 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
     /// Parses and checks a template; unknown placeholders and empty templates are errors.
     public init(_ words: [String]) throws {
         guard let first = words.first, !first.isEmpty else {
-            throw CheckSetupError(.commandTemplate, problem: "the command template is empty.",
-                                       fix: "give the client command after `--`, e.g. `pinlab check -- curl -sf --cacert {ca} {url}`.")
+            throw CheckSetupError(
+                .commandTemplate, problem: "the command template is empty.",
+                fix: "give the client command after `--`, e.g. `pinlab check -- curl -sf --cacert {ca} {url}`.")
         }
         for (i, w) in words.enumerated() {
             for name in Self.names(in: w) where !Self.isKnown(name) {
                 let hint = suggestion(name, in: Self.placeholders).map { "Did you mean {\($0)}? " } ?? ""
                 throw CheckSetupError(
                     .commandTemplate, problem: "word \(i + 1) ('\(w)') uses the unknown placeholder {\(name)}.",
-                    fix: "\(hint)Placeholders: \(Self.placeholders.map { "{\($0)}" }.joined(separator: " ")); per connection of a scenario with steps: \(Self.stepPlaceholders.map { "{\($0).N}" }.joined(separator: " ")) (N = 1, 2, …).")
+                    fix:
+                        "\(hint)Placeholders: \(Self.placeholders.map { "{\($0)}" }.joined(separator: " ")); per connection of a scenario with steps: \(Self.stepPlaceholders.map { "{\($0).N}" }.joined(separator: " ")) (N = 1, 2, …)."
+                )
             }
             if let open = Self.unclosedPlaceholder(in: w) {
                 throw CheckSetupError(
-                    .commandTemplate, problem: "word \(i + 1) ('\(w)') opens the placeholder {\(open) without a closing brace.",
-                    fix: "write it as {\(suggestion(open, in: Self.placeholders) ?? open)}; placeholders: \(Self.placeholders.map { "{\($0)}" }.joined(separator: " ")).")
+                    .commandTemplate,
+                    problem: "word \(i + 1) ('\(w)') opens the placeholder {\(open) without a closing brace.",
+                    fix:
+                        "write it as {\(suggestion(open, in: Self.placeholders) ?? open)}; placeholders: \(Self.placeholders.map { "{\($0)}" }.joined(separator: " "))."
+                )
             }
             if w.hasPrefix("[") != w.hasSuffix("]") || (w == "[" || w == "]") {
                 throw CheckSetupError(
-                    .commandTemplate, problem: "word \(i + 1) ('\(w)') opens or closes an optional group without the other bracket.",
+                    .commandTemplate,
+                    problem: "word \(i + 1) ('\(w)') opens or closes an optional group without the other bracket.",
                     fix: "write an optional group as one quoted word: '[--pinnedpubkey {pins.curl}]'.")
             }
         }
@@ -321,7 +333,9 @@ public struct CommandTemplate: Sendable, Hashable, CustomStringConvertible {
     static func unclosedPlaceholder(in word: String) -> String? {
         guard let open = word.lastIndex(of: "{"), !word[open...].contains("}") else { return nil }
         let name = word[word.index(after: open)...]
-        guard !name.isEmpty, name.allSatisfy({ $0.isLowercase || $0 == "." || $0 == "-" || $0.isNumber }) else { return nil }
+        guard !name.isEmpty, name.allSatisfy({ $0.isLowercase || $0 == "." || $0 == "-" || $0.isNumber }) else {
+            return nil
+        }
         return placeholders.contains { $0.hasPrefix(name) || name.hasPrefix($0) } ? String(name) : nil
     }
 

@@ -1,8 +1,8 @@
 import Foundation
+import PinningLabBase
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
-import PinningLabBase
 
 /// Client credentials made once per key. The lock guards the dictionary only: the making runs outside it (two
 /// callers racing for the same key both make it, harmlessly: the files are written atomically and the PKCS#12 file

@@ -1,6 +1,6 @@
 import Foundation
-public import PinningLabPKI
 import PinningLabOpenSSL
+public import PinningLabPKI
 
 /// The forms one PKI identity can be exported in (`pinlab pki export --format`, the control API's
 /// `GET /identities/{name}?format=`).
@@ -49,7 +49,8 @@ extension LabPKI {
     /// The bytes of `identity` in `format`. PKCS#12 is built with OpenSSL under `password` (default: the lab's,
     /// ``LabPKI/pkcs12Password``); building it is a C call of a few tens of milliseconds, so async callers run this
     /// off Swift's cooperative pool.
-    public func export(_ identity: Identity, as format: IdentityExportFormat, password: String? = nil) throws -> [UInt8] {
+    public func export(_ identity: Identity, as format: IdentityExportFormat, password: String? = nil) throws -> [UInt8]
+    {
         let pem = { (ders: [[UInt8]]) in Array(PEM.encode(ders).utf8) }
         switch format {
         case .der: return identity.certificateDER

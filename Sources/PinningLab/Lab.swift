@@ -43,15 +43,19 @@ public enum Lab {
     /// Opens the lab PKI like ``pki(directory:seed:spec:)``, without blocking a thread of Swift's cooperative pool:
     /// the lock wait and any key generation run on a dedicated thread, and concurrent callers for the same folder
     /// share one opening.
-    public static func openPKI(directory: URL? = nil, seed: String? = nil, spec: PKISpec? = nil) async throws -> LabPKI {
+    public static func openPKI(directory: URL? = nil, seed: String? = nil, spec: PKISpec? = nil) async throws -> LabPKI
+    {
         let (key, open) = opener(directory: directory, seed: seed, spec: spec)
         return try await PKICache.shared.get(key, make: open)
     }
 
-    private static func opener(directory: URL?, seed: String?, spec: PKISpec?) -> (PKICache.Key, @Sendable () throws -> LabPKI) {
+    private static func opener(directory: URL?, seed: String?, spec: PKISpec?) -> (
+        PKICache.Key, @Sendable () throws -> LabPKI
+    ) {
         let options = libraryPKIOptions(directory: directory, seed: seed)
-        let key = PKICache.Key(directory: options.directory.standardizedFileURL.path, seed: seed,
-                               spec: spec?.fingerprint)
+        let key = PKICache.Key(
+            directory: options.directory.standardizedFileURL.path, seed: seed,
+            spec: spec?.fingerprint)
         return (key, { try LabPKI.open(spec: spec ?? builtInSpec(), options: options) })
     }
 
@@ -65,7 +69,11 @@ public enum Lab {
 /// tests pay for it once. The lock guards the table only: an opening runs outside it, and callers that arrive while
 /// one is under way wait for that one.
 final class PKICache: Sendable {
-    struct Key: Hashable { var directory: String; var seed: String?; var spec: String? }
+    struct Key: Hashable {
+        var directory: String
+        var seed: String?
+        var spec: String?
+    }
     static let shared = PKICache()
     static let freshFor: TimeInterval = 600
 
@@ -84,7 +92,10 @@ final class PKICache: Sendable {
         case .ready(let p, let at) where Date().timeIntervalSince(at) < Self.freshFor:
             return (p, false)
         case .opening(var waiters):
-            if let w = waiter { waiters.append(w); entries[key] = .opening(waiters) }
+            if let w = waiter {
+                waiters.append(w)
+                entries[key] = .opening(waiters)
+            }
             return (nil, false)
         default:
             entries[key] = .opening(waiter.map { [$0] } ?? [])
@@ -116,7 +127,10 @@ final class PKICache: Sendable {
         lock.lock()
         while true {
             let (p, claimed) = lookup(key, waiter: nil)
-            if let p { lock.unlock(); return p }
+            if let p {
+                lock.unlock()
+                return p
+            }
             if claimed { break }
             lock.wait()  // another caller is opening it
         }
@@ -132,7 +146,10 @@ final class PKICache: Sendable {
             lock.lock()
             let (p, claimed) = lookup(key, waiter: c)
             lock.unlock()
-            if let p { c.resume(returning: p); return }
+            if let p {
+                c.resume(returning: p)
+                return
+            }
             guard claimed else { return }  // resumed by the opening under way
             startThread(named: "pinlab.pki-open") { [self] in finish(key, Result { try make() }) }
         }

@@ -25,7 +25,9 @@ package func rssKiB() -> Int {
 }
 
 /// This process's threads (/proc/self/task).
-package func threadCount() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).count }
+package func threadCount() -> Int {
+    ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).count
+}
 
 /// This process's open descriptors (/proc/self/fd).
 package func fdCount() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count }

@@ -1,7 +1,7 @@
 package import Foundation
+import PinningLabBase
 package import PinningLabCore
 package import PinningLabPKI
-import PinningLabBase
 
 /// The lab's OCSP responder and CRL server: a small HTTP/1.1 server on loopback that answers what the lab's leaves
 /// name in their Authority Information Access (`http://ocsp.pinning.test/<issuer>`) and CRL distribution points
@@ -69,11 +69,14 @@ package final class RevocationResponder: Sendable {
     private static let maxRecorded = 10_000
 
     /// Binds `host:port` (port 0: a free one) and starts answering. `host` must be a loopback address.
-    package init(pki: LabPKI, behaviour: Behaviour = .init(), host: String = "127.0.0.1", port: Int = 0,
-                 readTimeout: Duration = .seconds(5), maxConnections: Int = 32) throws(TLSEngineError) {
+    package init(
+        pki: LabPKI, behaviour: Behaviour = .init(), host: String = "127.0.0.1", port: Int = 0,
+        readTimeout: Duration = .seconds(5), maxConnections: Int = 32
+    ) throws(TLSEngineError) {
         guard Sockets.isLoopback(host) else {
-            throw TLSEngineError(.invalidConfiguration,
-                                 "the revocation responder binds loopback only, not '\(host)': use 127.0.0.1 or ::1")
+            throw TLSEngineError(
+                .invalidConfiguration,
+                "the revocation responder binds loopback only, not '\(host)': use 127.0.0.1 or ::1")
         }
         let service = Service(pki: pki, behaviour: behaviour)
         let boundPort = Locked(0)  // known once started; no client can know the port before
@@ -84,13 +87,16 @@ package final class RevocationResponder: Sendable {
         let server = try SmallHTTPServer(
             host: host, port: port, limits: limits, rewriteHead: { Self.originForm($0) },
             handler: { request in
-                if let refusal = Self.webRefusal(request.head, port: boundPort.withLock { $0 }) { return refusal.response }
+                if let refusal = Self.webRefusal(request.head, port: boundPort.withLock { $0 }) {
+                    return refusal.response
+                }
                 return service.answer(request.head, body: Array(request.body)).response
             },
             refusal: { refusal in
                 if let head = refusal.head {
-                    service.record(head, kind: head.method == "POST" ? .ocsp : .other, serial: nil, subject: nil,
-                                   status: refusal.status, answer: nil)
+                    service.record(
+                        head, kind: head.method == "POST" ? .ocsp : .other, serial: nil, subject: nil,
+                        status: refusal.status, answer: nil)
                 }
                 return Answer(refusal.status, "\(refusal.reason) Fix: \(refusal.fix)").response
             })
@@ -121,14 +127,18 @@ package final class RevocationResponder: Sendable {
     /// 403 for what a web page sends and a revocation client does not (see the type's documentation); nil to answer.
     fileprivate static func webRefusal(_ head: HTTPRequestHead, port: Int) -> Answer? {
         if !head.values("origin").isEmpty {
-            return Answer(403, "requests from a web origin are refused: OCSP and CRL clients send no Origin. Fix: fetch the URL with a TLS client or a tool (curl, openssl ocsp).")
+            return Answer(
+                403,
+                "requests from a web origin are refused: OCSP and CRL clients send no Origin. Fix: fetch the URL with a TLS client or a tool (curl, openssl ocsp)."
+            )
         }
         let hosts = head.values("host")
         guard let host = hosts.first else { return nil }
         var name = Substring(host.trimmingCharacters(in: .whitespaces).lowercased())
         var givenPort: Substring?
         if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
-            let rest = name[name.index(after: close)...], inner = name[name.index(after: name.startIndex)..<close]
+            let rest = name[name.index(after: close)...]
+            let inner = name[name.index(after: name.startIndex)..<close]
             if rest.isEmpty || rest.hasPrefix(":") {
                 givenPort = rest.isEmpty ? nil : rest.dropFirst()
                 name = inner
@@ -141,7 +151,10 @@ package final class RevocationResponder: Sendable {
         }
         let portOK = givenPort.map { $0 == "80" || $0 == String(port) } ?? true
         guard hosts.count == 1, servedHosts.contains(String(name)), portOK else {
-            return Answer(403, "Host '\(hosts.joined(separator: ", ").prefix(200))' is not served (DNS rebinding protection): this responder answers requests for ocsp.pinning.test, crl.pinning.test, localhost or a loopback address, on port \(port), 80 or none. Fix: use the URL the certificate names, or http://127.0.0.1:\(port)/.")
+            return Answer(
+                403,
+                "Host '\(hosts.joined(separator: ", ").prefix(200))' is not served (DNS rebinding protection): this responder answers requests for ocsp.pinning.test, crl.pinning.test, localhost or a loopback address, on port \(port), 80 or none. Fix: use the URL the certificate names, or http://127.0.0.1:\(port)/."
+            )
         }
         return nil
     }
@@ -160,7 +173,9 @@ package final class RevocationResponder: Sendable {
             self.body = body
         }
         var response: SmallHTTPServer.Response {
-            .init(status: status, headers: [("Content-Type", contentType), ("Cache-Control", "no-store")], body: Data(body))
+            .init(
+                status: status, headers: [("Content-Type", contentType), ("Cache-Control", "no-store")],
+                body: Data(body))
         }
     }
 
@@ -186,7 +201,9 @@ package final class RevocationResponder: Sendable {
             case "GET", "HEAD":
                 if segments.count == 1, segments[0].hasSuffix(".crl") {
                     let issuer = String(segments[0].dropLast(4))
-                    guard let ca = pki[issuer], ca.role.isCA, let crl = try? pki.crl(issuer: issuer, options: behaviour.crl) else {
+                    guard let ca = pki[issuer], ca.role.isCA,
+                        let crl = try? pki.crl(issuer: issuer, options: behaviour.crl)
+                    else {
                         record(head, kind: .crl, serial: nil, subject: nil, status: 404, answer: nil)
                         return Answer(404, "no CRL at \(path): the lab's CAs publish theirs at /<issuer>.crl")
                     }
@@ -199,12 +216,17 @@ package final class RevocationResponder: Sendable {
                 if segments.count > 1 { candidates.append(segments.dropFirst().joined(separator: "/")) }
                 candidates.append(segments.joined(separator: "/"))
                 for candidate in candidates {
-                    guard let decoded = candidate.removingPercentEncoding, let der = RevocationResponder.base64(decoded),
-                          (try? OCSPRequestReader.certificates(in: der)) != nil else { continue }
+                    guard let decoded = candidate.removingPercentEncoding,
+                        let der = RevocationResponder.base64(decoded),
+                        (try? OCSPRequestReader.certificates(in: der)) != nil
+                    else { continue }
                     return ocsp(head, request: der)
                 }
                 record(head, kind: .other, serial: nil, subject: nil, status: 404, answer: nil)
-                return Answer(404, "nothing at \(path): OCSP is POST /<issuer> or GET /<issuer>/<base64 request>; CRLs GET /<issuer>.crl")
+                return Answer(
+                    404,
+                    "nothing at \(path): OCSP is POST /<issuer> or GET /<issuer>/<base64 request>; CRLs GET /<issuer>.crl"
+                )
             default:
                 record(head, kind: .other, serial: nil, subject: nil, status: 405, answer: nil)
                 return Answer(405, "\(head.method) is not answered: use POST (OCSP) or GET (OCSP, CRLs)")
@@ -218,8 +240,10 @@ package final class RevocationResponder: Sendable {
             return Answer(status: status, contentType: "application/ocsp-response", body: a.response)
         }
 
-        func record(_ head: HTTPRequestHead, kind: RevocationResponder.Request.Kind, serial: String?, subject: String?,
-                    status: Int, answer: String?) {
+        func record(
+            _ head: HTTPRequestHead, kind: RevocationResponder.Request.Kind, serial: String?, subject: String?,
+            status: Int, answer: String?
+        ) {
             let r = RevocationResponder.Request(
                 time: Date(), method: head.method, path: String(head.path.prefix(256)), kind: kind, serialHex: serial,
                 subject: subject, status: status, answer: answer)
@@ -242,7 +266,9 @@ package final class RevocationResponder: Sendable {
         guard let targetEnd = head[targetStart..<lineEnd].firstIndex(of: 0x20) else { return Array(head) }
         let target = String(decoding: head[targetStart..<targetEnd], as: UTF8.self)
         let scheme = "http://"
-        guard target.count > scheme.count, target.prefix(scheme.count).lowercased() == scheme else { return Array(head) }
+        guard target.count > scheme.count, target.prefix(scheme.count).lowercased() == scheme else {
+            return Array(head)
+        }
         let rest = target.dropFirst(scheme.count)
         let authority = rest.prefix { $0 != "/" && $0 != "?" }
         var host = Substring(authority.lowercased())

@@ -59,7 +59,9 @@ public final class ScenarioServer: Sendable {
 
     /// The running server, for the control API (which starts only servers an engine can serve).
     package var running: FixtureServer {
-        guard let server else { preconditionFailure("the \(engine) server of \(scenario.id) did not start: \(unsupportedReason ?? "")") }
+        guard let server else {
+            preconditionFailure("the \(engine) server of \(scenario.id) did not start: \(unsupportedReason ?? "")")
+        }
         return server
     }
 
@@ -68,7 +70,8 @@ public final class ScenarioServer: Sendable {
 
     /// The cell this server serves under `profile`, for a client on `platform` that declares `checks`.
     public func cell(
-        _ profile: PinProfile, client: String = "client", checks: ClientChecks = .undeclared, platform: PlatformPolicy? = nil
+        _ profile: PinProfile, client: String = "client", checks: ClientChecks = .undeclared,
+        platform: PlatformPolicy? = nil
     ) -> Cell {
         Cell(scenario: scenario, profile: profile, engine: engine, client: client, platform: platform, checks: checks)
     }
@@ -142,7 +145,11 @@ public final class ScenarioServer: Sendable {
     }
 
     /// Runs `connect` (which should make one client connection to `url` holding `pins(profile)`) and judges it.
-    @available(*, deprecated, message: "take the target: server.verdict(profile) { target in … } hands the client the pins in force for the host it asks for and the address to connect to")
+    @available(
+        *, deprecated,
+        message:
+            "take the target: server.verdict(profile) { target in … } hands the client the pins in force for the host it asks for and the address to connect to"
+    )
     public func verdict(
         _ profile: PinProfile, client: String = "client", _ connect: () async throws -> Void
     ) async -> Verdict {
@@ -163,7 +170,8 @@ public final class ScenarioServer: Sendable {
     private func execute(_ cell: Cell, _ client: CellClient) async -> Verdict {
         if let unsupportedReason { return cell.notRun(.unsupported, unsupportedReason) }
         if cell.isMultiStep {
-            return await runner.runSteps(cell, engine: tlsEngine, client: client, timeout: Self.clientTimeout, files: files)
+            return await runner.runSteps(
+                cell, engine: tlsEngine, client: client, timeout: Self.clientTimeout, files: files)
         }
         return await runner.runConnection(cell, on: running, client: client, timeout: Self.clientTimeout, files: files)
     }
@@ -186,7 +194,8 @@ extension CheckRunner {
         _ scenarioID: String, engine: any TLSEngine = Engines.openssl, workDirectory: URL,
         options: FixtureServer.Options = .init()
     ) async throws -> ScenarioServer {
-        try await startServer(scenarioID, engine: engine, workDirectory: workDirectory, options: options, unsupported: .throwing)
+        try await startServer(
+            scenarioID, engine: engine, workDirectory: workDirectory, options: options, unsupported: .throwing)
     }
 
     /// What ``startServer(_:engine:workDirectory:options:unsupported:)`` does with a scenario the engine cannot serve.
@@ -213,7 +222,8 @@ extension CheckRunner {
         do {
             let files = try CellFiles(pki: pki, directory: workDirectory)
             try await files.prepareCredentials(for: s)  // off the cooperative pool: it may wait for the PKI's lock
-            return try ScenarioServer(scenario: s, server: server, unsupportedReason: reason, engine: engine, runner: self, files: files)
+            return try ScenarioServer(
+                scenario: s, server: server, unsupportedReason: reason, engine: engine, runner: self, files: files)
         } catch {
             await server?.stop()
             throw error

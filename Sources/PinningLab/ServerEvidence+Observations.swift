@@ -37,8 +37,9 @@ extension ServerEvidence {
         let observations = recorded.sorted { $0.id < $1.id }
         guard let offer = observations.firstIndex(where: { $0.echOffered == true }) else { return }
         let outer = observations[offer].serverName
-        echClearFallback = observations[(offer + 1)...].first {
-            $0.echOffered == false && $0.serverName != nil && $0.serverName != outer
-        }?.serverName
+        echClearFallback =
+            observations[(offer + 1)...].first {
+                $0.echOffered == false && $0.serverName != nil && $0.serverName != outer
+            }?.serverName
     }
 }

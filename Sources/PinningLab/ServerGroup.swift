@@ -1,7 +1,7 @@
 public import Foundation
+import PinningLabBase
 import PinningLabCore
 public import PinningLabPKI
-import PinningLabBase
 
 /// One server to start for `pinlab serve`: an id (identity or scenario), what it presents, what a client should
 /// trust and which certificates are worth pinning.
@@ -156,4 +156,3 @@ public final class FixtureServerGroup: Sendable {
         for s in servers { await s.stop() }
     }
 }
-

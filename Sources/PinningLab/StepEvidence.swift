@@ -23,8 +23,11 @@ package enum StepEvidence {
 
     /// The evidence of a request that arrived as stream `s`; `connection` is the observation of the connection it
     /// rode on (nil while that connection is still open), `openedEarlier` whether an earlier step opened it.
-    package static func stream(_ s: ObservedHTTP2Stream, connection o: Observation?, openedEarlier: Bool) -> ServerEvidence {
-        let line = "\(s.stream.method ?? "GET") \(s.stream.path ?? "/") HTTP/2 (:authority \(s.stream.authority ?? "?"), stream \(s.stream.id) on connection \(s.connection)"
+    package static func stream(_ s: ObservedHTTP2Stream, connection o: Observation?, openedEarlier: Bool)
+        -> ServerEvidence
+    {
+        let line =
+            "\(s.stream.method ?? "GET") \(s.stream.path ?? "/") HTTP/2 (:authority \(s.stream.authority ?? "?"), stream \(s.stream.id) on connection \(s.connection)"
             + (openedEarlier ? ", opened in an earlier step with SNI \(s.serverName ?? "none")" : "") + ")"
         return ServerEvidence(
             connected: true, handshakeCompleted: true, applicationDataReceived: true, requestLine: line,
@@ -46,7 +49,8 @@ package enum StepEvidence {
         let claimed: [ObservedHTTP2Stream?] = s.steps.map { step in
             let wanted = PinScope.normalizedHost(step.host)
             let stream = (streams[step.party] ?? []).first {
-                !takenStreams[step.party, default: []].contains($0.sequence) && host(ofAuthority: $0.stream.authority) == wanted
+                !takenStreams[step.party, default: []].contains($0.sequence)
+                    && host(ofAuthority: $0.stream.authority) == wanted
             }
             if let stream { takenStreams[step.party, default: []].insert(stream.sequence) }
             return stream
@@ -62,7 +66,8 @@ package enum StepEvidence {
             if let stream {
                 let earlier = opened[party, default: []].contains(stream.connection)
                 opened[party, default: []].insert(stream.connection)
-                return Self.stream(stream, connection: list.first { $0.id == stream.connection }, openedEarlier: earlier)
+                return Self.stream(
+                    stream, connection: list.first { $0.id == stream.connection }, openedEarlier: earlier)
             }
             guard let next = list.first(where: { !takenConnections[party, default: []].contains($0.id) }) else {
                 return .noConnection

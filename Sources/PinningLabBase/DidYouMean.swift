@@ -16,7 +16,8 @@ package func suggestion(_ word: String, in candidates: some Sequence<String>) ->
 
 /// Levenshtein distance between two words (for "did you mean" hints in spec and scenario errors).
 package func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a), b = Array(b)
+    let a = Array(a)
+    let b = Array(b)
     if a.isEmpty { return b.count }
     if b.isEmpty { return a.count }
     var prev = Array(0...b.count)
@@ -36,7 +37,8 @@ package func editDistance(_ a: String, _ b: String) -> Int {
 package func didYouMean(_ word: String, _ candidates: some Sequence<String>) -> String {
     let family = candidates.filter { $0.lowercased().hasPrefix(word.lowercased() + "-") }
     if family.count > 4 {
-        return "did you mean \(family.prefix(3).map { "'\($0)'" }.joined(separator: ", ")), … (\(family.count) names start with '\(word)-')?"
+        return
+            "did you mean \(family.prefix(3).map { "'\($0)'" }.joined(separator: ", ")), … (\(family.count) names start with '\(word)-')?"
     }
     if family.count > 1 {
         let quoted = family.map { "'\($0)'" }

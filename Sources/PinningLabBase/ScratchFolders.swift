@@ -1,6 +1,5 @@
 package import Foundation
 
-
 /// The temporary folders of this process's runs (trust files, client certificates and their private keys, a
 /// client's output): each is made through ``make(_:)``, removed by ``remove(_:)`` when its run ends, and all that
 /// are still there are removed by ``removeAll()``, which `pinlab` calls on SIGINT and SIGTERM before it exits, so
@@ -24,19 +23,26 @@ package enum ScratchFolders {
     /// process's, and registers it.
     package static func make(_ prefix: String) throws -> URL {
         let base = FileManager.default.temporaryDirectory
-        if swept.withLock({ done in defer { done = true }; return !done }) { removeAbandoned(in: base) }
+        if swept.withLock({ done in
+            defer { done = true }
+            return !done
+        }) {
+            removeAbandoned(in: base)
+        }
         let name = "\(prefix)-\(getpid())-\(UUID().uuidString.prefix(8))"
         // Made and locked under a name no sweep matches, then renamed: a sweep never sees it unlocked.
         let staging = base.appendingPathComponent(".\(name).new")
         let dir = base.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: staging, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let fd = open(staging.appendingPathComponent(lockName).path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0, rename(staging.path, dir.path) == 0 else {
             let reason = String(cString: strerror(errno))
             if fd >= 0 { close(fd) }
             try? FileManager.default.removeItem(at: staging)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: dir.path, NSLocalizedDescriptionKey: reason])
+            throw CocoaError(
+                .fileWriteUnknown, userInfo: [NSFilePathErrorKey: dir.path, NSLocalizedDescriptionKey: reason])
         }
         live.withLock { $0[dir.path] = fd }
         return dir
@@ -68,7 +74,11 @@ package enum ScratchFolders {
         let renamed = url.deletingLastPathComponent().appendingPathComponent("pinlab-discarded-\(parts)").path
         let target = rename(path, renamed) == 0 ? renamed : path
         for _ in 0..<20 {
-            if (try? FileManager.default.removeItem(atPath: target)) != nil || !FileManager.default.fileExists(atPath: target) { return }
+            if (try? FileManager.default.removeItem(atPath: target)) != nil
+                || !FileManager.default.fileExists(atPath: target)
+            {
+                return
+            }
             usleep(5_000)
         }
     }
@@ -86,7 +96,8 @@ package enum ScratchFolders {
         for name in names where sweptPrefixes.contains(where: { name.hasPrefix($0) }) {
             let parts = name.split(separator: "-", omittingEmptySubsequences: false).suffix(2)
             guard parts.count == 2, !parts.first!.isEmpty, parts.first!.allSatisfy(\.isNumber), parts.last!.count == 8,
-                  name.count > parts.first!.count + 10 else { continue }
+                name.count > parts.first!.count + 10
+            else { continue }
             let dir = base.appendingPathComponent(name)
             // `$TMPDIR` may be shared (/tmp): only a real folder of this user's, never a link someone put there.
             var st = stat()

@@ -33,17 +33,19 @@ package struct YAMLReader {
         do {
             return try Yams.compose(yaml: text, .basic)
         } catch let error as YamlError {
-            let fix = "check indentation and quoting (a value containing ': ' or starting with '[', '{', '*' or '&' "
+            let fix =
+                "check indentation and quoting (a value containing ': ' or starting with '[', '{', '*' or '&' "
                 + "must be quoted)."
             switch error {
-            case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _),
-                 let .composer(context, problem, mark, _):
+            case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+                .composer(let context, let problem, let mark, _):
                 let ctx = context.map { " (\($0.text))" } ?? ""
                 throw raise(.syntax, mark.line, mark.column, "", "invalid YAML: \(problem)\(ctx).", fix)
-            case let .duplicatedKeysInMapping(duplicates, context):
+            case .duplicatedKeysInMapping(let duplicates, let context):
                 let keys = duplicates.map { "'\($0)'" }.joined(separator: ", ")
-                throw raise(.duplicateKeys, context.mark.line, context.mark.column, "",
-                            "the key(s) \(keys) appear more than once in the same mapping.", "keep one of each key.")
+                throw raise(
+                    .duplicateKeys, context.mark.line, context.mark.column, "",
+                    "the key(s) \(keys) appear more than once in the same mapping.", "keep one of each key.")
             default:
                 throw raise(.syntax, nil, nil, "", "invalid YAML: \(error).", fix)
             }
@@ -72,17 +74,20 @@ package struct YAMLReader {
     ) throws -> Node.Mapping {
         guard let m = node.mapping else {
             let what = field.isEmpty ? "the file" : "`\(field)`"
-            throw fail(.notAMapping, node, field, "expected a mapping of `key: value` lines, found \(Self.describe(node)).",
-                       fix: fix() ?? allowed.map { "write the fields \($0.joined(separator: ", ")) indented under \(what)." }
-                           ?? "write `key: value` lines indented under \(what).")
+            throw fail(
+                .notAMapping, node, field, "expected a mapping of `key: value` lines, found \(Self.describe(node)).",
+                fix: fix() ?? allowed.map { "write the fields \($0.joined(separator: ", ")) indented under \(what)." }
+                    ?? "write `key: value` lines indented under \(what).")
         }
         if let allowed {
             for (k, _) in m {
                 let name = k.string ?? ""
                 guard allowed.contains(name) else {
                     let hint = didYouMean(name, allowed)
-                    throw fail(.unknownField, k, Self.path(field, name), "unknown field '\(name)'.",
-                               fix: "\(hint.isEmpty ? "" : hint + " ")Fields allowed here: \(allowed.joined(separator: ", ")).")
+                    throw fail(
+                        .unknownField, k, Self.path(field, name), "unknown field '\(name)'.",
+                        fix: "\(hint.isEmpty ? "" : hint + " ")Fields allowed here: \(allowed.joined(separator: ", "))."
+                    )
                 }
             }
         }
@@ -94,7 +99,8 @@ package struct YAMLReader {
         _ m: Node.Mapping, _ key: String, in parent: Node, _ field: String, fix: @autoclosure () -> String
     ) throws -> Node {
         guard let v = m[key] else {
-            throw fail(.missingField, parent, Self.path(field, key), "the required field '\(key)' is missing.", fix: fix())
+            throw fail(
+                .missingField, parent, Self.path(field, key), "the required field '\(key)' is missing.", fix: fix())
         }
         return v
     }
@@ -102,7 +108,8 @@ package struct YAMLReader {
     /// A single value.
     package func string(_ node: Node, _ field: String, fix: @autoclosure () -> String) throws -> String {
         guard case .scalar(let s) = node else {
-            throw fail(.wrongType, node, field, "expected a single text value, found \(Self.describe(node)).", fix: fix())
+            throw fail(
+                .wrongType, node, field, "expected a single text value, found \(Self.describe(node)).", fix: fix())
         }
         return s.string
     }
@@ -116,8 +123,9 @@ package struct YAMLReader {
             if case .scalar(let s) = node {
                 if singleAllowed { return [(s.string, node)] }
                 if !s.string.isEmpty {
-                    throw fail(.wrongType, node, field, "expected a list, found the single value '\(Self.excerpt(s.string))'.",
-                               fix: "write it as a list: [\(Self.excerpt(s.string))]. \(fix())")
+                    throw fail(
+                        .wrongType, node, field, "expected a list, found the single value '\(Self.excerpt(s.string))'.",
+                        fix: "write it as a list: [\(Self.excerpt(s.string))]. \(fix())")
                 }
             }
             throw fail(.wrongType, node, field, "expected a list, found \(Self.describe(node)).", fix: fix())

@@ -1,7 +1,7 @@
 import Foundation
 import PinningLab
-import PinningLabCore
 import PinningLabBase
+import PinningLabCore
 import PinningLabPKI  // Locked
 
 /// The control API's routes and handlers, independent of the HTTP server that carries them.
@@ -46,10 +46,12 @@ final class ControlAPI: Sendable {
         self.runner = CheckRunner(pki: pki, catalogue: catalogue)
         self.index = IdentityIndex(pki)
         self.openAPIDocument = openAPIDocument
-        devices = DeviceQueues(catalogue: catalogue, pki: pki, registry: registry, runner: runner, index: index,
-                               folder: pki.directory.appendingPathComponent("control/queues", isDirectory: true))
+        devices = DeviceQueues(
+            catalogue: catalogue, pki: pki, registry: registry, runner: runner, index: index,
+            folder: pki.directory.appendingPathComponent("control/queues", isDirectory: true))
         let source = liveSource
-        live = LiveRoutes(feed: Self.liveFeed(registry: registry, catalogue: catalogue, index: index) { source.withLock { $0 } })
+        live = LiveRoutes(
+            feed: Self.liveFeed(registry: registry, catalogue: catalogue, index: index) { source.withLock { $0 } })
     }
 
     var routes: [Route] {
@@ -79,14 +81,16 @@ final class ControlAPI: Sendable {
             Route(method: "DELETE", path: "/servers/{id}") { [self] r throws(ControlError) in
                 .json(ServerView(try await registry.stop(r.parameter("id")), index: index))
             },
-            Route(method: "POST", path: "/servers/{id}/rotate") { [self] r throws(ControlError) in try await rotate(r) },
+            Route(method: "POST", path: "/servers/{id}/rotate") { [self] r throws(ControlError) in try await rotate(r)
+            },
             Route(method: "GET", path: "/servers/{id}/observations") { [self] r throws(ControlError) in
                 try await observations(r)
             },
             Route(method: "POST", path: "/batch") { [self] r throws(ControlError) in try await startBatch(r) },
             Route(method: "DELETE", path: "/batch/{id}") { [self] r throws(ControlError) in
                 let stopped = try await registry.stopBatch(r.parameter("id"))
-                return .json(StoppedBatchView(batch: r.parameter("id"), servers: stopped.map { ServerView($0, index: index) }))
+                return .json(
+                    StoppedBatchView(batch: r.parameter("id"), servers: stopped.map { ServerView($0, index: index) }))
             },
         ] + live.routes + deviceQueueRoutes
     }
@@ -94,8 +98,10 @@ final class ControlAPI: Sendable {
     // MARK: - Handlers
 
     func health() async -> ControlReply {
-        .json(HealthView(engines: Engines.names, scenarios: catalogue.scenarios.count,
-                         servers: await registry.all.count, pkiDirectory: pki.directory.path))
+        .json(
+            HealthView(
+                engines: Engines.names, scenarios: catalogue.scenarios.count,
+                servers: await registry.all.count, pkiDirectory: pki.directory.path))
     }
 
     func scenarios(_ r: ControlRequest) throws(ControlError) -> ControlReply {
@@ -106,7 +112,9 @@ final class ControlAPI: Sendable {
 
     func scenario(_ id: String, field: String = "id") throws(ControlError) -> Scenario {
         guard let s = catalogue[id] else {
-            throw .notFound(field, "no scenario has the id '\(id)'.", fix: "GET /scenarios lists all \(catalogue.scenarios.count) ids.")
+            throw .notFound(
+                field, "no scenario has the id '\(id)'.",
+                fix: "GET /scenarios lists all \(catalogue.scenarios.count) ids.")
         }
         return s
     }
@@ -121,8 +129,9 @@ final class ControlAPI: Sendable {
     func scenarioPins(_ r: ControlRequest) throws(ControlError) -> ControlReply {
         let s = try scenario(r.parameter("id"))
         guard let profileName = r.query["profile"] else {
-            throw .badRequest("profile", "the query parameter 'profile' is missing.",
-                              fix: "add ?profile= one of \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
+            throw .badRequest(
+                "profile", "the query parameter 'profile' is missing.",
+                fix: "add ?profile= one of \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
         }
         let profileNames = PinProfile.all.map(\.rawValue)
         _ = try r.choice("profile", profileNames, default: profileName)
@@ -131,10 +140,14 @@ final class ControlAPI: Sendable {
         do {
             if format == PinFormat.json.rawValue {
                 let entries = try s.pinEntries(for: profile, in: pki)
-                return .json(ScenarioPinsView(
-                    scenario: s.id, profile: profile.rawValue, expect: s.expected(profile).rawValue,
-                    pins: entries.map { PinView(identity: $0.identity, key: $0.keyName, kind: $0.kind.rawValue,
-                                                base64: $0.base64, hex: $0.hex) }))
+                return .json(
+                    ScenarioPinsView(
+                        scenario: s.id, profile: profile.rawValue, expect: s.expected(profile).rawValue,
+                        pins: entries.map {
+                            PinView(
+                                identity: $0.identity, key: $0.keyName, kind: $0.kind.rawValue,
+                                base64: $0.base64, hex: $0.hex)
+                        }))
             }
             if profile.pinsCertificates {
                 throw ControlError.badRequest(
@@ -151,10 +164,14 @@ final class ControlAPI: Sendable {
 
     func pins(_ r: ControlRequest) throws(ControlError) -> ControlReply {
         let format = try r.choice("format", PinFormat.all.map(\.rawValue), default: PinFormat.json.rawValue)
-        let names = (r.query["names"] ?? "leaf-v1,leaf-v3-rekey").split(separator: ",", omittingEmptySubsequences: false)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+        let names = (r.query["names"] ?? "leaf-v1,leaf-v3-rekey").split(
+            separator: ",", omittingEmptySubsequences: false
+        )
+        .map { $0.trimmingCharacters(in: .whitespaces) }
         guard !names.contains(where: \.isEmpty) else {
-            throw .badRequest("names", "'names' holds an empty name.", fix: "names=leaf-v1,leaf-v3-rekey (comma-separated, no empty entries).")
+            throw .badRequest(
+                "names", "'names' holds an empty name.",
+                fix: "names=leaf-v1,leaf-v3-rekey (comma-separated, no empty entries).")
         }
         var ids: [Identity] = []
         for n in names { ids.append(try identityNamed(n, field: "names")) }
@@ -168,22 +185,26 @@ final class ControlAPI: Sendable {
         var roots: [Identity] = []
         for name in profile.roots {
             guard let id = pki[name], id.role == .root else {
-                throw .notFound("profile", "'\(profile)' is not a trust profile: '\(name)' is not a root of the lab PKI.",
-                                fix: "use lab-root or lab-root+proxy-root (roots joined by '+'); GET /identities lists the roots.")
+                throw .notFound(
+                    "profile", "'\(profile)' is not a trust profile: '\(name)' is not a root of the lab PKI.",
+                    fix: "use lab-root or lab-root+proxy-root (roots joined by '+'); GET /identities lists the roots.")
             }
             // A root to install on a device: never one whose key a seed reveals and that could vouch for any site.
             do { try pki.checkInstallable(id) } catch {
-                throw ControlError(409, field: "profile", "'\(name)' is not handed out for installation: \(error)",
-                                   fix: "re-key it: pinlab pki proxy-root --rekey --dir \(pki.directory.path)")
+                throw ControlError(
+                    409, field: "profile", "'\(name)' is not handed out for installation: \(error)",
+                    fix: "re-key it: pinlab pki proxy-root --rekey --dir \(pki.directory.path)")
             }
             roots.append(id)
         }
         if format == "der" {
             guard roots.count == 1 else {
-                throw .badRequest("format", "DER holds one certificate and '\(profile)' has \(roots.count) roots.",
-                                  fix: "use format=pem, or fetch each root: GET /trust/lab-root?format=der.")
+                throw .badRequest(
+                    "format", "DER holds one certificate and '\(profile)' has \(roots.count) roots.",
+                    fix: "use format=pem, or fetch each root: GET /trust/lab-root?format=der.")
             }
-            return ControlReply(status: 200, contentType: IdentityExportFormat.der.mediaType, body: Data(roots[0].certificateDER))
+            return ControlReply(
+                status: 200, contentType: IdentityExportFormat.der.mediaType, body: Data(roots[0].certificateDER))
         }
         return .text(PEM.encode(roots.map(\.certificateDER)), contentType: IdentityExportFormat.pem.mediaType)
     }
@@ -193,22 +214,27 @@ final class ControlAPI: Sendable {
         let formatName = try r.choice("format", IdentityExportFormat.all.map(\.rawValue), default: "pem")
         let format = IdentityExportFormat(rawValue: formatName)
         if format.isSecret && !(id.role == .leaf || id.role == .client) {
-            throw .badRequest("format", "'\(id.name)' is \(id.role.withArticle): its key is not handed out.",
-                              fix: "keys and PKCS#12 files are served for leaf and client identities only.")
+            throw .badRequest(
+                "format", "'\(id.name)' is \(id.role.withArticle): its key is not handed out.",
+                fix: "keys and PKCS#12 files are served for leaf and client identities only.")
         }
         let password = r.query["password"]
         if let password, password.isEmpty || password.count > 128 {
-            throw .badRequest("password", "the PKCS#12 password must have 1 to 128 characters.",
-                              fix: "leave it out for the lab's password, 'pinninglab'.")
+            throw .badRequest(
+                "password", "the PKCS#12 password must have 1 to 128 characters.",
+                fix: "leave it out for the lab's password, 'pinninglab'.")
         }
         if password != nil && format != .p12 {
-            throw .badRequest("password", "'password' applies to format=p12 only.", fix: "add format=p12 or drop password.")
+            throw .badRequest(
+                "password", "'password' applies to format=p12 only.", fix: "add format=p12 or drop password.")
         }
         let pki = self.pki
         let bytes: [UInt8]
         do {
             // PKCS#12 encryption is a C call of tens of milliseconds: off the cooperative pool.
-            bytes = try await onDedicatedThread(named: "pinlab.ctl.block") { Result { try pki.export(id, as: format, password: password) } }.get()
+            bytes = try await onDedicatedThread(named: "pinlab.ctl.block") {
+                Result { try pki.export(id, as: format, password: password) }
+            }.get()
         } catch {
             throw ControlError(500, field: nil, "'\(id.name)' could not be exported as \(format): \(error)")
         }
@@ -225,8 +251,9 @@ final class ControlAPI: Sendable {
         let s = try scenario(scenarioID, field: "scenario")
         let engineName = try ControlRequest.string(body, "engine", required: true, example: "gnutls") ?? ""
         guard let engine = Engines.engine(named: engineName) else {
-            throw .notFound("engine", "there is no engine named '\(engineName)'.",
-                            fix: "use one of: \(Engines.names.joined(separator: ", ")).")
+            throw .notFound(
+                "engine", "there is no engine named '\(engineName)'.",
+                fix: "use one of: \(Engines.names.joined(separator: ", ")).")
         }
         let entry = try await registry.start(scenario: s.id, engine: engine)
         var reply = ControlReply.json(ServerView(entry, index: index), status: 201)
@@ -238,11 +265,14 @@ final class ControlAPI: Sendable {
         let entry = try await registry.entry(r.parameter("id"))
         let body = try r.jsonObject(allowed: ["identity", "chain", "party"])
         let identityName = try ControlRequest.string(body, "identity", required: false, example: "leaf-v1")
-        let target = try entry.server(party: try ControlRequest.string(body, "party", required: false, example: "genuine"))
-        let chainNames = try ControlRequest.strings(body, "chain", maxCount: 10, example: "[\"leaf-v1\", \"lab-intermediate-a\"]")
+        let target = try entry.server(
+            party: try ControlRequest.string(body, "party", required: false, example: "genuine"))
+        let chainNames = try ControlRequest.strings(
+            body, "chain", maxCount: 10, example: "[\"leaf-v1\", \"lab-intermediate-a\"]")
         guard let keyName = identityName ?? chainNames?.first else {
-            throw .badRequest("identity", "give 'identity' (its key and usual chain), 'chain' (the exact chain), or both.",
-                              fix: "e.g. {\"identity\": \"leaf-v1\"}.")
+            throw .badRequest(
+                "identity", "give 'identity' (its key and usual chain), 'chain' (the exact chain), or both.",
+                fix: "e.g. {\"identity\": \"leaf-v1\"}.")
         }
         let key = try identityNamed(keyName, field: identityName == nil ? "chain" : "identity")
         var chain: [[UInt8]]? = nil
@@ -250,8 +280,9 @@ final class ControlAPI: Sendable {
             var ders: [[UInt8]] = []
             for n in chainNames { ders.append(try identityNamed(n, field: "chain").certificateDER) }
             guard chainNames.contains(key.name) else {
-                throw .badRequest("chain", "the chain does not hold '\(key.name)', whose key the server would use.",
-                                  fix: "include '\(key.name)' in 'chain', or name the identity the chain is for.")
+                throw .badRequest(
+                    "chain", "the chain does not hold '\(key.name)', whose key the server would use.",
+                    fix: "include '\(key.name)' in 'chain', or name the identity the chain is for.")
             }
             chain = ders
         }
@@ -263,9 +294,10 @@ final class ControlAPI: Sendable {
             try target.rotate(to: config)
         } catch {
             let status = error.code == .unsupported ? 422 : 400
-            throw ControlError(status, field: chainNames == nil ? "identity" : "chain",
-                               "\(entry.server.engine) cannot serve that: \(error.reason)",
-                               fix: "choose another identity or chain; the server keeps serving what it served.")
+            throw ControlError(
+                status, field: chainNames == nil ? "identity" : "chain",
+                "\(entry.server.engine) cannot serve that: \(error.reason)",
+                fix: "choose another identity or chain; the server keeps serving what it served.")
         }
         return .json(ServerView(entry, index: index))
     }
@@ -279,25 +311,36 @@ final class ControlAPI: Sendable {
         let body = try r.jsonObject(allowed: ["scenarios", "profiles", "engines", "cellTimeoutSeconds"])
         let all = catalogue.scenarios
         var scenarios: [Scenario] = all
-        if let ids = try ControlRequest.strings(body, "scenarios", maxCount: all.count, example: "[\"baseline\", \"rekey\"]") {
+        if let ids = try ControlRequest.strings(
+            body, "scenarios", maxCount: all.count, example: "[\"baseline\", \"rekey\"]")
+        {
             scenarios = []
-            for id in try Self.unique(ids, field: "scenarios") { scenarios.append(try scenario(id, field: "scenarios")) }
+            for id in try Self.unique(ids, field: "scenarios") {
+                scenarios.append(try scenario(id, field: "scenarios"))
+            }
         }
-        let profiles = try Self.selection(body, "profiles", of: PinProfile.all, named: \.rawValue,
-                                          example: "[\"leaf-spki\", \"root-spki\"]") { name, known in
+        let profiles = try Self.selection(
+            body, "profiles", of: PinProfile.all, named: \.rawValue,
+            example: "[\"leaf-spki\", \"root-spki\"]"
+        ) { name, known in
             .badRequest("profiles", "'\(name)' is not a pin profile.", fix: "use any of: \(known).")
         }
         // Any registered engine may be named; left out, the built-in two (as `--engine both`).
-        let engines = try Self.selection(body, "engines", of: Engines.all, default: Engines.builtIn, named: \.name, example: "[\"openssl\"]") { name, known in
+        let engines = try Self.selection(
+            body, "engines", of: Engines.all, default: Engines.builtIn, named: \.name, example: "[\"openssl\"]"
+        ) { name, known in
             .notFound("engines", "there is no engine named '\(name)'.", fix: "use any of: \(known).")
         }
         var cellTimeout = 10.0
         if body["cellTimeoutSeconds"] != nil {
             struct Field: Decodable { var cellTimeoutSeconds: Double }
             guard let t = try? JSONDecoder().decode(Field.self, from: r.body).cellTimeoutSeconds,
-                  t > 0, t <= Self.maxCellTimeoutSeconds else {
-                throw .badRequest("cellTimeoutSeconds", "'cellTimeoutSeconds' must be a number of seconds above 0 and at most \(Int(Self.maxCellTimeoutSeconds)).",
-                                  fix: "e.g. \"cellTimeoutSeconds\": 10 (the default).")
+                t > 0, t <= Self.maxCellTimeoutSeconds
+            else {
+                throw .badRequest(
+                    "cellTimeoutSeconds",
+                    "'cellTimeoutSeconds' must be a number of seconds above 0 and at most \(Int(Self.maxCellTimeoutSeconds)).",
+                    fix: "e.g. \"cellTimeoutSeconds\": 10 (the default).")
             }
             cellTimeout = t
         }
@@ -314,21 +357,28 @@ final class ControlAPI: Sendable {
         let byID = Dictionary(cells.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let addresses = started.entries.compactMap { e -> BatchCellAddress? in
             guard let cell = e.cell.flatMap({ byID[$0] }) else { return nil }
-            return BatchCellAddress(scenario: cell.scenario, profile: cell.profile, engine: cell.engine.name, port: e.server.port)
+            return BatchCellAddress(
+                scenario: cell.scenario, profile: cell.profile, engine: cell.engine.name, port: e.server.port)
         }
         let document: BatchDocument
         do {
-            document = try runner.batchDocument(addresses, workDirectory: registry.workDirectory,
-                                                cellTimeout: .milliseconds(max(1, Int((cellTimeout * 1000).rounded()))))
+            document = try runner.batchDocument(
+                addresses, workDirectory: registry.workDirectory,
+                cellTimeout: .milliseconds(max(1, Int((cellTimeout * 1000).rounded()))))
         } catch {
             _ = try? await registry.stopBatch(started.id)
-            throw ControlError(500, field: nil, "the batch document could not be written: \(error)",
-                               fix: "the servers of this batch are stopped; try again.")
+            throw ControlError(
+                500, field: nil, "the batch document could not be written: \(error)",
+                fix: "the servers of this batch are stopped; try again.")
         }
-        var reply = ControlReply.json(BatchView(
-            batch: started.id, document: document,
-            servers: started.entries.map { BatchView.CellServer(cell: $0.cell ?? "", server: $0.id, port: $0.server.port) },
-            unsupported: started.unsupported.map { BatchView.Unsupported(cell: $0.cell, reason: $0.reason) }), status: 201)
+        var reply = ControlReply.json(
+            BatchView(
+                batch: started.id, document: document,
+                servers: started.entries.map {
+                    BatchView.CellServer(cell: $0.cell ?? "", server: $0.id, port: $0.server.port)
+                },
+                unsupported: started.unsupported.map { BatchView.Unsupported(cell: $0.cell, reason: $0.reason) }),
+            status: 201)
         reply.headers["Location"] = "/batch/\(started.id)"
         return reply
     }
@@ -337,10 +387,13 @@ final class ControlAPI: Sendable {
     /// The entries of `all` a list field names, in the order given (all of them when the field is absent); an
     /// unknown name is the error `unknown` makes of it and the known names.
     static func selection<T>(
-        _ body: [String: any Sendable], _ field: String, of all: [T], default chosen: [T]? = nil, named name: (T) -> String,
+        _ body: [String: any Sendable], _ field: String, of all: [T], default chosen: [T]? = nil,
+        named name: (T) -> String,
         example: String, unknown: (String, String) -> ControlError
     ) throws(ControlError) -> [T] {
-        guard let names = try ControlRequest.strings(body, field, maxCount: all.count, example: example) else { return chosen ?? all }
+        guard let names = try ControlRequest.strings(body, field, maxCount: all.count, example: example) else {
+            return chosen ?? all
+        }
         var out: [T] = []
         for n in try unique(names, field: field) {
             guard let x = all.first(where: { name($0) == n }) else {
@@ -365,10 +418,9 @@ final class ControlAPI: Sendable {
         let wait = try r.integer("wait", in: 0...Self.maxWaitSeconds, default: 0)
         let server = try entry.server(party: r.query["party"])
         if wait > 0 { _ = await server.settle(timeout: .seconds(wait)) }
-        return .json(ObservationsView(
-            server: entry.id, connectionsAccepted: server.connectionsAccepted,
-            observations: server.observations(after: after).map { ObservationView($0, index: index) }))
+        return .json(
+            ObservationsView(
+                server: entry.id, connectionsAccepted: server.connectionsAccepted,
+                observations: server.observations(after: after).map { ObservationView($0, index: index) }))
     }
 }
-
-

@@ -18,7 +18,8 @@ struct ControlRequest: Sendable {
     func choice(_ name: String, _ allowed: [String], default value: String) throws(ControlError) -> String {
         guard let given = query[name] else { return value }
         guard allowed.contains(given) else {
-            throw .badRequest(name, "'\(given)' is not a valid \(name).", fix: "use one of: \(allowed.joined(separator: ", ")).")
+            throw .badRequest(
+                name, "'\(given)' is not a valid \(name).", fix: "use one of: \(allowed.joined(separator: ", ")).")
         }
         return given
     }
@@ -27,8 +28,9 @@ struct ControlRequest: Sendable {
     func integer(_ name: String, in range: ClosedRange<Int>, default value: Int) throws(ControlError) -> Int {
         guard let given = query[name] else { return value }
         guard let n = Int(given), range.contains(n) else {
-            throw .badRequest(name, "'\(given)' is not a whole number in \(range.lowerBound)...\(range.upperBound).",
-                              fix: "pass \(name)=N with N from \(range.lowerBound) to \(range.upperBound).")
+            throw .badRequest(
+                name, "'\(given)' is not a whole number in \(range.lowerBound)...\(range.upperBound).",
+                fix: "pass \(name)=N with N from \(range.lowerBound) to \(range.upperBound).")
         }
         return n
     }
@@ -36,21 +38,25 @@ struct ControlRequest: Sendable {
     /// The body as a JSON object whose keys are all in `allowed`.
     func jsonObject(allowed: [String]) throws(ControlError) -> [String: any Sendable] {
         guard !body.isEmpty else {
-            throw .badRequest("body", "the request has no body.",
-                              fix: "send a JSON object with Content-Type: application/json, e.g. {\"\(allowed[0])\": …}.")
+            throw .badRequest(
+                "body", "the request has no body.",
+                fix: "send a JSON object with Content-Type: application/json, e.g. {\"\(allowed[0])\": …}.")
         }
         let parsed: Any
         do {
             parsed = try JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
         } catch {
-            throw .badRequest("body", "the body is not valid JSON.", fix: "send a JSON object, e.g. {\"\(allowed[0])\": …}.")
+            throw .badRequest(
+                "body", "the body is not valid JSON.", fix: "send a JSON object, e.g. {\"\(allowed[0])\": …}.")
         }
         guard let object = parsed as? [String: Any] else {
-            throw .badRequest("body", "the body is JSON but not an object.", fix: "send a JSON object, e.g. {\"\(allowed[0])\": …}.")
+            throw .badRequest(
+                "body", "the body is JSON but not an object.", fix: "send a JSON object, e.g. {\"\(allowed[0])\": …}.")
         }
         if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
-            throw .badRequest(unknown, "'\(unknown)' is not a field of this request.",
-                              fix: "send only: \(allowed.joined(separator: ", ")).")
+            throw .badRequest(
+                unknown, "'\(unknown)' is not a field of this request.",
+                fix: "send only: \(allowed.joined(separator: ", ")).")
         }
         var out: [String: any Sendable] = [:]
         for (k, v) in object {
@@ -68,9 +74,13 @@ struct ControlRequest: Sendable {
     struct NonString: Sendable {}
 
     /// A string field of a body parsed by `jsonObject`.
-    static func string(_ object: [String: any Sendable], _ key: String, required: Bool, example: String) throws(ControlError) -> String? {
+    static func string(_ object: [String: any Sendable], _ key: String, required: Bool, example: String)
+        throws(ControlError) -> String?
+    {
         guard let v = object[key] else {
-            if required { throw .badRequest(key, "the field '\(key)' is missing.", fix: "add \"\(key)\": \"\(example)\".") }
+            if required {
+                throw .badRequest(key, "the field '\(key)' is missing.", fix: "add \"\(key)\": \"\(example)\".")
+            }
             return nil
         }
         guard let s = v as? String, !s.isEmpty else {
@@ -80,15 +90,19 @@ struct ControlRequest: Sendable {
     }
 
     /// A list-of-strings field of a body parsed by `jsonObject`.
-    static func strings(_ object: [String: any Sendable], _ key: String, maxCount: Int, example: String) throws(ControlError) -> [String]? {
+    static func strings(_ object: [String: any Sendable], _ key: String, maxCount: Int, example: String)
+        throws(ControlError) -> [String]?
+    {
         guard let v = object[key] else { return nil }
         guard let list = v as? [any Sendable], (1...maxCount).contains(list.count) else {
-            throw .badRequest(key, "'\(key)' must be a list of 1 to \(maxCount) names.", fix: "e.g. \"\(key)\": \(example).")
+            throw .badRequest(
+                key, "'\(key)' must be a list of 1 to \(maxCount) names.", fix: "e.g. \"\(key)\": \(example).")
         }
         var names: [String] = []
         for item in list {
             guard let s = item as? String, !s.isEmpty else {
-                throw .badRequest(key, "every entry of '\(key)' must be a non-empty string.", fix: "e.g. \"\(key)\": \(example).")
+                throw .badRequest(
+                    key, "every entry of '\(key)' must be a non-empty string.", fix: "e.g. \"\(key)\": \(example).")
             }
             names.append(s)
         }

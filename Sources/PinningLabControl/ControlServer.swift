@@ -1,13 +1,13 @@
 public import Foundation
 public import PinningLab
+import PinningLabBase
 import PinningLabCore
 import PinningLabPKI
-import PinningLabBase
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The control API of `pinlab serve --control`: HTTP+JSON on loopback that lists scenarios, starts, stops and
@@ -67,10 +67,12 @@ public final class ControlServer: Sendable {
             let lower = origin.lowercased()
             let text = lower.hasSuffix("/") ? String(lower.dropLast()) : lower
             guard let scheme = text.range(of: "://"), ["http", "https"].contains(text[..<scheme.lowerBound]),
-                  !text[scheme.upperBound...].isEmpty,
-                  !text[scheme.upperBound...].contains(where: { "/?#@ ".contains($0) }) else {
+                !text[scheme.upperBound...].isEmpty,
+                !text[scheme.upperBound...].contains(where: { "/?#@ ".contains($0) })
+            else {
                 throw ControlServerError(
-                    "'\(origin)' is not a web origin: write scheme://host[:port] with no path, e.g. http://localhost:3000")
+                    "'\(origin)' is not a web origin: write scheme://host[:port] with no path, e.g. http://localhost:3000"
+                )
             }
             return text
         }
@@ -87,17 +89,20 @@ public final class ControlServer: Sendable {
                 portText = text[text.index(close, offsetBy: 2)...]
             } else {
                 guard let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") else {
-                    throw ControlServerError("'\(text)' is not HOST:PORT, e.g. 127.0.0.1:0 (0: an ephemeral port) or [::1]:8080")
+                    throw ControlServerError(
+                        "'\(text)' is not HOST:PORT, e.g. 127.0.0.1:0 (0: an ephemeral port) or [::1]:8080")
                 }
                 host = text[..<colon]
                 portText = text[text.index(after: colon)...]
             }
             guard let port = Int(portText), (0...65535).contains(port) else {
-                throw ControlServerError("the port '\(portText)' of '\(text)' is not in 0...65535 (0: an ephemeral port)")
+                throw ControlServerError(
+                    "the port '\(portText)' of '\(text)' is not in 0...65535 (0: an ephemeral port)")
             }
             let h = String(host)
             guard h == "localhost" || Self.isIPv4(h) || Self.isIPv6(h) else {
-                throw ControlServerError("the host '\(h)' of '\(text)' is not an IP address; use 127.0.0.1, ::1 or localhost")
+                throw ControlServerError(
+                    "the host '\(h)' of '\(text)' is not an IP address; use 127.0.0.1, ::1 or localhost")
             }
             self.host = h
             self.port = port
@@ -146,21 +151,29 @@ public final class ControlServer: Sendable {
     /// Starts the control API. Refuses a non-loopback `options.host` unless `options.allowRemoteBind`, and
     /// `requireToken: false` off loopback. Scenario servers' files go to a fresh folder under
     /// `pki.directory/control/`; folders there of processes that no longer run are removed first.
-    public static func start(pki: LabPKI, catalogue: Catalogue, options: Options = .init()) async throws -> ControlServer {
+    public static func start(pki: LabPKI, catalogue: Catalogue, options: Options = .init()) async throws
+        -> ControlServer
+    {
         let host = options.host == "localhost" ? "127.0.0.1" : options.host
         if !Sockets.isLoopback(host) {
             guard options.allowRemoteBind else {
                 throw ControlServerError(
-                    "refusing to listen on \(host): the control API starts servers and hands out keys, so it listens on loopback (127.0.0.1 or ::1) unless remote access is allowed explicitly (pinlab serve --control-allow-remote)")
+                    "refusing to listen on \(host): the control API starts servers and hands out keys, so it listens on loopback (127.0.0.1 or ::1) unless remote access is allowed explicitly (pinlab serve --control-allow-remote)"
+                )
             }
             guard options.requireToken else {
                 throw ControlServerError(
-                    "refusing to serve the control API on \(host) without a token: off loopback the bearer token is required (drop --control-no-token)")
+                    "refusing to serve the control API on \(host) without a token: off loopback the bearer token is required (drop --control-no-token)"
+                )
             }
-            FileHandle.standardError.write(Data(
-                "warning: the pinlab control API listens on \(host), reachable from other hosts; it hands out the lab's test keys\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "warning: the pinlab control API listens on \(host), reachable from other hosts; it hands out the lab's test keys\n"
+                        .utf8))
         }
-        guard (0...65535).contains(options.port) else { throw ControlServerError("the port \(options.port) is not in 0...65535") }
+        guard (0...65535).contains(options.port) else {
+            throw ControlServerError("the port \(options.port) is not in 0...65535")
+        }
         guard options.maxServers >= 1 else { throw ControlServerError("maxServers must be at least 1") }
         guard Options.isIPv4(host) || Options.isIPv6(host) else {
             throw ControlServerError("'\(host)' is not an address to listen on: use 127.0.0.1, ::1 or localhost")
@@ -168,11 +181,14 @@ public final class ControlServer: Sendable {
         var origins: Set<String> = []
         for o in options.allowedOrigins { origins.insert(try Options.normalizedOrigin(o)) }
         guard let document = openAPIDocument() else {
-            throw ControlServerError("openapi.yaml is missing from the PinningLabControl resources; rebuild the package")
+            throw ControlServerError(
+                "openapi.yaml is missing from the PinningLabControl resources; rebuild the package")
         }
         let controlFolder = pki.directory.appendingPathComponent("control", isDirectory: true)
-        let work = controlFolder
-            .appendingPathComponent("\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        let work =
+            controlFolder
+            .appendingPathComponent(
+                "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))", isDirectory: true)
         // Client identities' PKCS#12 files are made now, on a thread of their own (they take the PKI folder's
         // lock), so that starting a mutual-TLS scenario later never waits for a lock on the cooperative pool.
         let clients = Set(catalogue.scenarios.compactMap(\.client.present))
@@ -194,7 +210,10 @@ public final class ControlServer: Sendable {
         let http: SmallHTTPServer
         do {
             http = try SmallHTTPServer(
-                host: host, port: options.port, limits: .init(maxBodyBytes: maxBodyBytes, bodyFix: "send a small JSON object.", stopGrace: .seconds(1), threadName: "pinlab.ctl"),
+                host: host, port: options.port,
+                limits: .init(
+                    maxBodyBytes: maxBodyBytes, bodyFix: "send a small JSON object.", stopGrace: .seconds(1),
+                    threadName: "pinlab.ctl"),
                 handler: { request in gate.respond(to: request) },
                 refusal: { r in reply(.error(ControlError(r.status, field: r.field, r.reason, fix: r.fix))) })
         } catch {
@@ -240,7 +259,8 @@ public final class ControlServer: Sendable {
         var rng = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &rng) }
         return Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(
+                of: "=", with: "")
     }
 
     /// Removes the folders `PID-xxxxxxxx` under `folder` whose process no longer exists (`kill(pid, 0)` fails with
@@ -263,14 +283,16 @@ public final class ControlServer: Sendable {
     /// `127.x.y.z`, `::1`, and IPv4 loopback mapped into IPv6 (`::ffff:127.0.0.1`).
     static func isLoopbackPeer(_ ip: String) -> Bool {
         let lower = ip.lowercased()
-        return Sockets.isLoopback(lower.hasPrefix("::ffff:") ? String(lower.dropFirst(7)) : lower) && lower != "localhost"
+        return Sockets.isLoopback(lower.hasPrefix("::ffff:") ? String(lower.dropFirst(7)) : lower)
+            && lower != "localhost"
     }
 
     static let maxBodyBytes = 64 * 1024
 
     static func reply(_ r: ControlReply) -> SmallHTTPServer.Response {
-        SmallHTTPServer.Response(status: r.status, headers: [("Content-Type", r.contentType)] + r.headers.sorted { $0.key < $1.key },
-                                   body: r.body)
+        SmallHTTPServer.Response(
+            status: r.status, headers: [("Content-Type", r.contentType)] + r.headers.sorted { $0.key < $1.key },
+            body: r.body)
     }
 }
 
@@ -292,8 +314,12 @@ final class Gate: Sendable {
     /// What a 401 tells the caller to do.
     let tokenFix: String
 
-    init(boundHost: String, allowRemotePeers: Bool, allowedOrigins: Set<String>, token: [UInt8]?, routes: [ControlAPI.Route],
-         tokenFix: String = "send Authorization: Bearer TOKEN with the token pinlab serve --control printed (also in its manifest under control.token).") {
+    init(
+        boundHost: String, allowRemotePeers: Bool, allowedOrigins: Set<String>, token: [UInt8]?,
+        routes: [ControlAPI.Route],
+        tokenFix: String =
+            "send Authorization: Bearer TOKEN with the token pinlab serve --control printed (also in its manifest under control.token)."
+    ) {
         self.tokenFix = tokenFix
         self.boundHost = boundHost
         self.allowRemotePeers = allowRemotePeers
@@ -304,7 +330,9 @@ final class Gate: Sendable {
 
     func respond(to request: SmallHTTPServer.Request) -> SmallHTTPServer.Response {
         var origin: String?
-        if let o = request.head.values("origin").first { origin = (try? ControlServer.Options.normalizedOrigin(o)) ?? o.lowercased() }
+        if let o = request.head.values("origin").first {
+            origin = (try? ControlServer.Options.normalizedOrigin(o)) ?? o.lowercased()
+        }
         var response = answer(request, origin: origin)
         if let origin, allowedOrigins.contains(origin) {
             response.headers += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
@@ -319,25 +347,35 @@ final class Gate: Sendable {
     private func answer(_ request: SmallHTTPServer.Request, origin: String?) -> SmallHTTPServer.Response {
         let head = request.head
         guard allowRemotePeers || ControlServer.isLoopbackPeer(request.peer) else {
-            return refuse(403, nil, "the control API answers loopback peers only.",
-                          fix: "connect from this machine, or start it with --control-allow-remote.")
+            return refuse(
+                403, nil, "the control API answers loopback peers only.",
+                fix: "connect from this machine, or start it with --control-allow-remote.")
         }
         let hosts = head.values("host")
         guard hosts.count == 1, hostAllowed(hosts[0]) else {
             let named = hosts.isEmpty ? "no Host header" : "Host '\(hosts.joined(separator: ", ").prefix(200))'"
-            return refuse(403, "Host", "\(named) not served; DNS rebinding protection: the control API answers only requests addressed to \(allowedHostExamples).",
-                          fix: "call it as \(ControlServer.urlHost(boundHost)):\(port), as printed by pinlab serve --control.")
+            return refuse(
+                403, "Host",
+                "\(named) not served; DNS rebinding protection: the control API answers only requests addressed to \(allowedHostExamples).",
+                fix: "call it as \(ControlServer.urlHost(boundHost)):\(port), as printed by pinlab serve --control.")
         }
         if let origin {
             guard allowedOrigins.contains(origin) else {
-                return refuse(403, "Origin", "requests from the web origin '\(origin.prefix(200))' are refused: a web page may not drive the control API.",
-                              fix: "call it from a test or a tool (which sends no Origin), or allow the origin with --control-allow-origin \(origin.prefix(200)).")
+                return refuse(
+                    403, "Origin",
+                    "requests from the web origin '\(origin.prefix(200))' are refused: a web page may not drive the control API.",
+                    fix:
+                        "call it from a test or a tool (which sends no Origin), or allow the origin with --control-allow-origin \(origin.prefix(200))."
+                )
             }
             if head.method == "OPTIONS", !head.values("access-control-request-method").isEmpty {
-                return SmallHTTPServer.Response(status: 204, headers: [
-                    ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
-                    ("Access-Control-Allow-Headers", "Authorization, Content-Type"), ("Access-Control-Max-Age", "600"),
-                ], body: Data())
+                return SmallHTTPServer.Response(
+                    status: 204,
+                    headers: [
+                        ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
+                        ("Access-Control-Allow-Headers", "Authorization, Content-Type"),
+                        ("Access-Control-Max-Age", "600"),
+                    ], body: Data())
             }
         }
         // A body is read only by a route's handler: a request that no route takes gets its 404 or 405 below.
@@ -345,21 +383,28 @@ final class Gate: Sendable {
         let hasBody = !request.body.isEmpty || (head.values("content-length").first.flatMap { Int($0) } ?? 0) > 0
         if matched != nil, hasBody || ["POST", "PUT", "PATCH"].contains(head.method) {
             let type = head.values("content-type").first ?? ""
-            let media = type.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
+            let media =
+                type.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
                 .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
             guard media == "application/json" else {
-                return refuse(415, "Content-Type", type.isEmpty ? "a \(head.method) needs Content-Type: application/json; none was sent."
-                                  : "'\(type.prefix(100))' is not application/json.",
-                              fix: "send the body as JSON with Content-Type: application/json.")
+                return refuse(
+                    415, "Content-Type",
+                    type.isEmpty
+                        ? "a \(head.method) needs Content-Type: application/json; none was sent."
+                        : "'\(type.prefix(100))' is not application/json.",
+                    fix: "send the body as JSON with Content-Type: application/json.")
             }
         }
         let isOpen = head.method == "GET" && matched?.route.open == true
         if let token, !isOpen {
             let given = head.values("authorization")
             guard given.count == 1, Self.bearer(given[0]).map({ Self.constantTimeEqual($0, token) }) == true else {
-                var r = refuse(401, "Authorization", given.isEmpty ? "the request has no bearer token."
-                                   : "the bearer token is not this control API's.",
-                               fix: tokenFix)
+                var r = refuse(
+                    401, "Authorization",
+                    given.isEmpty
+                        ? "the request has no bearer token."
+                        : "the bearer token is not this control API's.",
+                    fix: tokenFix)
                 r.headers.append(("WWW-Authenticate", "Bearer realm=\"pinlab-control\""))
                 return r
             }
@@ -375,7 +420,9 @@ final class Gate: Sendable {
     /// The token of `Bearer TOKEN` (the scheme in any case).
     static func bearer(_ value: String) -> [UInt8]? {
         let bytes = Array(value.utf8)
-        guard bytes.count > 7, String(decoding: bytes[0..<7], as: UTF8.self).lowercased() == "bearer " else { return nil }
+        guard bytes.count > 7, String(decoding: bytes[0..<7], as: UTF8.self).lowercased() == "bearer " else {
+            return nil
+        }
         return Array(bytes[7...].drop { $0 == 0x20 })
     }
 
@@ -388,7 +435,8 @@ final class Gate: Sendable {
     }
 
     private var allowedHostExamples: String {
-        Sockets.isLoopback(boundHost) ? "127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)" : "\(ControlServer.urlHost(boundHost)):\(port)"
+        Sockets.isLoopback(boundHost)
+            ? "127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)" : "\(ControlServer.urlHost(boundHost)):\(port)"
     }
 
     /// Whether a `Host` value names this server: its loopback names (and the Android emulator's alias of the host's
@@ -417,7 +465,10 @@ final class Gate: Sendable {
             var ok = true
             for (p, s) in zip(pattern, head.segments) {
                 if p.hasPrefix("{") {
-                    guard !s.isEmpty else { ok = false; break }
+                    guard !s.isEmpty else {
+                        ok = false
+                        break
+                    }
                     parameters[String(p.dropFirst().dropLast())] = s
                 } else if p.lowercased() != s.lowercased() {
                     ok = false
@@ -437,12 +488,15 @@ final class Gate: Sendable {
                 && zip(pattern, head.segments).allSatisfy { $0.hasPrefix("{") || $0.lowercased() == $1.lowercased() }
         }.map(\.method)
         if !methods.isEmpty {
-            var r = ControlReply.error(ControlError(405, field: nil, "\(head.method) is not allowed on \(head.path).",
-                                                    fix: "use \(methods.joined(separator: " or ")).")) 
+            var r = ControlReply.error(
+                ControlError(
+                    405, field: nil, "\(head.method) is not allowed on \(head.path).",
+                    fix: "use \(methods.joined(separator: " or "))."))
             r.headers["Allow"] = methods.joined(separator: ", ")
             return r
         }
-        return .error(.notFound(nil, "there is no route \(head.path).", fix: "GET /openapi.yaml describes every route."))
+        return .error(
+            .notFound(nil, "there is no route \(head.path).", fix: "GET /openapi.yaml describes every route."))
     }
 
     /// Runs an async handler from a connection's thread (never a thread of the cooperative pool) and waits for it.

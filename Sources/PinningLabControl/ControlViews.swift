@@ -140,7 +140,8 @@ struct ServerView: Encodable, Sendable {
                     name: name, ip: s.ip, port: p.port,
                     chain: (c.identities.first?.chainDER ?? []).map { CertificateView(der: $0, index: index) },
                     tlsVersions: c.versions.map(\.rawValue), resumption: c.resumption.mode.rawValue,
-                    earlyData: c.resumption.maxEarlyData > 0, alpn: c.alpnProtocols, connectionsAccepted: p.connectionsAccepted,
+                    earlyData: c.resumption.maxEarlyData > 0, alpn: c.alpnProtocols,
+                    connectionsAccepted: p.connectionsAccepted,
                     observations: "/servers/\(id)/observations?party=\(name)")
             }
             steps = s.scenario.steps.enumerated().map { i, step in
@@ -149,7 +150,8 @@ struct ServerView: Encodable, Sendable {
                 return StepView(
                     step: i + 1, host: step.host, party: step.party, port: port, url: "https://\(host):\(port)/",
                     pins: step.pins.rawValue, earlyData: step.earlyData, rotateTo: step.rotateTo,
-                    expect: Dictionary(uniqueKeysWithValues: PinProfile.all.map { ($0.rawValue, step.expected($0).rawValue) }))
+                    expect: Dictionary(
+                        uniqueKeysWithValues: PinProfile.all.map { ($0.rawValue, step.expected($0).rawValue) }))
             }
         }
     }

@@ -80,7 +80,10 @@ actor DeviceQueues {
     private let epoch = String(UUID().uuidString.prefix(8)).lowercased()
     private var counter = 0
 
-    init(catalogue: Catalogue, pki: LabPKI, registry: ServerRegistry, runner: CheckRunner, index: IdentityIndex, folder: URL) {
+    init(
+        catalogue: Catalogue, pki: LabPKI, registry: ServerRegistry, runner: CheckRunner, index: IdentityIndex,
+        folder: URL
+    ) {
         self.catalogue = catalogue
         self.pki = pki
         self.registry = registry
@@ -91,7 +94,8 @@ actor DeviceQueues {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         for name in names where name.hasSuffix(".json") {
             guard let data = try? Data(contentsOf: folder.appendingPathComponent(name)),
-                  let r = try? Self.decoder.decode(Record.self, from: data), r.format == "pinlab-device-queue" else { continue }
+                let r = try? Self.decoder.decode(Record.self, from: data), r.format == "pinlab-device-queue"
+            else { continue }
             loaded[r.id] = r
         }
         records = loaded
@@ -114,8 +118,10 @@ actor DeviceQueues {
 
     func create(_ r: Record) throws(ControlError) -> QueueView {
         guard records.count < Self.maxQueues else {
-            throw ControlError(409, field: nil, "\(records.count) queues are kept, as many as this control API keeps (\(Self.maxQueues)).",
-                               fix: "delete finished ones: DELETE /queues/{id}.")
+            throw ControlError(
+                409, field: nil,
+                "\(records.count) queues are kept, as many as this control API keeps (\(Self.maxQueues)).",
+                fix: "delete finished ones: DELETE /queues/{id}.")
         }
         var r = r
         var id: String
@@ -181,18 +187,26 @@ actor DeviceQueues {
     }
 
     /// The next cell of the oldest queue of `client` on `platform` (or of `queueID`) that has one, on lease.
-    func lease(client: String, platform: PlatformPolicy?, queueID: String?, device: Verdict.Device) async throws(ControlError) -> Granted {
+    func lease(client: String, platform: PlatformPolicy?, queueID: String?, device: Verdict.Device)
+        async throws(ControlError) -> Granted
+    {
         await sweep()
-        let candidates = records.values.filter { $0.client == client && $0.platform == platform && (queueID == nil || $0.id == queueID) }
-            .sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+        let candidates = records.values.filter {
+            $0.client == client && $0.platform == platform && (queueID == nil || $0.id == queueID)
+        }
+        .sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
         guard let firstQueue = candidates.first else {
             if let queueID, let q = records[queueID] {
-                throw .badRequest("client", "the queue \(queueID) is for the client '\(q.client)' on \(q.platform?.rawValue ?? "no named platform"), not '\(client)' on \(platform?.rawValue ?? "no named platform").",
-                                  fix: "ask with the client and platform of the queue (GET /queues/\(queueID)).")
+                throw .badRequest(
+                    "client",
+                    "the queue \(queueID) is for the client '\(q.client)' on \(q.platform?.rawValue ?? "no named platform"), not '\(client)' on \(platform?.rawValue ?? "no named platform").",
+                    fix: "ask with the client and platform of the queue (GET /queues/\(queueID)).")
             }
-            throw .notFound(queueID == nil ? "client" : "queue",
-                            queueID.map { "there is no queue \($0)." } ?? "no queue holds cells for the client '\(client)' on \(platform?.rawValue ?? "no named platform").",
-                            fix: "create one with POST /queues {\"client\": \"\(client)\"}; GET /queues lists them.")
+            throw .notFound(
+                queueID == nil ? "client" : "queue",
+                queueID.map { "there is no queue \($0)." }
+                    ?? "no queue holds cells for the client '\(client)' on \(platform?.rawValue ?? "no named platform").",
+                fix: "create one with POST /queues {\"client\": \"\(client)\"}; GET /queues lists them.")
         }
         for q in candidates {
             while true {
@@ -201,21 +215,27 @@ actor DeviceQueues {
                 guard let next = cells(r, all: false).first(where: { !held.contains(key($0)) }) else { break }
                 let active = leases.values.filter { $0.queue == r.id && !$0.expired }.count
                 guard active < r.maxLeases else {
-                    throw ControlError(409, field: nil, "\(active) cells of \(r.id) are on lease, its limit (maxLeases \(r.maxLeases)).",
-                                       fix: "answer or let a lease expire (\(Int(r.leaseSeconds)) s), then ask again.")
+                    throw ControlError(
+                        409, field: nil,
+                        "\(active) cells of \(r.id) are on lease, its limit (maxLeases \(r.maxLeases)).",
+                        fix: "answer or let a lease expire (\(Int(r.leaseSeconds)) s), then ask again.")
                 }
                 guard leases.count < Self.maxOutstandingLeases else {
-                    throw ControlError(409, field: nil, "\(leases.count) leases are outstanding, as many as this control API holds (\(Self.maxOutstandingLeases)).",
-                                       fix: "answer leases or wait for expired ones to end, then ask again.")
+                    throw ControlError(
+                        409, field: nil,
+                        "\(leases.count) leases are outstanding, as many as this control API holds (\(Self.maxOutstandingLeases)).",
+                        fix: "answer leases or wait for expired ones to end, then ask again.")
                 }
                 counter += 1
                 let id = "L-\(epoch)-\(counter)"
                 let cellID = key(next)
-                leases[id] = Lease(id: id, queue: r.id, cell: cellID, device: device,
-                                   expiresAt: Date().addingTimeInterval(r.leaseSeconds))
+                leases[id] = Lease(
+                    id: id, queue: r.id, cell: cellID, device: device,
+                    expiresAt: Date().addingTimeInterval(r.leaseSeconds))
                 guard let engine = Engines.engine(named: next.engine) else {
                     leases[id] = nil
-                    throw ControlError(500, field: nil, "the engine '\(next.engine)' of \(r.id) is not registered in this process.")
+                    throw ControlError(
+                        500, field: nil, "the engine '\(next.engine)' of \(r.id) is not registered in this process.")
                 }
                 let entry: ServerRegistry.Entry
                 do {
@@ -235,8 +255,13 @@ actor DeviceQueues {
                 let batchCell: BatchCell
                 do {
                     batchCell = try runner.batchDocument(
-                        [BatchCellAddress(scenario: next.scenario.id, profile: next.profile, engine: next.engine, port: entry.server.port)],
-                        workDirectory: registry.workDirectory).cells[0]
+                        [
+                            BatchCellAddress(
+                                scenario: next.scenario.id, profile: next.profile, engine: next.engine,
+                                port: entry.server.port)
+                        ],
+                        workDirectory: registry.workDirectory
+                    ).cells[0]
                 } catch {
                     leases[id] = nil
                     _ = try? await registry.stop(entry.id)
@@ -251,7 +276,8 @@ actor DeviceQueues {
                 lease.expiresAt = Date().addingTimeInterval(r.leaseSeconds)
                 lease.entry = entry
                 let v = LeaseView(
-                    lease: id, queue: r.id, client: r.client, platform: r.platform?.rawValue, device: device.name, os: device.os,
+                    lease: id, queue: r.id, client: r.client, platform: r.platform?.rawValue, device: device.name,
+                    os: device.os,
                     cell: batchCell, expect: next.expected.rawValue, server: ServerView(entry, index: index),
                     leaseSeconds: r.leaseSeconds, expiresAt: lease.expiresAt,
                     renew: "/leases/\(id)/renew", answer: "/leases/\(id)/answer")
@@ -263,19 +289,26 @@ actor DeviceQueues {
         let open = candidates.compactMap { records[$0.id] }.filter { !finished($0) }
         let shown = open.first ?? records[firstQueue.id] ?? firstQueue
         let onLease = leases.values.filter { $0.queue == shown.id && !$0.expired }.count
-        return .wait(LeaseWaitView(
-            queue: shown.id, finished: open.isEmpty, waiting: max(0, cells(shown, all: false).count - onLease), leased: onLease,
-            retryAfterSeconds: open.isEmpty ? 0 : max(1, min(10, Int(shown.leaseSeconds / 4)))))
+        return .wait(
+            LeaseWaitView(
+                queue: shown.id, finished: open.isEmpty, waiting: max(0, cells(shown, all: false).count - onLease),
+                leased: onLease,
+                retryAfterSeconds: open.isEmpty ? 0 : max(1, min(10, Int(shown.leaseSeconds / 4)))))
     }
 
     func renew(_ id: String) async throws(ControlError) -> LeaseView {
         await sweep()
         var l = try lease(id)
         guard !l.expired else {
-            throw ControlError(410, field: "id", "the lease \(id) expired; its cell went back to the queue.",
-                               fix: "answer it now (it is still judged, as a disagreement when another device answered first), or ask for a new lease.")
+            throw ControlError(
+                410, field: "id", "the lease \(id) expired; its cell went back to the queue.",
+                fix:
+                    "answer it now (it is still judged, as a disagreement when another device answered first), or ask for a new lease."
+            )
         }
-        guard let r = records[l.queue], var v = l.view else { throw .notFound("id", "the queue of the lease \(id) was deleted.") }
+        guard let r = records[l.queue], var v = l.view else {
+            throw .notFound("id", "the queue of the lease \(id) was deleted.")
+        }
         l.expiresAt = Date().addingTimeInterval(r.leaseSeconds)
         v.expiresAt = l.expiresAt
         v.server = l.entry.map { ServerView($0, index: index) } ?? v.server
@@ -302,12 +335,15 @@ actor DeviceQueues {
             _ = try? await registry.stop(entry.id)
             throw .notFound("id", "the queue of the lease \(id) was deleted.")
         }
-        var verdict = cell.judge(evidence: ServerEvidence(observations), outcome: outcome, clientMilliseconds: milliseconds)
+        var verdict = cell.judge(
+            evidence: ServerEvidence(observations), outcome: outcome, clientMilliseconds: milliseconds)
         verdict.device = l.device
         let recorded: String
         if let first = r.answers[l.cell] {
-            r.disagreements.append(Disagreement(cell: l.cell, lease: id, first: first.status, firstDevice: first.device,
-                                                verdict: verdict, at: Date()))
+            r.disagreements.append(
+                Disagreement(
+                    cell: l.cell, lease: id, first: first.status, firstDevice: first.device,
+                    verdict: verdict, at: Date()))
             recorded = "disagreement"
         } else {
             r.answers[l.cell] = verdict
@@ -331,19 +367,23 @@ actor DeviceQueues {
     private func lease(_ id: String) throws(ControlError) -> Lease {
         if let l = leases[id] { return l }
         if answered.contains(id) {
-            throw ControlError(409, field: "id", "the lease \(id) was answered already.", fix: "ask for the next cell: POST /leases.")
+            throw ControlError(
+                409, field: "id", "the lease \(id) was answered already.", fix: "ask for the next cell: POST /leases.")
         }
         if gone.contains(id) {
-            throw ControlError(410, field: "id", "the lease \(id) expired and its server is stopped; its cell went back to the queue.",
-                               fix: "ask for a new lease: POST /leases.")
+            throw ControlError(
+                410, field: "id", "the lease \(id) expired and its server is stopped; its cell went back to the queue.",
+                fix: "ask for a new lease: POST /leases.")
         }
-        throw .notFound("id", "there is no lease \(id) (a restarted control API ends every lease).",
-                        fix: "ask for a new lease: POST /leases.")
+        throw .notFound(
+            "id", "there is no lease \(id) (a restarted control API ends every lease).",
+            fix: "ask for a new lease: POST /leases.")
     }
 
     private func record(_ id: String) throws(ControlError) -> Record {
         guard let r = records[id] else {
-            throw .notFound("id", "there is no queue \(id).", fix: "GET /queues lists the queues; POST /queues creates one.")
+            throw .notFound(
+                "id", "there is no queue \(id).", fix: "GET /queues lists the queues; POST /queues creates one.")
         }
         return r
     }
@@ -366,7 +406,9 @@ actor DeviceQueues {
         for s in stop { _ = try? await registry.stop(s) }
     }
 
-    private func key(_ c: Cell) -> String { BatchCell.id(scenario: c.scenario.id, profile: c.profile, engine: c.engine) }
+    private func key(_ c: Cell) -> String {
+        BatchCell.id(scenario: c.scenario.id, profile: c.profile, engine: c.engine)
+    }
 
     /// The cells of a queue in report order (scenario, engine, profile); `all: false` leaves out those not to hand
     /// out: profiles the client does not support, cells answered, cells unsupported.
@@ -377,7 +419,9 @@ actor DeviceQueues {
             for e in r.engines {
                 for p in PinProfile.all {
                     let c = Cell(scenario: s, profile: p, engine: e, client: r.client, platform: r.platform)
-                    if !all && (!r.profiles.contains(p) || r.answers[key(c)] != nil || r.unsupported[key(c)] != nil) { continue }
+                    if !all && (!r.profiles.contains(p) || r.answers[key(c)] != nil || r.unsupported[key(c)] != nil) {
+                        continue
+                    }
                     out.append(c)
                 }
             }
@@ -395,8 +439,9 @@ actor DeviceQueues {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             try Self.encoder().encode(r).write(to: file(r.id), options: .atomic)
         } catch {
-            throw ControlError(500, field: nil, "the queue \(r.id) could not be written to \(folder.path): \(error)",
-                               fix: "free space or fix the folder's permissions; the answer was not recorded.")
+            throw ControlError(
+                500, field: nil, "the queue \(r.id) could not be written to \(folder.path): \(error)",
+                fix: "free space or fix the folder's permissions; the answer was not recorded.")
         }
     }
 
@@ -407,16 +452,20 @@ actor DeviceQueues {
         let runnable = cells(r, all: true).filter { r.profiles.contains($0.profile) }.count
         return QueueView(
             id: r.id, client: r.client, platform: r.platform?.rawValue, scenarios: r.scenarios,
-            profiles: r.profiles.map(\.rawValue), engines: r.engines, leaseSeconds: r.leaseSeconds, maxLeases: r.maxLeases,
+            profiles: r.profiles.map(\.rawValue), engines: r.engines, leaseSeconds: r.leaseSeconds,
+            maxLeases: r.maxLeases,
             createdAt: r.createdAt, cells: runnable, answered: r.answers.count, unsupported: r.unsupported.count,
-            leased: active.count, waiting: max(0, open.count - active.filter { openIDs.contains($0.cell) }.count), finished: open.isEmpty,
+            leased: active.count, waiting: max(0, open.count - active.filter { openIDs.contains($0.cell) }.count),
+            finished: open.isEmpty,
             leases: active.sorted { $0.id < $1.id }.map {
-                QueueView.LeaseSummary(lease: $0.id, cell: $0.cell, device: $0.device.name, os: $0.device.os, expiresAt: $0.expiresAt)
+                QueueView.LeaseSummary(
+                    lease: $0.id, cell: $0.cell, device: $0.device.name, os: $0.device.os, expiresAt: $0.expiresAt)
             },
             disagreements: r.disagreements.map {
-                QueueView.DisagreementView(cell: $0.cell, lease: $0.lease, first: $0.first.rawValue, firstDevice: $0.firstDevice?.name,
-                                           verdict: $0.verdict.status.rawValue, claim: $0.verdict.claim?.rawValue,
-                                           device: $0.verdict.device?.name, os: $0.verdict.device?.os, at: $0.at)
+                QueueView.DisagreementView(
+                    cell: $0.cell, lease: $0.lease, first: $0.first.rawValue, firstDevice: $0.firstDevice?.name,
+                    verdict: $0.verdict.status.rawValue, claim: $0.verdict.claim?.rawValue,
+                    device: $0.verdict.device?.name, os: $0.verdict.device?.os, at: $0.at)
             },
             report: "/queues/\(r.id)/report")
     }
@@ -523,56 +572,76 @@ extension ControlAPI {
                 try Self.emptyObject(r)
                 return .json(try await devices.renew(r.parameter("id")))
             },
-            Route(method: "POST", path: "/leases/{id}/answer") { [self] r throws(ControlError) in try await answerLease(r) },
+            Route(method: "POST", path: "/leases/{id}/answer") { [self] r throws(ControlError) in
+                try await answerLease(r)
+            },
         ]
     }
 
     func createQueue(_ r: ControlRequest) async throws(ControlError) -> ControlReply {
-        let body = try r.jsonObject(allowed: ["client", "platform", "scenarios", "profiles", "engines", "leaseSeconds", "maxLeases"])
+        let body = try r.jsonObject(allowed: [
+            "client", "platform", "scenarios", "profiles", "engines", "leaseSeconds", "maxLeases",
+        ])
         let client = try Self.name(body, "client", required: true, example: "curl") ?? ""
         let platform = try Self.platform(body)
         let oneConnection = catalogue.scenarios.filter { !$0.isMultiStep }
         var scenarios = oneConnection
-        if let ids = try ControlRequest.strings(body, "scenarios", maxCount: catalogue.scenarios.count, example: "[\"baseline\", \"rekey\"]") {
+        if let ids = try ControlRequest.strings(
+            body, "scenarios", maxCount: catalogue.scenarios.count, example: "[\"baseline\", \"rekey\"]")
+        {
             scenarios = []
             for id in try Self.unique(ids, field: "scenarios") {
                 let s = try scenario(id, field: "scenarios")
                 guard !s.isMultiStep else {
-                    throw ControlError(422, field: "scenarios", "'\(id)' is several connections that share the client's TLS session cache; the device queue hands out cells of one connection.",
-                                       fix: "run it with POST /batch or pinlab check --batch --batch-steps; leave it out here.")
+                    throw ControlError(
+                        422, field: "scenarios",
+                        "'\(id)' is several connections that share the client's TLS session cache; the device queue hands out cells of one connection.",
+                        fix: "run it with POST /batch or pinlab check --batch --batch-steps; leave it out here.")
                 }
                 scenarios.append(s)
             }
         }
-        let profiles = try Self.selection(body, "profiles", of: PinProfile.all, named: \.rawValue,
-                                          example: "[\"leaf-spki\", \"root-spki\"]") { name, known in
+        let profiles = try Self.selection(
+            body, "profiles", of: PinProfile.all, named: \.rawValue,
+            example: "[\"leaf-spki\", \"root-spki\"]"
+        ) { name, known in
             .badRequest("profiles", "'\(name)' is not a pin profile.", fix: "use any of: \(known).")
         }
-        let engines = try Self.selection(body, "engines", of: Engines.all, default: Engines.builtIn, named: \.name, example: "[\"openssl\"]") { name, known in
+        let engines = try Self.selection(
+            body, "engines", of: Engines.all, default: Engines.builtIn, named: \.name, example: "[\"openssl\"]"
+        ) { name, known in
             .notFound("engines", "there is no engine named '\(name)'.", fix: "use any of: \(known).")
         }
-        struct Numbers: Decodable { var leaseSeconds: Double?; var maxLeases: Int? }
+        struct Numbers: Decodable {
+            var leaseSeconds: Double?
+            var maxLeases: Int?
+        }
         let numbers = try? JSONDecoder().decode(Numbers.self, from: r.body)
         var leaseSeconds = 60.0
         if body["leaseSeconds"] != nil {
             guard let t = numbers?.leaseSeconds, t >= 1, t <= DeviceQueues.maxLeaseSeconds else {
-                throw .badRequest("leaseSeconds", "'leaseSeconds' must be a number of seconds from 1 to \(Int(DeviceQueues.maxLeaseSeconds)).",
-                                  fix: "e.g. \"leaseSeconds\": 60 (the default).")
+                throw .badRequest(
+                    "leaseSeconds",
+                    "'leaseSeconds' must be a number of seconds from 1 to \(Int(DeviceQueues.maxLeaseSeconds)).",
+                    fix: "e.g. \"leaseSeconds\": 60 (the default).")
             }
             leaseSeconds = t
         }
         var maxLeases = 16
         if body["maxLeases"] != nil {
             guard let n = numbers?.maxLeases, (1...DeviceQueues.maxOutstandingLeases).contains(n) else {
-                throw .badRequest("maxLeases", "'maxLeases' must be a whole number from 1 to \(DeviceQueues.maxOutstandingLeases).",
-                                  fix: "e.g. \"maxLeases\": 16 (the default).")
+                throw .badRequest(
+                    "maxLeases", "'maxLeases' must be a whole number from 1 to \(DeviceQueues.maxOutstandingLeases).",
+                    fix: "e.g. \"maxLeases\": 16 (the default).")
             }
             maxLeases = n
         }
         let now = Date()
         let record = DeviceQueues.Record(
-            id: "", client: client, platform: platform, scenarios: scenarios.map(\.id), profiles: PinProfile.all.filter(profiles.contains),
-            engines: engines.map(\.name), leaseSeconds: leaseSeconds, maxLeases: maxLeases, createdAt: now, updatedAt: now)
+            id: "", client: client, platform: platform, scenarios: scenarios.map(\.id),
+            profiles: PinProfile.all.filter(profiles.contains),
+            engines: engines.map(\.name), leaseSeconds: leaseSeconds, maxLeases: maxLeases, createdAt: now,
+            updatedAt: now)
         let v = try await devices.create(record)
         var reply = ControlReply.json(v, status: 201)
         reply.headers["Location"] = "/queues/\(v.id)"
@@ -586,7 +655,9 @@ extension ControlAPI {
         let device = try Self.name(body, "device", required: true, example: "pixel-8-17") ?? ""
         let os = try Self.name(body, "os", required: true, example: "Android 15") ?? ""
         let queue = try Self.name(body, "queue", required: false, example: "queue-1a2b3c4d")
-        switch try await devices.lease(client: client, platform: platform, queueID: queue, device: Verdict.Device(name: device, os: os)) {
+        switch try await devices.lease(
+            client: client, platform: platform, queueID: queue, device: Verdict.Device(name: device, os: os))
+        {
         case .lease(let v):
             var reply = ControlReply.json(v, status: 201)
             reply.headers["Location"] = "/leases/\(v.lease)"
@@ -602,46 +673,63 @@ extension ControlAPI {
         let body = try r.jsonObject(allowed: ["claim", "category", "detail", "milliseconds"])
         let claimText = try ControlRequest.string(body, "claim", required: true, example: "refused") ?? ""
         guard let claim = ClientOutcome.Claim(rawValue: claimText) else {
-            throw .badRequest("claim", "'claim' must be \"accepted\" or \"refused\".", fix: "e.g. \"claim\": \"refused\".")
+            throw .badRequest(
+                "claim", "'claim' must be \"accepted\" or \"refused\".", fix: "e.g. \"claim\": \"refused\".")
         }
         let category = try ControlRequest.string(body, "category", required: false, example: "pin-mismatch")
         if let category, category.count > Self.maxDeviceText {
-            throw .badRequest("category", "'category' is longer than \(Self.maxDeviceText) characters.", fix: "e.g. \"category\": \"pin-mismatch\".")
+            throw .badRequest(
+                "category", "'category' is longer than \(Self.maxDeviceText) characters.",
+                fix: "e.g. \"category\": \"pin-mismatch\".")
         }
         var detail = ""
         if body["detail"] != nil {
             guard let d = body["detail"] as? String, d.count <= 4096 else {
-                throw .badRequest("detail", "'detail' must be a string of at most 4096 characters.", fix: "e.g. \"detail\": \"curl: (90) SSL: public key does not match pinned public key\".")
+                throw .badRequest(
+                    "detail", "'detail' must be a string of at most 4096 characters.",
+                    fix: "e.g. \"detail\": \"curl: (90) SSL: public key does not match pinned public key\".")
             }
             detail = d
         }
         var milliseconds = 0.0
         if body["milliseconds"] != nil {
             struct Field: Decodable { var milliseconds: Double }
-            guard let ms = try? JSONDecoder().decode(Field.self, from: r.body).milliseconds, ms >= 0, ms <= 86_400_000 else {
-                throw .badRequest("milliseconds", "'milliseconds' must be a number from 0 to 86400000.", fix: "e.g. \"milliseconds\": 120.")
+            guard let ms = try? JSONDecoder().decode(Field.self, from: r.body).milliseconds, ms >= 0, ms <= 86_400_000
+            else {
+                throw .badRequest(
+                    "milliseconds", "'milliseconds' must be a number from 0 to 86400000.",
+                    fix: "e.g. \"milliseconds\": 120.")
             }
             milliseconds = ms
         }
-        let outcome = ClientOutcome(claim: claim, category: category.map(RefusalCategory.init(rawValue:)), detail: detail)
+        let outcome = ClientOutcome(
+            claim: claim, category: category.map(RefusalCategory.init(rawValue:)), detail: detail)
         return .json(try await devices.answer(r.parameter("id"), outcome: outcome, milliseconds: milliseconds))
     }
 
     static let maxDeviceText = 200
 
     /// A short name field (client, device, os, queue): a non-empty string of at most 200 characters.
-    static func name(_ body: [String: any Sendable], _ key: String, required: Bool, example: String) throws(ControlError) -> String? {
+    static func name(_ body: [String: any Sendable], _ key: String, required: Bool, example: String)
+        throws(ControlError) -> String?
+    {
         guard let s = try ControlRequest.string(body, key, required: required, example: example) else { return nil }
         guard s.count <= maxDeviceText, !s.contains(where: { $0.isNewline }) else {
-            throw .badRequest(key, "'\(key)' must be one line of at most \(maxDeviceText) characters.", fix: "e.g. \"\(key)\": \"\(example)\".")
+            throw .badRequest(
+                key, "'\(key)' must be one line of at most \(maxDeviceText) characters.",
+                fix: "e.g. \"\(key)\": \"\(example)\".")
         }
         return s
     }
 
     static func platform(_ body: [String: any Sendable]) throws(ControlError) -> PlatformPolicy? {
-        guard let name = try ControlRequest.string(body, "platform", required: false, example: "android") else { return nil }
+        guard let name = try ControlRequest.string(body, "platform", required: false, example: "android") else {
+            return nil
+        }
         guard let p = PlatformPolicy.named(name) else {
-            throw .badRequest("platform", "'\(name)' is not a platform policy.", fix: "use one of: \(PlatformPolicy.names.joined(separator: ", ")), or leave it out.")
+            throw .badRequest(
+                "platform", "'\(name)' is not a platform policy.",
+                fix: "use one of: \(PlatformPolicy.names.joined(separator: ", ")), or leave it out.")
         }
         return p
     }

@@ -1,8 +1,8 @@
 public import Foundation
 import PinningLab
+import PinningLabBase
 import PinningLabCore
 public import PinningLabIntercept
-import PinningLabBase
 import PinningLabPKI  // Locked
 
 /// What the live view shows at one moment: the hosts (`pinlab intercept`) or scenario servers (`pinlab serve
@@ -80,7 +80,8 @@ public struct LiveFeed: Sendable {
     public static func intercept(_ proxy: InterceptProxy) -> LiveFeed {
         // Accepted plus finished: grows by one when a connection starts and by one when it ends.
         let version: @Sendable () -> Int = { 2 * proxy.connectionsAccepted - proxy.connectionsOpen }
-        return LiveFeed(version: { version() }) {
+        let feedVersion: @Sendable () async -> Int = { version() }
+        return LiveFeed(version: feedVersion) {
             let v = version()
             let open = proxy.connectionsOpen
             let report = proxy.report()
@@ -94,22 +95,29 @@ public struct LiveFeed: Sendable {
                 let declared = h.declaredPinned ? "declared pinned (\(h.pinnedBy ?? h.host))" : "not declared pinned"
                 return LiveSnapshot.Group(
                     name: h.host, detail: "\(h.policy), \(declared)", connections: h.connections,
-                    handshakesCompleted: h.handshakesCompleted, requestsSent: h.requestsSent, verdict: h.status.rawValue,
+                    handshakesCompleted: h.handshakesCompleted, requestsSent: h.requestsSent,
+                    verdict: h.status.rawValue,
                     tone: tone, message: h.message, refusals: h.refusals)
             }
             let connections = report.connections.suffix(maxConnections).map { o in
                 LiveSnapshot.Connection(
                     id: String(o.id), group: o.host, startedAt: o.startedAt, peer: o.peer,
                     detail: o.policy?.rawValue ?? "-", chain: chainWords(o), handshakeCompleted: o.handshakeCompleted,
-                    applicationData: o.applicationDataReceived, requestLine: o.applicationDataReceived ? o.requestLine : nil,
-                    closure: o.closure, refusal: o.refusalDescription, error: o.error, milliseconds: o.totalMilliseconds)
+                    applicationData: o.applicationDataReceived,
+                    requestLine: o.applicationDataReceived ? o.requestLine : nil,
+                    closure: o.closure, refusal: o.refusalDescription, error: o.error, milliseconds: o.totalMilliseconds
+                )
             }
             var notes: [String] = []
             let s = report.summary
             if s.otherConnections > 0 { notes.append("\(s.otherConnections) connections named no host") }
-            if s.destinationsRefused > 0 { notes.append("\(s.destinationsRefused) destinations refused (loopback or private)") }
+            if s.destinationsRefused > 0 {
+                notes.append("\(s.destinationsRefused) destinations refused (loopback or private)")
+            }
             if s.peersRefused > 0 { notes.append("\(s.peersRefused) peers refused (not in --allow-peer)") }
-            if report.connectionsDropped > 0 { notes.append("\(report.connectionsDropped) older connections let go (still counted)") }
+            if report.connectionsDropped > 0 {
+                notes.append("\(report.connectionsDropped) older connections let go (still counted)")
+            }
             let pinned = report.pinned.isEmpty ? "none" : report.pinned.joined(separator: ", ")
             return LiveSnapshot(
                 source: "pinlab intercept on \(report.proxy) (\(report.engine)); pinned: \(pinned)", version: v,
@@ -123,7 +131,8 @@ public struct LiveFeed: Sendable {
         let host = o.host ?? "the host"
         switch o.policy {
         case .mint?: return ["leaf for \(host) minted by the proxy root", "proxy root"]
-        case .stuff?: return ["leaf for \(host) minted by the proxy root", "+ genuine chain (\(o.genuineChain ?? "lab"))"]
+        case .stuff?:
+            return ["leaf for \(host) minted by the proxy root", "+ genuine chain (\(o.genuineChain ?? "lab"))"]
         case .collision?: return ["leaf for \(host)", "twin-intermediate-a (lab-intermediate-a's name)"]
         case .foreignHost?: return ["leaf for another host", "lab-intermediate-a (genuine)"]
         case .passthrough?: return ["the upstream's own (\(o.upstream ?? "not dialled"))"]
@@ -149,7 +158,8 @@ final class LiveRoutes: Sendable {
 
     /// Headers of every live answer: no framing, no foreign script, style or connection, no caching, no sniffing.
     static let pageHeaders = [
-        "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        "Content-Security-Policy":
+            "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
         "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
         "Cache-Control": "no-store",
     ]
@@ -162,12 +172,17 @@ final class LiveRoutes: Sendable {
 
     var routes: [ControlAPI.Route] {
         [
-            ControlAPI.Route(method: "GET", path: "/live", open: true) { _ in Self.asset(LivePage.html, "text/html; charset=utf-8") },
+            ControlAPI.Route(method: "GET", path: "/live", open: true) { _ in
+                Self.asset(LivePage.html, "text/html; charset=utf-8")
+            },
             ControlAPI.Route(method: "GET", path: "/live/app.js", open: true) { _ in
                 Self.asset(LivePage.script, "text/javascript; charset=utf-8")
             },
-            ControlAPI.Route(method: "GET", path: "/live/app.css", open: true) { _ in Self.asset(LivePage.style, "text/css; charset=utf-8") },
-            ControlAPI.Route(method: "GET", path: "/live/events") { [self] r throws(ControlError) in try await events(r) },
+            ControlAPI.Route(method: "GET", path: "/live/app.css", open: true) { _ in
+                Self.asset(LivePage.style, "text/css; charset=utf-8")
+            },
+            ControlAPI.Route(method: "GET", path: "/live/events") { [self] r throws(ControlError) in try await events(r)
+            },
         ]
     }
 
@@ -219,30 +234,44 @@ public final class LiveViewServer: Sendable {
 
     /// Starts serving `feed` on `address` (`127.0.0.1:0`, `[::1]:8081`, `localhost:0`). Loopback only: the page
     /// shows which hosts a device talks to.
-    public static func start(address: String, feed: LiveFeed, requireToken: Bool = true) throws(ControlServerError) -> LiveViewServer {
+    public static func start(address: String, feed: LiveFeed, requireToken: Bool = true) throws(ControlServerError)
+        -> LiveViewServer
+    {
         var o = ControlServer.Options()
         try o.setAddress(address)
         let host = o.host == "localhost" ? "127.0.0.1" : o.host
         guard Sockets.isLoopback(host) else {
-            throw ControlServerError("refusing to serve the live view on \(host): it lists the hosts a device talks to, so it listens on loopback (127.0.0.1 or ::1) only")
+            throw ControlServerError(
+                "refusing to serve the live view on \(host): it lists the hosts a device talks to, so it listens on loopback (127.0.0.1 or ::1) only"
+            )
         }
         let live = LiveRoutes(feed: feed)
         let health = ControlAPI.Route(method: "GET", path: "/health", open: true) { _ in .json(["status": "ok"]) }
         let token = requireToken ? ControlServer.makeToken() : nil
-        let gate = Gate(boundHost: host, allowRemotePeers: false, allowedOrigins: [], token: token.map { Array($0.utf8) },
-                        routes: [health] + live.routes,
-                        tokenFix: "open the live view at the address pinlab printed (…/live#token=TOKEN): its page sends the token as Authorization: Bearer.")
+        let gate = Gate(
+            boundHost: host, allowRemotePeers: false, allowedOrigins: [], token: token.map { Array($0.utf8) },
+            routes: [health] + live.routes,
+            tokenFix:
+                "open the live view at the address pinlab printed (…/live#token=TOKEN): its page sends the token as Authorization: Bearer."
+        )
         let http: SmallHTTPServer
         do {
             http = try SmallHTTPServer(
-                host: host, port: o.port, limits: .init(maxBodyBytes: ControlServer.maxBodyBytes, bodyFix: "send a small JSON object.", stopGrace: .seconds(1), threadName: "pinlab.live"),
+                host: host, port: o.port,
+                limits: .init(
+                    maxBodyBytes: ControlServer.maxBodyBytes, bodyFix: "send a small JSON object.",
+                    stopGrace: .seconds(1), threadName: "pinlab.live"),
                 handler: { request in gate.respond(to: request) },
-                refusal: { r in ControlServer.reply(.error(ControlError(r.status, field: r.field, r.reason, fix: r.fix))) })
+                refusal: { r in
+                    ControlServer.reply(.error(ControlError(r.status, field: r.field, r.reason, fix: r.fix)))
+                })
         } catch {
             throw ControlServerError("the live view cannot listen on \(address): \(error.reason)")
         }
         gate.port = http.port
-        do { try http.start() } catch { throw ControlServerError("the live view cannot accept connections: \(error.reason)") }
+        do { try http.start() } catch {
+            throw ControlServerError("the live view cannot accept connections: \(error.reason)")
+        }
         return LiveViewServer(host: host, port: http.port, token: token, http: http, live: live)
     }
 
@@ -260,7 +289,9 @@ public final class LiveViewServer: Sendable {
 extension ControlAPI {
     /// The live view of the control API's scenario servers: one group per server (with the verdict of its batch
     /// cell, when a batch started it), and their latest connections with the chain each was served.
-    static func liveFeed(registry: ServerRegistry, catalogue: Catalogue, index: IdentityIndex, source: @escaping @Sendable () -> String) -> LiveFeed {
+    static func liveFeed(
+        registry: ServerRegistry, catalogue: Catalogue, index: IdentityIndex, source: @escaping @Sendable () -> String
+    ) -> LiveFeed {
         @Sendable func version() async -> Int {
             let entries = await registry.all
             var v = entries.count
@@ -284,11 +315,14 @@ extension ControlAPI {
             func add(_ server: FixtureServer, group: String, detail: String, judged cell: (Scenario, PinProfile)?) {
                 let observations = server.observations()
                 accepted += server.connectionsAccepted
-                open += server.connectionsOpen  // not accepted − observations: those are capped at maxStoredObservations
+                // not accepted − observations: those are capped at maxStoredObservations
+                open += server.connectionsOpen
                 let requests = observations.filter(\.applicationDataReceived).count
                 var verdict = observations.isEmpty ? "waiting" : requests > 0 ? "accepted" : "refused"
                 var tone = "neutral"
-                var message = observations.isEmpty ? "no connection yet"
+                var message =
+                    observations.isEmpty
+                    ? "no connection yet"
                     : requests > 0 ? "the client sent its request" : "the client refused (sent no request)"
                 if let (s, profile) = cell, !observations.isEmpty {
                     let expected = s.expected(profile)
@@ -297,19 +331,25 @@ extension ControlAPI {
                     tone = ok ? "good" : "bad"
                     message = "expected \(expected), the client \(requests > 0 ? "accepted" : "refused")"
                 }
-                groups.append(LiveSnapshot.Group(
-                    name: group, detail: detail, connections: server.connectionsAccepted,
-                    handshakesCompleted: observations.filter(\.handshakeCompleted).count, requestsSent: requests,
-                    verdict: verdict, tone: tone, message: message,
-                    refusals: Array(Set(observations.filter { !$0.applicationDataReceived }.map(Self.refusalWords))).sorted()))
+                groups.append(
+                    LiveSnapshot.Group(
+                        name: group, detail: detail, connections: server.connectionsAccepted,
+                        handshakesCompleted: observations.filter(\.handshakeCompleted).count, requestsSent: requests,
+                        verdict: verdict, tone: tone, message: message,
+                        refusals: Array(Set(observations.filter { !$0.applicationDataReceived }.map(Self.refusalWords)))
+                            .sorted()))
                 for o in observations.suffix(LiveFeed.maxConnections) {
-                    connections.append(LiveSnapshot.Connection(
-                        id: "\(group)#\(o.id)", group: group, startedAt: o.startedAt, peer: o.peerAddress,
-                        detail: o.identity ?? "-",
-                        chain: (o.serverCertificates ?? []).map { index.identity($0.der)?.name ?? ($0.subject ?? "certificate") },
-                        handshakeCompleted: o.handshakeCompleted, applicationData: o.applicationDataReceived,
-                        requestLine: o.applicationDataReceived ? o.requestLine : nil, closure: o.closure.rawValue,
-                        refusal: o.applicationDataReceived ? nil : refusalWords(o), error: o.error, milliseconds: nil))
+                    connections.append(
+                        LiveSnapshot.Connection(
+                            id: "\(group)#\(o.id)", group: group, startedAt: o.startedAt, peer: o.peerAddress,
+                            detail: o.identity ?? "-",
+                            chain: (o.serverCertificates ?? []).map {
+                                index.identity($0.der)?.name ?? ($0.subject ?? "certificate")
+                            },
+                            handshakeCompleted: o.handshakeCompleted, applicationData: o.applicationDataReceived,
+                            requestLine: o.applicationDataReceived ? o.requestLine : nil, closure: o.closure.rawValue,
+                            refusal: o.applicationDataReceived ? nil : refusalWords(o), error: o.error,
+                            milliseconds: nil))
                 }
             }
             for e in entries {
@@ -321,10 +361,13 @@ extension ControlAPI {
                     let parts = cell.split(separator: "/")
                     if parts.count == 3 { judged = (s, PinProfile(rawValue: String(parts[1]))) }
                 }
-                add(e.server.running, group: e.id,
-                    detail: "scenario \(scenario.id) on \(e.server.engine)" + (e.cell.map { ", cell \($0)" } ?? ""), judged: judged)
+                add(
+                    e.server.running, group: e.id,
+                    detail: "scenario \(scenario.id) on \(e.server.engine)" + (e.cell.map { ", cell \($0)" } ?? ""),
+                    judged: judged)
                 for (party, server) in e.parties.sorted(by: { $0.key < $1.key }) {
-                    add(server, group: "\(e.id)/\(party)",
+                    add(
+                        server, group: "\(e.id)/\(party)",
                         detail: "party \(party) of scenario \(scenario.id) on \(e.server.engine)", judged: nil)
                 }
             }

@@ -21,9 +21,11 @@ actor ServerRegistry {
             guard let party else { return server.running }
             guard let p = parties[party] else {
                 let known = parties.keys.sorted()
-                throw .badRequest("party", "the server \(id) has no party '\(party)'.",
-                                  fix: known.isEmpty ? "leave 'party' out: its scenario is one connection."
-                                      : "name one of: \(known.joined(separator: ", ")).")
+                throw .badRequest(
+                    "party", "the server \(id) has no party '\(party)'.",
+                    fix: known.isEmpty
+                        ? "leave 'party' out: its scenario is one connection."
+                        : "name one of: \(known.joined(separator: ", ")).")
             }
             return p
         }
@@ -112,18 +114,21 @@ actor ServerRegistry {
         defer { starting -= needed }
         let server: ScenarioServer
         do {
-            server = try await runner.startServer(scenario, engine: engine, workDirectory: workDirectory, options: options)
+            server = try await runner.startServer(
+                scenario, engine: engine, workDirectory: workDirectory, options: options)
         } catch let e as TLSEngineError where e.code == .unsupported {
             throw ControlError(
                 422, field: "engine", "\(engine.name) cannot serve '\(scenario)' exactly: \(e.reason)",
                 fix: "start it on the other engine; GET /scenarios/\(scenario) says what it needs.")
         } catch {
-            throw ControlError(500, field: nil, "the server for '\(scenario)' on \(engine.name) did not start: \(error)")
+            throw ControlError(
+                500, field: nil, "the server for '\(scenario)' on \(engine.name) did not start: \(error)")
         }
         var entry = Entry(id: id, server: server, startedAt: Date())
         if server.scenario.isMultiStep {
             do {
-                entry.parties = try await runner.startParties(of: server.scenario, engine: engine, options: options).servers
+                entry.parties = try await runner.startParties(of: server.scenario, engine: engine, options: options)
+                    .servers
             } catch let e as CheckRunner.PartyStartError {
                 await server.stop()
                 throw ControlError(
@@ -131,7 +136,8 @@ actor ServerRegistry {
                     fix: "start it on the other engine; GET /scenarios/\(scenario) says what each party needs.")
             } catch {
                 await server.stop()
-                throw ControlError(500, field: nil, "the parties of '\(scenario)' on \(engine.name) did not start: \(error)")
+                throw ControlError(
+                    500, field: nil, "the parties of '\(scenario)' on \(engine.name) did not start: \(error)")
             }
         }
         if stopped {
@@ -156,7 +162,9 @@ actor ServerRegistry {
             throw ControlError(
                 409, field: nil,
                 "the batch needs \(needed) servers (one per cell, and one per party of a scenario of several connections) and \(max(free, 0)) of the \(maxServers) this control server runs at once are free.",
-                fix: "select fewer cells (scenarios, profiles, engines), stop servers (DELETE /servers/{id}, DELETE /batch/{id}), or start pinlab serve with a larger --control-max-servers.")
+                fix:
+                    "select fewer cells (scenarios, profiles, engines), stop servers (DELETE /servers/{id}, DELETE /batch/{id}), or start pinlab serve with a larger --control-max-servers."
+            )
         }
         starting += needed
         defer { starting -= needed }
@@ -168,15 +176,18 @@ actor ServerRegistry {
         var unsupported: [(cell: String, reason: String)] = []
         for cell in cells {
             do {
-                let server = try await runner.startServer(cell.scenario, engine: cell.engine, workDirectory: workDirectory,
-                                                          options: batchOptions)
+                let server = try await runner.startServer(
+                    cell.scenario, engine: cell.engine, workDirectory: workDirectory,
+                    options: batchOptions)
                 counter += 1
-                var entry = Entry(id: "\(cell.scenario)-\(cell.engine.name)-\(counter)", server: server, startedAt: Date(),
-                                  batch: batchID, cell: cell.id)
+                var entry = Entry(
+                    id: "\(cell.scenario)-\(cell.engine.name)-\(counter)", server: server, startedAt: Date(),
+                    batch: batchID, cell: cell.id)
                 if server.scenario.isMultiStep {
                     do {
                         entry.parties = try await runner.startParties(
-                            of: server.scenario, engine: cell.engine, options: batchOptions, scheduleRotations: true).servers
+                            of: server.scenario, engine: cell.engine, options: batchOptions, scheduleRotations: true
+                        ).servers
                     } catch {
                         await server.stop()
                         throw error
@@ -184,13 +195,15 @@ actor ServerRegistry {
                 }
                 started.append(entry)
             } catch let e as TLSEngineError where e.code == .unsupported {
-                unsupported.append((cell.id, "\(cell.engine.name) cannot serve '\(cell.scenario)' exactly: \(e.reason)"))
+                unsupported.append(
+                    (cell.id, "\(cell.engine.name) cannot serve '\(cell.scenario)' exactly: \(e.reason)"))
             } catch let e as CheckRunner.PartyStartError where e.error.code == .unsupported {
                 unsupported.append((cell.id, e.description))
             } catch {
                 for e in started { await e.stop() }
-                throw ControlError(500, field: nil, "the server of the cell \(cell.id) did not start: \(error)",
-                                   fix: "the servers this batch had started are stopped; try again.")
+                throw ControlError(
+                    500, field: nil, "the server of the cell \(cell.id) did not start: \(error)",
+                    fix: "the servers this batch had started are stopped; try again.")
             }
         }
         if stopped {
@@ -208,7 +221,8 @@ actor ServerRegistry {
             let known = Set(entries.compactMap(\.batch)).sorted()
             throw .notFound(
                 "id", "no running server belongs to a batch with the id '\(id)'.",
-                fix: known.isEmpty ? "start one with POST /batch {\"scenarios\": [\"baseline\"]}."
+                fix: known.isEmpty
+                    ? "start one with POST /batch {\"scenarios\": [\"baseline\"]}."
                     : "batches with running servers: \(known.joined(separator: ", ")).")
         }
         entries.removeAll { $0.batch == id }

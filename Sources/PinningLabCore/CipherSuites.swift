@@ -1,4 +1,5 @@
 import PinningLabTLSTypes
+
 extension CipherPreferences {
     /// A restriction to the suites named by IANA, for both engines. Every name must be known (``CipherSuite/all``):
     /// an unknown one is an error rather than a restriction that silently disappears.
@@ -8,7 +9,8 @@ extension CipherPreferences {
             guard let s = CipherSuite.named(name) else {
                 throw TLSEngineError(
                     .invalidConfiguration,
-                    "'\(name)' is not a cipher suite PinningLab can serve on both engines; known IANA names: \(CipherSuite.all.map(\.ianaName).joined(separator: ", "))")
+                    "'\(name)' is not a cipher suite PinningLab can serve on both engines; known IANA names: \(CipherSuite.all.map(\.ianaName).joined(separator: ", "))"
+                )
             }
             if !suites.contains(s) { suites.append(s) }
         }

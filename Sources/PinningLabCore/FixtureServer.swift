@@ -27,7 +27,8 @@ public final class FixtureServer: Sendable {
         package var eventLoop = EventLoop.fromEnvironment
         package enum EventLoop: Sendable {
             case automatic, poll
-            static let fromEnvironment: EventLoop = ProcessInfo.processInfo.environment["PINLAB_EVENT_LOOP"] == "poll" ? .poll : .automatic
+            static let fromEnvironment: EventLoop =
+                ProcessInfo.processInfo.environment["PINLAB_EVENT_LOOP"] == "poll" ? .poll : .automatic
         }
 
         /// The listener's settings are those of ``ListenerSettings`` (same defaults).
@@ -129,7 +130,9 @@ public final class FixtureServer: Sendable {
     /// Connections accepted and not yet finished.
     public var connectionsOpen: Int { core.withLock { $0.inFlight } }
     /// How many ``observations()`` there are now, without copying them.
-    public var observationCount: Int { core.withLock { min($0.observations.count, core.options.maxStoredObservations) } }
+    public var observationCount: Int {
+        core.withLock { min($0.observations.count, core.options.maxStoredObservations) }
+    }
 
     /// Waits until at least `count` connections have finished (or the server stopped, or `timeout`), and
     /// returns all observations.
@@ -169,7 +172,8 @@ public final class FixtureServer: Sendable {
     /// to back (a batch harness, one process making every step) meets the new certificate on exactly that one, with
     /// no moment to miss. Several may be scheduled; a number already accepted takes effect with the next
     /// connection. Throws (and schedules nothing) when the engine cannot serve `configuration`.
-    public func rotate(to configuration: ServerTLSConfiguration, fromConnection connection: Int) throws(TLSEngineError) {
+    public func rotate(to configuration: ServerTLSConfiguration, fromConnection connection: Int) throws(TLSEngineError)
+    {
         let context = try servable(configuration)
         core.withLock { s in
             s.scheduled.append(.init(from: max(1, connection), context: context, configuration: configuration))

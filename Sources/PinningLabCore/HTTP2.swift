@@ -18,7 +18,8 @@ public enum HTTP2 {
         if cpl_h2_load(&reason, UInt(reason.count)) == 1 {
             return Availability(unavailableReason: nil, libraryVersion: String(cString: cpl_h2_library_version()))
         }
-        return Availability(unavailableReason: String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        return Availability(
+            unavailableReason: String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
     /// The ALPN identifier of HTTP/2 over TLS.
@@ -121,7 +122,9 @@ package final class HTTP2Session {
 
     /// Server: answers a stream with `status` and a JSON `body`.
     package func respond(_ index: Int, status: Int, body: [UInt8]) throws(HTTP2Error) {
-        let rc = body.withUnsafeBufferPointer { cpl_h2_respond(handle, Int32(index), Int32(status), $0.baseAddress, UInt($0.count)) }
+        let rc = body.withUnsafeBufferPointer {
+            cpl_h2_respond(handle, Int32(index), Int32(status), $0.baseAddress, UInt($0.count))
+        }
         if rc < 0 { throw HTTP2Error(code: rc) }
     }
 

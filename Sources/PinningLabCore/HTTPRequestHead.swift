@@ -69,7 +69,8 @@ package struct HTTPRequestHead: Sendable, Equatable {
         }
         let parts = requestLine.split(separator: 0x20, omittingEmptySubsequences: false)
         guard parts.count == 3 else {
-            throw Malformed(reason: "the request line is not METHOD TARGET HTTP/1.1.", fix: "send e.g. GET /health HTTP/1.1.")
+            throw Malformed(
+                reason: "the request line is not METHOD TARGET HTTP/1.1.", fix: "send e.g. GET /health HTTP/1.1.")
         }
         guard !parts[0].isEmpty, parts[0].allSatisfy(isTokenByte) else {
             throw Malformed(reason: "the method is not an HTTP token.", fix: "use GET, POST or DELETE.")
@@ -80,8 +81,9 @@ package struct HTTPRequestHead: Sendable, Equatable {
         }
         let target = parts[1]
         guard target.first == UInt8(ascii: "/"), target.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-            throw Malformed(reason: "the request target is not a path (/…) of visible ASCII.",
-                            fix: "send the path and query only, e.g. /servers?x=1, percent-encoding anything else.")
+            throw Malformed(
+                reason: "the request target is not a path (/…) of visible ASCII.",
+                fix: "send the path and query only, e.g. /servers?x=1, percent-encoding anything else.")
         }
         let targetText = String(decoding: target, as: UTF8.self)
         let pathPart: Substring
@@ -96,8 +98,9 @@ package struct HTTPRequestHead: Sendable, Equatable {
         var segments: [String] = []
         for s in pathPart.split(separator: "/") {
             guard let decoded = s.removingPercentEncoding else {
-                throw Malformed(reason: "the path segment '\(s.prefix(64))' has a bad percent-escape.",
-                                fix: "write % as %25.")
+                throw Malformed(
+                    reason: "the path segment '\(s.prefix(64))' has a bad percent-escape.",
+                    fix: "write % as %25.")
             }
             segments.append(decoded)
         }
@@ -114,21 +117,24 @@ package struct HTTPRequestHead: Sendable, Equatable {
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
                 if line.first == 0x20 || line.first == 0x09 {
-                    throw Malformed(reason: "a folded header line (obsolete line folding).", fix: "send each header on one line.")
+                    throw Malformed(
+                        reason: "a folded header line (obsolete line folding).", fix: "send each header on one line.")
                 }
                 throw Malformed(reason: "a header line without ':'.", fix: "send headers as Name: value.")
             }
             let name = line[line.startIndex..<colon]
             guard !name.isEmpty, name.allSatisfy(isTokenByte) else {
-                throw Malformed(reason: "a header name that is not an HTTP token (or whitespace before ':').",
-                                fix: "send headers as Name: value.")
+                throw Malformed(
+                    reason: "a header name that is not an HTTP token (or whitespace before ':').",
+                    fix: "send headers as Name: value.")
             }
             var value = line[line.index(after: colon)...]
             while let f = value.first, f == 0x20 || f == 0x09 { value.removeFirst() }
             while let l = value.last, l == 0x20 || l == 0x09 { value.removeLast() }
             guard value.allSatisfy({ $0 == 0x09 || $0 >= 0x20 && $0 != 0x7F }) else {
-                throw Malformed(reason: "a control character in the value of '\(String(decoding: name, as: UTF8.self))'.",
-                                fix: "send printable header values.")
+                throw Malformed(
+                    reason: "a control character in the value of '\(String(decoding: name, as: UTF8.self))'.",
+                    fix: "send printable header values.")
             }
             fields.append((String(decoding: name, as: UTF8.self).lowercased(), String(decoding: value, as: UTF8.self)))
         }
@@ -140,7 +146,8 @@ package struct HTTPRequestHead: Sendable, Equatable {
     /// RFC 9110 `tchar`.
     package static func isTokenByte(_ b: UInt8) -> Bool {
         switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
         default:
             return Array("!#$%&'*+-.^_`|~".utf8).contains(b)

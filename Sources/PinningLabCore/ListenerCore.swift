@@ -44,7 +44,9 @@ package final class ListenerCore<State: ListenerState>: Sendable {
     /// what else the connection needs from that state. Nil when nothing was accepted.
     package func acceptOne<T>(_ admit: (inout State, _ fd: Int32, _ peer: String) -> T) -> T? {
         withLock { s in
-            guard !s.stopping, s.inFlight < maxConnections, let (fd, peer) = Sockets.accept(listenFD) else { return nil }
+            guard !s.stopping, s.inFlight < maxConnections, let (fd, peer) = Sockets.accept(listenFD) else {
+                return nil
+            }
             s.accepted += 1
             s.inFlight += 1
             return admit(&s, fd, peer)

@@ -47,14 +47,16 @@ extension ListenerSettings {
     package func check() throws(Refusal) {
         guard Sockets.isLoopback(bindAddress) || allowNonLoopback else {
             throw Refusal(
-                setting: "bindAddress", reason: "refusing to listen on \(bindAddress): PinningLab listens on loopback "
+                setting: "bindAddress",
+                reason: "refusing to listen on \(bindAddress): PinningLab listens on loopback "
                     + "(127.0.0.1 or ::1) unless allowed otherwise",
                 fix: "use 127.0.0.1 or ::1, or allow a non-loopback address (allowNonLoopback, --allow-non-loopback) "
                     + "to reach it from a device on the network")
         }
         guard workerThreads >= 1, maxConnections >= 1 else {
             throw Refusal(
-                setting: "workerThreads/maxConnections", reason: "\(workerThreads) worker threads and \(maxConnections) "
+                setting: "workerThreads/maxConnections",
+                reason: "\(workerThreads) worker threads and \(maxConnections) "
                     + "connections: each must be at least 1", fix: "set both to 1 or more")
         }
     }
@@ -65,7 +67,9 @@ extension ListenerSettings {
         let bound = try Sockets.listen(address: bindAddress, port: port, backlog: 1024)
         if !Sockets.isLoopback(bindAddress) {
             FileHandle.standardError.write(
-                Data("warning: \(who) listens on \(bindAddress), reachable from other hosts; its keys are test keys\n".utf8))
+                Data(
+                    "warning: \(who) listens on \(bindAddress), reachable from other hosts; its keys are test keys\n"
+                        .utf8))
         }
         return bound
     }

@@ -1,6 +1,6 @@
 public import Foundation
-import PinningLabPKI
 import PinningLabBase
+import PinningLabPKI
 public import PinningLabTLSTypes
 
 /// A certificate as seen on the wire.

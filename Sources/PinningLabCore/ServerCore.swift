@@ -57,7 +57,9 @@ final class ServerCore: Sendable {
         self.label = label
         self.options = options
         self.engine = engine
-        listener = ListenerCore(listenFD: listenFD, settings: options.listener, state: State(context: context, configuration: configuration))
+        listener = ListenerCore(
+            listenFD: listenFD, settings: options.listener, state: State(context: context, configuration: configuration)
+        )
     }
 
     func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T { try listener.withLock(body) }
@@ -68,9 +70,9 @@ final class ServerCore: Sendable {
 
     /// Starts the workers; threads are named `pl<port>-<n>`.
     func startWorkers(port: Int) throws(TLSEngineError) {
-        try listener.workers.start(count: options.listener.workerThreads, name: { "pl\(port)-\($0)" }) { i throws(TLSEngineError) in
-            try Worker(core: self, index: i)
-        }
+        try listener.workers.start(
+            count: options.listener.workerThreads, name: { "pl\(port)-\($0)" },
+            make: { i throws(TLSEngineError) in try Worker(core: self, index: i) })
     }
 
     // MARK: accepting and recording (called by workers)
@@ -109,8 +111,9 @@ final class ServerCore: Sendable {
     func recordStream(connection: Int, serverName: String?, stream: HTTP2Stream) {
         withLock { s in
             s.streamsRecorded += 1
-            s.streams.append(ObservedHTTP2Stream(
-                sequence: s.streamsRecorded, connection: connection, serverName: serverName, stream: stream))
+            s.streams.append(
+                ObservedHTTP2Stream(
+                    sequence: s.streamsRecorded, connection: connection, serverName: serverName, stream: stream))
             let limit = options.maxStoredObservations
             if s.streams.count > limit + max(limit / 4, 16) { s.streams.removeFirst(s.streams.count - limit) }
         }

@@ -130,7 +130,8 @@ public struct ServerTLSConfiguration: Hashable, Sendable {
     }
 
     /// A server presenting a PKI identity (its served chain unless `chain` is given).
-    public static func makeServerConfiguration(_ identity: Identity, chain: [[UInt8]]? = nil) -> ServerTLSConfiguration {
+    public static func makeServerConfiguration(_ identity: Identity, chain: [[UInt8]]? = nil) -> ServerTLSConfiguration
+    {
         ServerTLSConfiguration(identities: [ServerIdentity(identity, chain: chain)])
     }
 
@@ -152,12 +153,14 @@ public struct ServerTLSConfiguration: Hashable, Sendable {
     /// Checks what no engine could serve. Engines add their own limits in `TLSEngine.supports(_:)`.
     public func validate() throws(TLSEngineError) {
         if identities.isEmpty {
-            throw TLSEngineError(.invalidConfiguration, "the configuration has no identity: give at least one chain and key")
+            throw TLSEngineError(
+                .invalidConfiguration, "the configuration has no identity: give at least one chain and key")
         }
         for (i, identity) in identities.enumerated() {
             let label = identity.name.isEmpty ? "identity \(i)" : "identity '\(identity.name)'"
             if identity.chainDER.isEmpty {
-                throw TLSEngineError(.invalidConfiguration, "\(label) has an empty chain: give at least one certificate")
+                throw TLSEngineError(
+                    .invalidConfiguration, "\(label) has an empty chain: give at least one certificate")
             }
             if identity.chainDER.contains(where: \.isEmpty) {
                 throw TLSEngineError(.invalidConfiguration, "\(label) has an empty certificate in its chain")
@@ -167,7 +170,8 @@ public struct ServerTLSConfiguration: Hashable, Sendable {
             }
         }
         if let staple = ocspStaple, staple.isEmpty {
-            throw TLSEngineError(.invalidConfiguration, "the OCSP staple is empty: give a DER OCSPResponse, or nil for none")
+            throw TLSEngineError(
+                .invalidConfiguration, "the OCSP staple is empty: give a DER OCSPResponse, or nil for none")
         }
         if minimumVersion > maximumVersion {
             throw TLSEngineError(

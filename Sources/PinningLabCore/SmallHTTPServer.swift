@@ -3,9 +3,9 @@ import PinningLabBase
 import PinningLabPKI  // Locked
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The package's one small HTTP/1.1 server, under the control API, the live view and the lab's revocation
@@ -59,9 +59,11 @@ package final class SmallHTTPServer: Sendable {
         package var backlog: Int32 = 128
         /// The accepting thread's name; each connection's is this with `.conn`.
         package var threadName = "pinlab.http"
-        package init(maxConnections: Int = 64, maxBodyBytes: Int = 64 * 1024, bodyFix: String? = nil,
-                     readTimeout: Duration = .seconds(10), stopGrace: Duration = .seconds(2), backlog: Int32 = 128,
-                     threadName: String = "pinlab.http") {
+        package init(
+            maxConnections: Int = 64, maxBodyBytes: Int = 64 * 1024, bodyFix: String? = nil,
+            readTimeout: Duration = .seconds(10), stopGrace: Duration = .seconds(2), backlog: Int32 = 128,
+            threadName: String = "pinlab.http"
+        ) {
             self.maxConnections = maxConnections
             self.maxBodyBytes = maxBodyBytes
             self.bodyFix = bodyFix
@@ -93,8 +95,10 @@ package final class SmallHTTPServer: Sendable {
     private let state = Locked(State())
 
     /// Binds `host:port` (port 0: a free one; the caller has checked the address); ``start()`` starts accepting.
-    package init(host: String, port: Int, limits: Limits, rewriteHead: HeadRewriter? = nil,
-                 handler: @escaping Handler, refusal: @escaping Refuser) throws(TLSEngineError) {
+    package init(
+        host: String, port: Int, limits: Limits, rewriteHead: HeadRewriter? = nil,
+        handler: @escaping Handler, refusal: @escaping Refuser
+    ) throws(TLSEngineError) {
         _ = Sockets.ignoreSIGPIPE
         let bound = try Sockets.listen(address: host, port: port, backlog: limits.backlog)
         let pipe: WakePipe
@@ -139,10 +143,12 @@ package final class SmallHTTPServer: Sendable {
         }
         guard first else { return }
         stopPipe.wake()
-        guard let accepting = state.withLock({ s in
-            defer { s.acceptThread = nil }
-            return s.acceptThread
-        }) else {
+        guard
+            let accepting = state.withLock({ s in
+                defer { s.acceptThread = nil }
+                return s.acceptThread
+            })
+        else {
             close(listenFD)
             return
         }
@@ -160,8 +166,10 @@ package final class SmallHTTPServer: Sendable {
     // MARK: - Accepting
 
     private func acceptLoop() {
-        var fds = [pollfd(fd: stopPipe.readEnd, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: stopPipe.readEnd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+        ]
         let connectionThread = limits.threadName + ".conn"
         while !isStopping {
             let room = state.withLock { $0.active < limits.maxConnections }
@@ -173,7 +181,9 @@ package final class SmallHTTPServer: Sendable {
             if n < 0 && errno != EINTR { return }
             if fds[0].revents != 0 { return }
             guard room, fds[1].revents != 0 else { continue }
-            while state.withLock({ $0.active < limits.maxConnections && !$0.stopping }), let (fd, peer) = Sockets.accept(listenFD) {
+            while state.withLock({ $0.active < limits.maxConnections && !$0.stopping }),
+                let (fd, peer) = Sockets.accept(listenFD)
+            {
                 state.withLock { $0.active += 1 }
                 startThread(named: connectionThread) { [self] in
                     serve(fd, peer: Self.host(ofPeer: peer))
@@ -198,8 +208,10 @@ package final class SmallHTTPServer: Sendable {
 
     /// Waits until `fd` is ready for `events`, the deadline passes, or the server stops.
     private func wait(_ fd: Int32, _ events: Int32, until deadline: UInt64) -> Wait {
-        var fds = [pollfd(fd: fd, events: Int16(events), revents: 0),
-                   pollfd(fd: stopPipe.readEnd, events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: fd, events: Int16(events), revents: 0),
+            pollfd(fd: stopPipe.readEnd, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
             let now = Sockets.now()
             if now >= deadline { return .timedOut }
@@ -213,7 +225,10 @@ package final class SmallHTTPServer: Sendable {
         }
     }
 
-    private enum Read { case bytes(Int), closed, timedOut, stopped }
+    private enum Read {
+        case bytes(Int)
+        case closed, timedOut, stopped
+    }
 
     /// Reads into `buffer` from `filled` up to its end (never past it), advancing `filled`.
     private func readSome(_ fd: Int32, into buffer: inout [UInt8], filled: inout Int, until deadline: UInt64) -> Read {
@@ -235,8 +250,12 @@ package final class SmallHTTPServer: Sendable {
         }
     }
 
-    private func refuse(_ fd: Int32, _ status: Int, _ field: String?, _ reason: String, _ fix: String, _ head: HTTPRequestHead?) {
-        respond(fd, refusal(Refusal(status: status, field: field, reason: reason, fix: fix, head: head)), method: head?.method)
+    private func refuse(
+        _ fd: Int32, _ status: Int, _ field: String?, _ reason: String, _ fix: String, _ head: HTTPRequestHead?
+    ) {
+        respond(
+            fd, refusal(Refusal(status: status, field: field, reason: reason, fix: fix, head: head)),
+            method: head?.method)
     }
 
     private func serve(_ fd: Int32, peer: String) {
@@ -253,15 +272,19 @@ package final class SmallHTTPServer: Sendable {
                 break
             }
             if filled >= HTTPRequestHead.maxBytes {
-                return refuse(fd, 431, nil, "the request line and headers exceed \(HTTPRequestHead.maxBytes) bytes.",
-                              "send a shorter URL and fewer or shorter headers (at most \(HTTPRequestHead.maxBytes / 1024) KiB together).", nil)
+                return refuse(
+                    fd, 431, nil, "the request line and headers exceed \(HTTPRequestHead.maxBytes) bytes.",
+                    "send a shorter URL and fewer or shorter headers (at most \(HTTPRequestHead.maxBytes / 1024) KiB together).",
+                    nil)
             }
             switch readSome(fd, into: &buffer, filled: &filled, until: headDeadline) {
             case .bytes: continue
             case .closed, .stopped: return
             case .timedOut:
                 if filled > 0 {
-                    refuse(fd, 408, nil, "the request head did not arrive within \(seconds) s.", "send the whole request at once.", nil)
+                    refuse(
+                        fd, 408, nil, "the request head did not arrive within \(seconds) s.",
+                        "send the whole request at once.", nil)
                 }
                 return
             }
@@ -275,27 +298,34 @@ package final class SmallHTTPServer: Sendable {
             return refuse(fd, 400, nil, "the request is not HTTP/1.1: \(error.reason)", error.fix, nil)
         }
         if !head.values("transfer-encoding").isEmpty {
-            return refuse(fd, 411, "Transfer-Encoding", "Transfer-Encoding is not accepted (the body was sent chunked).",
-                          "send the body with a Content-Length (at most \(limits.maxBodyBytes) bytes).", head)
+            return refuse(
+                fd, 411, "Transfer-Encoding", "Transfer-Encoding is not accepted (the body was sent chunked).",
+                "send the body with a Content-Length (at most \(limits.maxBodyBytes) bytes).", head)
         }
         let lengths = head.values("content-length")
         var length = 0
         if let first = lengths.first {
             guard lengths.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.count <= 18,
-                  first.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(first) else {
-                return refuse(fd, 400, "Content-Length", "the Content-Length is not one whole number.", "send one Content-Length: N.", head)
+                first.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(first)
+            else {
+                return refuse(
+                    fd, 400, "Content-Length", "the Content-Length is not one whole number.",
+                    "send one Content-Length: N.", head)
             }
             length = n
         }
         if length > limits.maxBodyBytes {
-            return refuse(fd, 413, "body", "the body has \(length) bytes; at most \(limits.maxBodyBytes) are read.",
-                          limits.bodyFix ?? "send a body of at most \(limits.maxBodyBytes) bytes.", head)
+            return refuse(
+                fd, 413, "body", "the body has \(length) bytes; at most \(limits.maxBodyBytes) are read.",
+                limits.bodyFix ?? "send a body of at most \(limits.maxBodyBytes) bytes.", head)
         }
         var body = [UInt8](repeating: 0, count: length)
         var received = min(length, filled - end)
         if received > 0 {
             buffer.withUnsafeBytes { from in
-                body.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: from.baseAddress! + end, byteCount: received) }
+                body.withUnsafeMutableBytes {
+                    $0.baseAddress!.copyMemory(from: from.baseAddress! + end, byteCount: received)
+                }
             }
         }
         let bodyDeadline = Sockets.now() + timeout
@@ -304,8 +334,9 @@ package final class SmallHTTPServer: Sendable {
             case .bytes: continue
             case .closed, .stopped: return
             case .timedOut:
-                return refuse(fd, 408, "body", "the body did not arrive within \(seconds) s (\(received) of \(length) bytes).",
-                              "send the whole body at once.", head)
+                return refuse(
+                    fd, 408, "body", "the body did not arrive within \(seconds) s (\(received) of \(length) bytes).",
+                    "send the whole body at once.", head)
             }
         }
         let response = handler(Request(head: head, body: Data(body), peer: peer))
@@ -347,16 +378,19 @@ package final class SmallHTTPServer: Sendable {
     }
 
     #if os(Linux)
-    private static let sendFlags = Int32(MSG_NOSIGNAL)
+        private static let sendFlags = Int32(MSG_NOSIGNAL)
     #else
-    private static let sendFlags: Int32 = 0
+        private static let sendFlags: Int32 = 0
     #endif
 
     package static func phrase(_ status: Int) -> String {
-        [200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
-         404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 411: "Length Required",
-         413: "Content Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Content",
-         431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
-         503: "Service Unavailable"][status] ?? "Status"
+        [
+            200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+            404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict",
+            411: "Length Required",
+            413: "Content Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Content",
+            431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
+            503: "Service Unavailable",
+        ][status] ?? "Status"
     }
 }

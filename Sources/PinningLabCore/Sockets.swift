@@ -1,14 +1,13 @@
 import CPinningLabSystem
 internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
 
-
 /// Thin POSIX helpers for the fixture server. Everything here is non-blocking and closes what it opens on
 /// failure.
 package enum Sockets {
     #if canImport(Darwin)
-    static let stream = SOCK_STREAM
+        static let stream = SOCK_STREAM
     #else
-    static let stream = Int32(SOCK_STREAM.rawValue)
+        static let stream = Int32(SOCK_STREAM.rawValue)
     #endif
 
     /// Ignores SIGPIPE once per process: a client that resets while the server writes must not kill the process.
@@ -27,7 +26,9 @@ package enum Sockets {
 
     /// Opens a non-blocking listening socket bound to `address:port` and returns it with the bound port. With
     /// `listening: false` the socket is bound only: connections to the port are refused while the port stays taken.
-    package static func listen(address: String, port: Int, backlog: Int32, listening: Bool = true) throws(TLSEngineError) -> (fd: Int32, port: Int) {
+    package static func listen(address: String, port: Int, backlog: Int32, listening: Bool = true)
+        throws(TLSEngineError) -> (fd: Int32, port: Int)
+    {
         let host = address == "localhost" ? "127.0.0.1" : address
         let isV6 = host.contains(":")
         let fd = socket(isV6 ? AF_INET6 : AF_INET, stream | closeOnExecFlag, 0)
@@ -37,7 +38,9 @@ package enum Sockets {
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         if closeOnExecFlag == 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        guard (0...65535).contains(port) else { throw TLSEngineError(.invalidConfiguration, "port \(port) is not in 0...65535") }
+        guard (0...65535).contains(port) else {
+            throw TLSEngineError(.invalidConfiguration, "port \(port) is not in 0...65535")
+        }
         let rc: Int32
         if isV6 {
             var sa = sockaddr_in6()
@@ -57,7 +60,8 @@ package enum Sockets {
             sa.sin_port = in_port_t(UInt16(port).bigEndian)
             guard inet_pton(AF_INET, host, &sa.sin_addr) == 1 else {
                 throw TLSEngineError(
-                    .invalidConfiguration, "bind address '\(address)' is not an IPv4 or IPv6 address (e.g. 127.0.0.1, ::1)")
+                    .invalidConfiguration,
+                    "bind address '\(address)' is not an IPv4 or IPv6 address (e.g. 127.0.0.1, ::1)")
             }
             rc = withUnsafePointer(to: &sa) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -66,7 +70,9 @@ package enum Sockets {
             }
         }
         guard rc == 0 else { throw TLSEngineError(.io, "bind(\(address):\(port)): \(errnoText())") }
-        guard !listening || Glibc_or_Darwin_listen(fd, backlog) == 0 else { throw TLSEngineError(.io, "listen(): \(errnoText())") }
+        guard !listening || systemListen(fd, backlog) == 0 else {
+            throw TLSEngineError(.io, "listen(): \(errnoText())")
+        }
         guard setNonBlocking(fd) else { throw TLSEngineError(.io, "fcntl(O_NONBLOCK): \(errnoText())") }
         var storage = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -81,20 +87,20 @@ package enum Sockets {
     }
 
     @inline(__always)
-    static func Glibc_or_Darwin_listen(_ fd: Int32, _ backlog: Int32) -> Int32 {
+    static func systemListen(_ fd: Int32, _ backlog: Int32) -> Int32 {
         #if canImport(Glibc)
-        return Glibc.listen(fd, backlog)
+            return Glibc.listen(fd, backlog)
         #elseif canImport(Musl)
-        return Musl.listen(fd, backlog)
+            return Musl.listen(fd, backlog)
         #else
-        return Darwin.listen(fd, backlog)
+            return Darwin.listen(fd, backlog)
         #endif
     }
 
     #if os(Linux)
-    static let closeOnExecFlag = Int32(SOCK_CLOEXEC.rawValue)
+        static let closeOnExecFlag = Int32(SOCK_CLOEXEC.rawValue)
     #else
-    static let closeOnExecFlag: Int32 = 0
+        static let closeOnExecFlag: Int32 = 0
     #endif
 
     /// Names the calling thread for the operating system (`top -H`, /proc/self/task/*/comm, gdb, tests): the first
@@ -128,9 +134,9 @@ package enum Sockets {
     package static func raiseDescriptorLimit(to needed: Int) -> (soft: Int, hard: Int) {
         var limit = rlimit()
         #if os(Linux)
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+            let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
         #else
-        let resource = RLIMIT_NOFILE
+            let resource = RLIMIT_NOFILE
         #endif
         guard getrlimit(resource, &limit) == 0 else { return (Int.max, Int.max) }
         // RLIM_INFINITY is all ones; anything above Int.max counts as unlimited.
@@ -157,8 +163,8 @@ package enum Sockets {
     /// its middlebox-compatibility ChangeCipherSpec and its Finished apart, so its Finished waited too.
     package static func acknowledgeNow(_ fd: Int32) {
         #if os(Linux)
-        var one: Int32 = 1
-        _ = setsockopt(fd, Int32(IPPROTO_TCP), Int32(TCP_QUICKACK), &one, socklen_t(MemoryLayout<Int32>.size))
+            var one: Int32 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), Int32(TCP_QUICKACK), &one, socklen_t(MemoryLayout<Int32>.size))
         #endif
     }
 
@@ -169,19 +175,19 @@ package enum Sockets {
         let fd: Int32 = withUnsafeMutablePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
                 #if os(Linux)
-                // Atomically non-blocking and close-on-exec: a process the host spawns at the same moment (a
-                // client under test!) must never inherit a connection, or closing it here would not end it.
-                return cpinninglab_accept4(listenFD, sa, &len, 1)
+                    // Atomically non-blocking and close-on-exec: a process the host spawns at the same moment (a
+                    // client under test!) must never inherit a connection, or closing it here would not end it.
+                    return cpinninglab_accept4(listenFD, sa, &len, 1)
                 #else
-                let fd = Darwin.accept(listenFD, sa, &len)
-                if fd >= 0 {
-                    // A fresh socket has no status flags but O_RDWR: set O_NONBLOCK without reading them first.
-                    _ = fcntl(fd, F_SETFL, O_NONBLOCK)
-                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                    var one: Int32 = 1
-                    setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-                }
-                return fd
+                    let fd = Darwin.accept(listenFD, sa, &len)
+                    if fd >= 0 {
+                        // A fresh socket has no status flags but O_RDWR: set O_NONBLOCK without reading them first.
+                        _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+                        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                        var one: Int32 = 1
+                        setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+                    }
+                    return fd
                 #endif
             }
         }
@@ -217,7 +223,9 @@ package enum Sockets {
     /// An IPv4 or IPv6 address as `inet_ntop` writes it.
     private static func text<Address>(_ family: Int32, _ address: Address) -> String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        let written = withUnsafeBytes(of: address) { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
+        let written = withUnsafeBytes(of: address) {
+            inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count))
+        }
         guard written != nil else { return "?" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
@@ -246,7 +254,9 @@ package enum Sockets {
     /// Resolves `host` (a numeric address only when `numericHost`; a name resolution blocks the caller) and starts a
     /// non-blocking, close-on-exec, no-delay TCP connect to it. Returns the socket, which the caller owns from here,
     /// and whether the connect is still in progress (wait for POLLOUT, then read SO_ERROR).
-    package static func startConnect(host: String, port: Int, numericHost: Bool) throws(ConnectStartFailure) -> (fd: Int32, inProgress: Bool) {
+    package static func startConnect(host: String, port: Int, numericHost: Bool) throws(ConnectStartFailure) -> (
+        fd: Int32, inProgress: Bool
+    ) {
         var hints = addrinfo()
         hints.ai_flags = numericHost ? AI_NUMERICHOST | AI_NUMERICSERV : 0
         hints.ai_family = AF_UNSPEC
@@ -259,12 +269,13 @@ package enum Sockets {
         defer { freeaddrinfo(list) }
         // Close-on-exec from the start (SOCK_CLOEXEC where there is one): a client process spawned at this instant
         // must not inherit the upstream connection.
-        let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype | closeOnExecFlag, address.pointee.ai_protocol)
+        let fd = socket(
+            address.pointee.ai_family, address.pointee.ai_socktype | closeOnExecFlag, address.pointee.ai_protocol)
         guard fd >= 0 else { throw ConnectStartFailure(step: .socket, reason: errnoText()) }
         if closeOnExecFlag == 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         #if canImport(Darwin)
-        var noSigpipe: Int32 = 1
-        _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &noSigpipe, socklen_t(MemoryLayout<Int32>.size))
+            var noSigpipe: Int32 = 1
+            _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &noSigpipe, socklen_t(MemoryLayout<Int32>.size))
         #endif
         guard setNonBlocking(fd) else {
             let reason = errnoText()
@@ -322,26 +333,30 @@ package final class WorkerThread {
             }
         ).toOpaque()
         #if canImport(Darwin)
-        var t: pthread_t? = nil
-        let rc = pthread_create(&t, attr, { p in
-            Unmanaged<Box>.fromOpaque(p).takeRetainedValue().body()
-            return nil
-        }, box)
+            var t: pthread_t? = nil
+            let rc = pthread_create(
+                &t, attr,
+                { p in
+                    Unmanaged<Box>.fromOpaque(p).takeRetainedValue().body()
+                    return nil
+                }, box)
         #else
-        var t = pthread_t()
-        let rc = pthread_create(&t, attr, { p in
-            Unmanaged<Box>.fromOpaque(p!).takeRetainedValue().body()
-            return nil
-        }, box)
+            var t = pthread_t()
+            let rc = pthread_create(
+                &t, attr,
+                { p in
+                    Unmanaged<Box>.fromOpaque(p!).takeRetainedValue().body()
+                    return nil
+                }, box)
         #endif
         guard rc == 0 else {
             Unmanaged<Box>.fromOpaque(box).release()
             throw TLSEngineError(.io, "pthread_create: \(Sockets.errnoText(rc))")
         }
         #if canImport(Darwin)
-        thread = t!
+            thread = t!
         #else
-        thread = t
+            thread = t
         #endif
     }
 
@@ -351,8 +366,6 @@ package final class WorkerThread {
         pthread_join(thread, nil)
     }
 }
-
-
 
 /// A worker thread's wake-up pipe (non-blocking, close-on-exec): `wake()` from any thread makes the worker's wait
 /// (`poll` or epoll) on `readEnd` return; the worker `drain()`s it. Closed once, by `closeEnds()`, after the worker's thread has ended.

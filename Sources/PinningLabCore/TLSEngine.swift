@@ -1,4 +1,5 @@
 public import PinningLabTLSTypes
+
 /// Whether an engine can serve a configuration exactly as written.
 public struct EngineSupport: Hashable, Sendable, CustomStringConvertible {
     /// Why the engine cannot serve it; empty when it can.

@@ -1,6 +1,5 @@
 import Foundation
 
-
 /// One worker thread of a fixture server: an event loop over a wake-up pipe, the shared listening socket (while
 /// below the connection cap) and the connections this worker accepted — epoll on Linux, `poll` elsewhere.
 final class Worker: PooledWorker, @unchecked Sendable {  // `connections` is touched only by the worker's own thread
@@ -21,10 +20,12 @@ final class Worker: PooledWorker, @unchecked Sendable {  // `connections` is tou
 
     func run() {
         #if os(Linux)
-        if core.options.eventLoop == .automatic, let epoll = EpollSet(), epoll.add(wakeUp.readEnd, events: Int16(POLLIN)) {
-            runEpoll(epoll)
-            return
-        }
+            if core.options.eventLoop == .automatic, let epoll = EpollSet(),
+                epoll.add(wakeUp.readEnd, events: Int16(POLLIN))
+            {
+                runEpoll(epoll)
+                return
+            }
         #endif
         runPoll()
     }
@@ -56,71 +57,72 @@ final class Worker: PooledWorker, @unchecked Sendable {  // `connections` is tou
     }
 
     #if os(Linux)
-    /// The loop on epoll: connections stay registered with the events they wait for; a wake-up touches only the
-    /// ready ones, and the connections are scanned for timeouts only when the nearest deadline has passed.
-    private func runEpoll(_ epoll: EpollSet) {
-        var open: [Int32: (connection: Connection, events: Int16)] = [:]
-        var listening = false
-        var nearest = UInt64.max
+        /// The loop on epoll: connections stay registered with the events they wait for; a wake-up touches only the
+        /// ready ones, and the connections are scanned for timeouts only when the nearest deadline has passed.
+        private func runEpoll(_ epoll: EpollSet) {
+            var open: [Int32: (connection: Connection, events: Int16)] = [:]
+            var listening = false
+            var nearest = UInt64.max
 
-        /// After a connection moved: forget it once finished, else wait for what it now wants.
-        func settle(_ c: Connection, registered: Int16?) {
-            if c.isFinished {
-                open[c.fd] = nil  // its descriptor is closed, which removed it from the epoll set
-                return
-            }
-            if c.events != registered {
-                let ok = registered == nil ? epoll.add(c.fd, events: c.events) : epoll.modify(c.fd, events: c.events)
-                guard ok else {
-                    let reason = Sockets.errnoText()
-                    c.finish(.handshakeFailed, error: "epoll_ctl: \(reason)")
-                    open[c.fd] = nil
+            /// After a connection moved: forget it once finished, else wait for what it now wants.
+            func settle(_ c: Connection, registered: Int16?) {
+                if c.isFinished {
+                    open[c.fd] = nil  // its descriptor is closed, which removed it from the epoll set
                     return
                 }
+                if c.events != registered {
+                    let ok =
+                        registered == nil ? epoll.add(c.fd, events: c.events) : epoll.modify(c.fd, events: c.events)
+                    guard ok else {
+                        let reason = Sockets.errnoText()
+                        c.finish(.handshakeFailed, error: "epoll_ctl: \(reason)")
+                        open[c.fd] = nil
+                        return
+                    }
+                }
+                open[c.fd] = (c, c.events)
+                nearest = min(nearest, c.deadline)
             }
-            open[c.fd] = (c, c.events)
-            nearest = min(nearest, c.deadline)
-        }
 
-        while !core.listener.isStopping {
-            let mayAccept = core.listener.mayAccept()
-            if mayAccept && !listening {
-                listening = epoll.add(core.listener.listenFD, events: Int16(POLLIN))
-            } else if !mayAccept && listening {
-                epoll.remove(core.listener.listenFD)
-                listening = false
-            }
-            var acceptNow = false
-            let waited = epoll.wait(timeout: Sockets.pollTimeout(until: nearest)) { fd, _ in
-                if fd == wakeUp.readEnd {
-                    wakeUp.drain()
-                } else if fd == core.listener.listenFD {
-                    acceptNow = true
-                } else if let (c, registered) = open[fd] {
-                    c.advance(buffer: readBuffer)
-                    settle(c, registered: registered)
+            while !core.listener.isStopping {
+                let mayAccept = core.listener.mayAccept()
+                if mayAccept && !listening {
+                    listening = epoll.add(core.listener.listenFD, events: Int16(POLLIN))
+                } else if !mayAccept && listening {
+                    epoll.remove(core.listener.listenFD)
+                    listening = false
+                }
+                var acceptNow = false
+                let waited = epoll.wait(timeout: Sockets.pollTimeout(until: nearest)) { fd, _ in
+                    if fd == wakeUp.readEnd {
+                        wakeUp.drain()
+                    } else if fd == core.listener.listenFD {
+                        acceptNow = true
+                    } else if let (c, registered) = open[fd] {
+                        c.advance(buffer: readBuffer)
+                        settle(c, registered: registered)
+                    }
+                }
+                if !waited { break }
+                let now = Sockets.now()
+                if nearest <= now {
+                    // Time out the expired connections (which finishes them) and find the next deadline among the rest.
+                    nearest = .max
+                    var expired: [Connection] = []
+                    for (c, _) in open.values {
+                        if c.deadline <= now { expired.append(c) } else { nearest = min(nearest, c.deadline) }
+                    }
+                    for c in expired {
+                        c.timedOut()
+                        open[c.fd] = nil
+                    }
+                }
+                if acceptNow && listening {
+                    acceptPending { settle($0, registered: nil) }
                 }
             }
-            if !waited { break }
-            let now = Sockets.now()
-            if nearest <= now {
-                // Time out the expired connections (which finishes them) and find the next deadline among the rest.
-                nearest = .max
-                var expired: [Connection] = []
-                for (c, _) in open.values {
-                    if c.deadline <= now { expired.append(c) } else { nearest = min(nearest, c.deadline) }
-                }
-                for c in expired {
-                    c.timedOut()
-                    open[c.fd] = nil
-                }
-            }
-            if acceptNow && listening {
-                acceptPending { settle($0, registered: nil) }
-            }
+            for (c, _) in open.values { c.finish(.serverStopped, error: nil) }
         }
-        for (c, _) in open.values { c.finish(.serverStopped, error: nil) }
-    }
     #endif
 }
 
@@ -421,10 +423,12 @@ final class Connection {
         }
         var observation = Observation(
             id: id, label: core.label, engine: core.engineName, startedAt: startedAt, peerAddress: peer,
-            serverName: d.serverName, identity: served.flatMap { $0.name.isEmpty ? nil : $0.name }, generation: generation,
+            serverName: d.serverName, identity: served.flatMap { $0.name.isEmpty ? nil : $0.name },
+            generation: generation,
             handshakeCompleted: handshakeNanos != nil, alertReceived: d.alertReceived, alertSent: d.alertSent,
             closure: closure, error: (error?.isEmpty ?? true) ? nil : error, tlsVersion: d.version,
-            cipherSuite: d.cipherSuite, alpn: d.alpn, resumption: d.resumption, clientCertificates: d.clientCertificates,
+            cipherSuite: d.cipherSuite, alpn: d.alpn, resumption: d.resumption,
+            clientCertificates: d.clientCertificates,
             serverCertificates: sent?.map { ObservedCertificate(der: $0) },
             // Early data reached the server even when the handshake never completed (the client decided after
             // sending it): it counts as application data received. `read(into:)` hands it over first, so once the

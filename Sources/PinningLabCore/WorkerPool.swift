@@ -122,11 +122,13 @@ final class BlockingThreads: Sendable {
             next = nil
             Sockets.nameCurrentThread("pinlab.idle")
             let me = Waiting()
-            guard idle.withLock({ all -> Bool in
-                guard all.count < maximumIdle else { return false }
-                all.append(me)
-                return true
-            }) else { return }
+            guard
+                idle.withLock({ all -> Bool in
+                    guard all.count < maximumIdle else { return false }
+                    all.append(me)
+                    return true
+                })
+            else { return }
             let seconds = Double(idleTime.components.seconds) + Double(idleTime.components.attoseconds) / 1e18
             if me.wake.wait(timeout: .now() + seconds) == .timedOut {
                 // Leave the list, unless `run` took this thread meanwhile: then its work is on the way.

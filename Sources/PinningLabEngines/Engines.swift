@@ -1,9 +1,9 @@
 import Foundation
-public import PinningLabCore
 import PinningLabBase
-import PinningLabPKI
+public import PinningLabCore
 import PinningLabGnuTLS
 import PinningLabOpenSSL
+import PinningLabPKI
 
 /// The engine registry: every list of engines — `--engine`, the control API's `engines`, `pinlab --version`, a run's
 /// default — is read from here.
@@ -26,14 +26,18 @@ public enum Engines {
     /// Adds an engine to the registry. Throws when its name is taken, is empty, or is `both` or `all`.
     public static func register(_ engine: any TLSEngine) throws {
         let name = engine.name.lowercased()
-        guard !name.isEmpty, !["both", "all"].contains(name), name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
-            throw CheckSetupError(.runOption, problem: "'\(engine.name)' cannot name an engine.",
-                                  fix: "name it with letters, digits and '-' (not both or all).")
+        guard !name.isEmpty, !["both", "all"].contains(name),
+            name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" })
+        else {
+            throw CheckSetupError(
+                .runOption, problem: "'\(engine.name)' cannot name an engine.",
+                fix: "name it with letters, digits and '-' (not both or all).")
         }
         try registered.withLock { list in
             guard !(builtIn + list).contains(where: { $0.name.lowercased() == name }) else {
-                throw CheckSetupError(.runOption, problem: "an engine named '\(engine.name)' is registered already.",
-                                      fix: "give the engine another name.")
+                throw CheckSetupError(
+                    .runOption, problem: "an engine named '\(engine.name)' is registered already.",
+                    fix: "give the engine another name.")
             }
             list.append(engine)
         }
@@ -52,8 +56,9 @@ public enum Engines {
         default: break
         }
         guard let engine = engine(named: name) else {
-            throw CheckSetupError(.runOption, problem: "'\(name)' is not an engine.",
-                                  fix: "use \(names.joined(separator: ", ")), both or all.")
+            throw CheckSetupError(
+                .runOption, problem: "'\(name)' is not an engine.",
+                fix: "use \(names.joined(separator: ", ")), both or all.")
         }
         return [engine]
     }

@@ -71,7 +71,9 @@ enum AlamofireExport {
 
             """
         var files = [ExportFile(name: ExportFormat.alamofire.fileName, text: s)]
-        for p in pins { if let id = p.identity { files.append(ExportFile(name: cerName(p) + ".cer", bytes: id.certificateDER)) } }
+        for p in pins {
+            if let id = p.identity { files.append(ExportFile(name: cerName(p) + ".cer", bytes: id.certificateDER)) }
+        }
         return files
     }
 }

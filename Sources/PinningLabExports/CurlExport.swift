@@ -11,7 +11,8 @@ enum CurlExport {
         var flags = e.trustAnchors.isEmpty ? "" : "--cacert \(shellQuoted(ca))"
         if !e.pins.isEmpty {
             flags +=
-                (flags.isEmpty ? "" : " ") + "--pinnedpubkey " + shellQuoted(e.spkiPins.map { PinFormat.curlPin($0.spkiBase64) }.joined(separator: ";"))
+                (flags.isEmpty ? "" : " ") + "--pinnedpubkey "
+                + shellQuoted(e.spkiPins.map { PinFormat.curlPin($0.spkiBase64) }.joined(separator: ";"))
         }
         var lines = e.headerLines(.curl).map { "# " + $0 }
         lines.append("# Use: curl \(flags) https://\(e.host):PORT/   (exit 90: the pin did not match)")

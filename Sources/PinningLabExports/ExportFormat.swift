@@ -1,6 +1,6 @@
 public import Foundation
-public import PinningLabPKI
 import PinningLabBase
+public import PinningLabPKI
 
 /// A configuration a pinning library or a device takes, written by `pinlab export FORMAT`. An open set: each format
 /// is a static member declared in its renderer's file (with its file name and renderer) and listed once in
@@ -205,7 +205,8 @@ public struct PinExport: Sendable, Hashable {
     public var expirationWarning: String? {
         guard !pins.isEmpty, let e = effectiveExpiration else { return nil }
         let day = NSCExport.day(e)
-        let fix = "pass --pin-horizon DAYS or --expiration YYYY-MM-DD past the last day this build will be in use "
+        let fix =
+            "pass --pin-horizon DAYS or --expiration YYYY-MM-DD past the last day this build will be in use "
             + "(default: \(Self.defaultPinHorizonDays) days)."
         if expirationDays < 0 {
             return "the pin-set expiration \(day) is in the past: Android does not enforce these pins at all; \(fix)"
@@ -221,32 +222,42 @@ public struct PinExport: Sendable, Hashable {
         guard HostName.isValidHost(host) else {
             throw ExportError(
                 .badHost, argument: "--host", problem: "'\(YAMLReader.excerpt(host))' is not a host name.",
-                fix: "give a DNS name such as localhost or api.pinning.test (labels of 1 to 63 letters, digits and hyphens) or an IP address.")
+                fix:
+                    "give a DNS name such as localhost or api.pinning.test (labels of 1 to 63 letters, digits and hyphens) or an IP address."
+            )
         }
         if (format == .mobileconfig || format == .farm) && roots.isEmpty {
             throw ExportError(
                 .badArguments, argument: "--from",
-                problem: "a configuration profile installs root certificates, and this pin set carries none (pins.json holds hashes only).",
+                problem:
+                    "a configuration profile installs root certificates, and this pin set carries none (pins.json holds hashes only).",
                 fix: "export \(format.rawValue) from the lab PKI (drop --from).")
         }
         guard format.carriesPins else { return e }
         if format == .alamofire, let p = pins.first(where: { $0.identity == nil }) {
             throw ExportError(
                 .certificatePinsUnsupported, argument: "--from",
-                problem: "Alamofire's evaluators compare keys taken from certificates, and the pin \(p.spkiBase64) is a hash only.",
-                fix: "export alamofire from the lab PKI (drop --from), or use nspinneddomains or trustkit-plist, which take hashes.")
+                problem:
+                    "Alamofire's evaluators compare keys taken from certificates, and the pin \(p.spkiBase64) is a hash only.",
+                fix:
+                    "export alamofire from the lab PKI (drop --from), or use nspinneddomains or trustkit-plist, which take hashes."
+            )
         }
         if format == .flutter, let p = pins.first(where: { $0.identity == nil }) {
             throw ExportError(
                 .certificatePinsUnsupported, argument: "--from",
-                problem: "http_certificate_pinning compares certificate fingerprints, and the pin \(p.spkiBase64) is an SPKI hash only.",
+                problem:
+                    "http_certificate_pinning compares certificate fingerprints, and the pin \(p.spkiBase64) is an SPKI hash only.",
                 fix: "export flutter from the lab PKI (drop --from).")
         }
         if format == .nsPinnedDomains && Set(spkiPins.map(\.certificateRole.isCA)).count > 1 {
             throw ExportError(
                 .badArguments, argument: "NAMES",
-                problem: "the pins mix leaf keys and CA keys; NSPinnedDomains files them under NSPinnedLeafIdentities and NSPinnedCAIdentities, and when both are present App Transport Security requires a match in each, so a chain would have to match both.",
-                fix: "pin leaf keys only (e.g. leaf-v1 leaf-v3-rekey) or CA keys only (e.g. lab-intermediate-a lab-root).")
+                problem:
+                    "the pins mix leaf keys and CA keys; NSPinnedDomains files them under NSPinnedLeafIdentities and NSPinnedCAIdentities, and when both are present App Transport Security requires a match in each, so a chain would have to match both.",
+                fix:
+                    "pin leaf keys only (e.g. leaf-v1 leaf-v3-rekey) or CA keys only (e.g. lab-intermediate-a lab-root)."
+            )
         }
         if pins.isEmpty && format != .nsc && format != .curl {
             throw ExportError(
@@ -275,7 +286,9 @@ public struct PinExport: Sendable, Hashable {
                         .tooFewPins, argument: "NAMES",
                         problem:
                             "TrustKit refuses a domain with fewer than two distinct pins, and there is no other backup key to add.",
-                        fix: "name two identities with different keys, e.g. leaf-v1 leaf-v3-rekey (in pins.json: add a pin with role backup).")
+                        fix:
+                            "name two identities with different keys, e.g. leaf-v1 leaf-v3-rekey (in pins.json: add a pin with role backup)."
+                    )
                 }
                 e.pins.append(ExportPin(identity: b, reason: .addedBackup))
                 e.notes.append(
@@ -327,7 +340,8 @@ public struct PinExport: Sendable, Hashable {
                     : "Pins (SHA-256 of the DER SubjectPublicKeyInfo, base64):")
             for p in spkiPins {
                 lines.append(
-                    "  " + (pinsCertificates ? p.identity?.pins.certificateBase64 ?? p.spkiBase64 : p.spkiBase64) + "  " + p.label)
+                    "  " + (pinsCertificates ? p.identity?.pins.certificateBase64 ?? p.spkiBase64 : p.spkiBase64) + "  "
+                        + p.label)
             }
         }
         lines += notes

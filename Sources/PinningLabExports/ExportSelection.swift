@@ -1,8 +1,8 @@
 import Foundation
+import PinningLabBase
 import PinningLabCore
 public import PinningLabModel
 public import PinningLabPKI
-import PinningLabBase
 
 extension PinExport {
     /// The pins a client built for `scenario`'s pinned identity holds under `profile` (DESIGN.md, "Pin profile"),

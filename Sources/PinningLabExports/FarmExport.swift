@@ -49,11 +49,12 @@ enum FarmExport {
             "| `\(r.name).cer` | \(r.subject) | \((try? r.reach().summary) ?? "its certificate cannot be read") | \(r.pins.certificateHex.prefix(16))… |"
         }.joined(separator: "\n")
         let warned = e.rootWarnings.map { "> **\($0)**\n" }.joined(separator: "\n")
-        let client = e.deviceClientIdentity.map { c in
-            """
-            | `\(c.name).pfx` | \(c.subject) | the client certificate of the mutual-TLS scenarios; password in `\(c.name).pfx.password` | key included |
-            """
-        } ?? ""
+        let client =
+            e.deviceClientIdentity.map { c in
+                """
+                | `\(c.name).pfx` | \(c.subject) | the client certificate of the mutual-TLS scenarios; password in `\(c.name).pfx.password` | key included |
+                """
+            } ?? ""
         return """
             # PinningLab on a device farm
 

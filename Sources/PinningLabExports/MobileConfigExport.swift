@@ -26,7 +26,8 @@ enum MobileConfigExport {
         let reach = (try? r.reach().summary) ?? "of unknown reach (its certificate cannot be read)"
         var s = "Adds the PinningLab root '\(r.name)' (\(r.subject)). It is \(reach)."
         if let reach = try? r.reach(), !reach.isConstrained {
-            s += " Whoever holds its key can impersonate any site to this device; lab use only, remove this profile after the session."
+            s +=
+                " Whoever holds its key can impersonate any site to this device; lab use only, remove this profile after the session."
         }
         return s
     }
@@ -53,7 +54,9 @@ enum MobileConfigExport {
             (
                 "PayloadDescription",
                 .string(
-                    (["Installs the PinningLab test roots: \(roots.map(\.name).joined(separator: ", ")). Unsigned. Remove it when the lab is over."]
+                    ([
+                        "Installs the PinningLab test roots: \(roots.map(\.name).joined(separator: ", ")). Unsigned. Remove it when the lab is over."
+                    ]
                         + e.rootWarnings).joined(separator: " ")
                 )
             ),
@@ -77,11 +80,13 @@ enum MobileConfigExport {
     /// Install steps for a device, a Simulator and Android (also in the DocC article "Exports").
     static func readme(_ roots: [Identity], warnings: [String]) -> String {
         let names = roots.map(\.name).joined(separator: ", ")
-        let reach = roots.map { r in "- `\(r.name)`: \((try? r.reach().summary) ?? "its certificate cannot be read").\n" }.joined()
+        let reach = roots.map { r in "- `\(r.name)`: \((try? r.reach().summary) ?? "its certificate cannot be read").\n"
+        }.joined()
         let warned = warnings.map { "> **\($0)**\n\n" }.joined()
         let constrained = roots.filter { (try? $0.reach().isConstrained) == true }.map { "`\($0.name)`" }
         let unconstrained = roots.filter { (try? $0.reach().isConstrained) != true }.map { "`\($0.name)`" }
-        let trustStep = unconstrained.isEmpty
+        let trustStep =
+            unconstrained.isEmpty
             ? "turn on full trust for each root (\(names))"
             : "turn on full trust for \(constrained.isEmpty ? "the root" : constrained.joined(separator: ", ")); "
                 + "for \(unconstrained.joined(separator: ", ")) only for the interception session, and turn it off (or remove the profile) right after"

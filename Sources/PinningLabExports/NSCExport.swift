@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabReports
 import PinningLabPKI
+import PinningLabReports
 
 /// Android `res/xml/network_security_config.xml`: a `<domain-config>` for the host with the app's trust anchors
 /// (the lab root as a raw resource), the `<pin-set>` with its expiration, and `<debug-overrides>` trusting
@@ -24,7 +24,9 @@ enum NSCExport {
         var comment = e.headerLines(.nsc)
         comment.append("Save as res/xml/network_security_config.xml; the manifest's <application> names it with")
         if e.trustAnchors.isEmpty {
-            comment.append("android:networkSecurityConfig=\"@xml/network_security_config\". No trust anchors of its own: the system's.")
+            comment.append(
+                "android:networkSecurityConfig=\"@xml/network_security_config\". No trust anchors of its own: the system's."
+            )
         } else {
             comment.append(
                 "android:networkSecurityConfig=\"@xml/network_security_config\". The trust anchors are raw resources:")
@@ -41,7 +43,9 @@ enum NSCExport {
         }
         if !e.pins.isEmpty {
             let exp = e.effectiveExpiration.map { " expiration=\"\(day($0))\"" } ?? ""
-            let horizon = e.expiration == nil ? "\(e.pinHorizonDays) days after this export" : "given with --expiration or in pins.json"
+            let horizon =
+                e.expiration == nil
+                ? "\(e.pinHorizonDays) days after this export" : "given with --expiration or in pins.json"
             var lines = [
                 "expiration (\(horizon)): on and after this day Android stops enforcing the pins.",
                 "Keep it past the last day this build will be in use (pinlab export nsc --pin-horizon DAYS).",
@@ -55,11 +59,13 @@ enum NSCExport {
             s += "        </pin-set>\n"
         }
         if let ct = e.certificateTransparency {
-            s += xmlComment(ct ? [
-                "Certificate Transparency (Android 16+): connections to this domain need SCTs from logs the platform",
-                "knows. The lab's logs are not among them: on a device, the lab's SCT scenarios judge a CT library",
-                "configured with the lab log list (ct/log_list.json of the PKI folder), not the platform's check.",
-            ] : ["Certificate Transparency explicitly off for this domain (Android 16+)."], indent: "        ")
+            s += xmlComment(
+                ct
+                    ? [
+                        "Certificate Transparency (Android 16+): connections to this domain need SCTs from logs the platform",
+                        "knows. The lab's logs are not among them: on a device, the lab's SCT scenarios judge a CT library",
+                        "configured with the lab log list (ct/log_list.json of the PKI folder), not the platform's check.",
+                    ] : ["Certificate Transparency explicitly off for this domain (Android 16+)."], indent: "        ")
             s += "        <certificateTransparency enabled=\"\(ct)\" />\n"
         }
         s += "    </domain-config>\n"

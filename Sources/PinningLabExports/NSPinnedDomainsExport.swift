@@ -19,7 +19,8 @@ enum NSPinnedDomainsExport {
     static func render(_ e: PinExport) -> [ExportFile] {
         let pins = e.spkiPins
         let isCA = pins.first?.certificateRole.isCA ?? false
-        let identities: PropertyList = .array(pins.map { .dictionary([("SPKI-SHA256-BASE64", .string($0.spkiBase64))]) })
+        let identities: PropertyList = .array(
+            pins.map { .dictionary([("SPKI-SHA256-BASE64", .string($0.spkiBase64))]) })
         let domain: PropertyList = .dictionary([
             ("NSIncludesSubdomains", .bool(e.includeSubdomains)),
             (isCA ? "NSPinnedCAIdentities" : "NSPinnedLeafIdentities", identities),

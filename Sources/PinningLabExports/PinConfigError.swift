@@ -36,14 +36,17 @@ func checkedSPKIPin(_ text: String, file: String, line: Int?, keyPath: String?) 
         throw PinConfigError(
             file: file, line: line, keyPath: keyPath, problem: "'\(t)' is not base64.",
             fix: "write the SHA-256 of the DER SubjectPublicKeyInfo in base64 (44 characters ending in '='): "
-                + "openssl x509 -in CERT.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64")
+                + "openssl x509 -in CERT.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"
+        )
     }
     guard data.count == 32 else {
         throw PinConfigError(
             file: file, line: line, keyPath: keyPath,
             problem: "'\(t)' decodes to \(data.count) bytes; a SHA-256 pin is 32 bytes (44 base64 characters)"
                 + (data.count == 20 ? " — 20 bytes is a SHA-1 digest." : "."),
-            fix: "pin the SHA-256 of the SubjectPublicKeyInfo: openssl x509 -in CERT.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64")
+            fix:
+                "pin the SHA-256 of the SubjectPublicKeyInfo: openssl x509 -in CERT.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"
+        )
     }
     return t
 }

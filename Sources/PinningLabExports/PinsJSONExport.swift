@@ -1,6 +1,6 @@
 public import Foundation
-import PinningLabPKI
 import PinningLabBase
+import PinningLabPKI
 
 /// `pins.json`: PinningLab's own pin-set source, one JSON document from which `pinlab export --from pins.json FORMAT`
 /// renders every format that takes hashes, and which `pinlab audit` reads.
@@ -69,7 +69,8 @@ public struct PinsDocument: Codable, Sendable, Hashable {
                 fix: "every domain has host, includeSubdomains and pins; every pin has sha256, role and certificate.")
         } catch let DecodingError.typeMismatch(_, ctx) {
             throw PinConfigError(
-                file: file, keyPath: path(ctx.codingPath), problem: "the value has the wrong type (\(ctx.debugDescription)).",
+                file: file, keyPath: path(ctx.codingPath),
+                problem: "the value has the wrong type (\(ctx.debugDescription)).",
                 fix: "see the pins.json format in the Exports article.")
         } catch let DecodingError.valueNotFound(_, ctx) {
             throw PinConfigError(
@@ -95,7 +96,9 @@ public struct PinsDocument: Codable, Sendable, Hashable {
             if !HostName.isValidHost(d.host) {
                 throw PinConfigError(
                     file: file, keyPath: at + ".host", problem: "'\(YAMLReader.excerpt(d.host))' is not a host name.",
-                    fix: "write a DNS name such as api.example.com (no scheme, port or wildcard; use includeSubdomains).")
+                    fix:
+                        "write a DNS name such as api.example.com (no scheme, port or wildcard; use includeSubdomains)."
+                )
             }
             if let e = d.expiration, parseDay(e) == nil {
                 throw PinConfigError(
@@ -111,7 +114,8 @@ public struct PinsDocument: Codable, Sendable, Hashable {
                 }
                 guard certificates.contains(p.certificate) else {
                     throw PinConfigError(
-                        file: file, keyPath: pa + ".certificate", problem: "'\(p.certificate)' is not a certificate kind.",
+                        file: file, keyPath: pa + ".certificate",
+                        problem: "'\(p.certificate)' is not a certificate kind.",
                         fix: "write leaf, intermediate or root: what the pinned key certifies.")
                 }
             }
@@ -144,7 +148,8 @@ public struct PinsDocument: Codable, Sendable, Hashable {
             return nil
         } catch {
             let detail = jsonErrorDetail(error)
-            guard let r = detail.range(of: "character "), let offset = Int(detail[r.upperBound...].prefix { $0.isNumber })
+            guard let r = detail.range(of: "character "),
+                let offset = Int(detail[r.upperBound...].prefix { $0.isNumber })
             else { return (detail, nil) }
             return (detail, data.prefix(offset).reduce(1) { $0 + ($1 == 10 ? 1 : 0) })
         }
@@ -173,7 +178,8 @@ public struct PinsDocument: Codable, Sendable, Hashable {
             guard domains.count == 1 else {
                 throw PinConfigError(
                     file: file, keyPath: "domains",
-                    problem: domains.isEmpty ? "there are no domains." : "\(domains.count) domains; an export is for one host.",
+                    problem: domains.isEmpty
+                        ? "there are no domains." : "\(domains.count) domains; an export is for one host.",
                     fix: domains.isEmpty
                         ? "add a domain with its pins."
                         : "choose one with --host (\(domains.map(\.host).joined(separator: ", "))).")
@@ -183,7 +189,8 @@ public struct PinsDocument: Codable, Sendable, Hashable {
         let ordered = domain.pins.filter { $0.role == "current" } + domain.pins.filter { $0.role != "current" }
         let pins = ordered.map { p in
             ExportPin(
-                spkiBase64: p.sha256, name: p.name ?? "\(p.certificate) key", certificateRole: Role(rawValue: p.certificate),
+                spkiBase64: p.sha256, name: p.name ?? "\(p.certificate) key",
+                certificateRole: Role(rawValue: p.certificate),
                 reason: p.role == "backup" ? .backup : .pinned)
         }
         var e = PinExport(

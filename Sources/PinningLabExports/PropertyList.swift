@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabReports
 import PinningLabPKI
+import PinningLabReports
 
 /// A property-list value, written as Apple's XML plist (`plutil -convert xml1` form). Dictionaries keep their order
 /// so that exports are stable and read in a teaching order.
@@ -40,12 +40,13 @@ enum PropertyList: Hashable, Sendable {
         case .dictionary(let entries):
             if entries.isEmpty { return "\(pad)<dict/>\n" }
             var s = "\(pad)<dict>\n"
-            for (k, v) in entries { s += "\(pad)\t<key>\(PinningLabReports.xml(k))</key>\n" + v.xml(indent: indent + 1) }
+            for (k, v) in entries {
+                s += "\(pad)\t<key>\(PinningLabReports.xml(k))</key>\n" + v.xml(indent: indent + 1)
+            }
             return s + "\(pad)</dict>\n"
         }
     }
 }
-
 
 /// An XML comment block; `--` is not allowed inside a comment, so it is written `- -`.
 func xmlComment(_ lines: [String], indent: String = "") -> String {

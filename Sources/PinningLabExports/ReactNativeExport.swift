@@ -12,7 +12,8 @@ enum ReactNativeExport {
     static func platformNotes(_ e: PinExport) -> [String] {
         var lines = [
             "iOS: TrustKit (TSKPublicKeyHashes, TSKIncludeSubdomains). Android: OkHttp CertificatePinner, pattern "
-                + (e.includeSubdomains ? "**.\(e.host) (the host and every subdomain, any depth)." : "\(e.host) (this host only)."),
+                + (e.includeSubdomains
+                    ? "**.\(e.host) (the host and every subdomain, any depth)." : "\(e.host) (this host only)."),
             "The domain key takes no wildcard: '*.\(e.host)' would be OkHttp's one-label wildcard on Android, and on iOS "
                 + "TrustKit has no wildcard syntax (the key is refused or matches no host); use includeSubdomains instead.",
             "Only the fetch/XMLHttpRequest networking of React Native is pinned; native libraries with their own HTTP "

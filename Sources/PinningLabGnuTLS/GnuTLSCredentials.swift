@@ -1,6 +1,6 @@
 internal import CPinningLabGnuTLS
-internal import PinningLabCore
 internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
+internal import PinningLabCore
 
 /// The one owner of a `gnutls_certificate_credentials_t`.
 final class GnuTLSCredentials {

@@ -1,6 +1,6 @@
 internal import CPinningLabGnuTLS
-public import PinningLabCore
 internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
+public import PinningLabCore
 
 /// The GnuTLS (3.7) fixture engine.
 ///

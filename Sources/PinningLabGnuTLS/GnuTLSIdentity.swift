@@ -1,6 +1,6 @@
 internal import CPinningLabGnuTLS
-internal import PinningLabCore
 internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
+internal import PinningLabCore
 
 /// The parsed chain and key of one identity: a C array of `gnutls_pcert_st` and a `gnutls_privkey_t`.
 final class GnuTLSIdentity {
@@ -17,18 +17,21 @@ final class GnuTLSIdentity {
         if identity.signedCertificateTimestampList != nil {
             throw TLSEngineError(
                 .unsupported,
-                "\(label): GnuTLS cannot send signed certificate timestamps in the TLS extension (no API for TLS 1.3 certificate-entry extensions); use the OpenSSL engine")
+                "\(label): GnuTLS cannot send signed certificate timestamps in the TLS extension (no API for TLS 1.3 certificate-entry extensions); use the OpenSSL engine"
+            )
         }
         count = identity.chainDER.count
         pcerts = .allocate(capacity: count)
         for (i, der) in identity.chainDER.enumerated() {
             let rc = der.withUnsafeBufferPointer { buf -> Int32 in
-                var datum = gnutls_datum_t(data: UnsafeMutablePointer(mutating: buf.baseAddress), size: UInt32(buf.count))
+                var datum = gnutls_datum_t(
+                    data: UnsafeMutablePointer(mutating: buf.baseAddress), size: UInt32(buf.count))
                 return gnutls_pcert_import_x509_raw(pcerts + i, &datum, GNUTLS_X509_FMT_DER, 0)
             }
             guard rc >= 0 else {
                 if let unsupported = GnuTLSServerSession.unsupportedKey(identity, label: label) { throw unsupported }
-                throw TLSEngineError(.invalidConfiguration, "\(label): certificate \(i + 1) is not DER: \(gnutlsErrorText(rc))")
+                throw TLSEngineError(
+                    .invalidConfiguration, "\(label): certificate \(i + 1) is not DER: \(gnutlsErrorText(rc))")
             }
             imported += 1
         }
@@ -41,7 +44,8 @@ final class GnuTLSIdentity {
         }
         guard rc >= 0 else {
             if let unsupported = GnuTLSServerSession.unsupportedKey(identity, label: label) { throw unsupported }
-            throw TLSEngineError(.invalidConfiguration, "\(label): the private key is not PKCS#8 DER: \(gnutlsErrorText(rc))")
+            throw TLSEngineError(
+                .invalidConfiguration, "\(label): the private key is not PKCS#8 DER: \(gnutlsErrorText(rc))")
         }
     }
 

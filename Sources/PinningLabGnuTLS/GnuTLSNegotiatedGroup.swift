@@ -17,9 +17,11 @@ extension GnuTLSServerSession {
     /// A cell whose key this GnuTLS cannot load because it is ML-DSA (GnuTLS 3.7, or 3.8 built without ML-DSA) is
     /// `unsupported`, with a reason naming the library and version; nil for any other key.
     static func unsupportedKey(_ identity: ServerIdentity, label: String) -> TLSEngineError? {
-        guard let why = PostQuantumKey.unsupportedReason(
-            pkcs8: identity.privateKeyPKCS8DER, library: "GnuTLS " + String(cString: gnutls_check_version(nil)),
-            needs: "a GnuTLS built with ML-DSA") else { return nil }
+        guard
+            let why = PostQuantumKey.unsupportedReason(
+                pkcs8: identity.privateKeyPKCS8DER, library: "GnuTLS " + String(cString: gnutls_check_version(nil)),
+                needs: "a GnuTLS built with ML-DSA")
+        else { return nil }
         return TLSEngineError(.unsupported, "\(label): \(why)")
     }
 }

@@ -1,11 +1,12 @@
 internal import CPinningLabGnuTLS
-internal import PinningLabCore
-import PinningLabBase
-import PinningLabTLSTypes
 internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
+import PinningLabBase
+internal import PinningLabCore
 internal import PinningLabPKI  // Locked
+import PinningLabTLSTypes
 
-final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // immutable after init; GnuTLS credentials and priority caches may be shared by sessions on several threads
+// immutable after init; GnuTLS credentials and priority caches may be shared by sessions on several threads
+final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {
     let configuration: ServerTLSConfiguration
     let identities: [GnuTLSIdentity]
     let credentials: GnuTLSCredentials
@@ -66,11 +67,16 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // imm
         if c.ocspStaple != nil {
             // The credentials' status callback: GnuTLS calls it for the certificate the retrieve callback chose,
             // only when the client sent status_request, and staples what it returns.
-            gnutls_certificate_set_ocsp_status_request_function(credentials.pointer, { session, _, response in
-                guard let s = GnuTLSServerSession.from(session), let staple = s.context.configuration.ocspStaple,
-                      let response else { return GNUTLS_E_NO_CERTIFICATE_STATUS }
-                return staple.withUnsafeBufferPointer { cpl_gnutls_set_ocsp_response(response, $0.baseAddress, UInt32($0.count)) }
-            }, nil)
+            gnutls_certificate_set_ocsp_status_request_function(
+                credentials.pointer,
+                { session, _, response in
+                    guard let s = GnuTLSServerSession.from(session), let staple = s.context.configuration.ocspStaple,
+                        let response
+                    else { return GNUTLS_E_NO_CERTIFICATE_STATUS }
+                    return staple.withUnsafeBufferPointer {
+                        cpl_gnutls_set_ocsp_response(response, $0.baseAddress, UInt32($0.count))
+                    }
+                }, nil)
         }
 
         var storage: [UInt8] = []
@@ -82,7 +88,8 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // imm
         for (i, p) in c.alpnProtocols.enumerated() {
             let n = p.utf8.count
             alpn[i] = gnutls_datum_t(
-                data: alpnStorage.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self), size: UInt32(n))
+                data: alpnStorage.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self), size: UInt32(n)
+            )
             offset += n
         }
 
@@ -95,14 +102,17 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {  // imm
                     return gnutls_certificate_set_x509_trust_mem(credentials.pointer, &datum, GNUTLS_X509_FMT_DER)
                 }
                 guard rc >= 0 else {
-                    throw TLSEngineError(.invalidConfiguration, "clientTrustRootsDER[\(i)] is not DER: \(gnutlsErrorText(rc))")
+                    throw TLSEngineError(
+                        .invalidConfiguration, "clientTrustRootsDER[\(i)] is not DER: \(gnutlsErrorText(rc))")
                 }
             }
         }
         if c.resumption.allowsEarlyData {
             var ar: gnutls_anti_replay_t? = nil
             let rc = gnutls_anti_replay_init(&ar)
-            guard rc >= 0, let ar else { throw TLSEngineError(.library, "gnutls_anti_replay_init: \(gnutlsErrorText(rc))") }
+            guard rc >= 0, let ar else {
+                throw TLSEngineError(.library, "gnutls_anti_replay_init: \(gnutlsErrorText(rc))")
+            }
             antiReplay = ar
             // Sessions hold the context, so the pointer outlives every session that calls back.
             gnutls_anti_replay_set_ptr(ar, Unmanaged.passUnretained(self).toOpaque())

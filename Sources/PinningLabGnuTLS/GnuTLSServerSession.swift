@@ -1,8 +1,8 @@
 internal import CPinningLabGnuTLS
-internal import PinningLabCore
-import PinningLabTLSTypes
 internal import Foundation  // and with it the C library (Glibc, Musl or Darwin)
+internal import PinningLabCore
 internal import PinningLabPKI  // Locked
+import PinningLabTLSTypes
 
 final class GnuTLSServerSession: TLSServerSession {
     let session: gnutls_session_t
@@ -31,17 +31,22 @@ final class GnuTLSServerSession: TLSServerSession {
             earlyData = EarlyDataBuffer()
             if let ar = context.antiReplay { gnutls_anti_replay_enable(s, ar) }
             let erc = gnutls_record_set_max_early_data_size(s, Int(context.configuration.resumption.maxEarlyData))
-            guard erc >= 0 else { throw TLSEngineError(.library, "gnutls_record_set_max_early_data_size: \(gnutlsErrorText(erc))") }
+            guard erc >= 0 else {
+                throw TLSEngineError(.library, "gnutls_record_set_max_early_data_size: \(gnutlsErrorText(erc))")
+            }
         }
         // From here on deinit frees the session.
         gnutls_session_set_ptr(s, Unmanaged.passUnretained(self).toOpaque())
         try watchForECH(s)
         if resumption.tickets {
             let trc = context.ticketKey.withUnsafeBufferPointer { buf -> Int32 in
-                var datum = gnutls_datum_t(data: UnsafeMutablePointer(mutating: buf.baseAddress), size: UInt32(buf.count))
+                var datum = gnutls_datum_t(
+                    data: UnsafeMutablePointer(mutating: buf.baseAddress), size: UInt32(buf.count))
                 return gnutls_session_ticket_enable_server(s, &datum)
             }
-            guard trc >= 0 else { throw TLSEngineError(.library, "gnutls_session_ticket_enable_server: \(gnutlsErrorText(trc))") }
+            guard trc >= 0 else {
+                throw TLSEngineError(.library, "gnutls_session_ticket_enable_server: \(gnutlsErrorText(trc))")
+            }
         }
         if resumption.sessionIDs {
             gnutls_db_set_ptr(s, Unmanaged.passUnretained(self).toOpaque())
@@ -60,15 +65,20 @@ final class GnuTLSServerSession: TLSServerSession {
         }
         let prc = gnutls_priority_set(s, context.priority.pointer)
         guard prc >= 0 else { throw TLSEngineError(.library, "gnutls_priority_set: \(gnutlsErrorText(prc))") }
-        let crc = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(context.credentials.pointer))
+        let crc = gnutls_credentials_set(
+            s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(context.credentials.pointer))
         guard crc >= 0 else { throw TLSEngineError(.library, "gnutls_credentials_set: \(gnutlsErrorText(crc))") }
         switch context.configuration.clientAuthentication {
         case .required:
             gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUIRE)
-            gnutls_session_set_verify_function(s) { GnuTLSServerSession.from($0)?.verifyClient() ?? GNUTLS_E_CERTIFICATE_ERROR }
+            gnutls_session_set_verify_function(s) {
+                GnuTLSServerSession.from($0)?.verifyClient() ?? GNUTLS_E_CERTIFICATE_ERROR
+            }
         case .optional:
             gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUEST)
-            gnutls_session_set_verify_function(s) { GnuTLSServerSession.from($0)?.verifyClient() ?? GNUTLS_E_CERTIFICATE_ERROR }
+            gnutls_session_set_verify_function(s) {
+                GnuTLSServerSession.from($0)?.verifyClient() ?? GNUTLS_E_CERTIFICATE_ERROR
+            }
         default:
             gnutls_certificate_server_set_request(s, GNUTLS_CERT_IGNORE)
         }
@@ -127,7 +137,8 @@ final class GnuTLSServerSession: TLSServerSession {
     }
 
     func storeSession(_ key: gnutls_datum_t, _ data: gnutls_datum_t) -> Int32 {
-        let k = Self.bytes(key), v = Self.bytes(data)
+        let k = Self.bytes(key)
+        let v = Self.bytes(data)
         context.sessionCache.withLock { cache in
             if cache.count >= GnuTLSServerContext.sessionCacheCapacity { cache.removeAll() }
             cache[k] = v
@@ -165,9 +176,9 @@ final class GnuTLSServerSession: TLSServerSession {
 
     func push(_ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
         #if canImport(Darwin)
-        let n = send(fd, buffer, count, 0)
+            let n = send(fd, buffer, count, 0)
         #else
-        let n = send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+            let n = send(fd, buffer, count, Int32(MSG_NOSIGNAL))
         #endif
         if n < 0 { gnutls_transport_set_errno(session, errno) }
         return n
@@ -178,9 +189,9 @@ final class GnuTLSServerSession: TLSServerSession {
         message.msg_iov = UnsafeMutablePointer(mutating: iov)
         message.msg_iovlen = numericCast(count)
         #if canImport(Darwin)
-        let n = sendmsg(fd, &message, 0)
+            let n = sendmsg(fd, &message, 0)
         #else
-        let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
         #endif
         if n < 0 { gnutls_transport_set_errno(session, errno) }
         return n
@@ -253,7 +264,9 @@ final class GnuTLSServerSession: TLSServerSession {
             }
             if rc == GNUTLS_E_WARNING_ALERT_RECEIVED {
                 let alert = gnutls_alert_get(session)
-                if details.alertReceived == nil { details.alertReceived = TLSAlert(code: UInt8(alert.rawValue), level: 1) }
+                if details.alertReceived == nil {
+                    details.alertReceived = TLSAlert(code: UInt8(alert.rawValue), level: 1)
+                }
                 if alert == GNUTLS_A_CLOSE_NOTIFY { return .closed(TLSTermination(.closeNotify)) }
                 continue
             }
@@ -302,7 +315,9 @@ final class GnuTLSServerSession: TLSServerSession {
         default:
             if inHandshake, let alert = plaintextAlert {
                 if details.alertReceived == nil { details.alertReceived = alert }
-                return .closed(TLSTermination(.alertReceived, "plaintext alert \(alert) during the handshake (\(gnutlsErrorText(rc)))"))
+                return .closed(
+                    TLSTermination(
+                        .alertReceived, "plaintext alert \(alert) during the handshake (\(gnutlsErrorText(rc)))"))
             }
             if inHandshake { sendAlert(for: rc) }
             return .closed(TLSTermination(.protocolError, gnutlsErrorText(rc)))

@@ -36,12 +36,15 @@ public struct HostPattern: Hashable, Sendable, Codable, CustomStringConvertible 
             domain = text
         }
         guard !domain.isEmpty else {
-            throw InterceptError(option, "'\(raw)' has no host name", fix: "write a host such as api.example.test, *.example.test or **.example.test")
+            throw InterceptError(
+                option, "'\(raw)' has no host name",
+                fix: "write a host such as api.example.test, *.example.test or **.example.test")
         }
         if domain.contains("*") {
             throw InterceptError(
                 option, "'\(raw)' has a wildcard that is not a leading '*.' or '**.' label",
-                fix: "use *.example.test (one label) or **.example.test (any depth), as OkHttp's CertificatePinner does")
+                fix: "use *.example.test (one label) or **.example.test (any depth), as OkHttp's CertificatePinner does"
+            )
         }
         let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
         let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-_.:[]")
@@ -162,7 +165,9 @@ public struct PolicyTable: Sendable, Hashable, Codable {
             let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             let policyText = parts.count == 2 ? parts[1] : parts[0]
             guard let policy = InterceptPolicy(rawValue: policyText.lowercased()) else {
-                throw InterceptError(option, "'\(policyText)' is not a policy", fix: "use one of \(names), alone (the default) or as HOST=POLICY")
+                throw InterceptError(
+                    option, "'\(policyText)' is not a policy",
+                    fix: "use one of \(names), alone (the default) or as HOST=POLICY")
             }
             if parts.count == 2 {
                 table.rules.append(Rule(pattern: try HostPattern(parsing: parts[0], option: option), policy: policy))
@@ -191,7 +196,9 @@ public struct UpstreamRoute: Sendable, Hashable, Codable {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         let pattern = parts.count == 2 ? try HostPattern(parsing: parts[0], option: option) : nil
         guard let (host, port) = Authority.split(parts.last ?? "") else {
-            throw InterceptError(option, "'\(text)' is not HOST:PORT or PATTERN=HOST:PORT", fix: "e.g. --upstream 127.0.0.1:8443 or --upstream api.pinning.test=127.0.0.1:8443")
+            throw InterceptError(
+                option, "'\(text)' is not HOST:PORT or PATTERN=HOST:PORT",
+                fix: "e.g. --upstream 127.0.0.1:8443 or --upstream api.pinning.test=127.0.0.1:8443")
         }
         return UpstreamRoute(pattern: pattern, host: host, port: port)
     }

@@ -1,7 +1,7 @@
 public import Foundation
-public import PinningLabReports
-import PinningLabPKI
 import PinningLabBase
+import PinningLabPKI
+public import PinningLabReports
 
 /// A committed record of each host's verdict in an interception run (`pinlab intercept --write-baseline FILE`), so
 /// that CI fails only when a host's verdict changes (`--baseline FILE`) — an app with a known unpinned analytics
@@ -22,45 +22,64 @@ public struct InterceptBaseline: Sendable, Hashable, Codable {
 
     /// The baseline of a report: every host's status.
     public init(_ report: InterceptReport) {
-        self.init(pinned: report.pinned, hosts: Dictionary(report.hosts.map { ($0.host, $0.status) }, uniquingKeysWith: { a, _ in a }))
+        self.init(
+            pinned: report.pinned,
+            hosts: Dictionary(report.hosts.map { ($0.host, $0.status) }, uniquingKeysWith: { a, _ in a }))
     }
 
     /// The file's text: pretty JSON, sorted keys, a final newline.
     public func jsonString() throws -> String { try JSONOutput.string(self) + "\n" }
 
     /// Reads a baseline file; a file that is not one gets an error naming it, what is wrong and the fix.
-    public static func load(contentsOf url: URL, displayName: String? = nil) throws(BaselineError) -> InterceptBaseline {
+    public static func load(contentsOf url: URL, displayName: String? = nil) throws(BaselineError) -> InterceptBaseline
+    {
         let name = displayName ?? url.path
         let fixWrite = "write one with `pinlab intercept --write-baseline \(name) …` and commit it."
         let data: Data
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw BaselineError(file: name, problem: "the file cannot be read (\(Storage.whyUnreadable(url.path, fallback: error.localizedDescription))).", fix: fixWrite)
+            throw BaselineError(
+                file: name,
+                problem:
+                    "the file cannot be read (\(Storage.whyUnreadable(url.path, fallback: error.localizedDescription))).",
+                fix: fixWrite)
         }
-        struct Header: Decodable { var format: String?; var formatVersion: Int? }
+        struct Header: Decodable {
+            var format: String?
+            var formatVersion: Int?
+        }
         if let header = try? JSONDecoder().decode(Header.self, from: data), let format = header.format,
             format != "pinlab-intercept-baseline"
         {
-            let hint = format == "pinlab-baseline" ? " (that is a `pinlab check` baseline: its cells are scenario/profile/engine, not hosts)" : ""
-            throw BaselineError(file: name, problem: "the field 'format' is '\(format)', not 'pinlab-intercept-baseline'\(hint).",
-                                fix: "pass a file written by `pinlab intercept --write-baseline`.")
+            let hint =
+                format == "pinlab-baseline"
+                ? " (that is a `pinlab check` baseline: its cells are scenario/profile/engine, not hosts)" : ""
+            throw BaselineError(
+                file: name, problem: "the field 'format' is '\(format)', not 'pinlab-intercept-baseline'\(hint).",
+                fix: "pass a file written by `pinlab intercept --write-baseline`.")
         }
         let b: InterceptBaseline
         do {
             b = try JSONDecoder().decode(InterceptBaseline.self, from: data)
         } catch let DecodingError.keyNotFound(k, _) {
             throw BaselineError(file: name, problem: "the field '\(k.stringValue)' is missing.", fix: fixWrite)
-        } catch let DecodingError.dataCorrupted(ctx) where ctx.codingPath.count == 2 && ctx.codingPath[0].stringValue == "hosts" {
+        } catch let DecodingError.dataCorrupted(ctx)
+            where ctx.codingPath.count == 2 && ctx.codingPath[0].stringValue == "hosts"
+        {
             throw BaselineError(
-                file: name, problem: "the host '\(ctx.codingPath[1].stringValue)' has a verdict that is not one of \(HostVerdict.Status.allCases.map(\.rawValue).joined(separator: ", ")).",
+                file: name,
+                problem:
+                    "the host '\(ctx.codingPath[1].stringValue)' has a verdict that is not one of \(HostVerdict.Status.allCases.map(\.rawValue).joined(separator: ", ")).",
                 fix: "use one of those, or rewrite the file with --write-baseline.")
         } catch {
-            throw BaselineError(file: name, problem: "the file is not a pinlab intercept baseline (\(error)).", fix: fixWrite)
+            throw BaselineError(
+                file: name, problem: "the file is not a pinlab intercept baseline (\(error)).", fix: fixWrite)
         }
         guard b.formatVersion == 1 else {
-            throw BaselineError(file: name, problem: "the field 'formatVersion' is \(b.formatVersion); this pinlab reads version 1.",
-                                fix: "rewrite the baseline with this pinlab's `--write-baseline`.")
+            throw BaselineError(
+                file: name, problem: "the field 'formatVersion' is \(b.formatVersion); this pinlab reads version 1.",
+                fix: "rewrite the baseline with this pinlab's `--write-baseline`.")
         }
         return b
     }
@@ -90,13 +109,17 @@ public struct InterceptBaseline: Sendable, Hashable, Codable {
         let file = t(file)
         let changes = changes(in: report)
         let unseen = hosts.keys.filter { report.verdict(for: $0) == nil }.sorted()
-        var out = changes.isEmpty ? "baseline \(file): no host changed\n"
+        var out =
+            changes.isEmpty
+            ? "baseline \(file): no host changed\n"
             : "baseline \(file): \(changes.count) host\(changes.count == 1 ? "" : "s") changed — rewrite it with --write-baseline if that is intended\n"
         for c in changes {
-            out += "  \(t(c.host)): \(c.before?.rawValue ?? "not in the baseline") → \(c.after.rawValue) (\(c.after.message))\n"
+            out +=
+                "  \(t(c.host)): \(c.before?.rawValue ?? "not in the baseline") → \(c.after.rawValue) (\(c.after.message))\n"
         }
         if !unseen.isEmpty {
-            out += "  not reached in this run (not counted): \(t(unseen.prefix(10).joined(separator: ", ")))\(unseen.count > 10 ? ", …" : "")\n"
+            out +=
+                "  not reached in this run (not counted): \(t(unseen.prefix(10).joined(separator: ", ")))\(unseen.count > 10 ? ", …" : "")\n"
         }
         return out
     }

@@ -46,53 +46,68 @@ public struct InterceptEvidence: Sendable {
         m += "| Result | **\(result.uppercased())** |\n"
         m += "| Date | \(iso.string(from: r.startedAt)), \(String(format: "%.1f", r.durationSeconds)) s |\n"
         m += "| Proxy | \(code(r.proxy)) (\(md(r.engine))), policy \(md(policyText(r.policies))) |\n"
-        m += "| Relevant domains (declared pinned) | \(r.pinned.isEmpty ? "(none declared)" : r.pinned.map(code).joined(separator: ", ")) |\n\n"
+        m +=
+            "| Relevant domains (declared pinned) | \(r.pinned.isEmpty ? "(none declared)" : r.pinned.map(code).joined(separator: ", ")) |\n\n"
 
         m += "## Observation\n\n"
-        m += "Domains for which the interception was successful (the client sent its request through the proxy's TLS "
+        m +=
+            "Domains for which the interception was successful (the client sent its request through the proxy's TLS "
             + "session):\n\n"
         let intercepted = r.hosts.filter { $0.requestsSent > 0 }
         if intercepted.isEmpty {
             m += "- none\n"
         } else {
             for h in intercepted {
-                m += "- \(code(h.host)) — \(h.declaredPinned ? "relevant (declared pinned by \(code(h.pinnedBy ?? "")))" : "not declared pinned") — "
+                m +=
+                    "- \(code(h.host)) — \(h.declaredPinned ? "relevant (declared pinned by \(code(h.pinnedBy ?? "")))" : "not declared pinned") — "
                     + "\(h.requestsSent) request(s), e.g. \(code(h.requestLines.first ?? "?"))\n"
             }
         }
-        m += "\n| domain | relevant | intercepted with | connections | handshakes completed | requests sent | how the client refused | verdict |\n"
+        m +=
+            "\n| domain | relevant | intercepted with | connections | handshakes completed | requests sent | how the client refused | verdict |\n"
         m += "|---|---|---|---|---|---|---|---|\n"
         for h in r.hosts {
-            let refused = h.refusals.isEmpty ? "" : h.refusals.joined(separator: "; ")
-                + (h.passedThroughAfterRefusal > 0 ? "; then \(h.passedThroughAfterRefusal) connection(s) passed through (--learn)" : "")
-            m += "| \(code(h.host)) | \(h.declaredPinned ? "yes" : "no") | \(h.policy) | \(h.connections) | \(h.handshakesCompleted) | "
+            let refused =
+                h.refusals.isEmpty
+                ? ""
+                : h.refusals.joined(separator: "; ")
+                    + (h.passedThroughAfterRefusal > 0
+                        ? "; then \(h.passedThroughAfterRefusal) connection(s) passed through (--learn)" : "")
+            m +=
+                "| \(code(h.host)) | \(h.declaredPinned ? "yes" : "no") | \(h.policy) | \(h.connections) | \(h.handshakesCompleted) | "
                 + "\(h.requestsSent) | \(md(refused)) | \(h.status.isDeviation ? "**\(h.message)**" : h.message) |\n"
         }
         if r.hosts.isEmpty { m += "| (no client connected through the proxy) | | | | | | | |\n" }
         let badNames = r.serverNamesRefused
         if !badNames.isEmpty {
-            m += "\nRefused before any certificate was made: \(badNames.count) connection(s) whose ClientHello named a server "
+            m +=
+                "\nRefused before any certificate was made: \(badNames.count) connection(s) whose ClientHello named a server "
                 + "name that is not a host name (RFC 6066: letters, digits and hyphens in dot-separated labels): "
-                + r.serverNameExamples.map(code).joined(separator: ", ") + ". They are not domains and get no verdict.\n"
+                + r.serverNameExamples.map(code).joined(separator: ", ")
+                + ". They are not domains and get no verdict.\n"
         }
 
         m += "\n## Evaluation\n\n"
         switch result {
         case "fail":
-            m += "The test case fails: the relevant domain(s) "
+            m +=
+                "The test case fails: the relevant domain(s) "
                 + interceptedRelevant.map { code($0.host) }.joined(separator: ", ")
                 + " were intercepted — the client accepted a certificate from a CA it trusts only because the proxy "
                 + "root was installed, and sent its request.\n"
         case "pass":
-            m += "The test case passes for the relevant domains the client reached: each refused every intercepted "
+            m +=
+                "The test case passes for the relevant domains the client reached: each refused every intercepted "
                 + "connection (see how above) and sent no request through the proxy.\n"
         default:
-            m += "Inconclusive: the client reached no relevant domain through the proxy. Exercise the app's features "
+            m +=
+                "Inconclusive: the client reached no relevant domain through the proxy. Exercise the app's features "
                 + "that talk to the declared hosts and run again.\n"
         }
         let unexpected = r.hosts.filter { $0.status == .unexpectedRefusal }
         if !unexpected.isEmpty {
-            m += "\nNot a MASTG failure, but a deviation from the declaration: "
+            m +=
+                "\nNot a MASTG failure, but a deviation from the declaration: "
                 + unexpected.map { code($0.host) }.joined(separator: ", ")
                 + " refused interception although not declared pinned (the app pins more than declared, or the "
                 + "proxy root is not installed on the device).\n"
@@ -102,7 +117,8 @@ public struct InterceptEvidence: Sendable {
         let line = shellLine(commandLine)
         let fence = String(repeating: "`", count: max(3, Self.longestRun(of: "`", in: line) + 1))
         m += "\n## Reproduce\n\n\(fence)sh\n" + line + "\n\(fence)\n\n"
-        m += "Install the proxy root on the device (`pinlab export mobileconfig` for iOS, `pinlab pki show proxy-root` "
+        m +=
+            "Install the proxy root on the device (`pinlab export mobileconfig` for iOS, `pinlab pki show proxy-root` "
             + "for its PEM), set the device's HTTP proxy to the address above, use the app, then stop the proxy "
             + "(Ctrl-C, `--duration` or `--until-idle`). The JSON report (`--report json`) holds every connection.\n"
         return m
@@ -117,7 +133,8 @@ public struct InterceptEvidence: Sendable {
     /// runs the same command.
     func shellLine(_ arguments: [String]) -> String {
         arguments.map { a in
-            let safe = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+")
+            let safe = CharacterSet(
+                charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+")
             if !a.isEmpty && a.unicodeScalars.allSatisfy({ safe.contains($0) }) { return a }
             if a.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
                 var out = "$'"

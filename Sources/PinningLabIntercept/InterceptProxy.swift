@@ -1,15 +1,15 @@
 public import Foundation
-import PinningLabEngines
 public import PinningLabCore
-import PinningLabReferenceClients
+import PinningLabEngines
 public import PinningLabPKI
+import PinningLabReferenceClients
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An HTTP `CONNECT` proxy that plays an interception proxy (Charles, mitmproxy, Burp) for every host a client
@@ -122,20 +122,25 @@ public final class InterceptProxy: Sendable {
         _ = Sockets.ignoreSIGPIPE
         let c = configuration
         do { try c.listener.check() } catch {
-            throw InterceptError(error.setting == "bindAddress" ? "--listen" : error.setting, error.reason, fix: error.fix)
+            throw InterceptError(
+                error.setting == "bindAddress" ? "--listen" : error.setting, error.reason, fix: error.fix)
         }
         if !Sockets.isLoopback(c.listener.bindAddress) && c.allowedPeers.isEmpty {
             throw InterceptError(
-                "--allow-peer", "refusing to listen on \(c.listener.bindAddress), off loopback, without an allow-list: anyone "
+                "--allow-peer",
+                "refusing to listen on \(c.listener.bindAddress), off loopback, without an allow-list: anyone "
                     + "who can reach this machine could use the proxy",
                 fix: "add --allow-peer 192.168.1.23/32 (the phone's address; repeatable, CIDR, IPv6 too)")
         }
         guard let engine = Engines.engine(named: c.engine) else {
-            throw InterceptError("--engine", "'\(c.engine)' is not an engine", fix: "use \(Engines.names.joined(separator: " or "))")
+            throw InterceptError(
+                "--engine", "'\(c.engine)' is not an engine", fix: "use \(Engines.names.joined(separator: " or "))")
         }
         func identity(_ name: String) throws -> Identity {
             guard let id = pki[name] else {
-                throw InterceptError("pki", "the lab PKI has no '\(name)'", fix: "use the built-in pki/lab.yaml or add '\(name)' to your spec")
+                throw InterceptError(
+                    "pki", "the lab PKI has no '\(name)'",
+                    fix: "use the built-in pki/lab.yaml or add '\(name)' to your spec")
             }
             return id
         }
@@ -149,14 +154,17 @@ public final class InterceptProxy: Sendable {
             genuine = c.genuineChainDER
         }
         let minters = ProxyCore.Minters(
-            proxy: try LeafMinter(issuer: proxyRoot), twin: try LeafMinter(issuer: twin), twinChain: [twin.certificateDER],
-            genuine: genuine, genuineIssuer: try LeafMinter(issuer: genuineIssuer), genuineIssuerChain: [genuineIssuer.certificateDER])
+            proxy: try LeafMinter(issuer: proxyRoot), twin: try LeafMinter(issuer: twin),
+            twinChain: [twin.certificateDER],
+            genuine: genuine, genuineIssuer: try LeafMinter(issuer: genuineIssuer),
+            genuineIssuerChain: [genuineIssuer.certificateDER])
         let listening: (fd: Int32, port: Int)
         do {
             listening = try c.listener.bind(who: "pinlab intercept")
         } catch {
-            throw InterceptError("--listen", "cannot listen on \(c.listener.bindAddress):\(c.listener.port): \(error.reason)",
-                                 fix: "pick another port (0 picks a free one)")
+            throw InterceptError(
+                "--listen", "cannot listen on \(c.listener.bindAddress):\(c.listener.port): \(error.reason)",
+                fix: "pick another port (0 picks a free one)")
         }
         let core = ProxyCore(listenFD: listening.fd, configuration: c, engine: engine, minters: minters)
         do {
@@ -170,7 +178,9 @@ public final class InterceptProxy: Sendable {
 
     /// Connections closed unserved because their peer is not in ``Configuration/allowedPeers``, and the first
     /// hundred such peers' addresses.
-    public var peersRefused: (count: Int, addresses: [String]) { core.withLock { ($0.peersRefused, $0.refusedPeerAddresses) } }
+    public var peersRefused: (count: Int, addresses: [String]) {
+        core.withLock { ($0.peersRefused, $0.refusedPeerAddresses) }
+    }
 
     /// The connections finished so far, oldest first: the latest ``Configuration/keepConnections`` of them.
     public func observations() -> [InterceptObservation] { core.withLock { $0.tally.latest } }
@@ -207,7 +217,8 @@ public final class InterceptProxy: Sendable {
     public func report(startedAt: Date? = nil, durationSeconds: Double = 0) -> InterceptReport {
         let refused = peersRefused
         return InterceptReport(
-            proxy: address, engine: configuration.engine, pinned: configuration.pinned, policies: configuration.policies,
+            proxy: address, engine: configuration.engine, pinned: configuration.pinned,
+            policies: configuration.policies,
             startedAt: startedAt ?? core.startedAt, durationSeconds: durationSeconds, tally: core.withLock { $0.tally },
             peersRefused: refused.count, refusedPeers: refused.addresses)
     }
@@ -262,7 +273,9 @@ public struct InterceptObservation: Sendable, Hashable, Codable {
     /// (an alert, a close during or after the handshake, a timeout) — not a proxy error or a refused destination.
     public var refusedInterception: Bool {
         guard policy?.intercepts ?? false, !applicationDataReceived, host != nil else { return false }
-        return !["proxy-error", "not-tls", "upstream-timeout", "upstream-unreachable", InterceptReport.destinationRefused].contains(closure)
+        return ![
+            "proxy-error", "not-tls", "upstream-timeout", "upstream-unreachable", InterceptReport.destinationRefused,
+        ].contains(closure)
     }
 
     /// How the client refused, in words: `sent the alert bad_certificate`, `closed during the handshake without an
@@ -271,7 +284,8 @@ public struct InterceptObservation: Sendable, Hashable, Codable {
         guard refusedInterception else { return nil }
         // close_notify is how a client ends a connection cleanly (curl after a pin mismatch): not an error alert.
         if alertReceived == "close_notify" {
-            return handshakeCompleted ? "completed the handshake, then closed cleanly (close_notify) without a request"
+            return handshakeCompleted
+                ? "completed the handshake, then closed cleanly (close_notify) without a request"
                 : "closed cleanly (close_notify) during the handshake, without an error alert"
         }
         if let alertReceived { return "sent the alert \(alertReceived)" }
@@ -326,16 +340,17 @@ final class ProxyCore: Sendable {  // its mutable state is `listener`'s, under t
         self.minters = minters
         lookups = LookupPool(maxThreads: configuration.lookupThreads, maxPending: configuration.maxPendingLookups)
         resolver = configuration.resolver ?? SystemResolver.resolve
-        listener = ListenerCore(listenFD: listenFD, settings: configuration.listener,
-                                state: State(tally: SessionTally(keepConnections: configuration.keepConnections)))
+        listener = ListenerCore(
+            listenFD: listenFD, settings: configuration.listener,
+            state: State(tally: SessionTally(keepConnections: configuration.keepConnections)))
     }
 
     func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T { try listener.withLock(body) }
 
     func startWorkers(port: Int) throws(TLSEngineError) {
-        try listener.workers.start(count: configuration.listener.workerThreads, name: { "pli\(port)-\($0)" }) { _ throws(TLSEngineError) in
-            try ProxyWorker(core: self)
-        }
+        try listener.workers.start(
+            count: configuration.listener.workerThreads, name: { "pli\(port)-\($0)" },
+            make: { _ throws(TLSEngineError) in try ProxyWorker(core: self) })
     }
 
     enum Admission {
@@ -352,7 +367,9 @@ final class ProxyCore: Sendable {  // its mutable state is `listener`'s, under t
                 s.peersRefused += 1
                 close(fd)
                 let address = Authority.split(peer)?.host ?? peer
-                guard !s.refusedPeerAddresses.contains(address), s.refusedPeerAddresses.count < 100 else { return (.refused, nil) }
+                guard !s.refusedPeerAddresses.contains(address), s.refusedPeerAddresses.count < 100 else {
+                    return (.refused, nil)
+                }
                 s.refusedPeerAddresses.append(address)
                 return (.refused, address)
             }
@@ -360,8 +377,10 @@ final class ProxyCore: Sendable {  // its mutable state is `listener`'s, under t
             return (.serve(fd: fd, peer: peer, id: s.accepted), nil)
         }
         if let address = admitted?.newPeer {
-            FileHandle.standardError.write(Data(
-                "pinlab intercept: closed a connection from \(address) unserved: not in --allow-peer (add --allow-peer \(address)\(address.contains(":") ? "/128" : "/32") if it is your device)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "pinlab intercept: closed a connection from \(address) unserved: not in --allow-peer (add --allow-peer \(address)\(address.contains(":") ? "/128" : "/32") if it is your device)\n"
+                        .utf8))
         }
         return admitted?.0
     }
@@ -372,7 +391,9 @@ final class ProxyCore: Sendable {  // its mutable state is `listener`'s, under t
             $0.inFlight -= 1
             $0.tally.add(o)
             $0.lastActivity = Date()
-            if learn, let host = o.host, o.refusedInterception, $0.learned.count < SessionTally.maxHosts { $0.learned.insert(host) }
+            if learn, let host = o.host, o.refusedInterception, $0.learned.count < SessionTally.maxHosts {
+                $0.learned.insert(host)
+            }
         }
     }
 
@@ -388,7 +409,9 @@ final class ProxyCore: Sendable {  // its mutable state is `listener`'s, under t
         case .mint: return [try minters.proxy.mint(host: host)]
         case .stuff: return [try minters.proxy.mint(host: host)] + genuine(for: host).chain
         case .collision: return [try minters.twin.mint(host: host)] + minters.twinChain
-        case .foreignHost: return [try minters.genuineIssuer.mint(host: InterceptPolicy.foreignName(for: host))] + minters.genuineIssuerChain
+        case .foreignHost:
+            return [try minters.genuineIssuer.mint(host: InterceptPolicy.foreignName(for: host))]
+                + minters.genuineIssuerChain
         case .passthrough: return []
         }
     }
@@ -418,19 +441,28 @@ final class ProxyCore: Sendable {  // its mutable state is `listener`'s, under t
             // The job holds the core weakly: a look-up thread may outlive the proxy.
             let submitted = lookups.submit { [weak self] in
                 let result: (chain: [[UInt8]], source: String)
-                let addresses: NameResolution = AddressRange.bytes(target.host) != nil ? .success([target.host]) : resolver(target.host)
+                let addresses: NameResolution =
+                    AddressRange.bytes(target.host) != nil ? .success([target.host]) : resolver(target.host)
                 switch addresses {
                 case .failure(let failure):
-                    result = (fallback, "the upstream's chain could not be fetched (cannot resolve \(target.host): \(failure.reason)); appended the \(fallbackName)'s")
+                    result = (
+                        fallback,
+                        "the upstream's chain could not be fetched (cannot resolve \(target.host): \(failure.reason)); appended the \(fallbackName)'s"
+                    )
                 case .success(let list):
                     if let why = configuration.refusal(target, addresses: list) {
-                        result = (fallback, "the upstream's chain was not fetched: \(why); appended the \(fallbackName)'s")
+                        result = (
+                            fallback, "the upstream's chain was not fetched: \(why); appended the \(fallbackName)'s"
+                        )
                     } else {
                         do {
                             let chain = try PresentedChain.fetch(ip: list[0], port: target.port, serverName: host)
                             result = (chain, "upstream \(target.text)")
                         } catch {
-                            result = (fallback, "the upstream's chain could not be fetched (\(error)); appended the \(fallbackName)'s")
+                            result = (
+                                fallback,
+                                "the upstream's chain could not be fetched (\(error)); appended the \(fallbackName)'s"
+                            )
                         }
                     }
                 }
@@ -441,7 +473,10 @@ final class ProxyCore: Sendable {  // its mutable state is `listener`'s, under t
             }
             if !submitted {
                 withLock {
-                    $0.fetched[host] = (fallback, "the upstream's chain was not fetched: \(lookups.maxPending) look-ups are pending; appended the \(fallbackName)'s")
+                    $0.fetched[host] = (
+                        fallback,
+                        "the upstream's chain was not fetched: \(lookups.maxPending) look-ups are pending; appended the \(fallbackName)'s"
+                    )
                     $0.fetching.remove(host)
                 }
             }

@@ -1,7 +1,7 @@
 public import Foundation
-public import PinningLabReports
-import PinningLabPKI
 import PinningLabBase
+import PinningLabPKI
+public import PinningLabReports
 
 /// The verdict for one host the client talked to through the proxy.
 public struct HostVerdict: Sendable, Hashable, Codable {
@@ -27,7 +27,8 @@ public struct HostVerdict: Sendable, Hashable, Codable {
             case .notPinned: return "sent its request to an intercepting proxy: NOT PINNED"
             case .allowed: return "not pinned, allowed through (as declared)"
             case .unexpectedRefusal:
-                return "refused interception although not declared pinned (pins more than declared, or the proxy root is not trusted)"
+                return
+                    "refused interception although not declared pinned (pins more than declared, or the proxy root is not trusted)"
             case .passedThrough: return "passed through to the upstream, not intercepted: no verdict"
             }
         }
@@ -231,11 +232,13 @@ public struct InterceptReport: Sendable, Codable {
 
     public init(
         proxy: String, engine: String, pinned: [HostPattern], policies: PolicyTable, startedAt: Date,
-        durationSeconds: Double, observations: [InterceptObservation], peersRefused: Int = 0, refusedPeers: [String] = []
+        durationSeconds: Double, observations: [InterceptObservation], peersRefused: Int = 0,
+        refusedPeers: [String] = []
     ) {
-        self.init(proxy: proxy, engine: engine, pinned: pinned, policies: policies, startedAt: startedAt,
-                  durationSeconds: durationSeconds, tally: SessionTally(observations), peersRefused: peersRefused,
-                  refusedPeers: refusedPeers)
+        self.init(
+            proxy: proxy, engine: engine, pinned: pinned, policies: policies, startedAt: startedAt,
+            durationSeconds: durationSeconds, tally: SessionTally(observations), peersRefused: peersRefused,
+            refusedPeers: refusedPeers)
     }
 
     public init(
@@ -265,7 +268,9 @@ public struct InterceptReport: Sendable, Codable {
     static let serverNameRefused = "server-name-refused"
 
     /// The listed connections refused for their server name (``serverNameRefused``).
-    public var serverNamesRefused: [InterceptObservation] { connections.filter { $0.closure == Self.serverNameRefused } }
+    public var serverNamesRefused: [InterceptObservation] {
+        connections.filter { $0.closure == Self.serverNameRefused }
+    }
 
     /// Up to five of the refused server names, distinct, as sent (each output escapes them its own way).
     var serverNameExamples: [String] {
@@ -309,31 +314,40 @@ public struct InterceptReport: Sendable, Codable {
             let code = status.isDeviation ? "31;1" : status == .passedThrough ? "2" : "32"
             return "\u{1B}[\(code)m\(s)\u{1B}[0m"
         }
-        var out = "pinlab intercept on \(t(proxy)) (\(t(engine))) — pinned: \(pinned.isEmpty ? "(none declared)" : t(pinned.joined(separator: ", ")))\n"
+        var out =
+            "pinlab intercept on \(t(proxy)) (\(t(engine))) — pinned: \(pinned.isEmpty ? "(none declared)" : t(pinned.joined(separator: ", ")))\n"
         let shownHosts = hosts.map { t($0.host) }
         let width = max(4, shownHosts.map(\.count).max() ?? 4)
         for (h, shownHost) in zip(hosts, shownHosts) {
             let scope = h.pinnedBy.map { "pinned by \(t($0))" } ?? "not pinned"
-            let detail = "\(h.policy), \(h.connections) conn, \(h.requestsSent) sent"
+            let detail =
+                "\(h.policy), \(h.connections) conn, \(h.requestsSent) sent"
                 + (h.refusals.isEmpty ? "" : ", \(t(h.refusals.joined(separator: "; ")))")
-                + (h.passedThroughAfterRefusal > 0 ? ", \(h.passedThroughAfterRefusal) passed through after (--learn)" : "")
-            out += paint("\(mark(h.status)) ", h.status) + shownHost.padding(toLength: width, withPad: " ", startingAt: 0)
+                + (h.passedThroughAfterRefusal > 0
+                    ? ", \(h.passedThroughAfterRefusal) passed through after (--learn)" : "")
+            out +=
+                paint("\(mark(h.status)) ", h.status) + shownHost.padding(toLength: width, withPad: " ", startingAt: 0)
                 + "  \(scope + String(repeating: " ", count: max(0, 26 - scope.count))) \(paint(h.message, h.status))  [\(detail)]\n"
         }
         let badNames = serverNamesRefused.count
-        if hosts.isEmpty && summary.destinationsRefused == 0 && badNames == 0 { out += "(no client connected through the proxy)\n" }
+        if hosts.isEmpty && summary.destinationsRefused == 0 && badNames == 0 {
+            out += "(no client connected through the proxy)\n"
+        }
         if badNames > 0 {
-            out += "\(badNames) connection(s) named a server name that is not a host name (RFC 6066) and were refused, no "
+            out +=
+                "\(badNames) connection(s) named a server name that is not a host name (RFC 6066) and were refused, no "
                 + "certificate made: \(serverNameExamples.map { "'\(t($0))'" }.joined(separator: ", "))\n"
         }
         let other = max(0, summary.otherConnections - badNames)
         if other > 0 { out += "\(other) connection(s) named no host (not CONNECT, or closed first)\n" }
         if summary.destinationsRefused > 0 {
             let examples = connections.filter { $0.closure == Self.destinationRefused }.compactMap(\.authority)
-            out += "\(summary.destinationsRefused) connection(s) asked for a destination on this machine or a local network and were refused (\(t(Array(Set(examples)).sorted().prefix(5).joined(separator: ", ")))): name a destination with --upstream PATTERN=HOST:PORT to allow it\n"
+            out +=
+                "\(summary.destinationsRefused) connection(s) asked for a destination on this machine or a local network and were refused (\(t(Array(Set(examples)).sorted().prefix(5).joined(separator: ", ")))): name a destination with --upstream PATTERN=HOST:PORT to allow it\n"
         }
         if summary.peersRefused > 0 {
-            out += "\(summary.peersRefused) connection(s) from peers outside --allow-peer were closed unserved (\(t(refusedPeers.prefix(5).joined(separator: ", "))))\n"
+            out +=
+                "\(summary.peersRefused) connection(s) from peers outside --allow-peer were closed unserved (\(t(refusedPeers.prefix(5).joined(separator: ", "))))\n"
         }
         out += summaryLine + "\n"
         return out
@@ -341,55 +355,70 @@ public struct InterceptReport: Sendable, Codable {
 
     public func renderJUnit() -> String {
         let cases = hosts.map { h in
-            let detail = "\(h.message); pinned by: \(h.pinnedBy ?? "nothing"); connections: \(h.connections); requests sent: \(h.requestsSent); alerts: \(h.alerts.joined(separator: ", ")); closures: \(h.closures.joined(separator: ", "))"
-            let outcome: JUnitDocument.TestCase.Outcome = h.status.isDeviation
+            let detail =
+                "\(h.message); pinned by: \(h.pinnedBy ?? "nothing"); connections: \(h.connections); requests sent: \(h.requestsSent); alerts: \(h.alerts.joined(separator: ", ")); closures: \(h.closures.joined(separator: ", "))"
+            let outcome: JUnitDocument.TestCase.Outcome =
+                h.status.isDeviation
                 ? .failure(type: h.status.rawValue, message: h.message)
                 : h.status == .passedThrough ? .skipped(message: h.message) : .passed
-            return JUnitDocument.TestCase(classname: "intercept.\(h.policy.rawValue)", name: h.host, seconds: 0,
-                                          outcome: outcome, detail: detail, systemOut: detail)
+            return JUnitDocument.TestCase(
+                classname: "intercept.\(h.policy.rawValue)", name: h.host, seconds: 0,
+                outcome: outcome, detail: detail, systemOut: detail)
         }
-        return JUnitDocument(name: "pinlab intercept", seconds: durationSeconds, suites: [
-            JUnitDocument.Suite(name: "intercept \(proxy)", seconds: durationSeconds, timestamp: startedAt, cases: cases),
-        ]).render()
+        return JUnitDocument(
+            name: "pinlab intercept", seconds: durationSeconds,
+            suites: [
+                JUnitDocument.Suite(
+                    name: "intercept \(proxy)", seconds: durationSeconds, timestamp: startedAt, cases: cases)
+            ]
+        ).render()
     }
 
     /// The Markdown report; what came from the wire goes through `TextEscaping.markdown`/`markdownCode`.
     public func renderMarkdown() -> String {
         let md = TextEscaping.markdown
         let code = TextEscaping.markdownCode
-        var m = "# pinlab intercept\n\n\(summaryLine)\n\n| host | declared | policy | connections | requests sent | how it refused | verdict |\n|---|---|---|---|---|---|---|\n"
+        var m =
+            "# pinlab intercept\n\n\(summaryLine)\n\n| host | declared | policy | connections | requests sent | how it refused | verdict |\n|---|---|---|---|---|---|---|\n"
         for h in hosts {
-            m += "| \(code(h.host)) | \(h.pinnedBy.map { "pinned (\(code($0)))" } ?? "not pinned") | \(h.policy) | \(h.connections) | \(h.requestsSent) | \(md(h.refusals.joined(separator: "; "))) | \(h.status.isDeviation ? "**\(h.message)**" : h.message) |\n"
+            m +=
+                "| \(code(h.host)) | \(h.pinnedBy.map { "pinned (\(code($0)))" } ?? "not pinned") | \(h.policy) | \(h.connections) | \(h.requestsSent) | \(md(h.refusals.joined(separator: "; "))) | \(h.status.isDeviation ? "**\(h.message)**" : h.message) |\n"
         }
         if !serverNamesRefused.isEmpty {
-            m += "\n\(serverNamesRefused.count) connection(s) named a server name that is not a host name (RFC 6066) and were "
+            m +=
+                "\n\(serverNamesRefused.count) connection(s) named a server name that is not a host name (RFC 6066) and were "
                 + "refused, no certificate made: \(serverNameExamples.map(code).joined(separator: ", "))\n"
         }
         return m
     }
 
     public func renderHTML() -> String {
-        var h = HTMLPage.head(title: "pinlab intercept: \(proxy)", style: """
-        .summary{padding:10px 14px;border-radius:8px;margin:12px 0;font-weight:600} .none{background:#eef1f6;color:#475467}
-        table{border-collapse:collapse;margin:8px 0} th,td{border:1px solid #d7dbe3;padding:4px 8px;text-align:left}
-        th{background:#eef1f6}
-        """)
+        var h = HTMLPage.head(
+            title: "pinlab intercept: \(proxy)",
+            style: """
+                .summary{padding:10px 14px;border-radius:8px;margin:12px 0;font-weight:600} .none{background:#eef1f6;color:#475467}
+                table{border-collapse:collapse;margin:8px 0} th,td{border:1px solid #d7dbe3;padding:4px 8px;text-align:left}
+                th{background:#eef1f6}
+                """)
         h += """
-        <h1>pinlab intercept</h1>
-        <p>Proxy <code>\(xml(proxy))</code> (\(xml(engine))), declared pinned: <code>\(xml(pinned.isEmpty ? "(none)" : pinned.joined(separator: ", ")))</code></p>
-        <div class="summary \(deviates ? "bad" : "ok")">\(xml(summaryLine))</div>
-        <table><tr><th>host</th><th>declared</th><th>policy</th><th>connections</th><th>handshakes</th><th>requests sent</th><th>how it refused</th><th>verdict</th></tr>
+            <h1>pinlab intercept</h1>
+            <p>Proxy <code>\(xml(proxy))</code> (\(xml(engine))), declared pinned: <code>\(xml(pinned.isEmpty ? "(none)" : pinned.joined(separator: ", ")))</code></p>
+            <div class="summary \(deviates ? "bad" : "ok")">\(xml(summaryLine))</div>
+            <table><tr><th>host</th><th>declared</th><th>policy</th><th>connections</th><th>handshakes</th><th>requests sent</th><th>how it refused</th><th>verdict</th></tr>
 
-        """
+            """
         for v in hosts {
             let cls = v.status.isDeviation ? "bad" : v.status == .passedThrough ? "none" : "ok"
-            h += "<tr><td><code>\(xml(v.host))</code></td><td>\(xml(v.pinnedBy.map { "pinned by \($0)" } ?? "not pinned"))</td><td>\(v.policy)</td>"
-            h += "<td>\(v.connections)</td><td>\(v.handshakesCompleted)</td><td>\(v.requestsSent)</td><td>\(xml(v.refusals.joined(separator: "; ")))</td>"
+            h +=
+                "<tr><td><code>\(xml(v.host))</code></td><td>\(xml(v.pinnedBy.map { "pinned by \($0)" } ?? "not pinned"))</td><td>\(v.policy)</td>"
+            h +=
+                "<td>\(v.connections)</td><td>\(v.handshakesCompleted)</td><td>\(v.requestsSent)</td><td>\(xml(v.refusals.joined(separator: "; ")))</td>"
             h += "<td class=\"\(cls)\">\(xml(v.message))</td></tr>\n"
         }
         h += "</table>\n"
         if !serverNamesRefused.isEmpty {
-            h += "<p>\(serverNamesRefused.count) connection(s) named a server name that is not a host name (RFC 6066) and were "
+            h +=
+                "<p>\(serverNamesRefused.count) connection(s) named a server name that is not a host name (RFC 6066) and were "
                 + "refused, no certificate made: \(serverNameExamples.map { "<code>\(xml(TextEscaping.terminal($0)))</code>" }.joined(separator: ", "))</p>\n"
         }
         h += HTMLPage.foot

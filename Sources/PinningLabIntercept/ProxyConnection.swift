@@ -1,20 +1,23 @@
 import Foundation
-import PinningLabReports
-import PinningLabPKI
-import PinningLabCore
 import PinningLabBase
+import PinningLabCore
+import PinningLabPKI
+import PinningLabReports
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One client connection: the CONNECT request, then an intercepted TLS session or a TCP tunnel.
 final class ProxyConnection {
-    enum Phase { case connectRequest, connectReply, hello, fetching, handshake, request, response, resolving, dialing, tunnel, finished }
+    enum Phase {
+        case connectRequest, connectReply, hello, fetching, handshake, request, response, resolving, dialing, tunnel,
+            finished
+    }
 
     let fd: Int32
     private(set) var upstreamFD: Int32 = -1
@@ -79,7 +82,9 @@ final class ProxyConnection {
             lookup?.cancel()
             lookup = nil
             let name = target?.host ?? authorityHost
-            refuse("502 Bad Gateway", "upstream-unreachable", "cannot resolve \(name) within \(core.configuration.lookupTimeout.secondsText)")
+            refuse(
+                "502 Bad Gateway", "upstream-unreachable",
+                "cannot resolve \(name) within \(core.configuration.lookupTimeout.secondsText)")
             advance()
         case .dialing: finish("upstream-timeout", error: "no connection to \(observation.upstream ?? "the upstream")")
         case .request, .response, .tunnel: finish("idle-timeout", error: nil)
@@ -125,10 +130,15 @@ final class ProxyConnection {
                     deadline = Sockets.now() &+ core.listener.idleTimeout
                 case .wantRead:
                     Sockets.acknowledgeNow(fd)  // a client with Nagle on may be waiting for our ACK
-                    clientEvents = Int16(POLLIN); return
-                case .wantWrite: clientEvents = Int16(POLLOUT); return
+                    clientEvents = Int16(POLLIN)
+                    return
+                case .wantWrite:
+                    clientEvents = Int16(POLLOUT)
+                    return
                 case .closed(let t):
-                    finish(t.kind == .alertReceived || t.kind == .closeNotify ? "alert" : "handshake-failed:\(t.kind)", error: t.detail)
+                    finish(
+                        t.kind == .alertReceived || t.kind == .closeNotify ? "alert" : "handshake-failed:\(t.kind)",
+                        error: t.detail)
                     return
                 }
             case .request:
@@ -146,10 +156,15 @@ final class ProxyConnection {
                 case .done: continue
                 case .wantRead:
                     Sockets.acknowledgeNow(fd)
-                    clientEvents = Int16(POLLIN); return
-                case .wantWrite: clientEvents = Int16(POLLOUT); return
+                    clientEvents = Int16(POLLIN)
+                    return
+                case .wantWrite:
+                    clientEvents = Int16(POLLOUT)
+                    return
                 case .closed(let t):
-                    finish(observation.applicationDataReceived ? "closed-during-request" : "closed-after-handshake", error: t.detail)
+                    finish(
+                        observation.applicationDataReceived ? "closed-during-request" : "closed-after-handshake",
+                        error: t.detail)
                     return
                 }
             case .response:
@@ -163,9 +178,15 @@ final class ProxyConnection {
                 switch step {
                 case .bytes(let n): written += n
                 case .done: continue
-                case .wantRead: clientEvents = Int16(POLLIN); return
-                case .wantWrite: clientEvents = Int16(POLLOUT); return
-                case .closed(let t): finish("closed-during-response", error: t.detail); return
+                case .wantRead:
+                    clientEvents = Int16(POLLIN)
+                    return
+                case .wantWrite:
+                    clientEvents = Int16(POLLOUT)
+                    return
+                case .closed(let t):
+                    finish("closed-during-response", error: t.detail)
+                    return
                 }
             case .dialing:
                 guard finishDial() else { return }
@@ -189,13 +210,18 @@ final class ProxyConnection {
             return false
         }
         if n < 0 {
-            if Self.wouldBlock { clientEvents = Int16(POLLIN); return false }
+            if Self.wouldBlock {
+                clientEvents = Int16(POLLIN)
+                return false
+            }
             finish("reset", error: Sockets.errnoText())
             return false
         }
         inbound += chunk.prefix(n)
         guard let end = headScanner.scan(inbound) else {
-            if inbound.count >= Self.maxHeader { reject("431 Request Header Fields Too Large", "the CONNECT request is over 16 KiB") }
+            if inbound.count >= Self.maxHeader {
+                reject("431 Request Header Fields Too Large", "the CONNECT request is over 16 KiB")
+            }
             return inbound.count >= Self.maxHeader
         }
         let head = String(decoding: inbound.prefix(end), as: UTF8.self)
@@ -209,7 +235,10 @@ final class ProxyConnection {
             return true
         }
         guard words[0] == "CONNECT" else {
-            reject("405 Method Not Allowed", "pinlab intercept is an HTTPS proxy: it handles CONNECT only, not \(words[0]) (plain HTTP is not proxied)")
+            reject(
+                "405 Method Not Allowed",
+                "pinlab intercept is an HTTPS proxy: it handles CONNECT only, not \(words[0]) (plain HTTP is not proxied)"
+            )
             return true
         }
         guard let (host, port) = Authority.split(words[1]) else {
@@ -259,7 +288,9 @@ final class ProxyConnection {
         observation.closure = closure
         observation.error = why
         let body = why + "\n"
-        outbound = Array("HTTP/1.1 \(status)\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
+        outbound = Array(
+            "HTTP/1.1 \(status)\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+                .utf8)
         written = 0
         afterReply = .finished
         phase = .connectReply
@@ -268,9 +299,14 @@ final class ProxyConnection {
     /// Writes `outbound` in plain text; `true` when all of it is written.
     private func writeOutbound() -> Bool {
         while written < outbound.count {
-            let n = outbound.withUnsafeBytes { send(fd, $0.baseAddress! + written, outbound.count - written, Self.noSignal) }
+            let n = outbound.withUnsafeBytes {
+                send(fd, $0.baseAddress! + written, outbound.count - written, Self.noSignal)
+            }
             if n < 0 {
-                if Self.wouldBlock { clientEvents = Int16(POLLOUT); return false }
+                if Self.wouldBlock {
+                    clientEvents = Int16(POLLOUT)
+                    return false
+                }
                 finish("reset", error: Sockets.errnoText())
                 return false
             }
@@ -285,9 +321,15 @@ final class ProxyConnection {
     private func peekHello() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024 + 5)
         let n = recv(fd, &buffer, buffer.count, Int32(MSG_PEEK))
-        if n == 0 { finish("closed-before-hello", error: nil); return false }
+        if n == 0 {
+            finish("closed-before-hello", error: nil)
+            return false
+        }
         if n < 0 {
-            if Self.wouldBlock { clientEvents = Int16(POLLIN); return false }
+            if Self.wouldBlock {
+                clientEvents = Int16(POLLIN)
+                return false
+            }
             finish("reset", error: Sockets.errnoText())
             return false
         }
@@ -318,14 +360,18 @@ final class ProxyConnection {
         }
         guard case .hello = hello else {
             // Plain text inside the tunnel: the request left in clear, which no pinning can excuse.
-            let line = buffer.prefix(n).split(separator: 0x0A, maxSplits: 1).first.map { String(decoding: $0.prefix(1024), as: UTF8.self) }
+            let line = buffer.prefix(n).split(separator: 0x0A, maxSplits: 1).first.map {
+                String(decoding: $0.prefix(1024), as: UTF8.self)
+            }
             observation.applicationDataReceived = true
             observation.bytesFromClient = n
             observation.requestLine = line?.trimmingCharacters(in: .whitespacesAndNewlines)
             finish("not-tls", error: "the client sent plain text through the tunnel, not a TLS ClientHello")
             return false
         }
-        if policy == .stuff && !core.genuineReady(host: host, authorityHost: authorityHost, authorityPort: authorityPort) {
+        if policy == .stuff
+            && !core.genuineReady(host: host, authorityHost: authorityHost, authorityPort: authorityPort)
+        {
             phase = .fetching
             clientEvents = 0
             retryAt = Sockets.now() &+ 5_000_000
@@ -354,9 +400,11 @@ final class ProxyConnection {
         observation.host = nil
         observation.policy = nil
         let shown = TextEscaping.terminal(sni.count > 80 ? String(sni.prefix(80)) + "…" : sni)
-        finish(InterceptReport.serverNameRefused,
-               error: "the ClientHello's server name '\(shown)' is not a host name (RFC 6066: letters, digits and hyphens in "
-                   + "dot-separated labels): refused with the alert illegal_parameter, no certificate made")
+        finish(
+            InterceptReport.serverNameRefused,
+            error:
+                "the ClientHello's server name '\(shown)' is not a host name (RFC 6066: letters, digits and hyphens in "
+                + "dot-separated labels): refused with the alert illegal_parameter, no certificate made")
     }
 
     /// Starts the intercepted TLS session; `false` when it could not.
@@ -392,11 +440,17 @@ final class ProxyConnection {
             observation.requestLine = Self.withoutQuery(String(decoding: line.prefix(1024), as: UTF8.self))
         }
         let fields: [(String, String?)] = [
-            ("intercepted_by", "pinlab intercept"), ("host", observation.host), ("policy", observation.policy?.rawValue),
+            ("intercepted_by", "pinlab intercept"), ("host", observation.host),
+            ("policy", observation.policy?.rawValue),
             ("request", observation.requestLine),
         ]
-        let body = "{" + fields.map { "\"\($0.0)\":" + ($0.1.map(ProxyConnection.jsonString) ?? "null") }.joined(separator: ",") + "}\n"
-        outbound = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\nServer: pinlab-intercept\r\n\r\n\(body)".utf8)
+        let body =
+            "{"
+            + fields.map { "\"\($0.0)\":" + ($0.1.map(ProxyConnection.jsonString) ?? "null") }.joined(separator: ",")
+            + "}\n"
+        outbound = Array(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\nServer: pinlab-intercept\r\n\r\n\(body)"
+                .utf8)
         written = 0
         phase = .response
         deadline = Sockets.now() &+ core.listener.idleTimeout
@@ -412,7 +466,8 @@ final class ProxyConnection {
     /// dials it: before the 200 (`replyPending`) or after it (the ClientHello named a passthrough host).
     private func startDial(replyPending: Bool) {
         self.replyPending = replyPending
-        let target = core.configuration.upstream(host: observation.host ?? authorityHost, authorityHost: authorityHost, authorityPort: authorityPort)
+        let target = core.configuration.upstream(
+            host: observation.host ?? authorityHost, authorityHost: authorityHost, authorityPort: authorityPort)
         self.target = target
         if AddressRange.bytes(target.host) != nil {
             resolved(.success([target.host]))
@@ -421,8 +476,9 @@ final class ProxyConnection {
         let pending = PendingLookup(host: target.host, wake: wake)
         let resolver = core.resolver
         guard core.lookups.submit({ pending.deliver(resolver(target.host)) }) else {
-            refuse("503 Service Unavailable", "upstream-unreachable",
-                   "cannot resolve \(target.host): \(core.lookups.maxPending) name look-ups are pending; try again")
+            refuse(
+                "503 Service Unavailable", "upstream-unreachable",
+                "cannot resolve \(target.host): \(core.lookups.maxPending) name look-ups are pending; try again")
             return
         }
         lookup = pending
@@ -476,7 +532,9 @@ final class ProxyConnection {
             upstreamFD = started.fd  // owned from here: finish closes it
         } catch {
             if !dialAddresses.isEmpty { return dial() }
-            finish("upstream-unreachable", error: "connect \(target.text)\(address == target.host ? "" : " (\(address))"): \(error.reason)")
+            finish(
+                "upstream-unreachable",
+                error: "connect \(target.text)\(address == target.host ? "" : " (\(address))"): \(error.reason)")
             return
         }
         phase = .dialing
@@ -501,7 +559,10 @@ final class ProxyConnection {
             return false
         }
         var probe = pollfd(fd: upstreamFD, events: Int16(POLLOUT), revents: 0)
-        guard poll(&probe, 1, 0) > 0 else { upstreamEvents = Int16(POLLOUT); return false }
+        guard poll(&probe, 1, 0) > 0 else {
+            upstreamEvents = Int16(POLLOUT)
+            return false
+        }
         phase = .tunnel
         deadline = Sockets.now() &+ core.listener.idleTimeout
         return true
@@ -512,11 +573,13 @@ final class ProxyConnection {
         var progressed = false
         // Client → upstream, then upstream → client. `move` holds inout accesses to this connection's fields, so the
         // tunnel is ended here, after they are over (ending it inside `move` was a fatal exclusivity violation).
-        var failure = move(from: fd, to: upstreamFD, buffer: &toUpstream, offset: &toUpstreamOffset, eof: &clientEOF,
-                           count: &observation.bytesFromClient, progressed: &progressed)
+        var failure = move(
+            from: fd, to: upstreamFD, buffer: &toUpstream, offset: &toUpstreamOffset, eof: &clientEOF,
+            count: &observation.bytesFromClient, progressed: &progressed)
         if failure == nil {
-            failure = move(from: upstreamFD, to: fd, buffer: &toClient, offset: &toClientOffset, eof: &upstreamEOF,
-                           count: &observation.bytesFromUpstream, progressed: &progressed)
+            failure = move(
+                from: upstreamFD, to: fd, buffer: &toClient, offset: &toClientOffset, eof: &upstreamEOF,
+                count: &observation.bytesFromUpstream, progressed: &progressed)
         }
         if let failure {
             finish("tunnel-reset", error: failure)
@@ -528,7 +591,8 @@ final class ProxyConnection {
         }
         if progressed { deadline = Sockets.now() &+ core.listener.idleTimeout }
         clientEvents = (toUpstream.isEmpty && !clientEOF ? Int16(POLLIN) : 0) | (toClient.isEmpty ? 0 : Int16(POLLOUT))
-        upstreamEvents = (toClient.isEmpty && !upstreamEOF ? Int16(POLLIN) : 0) | (toUpstream.isEmpty ? 0 : Int16(POLLOUT))
+        upstreamEvents =
+            (toClient.isEmpty && !upstreamEOF ? Int16(POLLIN) : 0) | (toUpstream.isEmpty ? 0 : Int16(POLLOUT))
         if clientEvents == 0 && upstreamEvents == 0 { finish("tunnel-closed", error: nil) }
     }
 
@@ -540,7 +604,9 @@ final class ProxyConnection {
     ) -> String? {
         for _ in 0..<4 {
             if !buffer.isEmpty {
-                let n = buffer.withUnsafeBytes { send(sink, $0.baseAddress! + offset, buffer.count - offset, Self.noSignal) }
+                let n = buffer.withUnsafeBytes {
+                    send(sink, $0.baseAddress! + offset, buffer.count - offset, Self.noSignal)
+                }
                 if n < 0 { return Self.failure() }
                 progressed = true
                 offset += n
@@ -574,9 +640,9 @@ final class ProxyConnection {
     static var wouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
 
     #if os(Linux)
-    static let noSignal = Int32(MSG_NOSIGNAL)
+        static let noSignal = Int32(MSG_NOSIGNAL)
     #else
-    static let noSignal: Int32 = 0
+        static let noSignal: Int32 = 0
     #endif
 
     // MARK: End

@@ -1,14 +1,14 @@
 import Foundation
+import PinningLabBase
 import PinningLabCore
 import PinningLabPKI
-import PinningLabBase
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An IPv4 or IPv6 address block in CIDR notation: `192.168.1.23/32`, `192.168.1.0/24`, `fd00::/8`; a bare address
@@ -31,7 +31,9 @@ public struct AddressRange: Sendable, Hashable, CustomStringConvertible {
         var prefix = bits
         if parts.count == 2 {
             guard let p = Int(parts[1]), (0...bits).contains(p) else {
-                throw InterceptError(option, "'\(raw)': the prefix length must be 0…\(bits) for an IPv\(bits == 32 ? 4 : 6) address", fix: fix)
+                throw InterceptError(
+                    option, "'\(raw)': the prefix length must be 0…\(bits) for an IPv\(bits == 32 ? 4 : 6) address",
+                    fix: fix)
             }
             prefix = p
         }
@@ -56,7 +58,9 @@ public struct AddressRange: Sendable, Hashable, CustomStringConvertible {
     static func bytes(_ text: String) -> [UInt8]? {
         let plain = text.split(separator: "%", maxSplits: 1).first.map(String.init) ?? text
         guard let b = parseIP(plain) else { return nil }
-        if b.count == 16 && b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff { return Array(b[12...]) }
+        if b.count == 16 && b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff {
+            return Array(b[12...])
+        }
         return b
     }
 
@@ -84,10 +88,12 @@ package enum DestinationClass: String, Sendable {
         case .loopback: return "a loopback address (this machine)"
         case .linkLocal: return "a link-local address (the local link, e.g. a cloud metadata service)"
         case .unspecified: return "an unspecified address (0.0.0.0 or ::, which reach this machine)"
-        case .privateRange: return "a private-range address (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7: a local network)"
+        case .privateRange:
+            return "a private-range address (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7: a local network)"
         case .multicast: return "a multicast address"
         case .broadcast: return "a broadcast address"
-        case .reserved: return "a reserved or special-purpose address (240/4, 192.0.0/24, 198.18/15, the documentation ranges)"
+        case .reserved:
+            return "a reserved or special-purpose address (240/4, 192.0.0/24, 198.18/15, the documentation ranges)"
         }
     }
 
@@ -110,8 +116,10 @@ package enum DestinationClass: String, Sendable {
     /// IPv6 blocks that carry an IPv4 address in their last 32 bits: IPv4-compatible (`::a.b.c.d`, deprecated),
     /// IPv4-translated (`::ffff:0:a.b.c.d`, RFC 2765) and the NAT64 well-known prefix (`64:ff9b::/96`). The embedded
     /// address is judged. (IPv4-mapped ones are IPv4 already.)
-    private static let embedding = [try! AddressRange(parsing: "::/96"), try! AddressRange(parsing: "::ffff:0:0:0/96"),
-                                    try! AddressRange(parsing: "64:ff9b::/96")]
+    private static let embedding = [
+        try! AddressRange(parsing: "::/96"), try! AddressRange(parsing: "::ffff:0:0:0/96"),
+        try! AddressRange(parsing: "64:ff9b::/96"),
+    ]
 
     /// The class of a numeric address, nil for a public one; `.unspecified` for what is not a numeric address.
     package static func of(_ address: String) -> DestinationClass? {
@@ -144,19 +152,24 @@ enum SystemResolver {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Darwin)
-        hints.ai_socktype = SOCK_STREAM
+            hints.ai_socktype = SOCK_STREAM
         #else
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         #endif
         var list: UnsafeMutablePointer<addrinfo>? = nil
         let status = getaddrinfo(host, nil, &hints, &list)
-        guard status == 0, list != nil else { return .failure(NameLookupFailure(String(cString: gai_strerror(status)))) }
+        guard status == 0, list != nil else {
+            return .failure(NameLookupFailure(String(cString: gai_strerror(status))))
+        }
         defer { freeaddrinfo(list) }
         var out: [String] = []
         var a = list
         while let entry = a {
             var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            if getnameinfo(entry.pointee.ai_addr, entry.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
+            if getnameinfo(
+                entry.pointee.ai_addr, entry.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0,
+                NI_NUMERICHOST) == 0
+            {
                 let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 if !out.contains(text) { out.append(text) }
             }
@@ -315,14 +328,18 @@ extension InterceptProxy.Configuration {
         let targetBytes = AddressRange.bytes(target.host)
         let named = upstreams.contains { r in
             r.port == target.port
-                && (HostPattern.normalize(r.host) == target.host || (targetBytes != nil && AddressRange.bytes(r.host) == targetBytes))
+                && (HostPattern.normalize(r.host) == target.host
+                    || (targetBytes != nil && AddressRange.bytes(r.host) == targetBytes))
         }
         if named { return nil }
         for address in addresses {
             guard let kind = DestinationClass.of(address) else { continue }
-            let what = address == target.host ? "\(address) is \(kind.phrase)" : "\(target.host) resolves to \(address), \(kind.phrase)"
+            let what =
+                address == target.host
+                ? "\(address) is \(kind.phrase)" : "\(target.host) resolves to \(address), \(kind.phrase)"
             let example = "--upstream \(target.host)=\(address.contains(":") ? "[\(address)]" : address):\(target.port)"
-            return "the proxy does not relay to \(target.text): \(what); name it with --upstream PATTERN=HOST:PORT to allow it (e.g. \(example))"
+            return
+                "the proxy does not relay to \(target.text): \(what); name it with --upstream PATTERN=HOST:PORT to allow it (e.g. \(example))"
         }
         return nil
     }

@@ -1,19 +1,20 @@
 import Foundation
-import PinningLabPKI
 import PinningLabCore
+import PinningLabPKI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One worker thread of the interception proxy: a `poll` loop (`PollSet`) over a wake-up pipe, the shared listening socket
 /// and the connections it accepted (two descriptors each: the client and, for a tunnel, the upstream). The pipe is
 /// also how a name look-up (on a `LookupPool` thread) says it is done: its connection is then due at once.
-final class ProxyWorker: PooledWorker, @unchecked Sendable {  // `connections` is touched only by the worker's own thread
+// `connections` is touched only by the worker's own thread
+final class ProxyWorker: PooledWorker, @unchecked Sendable {
     private let core: ProxyCore
     /// Woken by the server's stop; closed by it once this worker's thread has ended.
     let wakeUp: WakePipe
@@ -36,7 +37,8 @@ final class ProxyWorker: PooledWorker, @unchecked Sendable {  // `connections` i
         } accept: { list in
             for _ in 0..<32 {  // a bounded batch, so that a burst cannot starve the open connections
                 guard let admission = core.acceptOne() else { break }
-                guard case .serve(let fd, let peer, let id) = admission else { continue }  // closed: not an allowed peer
+                // closed: not an allowed peer
+                guard case .serve(let fd, let peer, let id) = admission else { continue }
                 let c = ProxyConnection(core: core, fd: fd, peer: peer, id: id, wake: wakeUp)
                 c.advance()
                 if !c.isFinished { list.append(c) }

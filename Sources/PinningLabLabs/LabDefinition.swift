@@ -3,9 +3,9 @@
 // names the file, the line, the field and the fix.
 public import Foundation
 import PinningLab
+import PinningLabBase
 import PinningLabModel
 import PinningLabPKI
-import PinningLabBase
 import Yams
 
 /// A lab list or lab definition that cannot be read: the file, the line and field, what is wrong, and the fix.
@@ -55,7 +55,8 @@ struct LabDefinitionReader {
     }
 
     func fail(_ node: Node?, _ field: String, _ problem: String, fix: String) -> LabDefinitionError {
-        LabDefinitionError(file: file, line: node?.mark?.line, column: node?.mark?.column, field: field, problem: problem, fix: fix)
+        LabDefinitionError(
+            file: file, line: node?.mark?.line, column: node?.mark?.column, field: field, problem: problem, fix: fix)
     }
 
     /// Turns whatever the reader raised into this file's error (the reader only raises ``LabDefinitionError``s).
@@ -74,7 +75,8 @@ struct LabDefinitionReader {
     /// The lab folders `labs.yaml` names, in order, each with its node (for the line of a later error).
     func folders(_ text: String) throws(LabDefinitionError) -> [(name: String, number: Int, node: Node)] {
         try reading {
-            let fix = "write `labs:` and under it one `- NN-name` line per lab folder beside this file, in teaching order."
+            let fix =
+                "write `labs:` and under it one `- NN-name` line per lab folder beside this file, in teaching order."
             guard let root = try yaml.compose(text) else {
                 throw fail(nil, "", "the file is empty.", fix: fix)
             }
@@ -85,12 +87,16 @@ struct LabDefinitionReader {
             for (i, (name, node)) in try yaml.strings(list, "labs", fix: fix).enumerated() {
                 let field = "labs[\(i)]"
                 guard let number = Self.number(ofFolder: name) else {
-                    throw fail(node, field, "'\(YAMLReader.excerpt(name))' is not a lab folder's name.",
-                               fix: "name the folder by its number and a few words, lower case with dashes: `11-pinning-in-a-webview`.")
+                    throw fail(
+                        node, field, "'\(YAMLReader.excerpt(name))' is not a lab folder's name.",
+                        fix:
+                            "name the folder by its number and a few words, lower case with dashes: `11-pinning-in-a-webview`."
+                    )
                 }
                 if let other = seen[number] {
-                    throw fail(node, field, "'\(name)' has the number \(number) of '\(other)'.",
-                               fix: "give each lab its own number: rename the folder and its entry here.")
+                    throw fail(
+                        node, field, "'\(name)' has the number \(number) of '\(other)'.",
+                        fix: "give each lab its own number: rename the folder and its entry here.")
                 }
                 seen[number] = name
                 out.append((name, number, node))
@@ -103,7 +109,7 @@ struct LabDefinitionReader {
     static func number(ofFolder name: String) -> Int? {
         let parts = name.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[1].isEmpty, let n = Int(parts[0]), n > 0, parts[0].allSatisfy(\.isASCII),
-              parts[1].allSatisfy({ ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "-" })
+            parts[1].allSatisfy({ ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "-" })
         else { return nil }
         return n
     }
@@ -121,13 +127,15 @@ struct LabDefinitionReader {
     func lab(_ text: String, number: Int, slug: String, folder: String) throws(LabDefinitionError) -> TeachingLab {
         try reading {
             guard let root = try yaml.compose(text) else {
-                throw fail(nil, "", "the file is empty.",
-                           fix: "write the lab's fields: \(Self.fields.joined(separator: ", ")) (see labs/README.md).")
+                throw fail(
+                    nil, "", "the file is empty.",
+                    fix: "write the lab's fields: \(Self.fields.joined(separator: ", ")) (see labs/README.md).")
             }
             let m = try yaml.mapping(root, "", allowed: Self.fields)
             func prose(_ key: String, _ what: String) throws -> String {
                 let node = try yaml.required(m, key, in: root, "", fix: "add `\(key):` with \(what).")
-                let value = try yaml.string(node, key, fix: "write \(what) as one text (use `>-` and indented lines for a long one).")
+                let value = try yaml.string(
+                    node, key, fix: "write \(what) as one text (use `>-` and indented lines for a long one).")
                 guard !value.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                     throw fail(node, key, "is empty.", fix: "write \(what).")
                 }
@@ -142,23 +150,31 @@ struct LabDefinitionReader {
             let title = try prose("title", "the lab's title, as `pinlab lab list` shows it")
             let goal = try prose("goal", "one sentence: what the learner can do at the end")
 
-            let scenariosNode = try yaml.required(m, "scenarios", in: root, "",
-                                                  fix: "add `scenarios: [baseline, …]`: the catalogue's scenarios the lab grades.")
+            let scenariosNode = try yaml.required(
+                m, "scenarios", in: root, "",
+                fix: "add `scenarios: [baseline, …]`: the catalogue's scenarios the lab grades.")
             var scenarios: [String] = []
-            for (i, (s, node)) in try yaml.strings(scenariosNode, "scenarios", fix: "list the scenario ids: [baseline, rekey].").enumerated() {
+            for (i, (s, node)) in try yaml.strings(
+                scenariosNode, "scenarios", fix: "list the scenario ids: [baseline, rekey]."
+            ).enumerated() {
                 if scenarios.contains(s) {
                     throw fail(node, "scenarios[\(i)]", "'\(s)' is listed twice.", fix: "list each scenario once.")
                 }
                 scenarios.append(s)
             }
             guard !scenarios.isEmpty else {
-                throw fail(scenariosNode, "scenarios", "the lab grades no scenario.", fix: "list at least one scenario id (`pinlab list`).")
+                throw fail(
+                    scenariosNode, "scenarios", "the lab grades no scenario.",
+                    fix: "list at least one scenario id (`pinlab list`).")
             }
 
-            let profilesNode = try yaml.required(m, "profiles", in: root, "",
-                                                 fix: "add `profiles: [leaf-spki]`: the pin profiles graded (\(Self.profileNames)).")
+            let profilesNode = try yaml.required(
+                m, "profiles", in: root, "",
+                fix: "add `profiles: [leaf-spki]`: the pin profiles graded (\(Self.profileNames)).")
             var profiles: [PinProfile] = []
-            for (i, (p, node)) in try yaml.strings(profilesNode, "profiles", fix: "list pin profiles: [\(Self.profileNames)].").enumerated() {
+            for (i, (p, node)) in try yaml.strings(
+                profilesNode, "profiles", fix: "list pin profiles: [\(Self.profileNames)]."
+            ).enumerated() {
                 let profile = try self.profile(p, node, "profiles[\(i)]", among: PinProfile.all)
                 if profiles.contains(profile) {
                     throw fail(node, "profiles[\(i)]", "'\(p)' is listed twice.", fix: "list each profile once.")
@@ -166,15 +182,21 @@ struct LabDefinitionReader {
                 profiles.append(profile)
             }
             guard !profiles.isEmpty else {
-                throw fail(profilesNode, "profiles", "the lab grades no pin profile.", fix: "list at least one of \(Self.profileNames).")
+                throw fail(
+                    profilesNode, "profiles", "the lab grades no pin profile.",
+                    fix: "list at least one of \(Self.profileNames).")
             }
 
             var connections = 1
             if let node = m["connections"] {
                 let value = try yaml.string(node, "connections", fix: "write a whole number.")
                 guard let n = Int(value), (1...9).contains(n) else {
-                    throw fail(node, "connections", "'\(YAMLReader.excerpt(value))' is not a number of connections from 1 to 9.",
-                               fix: "write how many connections each cell of the lab makes (its scenarios' steps), e.g. `connections: 2`, or leave the field out for 1.")
+                    throw fail(
+                        node, "connections",
+                        "'\(YAMLReader.excerpt(value))' is not a number of connections from 1 to 9.",
+                        fix:
+                            "write how many connections each cell of the lab makes (its scenarios' steps), e.g. `connections: 2`, or leave the field out for 1."
+                    )
                 }
                 connections = n
             }
@@ -184,36 +206,43 @@ struct LabDefinitionReader {
                 do {
                     clientChecks = try ClientChecks(parsing: value, what: "client-checks")
                 } catch {
-                    throw fail(node, "client-checks", "'\(YAMLReader.excerpt(value))' is not a declaration of checks.",
-                               fix: "write \(ClientChecks.syntax), e.g. `client-checks: revocation=hard`.")
+                    throw fail(
+                        node, "client-checks", "'\(YAMLReader.excerpt(value))' is not a declaration of checks.",
+                        fix: "write \(ClientChecks.syntax), e.g. `client-checks: revocation=hard`.")
                 }
             }
 
             let mistake = try prose("mistake", "one sentence: the mistake the starter makes")
 
-            let failsFix = "write one line per scenario the starter gets wrong, with the profiles under which it does: `rekey: [leaf-spki+backup]`."
+            let failsFix =
+                "write one line per scenario the starter gets wrong, with the profiles under which it does: `rekey: [leaf-spki+backup]`."
             let failsNode = try yaml.required(m, "starter-fails", in: root, "", fix: failsFix)
             var starterFails: Set<LabCell> = []
             for (k, v) in try yaml.mapping(failsNode, "starter-fails", fix: failsFix) {
                 let scenario = k.string ?? ""
                 let field = YAMLReader.path("starter-fails", scenario)
                 guard scenarios.contains(scenario) else {
-                    throw fail(k, field, "'\(YAMLReader.excerpt(scenario))' is not one of the lab's scenarios.",
-                               fix: Self.among(scenario, scenarios, "scenarios"))
+                    throw fail(
+                        k, field, "'\(YAMLReader.excerpt(scenario))' is not one of the lab's scenarios.",
+                        fix: Self.among(scenario, scenarios, "scenarios"))
                 }
                 for (i, (p, node)) in try yaml.strings(v, field, fix: failsFix, singleAllowed: true).enumerated() {
                     starterFails.insert(LabCell(scenario, try profile(p, node, "\(field)[\(i)]", among: profiles)))
                 }
             }
             guard !starterFails.isEmpty else {
-                throw fail(failsNode, "starter-fails", "the starter gets no cell wrong.",
-                           fix: "a starter teaches by its mistake: \(failsFix)")
+                throw fail(
+                    failsNode, "starter-fails", "the starter gets no cell wrong.",
+                    fix: "a starter teaches by its mistake: \(failsFix)")
             }
 
-            let explanationsFix = "write a list of `- scenario:` entries, each with `should-have:` and `missed:` (and `profile:` to say something for one profile only)."
+            let explanationsFix =
+                "write a list of `- scenario:` entries, each with `should-have:` and `missed:` (and `profile:` to say something for one profile only)."
             let explanationsNode = try yaml.required(m, "explanations", in: root, "", fix: explanationsFix)
             guard let items = explanationsNode.sequence else {
-                throw fail(explanationsNode, "explanations", "expected a list, found \(YAMLReader.describe(explanationsNode)).", fix: explanationsFix)
+                throw fail(
+                    explanationsNode, "explanations",
+                    "expected a list, found \(YAMLReader.describe(explanationsNode)).", fix: explanationsFix)
             }
             var explanations: [CellExplanation] = []
             for (i, item) in items.enumerated() {
@@ -229,12 +258,15 @@ struct LabDefinitionReader {
                 }
                 let (scenario, scenarioNode) = try entry("scenario", "the scenario this explanation is about")
                 guard scenarios.contains(scenario) else {
-                    throw fail(scenarioNode, YAMLReader.path(field, "scenario"), "'\(YAMLReader.excerpt(scenario))' is not one of the lab's scenarios.",
-                               fix: Self.among(scenario, scenarios, "scenarios"))
+                    throw fail(
+                        scenarioNode, YAMLReader.path(field, "scenario"),
+                        "'\(YAMLReader.excerpt(scenario))' is not one of the lab's scenarios.",
+                        fix: Self.among(scenario, scenarios, "scenarios"))
                 }
                 var profile: PinProfile?
                 if let node = e["profile"] {
-                    let p = try yaml.string(node, YAMLReader.path(field, "profile"), fix: "write one profile of the lab.")
+                    let p = try yaml.string(
+                        node, YAMLReader.path(field, "profile"), fix: "write one profile of the lab.")
                     profile = try self.profile(p, node, YAMLReader.path(field, "profile"), among: profiles)
                 }
                 let shouldHave = try entry("should-have", "what a correct client does here, and why")
@@ -248,8 +280,9 @@ struct LabDefinitionReader {
             func builtInClient(_ key: String) throws -> String? {
                 guard let (name, node) = try optional(key) else { return nil }
                 guard BuiltInClients.named(name) != nil else {
-                    throw fail(node, key, "'\(YAMLReader.excerpt(name))' is not a built-in client.",
-                               fix: Self.among(name, BuiltInClients.names, "built-in clients"))
+                    throw fail(
+                        node, key, "'\(YAMLReader.excerpt(name))' is not a built-in client.",
+                        fix: Self.among(name, BuiltInClients.names, "built-in clients"))
                 }
                 return name
             }
@@ -272,8 +305,10 @@ struct LabDefinitionReader {
         let profile = PinProfile(rawValue: name)
         guard allowed.contains(profile) else {
             let what = allowed == PinProfile.all ? "a pin profile" : "one of the lab's profiles"
-            throw fail(node, field, "'\(YAMLReader.excerpt(name))' is not \(what).",
-                       fix: Self.among(name, allowed.map(\.rawValue), allowed == PinProfile.all ? "profiles" : "lab's profiles"))
+            throw fail(
+                node, field, "'\(YAMLReader.excerpt(name))' is not \(what).",
+                fix: Self.among(
+                    name, allowed.map(\.rawValue), allowed == PinProfile.all ? "profiles" : "lab's profiles"))
         }
         return profile
     }

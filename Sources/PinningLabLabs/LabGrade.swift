@@ -1,8 +1,8 @@
 import Foundation
-public import PinningLabCore
 public import PinningLab
-import PinningLabPKI
 import PinningLabBase
+public import PinningLabCore
+import PinningLabPKI
 
 /// One wrong (scenario, profile) cell of a lab, over the engines where it went wrong, explained in plain words.
 public struct LabFailure: Sendable, Hashable, Codable {
@@ -213,7 +213,8 @@ extension TeachingLab {
         engines: [any TLSEngine] = Engines.builtIn, jobs: Int = CheckOptions.defaultJobs,
         timeout: Duration = .seconds(10)
     ) -> CheckOptions {
-        var options = CheckOptions(engines: engines, profiles: Set(profiles), scenarios: scenarios, jobs: jobs, timeout: timeout)
+        var options = CheckOptions(
+            engines: engines, profiles: Set(profiles), scenarios: scenarios, jobs: jobs, timeout: timeout)
         options.clientChecks = clientChecks
         return options
     }

@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabCore
 public import PinningLab
+import PinningLabCore
 
 /// The lab's picture: one self-contained HTML page (no external resources) with, per scenario, the chain as a
 /// diagram (what was sent, what the client's trust store adds, the path a verifier builds, which pin matched),
@@ -10,42 +10,44 @@ public enum LabReportHTML {
         let lab = grade.lab
         let r = grade.report
         let sheets = Dictionary(r.scenarios.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        var h = HTMLPage.head(title: "Lab \(lab.number): \(lab.title)", style: """
-            body{font:15px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:20px 28px;color:#1d2330;background:#fbfbfd;max-width:1220px}
-            h1{font-size:24px;margin:0 0 4px} h2{font-size:18px;margin:0 0 6px}
-            code,.mono{font-family:"SF Mono",Menlo,"DejaVu Sans Mono",monospace;font-size:13px}
-            .goal{color:#3b4252;margin:2px 0 10px}
-            .verdict{padding:10px 14px;border-radius:8px;margin:10px 0 16px;font-weight:600;font-size:16px}
-            .scenario{background:#fff;border:1px solid #e3e6ed;border-radius:10px;padding:14px 18px;margin:14px 0;break-inside:avoid}
-            .grid{display:grid;grid-template-columns:minmax(380px,1fr) minmax(420px,1.2fr);gap:22px;align-items:start}
-            .teach{color:#3b4252;margin:4px 0 10px;font-size:14px}
-            .cert{border:2px solid #5b6b8c;border-radius:8px;padding:5px 10px;background:#f5f7fb;margin:0}
-            .cert.store{border-style:dashed;background:#fff}
-            .cert.off{border-color:#c3c8d2;color:#8a94a6;background:#f4f4f6}
-            .cert.pinned{border-color:#15803d;background:#e9f8ee}
-            .cert .name{font-weight:700;font-size:15px}
-            .role{font-size:11px;color:#667085;text-transform:uppercase;letter-spacing:.05em}
-            .small{font-size:12.5px;color:#3b4252}
-            .arrow{margin:1px 0 1px 26px;color:#8a94a6;font-size:12px}
-            .badge{display:inline-block;border-radius:10px;padding:0 8px;margin:3px 4px 0 0;font-size:12px;background:#15803d;color:#fff}
-            .badge.miss{background:#b42318} .cert.off .badge{background:#b45309}
-            .tag{display:inline-block;border-radius:4px;padding:0 5px;font-size:11px;background:#e6e9f0;color:#3b4252;margin-left:4px}
-            table.rows{border-collapse:collapse;width:100%;margin:4px 0 8px}
-            .rows th,.rows td{border:1px solid #d7dbe3;padding:5px 7px;text-align:center}
-            .rows th{background:#eef1f6;font-weight:600;font-size:13px} .rows td.who{text-align:left;font-weight:600;white-space:nowrap}
-            .o{display:inline-block;min-width:64px;border-radius:4px;padding:1px 4px;margin:1px;font-size:12.5px;color:#fff}
-            .pass{background:#15803d} .fail{background:#b42318} .disagree{background:#b45309} .error{background:#7e3fc2}
-            .skipped,.unsupported{background:#98a2b3}
-            .exp{font-size:12px;color:#475467}
-            .pins{font-size:13px;margin:6px 0}
-            .pins li{margin:2px 0}
-            .why{border-left:4px solid #b42318;background:#fff6f5;padding:6px 10px;margin:8px 0;font-size:14px}
-            .why b{color:#7f1d1d}
-            .legend{font-size:13px;color:#475467}
-            table.glance{width:auto;margin:0 0 12px} .glance td{padding:3px 8px} .glance .o{min-width:0} .glance a{color:inherit}
-            @media print{body{background:#fff;margin:8mm;max-width:none;font-size:11pt}.scenario{border-color:#999}
-              .grid{grid-template-columns:1fr 1.2fr}*{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
-            """)
+        var h = HTMLPage.head(
+            title: "Lab \(lab.number): \(lab.title)",
+            style: """
+                body{font:15px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:20px 28px;color:#1d2330;background:#fbfbfd;max-width:1220px}
+                h1{font-size:24px;margin:0 0 4px} h2{font-size:18px;margin:0 0 6px}
+                code,.mono{font-family:"SF Mono",Menlo,"DejaVu Sans Mono",monospace;font-size:13px}
+                .goal{color:#3b4252;margin:2px 0 10px}
+                .verdict{padding:10px 14px;border-radius:8px;margin:10px 0 16px;font-weight:600;font-size:16px}
+                .scenario{background:#fff;border:1px solid #e3e6ed;border-radius:10px;padding:14px 18px;margin:14px 0;break-inside:avoid}
+                .grid{display:grid;grid-template-columns:minmax(380px,1fr) minmax(420px,1.2fr);gap:22px;align-items:start}
+                .teach{color:#3b4252;margin:4px 0 10px;font-size:14px}
+                .cert{border:2px solid #5b6b8c;border-radius:8px;padding:5px 10px;background:#f5f7fb;margin:0}
+                .cert.store{border-style:dashed;background:#fff}
+                .cert.off{border-color:#c3c8d2;color:#8a94a6;background:#f4f4f6}
+                .cert.pinned{border-color:#15803d;background:#e9f8ee}
+                .cert .name{font-weight:700;font-size:15px}
+                .role{font-size:11px;color:#667085;text-transform:uppercase;letter-spacing:.05em}
+                .small{font-size:12.5px;color:#3b4252}
+                .arrow{margin:1px 0 1px 26px;color:#8a94a6;font-size:12px}
+                .badge{display:inline-block;border-radius:10px;padding:0 8px;margin:3px 4px 0 0;font-size:12px;background:#15803d;color:#fff}
+                .badge.miss{background:#b42318} .cert.off .badge{background:#b45309}
+                .tag{display:inline-block;border-radius:4px;padding:0 5px;font-size:11px;background:#e6e9f0;color:#3b4252;margin-left:4px}
+                table.rows{border-collapse:collapse;width:100%;margin:4px 0 8px}
+                .rows th,.rows td{border:1px solid #d7dbe3;padding:5px 7px;text-align:center}
+                .rows th{background:#eef1f6;font-weight:600;font-size:13px} .rows td.who{text-align:left;font-weight:600;white-space:nowrap}
+                .o{display:inline-block;min-width:64px;border-radius:4px;padding:1px 4px;margin:1px;font-size:12.5px;color:#fff}
+                .pass{background:#15803d} .fail{background:#b42318} .disagree{background:#b45309} .error{background:#7e3fc2}
+                .skipped,.unsupported{background:#98a2b3}
+                .exp{font-size:12px;color:#475467}
+                .pins{font-size:13px;margin:6px 0}
+                .pins li{margin:2px 0}
+                .why{border-left:4px solid #b42318;background:#fff6f5;padding:6px 10px;margin:8px 0;font-size:14px}
+                .why b{color:#7f1d1d}
+                .legend{font-size:13px;color:#475467}
+                table.glance{width:auto;margin:0 0 12px} .glance td{padding:3px 8px} .glance .o{min-width:0} .glance a{color:inherit}
+                @media print{body{background:#fff;margin:8mm;max-width:none;font-size:11pt}.scenario{border-color:#999}
+                  .grid{grid-template-columns:1fr 1.2fr}*{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
+                """)
         h += """
             <h1>Lab \(lab.number) — \(xml(lab.title))</h1>
             <div class="goal">\(xml(lab.goal))</div>

@@ -1,6 +1,6 @@
+import PinningLab
 import PinningLabCore
 public import PinningLabModel
-import PinningLab
 
 /// One teaching lab: a short exercise around a few scenarios, graded on real servers by `pinlab lab check N`.
 ///

@@ -49,8 +49,11 @@ public enum TeachingLabs {
             for (lab, node, reader) in found {
                 if let other = labs.first(where: { $0.number == lab.number || $0.slug == lab.slug }) {
                     throw reader.fail(
-                        node, "labs", "the lab '\(lab.slug)' has the number or name of the lab '\(other.slug)' (\(other.folder)).",
-                        fix: "number an added lab after the others (\((labs.map(\.number).max() ?? 0) + 1) or more) and rename its folder and entry.")
+                        node, "labs",
+                        "the lab '\(lab.slug)' has the number or name of the lab '\(other.slug)' (\(other.folder)).",
+                        fix:
+                            "number an added lab after the others (\((labs.map(\.number).max() ?? 0) + 1) or more) and rename its folder and entry."
+                    )
                 }
                 labs.append(lab)
             }
@@ -62,17 +65,20 @@ public enum TeachingLabs {
     public static func builtIn() throws(LabDefinitionError) -> [TeachingLab] {
         let listFile = "\(repositoryFolder)/labs.yaml"
         guard let list = EmbeddedResources.files["labs.yaml"] else {
-            throw LabDefinitionError(file: listFile, field: "", problem: "the list of labs was not embedded in this build.",
-                                     fix: "create labs/labs.yaml and build again (the EmbedLabs plugin embeds it).")
+            throw LabDefinitionError(
+                file: listFile, field: "", problem: "the list of labs was not embedded in this build.",
+                fix: "create labs/labs.yaml and build again (the EmbedLabs plugin embeds it).")
         }
         let reader = LabDefinitionReader(file: listFile)
         return try reader.folders(list).map { (name, number, node) throws(LabDefinitionError) in
             let file = "\(repositoryFolder)/\(name)/lab.yaml"
             guard let text = EmbeddedResources.files["\(name)/lab.yaml"] else {
-                throw reader.fail(node, "labs", "lists the folder '\(name)', but \(file) was not found.",
-                                  fix: "create \(file) (see labs/README.md), or remove the entry.")
+                throw reader.fail(
+                    node, "labs", "lists the folder '\(name)', but \(file) was not found.",
+                    fix: "create \(file) (see labs/README.md), or remove the entry.")
             }
-            return try LabDefinitionReader(file: file).lab(text, number: number, slug: name, folder: "\(repositoryFolder)/\(name)")
+            return try LabDefinitionReader(file: file).lab(
+                text, number: number, slug: name, folder: "\(repositoryFolder)/\(name)")
         }
     }
 
@@ -87,17 +93,24 @@ public enum TeachingLabs {
         let reader = LabDefinitionReader(file: listURL.path)
         guard let list = try? String(contentsOf: listURL, encoding: .utf8) else {
             throw LabDefinitionError(
-                file: listURL.path, field: "", problem: "cannot be read (\(environmentVariable) or an added folder names \(dir.path)).",
-                fix: "create it with `labs:` and one `- NN-name` line per lab folder beside it, or point \(environmentVariable) at such a folder.")
+                file: listURL.path, field: "",
+                problem: "cannot be read (\(environmentVariable) or an added folder names \(dir.path)).",
+                fix:
+                    "create it with `labs:` and one `- NN-name` line per lab folder beside it, or point \(environmentVariable) at such a folder."
+            )
         }
         return try reader.folders(list).map { (name, number, node) throws(LabDefinitionError) in
             let folder = dir.appendingPathComponent(name)
             let file = folder.appendingPathComponent("lab.yaml")
             guard let text = try? String(contentsOf: file, encoding: .utf8) else {
-                throw reader.fail(node, "labs", "lists the folder '\(name)', but \(file.path) cannot be read.",
-                                  fix: "create \(name)/lab.yaml beside this file (see labs/README.md in the PinningLab repository), or remove the entry.")
+                throw reader.fail(
+                    node, "labs", "lists the folder '\(name)', but \(file.path) cannot be read.",
+                    fix:
+                        "create \(name)/lab.yaml beside this file (see labs/README.md in the PinningLab repository), or remove the entry."
+                )
             }
-            let lab = try LabDefinitionReader(file: file.path).lab(text, number: number, slug: name, folder: folder.path)
+            let lab = try LabDefinitionReader(file: file.path).lab(
+                text, number: number, slug: name, folder: folder.path)
             return (lab, node, reader)
         }
     }

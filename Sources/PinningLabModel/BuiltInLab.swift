@@ -1,6 +1,6 @@
 public import Foundation
-public import PinningLabPKI
 import PinningLabBase
+public import PinningLabPKI
 
 /// The lab the package ships: the PKI spec (`pki/lab.yaml`) and the scenario catalogue (`scenarios/`), bundled as
 /// resources of this module. `Lab` and `Catalogue.bundled()` read them from here.
@@ -11,7 +11,9 @@ public enum BuiltInLab {
     /// The built-in lab PKI spec file. Without a resource bundle (a copied binary), a copy of the embedded file in a
     /// private temporary folder of this process.
     public static var specURL: URL {
-        guard let bundle = EmbeddedResources.bundle else { return embeddedFolder.appendingPathComponent("pki/lab.yaml") }
+        guard let bundle = EmbeddedResources.bundle else {
+            return embeddedFolder.appendingPathComponent("pki/lab.yaml")
+        }
         return bundle.url(forResource: "lab", withExtension: "yaml", subdirectory: "pki")
             ?? bundle.resourceURL!.appendingPathComponent("pki/lab.yaml")
     }
@@ -49,7 +51,8 @@ public enum BuiltInLab {
         }
         for (path, text) in EmbeddedResources.files {
             let url = folder.appendingPathComponent(path)
-            try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try? FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try? text.write(to: url, atomically: false, encoding: .utf8)
         }
         atexit { ScratchFolders.removeAll() }

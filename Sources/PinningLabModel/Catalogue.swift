@@ -1,7 +1,7 @@
 public import Foundation
-import PinningLabTLSTypes
-import PinningLabPKI
 import PinningLabBase
+import PinningLabPKI
+import PinningLabTLSTypes
 
 /// The scenario catalogue: every scenario of a directory of `*.yaml` files, validated, in teaching order.
 /// The bundled catalogue (`Catalogue.bundled()`) is the one source of truth the CLI, the library and the docs use.
@@ -19,9 +19,10 @@ public struct Catalogue: Sendable, Hashable {
     public func scenario(_ id: String) throws -> Scenario {
         if let s = self[id] { return s }
         let hint = suggestion(id, in: ids).map { "Did you mean '\($0)'? " } ?? ""
-        throw ScenarioError(.unknownScenario, field: "scenario id",
-                            problem: "no scenario has the id '\(id)'.",
-                            fix: "\(hint)`pinlab scenarios list` shows all \(scenarios.count) ids.")
+        throw ScenarioError(
+            .unknownScenario, field: "scenario id",
+            problem: "no scenario has the id '\(id)'.",
+            fix: "\(hint)`pinlab scenarios list` shows all \(scenarios.count) ids.")
     }
 
     /// The scenarios with these ids, in catalogue order; each id must exist. An empty list keeps everything.
@@ -33,7 +34,9 @@ public struct Catalogue: Sendable, Hashable {
 
     /// Loads every `*.yaml` file of a directory (not recursively). Collects one error per broken file and
     /// duplicate ids, and throws them all at once.
-    public static func load(directory: URL, identities: IdentityDirectory = .lab, displayPrefix: String? = nil) throws -> Catalogue {
+    public static func load(directory: URL, identities: IdentityDirectory = .lab, displayPrefix: String? = nil) throws
+        -> Catalogue
+    {
         let prefix = displayPrefix ?? (directory.lastPathComponent + "/")
         let files: [URL]
         do {
@@ -41,33 +44,46 @@ public struct Catalogue: Sendable, Hashable {
                 .filter { $0.pathExtension == "yaml" || $0.pathExtension == "yml" }
                 .sorted { $0.lastPathComponent < $1.lastPathComponent }
         } catch {
-            throw CatalogueError(errors: [ScenarioError(.unreadable, file: directory.path,
-                                                        problem: "the scenario directory cannot be read (\(error.localizedDescription)).",
-                                                        fix: "pass a directory that holds scenario files (*.yaml).")])
+            throw CatalogueError(errors: [
+                ScenarioError(
+                    .unreadable, file: directory.path,
+                    problem: "the scenario directory cannot be read (\(error.localizedDescription)).",
+                    fix: "pass a directory that holds scenario files (*.yaml).")
+            ])
         }
         if files.isEmpty {
-            throw CatalogueError(errors: [ScenarioError(.emptyCatalogue, file: directory.path,
-                                                        problem: "the directory holds no scenario file (*.yaml).",
-                                                        fix: "pass the directory that holds the scenario files, e.g. scenarios/.")])
+            throw CatalogueError(errors: [
+                ScenarioError(
+                    .emptyCatalogue, file: directory.path,
+                    problem: "the directory holds no scenario file (*.yaml).",
+                    fix: "pass the directory that holds the scenario files, e.g. scenarios/.")
+            ])
         }
-        return try assemble(files.map { url in
-            let name = prefix + url.lastPathComponent
-            return (name, { try ScenarioLoader.load(contentsOf: url, displayName: name, identities: identities) })
-        })
+        return try assemble(
+            files.map { url in
+                let name = prefix + url.lastPathComponent
+                return (name, { try ScenarioLoader.load(contentsOf: url, displayName: name, identities: identities) })
+            })
     }
 
     /// Loads scenario files given as text (`name` as shown in errors, e.g. `scenarios/rekey.yaml`; the id must be
     /// its last component without `.yaml`), with the checks of `load(directory:)`: the embedded copy of the bundled
     /// catalogue is read this way.
     static func load(texts: [(name: String, text: String)], identities: IdentityDirectory = .lab) throws -> Catalogue {
-        try assemble(texts.sorted { $0.name < $1.name }.map { file in
-            (file.name, {
-                let id = String(file.name.split(separator: "/").last ?? "").replacingOccurrences(of: ".yaml", with: "")
-                var s = try ScenarioLoader.parse(yaml: file.text, file: file.name, identities: identities, expectedID: id)
-                s.source = file.name
-                return s
+        try assemble(
+            texts.sorted { $0.name < $1.name }.map { file in
+                (
+                    file.name,
+                    {
+                        let id = String(file.name.split(separator: "/").last ?? "").replacingOccurrences(
+                            of: ".yaml", with: "")
+                        var s = try ScenarioLoader.parse(
+                            yaml: file.text, file: file.name, identities: identities, expectedID: id)
+                        s.source = file.name
+                        return s
+                    }
+                )
             })
-        })
     }
 
     /// Every file's scenario (each loader throws a `ScenarioError`), with one error per broken file, duplicate id or
@@ -89,9 +105,11 @@ public struct Catalogue: Sendable, Hashable {
                 guard let result else { continue }
                 let s = try result.get()
                 if let other = seen[s.id] {
-                    errors.append(ScenarioError(.duplicateID, file: name, line: 1, field: "id",
-                                                problem: "the id '\(s.id)' is already used by \(other).",
-                                                fix: "give each scenario its own id."))
+                    errors.append(
+                        ScenarioError(
+                            .duplicateID, file: name, line: 1, field: "id",
+                            problem: "the id '\(s.id)' is already used by \(other).",
+                            fix: "give each scenario its own id."))
                     continue
                 }
                 seen[s.id] = name
@@ -103,10 +121,14 @@ public struct Catalogue: Sendable, Hashable {
         for group in identicalGroups(scenarios) {
             let first = group[0].source ?? group[0].id
             for other in group.dropFirst() {
-                errors.append(ScenarioError(
-                    .duplicateScenario, file: other.source ?? other.id, line: 1, field: "",
-                    problem: "the scenario '\(other.id)' shows exactly what \(first) shows: the same chain, trust, TLS versions, ciphers, client authentication, host, pin scope, CT, expected rows and steps.",
-                    fix: "make it show something no other scenario does (change what the server presents, what the client trusts or asks for), or remove it."))
+                errors.append(
+                    ScenarioError(
+                        .duplicateScenario, file: other.source ?? other.id, line: 1, field: "",
+                        problem:
+                            "the scenario '\(other.id)' shows exactly what \(first) shows: the same chain, trust, TLS versions, ciphers, client authentication, host, pin scope, CT, expected rows and steps.",
+                        fix:
+                            "make it show something no other scenario does (change what the server presents, what the client trusts or asks for), or remove it."
+                    ))
             }
         }
         if !errors.isEmpty { throw CatalogueError(errors: errors) }
@@ -176,8 +198,9 @@ public struct Catalogue: Sendable, Hashable {
         var seen: [String: String] = [:]
         for s in scenarios {
             if let other = seen[s.id] {
-                throw ScenarioError(.duplicateID, file: s.source ?? s.id, line: 1, field: "id",
-                                    problem: "the id '\(s.id)' is already used by \(other).", fix: "give each scenario its own id.")
+                throw ScenarioError(
+                    .duplicateID, file: s.source ?? s.id, line: 1, field: "id",
+                    problem: "the id '\(s.id)' is already used by \(other).", fix: "give each scenario its own id.")
             }
             seen[s.id] = s.source ?? s.id
         }
@@ -201,9 +224,13 @@ public struct Catalogue: Sendable, Hashable {
             }
         }
         guard let dir = bundledDirectory else {
-            return .failure(CatalogueError(errors: [ScenarioError(.unreadable, file: "PinningLab resources",
-                                                                  problem: "the bundled scenarios folder is missing from the PinningLabModel resource bundle.",
-                                                                  fix: "rebuild the package; if it persists, report a packaging bug.")]))
+            return .failure(
+                CatalogueError(errors: [
+                    ScenarioError(
+                        .unreadable, file: "PinningLab resources",
+                        problem: "the bundled scenarios folder is missing from the PinningLabModel resource bundle.",
+                        fix: "rebuild the package; if it persists, report a packaging bug.")
+                ]))
         }
         do {
             return .success(try load(directory: dir, displayPrefix: "scenarios/"))
@@ -227,12 +254,15 @@ public struct Catalogue: Sendable, Hashable {
     /// The catalogue as a Markdown table: id, what the server does, the expected outcome per pin profile
     /// (A accept, X refuse). The Catalogue article of the documentation is this table.
     public func markdownTable() -> String {
-        var out = "| scenario | what the server does | " + PinProfile.all.map { "`\($0.rawValue)`" }.joined(separator: " | ")
+        var out =
+            "| scenario | what the server does | " + PinProfile.all.map { "`\($0.rawValue)`" }.joined(separator: " | ")
             + " | a correct client refuses for |\n"
         out += "|---|---|" + PinProfile.all.map { _ in ":-:" }.joined(separator: "|") + "|---|\n"
         for s in scenarios {
             let title = s.title.replacingOccurrences(of: "|", with: "\\|")
-            out += "| `\(s.id)` | \(title) | " + PinProfile.all.map { s.expected($0) == .accept ? "A" : "X" }.joined(separator: " | ")
+            out +=
+                "| `\(s.id)` | \(title) | "
+                + PinProfile.all.map { s.expected($0) == .accept ? "A" : "X" }.joined(separator: " | ")
                 + " | \(s.refusal?.rawValue ?? "—") |\n"
         }
         return out

@@ -85,10 +85,13 @@ public struct Cell: Sendable {
     /// cell's expectation and rule), one per step otherwise.
     public var plan: [Step] {
         guard scenario.isMultiStep else {
-            return [Step(
-                number: 1, host: scenario.client.host, party: Scenario.genuineParty, pinsInForce: true, rotateTo: nil,
-                earlyData: false, http2: scenario.server.offersHTTP2, expected: expected, rule: rule,
-                clientAuth: scenario.server.clientAuth, refusal: scenario.refusal)]
+            return [
+                Step(
+                    number: 1, host: scenario.client.host, party: Scenario.genuineParty, pinsInForce: true,
+                    rotateTo: nil,
+                    earlyData: false, http2: scenario.server.offersHTTP2, expected: expected, rule: rule,
+                    clientAuth: scenario.server.clientAuth, refusal: scenario.refusal)
+            ]
         }
         return scenario.steps.enumerated().map { i, step in
             let party = scenario.party(step.party)
@@ -128,7 +131,8 @@ public struct Cell: Sendable {
 
     /// A cell that was not run (unsupported, skipped, an error), with the reason.
     public func notRun(_ status: Verdict.Status, _ reason: String) -> Verdict {
-        .notRun(scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected,
-                status: status, reason: reason)
+        .notRun(
+            scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected,
+            status: status, reason: reason)
     }
 }

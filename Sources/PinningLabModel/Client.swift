@@ -25,7 +25,10 @@ public struct PinProfile: RawRepresentable, Hashable, Sendable, Codable, CustomS
 /// The hashes a client holds for one cell: SHA-256 of SPKIs, or of whole certificates for `leaf-cert`.
 /// Empty for the profile `none`.
 public struct PinSet: Sendable, Hashable, Codable {
-    public enum Kind: String, Sendable, Hashable, Codable { case spkiSHA256 = "spki-sha256", certificateSHA256 = "cert-sha256" }
+    public enum Kind: String, Sendable, Hashable, Codable {
+        case spkiSHA256 = "spki-sha256"
+        case certificateSHA256 = "cert-sha256"
+    }
     public var kind: Kind
     public var hashes: [[UInt8]]
     public init(kind: Kind, hashes: [[UInt8]]) {

@@ -67,7 +67,9 @@ public struct ClientChecks: Sendable, Hashable, Codable, CustomStringConvertible
                 throw ClientChecksError(what: what, problem: "'\(part)' is not NAME=VALUE")
             }
             /// Sets the check named `kv[0]` to `value`, one of `valid` (`choices` in words), once.
-            func declare<T: Equatable>(_ check: inout T?, _ value: T, valid: [T], choices: String) throws(ClientChecksError) {
+            func declare<T: Equatable>(_ check: inout T?, _ value: T, valid: [T], choices: String)
+                throws(ClientChecksError)
+            {
                 guard valid.contains(value) else {
                     throw ClientChecksError(what: what, problem: "\(kv[0]) '\(kv[1])' is not \(choices)")
                 }
@@ -76,7 +78,9 @@ public struct ClientChecks: Sendable, Hashable, Codable, CustomStringConvertible
             }
             switch kv[0] {
             case "revocation":
-                try declare(&checks.revocation, Revocation(rawValue: kv[1]), valid: Revocation.all, choices: "none, soft or hard")
+                try declare(
+                    &checks.revocation, Revocation(rawValue: kv[1]), valid: Revocation.all,
+                    choices: "none, soft or hard")
             case "ct":
                 try declare(&checks.ct, CT(rawValue: kv[1]), valid: CT.all, choices: "none or required")
             default:
@@ -88,7 +92,8 @@ public struct ClientChecks: Sendable, Hashable, Codable, CustomStringConvertible
 
     /// Whether every check `condition` declares is declared the same here.
     public func satisfies(_ condition: ClientChecks) -> Bool {
-        (condition.revocation == nil || condition.revocation == revocation) && (condition.ct == nil || condition.ct == ct)
+        (condition.revocation == nil || condition.revocation == revocation)
+            && (condition.ct == nil || condition.ct == ct)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -96,7 +101,8 @@ public struct ClientChecks: Sendable, Hashable, Codable, CustomStringConvertible
         do {
             self = try ClientChecks(parsing: text, what: "client-checks")
         } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: error.description))
         }
     }
 

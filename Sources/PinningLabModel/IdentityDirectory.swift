@@ -36,7 +36,9 @@ public struct IdentityDirectory: Sendable, Hashable {
 
     public subscript(name: String) -> Entry? { entries[name] }
     public var names: [String] { entries.keys.sorted() }
-    public func names(withRole role: Role) -> [String] { entries.values.filter { $0.role == role }.map(\.name).sorted() }
+    public func names(withRole role: Role) -> [String] {
+        entries.values.filter { $0.role == role }.map(\.name).sorted()
+    }
 
     /// The root at the top of `name`'s issuer chain (the identity itself when self-signed), if the chain is known.
     public func root(of name: String) -> String? {

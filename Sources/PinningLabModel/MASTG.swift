@@ -34,34 +34,60 @@ public enum MASTG {
     static let weaknessesCommit = "a2ceedf427fc4d78c7c1af2ad1038dc796f43b92"
     static let weaknessesDate = "2025-07-14"
 
-    private static func v2(_ id: String, _ title: String, weakness: String, platform: String, dir: String = "android") -> Entry {
-        Entry(id: id, title: title, weakness: weakness, platform: platform, commit: testsCommit, date: testsDate,
-              path: "tests-beta/\(dir)/MASVS-NETWORK/\(id).md", status: "v2")
+    private static func v2(_ id: String, _ title: String, weakness: String, platform: String, dir: String = "android")
+        -> Entry
+    {
+        Entry(
+            id: id, title: title, weakness: weakness, platform: platform, commit: testsCommit, date: testsDate,
+            path: "tests-beta/\(dir)/MASVS-NETWORK/\(id).md", status: "v2")
     }
     private static func v1(_ id: String, _ title: String, platform: String, status: String) -> Entry {
-        Entry(id: id, title: title, weakness: nil, platform: platform, commit: testsCommit, date: testsDate,
-              path: "tests/\(platform)/MASVS-NETWORK/\(id).md", status: status)
+        Entry(
+            id: id, title: title, weakness: nil, platform: platform, commit: testsCommit, date: testsDate,
+            path: "tests/\(platform)/MASVS-NETWORK/\(id).md", status: status)
     }
     private static func weakness(_ id: String, _ title: String) -> Entry {
-        Entry(id: id, title: title, weakness: nil, platform: "android, ios", commit: weaknessesCommit, date: weaknessesDate,
-              path: "weaknesses/MASVS-NETWORK/\(id).md", status: "v2")
+        Entry(
+            id: id, title: title, weakness: nil, platform: "android, ios", commit: weaknessesCommit,
+            date: weaknessesDate,
+            path: "weaknesses/MASVS-NETWORK/\(id).md", status: "v2")
     }
 
     /// The list, tests first, then weaknesses.
     public static let entries: [Entry] = [
-        v2("MASTG-TEST-0217", "Insecure TLS Protocols Explicitly Allowed in Code", weakness: "MASWE-0050", platform: "android"),
+        v2(
+            "MASTG-TEST-0217", "Insecure TLS Protocols Explicitly Allowed in Code", weakness: "MASWE-0050",
+            platform: "android"),
         v2("MASTG-TEST-0218", "Insecure TLS Protocols in Network Traffic", weakness: "MASWE-0050", platform: "network"),
-        v2("MASTG-TEST-0235", "Android App Configurations Allowing Cleartext Traffic", weakness: "MASWE-0050", platform: "android"),
-        v2("MASTG-TEST-0242", "Missing Certificate Pinning in Network Security Configuration", weakness: "MASWE-0047", platform: "android"),
-        v2("MASTG-TEST-0243", "Expired Certificate Pins in the Network Security Configuration", weakness: "MASWE-0047", platform: "android"),
-        v2("MASTG-TEST-0244", "Missing Certificate Pinning in Network Traffic", weakness: "MASWE-0047", platform: "network"),
+        v2(
+            "MASTG-TEST-0235", "Android App Configurations Allowing Cleartext Traffic", weakness: "MASWE-0050",
+            platform: "android"),
+        v2(
+            "MASTG-TEST-0242", "Missing Certificate Pinning in Network Security Configuration", weakness: "MASWE-0047",
+            platform: "android"),
+        v2(
+            "MASTG-TEST-0243", "Expired Certificate Pins in the Network Security Configuration", weakness: "MASWE-0047",
+            platform: "android"),
+        v2(
+            "MASTG-TEST-0244", "Missing Certificate Pinning in Network Traffic", weakness: "MASWE-0047",
+            platform: "network"),
         v2("MASTG-TEST-0282", "Unsafe Custom Trust Evaluation", weakness: "MASWE-0052", platform: "android"),
-        v2("MASTG-TEST-0283", "Incorrect Implementation of Server Hostname Verification", weakness: "MASWE-0052", platform: "android"),
-        v2("MASTG-TEST-0285", "Outdated Android Version Allowing Trust in User-Provided CAs", weakness: "MASWE-0052", platform: "android"),
-        v2("MASTG-TEST-0286", "Network Security Configuration Allowing Trust in User-Provided CAs", weakness: "MASWE-0052", platform: "android"),
-        v1("MASTG-TEST-0022", "Testing Custom Certificate Stores and Certificate Pinning", platform: "android", status: "deprecated"),
+        v2(
+            "MASTG-TEST-0283", "Incorrect Implementation of Server Hostname Verification", weakness: "MASWE-0052",
+            platform: "android"),
+        v2(
+            "MASTG-TEST-0285", "Outdated Android Version Allowing Trust in User-Provided CAs", weakness: "MASWE-0052",
+            platform: "android"),
+        v2(
+            "MASTG-TEST-0286", "Network Security Configuration Allowing Trust in User-Provided CAs",
+            weakness: "MASWE-0052", platform: "android"),
+        v1(
+            "MASTG-TEST-0022", "Testing Custom Certificate Stores and Certificate Pinning", platform: "android",
+            status: "deprecated"),
         v1("MASTG-TEST-0065", "Testing Data Encryption on the Network", platform: "ios", status: "v1"),
-        v1("MASTG-TEST-0068", "Testing Custom Certificate Stores and Certificate Pinning", platform: "ios", status: "v1"),
+        v1(
+            "MASTG-TEST-0068", "Testing Custom Certificate Stores and Certificate Pinning", platform: "ios",
+            status: "v1"),
         weakness("MASWE-0047", "Insecure Identity Pinning"),
         weakness("MASWE-0050", "Cleartext Traffic"),
         weakness("MASWE-0052", "Insecure Certificate Validation"),

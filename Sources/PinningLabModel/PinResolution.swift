@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTLSTypes
 public import PinningLabPKI
+import PinningLabTLSTypes
 
 /// One hash a client holds in one cell, and the identity it was taken from.
 public struct PinEntry: Sendable, Hashable, Codable {
@@ -38,9 +38,10 @@ extension Scenario {
         case .rootSPKI:
             return [try pki.identity(leaf.rootName)]
         default:
-            throw ScenarioError(.unknownProfile, file: source ?? id, field: "profile",
-                                problem: "'\(profile)' is not a pin profile.",
-                                fix: "use one of \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
+            throw ScenarioError(
+                .unknownProfile, file: source ?? id, field: "profile",
+                problem: "'\(profile)' is not a pin profile.",
+                fix: "use one of \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
         }
     }
 
@@ -48,7 +49,8 @@ extension Scenario {
     public func pinEntries(for profile: PinProfile, in pki: LabPKI) throws -> [PinEntry] {
         try pinnedIdentities(for: profile, in: pki).map { id in
             profile.pinsCertificates
-                ? PinEntry(identity: id.name, keyName: id.keyName, kind: .certificateSHA256, sha256: id.pins.certificateSHA256)
+                ? PinEntry(
+                    identity: id.name, keyName: id.keyName, kind: .certificateSHA256, sha256: id.pins.certificateSHA256)
                 : PinEntry(identity: id.name, keyName: id.keyName, kind: .spkiSHA256, sha256: id.pins.spkiSHA256)
         }
     }

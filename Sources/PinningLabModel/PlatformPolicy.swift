@@ -42,10 +42,16 @@ public struct PlatformPolicy: RawRepresentable, Hashable, Sendable, Codable, Cus
     /// One line: what the policy allows that matters to the catalogue.
     public var summary: String {
         switch self {
-        case .ats: return "App Transport Security: TLS 1.2+, ECDHE (forward-secret) AES suites, SHA-256+ signatures, RSA 2048+ / EC 256+"
-        case .android: return "Android defaults (Conscrypt): TLS 1.2+, the default list still offers static RSA key exchange"
-        case .jdk: return "JDK 24+ defaults: no TLS 1.0/1.1, no TLS_RSA_* suites; RSA 1024+ and SHA-1 outside the JDK's own CAs pass"
-        case .opensslDefault: return "OpenSSL 3 at security level 2: TLS 1.2+, RSA 2048+, no SHA-1; static RSA key exchange still offered"
+        case .ats:
+            return
+                "App Transport Security: TLS 1.2+, ECDHE (forward-secret) AES suites, SHA-256+ signatures, RSA 2048+ / EC 256+"
+        case .android:
+            return "Android defaults (Conscrypt): TLS 1.2+, the default list still offers static RSA key exchange"
+        case .jdk:
+            return
+                "JDK 24+ defaults: no TLS 1.0/1.1, no TLS_RSA_* suites; RSA 1024+ and SHA-1 outside the JDK's own CAs pass"
+        case .opensslDefault:
+            return "OpenSSL 3 at security level 2: TLS 1.2+, RSA 2048+, no SHA-1; static RSA key exchange still offered"
         default: return rawValue
         }
     }
@@ -55,7 +61,9 @@ public struct PlatformPolicy: RawRepresentable, Hashable, Sendable, Codable, Cus
         switch self {
         case .ats: return "https://developer.apple.com/documentation/security/preventing-insecure-network-connections"
         case .android: return "https://developer.android.com/privacy-and-security/security-config"
-        case .jdk: return "https://github.com/openjdk/jdk/pull/22163 (java.security: jdk.tls.disabledAlgorithms, jdk.certpath.disabledAlgorithms)"
+        case .jdk:
+            return
+                "https://github.com/openjdk/jdk/pull/22163 (java.security: jdk.tls.disabledAlgorithms, jdk.certpath.disabledAlgorithms)"
         case .opensslDefault: return "https://docs.openssl.org/3.0/man3/SSL_CTX_set_security_level/"
         default: return ""
         }

@@ -1,6 +1,6 @@
 import Foundation
-public import PinningLabTLSTypes
 public import PinningLabPKI
+public import PinningLabTLSTypes
 
 /// What a correct client must do in one cell: proceed and send its request, or refuse before sending anything.
 public enum Expectation: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
@@ -225,7 +225,8 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     public func party(_ name: String) -> Server? { name == Scenario.genuineParty ? server : parties[name] }
 
     public init(
-        id: String, title: String, tags: [String] = [], order: Int? = nil, teaching: String, server: Server, client: Client,
+        id: String, title: String, tags: [String] = [], order: Int? = nil, teaching: String, server: Server,
+        client: Client,
         expectations: [PinProfile: Expectation], notes: [PinProfile: String] = [:], refusal: RefusalCategory? = nil,
         source: String? = nil, policy: Policy? = nil, variance: [PinProfile: String] = [:]
     ) {
@@ -263,11 +264,15 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     public func rule(_ profile: PinProfile, platform: PlatformPolicy?) -> CellRule {
         let e = expected(profile, platform: platform)
         guard let policy, decidedByPolicy(profile) else {
-            return CellRule(platform: platform, variance: variance[profile], varianceIsPathBuilding: pathVariance.contains(profile))
+            return CellRule(
+                platform: platform, variance: variance[profile], varianceIsPathBuilding: pathVariance.contains(profile))
         }
-        let others = policy.expectations.keys.sorted().filter { policy.expectations[$0]?[profile] != e && $0 != platform }
-        return CellRule(platform: platform, policyReason: policy.reason, otherPlatforms: others, variance: variance[profile],
-                        varianceIsPathBuilding: pathVariance.contains(profile))
+        let others = policy.expectations.keys.sorted().filter {
+            policy.expectations[$0]?[profile] != e && $0 != platform
+        }
+        return CellRule(
+            platform: platform, policyReason: policy.reason, otherPlatforms: others, variance: variance[profile],
+            varianceIsPathBuilding: pathVariance.contains(profile))
     }
 
     /// The expected row in `PinProfile.all` order, e.g. `A X X A A A`.
@@ -280,11 +285,28 @@ public struct Scenario: Sendable, Hashable, Identifiable {
 
 extension Scenario: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case id, title, tags, teaching, server, client, refusal, expect, notes, source, policy, varies, parties, steps, mastg
+        case id, title, tags, teaching, server, client, refusal, expect, notes, source, policy, varies, parties, steps,
+            mastg
         case expectIf = "expect-if"
     }
-    private enum ServerKeys: String, CodingKey { case chain, tlsVersions = "tls-versions", cipherSuites = "ciphers", clientAuth = "client-auth", clientAuthTrust = "client-auth-trust", resumption, ticketKey = "ticket-key", earlyData = "early-data", ocspStaple = "ocsp-staple", responder }
-    private enum StepKeys: String, CodingKey { case host, party, pins, rotateTo = "rotate-to", earlyData = "early-data", expect }
+    private enum ServerKeys: String, CodingKey {
+        case chain
+        case tlsVersions = "tls-versions"
+        case cipherSuites = "ciphers"
+        case clientAuth = "client-auth"
+        case clientAuthTrust = "client-auth-trust"
+        case resumption
+        case ticketKey = "ticket-key"
+        case earlyData = "early-data"
+        case ocspStaple = "ocsp-staple"
+        case responder
+    }
+    private enum StepKeys: String, CodingKey {
+        case host, party, pins
+        case rotateTo = "rotate-to"
+        case earlyData = "early-data"
+        case expect
+    }
 
     private static func encode(_ server: Server, in s: inout KeyedEncodingContainer<ServerKeys>) throws {
         try s.encode(server.chain, forKey: .chain)
@@ -298,7 +320,10 @@ extension Scenario: Encodable {
         try s.encodeIfPresent(server.ocspStaple?.rawValue, forKey: .ocspStaple)
         try s.encodeIfPresent(server.responder?.rawValue, forKey: .responder)
     }
-    private enum ClientKeys: String, CodingKey { case trust, pinned, backup, present, host, pinScope = "pin-scope" }
+    private enum ClientKeys: String, CodingKey {
+        case trust, pinned, backup, present, host
+        case pinScope = "pin-scope"
+    }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -355,7 +380,9 @@ extension Scenario: Encodable {
             try ec.encode(conditional.reason, forKey: AnyKey("reason"))
             for entry in conditional.entries {
                 var r = ec.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey(entry.condition.description))
-                for p in PinProfile.all { if let e = entry.expectations[p] { try r.encode(e, forKey: AnyKey(p.rawValue)) } }
+                for p in PinProfile.all {
+                    if let e = entry.expectations[p] { try r.encode(e, forKey: AnyKey(p.rawValue)) }
+                }
             }
         }
         if !variance.isEmpty {

@@ -20,7 +20,9 @@ public enum RevocationResponderMode: String, Sendable, Hashable, CaseIterable, C
 extension Reader {
     /// `responder: as-issued | stale-crl | refuses-connections`.
     func responderMode(_ node: Node, field: String) throws -> RevocationResponderMode {
-        try choice(RevocationResponderMode.allCases, node, field, .badStaple, isNot: "a way the lab's revocation responder behaves")
+        try choice(
+            RevocationResponderMode.allCases, node, field, .badStaple,
+            isNot: "a way the lab's revocation responder behaves")
     }
 
     /// `ocsp-staple: as-issued | good | revoked | unknown | expired | bad-signature | wrong-responder | delegated |
@@ -31,15 +33,20 @@ extension Reader {
 
     /// `expect-if:` — `reason:` and one line per declared check (`revocation=hard: refuse`, or a mapping per
     /// profile); profiles a line does not list follow `expect`.
-    func conditionalExpectations(_ node: Node, expectations: [PinProfile: Expectation]) throws -> ConditionalExpectations {
-        let shape = "write `expect-if:` with `reason: <why the client's checks decide>` and one line per check, e.g. `revocation=hard: refuse` or `revocation=soft: {none: refuse, leaf-spki: refuse}` (\(ClientChecks.syntax))."
+    func conditionalExpectations(_ node: Node, expectations: [PinProfile: Expectation]) throws
+        -> ConditionalExpectations
+    {
+        let shape =
+            "write `expect-if:` with `reason: <why the client's checks decide>` and one line per check, e.g. `revocation=hard: refuse` or `revocation=soft: {none: refuse, leaf-spki: refuse}` (\(ClientChecks.syntax))."
         let m = try yaml.mapping(node, "expect-if", fix: shape)
         var reason: String?
         var entries: [ConditionalExpectations.Entry] = []
         for (k, v) in m {
             let key = k.string ?? ""
             if key == "reason" {
-                reason = try nonEmptyString(v, "expect-if.reason", fix: "say in one sentence why the client's declared checks, not its pins, decide these cells.")
+                reason = try nonEmptyString(
+                    v, "expect-if.reason",
+                    fix: "say in one sentence why the client's declared checks, not its pins, decide these cells.")
                 continue
             }
             let field = "expect-if.\(key)"
@@ -47,21 +54,27 @@ extension Reader {
             do {
                 condition = try ClientChecks(parsing: key, what: field)
             } catch {
-                throw fail(.badConditionalExpectation, k, field, "'\(key)' is not a client check (\(error.problem)).",
-                           fix: "name a declared check: \(ClientChecks.syntax), e.g. `revocation=hard: refuse`.")
+                throw fail(
+                    .badConditionalExpectation, k, field, "'\(key)' is not a client check (\(error.problem)).",
+                    fix: "name a declared check: \(ClientChecks.syntax), e.g. `revocation=hard: refuse`.")
             }
             var row: [PinProfile: Expectation] = [:]
             if case .scalar = v {
                 guard let e = Expectation(rawValue: v.string ?? "") else {
-                    throw fail(.badConditionalExpectation, v, field, "'\(v.string ?? "")' is not an expectation.",
-                               fix: "write `\(key): accept` or `\(key): refuse` (every profile), or a mapping per profile.")
+                    throw fail(
+                        .badConditionalExpectation, v, field, "'\(v.string ?? "")' is not an expectation.",
+                        fix: "write `\(key): accept` or `\(key): refuse` (every profile), or a mapping per profile.")
                 }
                 for p in PinProfile.all { row[p] = e }
             } else {
-                for (profile, pv) in try profileMapping(v, field, fix: "write one line per profile, e.g. `none: refuse`; unlisted profiles follow `expect`.") {
+                for (profile, pv) in try profileMapping(
+                    v, field, fix: "write one line per profile, e.g. `none: refuse`; unlisted profiles follow `expect`."
+                ) {
                     guard case .scalar = pv, let e = Expectation(rawValue: pv.string ?? "") else {
-                        throw fail(.badConditionalExpectation, pv, "\(field).\(profile.rawValue)", "'\(pv.string ?? kind(pv))' is not an expectation.",
-                                   fix: "write `accept` or `refuse`.")
+                        throw fail(
+                            .badConditionalExpectation, pv, "\(field).\(profile.rawValue)",
+                            "'\(pv.string ?? kind(pv))' is not an expectation.",
+                            fix: "write `accept` or `refuse`.")
                     }
                     row[profile] = e
                 }
@@ -69,13 +82,18 @@ extension Reader {
             entries.append(.init(condition: condition, expectations: row))
         }
         guard let reason else {
-            throw fail(.badConditionalExpectation, node, "expect-if.reason", "`expect-if` gives no reason.",
-                       fix: "add `reason: <why the client's declared checks, not its pins, decide these cells>` under `expect-if`.")
+            throw fail(
+                .badConditionalExpectation, node, "expect-if.reason", "`expect-if` gives no reason.",
+                fix:
+                    "add `reason: <why the client's declared checks, not its pins, decide these cells>` under `expect-if`."
+            )
         }
         let changes = entries.contains { e in e.expectations.contains { expectations[$0.key] != $0.value } }
         guard changes else {
-            throw fail(.badConditionalExpectation, node, "expect-if", "every line expects what `expect` says, so no declared check decides any cell.",
-                       fix: "remove `expect-if`, or list the checks whose correct clients do otherwise.")
+            throw fail(
+                .badConditionalExpectation, node, "expect-if",
+                "every line expects what `expect` says, so no declared check decides any cell.",
+                fix: "remove `expect-if`, or list the checks whose correct clients do otherwise.")
         }
         return ConditionalExpectations(reason: reason, entries: entries)
     }
@@ -104,7 +122,9 @@ extension Scenario {
         var out: [String] = []
         let base = expected(profile)
         let deciding = conditional.entries.filter { ($0.expectations[profile] ?? base) != base }
-        if checks.revocation == nil, deciding.contains(where: { $0.condition.revocation != nil }) { out.append("revocation") }
+        if checks.revocation == nil, deciding.contains(where: { $0.condition.revocation != nil }) {
+            out.append("revocation")
+        }
         if checks.ct == nil, deciding.contains(where: { $0.condition.ct != nil }) { out.append("ct") }
         return out
     }
@@ -114,7 +134,8 @@ extension Scenario {
         var r = rule(profile, platform: platform)
         let missing = undeclaredChecks(profile, checks: checks)
         if !missing.isEmpty, let conditional {
-            r.undecided = "\(conditional.reason) — the outcome depends on the client's \(missing.joined(separator: " and ")) checking, which it does not declare (--client-checks \(ClientChecks.syntax))"
+            r.undecided =
+                "\(conditional.reason) — the outcome depends on the client's \(missing.joined(separator: " and ")) checking, which it does not declare (--client-checks \(ClientChecks.syntax))"
         } else if conditionalEntry(profile, checks: checks) != nil, let conditional {
             r.checks = "as a \(checks) client: \(conditional.reason)"
         }

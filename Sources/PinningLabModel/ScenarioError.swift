@@ -158,7 +158,9 @@ public struct CatalogueError: Error, Sendable, CustomStringConvertible, Localize
     public var errors: [ScenarioError]
     public init(errors: [ScenarioError]) { self.errors = errors }
     public var description: String {
-        let head = errors.count == 1 ? "1 problem in the scenario catalogue:" : "\(errors.count) problems in the scenario catalogue:"
+        let head =
+            errors.count == 1
+            ? "1 problem in the scenario catalogue:" : "\(errors.count) problems in the scenario catalogue:"
         return ([head] + errors.map { "  " + $0.description }).joined(separator: "\n")
     }
     public var errorDescription: String? { description }

@@ -97,9 +97,11 @@ public struct ReportedAlert: Sendable, Hashable, Codable {
         }
         let text = try c.decode(String.self)
         guard text.hasSuffix(")"), let open = text.lastIndex(of: "("),
-              let code = UInt8(text[text.index(after: open)..<text.index(before: text.endIndex)]) else {
+            let code = UInt8(text[text.index(after: open)..<text.index(before: text.endIndex)])
+        else {
             throw DecodingError.dataCorruptedError(
-                in: c, debugDescription: "'\(text)' is not an alert written as `name (code)`, e.g. `bad_certificate (42)`")
+                in: c,
+                debugDescription: "'\(text)' is not an alert written as `name (code)`, e.g. `bad_certificate (42)`")
         }
         wrappedValue = TLSAlert(code: code)
     }
@@ -166,8 +168,10 @@ public struct Verdict: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case scenario, profile, engine, client, expected, observed, claim, status = "verdict", reason, category,
-             expectedCategory, wrongReason, alert, clientDetail, evidence, timings, baselined, steps, device
+        case scenario, profile, engine, client, expected, observed, claim
+        case status = "verdict"
+        case reason, category,
+            expectedCategory, wrongReason, alert, clientDetail, evidence, timings, baselined, steps, device
         case mastg
     }
 
@@ -178,7 +182,9 @@ public struct Verdict: Sendable, Hashable, Codable {
     /// The verdict of one connection of a cell made of several (`Scenario.steps`).
     public struct Step: Sendable, Hashable, Codable {
         private enum CodingKeys: String, CodingKey {
-            case step, host, party, pins, expected, observed, status = "verdict", reason, category, evidence
+            case step, host, party, pins, expected, observed
+            case status = "verdict"
+            case reason, category, evidence
         }
         /// 1, 2, … in the scenario's order.
         public var step: Int
@@ -226,11 +232,11 @@ public struct Verdict: Sendable, Hashable, Codable {
             cell.observed = last.observed
         }
         cell.wrongReason = steps.contains { $0.1.wrongReason }
-        cell.timings = Timings(clientMilliseconds: clientMilliseconds, handshakeMilliseconds: v.timings.handshakeMilliseconds)
+        cell.timings = Timings(
+            clientMilliseconds: clientMilliseconds, handshakeMilliseconds: v.timings.handshakeMilliseconds)
         cell.steps = numbered
         return cell
     }
-
 
     public var scenario: String
     public var profile: PinProfile
@@ -306,8 +312,9 @@ public struct Verdict: Sendable, Hashable, Codable {
         scenario: String, profile: PinProfile, engine: String, client: String, expected: Expectation,
         status: Status, reason: String
     ) -> Verdict {
-        Verdict(scenario: scenario, profile: profile, engine: engine, client: client, expected: expected,
-                observed: nil, claim: nil, status: status, reason: reason)
+        Verdict(
+            scenario: scenario, profile: profile, engine: engine, client: client, expected: expected,
+            observed: nil, claim: nil, status: status, reason: reason)
     }
 
     /// Judges one connection from the server's evidence and, when the adapter reports one, the client's outcome.
@@ -334,36 +341,49 @@ public struct Verdict: Sendable, Hashable, Codable {
             status = .fail
             if observed == .accepted {
                 let sent = evidence.requestLine ?? "application data"
-                let early = evidence.earlyDataBytes.map { " as \($0) bytes of 0-RTT early data, before the handshake completed" } ?? ""
+                let early =
+                    evidence.earlyDataBytes.map {
+                        " as \($0) bytes of 0-RTT early data, before the handshake completed"
+                    } ?? ""
                 // A client that checks its pins after sending claims a refusal: the request leaked all the same.
-                reason = claimed == .refused
+                reason =
+                    claimed == .refused
                     ? "expected refuse, but the client sent its request, then refused: the server had already received \(sent)\(early)"
                     : "expected refuse, but the client sent its request (\(sent))\(early)"
             } else {
-                reason = "expected accept, but the client " + refusalPhrase(evidence: evidence, category: category, alert: alert)
+                reason =
+                    "expected accept, but the client "
+                    + refusalPhrase(evidence: evidence, category: category, alert: alert)
             }
         case (true, let c?) where c != observed:
             status = .disagree
-            reason = c == .accepted
+            reason =
+                c == .accepted
                 ? "the client claims it succeeded, but the server received no request"
                 : "the client claims it refused, but the server received its request (\(evidence.requestLine ?? "application data"))"
         default:
             status = .pass
-            reason = observed == .accepted
+            reason =
+                observed == .accepted
                 ? "sent its request as expected"
                 : "refused as expected: " + refusalPhrase(evidence: evidence, category: category, alert: alert)
         }
-        applyRule(rule, expected: expected, observed: observed, claimed: claimed, category: category, status: &status, reason: &reason)
+        applyRule(
+            rule, expected: expected, observed: observed, claimed: claimed, category: category, status: &status,
+            reason: &reason)
         if let name = evidence.echClearFallback, status != .fail {
             // Whatever that connection then did, the inner name went over the wire in clear.
             status = .fail
-            reason = "after its Encrypted Client Hello was rejected, the client connected again naming \(name) in clear "
+            reason =
+                "after its Encrypted Client Hello was rejected, the client connected again naming \(name) in clear "
                 + "(a downgrade: a correct client stops, or retries once with the server's retry configs); " + reason
         }
         var wrongReason = false
         // The scenario's refusal category speaks for `expect`; a refusal a declared check asks for (a revoked
         // certificate refused under a pin that matches) has its own reason.
-        if status == .pass, observed == .refused, rule.checks == nil, let want = expectedCategory, let got = category, want != got {
+        if status == .pass, observed == .refused, rule.checks == nil, let want = expectedCategory, let got = category,
+            want != got
+        {
             wrongReason = true
             reason += "; but a correct client refuses here for \(want), not \(got)"
         }
@@ -375,7 +395,8 @@ public struct Verdict: Sendable, Hashable, Codable {
             observed: observed, claim: outcome?.claim, status: status, reason: reason, category: category,
             expectedCategory: expectedCategory, wrongReason: wrongReason, alert: alert,
             clientDetail: outcome.map(detailText), evidence: evidence,
-            timings: Timings(clientMilliseconds: clientMilliseconds, handshakeMilliseconds: evidence.handshakeMilliseconds))
+            timings: Timings(
+                clientMilliseconds: clientMilliseconds, handshakeMilliseconds: evidence.handshakeMilliseconds))
     }
 
     /// Platform policy and verifier variance: a cell the run's platform decides is `policy` when the outcome is the
@@ -388,12 +409,16 @@ public struct Verdict: Sendable, Hashable, Codable {
         category: RefusalCategory?, status: inout Status, reason: inout String
     ) {
         // A refusal on a pin mismatch is the pinning logic's doing: never excused as variance or policy.
-        let platformRefusal = expected == .accept && observed == .refused && claimed != .accepted && category != .pinMismatch
+        let platformRefusal =
+            expected == .accept && observed == .refused && claimed != .accepted && category != .pinMismatch
         // …unless the scenario says the variance is the validated path itself: then the pin check ran on another path.
-        let pathRefusal = rule.varianceIsPathBuilding && expected == .accept && observed == .refused && claimed != .accepted
+        let pathRefusal =
+            rule.varianceIsPathBuilding && expected == .accept && observed == .refused && claimed != .accepted
         if status == .fail, let why = rule.variance, platformRefusal || pathRefusal {
             status = .stricter
-            reason = "stricter than required: \(why); the client " + reason.replacingOccurrences(of: "expected accept, but the client ", with: "")
+            reason =
+                "stricter than required: \(why); the client "
+                + reason.replacingOccurrences(of: "expected accept, but the client ", with: "")
             return
         }
         if let why = rule.undecided {
@@ -415,7 +440,8 @@ public struct Verdict: Sendable, Hashable, Codable {
                 // The platform allows what the client refused, and other platforms (or `expect`) refuse it: the client
                 // is stricter than its platform, not flawed.
                 status = .stricter
-                reason = "stricter than required: \(why) — \(platform) accepts here; the client "
+                reason =
+                    "stricter than required: \(why) — \(platform) accepts here; the client "
                     + reason.replacingOccurrences(of: "expected accept, but the client ", with: "")
             case .fail:
                 reason = "platform \(platform) \(want) here (\(why)); \(reason)"
@@ -443,7 +469,8 @@ public struct Verdict: Sendable, Hashable, Codable {
         return parts.joined(separator: ": ")
     }
 
-    package static func refusalPhrase(evidence: ServerEvidence, category: RefusalCategory?, alert: TLSAlert?) -> String {
+    package static func refusalPhrase(evidence: ServerEvidence, category: RefusalCategory?, alert: TLSAlert?) -> String
+    {
         var s: String
         if !evidence.connected {
             s = "never connected"
@@ -465,7 +492,8 @@ public struct Verdict: Sendable, Hashable, Codable {
         evidence: ServerEvidence, outcome: ClientOutcome?, clientAuth: ClientAuthentication = .none
     ) -> RefusalCategory? {
         // The server itself refused the client's certificate (or its absence).
-        if clientAuth != .none, evidence.alertReceived == nil, evidence.alertSent != nil || evidence.serverError != nil {
+        if clientAuth != .none, evidence.alertReceived == nil, evidence.alertSent != nil || evidence.serverError != nil
+        {
             return .clientAuth
         }
         if let c = outcome?.category { return c }
@@ -473,19 +501,26 @@ public struct Verdict: Sendable, Hashable, Codable {
         case TLSAlert.certificateRequired:
             return .clientAuth
         case TLSAlert.unknownCA, TLSAlert.certificateExpired, TLSAlert.badCertificate, TLSAlert.unsupportedCertificate,
-             TLSAlert.certificateRevoked, TLSAlert.certificateUnknown:
+            TLSAlert.certificateRevoked, TLSAlert.certificateUnknown:
             return .chainInvalid
-        case TLSAlert.protocolVersion, TLSAlert.insufficientSecurity, TLSAlert.handshakeFailure, TLSAlert.illegalParameter,
-             TLSAlert.decodeError:
+        case TLSAlert.protocolVersion, TLSAlert.insufficientSecurity, TLSAlert.handshakeFailure,
+            TLSAlert.illegalParameter,
+            TLSAlert.decodeError:
             return .protocolError
         default:
             break
         }
         if let d = outcome?.detail.lowercased() {
             if d.contains("pinned") || d.contains(" pin ") || d.contains(" pins") || d.contains("pin mismatch")
-                || d.contains("public key does not match") { return .pinMismatch }
+                || d.contains("public key does not match")
+            {
+                return .pinMismatch
+            }
             if d.contains("hostname") || d.contains("host name") || d.contains("subject alternative name")
-                || d.contains("no alternative certificate subject name") { return .hostname }
+                || d.contains("no alternative certificate subject name")
+            {
+                return .hostname
+            }
             if d.contains("timed out") || d.contains("timeout") { return .timeout }
             if d.contains("verify") || d.contains("certificate") || d.contains("issuer") { return .chainInvalid }
         }

@@ -1,10 +1,9 @@
 internal import CPinningLabOpenSSL
 internal import Foundation
-public import PinningLabCore
 import PinningLabBase
-import PinningLabTLSTypes
+public import PinningLabCore
 internal import PinningLabPKI  // Locked
-
+import PinningLabTLSTypes
 
 /// The OpenSSL (libssl 3) fixture engine.
 ///
@@ -23,7 +22,8 @@ public struct OpenSSLEngine: TLSEngine {
 }
 
 /// One `SSL_CTX` per identity, configured identically but for the certificate.
-final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // immutable after init; SSL_new on a shared SSL_CTX is thread-safe
+// immutable after init; SSL_new on a shared SSL_CTX is thread-safe
+final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {
     let contexts: [SSLContextHandle]
     let configuration: ServerTLSConfiguration
     /// ALPN protocols in wire format (length-prefixed), kept for the select callback's output pointer.
@@ -37,7 +37,8 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
         if configuration.ciphers.restrictsGnuTLS && !configuration.ciphers.restrictsOpenSSL {
             throw TLSEngineError(
                 .unsupported,
-                "the cipher restriction is given only as a GnuTLS priority string; add openSSLCipherList/openSSLCipherSuites")
+                "the cipher restriction is given only as a GnuTLS priority string; add openSSLCipherList/openSSLCipherSuites"
+            )
         }
         var wire: [UInt8] = []
         for p in configuration.alpnProtocols {
@@ -62,13 +63,16 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
             // keeps the cache and ticket keys of the first.
             let ok = ticketKey.withUnsafeBufferPointer {
                 cpl_srv_ctx_resumption(
-                    ctx, resumption.sessionIDs ? 1 : 0, resumption.tickets ? 1 : 0, $0.baseAddress, openSSLTicketCallback)
+                    ctx, resumption.sessionIDs ? 1 : 0, resumption.tickets ? 1 : 0, $0.baseAddress,
+                    openSSLTicketCallback)
             }
             guard ok == 1 else {
                 alpnWire.deallocate()
                 throw TLSEngineError(.library, "session resumption (\(resumption)): \(drainOpenSSLErrors())")
             }
-            if configuration.resumption.allowsEarlyData, cpl_srv_ctx_early_data(ctx, configuration.resumption.maxEarlyData) != 1 {
+            if configuration.resumption.allowsEarlyData,
+                cpl_srv_ctx_early_data(ctx, configuration.resumption.maxEarlyData) != 1
+            {
                 alpnWire.deallocate()
                 throw TLSEngineError(.library, "early data: \(drainOpenSSLErrors())")
             }
@@ -114,7 +118,8 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
             cpl_srv_ctx_set_max_proto_version(ctx, version(c.maximumVersion)) == 1
         else {
             throw TLSEngineError(
-                .unsupported, "this OpenSSL cannot offer \(c.minimumVersion)–\(c.maximumVersion): \(drainOpenSSLErrors())")
+                .unsupported,
+                "this OpenSSL cannot offer \(c.minimumVersion)–\(c.maximumVersion): \(drainOpenSSLErrors())")
         }
         let cipherList = c.ciphers.openSSLCipherList ?? (c.minimumVersion.isLegacy ? "DEFAULT:@SECLEVEL=0" : nil)
         if let list = cipherList, SSL_CTX_set_cipher_list(ctx, list) != 1 {
@@ -142,7 +147,8 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
             )
         }
         guard SSL_CTX_use_certificate(ctx, first.pointer) == 1, SSL_CTX_use_PrivateKey(ctx, key.pointer) == 1 else {
-            throw TLSEngineError(.unsupported, "\(label): OpenSSL refused the certificate or key: \(drainOpenSSLErrors())")
+            throw TLSEngineError(
+                .unsupported, "\(label): OpenSSL refused the certificate or key: \(drainOpenSSLErrors())")
         }
         for (i, der) in identity.chainDER.dropFirst().enumerated() {
             guard let x = DecodedObjects.shared.certificate(der) else {
@@ -159,7 +165,9 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
         if let scts = identity.signedCertificateTimestampList {
             let context = UInt32(SSL_EXT_CLIENT_HELLO | SSL_EXT_TLS1_2_SERVER_HELLO | SSL_EXT_TLS1_3_CERTIFICATE)
             guard scts.count <= 0xffff else {
-                throw TLSEngineError(.invalidConfiguration, "\(label): the SCT list is \(scts.count) bytes, more than a TLS extension holds")
+                throw TLSEngineError(
+                    .invalidConfiguration,
+                    "\(label): the SCT list is \(scts.count) bytes, more than a TLS extension holds")
             }
             var info: [UInt8] = [24, 16, 8, 0].map { UInt8((context >> $0) & 0xff) }
             info += [0, 18, UInt8(scts.count >> 8), UInt8(scts.count & 0xff)] + scts
@@ -176,10 +184,12 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {  // im
                         .invalidConfiguration, "clientTrustRootsDER[\(i)] is not DER: \(drainOpenSSLErrors())")
                 }
                 guard X509_STORE_add_cert(store, x.pointer) == 1 else {
-                    throw TLSEngineError(.library, "clientTrustRootsDER[\(i)]: X509_STORE_add_cert: \(drainOpenSSLErrors())")
+                    throw TLSEngineError(
+                        .library, "clientTrustRootsDER[\(i)]: X509_STORE_add_cert: \(drainOpenSSLErrors())")
                 }
                 guard SSL_CTX_add_client_CA(ctx, x.pointer) == 1 else {
-                    throw TLSEngineError(.library, "clientTrustRootsDER[\(i)]: SSL_CTX_add_client_CA: \(drainOpenSSLErrors())")
+                    throw TLSEngineError(
+                        .library, "clientTrustRootsDER[\(i)]: SSL_CTX_add_client_CA: \(drainOpenSSLErrors())")
                 }
             }
             SSL_CTX_set_verify(ctx, cpl_srv_verify_peer(c.clientAuthentication == .required ? 1 : 0), nil)
@@ -345,7 +355,9 @@ final class OpenSSLServerSession: TLSServerSession {
     /// Subject in RFC 4514 form.
     static func subject(_ der: [UInt8]) -> String? {
         var out = [CChar](repeating: 0, count: 1024)
-        let n = der.withUnsafeBufferPointer { cpl_srv_subject_rfc2253($0.baseAddress, $0.count, &out, Int32(out.count)) }
+        let n = der.withUnsafeBufferPointer {
+            cpl_srv_subject_rfc2253($0.baseAddress, $0.count, &out, Int32(out.count))
+        }
         return n < 0 ? nil : String(decoding: out.prefix(Int(n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
@@ -393,14 +405,16 @@ private let openSSLMessageCallback:
     @convention(c) (Int32, Int32, Int32, UnsafeRawPointer?, Int, OpaquePointer?, UnsafeMutableRawPointer?) -> Void = {
         writeP, _, contentType, buf, len, ssl, _ in
         guard let buf, let session = OpenSSLServerSession.from(ssl) else { return }
-        session.message(written: writeP != 0, contentType: contentType, bytes: UnsafeRawBufferPointer(start: buf, count: len))
+        session.message(
+            written: writeP != 0, contentType: contentType, bytes: UnsafeRawBufferPointer(start: buf, count: len))
     }
 
-private let openSSLServerNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = {
-    ssl, _, _ in
-    OpenSSLServerSession.from(ssl)?.selectIdentity()
-    return SSL_TLSEXT_ERR_OK
-}
+private let openSSLServerNameCallback:
+    @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = {
+        ssl, _, _ in
+        OpenSSLServerSession.from(ssl)?.selectIdentity()
+        return SSL_TLSEXT_ERR_OK
+    }
 
 /// Staples the configured OCSP response for a client that sent status_request (the callback runs only then).
 private let openSSLStatusCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _ in
@@ -412,7 +426,9 @@ private let openSSLStatusCallback: @convention(c) (OpaquePointer?, UnsafeMutable
 }
 
 private let openSSLTicketCallback:
-    @convention(c) (OpaquePointer?, OpaquePointer?, UnsafePointer<UInt8>?, Int, SSL_TICKET_STATUS, UnsafeMutableRawPointer?)
+    @convention(c) (
+        OpaquePointer?, OpaquePointer?, UnsafePointer<UInt8>?, Int, SSL_TICKET_STATUS, UnsafeMutableRawPointer?
+    )
         -> SSL_TICKET_RETURN = { ssl, _, _, _, status, _ in
             if cpl_srv_ticket_decrypted(status) == 1 { OpenSSLServerSession.from(ssl)?.ticketDecrypted = true }
             return cpl_srv_ticket_default(status)
@@ -420,7 +436,8 @@ private let openSSLTicketCallback:
 
 private let openSSLALPNCallback:
     @convention(c) (
-        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?,
+        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+        UnsafePointer<UInt8>?,
         UInt32, UnsafeMutableRawPointer?
     ) -> Int32 = { ssl, out, outlen, input, inlen, _ in
         guard let session = OpenSSLServerSession.from(ssl), let out, let outlen else { return SSL_TLSEXT_ERR_NOACK }

@@ -23,9 +23,11 @@ extension OpenSSLServerSession {
     /// A cell whose key this OpenSSL cannot load because it is ML-DSA (OpenSSL before 3.5) is `unsupported`, with a
     /// reason naming the library and version; nil for any other key (its failure is the key's).
     static func unsupportedKey(_ identity: ServerIdentity, label: String) -> TLSEngineError? {
-        guard let why = PostQuantumKey.unsupportedReason(
-            pkcs8: identity.privateKeyPKCS8DER, library: String(cString: OpenSSL_version(OPENSSL_VERSION)),
-            needs: "OpenSSL 3.5 or later") else { return nil }
+        guard
+            let why = PostQuantumKey.unsupportedReason(
+                pkcs8: identity.privateKeyPKCS8DER, library: String(cString: OpenSSL_version(OPENSSL_VERSION)),
+                needs: "OpenSSL 3.5 or later")
+        else { return nil }
         ERR_clear_error()
         return TLSEngineError(.unsupported, "\(label): \(why)")
     }

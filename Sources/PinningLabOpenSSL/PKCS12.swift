@@ -33,7 +33,9 @@ public struct OpenSSLPKCS12: PKCS12Encoder {
             guard stack.push(c) else { throw PKIError(.pkcs12Failed, drainOpenSSLErrors()) }
         }
         let nid = NID_pbe_WithSHA1And3_Key_TripleDES_CBC
-        guard let created = PKCS12_create(password, friendlyName, key.pointer, cert.pointer, stack.pointer, nid, nid, 2048, -1, 0)
+        guard
+            let created = PKCS12_create(
+                password, friendlyName, key.pointer, cert.pointer, stack.pointer, nid, nid, 2048, -1, 0)
         else {
             throw PKIError(.pkcs12Failed, "PKCS12_create failed: \(drainOpenSSLErrors())")
         }
@@ -49,13 +51,15 @@ public struct OpenSSLPKCS12: PKCS12Encoder {
     public static func open(_ data: [UInt8], password: String, file: String? = nil) throws -> PKCS12Contents {
         ERR_clear_error()
         guard let p12 = PKCS12Handle(der: data) else {
-            throw PKIError(.pkcs12Failed, "not a PKCS#12 file: \(drainOpenSSLErrors())", file: file,
-                           fix: "export it again with `pinlab pki export NAME --format p12`")
+            throw PKIError(
+                .pkcs12Failed, "not a PKCS#12 file: \(drainOpenSSLErrors())", file: file,
+                fix: "export it again with `pinlab pki export NAME --format p12`")
         }
         guard PKCS12_verify_mac(p12.pointer, password, Int32(password.utf8.count)) == 1 else {
             _ = openSSLErrorQueue()
-            throw PKIError(.wrongPassword, "the PKCS#12 password is wrong (the MAC does not verify)", file: file,
-                           fix: "use the password it was exported with (the lab default is 'pinninglab')")
+            throw PKIError(
+                .wrongPassword, "the PKCS#12 password is wrong (the MAC does not verify)", file: file,
+                fix: "use the password it was exported with (the lab default is 'pinninglab')")
         }
         var rawKey: OpaquePointer? = nil
         var rawCert: OpaquePointer? = nil
@@ -67,10 +71,14 @@ public struct OpenSSLPKCS12: PKCS12Encoder {
         let cert = rawCert.map { owned in X509Handle(adopting: owned) }
         let ca = rawCA.map(X509StackHandle.init(adopting:))
         guard parsed == 1, let key, let cert else {
-            throw PKIError(.pkcs12Failed, "cannot read the PKCS#12 contents (a key and a certificate are both needed): \(drainOpenSSLErrors())", file: file)
+            throw PKIError(
+                .pkcs12Failed,
+                "cannot read the PKCS#12 contents (a key and a certificate are both needed): \(drainOpenSSLErrors())",
+                file: file)
         }
         guard let keyDER = key.pkcs8DER else { throw PKIError(.pkcs12Failed, drainOpenSSLErrors(), file: file) }
-        return PKCS12Contents(privateKeyPKCS8DER: keyDER, certificateDER: cert.der,
-                              chainDER: ca?.certificates.map(\.der) ?? [])
+        return PKCS12Contents(
+            privateKeyPKCS8DER: keyDER, certificateDER: cert.der,
+            chainDER: ca?.certificates.map(\.der) ?? [])
     }
 }

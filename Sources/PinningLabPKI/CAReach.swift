@@ -1,8 +1,8 @@
 // What a CA can vouch for, read from its certificate: the one source of every text that describes a root or CA to
 // a user (the .mobileconfig payloads, the README beside an export, `pinlab pki show`, the export warnings).
 import Foundation
-import X509
 import SwiftASN1
+import X509
 
 /// The reach of a certificate as a CA, decoded from its own extensions (basicConstraints and nameConstraints),
 /// never from the spec or a name: what a holder of its key could make a device that trusts it accept.
@@ -43,7 +43,8 @@ public struct CAReach: Sendable, Hashable {
             var sets: [(permitted: [String], excluded: [String])] = []
             for der in [certificateDER] + issuersDER {
                 let nc = try Certificate(derEncoded: der).extensions.nameConstraints
-                let p = (nc?.permittedSubtrees ?? []).map(Self.text), e = (nc?.excludedSubtrees ?? []).map(Self.text)
+                let p = (nc?.permittedSubtrees ?? []).map(Self.text)
+                let e = (nc?.excludedSubtrees ?? []).map(Self.text)
                 sets.append((p, e))
             }
             let constrained = sets.enumerated().filter { !$0.element.permitted.isEmpty || !$0.element.excluded.isEmpty }
@@ -52,8 +53,9 @@ public struct CAReach: Sendable, Hashable {
             inherited = (constrained.first?.offset ?? 0) > 0
             furtherLimited = constrained.count > 1
         } catch {
-            throw PKIError(.issuanceFailed, "cannot read the certificate's extensions: \(error)",
-                           fix: "re-issue it with `pinlab pki init --reissue`")
+            throw PKIError(
+                .issuanceFailed, "cannot read the certificate's extensions: \(error)",
+                fix: "re-issue it with `pinlab pki init --reissue`")
         }
     }
 
@@ -80,7 +82,10 @@ public struct CAReach: Sendable, Hashable {
     public var summary: String {
         guard isCA else { return "not a CA: it cannot vouch for other certificates" }
         guard isConstrained else { return Self.unconstrainedSummary }
-        var s = permitted.isEmpty ? "name-constrained (nothing permitted explicitly)" : "name-constrained to: \(permitted.joined(separator: ", "))"
+        var s =
+            permitted.isEmpty
+            ? "name-constrained (nothing permitted explicitly)"
+            : "name-constrained to: \(permitted.joined(separator: ", "))"
         if !excluded.isEmpty { s += "; excluded: \(excluded.joined(separator: ", "))" }
         if (permitted + excluded).contains(where: { !$0.contains("/") }) {
             s += " (a DNS name permits itself and its subdomains)"
@@ -91,7 +96,8 @@ public struct CAReach: Sendable, Hashable {
     }
 
     /// The summary of a CA without name constraints.
-    public static let unconstrainedSummary = "NOT name-constrained: it can vouch for ANY site — remove it after the session"
+    public static let unconstrainedSummary =
+        "NOT name-constrained: it can vouch for ANY site — remove it after the session"
 
     /// The warning an export or an install step prints for this CA, or nil for one that needs none (not a CA).
     /// Names the verifiers that ignore a trust anchor's name constraints (the JDK, per the compatibility matrix).
@@ -124,12 +130,14 @@ extension LabPKI {
     /// impersonate any site to that device.
     public func checkInstallable(_ root: Identity) throws {
         guard isSeeded(root), let reach = try? root.reach(), reach.isCA, !reach.isConstrained else { return }
-        let fix = root.keyName == "proxy-root"
+        let fix =
+            root.keyName == "proxy-root"
             ? "run `pinlab pki proxy-root --rekey --dir \(directory.path)` (a new random key), then export again"
             : "run `pinlab pki init --force --dir \(directory.path)` (new random keys; every pin changes), then export again"
-        throw PKIError(.seededUnconstrainedRoot,
-                       "its key (\(root.keyName)) was derived from a seed and its certificate is not name-constrained: "
-                           + "whoever knows the seed could impersonate ANY site to a device that trusts it",
-                       file: directory.appendingPathComponent("state.json").path, entity: root.name, fix: fix)
+        throw PKIError(
+            .seededUnconstrainedRoot,
+            "its key (\(root.keyName)) was derived from a seed and its certificate is not name-constrained: "
+                + "whoever knows the seed could impersonate ANY site to a device that trusts it",
+            file: directory.appendingPathComponent("state.json").path, entity: root.name, fix: fix)
     }
 }

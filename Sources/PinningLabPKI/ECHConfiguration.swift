@@ -1,5 +1,5 @@
-public import Foundation
 import Crypto
+public import Foundation
 
 /// The lab's Encrypted Client Hello configuration (RFC 9849): an HPKE key pair — DHKEM(X25519, HKDF-SHA256),
 /// HKDF-SHA256, AES-128-GCM — and the `ECHConfigList` a client is given, with the public name
@@ -112,12 +112,14 @@ extension LabPKI {
             ech = kept
         } else {
             ech = try ECHConfiguration(privateKey: Array(Curve25519.KeyAgreement.PrivateKey().rawRepresentation))
-            try Storage.writeAtomically(Array(PEM.encode(ech.privateKeyPKCS8DER, label: "PRIVATE KEY").utf8),
-                                        to: files.keyPEM, mode: 0o600)
+            try Storage.writeAtomically(
+                Array(PEM.encode(ech.privateKeyPKCS8DER, label: "PRIVATE KEY").utf8),
+                to: files.keyPEM, mode: 0o600)
         }
         if !Self.echFilesCurrent(files, ech) {
             try Storage.writeAtomically(ech.configList, to: files.configList, mode: 0o644)
-            try Storage.writeAtomically(Array((ech.configListBase64 + "\n").utf8), to: files.configListBase64, mode: 0o644)
+            try Storage.writeAtomically(
+                Array((ech.configListBase64 + "\n").utf8), to: files.configListBase64, mode: 0o644)
         }
         return ech
     }
@@ -137,8 +139,12 @@ extension LabPKI {
             der.count == ECHConfiguration.x25519PKCS8Prefix.count + 32,
             Array(der.prefix(ECHConfiguration.x25519PKCS8Prefix.count)) == ECHConfiguration.x25519PKCS8Prefix
         else {
-            throw PKIError(.keyFileCorrupt, "not an X25519 PKCS#8 PEM private key (damaged or truncated)", file: url.path,
-                           entity: "ech", fix: "remove \(url.path) to make a new ECH key (every client given the old ECHConfigList must get the new one)")
+            throw PKIError(
+                .keyFileCorrupt, "not an X25519 PKCS#8 PEM private key (damaged or truncated)", file: url.path,
+                entity: "ech",
+                fix:
+                    "remove \(url.path) to make a new ECH key (every client given the old ECHConfigList must get the new one)"
+            )
         }
         return try ECHConfiguration(privateKey: Array(der.suffix(32)))
     }

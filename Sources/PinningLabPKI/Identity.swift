@@ -31,7 +31,9 @@ public struct KeyType: RawRepresentable, Hashable, Sendable, Codable, CustomStri
     public static let mldsa65 = KeyType(rawValue: "mldsa65")
     /// ML-DSA-87 (RFC 9881 OID 2.16.840.1.101.3.4.3.19).
     public static let mldsa87 = KeyType(rawValue: "mldsa87")
-    public static let all: [KeyType] = [.p256, .p384, .ed25519, .rsa1024, .rsa2048, .rsa3072, .rsa4096, .mldsa65, .mldsa87]
+    public static let all: [KeyType] = [
+        .p256, .p384, .ed25519, .rsa1024, .rsa2048, .rsa3072, .rsa4096, .mldsa65, .mldsa87,
+    ]
     public var isRSA: Bool { rawValue.hasPrefix("rsa") }
     /// A post-quantum ML-DSA key: its certificates are built and signed by the lab's own DER code (swift-certificates
     /// has no ML-DSA), and OpenSSL before 3.5, GnuTLS 3.7 and most pinning libraries cannot use it.

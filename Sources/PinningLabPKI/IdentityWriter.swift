@@ -29,9 +29,11 @@ struct IdentityWriter: Sendable {
         return [
             Expected(url: f.certificatePEM, bytes: Array(certPEM.utf8), mode: 0o644),
             Expected(url: f.chainPEM, bytes: Array(chainPEM.utf8), mode: 0o644),
-            Expected(url: f.fullChainPEM, bytes: Array((id.isSelfSigned ? chainPEM : chainPEM + rootPEM).utf8), mode: 0o644),
+            Expected(
+                url: f.fullChainPEM, bytes: Array((id.isSelfSigned ? chainPEM : chainPEM + rootPEM).utf8), mode: 0o644),
             Expected(url: f.rootPEM, bytes: Array(rootPEM.utf8), mode: 0o644),
-            Expected(url: f.keyPEM, bytes: Array(PEM.encode(id.privateKeyPKCS8DER, label: "PRIVATE KEY").utf8), mode: 0o600),
+            Expected(
+                url: f.keyPEM, bytes: Array(PEM.encode(id.privateKeyPKCS8DER, label: "PRIVATE KEY").utf8), mode: 0o600),
             Expected(url: f.pinsJSON, bytes: Array(PinFormat.json([id]).utf8), mode: 0o644),
             Expected(url: f.certificateDER, bytes: id.certificateDER, mode: 0o644),
         ]
@@ -60,8 +62,11 @@ struct IdentityWriter: Sendable {
         }
         if pkcs12Encoder != nil && pkcs12Roles.contains(id.role) && !id.keyType.isMLDSA {
             let p12 = files(id.name).pkcs12
-            if !Storage.exists(p12) { out.append("\(p12.lastPathComponent) missing") }
-            else if !Self.isWholeDER(p12) { out.append("\(p12.lastPathComponent) damaged") }
+            if !Storage.exists(p12) {
+                out.append("\(p12.lastPathComponent) missing")
+            } else if !Self.isWholeDER(p12) {
+                out.append("\(p12.lastPathComponent) damaged")
+            }
         }
         return out
     }
@@ -144,16 +149,20 @@ struct IdentityWriter: Sendable {
 
     func pkcs12(_ id: Identity, _ enc: any PKCS12Encoder) throws -> [UInt8] {
         if id.keyType.isMLDSA {
-            throw PKIError(.pkcs12Failed, "no PKCS#12 file of a \(id.keyType.displayName) identity: the encoder's "
-                           + "library cannot read ML-DSA keys (OpenSSL 3.5 or later can)", file: files(id.name).pkcs12.path,
-                           entity: id.name, fix: "use its key.pem and chain.pem")
+            throw PKIError(
+                .pkcs12Failed,
+                "no PKCS#12 file of a \(id.keyType.displayName) identity: the encoder's "
+                    + "library cannot read ML-DSA keys (OpenSSL 3.5 or later can)", file: files(id.name).pkcs12.path,
+                entity: id.name, fix: "use its key.pem and chain.pem")
         }
         do {
-            return try enc.encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
-                                  chainDER: id.issuerChainDER, friendlyName: id.name, password: pkcs12Password)
+            return try enc.encode(
+                privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
+                chainDER: id.issuerChainDER, friendlyName: id.name, password: pkcs12Password)
         } catch {
-            throw PKIError(.pkcs12Failed, "cannot build the PKCS#12 file: \(error)", file: files(id.name).pkcs12.path,
-                           entity: id.name)
+            throw PKIError(
+                .pkcs12Failed, "cannot build the PKCS#12 file: \(error)", file: files(id.name).pkcs12.path,
+                entity: id.name)
         }
     }
 }

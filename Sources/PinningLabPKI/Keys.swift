@@ -1,8 +1,8 @@
-import Foundation
 import Crypto
-import _CryptoExtras
-import X509
+import Foundation
 import SwiftASN1
+import X509
+import _CryptoExtras
 
 /// A private key of the lab, of any supported type.
 struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values, which are thread-safe
@@ -66,8 +66,9 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
     }
 
     static func noSwiftCertificatesKey(_ type: KeyType) -> PKIError {
-        PKIError(.unsupportedSignature, "\(type.displayName) keys cannot be used here (swift-certificates has no ML-DSA)",
-                 fix: "use a P-256, P-384, Ed25519 or RSA key for this purpose")
+        PKIError(
+            .unsupportedSignature, "\(type.displayName) keys cannot be used here (swift-certificates has no ML-DSA)",
+            fix: "use a P-256, P-384, Ed25519 or RSA key for this purpose")
     }
 
     /// PKCS#8 DER.
@@ -89,7 +90,8 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
         case .p256: return LabKey(backing: .p256(P256.Signing.PrivateKey()), type: type)
         case .p384: return LabKey(backing: .p384(P384.Signing.PrivateKey()), type: type)
         case .ed25519: return LabKey(backing: .ed25519(Curve25519.Signing.PrivateKey()), type: type)
-        case .rsa1024: return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: 1024))), type: type)
+        case .rsa1024:
+            return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: 1024))), type: type)
         case .rsa2048: return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits2048)), type: type)
         case .rsa3072: return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits3072)), type: type)
         case .rsa4096: return LabKey(backing: .rsa(try _RSA.Signing.PrivateKey(keySize: .bits4096)), type: type)
@@ -109,11 +111,16 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
             ).withUnsafeBytes { Array($0) }
             switch type {
             case .p256:
-                if let k = try? P256.Signing.PrivateKey(rawRepresentation: bytes) { return LabKey(backing: .p256(k), type: type) }
+                if let k = try? P256.Signing.PrivateKey(rawRepresentation: bytes) {
+                    return LabKey(backing: .p256(k), type: type)
+                }
             case .p384:
-                if let k = try? P384.Signing.PrivateKey(rawRepresentation: bytes) { return LabKey(backing: .p384(k), type: type) }
+                if let k = try? P384.Signing.PrivateKey(rawRepresentation: bytes) {
+                    return LabKey(backing: .p384(k), type: type)
+                }
             case .ed25519:
-                return LabKey(backing: .ed25519(try Curve25519.Signing.PrivateKey(rawRepresentation: bytes)), type: type)
+                return LabKey(
+                    backing: .ed25519(try Curve25519.Signing.PrivateKey(rawRepresentation: bytes)), type: type)
             case .mldsa65, .mldsa87:
                 return try mldsa(seed: bytes, type: type)  // FIPS 204 KeyGen from a 32-byte seed
             default:
@@ -132,7 +139,8 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
             guard der.count == 48, Array(der.prefix(16)) == ed25519PKCS8Prefix else {
                 throw PKIError(.keyTypeChanged, "the key is \(sniffType(pkcs8: der)), not Ed25519")
             }
-            return LabKey(backing: .ed25519(try Curve25519.Signing.PrivateKey(rawRepresentation: der.suffix(32))), type: type)
+            return LabKey(
+                backing: .ed25519(try Curve25519.Signing.PrivateKey(rawRepresentation: der.suffix(32))), type: type)
         case .mldsa65, .mldsa87:
             guard let (seed, found) = MLDSAEncoding.seed(pkcs8: der), found == type else {
                 throw PKIError(.keyTypeChanged, "the key is \(sniffType(pkcs8: der)), not \(type.displayName)")
@@ -163,8 +171,12 @@ extension LabKey {
     /// An ML-DSA key from its 32-byte seed (FIPS 204 ML-DSA.KeyGen_internal).
     static func mldsa(seed: [UInt8], type: KeyType) throws -> LabKey {
         switch type {
-        case .mldsa65: return LabKey(backing: .mldsa65(try MLDSA65.PrivateKey(seedRepresentation: seed, publicKey: nil)), type: type)
-        case .mldsa87: return LabKey(backing: .mldsa87(try MLDSA87.PrivateKey(seedRepresentation: seed, publicKey: nil)), type: type)
+        case .mldsa65:
+            return LabKey(
+                backing: .mldsa65(try MLDSA65.PrivateKey(seedRepresentation: seed, publicKey: nil)), type: type)
+        case .mldsa87:
+            return LabKey(
+                backing: .mldsa87(try MLDSA87.PrivateKey(seedRepresentation: seed, publicKey: nil)), type: type)
         default: throw PKIError(.unknownKeyType, "\(type) is not an ML-DSA key type")
         }
     }
@@ -180,7 +192,9 @@ extension LabKey {
 }
 
 /// OneAsymmetricKey v0, algorithm id-Ed25519 (1.3.101.112), privateKey OCTET STRING { OCTET STRING (32 bytes) }.
-let ed25519PKCS8Prefix: [UInt8] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]
+let ed25519PKCS8Prefix: [UInt8] = [
+    0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+]
 
 // MARK: - PEM
 
@@ -201,7 +215,8 @@ package enum PEM {
     /// One forward pass over the UTF-8 bytes (a search from the start of what is left, per block, was quadratic on
     /// Linux); a block whose body is not base64 is skipped.
     package static func decodeAll(_ text: String, label: String = "CERTIFICATE") -> [[UInt8]] {
-        let begin = Array("-----BEGIN \(label)-----".utf8), end = Array("-----END \(label)-----".utf8)
+        let begin = Array("-----BEGIN \(label)-----".utf8)
+        let end = Array("-----END \(label)-----".utf8)
         var out: [[UInt8]] = []
         var copy = text
         copy.withUTF8 { bytes in
@@ -236,4 +251,3 @@ package enum PEM {
     /// The DER of the first block with `label`, or nil.
     package static func decode(_ text: String, label: String) -> [UInt8]? { decodeAll(text, label: label).first }
 }
-

@@ -1,9 +1,9 @@
+import Crypto
 public import Foundation
 import PinningLabBase
-import Crypto
-import _CryptoExtras
-import X509
 import SwiftASN1
+import X509
+import _CryptoExtras
 
 /// Builds a PKCS#12 file (key + certificate + chain, password-protected). Implemented outside this C-free module
 /// (the OpenSSL engine provides one); the PKI writes `.p12` files only when given an encoder.
@@ -20,7 +20,8 @@ public struct IdentityFiles: Sendable, Hashable {
     public init(folder: URL) { self.folder = folder }
     /// The files of identity `name` in the PKI folder `directory`: `certs/NAME/`.
     public init(directory: URL, name: String) {
-        folder = directory.appendingPathComponent("certs", isDirectory: true).appendingPathComponent(name, isDirectory: true)
+        folder = directory.appendingPathComponent("certs", isDirectory: true).appendingPathComponent(
+            name, isDirectory: true)
     }
     /// The certificate, PEM.
     public var certificatePEM: URL { folder.appendingPathComponent("cert.pem") }
@@ -141,13 +142,15 @@ public final class LabPKI: Sendable {
             return URL(fileURLWithPath: d, isDirectory: true)
         }
         #if os(macOS)
-        let base = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first!
-        return base.appendingPathComponent("PinningLab", isDirectory: true)
+            let base = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first!
+            return base.appendingPathComponent("PinningLab", isDirectory: true)
         #else
-        if let x = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], !x.isEmpty {
-            return URL(fileURLWithPath: x, isDirectory: true).appendingPathComponent("pinninglab", isDirectory: true)
-        }
-        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/pinninglab", isDirectory: true)
+            if let x = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], !x.isEmpty {
+                return URL(fileURLWithPath: x, isDirectory: true).appendingPathComponent(
+                    "pinninglab", isDirectory: true)
+            }
+            return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(
+                ".cache/pinninglab", isDirectory: true)
         #endif
     }
 
@@ -170,8 +173,11 @@ public final class LabPKI: Sendable {
     /// The identity named `name`, or an error listing the names there are.
     public func identity(_ name: String) throws -> Identity {
         guard let i = self[name] else {
-            throw PKIError(.unknownIdentity, "no identity named '\(name)'", entity: name,
-                           fix: [didYouMean(name, identities.map(\.name)), "`pinlab pki list` shows them all"].filter { !$0.isEmpty }.joined(separator: " "))
+            throw PKIError(
+                .unknownIdentity, "no identity named '\(name)'", entity: name,
+                fix: [didYouMean(name, identities.map(\.name)), "`pinlab pki list` shows them all"].filter {
+                    !$0.isEmpty
+                }.joined(separator: " "))
         }
         return i
     }
@@ -202,7 +208,8 @@ public final class LabPKI: Sendable {
     }
 
     private var writer: IdentityWriter {
-        IdentityWriter(directory: directory, pkcs12Encoder: pkcs12Encoder, pkcs12Password: pkcs12Password, pkcs12Roles: [])
+        IdentityWriter(
+            directory: directory, pkcs12Encoder: pkcs12Encoder, pkcs12Password: pkcs12Password, pkcs12Roles: [])
     }
 
     /// A short name-safe tag of `bytes` (the first 12 hex digits of their SHA-256), for file names that must change
@@ -236,8 +243,9 @@ public final class LabPKI: Sendable {
         let f = try materialize(name)
         if IdentityWriter.isWholeDER(f.pkcs12) { return f.pkcs12 }
         guard let enc = pkcs12Encoder else {
-            throw PKIError(.pkcs12Failed, "this PKI was opened without a PKCS#12 encoder", entity: name,
-                           fix: "open it with Lab.pki(), which uses OpenSSL for PKCS#12")
+            throw PKIError(
+                .pkcs12Failed, "this PKI was opened without a PKCS#12 encoder", entity: name,
+                fix: "open it with Lab.pki(), which uses OpenSSL for PKCS#12")
         }
         let lock = try DirectoryLock(directory.appendingPathComponent(".lock"))
         defer { lock.unlock() }
@@ -271,8 +279,10 @@ package enum PinlabEnvironment {
         guard let v = env["PINNINGLAB_" + name] else { return nil }
         let first = warned.withLock { $0.insert(name).inserted }
         if first {
-            FileHandle.standardError.write(Data(
-                "pinlab: PINNINGLAB_\(name) is deprecated and will stop working in the next release: name it PINLAB_\(name)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "pinlab: PINNINGLAB_\(name) is deprecated and will stop working in the next release: name it PINLAB_\(name)\n"
+                        .utf8))
         }
         return v
     }

@@ -1,7 +1,7 @@
-public import Foundation
 import Crypto
-import X509
+public import Foundation
 import SwiftASN1
+import X509
 
 /// Issues server certificates on the fly for any host name, the way an interception proxy (mitmproxy, Charles,
 /// Burp) forges a leaf for every host a device asks for: one key, generated once, shared by every minted leaf
@@ -29,8 +29,9 @@ public final class LeafMinter: Sendable {
     ///   - keyType: the type of the leaf key generated here, once.
     public init(issuer: Identity, keyType: KeyType = .p256, lifetime: TimeInterval = 30 * 86400) throws {
         guard issuer.role.isCA else {
-            throw PKIError(.issuanceFailed, "'\(issuer.name)' is a \(issuer.role), not a CA: it cannot sign minted leaves",
-                           entity: issuer.name, fix: "use a root or intermediate such as proxy-root")
+            throw PKIError(
+                .issuanceFailed, "'\(issuer.name)' is a \(issuer.role), not a CA: it cannot sign minted leaves",
+                entity: issuer.name, fix: "use a root or intermediate such as proxy-root")
         }
         self.issuer = issuer
         self.lifetime = lifetime
@@ -45,7 +46,8 @@ public final class LeafMinter: Sendable {
         if let ski = try issuerCertificate.extensions.subjectKeyIdentifier {
             authorityKeyIdentifier = Array(ski.keyIdentifier)
         } else {
-            authorityKeyIdentifier = Array(Insecure.SHA1.hash(data: Array(try signer.publicKey.subjectPublicKeyInfoBytes)))
+            authorityKeyIdentifier = Array(
+                Insecure.SHA1.hash(data: Array(try signer.publicKey.subjectPublicKeyInfoBytes)))
         }
         subjectKeyIdentifier = Array(Insecure.SHA1.hash(data: Array(leafPublicKey.subjectPublicKeyInfoBytes)))
     }
@@ -59,18 +61,25 @@ public final class LeafMinter: Sendable {
     /// A certificate (DER) for `host` (a DNS name or an IP address), valid from an hour before `now`.
     public func mint(host: String, now: Date = Date()) throws -> [UInt8] {
         guard !host.isEmpty, host.utf8.count <= 253 else {
-            throw PKIError(.issuanceFailed, "cannot mint a certificate for the host name '\(host)': it must be 1 to 253 characters")
+            throw PKIError(
+                .issuanceFailed, "cannot mint a certificate for the host name '\(host)': it must be 1 to 253 characters"
+            )
         }
         var serial = (0..<16).map { _ in UInt8.random(in: 0...255) }
         serial[0] = (serial[0] & 0x7f) | 0x40
         var ext = Certificate.Extensions()
         try ext.append(Certificate.Extension(BasicConstraints.notCertificateAuthority, critical: true))
-        try ext.append(Certificate.Extension(KeyUsage(digitalSignature: true, keyEncipherment: leafKey.type.isRSA), critical: true))
+        try ext.append(
+            Certificate.Extension(KeyUsage(digitalSignature: true, keyEncipherment: leafKey.type.isRSA), critical: true)
+        )
         try ext.append(Certificate.Extension(try ExtendedKeyUsage([.serverAuth]), critical: false))
-        let name: GeneralName = parseIP(host).map { .ipAddress(ASN1OctetString(contentBytes: $0[...])) } ?? .dnsName(host)
+        let name: GeneralName =
+            parseIP(host).map { .ipAddress(ASN1OctetString(contentBytes: $0[...])) } ?? .dnsName(host)
         try ext.append(Certificate.Extension(SubjectAlternativeNames([name]), critical: false))
-        try ext.append(Certificate.Extension(SubjectKeyIdentifier(keyIdentifier: subjectKeyIdentifier[...]), critical: false))
-        try ext.append(Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: authorityKeyIdentifier[...]), critical: false))
+        try ext.append(
+            Certificate.Extension(SubjectKeyIdentifier(keyIdentifier: subjectKeyIdentifier[...]), critical: false))
+        try ext.append(
+            Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: authorityKeyIdentifier[...]), critical: false))
         let subject = try DistinguishedName {
             CommonName(String(host.prefix(64)))
             OrganizationName("PinningLab interception proxy")

@@ -1,15 +1,18 @@
+internal import Crypto
 // Opening a PKI folder: the state file, keys kept or generated, certificates issued afresh when stale.
 internal import Foundation
 import PinningLabBase
-internal import Crypto
-internal import _CryptoExtras
-internal import X509
 internal import SwiftASN1
+internal import X509
+internal import _CryptoExtras
 
 // MARK: - State file
 
 struct StateFile: Codable {
-    struct Key: Codable { var type: String; var origin: String }
+    struct Key: Codable {
+        var type: String
+        var origin: String
+    }
     struct Entry: Codable {
         var name: String
         var role: String
@@ -68,11 +71,12 @@ struct Builder {
     /// built-in one, when `pinlab` runs without --spec): its identities, keys and pins would be gone without a word.
     func refuseSpecReplacement(_ old: StateFile?) throws {
         guard let old, let record = old.spec, options.specFile == nil, !options.regenerateKeys,
-              record.sha256 != spec.fingerprint
+            record.sha256 != spec.fingerprint
         else { return }
         let state: String
         if let bytes = try? Storage.readFile(URL(fileURLWithPath: record.path)) {
-            state = Array(SHA256.hash(data: bytes)).hexString == record.sha256
+            state =
+                Array(SHA256.hash(data: bytes)).hexString == record.sha256
                 ? "" : " (that file has changed since: its SHA-256 is no longer \(record.sha256.prefix(16))…)"
         } else {
             state = " (that file is gone)"
@@ -102,14 +106,19 @@ struct Builder {
             FileHandle.standardError.write(Data("pki: \(what) \(Double(t - t0) / 1e6) ms\n".utf8))
             t0 = t
         }
-        let oldState: StateFile? = try? Storage.readFile(stateURL).flatMap { try JSONDecoder().decode(StateFile.self, from: Data($0)) }
+        let oldState: StateFile? = try? Storage.readFile(stateURL).flatMap {
+            try JSONDecoder().decode(StateFile.self, from: Data($0))
+        }
         // Before anything in the folder is touched.
         try refuseSpecReplacement(oldState)
         try Storage.makeOwnDirectory(keysDir, mode: 0o700, what: "the keys folder")
         // Half-made files of a process that died mid-write (a key among them) go before anything is read.
-        var leftovers = Storage.removeStaleTemporaryFiles(in: dir)
+        var leftovers =
+            Storage.removeStaleTemporaryFiles(in: dir)
             + Storage.removeStaleTemporaryFiles(in: keysDir).map { "keys/" + $0 }
-            + Storage.removeStaleTemporaryFiles(in: dir.appendingPathComponent("ct", isDirectory: true)).map { "ct/" + $0 }
+            + Storage.removeStaleTemporaryFiles(in: dir.appendingPathComponent("ct", isDirectory: true)).map {
+                "ct/" + $0
+            }
         if options.writeIdentityFiles { leftovers += writer.removeLeftovers(names: spec.names) }
         var refresh = PKIRefresh()
 
@@ -136,17 +145,24 @@ struct Builder {
                 // Another PKI's key is read where it is, never made, replaced or copied.
                 if options.borrowedKeys[name] != nil {
                     guard Storage.exists(url) else {
-                        throw PKIError(.keyFileUnreadable, "the key file is gone", file: url.path, entity: name,
-                                       fix: "run `pinlab pki init` on its PKI folder")
+                        throw PKIError(
+                            .keyFileUnreadable, "the key file is gone", file: url.path, entity: name,
+                            fix: "run `pinlab pki init` on its PKI folder")
                     }
-                    return (try readKey(url, name: name, type: type), StateFile.Key(type: type.rawValue, origin: "borrowed"), false)
+                    return (
+                        try readKey(url, name: name, type: type),
+                        StateFile.Key(type: type.rawValue, origin: "borrowed"), false
+                    )
                 }
                 // A seeded key whose seed changed is re-derived; everything else kept is read.
                 let present = Storage.exists(url)
                 if !options.regenerateKeys, !options.rekey.contains(name), present,
-                   derivedOrigin == nil || previous?.origin == derivedOrigin {
-                    return (try readKey(url, name: name, type: type),
-                            previous ?? StateFile.Key(type: type.rawValue, origin: "random"), false)
+                    derivedOrigin == nil || previous?.origin == derivedOrigin
+                {
+                    return (
+                        try readKey(url, name: name, type: type),
+                        previous ?? StateFile.Key(type: type.rawValue, origin: "random"), false
+                    )
                 }
                 let key: LabKey
                 let origin: StateFile.Key
@@ -162,7 +178,9 @@ struct Builder {
                 // which `pki init` says); a seeded one is derived again, the same key.
                 if !present, let previous, !options.regenerateKeys, !options.rekey.contains(name) {
                     let rederived = previous.origin == origin.origin && origin.origin != "random"
-                    let what = rederived ? "derived again from the seed (same pins)" : "replaced by a new random key (its pins changed)"
+                    let what =
+                        rederived
+                        ? "derived again from the seed (same pins)" : "replaced by a new random key (its pins changed)"
                     keyNotes.withLock { $0.append("keys/\(name).pem was missing: \(what)") }
                     if !rederived { replacedKeys.withLock { $0.append(name) } }
                 }
@@ -177,7 +195,8 @@ struct Builder {
             if result.2 { refresh.generatedKeys.append(name) }
         }
         refresh.replacedMissingKeys = replacedKeys.withLock { $0 }.sorted()
-        refresh.repaired = keyNotes.withLock { $0 }.sorted()
+        refresh.repaired =
+            keyNotes.withLock { $0 }.sorted()
             + leftovers.map { "\($0): removed (a temporary file of a process that died while writing)" }
 
         mark("keys")
@@ -186,19 +205,31 @@ struct Builder {
         // Are the kept certificates still good?
         let now = options.now
         var reason: String? = nil
-        if options.reissue || options.regenerateKeys { reason = "asked to re-issue" }
-        else if oldState == nil { reason = "no certificates yet" }
-        else if oldState!.specFingerprint != spec.fingerprint { reason = "the spec changed" }
-        else if oldState!.seedFingerprint != seedFingerprint { reason = "the seed changed" }
-        else if !refresh.generatedKeys.isEmpty { reason = "new keys" }
-        else if now.timeIntervalSince1970 >= oldState!.reissueBy { reason = "validity windows moved" }
-        else if now.timeIntervalSince1970 < oldState!.issuedAt - 300 { reason = "the clock went back" }
-        else if oldState!.pkcs12Password != (options.pkcs12Encoder == nil ? oldState!.pkcs12Password : options.pkcs12Password) {
+        if options.reissue || options.regenerateKeys {
+            reason = "asked to re-issue"
+        } else if oldState == nil {
+            reason = "no certificates yet"
+        } else if oldState!.specFingerprint != spec.fingerprint {
+            reason = "the spec changed"
+        } else if oldState!.seedFingerprint != seedFingerprint {
+            reason = "the seed changed"
+        } else if !refresh.generatedKeys.isEmpty {
+            reason = "new keys"
+        } else if now.timeIntervalSince1970 >= oldState!.reissueBy {
+            reason = "validity windows moved"
+        } else if now.timeIntervalSince1970 < oldState!.issuedAt - 300 {
+            reason = "the clock went back"
+        } else if oldState!.pkcs12Password
+            != (options.pkcs12Encoder == nil ? oldState!.pkcs12Password : options.pkcs12Password)
+        {
             reason = "the PKCS#12 password changed"
-        } else if Set(oldState!.identities.map(\.name)) != Set(spec.names) { reason = "the entities changed" }
-        else if let stranger = try keyNotMatchingState(oldState!, keys: keys) {
+        } else if Set(oldState!.identities.map(\.name)) != Set(spec.names) {
+            reason = "the entities changed"
+        } else if let stranger = try keyNotMatchingState(oldState!, keys: keys) {
             reason = "the key \(stranger) is not the key of its certificates"
-        } else if (oldState!.ctLogIDs ?? [:]) != ctLogIDs { reason = "the CT log keys changed" }
+        } else if (oldState!.ctLogIDs ?? [:]) != ctLogIDs {
+            reason = "the CT log keys changed"
+        }
 
         let identities: [Identity]
         var state: StateFile
@@ -237,11 +268,12 @@ struct Builder {
             try writeCTLogLists(ctLogs.map(\.log), since: Date(timeIntervalSince1970: state.issuedAt))
             mark("ct log lists")
         }
-        return LabPKI(spec: spec, directory: dir, identities: identities, refresh: refresh,
-                      ctLogs: ctLogs.map(\.log),
-                      keyOrigins: state.keys.mapValues(\.origin),
-                      password: state.pkcs12Password ?? options.pkcs12Password,
-                      issuedAt: Date(timeIntervalSince1970: state.issuedAt), pkcs12Encoder: options.pkcs12Encoder)
+        return LabPKI(
+            spec: spec, directory: dir, identities: identities, refresh: refresh,
+            ctLogs: ctLogs.map(\.log),
+            keyOrigins: state.keys.mapValues(\.origin),
+            password: state.pkcs12Password ?? options.pkcs12Password,
+            issuedAt: Date(timeIntervalSince1970: state.issuedAt), pkcs12Encoder: options.pkcs12Encoder)
     }
 
     /// The keys a seed may derive: those every entity using them is a leaf or client certificate (not a CA).
@@ -258,8 +290,9 @@ struct Builder {
     }
 
     var writer: IdentityWriter {
-        IdentityWriter(directory: dir, pkcs12Encoder: options.pkcs12Encoder, pkcs12Password: options.pkcs12Password,
-                       pkcs12Roles: options.pkcs12Roles)
+        IdentityWriter(
+            directory: dir, pkcs12Encoder: options.pkcs12Encoder, pkcs12Password: options.pkcs12Password,
+            pkcs12Roles: options.pkcs12Roles)
     }
 
     func readKey(_ url: URL, name: String, type: KeyType) throws -> LabKey {
@@ -268,15 +301,18 @@ struct Builder {
         if stat(url.path, &st) == 0 {
             if st.st_mode & S_IFMT != S_IFREG {
                 let what = st.st_mode & S_IFMT == S_IFDIR ? "a directory" : "not a regular file"
-                throw PKIError(.keyFileUnreadable, "\(what) where the private key file belongs", file: url.path,
-                               entity: name, fix: "the key must be a file (PKCS#8 PEM, mode 0600): move \(url.path) away "
-                                   + "and put the key file there, or let `pinlab pki init` make a new key (pins on it change)")
+                throw PKIError(
+                    .keyFileUnreadable, "\(what) where the private key file belongs", file: url.path,
+                    entity: name,
+                    fix: "the key must be a file (PKCS#8 PEM, mode 0600): move \(url.path) away "
+                        + "and put the key file there, or let `pinlab pki init` make a new key (pins on it change)")
             }
             let m = st.st_mode & 0o7777
             if m & 0o077 != 0 {
-                throw PKIError(.keyFileTooOpen,
-                               "the private key is readable by others (mode \(String(m, radix: 8)))", file: url.path,
-                               entity: name, fix: "run `chmod 600 \(url.path)`")
+                throw PKIError(
+                    .keyFileTooOpen,
+                    "the private key is readable by others (mode \(String(m, radix: 8)))", file: url.path,
+                    entity: name, fix: "run `chmod 600 \(url.path)`")
             }
             try Storage.requireOwnPrivate(st, url, what: "the private key")
         }
@@ -288,29 +324,36 @@ struct Builder {
             if let (label, form) = [("EC PRIVATE KEY", "SEC1"), ("RSA PRIVATE KEY", "PKCS#1")].first(where: {
                 text.contains("-----BEGIN \($0.0)-----")
             }) {
-                throw PKIError(.keyFileCorrupt, "a \(form) key (BEGIN \(label)); the lab keeps PKCS#8 keys (BEGIN PRIVATE KEY)",
-                               file: url.path, entity: name, fix: "convert it (the key and its pins stay the same): "
-                                   + "`openssl pkcs8 -topk8 -nocrypt -in \(url.path) -out \(url.path).p8 && "
-                                   + "chmod 600 \(url.path).p8 && mv \(url.path).p8 \(url.path)`")
+                throw PKIError(
+                    .keyFileCorrupt, "a \(form) key (BEGIN \(label)); the lab keeps PKCS#8 keys (BEGIN PRIVATE KEY)",
+                    file: url.path, entity: name,
+                    fix: "convert it (the key and its pins stay the same): "
+                        + "`openssl pkcs8 -topk8 -nocrypt -in \(url.path) -out \(url.path).p8 && "
+                        + "chmod 600 \(url.path).p8 && mv \(url.path).p8 \(url.path)`")
             }
-            throw PKIError(.keyFileCorrupt, "not a PKCS#8 PEM private key (damaged or truncated)", file: url.path,
-                           entity: name, fix: Self.damagedKeyFix(url))
+            throw PKIError(
+                .keyFileCorrupt, "not a PKCS#8 PEM private key (damaged or truncated)", file: url.path,
+                entity: name, fix: Self.damagedKeyFix(url))
         }
         do {
             return try LabKey.read(pkcs8: der, type: type)
         } catch let e as PKIError where e.code == .keyTypeChanged {
-            throw PKIError(.keyTypeChanged, "the kept key is \(LabKey.sniffType(pkcs8: der)) but the spec says \(type.displayName)",
-                           file: url.path, entity: name,
-                           fix: "run `pinlab pki init --force` to replace keys (pins change), or restore the spec")
+            throw PKIError(
+                .keyTypeChanged,
+                "the kept key is \(LabKey.sniffType(pkcs8: der)) but the spec says \(type.displayName)",
+                file: url.path, entity: name,
+                fix: "run `pinlab pki init --force` to replace keys (pins change), or restore the spec")
         } catch {
             let actual = LabKey.sniffType(pkcs8: der)
             if actual != "unreadable" && actual != type.displayName {
-                throw PKIError(.keyTypeChanged, "the kept key is \(actual) but the spec says \(type.displayName)",
-                               file: url.path, entity: name,
-                               fix: "run `pinlab pki init --force` to replace keys (pins change), or restore the spec")
+                throw PKIError(
+                    .keyTypeChanged, "the kept key is \(actual) but the spec says \(type.displayName)",
+                    file: url.path, entity: name,
+                    fix: "run `pinlab pki init --force` to replace keys (pins change), or restore the spec")
             }
-            throw PKIError(.keyFileCorrupt, "the key cannot be read as \(type.displayName): \(error)", file: url.path,
-                           entity: name, fix: Self.damagedKeyFix(url))
+            throw PKIError(
+                .keyFileCorrupt, "the key cannot be read as \(type.displayName): \(error)", file: url.path,
+                entity: name, fix: Self.damagedKeyFix(url))
         }
     }
 
@@ -340,15 +383,17 @@ struct Builder {
         for e in state.identities {
             byName[e.name] = e
             guard let d = Data(base64Encoded: e.der) else {
-                throw PKIError(.keyFileCorrupt, "the state file is damaged", file: stateURL.path,
-                               fix: "delete it; certificates will be issued again")
+                throw PKIError(
+                    .keyFileCorrupt, "the state file is damaged", file: stateURL.path,
+                    fix: "delete it; certificates will be issued again")
             }
             ders[e.name] = Array(d)
         }
         return try state.identities.map { e in
             guard let key = keys[e.keyName] else {
-                throw PKIError(.keyFileCorrupt, "the state names a key \(e.keyName) the spec does not", file: stateURL.path,
-                               fix: "delete it; certificates will be issued again")
+                throw PKIError(
+                    .keyFileCorrupt, "the state names a key \(e.keyName) the spec does not", file: stateURL.path,
+                    fix: "delete it; certificates will be issued again")
             }
             let above = issuerWalk(from: e.name) { byName[$0]?.issuerName }
             let top = above.last.flatMap { byName[$0] } ?? e
@@ -359,7 +404,8 @@ struct Builder {
                 issuerChainDER: chain, rootDER: ders[top.name]!, rootName: top.name, subject: e.subject,
                 issuer: e.issuer, serialHex: e.serial, notBefore: Date(timeIntervalSince1970: e.notBefore),
                 notAfter: Date(timeIntervalSince1970: e.notAfter), hosts: e.hosts,
-                pins: Pins(spkiSHA256: hexBytes(e.spki), certificateSHA256: hexBytes(e.cert), rawKeySHA256: hexBytes(e.raw)))
+                pins: Pins(
+                    spkiSHA256: hexBytes(e.spki), certificateSHA256: hexBytes(e.cert), rawKeySHA256: hexBytes(e.raw)))
             identity.signedCertificateTimestampList = e.tlsSCTList.flatMap { Data(base64Encoded: $0) }.map { Array($0) }
             identity.precertificateDER = e.precertificate.flatMap { Data(base64Encoded: $0) }.map { Array($0) }
             return identity

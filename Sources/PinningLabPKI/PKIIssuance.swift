@@ -1,9 +1,9 @@
+internal import Crypto
 // Issuing the certificates of a spec: names, extensions and signatures with swift-certificates.
 internal import Foundation
-internal import Crypto
-internal import _CryptoExtras
-internal import X509
 internal import SwiftASN1
+internal import X509
+internal import _CryptoExtras
 
 extension Builder {
     func distinguishedName(_ attrs: [SubjectAttribute]) throws -> DistinguishedName {
@@ -40,9 +40,13 @@ extension Builder {
     }
 
     /// `extensions` with one more extension `oid` whose extnValue is `value`, last.
-    static func withCTExtension(_ extensions: Certificate.Extensions, _ oid: String, critical: Bool, value: [UInt8]) throws -> Certificate.Extensions {
+    static func withCTExtension(_ extensions: Certificate.Extensions, _ oid: String, critical: Bool, value: [UInt8])
+        throws -> Certificate.Extensions
+    {
         var out = extensions
-        try out.append(Certificate.Extension(oid: ASN1ObjectIdentifier(dotRepresentation: oid), critical: critical, value: value[...]))
+        try out.append(
+            Certificate.Extension(
+                oid: ASN1ObjectIdentifier(dotRepresentation: oid), critical: critical, value: value[...]))
         return out
     }
 
@@ -93,23 +97,28 @@ extension Builder {
                 let notAfter = now.addingTimeInterval(TimeInterval(e.validity.notAfter.seconds))
 
                 var ext = Certificate.Extensions()
-                try ext.append(Certificate.Extension(
-                    e.isCA ? BasicConstraints.isCertificateAuthority(maxPathLength: e.pathLength) : .notCertificateAuthority,
-                    critical: true))
-                let usage = e.isCA
+                try ext.append(
+                    Certificate.Extension(
+                        e.isCA
+                            ? BasicConstraints.isCertificateAuthority(maxPathLength: e.pathLength)
+                            : .notCertificateAuthority,
+                        critical: true))
+                let usage =
+                    e.isCA
                     ? KeyUsage(digitalSignature: true, keyCertSign: true, cRLSign: true)
                     : KeyUsage(digitalSignature: true, keyEncipherment: e.keyType.isRSA)
                 try ext.append(Certificate.Extension(usage, critical: true))
                 if !e.usages.isEmpty {
-                    let eku = try ExtendedKeyUsage(e.usages.map { u -> ExtendedKeyUsage.Usage in
-                        switch u {
-                        case .serverAuth: return .serverAuth
-                        case .clientAuth: return .clientAuth
-                        case .codeSigning: return .codeSigning
-                        case .ocspSigning: return .ocspSigning
-                        default: return .emailProtection
-                        }
-                    })
+                    let eku = try ExtendedKeyUsage(
+                        e.usages.map { u -> ExtendedKeyUsage.Usage in
+                            switch u {
+                            case .serverAuth: return .serverAuth
+                            case .clientAuth: return .clientAuth
+                            case .codeSigning: return .codeSigning
+                            case .ocspSigning: return .ocspSigning
+                            default: return .emailProtection
+                            }
+                        })
                     try ext.append(Certificate.Extension(eku, critical: false))
                 }
                 if !e.hosts.isEmpty {
@@ -128,62 +137,78 @@ extension Builder {
                             }
                         }
                     }
-                    try ext.append(Certificate.Extension(
-                        NameConstraints(permittedSubtrees: general(e.permitted), excludedSubtrees: general(e.excluded)),
-                        critical: true))
+                    try ext.append(
+                        Certificate.Extension(
+                            NameConstraints(
+                                permittedSubtrees: general(e.permitted), excludedSubtrees: general(e.excluded)),
+                            critical: true))
                 }
                 try ext.append(Certificate.Extension(SubjectKeyIdentifier(keyIdentifier: ski[...]), critical: false))
                 if !e.isSelfSigned {
-                    try ext.append(Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: aki[...]), critical: false))
+                    try ext.append(
+                        Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: aki[...]), critical: false))
                 }
-                for revocationExtension in try RevocationExtensions.extensions(for: e) { try ext.append(revocationExtension) }
+                for revocationExtension in try RevocationExtensions.extensions(for: e) {
+                    try ext.append(revocationExtension)
+                }
 
                 func sign(_ extensions: Certificate.Extensions) throws -> [UInt8] {
                     do {
                         // An ML-DSA subject or issuer: the lab's own DER (PostQuantumCertificates.swift).
                         if subjectKey.type.isMLDSA || signer.type.isMLDSA {
-                            return try Self.postQuantumCertificate(subject: subjectKey, signer: signer, hash: e.signature) {
+                            return try Self.postQuantumCertificate(
+                                subject: subjectKey, signer: signer, hash: e.signature
+                            ) {
                                 try Certificate(
                                     version: .v3, serialNumber: .init(bytes: serial), publicKey: $0,
-                                    notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN, subject: subject,
+                                    notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN,
+                                    subject: subject,
                                     signatureAlgorithm: $2, extensions: extensions, issuerPrivateKey: $1)
                             }
                         }
-                        return try Self.der(try Certificate(
-                            version: .v3, serialNumber: .init(bytes: serial), publicKey: try subjectKey.publicKey,
-                            notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN, subject: subject,
-                            signatureAlgorithm: Self.signatureAlgorithm(signer: signer.type, hash: e.signature),
-                            extensions: extensions, issuerPrivateKey: try signer.certificatePrivateKey))
+                        return try Self.der(
+                            try Certificate(
+                                version: .v3, serialNumber: .init(bytes: serial), publicKey: try subjectKey.publicKey,
+                                notValidBefore: notBefore, notValidAfter: notAfter, issuer: issuerDN, subject: subject,
+                                signatureAlgorithm: Self.signatureAlgorithm(signer: signer.type, hash: e.signature),
+                                extensions: extensions, issuerPrivateKey: try signer.certificatePrivateKey))
                     } catch {
-                        throw PKIError(.issuanceFailed, "cannot issue the certificate: \(error)", file: spec.file,
-                                       line: e.line, entity: e.name)
+                        throw PKIError(
+                            .issuanceFailed, "cannot issue the certificate: \(error)", file: spec.file,
+                            line: e.line, entity: e.name)
                     }
                 }
                 // RFC 6962 §3.1: a precertificate (the certificate plus the critical poison extension) goes to the
                 // logs; the final certificate carries their SCTs where the precertificate had the poison.
                 var precertificateDER: [UInt8]? = nil
                 if !e.embeddedSCTs.isEmpty {
-                    let precert = try sign(try Self.withCTExtension(ext, CTObjectIdentifier.poison, critical: true,
-                                                                     value: Precertificate.poisonValue))
+                    let precert = try sign(
+                        try Self.withCTExtension(
+                            ext, CTObjectIdentifier.poison, critical: true,
+                            value: Precertificate.poisonValue))
                     let issuerSPKI = try signer.spkiDER
                     let scts = try e.embeddedSCTs.map { r in
-                        try logs[r.log]!.timestamp(precertificate: precert, issuerSPKIDER: issuerSPKI,
-                                                   at: now.addingTimeInterval(TimeInterval(r.timestamp.seconds)),
-                                                   validSignature: r.validSignature)
+                        try logs[r.log]!.timestamp(
+                            precertificate: precert, issuerSPKIDER: issuerSPKI,
+                            at: now.addingTimeInterval(TimeInterval(r.timestamp.seconds)),
+                            validSignature: r.validSignature)
                     }
                     let list = try SignedCertificateTimestamp.list(scts)
-                    ext = try Self.withCTExtension(ext, CTObjectIdentifier.embeddedSCTList, critical: false,
-                                                   value: SignedCertificateTimestamp.listExtensionValue(list))
+                    ext = try Self.withCTExtension(
+                        ext, CTObjectIdentifier.embeddedSCTList, critical: false,
+                        value: SignedCertificateTimestamp.listExtensionValue(list))
                     precertificateDER = precert
                 }
                 let certDER = try sign(ext)
                 var tlsSCTList: [UInt8]? = nil
                 if !e.tlsSCTs.isEmpty {
-                    tlsSCTList = try SignedCertificateTimestamp.list(e.tlsSCTs.map { r in
-                        try logs[r.log]!.timestamp(.x509(certificateDER: certDER),
-                                                   at: now.addingTimeInterval(TimeInterval(r.timestamp.seconds)),
-                                                   validSignature: r.validSignature)
-                    })
+                    tlsSCTList = try SignedCertificateTimestamp.list(
+                        e.tlsSCTs.map { r in
+                            try logs[r.log]!.timestamp(
+                                .x509(certificateDER: certDER),
+                                at: now.addingTimeInterval(TimeInterval(r.timestamp.seconds)),
+                                validSignature: r.validSignature)
+                        })
                 }
                 return StateFile.Entry(
                     name: e.name, role: e.role.rawValue, issuerName: e.issuer, keyName: e.keyName,

@@ -32,7 +32,12 @@ func hexBytes(_ s: String) -> [UInt8] {
         case 65...70: v = c - 55
         default: continue
         }
-        if let h = hi { out.append(h << 4 | v); hi = nil } else { hi = v }
+        if let h = hi {
+            out.append(h << 4 | v)
+            hi = nil
+        } else {
+            hi = v
+        }
     }
     return out
 }

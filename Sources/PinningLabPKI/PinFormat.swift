@@ -43,7 +43,8 @@ public struct PinFormat: RawRepresentable, Hashable, Sendable, CustomStringConve
             let exp = ISO8601DateFormatter.string(
                 from: Date().addingTimeInterval(365 * 86400), timeZone: TimeZone(identifier: "UTC")!,
                 formatOptions: [.withFullDate])
-            var s = "<network-security-config>\n  <domain-config>\n    <domain includeSubdomains=\"true\">\(host)</domain>\n"
+            var s =
+                "<network-security-config>\n  <domain-config>\n    <domain includeSubdomains=\"true\">\(host)</domain>\n"
             s += "    <pin-set expiration=\"\(exp)\">\n"
             for p in pins { s += "      <pin digest=\"SHA-256\">\(p)</pin>\n" }
             return s + "    </pin-set>\n  </domain-config>\n</network-security-config>\n"
@@ -87,8 +88,9 @@ private struct IdentityPins: Encodable {
         keyType = id.keyType.rawValue
         spkiSHA256 = Hash(base64: id.pins.spkiBase64, hex: id.pins.spkiHex)
         certificateSHA256 = Hash(base64: id.pins.certificateBase64, hex: id.pins.certificateHex)
-        rawKeySHA256 = Hash(base64: id.pins.rawKeyBase64, hex: id.pins.rawKeyHex,
-                            note: "SHA-256 of the bare key bytes (SecKeyCopyExternalRepresentation); not a standard pin")
+        rawKeySHA256 = Hash(
+            base64: id.pins.rawKeyBase64, hex: id.pins.rawKeyHex,
+            note: "SHA-256 of the bare key bytes (SecKeyCopyExternalRepresentation); not a standard pin")
         okhttp = PinFormat.okhttpPin(id.pins.spkiBase64)
         curl = PinFormat.curlPin(id.pins.spkiBase64)
     }

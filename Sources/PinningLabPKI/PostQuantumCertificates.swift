@@ -1,11 +1,11 @@
+internal import Crypto
 // ML-DSA keys and certificates (FIPS 204, RFC 9881) in DER the lab writes itself: swift-certificates 1.21 has no
 // ML-DSA public key or signature algorithm, so a certificate that carries or is signed by an ML-DSA key is first
 // built by swift-certificates around a placeholder key, then its TBSCertificate gets the real SubjectPublicKeyInfo
 // and signature AlgorithmIdentifier, and is signed again by the real issuer key.
 internal import Foundation
-internal import Crypto
-internal import X509
 internal import SwiftASN1
+internal import X509
 
 /// DER of ML-DSA keys: PKCS#8 with the 32-byte seed, SubjectPublicKeyInfo with the FIPS 204 public key.
 enum MLDSAEncoding {
@@ -25,7 +25,8 @@ enum MLDSAEncoding {
     /// OneAsymmetricKey v0 whose privateKey is the seed-only ML-DSA-PrivateKey choice: `[0] IMPLICIT OCTET STRING
     /// (SIZE (32))` (RFC 9881 §6). OpenSSL 3.5 and Go 1.27 read this form.
     static func pkcs8(seed: [UInt8], type: KeyType) -> [UInt8] {
-        DERBytes.tlv(0x30, [0x02, 0x01, 0x00] + algorithmIdentifier(type) + DERBytes.tlv(0x04, DERBytes.tlv(0x80, seed)))
+        DERBytes.tlv(
+            0x30, [0x02, 0x01, 0x00] + algorithmIdentifier(type) + DERBytes.tlv(0x04, DERBytes.tlv(0x80, seed)))
     }
 
     /// The seed and key type of an ML-DSA PKCS#8 key (seed-only or "both" form), or nil when it is none.
@@ -33,20 +34,26 @@ enum MLDSAEncoding {
         guard let root = try? DER.parse(der), case .constructed(let top) = root.content else { return nil }
         let parts = Array(top)
         guard parts.count >= 3, case .constructed(let alg) = parts[1].content,
-              let oidNode = Array(alg).first, oidNode.identifier == .objectIdentifier,
-              let oid = try? ASN1ObjectIdentifier(derEncoded: oidNode) else { return nil }
+            let oidNode = Array(alg).first, oidNode.identifier == .objectIdentifier,
+            let oid = try? ASN1ObjectIdentifier(derEncoded: oidNode)
+        else { return nil }
         let type: KeyType
         switch oid.description {
         case "2.16.840.1.101.3.4.3.18": type = .mldsa65
         case "2.16.840.1.101.3.4.3.19": type = .mldsa87
         default: return nil
         }
-        guard case .primitive(let inner) = parts[2].content, let choice = try? DER.parse(Array(inner)) else { return nil }
+        guard case .primitive(let inner) = parts[2].content, let choice = try? DER.parse(Array(inner)) else {
+            return nil
+        }
         switch choice.content {
-        case .primitive(let bytes) where choice.identifier.tagClass == .contextSpecific && choice.identifier.tagNumber == 0:
+        case .primitive(let bytes)
+        where choice.identifier.tagClass == .contextSpecific && choice.identifier.tagNumber == 0:
             return bytes.count == 32 ? (Array(bytes), type) : nil
         case .constructed(let both):  // SEQUENCE { seed OCTET STRING, expandedKey OCTET STRING }
-            guard let first = Array(both).first, case .primitive(let bytes) = first.content, bytes.count == 32 else { return nil }
+            guard let first = Array(both).first, case .primitive(let bytes) = first.content, bytes.count == 32 else {
+                return nil
+            }
             return (Array(bytes), type)
         default:
             return nil
@@ -114,7 +121,8 @@ extension Builder {
         let placeholderPublic = Certificate.PublicKey(placeholderKey.publicKey)
         let algorithm = signer.type.isMLDSA ? .ecdsaWithSHA256 : signatureAlgorithm(signer: signer.type, hash: hash)
         let issuerKey = signer.type.isMLDSA ? Certificate.PrivateKey(placeholderKey) : try signer.certificatePrivateKey
-        let placeholder = try der(try build(subject.type.isMLDSA ? placeholderPublic : try subject.publicKey, issuerKey, algorithm))
+        let placeholder = try der(
+            try build(subject.type.isMLDSA ? placeholderPublic : try subject.publicKey, issuerKey, algorithm))
         let outer = try DERBytes.children(placeholder)
         var tbs = try DERBytes.children(outer[0])
         let offset = tbs.first?.first == 0xa0 ? 1 : 0
@@ -126,7 +134,8 @@ extension Builder {
         if let s = try signer.mldsaSignature(tbsDER) {
             signature = s
         } else {
-            signature = Array(try signer.certificatePrivateKey.sign(bytes: tbsDER, signatureAlgorithm: algorithm).rawRepresentation)
+            signature = Array(
+                try signer.certificatePrivateKey.sign(bytes: tbsDER, signatureAlgorithm: algorithm).rawRepresentation)
         }
         return DERBytes.tlv(0x30, tbsDER + algorithmID + DERBytes.tlv(0x03, [0x00] + signature))
     }

@@ -1,9 +1,9 @@
+import Crypto
 // The scoped proxy root: an interception root name-constrained to exactly the hosts under test.
 public import Foundation
 import PinningLabBase
-import Crypto
-import X509
 import SwiftASN1
+import X509
 
 /// The hosts a scoped proxy root may vouch for, parsed from OkHttp-style patterns and mapped to RFC 5280 name
 /// constraints (permitted dNSName subtrees; a dNSName subtree permits the name and every subdomain of it):
@@ -31,8 +31,9 @@ public struct ProxyScope: Sendable, Hashable {
         let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             .filter { !$0.isEmpty }
         guard !items.isEmpty else {
-            throw PKIError(.badScope, "no host given", field: option,
-                           fix: "list the hosts under test, e.g. --scope 'api.example.com,**.example.com'")
+            throw PKIError(
+                .badScope, "no host given", field: option,
+                fix: "list the hosts under test, e.g. --scope 'api.example.com,**.example.com'")
         }
         patterns = items
         permitted = []
@@ -50,21 +51,32 @@ public struct ProxyScope: Sendable, Hashable {
                 name = String(item.dropFirst(3))
             } else if item.hasPrefix("*.") {
                 name = String(item.dropFirst(2))
-                notes.append("\(item): name constraints cannot say \"exactly one more label\"; the root may vouch for \(name) and every subdomain of it")
+                notes.append(
+                    "\(item): name constraints cannot say \"exactly one more label\"; the root may vouch for \(name) and every subdomain of it"
+                )
             }
             let labels = name.split(separator: ".", omittingEmptySubsequences: false)
             guard HostName.isValid(name) else {
-                throw PKIError(.badScope, "'\(YAMLReader.excerpt(item))' is not a host name, pattern or IP address", field: option,
-                               fix: "write api.example.com (that host and its subdomains), **.example.com (the domain and every subdomain) or an IP address; wildcards only as a leading *. or **.")
+                throw PKIError(
+                    .badScope, "'\(YAMLReader.excerpt(item))' is not a host name, pattern or IP address", field: option,
+                    fix:
+                        "write api.example.com (that host and its subdomains), **.example.com (the domain and every subdomain) or an IP address; wildcards only as a leading *. or **."
+                )
             }
             guard labels.count >= 2 || name == "localhost" || name == "test" else {
-                throw PKIError(.badScope, "'\(item)' would cover the whole top-level domain '\(name)'",
-                               field: option, fix: "name the registrable domain at least, e.g. **.example.com")
+                throw PKIError(
+                    .badScope, "'\(item)' would cover the whole top-level domain '\(name)'",
+                    field: option, fix: "name the registrable domain at least, e.g. **.example.com")
             }
             if !permitted.contains(.dns(name)) { permitted.append(.dns(name)) }
         }
-        excluded = addresses ? [] : [.ip(address: [0, 0, 0, 0], mask: [0, 0, 0, 0]),
-                                     .ip(address: [UInt8](repeating: 0, count: 16), mask: [UInt8](repeating: 0, count: 16))]
+        excluded =
+            addresses
+            ? []
+            : [
+                .ip(address: [0, 0, 0, 0], mask: [0, 0, 0, 0]),
+                .ip(address: [UInt8](repeating: 0, count: 16), mask: [UInt8](repeating: 0, count: 16)),
+            ]
     }
 }
 
@@ -90,7 +102,8 @@ extension LabPKI {
         let lock = try DirectoryLock(directory.appendingPathComponent(".lock"))
         defer { lock.unlock() }
         let key = try LabKey.generate(.p256)
-        try Storage.writeAtomically(PEM.encode(key.pkcs8DER, label: "PRIVATE KEY"), to: keyFile(Self.scopedProxyRootName), mode: 0o600)
+        try Storage.writeAtomically(
+            PEM.encode(key.pkcs8DER, label: "PRIVATE KEY"), to: keyFile(Self.scopedProxyRootName), mode: 0o600)
         return try writeScoped(scope, key: key, now: now)
     }
 
@@ -101,16 +114,18 @@ extension LabPKI {
         let lock = try DirectoryLock(directory.appendingPathComponent(".lock"))
         defer { lock.unlock() }
         guard let bytes = try Storage.readFile(scopedStateURL),
-              let state = try? JSONDecoder().decode(ScopedState.self, from: Data(bytes)),
-              let der = Data(base64Encoded: state.der)
+            let state = try? JSONDecoder().decode(ScopedState.self, from: Data(bytes)),
+            let der = Data(base64Encoded: state.der)
         else {
-            throw PKIError(.keyFileCorrupt, "the scoped proxy root's state is damaged", file: scopedStateURL.path,
-                           entity: Self.scopedProxyRootName, fix: "issue it again: pinlab pki proxy-root --scope HOSTS")
+            throw PKIError(
+                .keyFileCorrupt, "the scoped proxy root's state is damaged", file: scopedStateURL.path,
+                entity: Self.scopedProxyRootName, fix: "issue it again: pinlab pki proxy-root --scope HOSTS")
         }
         let builder = Builder(spec: spec, options: PKIOptions(directory: directory))
         let key = try builder.readKey(keyFile(Self.scopedProxyRootName), name: Self.scopedProxyRootName, type: .p256)
         let scope = try ProxyScope(parsing: state.scope.joined(separator: ","))
-        let stale = now.timeIntervalSince1970 - state.issuedAt >= 86400 || now.timeIntervalSince1970 < state.issuedAt - 300
+        let stale =
+            now.timeIntervalSince1970 - state.issuedAt >= 86400 || now.timeIntervalSince1970 < state.issuedAt - 300
         let identity = try Self.scopedIdentity(der: Array(der), key: key)
         let keySPKI = Array(SHA256.hash(data: try Builder.der(key.publicKey)))
         if stale || identity.pins.spkiSHA256 != keySPKI {
@@ -123,15 +138,20 @@ extension LabPKI {
     public func certificateAuthority(_ name: String) throws -> Identity {
         if name == Self.scopedProxyRootName {
             guard let id = try self.scopedProxyRoot() else {
-                throw PKIError(.unknownIdentity, "no scoped proxy root has been issued in \(directory.path)",
-                               entity: name, fix: "issue one: pinlab pki proxy-root --scope 'api.example.com,**.example.com' --dir \(directory.path)")
+                throw PKIError(
+                    .unknownIdentity, "no scoped proxy root has been issued in \(directory.path)",
+                    entity: name,
+                    fix:
+                        "issue one: pinlab pki proxy-root --scope 'api.example.com,**.example.com' --dir \(directory.path)"
+                )
             }
             return id
         }
         let id = try identity(name)
         guard id.role.isCA else {
-            throw PKIError(.unknownIdentity, "'\(name)' is a \(id.role), not a CA", entity: name,
-                           fix: "use proxy-root or \(Self.scopedProxyRootName)")
+            throw PKIError(
+                .unknownIdentity, "'\(name)' is a \(id.role), not a CA", entity: name,
+                fix: "use proxy-root or \(Self.scopedProxyRootName)")
         }
         return id
     }
@@ -151,14 +171,16 @@ extension LabPKI {
         }
         var ext = Certificate.Extensions()
         try ext.append(Certificate.Extension(BasicConstraints.isCertificateAuthority(maxPathLength: 0), critical: true))
-        try ext.append(Certificate.Extension(KeyUsage(digitalSignature: true, keyCertSign: true, cRLSign: true), critical: true))
+        try ext.append(
+            Certificate.Extension(KeyUsage(digitalSignature: true, keyCertSign: true, cRLSign: true), critical: true))
         // TLS server certificates only: the name constraints bound DNS names and addresses, not e-mail addresses,
         // URIs or code signing; the EKU keeps the root's key from vouching for those (RFC 5280 leaves EKU in a CA
         // to the verifier; OpenSSL, Apple and Windows read it as the chain's limit).
         try ext.append(Certificate.Extension(try ExtendedKeyUsage([.serverAuth]), critical: false))
-        try ext.append(Certificate.Extension(
-            NameConstraints(permittedSubtrees: general(scope.permitted), excludedSubtrees: general(scope.excluded)),
-            critical: true))
+        try ext.append(
+            Certificate.Extension(
+                NameConstraints(permittedSubtrees: general(scope.permitted), excludedSubtrees: general(scope.excluded)),
+                critical: true))
         try ext.append(Certificate.Extension(SubjectKeyIdentifier(keyIdentifier: ski[...]), critical: false))
         let subject = try DistinguishedName {
             CommonName("PinningLab Scoped Proxy CA")
@@ -171,10 +193,12 @@ extension LabPKI {
             issuer: subject, subject: subject, signatureAlgorithm: .ecdsaWithSHA256, extensions: ext,
             issuerPrivateKey: try key.certificatePrivateKey)
         let der = try Builder.der(cert)
-        let state = ScopedState(scope: scope.patterns, der: Data(der).base64EncodedString(), issuedAt: now.timeIntervalSince1970)
+        let state = ScopedState(
+            scope: scope.patterns, der: Data(der).base64EncodedString(), issuedAt: now.timeIntervalSince1970)
         try Storage.writeAtomically(Array(try JSONEncoder().encode(state)), to: scopedStateURL, mode: 0o600)
         let identity = try Self.scopedIdentity(der: der, key: key)
-        try IdentityWriter(directory: directory, pkcs12Encoder: nil, pkcs12Password: "", pkcs12Roles: []).write(identity)
+        try IdentityWriter(directory: directory, pkcs12Encoder: nil, pkcs12Password: "", pkcs12Roles: []).write(
+            identity)
         return identity
     }
 
@@ -188,7 +212,8 @@ extension LabPKI {
             subject: cert.subject.description, issuer: cert.issuer.description,
             serialHex: Array(cert.serialNumber.bytes).hexString, notBefore: cert.notValidBefore,
             notAfter: cert.notValidAfter, hosts: [],
-            pins: Pins(spkiSHA256: Array(SHA256.hash(data: spki)), certificateSHA256: Array(SHA256.hash(data: der)),
-                       rawKeySHA256: Array(SHA256.hash(data: Array(cert.publicKey.subjectPublicKeyInfoBytes)))))
+            pins: Pins(
+                spkiSHA256: Array(SHA256.hash(data: spki)), certificateSHA256: Array(SHA256.hash(data: der)),
+                rawKeySHA256: Array(SHA256.hash(data: Array(cert.publicKey.subjectPublicKeyInfoBytes)))))
     }
 }

@@ -1,5 +1,5 @@
-public import Foundation
 import Crypto
+public import Foundation
 import Yams
 
 /// A time relative to the moment certificates are issued: `-1h`, `+30d`, `now`, `-1d12h`.
@@ -180,7 +180,8 @@ public struct PKISpec: Sendable {
         }
         guard let text = String(data: data, encoding: .utf8) else {
             // The line of the first byte that is not UTF-8 (Latin-1 or UTF-16 saved by an editor).
-            var line = 1, i = 0
+            var line = 1
+            var i = 0
             let bytes = [UInt8](data)
             while i < bytes.count {
                 let b = bytes[i]
@@ -190,8 +191,9 @@ public struct PKISpec: Sendable {
                 if b == 0x0A { line += 1 }
                 i += n
             }
-            throw PKIError(.fileUnreadable, "the PKI spec is not UTF-8 text (line \(line) holds a byte that is not)",
-                           file: url.path, line: line, fix: "save the file as UTF-8")
+            throw PKIError(
+                .fileUnreadable, "the PKI spec is not UTF-8 text (line \(line) holds a byte that is not)",
+                file: url.path, line: line, fix: "save the file as UTF-8")
         }
         return try parse(yaml: text, file: url.path)
     }

@@ -8,7 +8,7 @@ func isDNSName(_ s: String) -> Bool {
         if l.isEmpty { return false }
         if l == "*" && i == 0 && labels.count > 2 { continue }
         guard l.count <= 63, !l.hasPrefix("-"), !l.hasSuffix("-"),
-              l.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "-") })
+            l.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "-") })
         else { return false }
     }
     return true
@@ -34,7 +34,8 @@ public func formatIP(_ bytes: [UInt8]) -> String {
 func parseConstraint(_ s: String) -> NameConstraintItem? {
     if let slash = s.firstIndex(of: "/") {
         guard let addr = parseIP(String(s[..<slash])), let prefix = Int(s[s.index(after: slash)...]),
-              prefix >= 0, prefix <= addr.count * 8 else { return nil }
+            prefix >= 0, prefix <= addr.count * 8
+        else { return nil }
         var mask = [UInt8](repeating: 0, count: addr.count)
         for i in 0..<prefix { mask[i / 8] |= 0x80 >> UInt8(i % 8) }
         return .ip(address: zip(addr, mask).map { $0 & $1 }, mask: mask)

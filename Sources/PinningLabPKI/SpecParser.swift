@@ -21,7 +21,6 @@ struct SpecContext {
     var ctLogs: Set<String> = []
 }
 
-
 private let entityFields = [
     "role", "issuer", "key", "keyType", "subject", "hosts", "validity", "signature", "pathLength",
     "nameConstraints", "scope", "usages", "twinOf", "ca", "description", "scts", "tlsSCTs",
@@ -51,12 +50,15 @@ struct SpecParser {
             case .missingField: code = .missingField
             }
             func clause(_ s: String) -> String { s.hasSuffix(".") ? String(s.dropLast()) : s }
-            return PKIError(code, clause(problem), file: file, line: line, entity: entity,
-                            field: field.isEmpty ? nil : field, fix: clause(fix))
+            return PKIError(
+                code, clause(problem), file: file, line: line, entity: entity,
+                field: field.isEmpty ? nil : field, fix: clause(fix))
         }
     }
 
-    func mapping(_ node: Node, entity: String?, field: String?, allowed: [String]? = nil, fix: String? = nil) throws -> Node.Mapping {
+    func mapping(_ node: Node, entity: String?, field: String?, allowed: [String]? = nil, fix: String? = nil) throws
+        -> Node.Mapping
+    {
         try yaml(entity).mapping(node, field ?? "", allowed: allowed, fix: fix)
     }
 
@@ -71,9 +73,13 @@ struct SpecParser {
     func duration(_ node: Node, entity: String, field: String) throws -> RelativeTime {
         let s = try string(node, entity: entity, field: field)
         guard let t = RelativeTime(parsing: s) else {
-            throw fail(.badDuration, "'\(s.count > 60 ? s.prefix(60) + "…" : s)' is not a relative time of at most 1000 years", node,
-                       entity: entity, field: field,
-                       fix: "write a signed duration such as -1h, +30d, -1d12h or now (units: s m h d w y; each number at most 1000000)")
+            throw fail(
+                .badDuration, "'\(s.count > 60 ? s.prefix(60) + "…" : s)' is not a relative time of at most 1000 years",
+                node,
+                entity: entity, field: field,
+                fix:
+                    "write a signed duration such as -1h, +30d, -1d12h or now (units: s m h d w y; each number at most 1000000)"
+            )
         }
         return t
     }
@@ -83,16 +89,19 @@ struct SpecParser {
         let nb = try m["notBefore"].map { try duration($0, entity: entity, field: "\(field).notBefore") }
         let na = try m["notAfter"].map { try duration($0, entity: entity, field: "\(field).notAfter") }
         guard let notBefore = nb ?? base?.notBefore else {
-            throw fail(.missingField, "notBefore is missing", node, entity: entity, field: "\(field).notBefore",
-                       fix: "add notBefore: -1h")
+            throw fail(
+                .missingField, "notBefore is missing", node, entity: entity, field: "\(field).notBefore",
+                fix: "add notBefore: -1h")
         }
         guard let notAfter = na ?? base?.notAfter else {
-            throw fail(.missingField, "notAfter is missing", node, entity: entity, field: "\(field).notAfter",
-                       fix: "add notAfter: +30d")
+            throw fail(
+                .missingField, "notAfter is missing", node, entity: entity, field: "\(field).notAfter",
+                fix: "add notAfter: +30d")
         }
         if notAfter.seconds <= notBefore.seconds {
-            throw fail(.emptyValidity, "notAfter (\(notAfter)) is not after notBefore (\(notBefore))", node,
-                       entity: entity, field: field, fix: "make notAfter later than notBefore")
+            throw fail(
+                .emptyValidity, "notAfter (\(notAfter)) is not after notBefore (\(notBefore))", node,
+                entity: entity, field: field, fix: "make notAfter later than notBefore")
         }
         return RelativeValidity(notBefore: notBefore, notAfter: notAfter)
     }
@@ -101,8 +110,9 @@ struct SpecParser {
         let s = try string(node, entity: entity, field: field)
         let t = KeyType(rawValue: s.lowercased().replacingOccurrences(of: "-", with: ""))
         guard KeyType.all.contains(t) else {
-            throw fail(.unknownKeyType, "unknown key type '\(s)'", node, entity: entity, field: field,
-                       fix: "use one of \(KeyType.all.map(\.rawValue).joined(separator: ", "))")
+            throw fail(
+                .unknownKeyType, "unknown key type '\(s)'", node, entity: entity, field: field,
+                fix: "use one of \(KeyType.all.map(\.rawValue).joined(separator: ", "))")
         }
         return t
     }
@@ -110,30 +120,35 @@ struct SpecParser {
     func constraintItems(_ node: Node, entity: String, field: String) throws -> [NameConstraintItem] {
         try strings(node, entity: entity, field: field).map { s, n in
             if let item = parseConstraint(s) { return item }
-            throw fail(.badNameConstraint, "'\(s)' is neither a DNS name nor an IP range", n, entity: entity,
-                       field: field, fix: "write a DNS name (.test, localhost) or an address/prefix (127.0.0.0/8, ::1/128)")
+            throw fail(
+                .badNameConstraint, "'\(s)' is neither a DNS name nor an IP range", n, entity: entity,
+                field: field, fix: "write a DNS name (.test, localhost) or an address/prefix (127.0.0.0/8, ::1/128)")
         }
     }
 
     func parse() throws -> PKISpec {
         guard let root = try yaml(nil).compose(text) else {
-            throw fail(.missingField, "the spec is empty", nil, field: "entities",
-                       fix: "start from the built-in pki/lab.yaml")
+            throw fail(
+                .missingField, "the spec is empty", nil, field: "entities",
+                fix: "start from the built-in pki/lab.yaml")
         }
-        let top = try mapping(root, entity: nil, field: nil, allowed: ["version", "defaults", "keys", "ctLogs", "entities"])
+        let top = try mapping(
+            root, entity: nil, field: nil, allowed: ["version", "defaults", "keys", "ctLogs", "entities"])
         if let v = top["version"] {
             let s = try string(v, entity: nil, field: "version")
             if s != "1" {
-                throw fail(.unsupportedVersion, "version \(s) is not supported", v, field: "version",
-                           fix: "this PinningLab reads version 1")
+                throw fail(
+                    .unsupportedVersion, "version \(s) is not supported", v, field: "version",
+                    fix: "this PinningLab reads version 1")
             }
         }
 
         let defaults = try parseDefaults(top["defaults"])
         let keys = try parseKeys(top["keys"])
         guard let entitiesNode = top["entities"] else {
-            throw fail(.missingField, "the spec has no entities", root, field: "entities",
-                       fix: "add an 'entities:' mapping (see the built-in pki/lab.yaml)")
+            throw fail(
+                .missingField, "the spec has no entities", root, field: "entities",
+                fix: "add an 'entities:' mapping (see the built-in pki/lab.yaml)")
         }
         let em = try mapping(entitiesNode, entity: nil, field: "entities")
         var raw: [(String, Node, Node.Mapping)] = []
@@ -141,10 +156,12 @@ struct SpecParser {
             let name = kn.string ?? ""
             try checkName(name, kn, what: "entity")
             if keys[name] != nil {
-                throw fail(.duplicateName, "'\(name)' names both a key and an entity", kn, entity: name,
-                           fix: "rename one of them")
+                throw fail(
+                    .duplicateName, "'\(name)' names both a key and an entity", kn, entity: name,
+                    fix: "rename one of them")
             }
-            raw.append((name, kn, try mapping(v, entity: name, field: nil, allowed: entityFields + Self.revocationFieldNames)))
+            raw.append(
+                (name, kn, try mapping(v, entity: name, field: nil, allowed: entityFields + Self.revocationFieldNames)))
         }
         let entityNames = Set(raw.map(\.0))
         // Entities without `key:` own a key named after them, which others may share with `key: <entity>`.
@@ -154,8 +171,9 @@ struct SpecParser {
         }
 
         let ctLogs = try parseCTLogs(top["ctLogs"], keys: keys, entityNames: entityNames)
-        let context = SpecContext(entityNames: entityNames, keys: keys, ownKeys: ownKeys, defaults: defaults,
-                                  ctLogs: Set(ctLogs.map(\.name)))
+        let context = SpecContext(
+            entityNames: entityNames, keys: keys, ownKeys: ownKeys, defaults: defaults,
+            ctLogs: Set(ctLogs.map(\.name)))
         var specs: [String: EntitySpec] = [:]
         var order: [String] = []
         for (name, nameNode, m) in raw {
@@ -163,8 +181,9 @@ struct SpecParser {
             order.append(name)
         }
         let digest = SHA256.hash(data: Data(text.utf8))
-        return PKISpec(file: file, keys: keys, entities: try ordered(specs, order),
-                       fingerprint: Array(digest).hexString, ctLogs: ctLogs)
+        return PKISpec(
+            file: file, keys: keys, entities: try ordered(specs, order),
+            fingerprint: Array(digest).hexString, ctLogs: ctLogs)
     }
 
     /// The `defaults:` mapping, over the built-in defaults.
@@ -176,16 +195,19 @@ struct SpecParser {
             switch k.string ?? "" {
             case "keyType": defaults.keyType = try keyType(v, entity: nil, field: "defaults.keyType")
             case "leafValidity":
-                defaults.leafValidity = try validity(v, entity: "defaults", field: "leafValidity", base: defaults.leafValidity)
+                defaults.leafValidity = try validity(
+                    v, entity: "defaults", field: "leafValidity", base: defaults.leafValidity)
             case "caValidity":
-                defaults.caValidity = try validity(v, entity: "defaults", field: "caValidity", base: defaults.caValidity)
+                defaults.caValidity = try validity(
+                    v, entity: "defaults", field: "caValidity", base: defaults.caValidity)
             case "hosts":
                 defaults.hosts = try strings(v, entity: nil, field: "defaults.hosts").map { s, n in
                     try checkHost(s, n, entity: "defaults")
                 }
             case let other:
-                throw fail(.unknownField, "unknown field '\(other)'", k, field: "defaults.\(other)",
-                           fix: "defaults has keyType, leafValidity, caValidity and hosts")
+                throw fail(
+                    .unknownField, "unknown field '\(other)'", k, field: "defaults.\(other)",
+                    fix: "defaults has keyType, leafValidity, caValidity and hosts")
             }
         }
         return defaults
@@ -202,8 +224,9 @@ struct SpecParser {
             if v.mapping != nil {
                 let vm = try mapping(v, entity: name, field: nil, allowed: ["type"])
                 guard let t = vm["type"] else {
-                    throw fail(.missingField, "the key has no type", v, entity: name, field: "type",
-                               fix: "write \(name): { type: p256 }")
+                    throw fail(
+                        .missingField, "the key has no type", v, entity: name, field: "type",
+                        fix: "write \(name): { type: p256 }")
                 }
                 keys[name] = try keyType(t, entity: name, field: "type")
             } else {
@@ -214,20 +237,23 @@ struct SpecParser {
     }
 
     /// One entry of `entities:`, checked against the names, keys and defaults of the whole spec.
-    func parseEntity(_ name: String, _ nameNode: Node, _ m: Node.Mapping, in context: SpecContext) throws -> EntitySpec {
+    func parseEntity(_ name: String, _ nameNode: Node, _ m: Node.Mapping, in context: SpecContext) throws -> EntitySpec
+    {
         let entityNames = context.entityNames
         let defaultHosts = context.defaults.hosts
         let leafValidity = context.defaults.leafValidity
         let caValidity = context.defaults.caValidity
         guard let roleNode = m["role"] else {
-            throw fail(.missingField, "the entity has no role", nameNode, entity: name, field: "role",
-                       fix: "add role: root, intermediate, leaf or client")
+            throw fail(
+                .missingField, "the entity has no role", nameNode, entity: name, field: "role",
+                fix: "add role: root, intermediate, leaf or client")
         }
         let roleText = try string(roleNode, entity: name, field: "role")
         let role = Role(rawValue: roleText)
         guard Role.all.contains(role) else {
-            throw fail(.unknownRole, "unknown role '\(roleText)'", roleNode, entity: name, field: "role",
-                       fix: "use root, intermediate, leaf or client \(didYouMean(roleText, Role.all.map(\.rawValue)))")
+            throw fail(
+                .unknownRole, "unknown role '\(roleText)'", roleNode, entity: name, field: "role",
+                fix: "use root, intermediate, leaf or client \(didYouMean(roleText, Role.all.map(\.rawValue)))")
         }
 
         var isCA = role.isCA
@@ -237,12 +263,14 @@ struct SpecParser {
                 throw fail(.wrongType, "'\(s)' is not true or false", caNode, entity: name, field: "ca")
             }
             if b && !role.isCA {
-                throw fail(.leafMarkedCA, "a \(role) cannot be a CA", caNode, entity: name, field: "ca",
-                           fix: "remove 'ca: true', or make the role intermediate")
+                throw fail(
+                    .leafMarkedCA, "a \(role) cannot be a CA", caNode, entity: name, field: "ca",
+                    fix: "remove 'ca: true', or make the role intermediate")
             }
             if !b && role.isCA {
-                throw fail(.wrongType, "\(role.withArticle) is always a CA", caNode, entity: name, field: "ca",
-                           fix: "remove 'ca: false'")
+                throw fail(
+                    .wrongType, "\(role.withArticle) is always a CA", caNode, entity: name, field: "ca",
+                    fix: "remove 'ca: false'")
             }
             isCA = b
         }
@@ -255,8 +283,9 @@ struct SpecParser {
         var hosts: [String] = []
         if let hNode = m["hosts"] {
             if role.isCA {
-                throw fail(.unknownField, "\(role.withArticle) has no hosts", hNode, entity: name, field: "hosts",
-                           fix: "remove hosts; use nameConstraints to limit what a CA may issue")
+                throw fail(
+                    .unknownField, "\(role.withArticle) has no hosts", hNode, entity: name, field: "hosts",
+                    fix: "remove hosts; use nameConstraints to limit what a CA may issue")
             }
             hosts = try strings(hNode, entity: name, field: "hosts").map { s, n in try checkHost(s, n, entity: name) }
         } else if role == .leaf {
@@ -275,8 +304,9 @@ struct SpecParser {
             let s = try string(sNode, entity: name, field: "signature")
             let h = SignatureHash(rawValue: s.lowercased().replacingOccurrences(of: "-", with: ""))
             guard SignatureHash.all.contains(h) else {
-                throw fail(.unsupportedSignature, "unknown signature hash '\(s)'", sNode, entity: name,
-                           field: "signature", fix: "use sha256, sha384, sha512 or sha1")
+                throw fail(
+                    .unsupportedSignature, "unknown signature hash '\(s)'", sNode, entity: name,
+                    field: "signature", fix: "use sha256, sha384, sha512 or sha1")
             }
             signature = h
         }
@@ -289,8 +319,11 @@ struct SpecParser {
             usages = try strings(uNode, entity: name, field: "usages").map { s, n in
                 let u = KeyUsagePurpose(rawValue: s)
                 guard KeyUsagePurpose.all.contains(u) else {
-                    throw fail(.unknownUsage, "unknown usage '\(s)'", n, entity: name, field: "usages",
-                               fix: "use \(KeyUsagePurpose.all.map(\.rawValue).joined(separator: ", ")) \(didYouMean(s, KeyUsagePurpose.all.map(\.rawValue)))")
+                    throw fail(
+                        .unknownUsage, "unknown usage '\(s)'", n, entity: name, field: "usages",
+                        fix:
+                            "use \(KeyUsagePurpose.all.map(\.rawValue).joined(separator: ", ")) \(didYouMean(s, KeyUsagePurpose.all.map(\.rawValue)))"
+                    )
                 }
                 return u
             }
@@ -300,12 +333,15 @@ struct SpecParser {
         if let tNode = m["twinOf"] {
             let t = try string(tNode, entity: name, field: "twinOf")
             guard entityNames.contains(t), t != name else {
-                throw fail(.badTwin, "twinOf names '\(t)', which is not another entity of this spec", tNode,
-                           entity: name, field: "twinOf", fix: "name the entity whose subject and key identifier to copy \(didYouMean(t, entityNames))")
+                throw fail(
+                    .badTwin, "twinOf names '\(t)', which is not another entity of this spec", tNode,
+                    entity: name, field: "twinOf",
+                    fix: "name the entity whose subject and key identifier to copy \(didYouMean(t, entityNames))")
             }
             if m["subject"] != nil {
-                throw fail(.badTwin, "a twin copies its subject from '\(t)' and cannot set one", tNode,
-                           entity: name, field: "subject", fix: "remove subject")
+                throw fail(
+                    .badTwin, "a twin copies its subject from '\(t)' and cannot set one", tNode,
+                    entity: name, field: "subject", fix: "remove subject")
             }
             twinOf = t
         }
@@ -327,28 +363,33 @@ struct SpecParser {
     }
 
     /// `issuer:`: the entity itself for a root or `self`, otherwise another entity of the spec.
-    func parseIssuer(_ name: String, _ nameNode: Node, role: Role, _ m: Node.Mapping, entityNames: Set<String>) throws -> String {
+    func parseIssuer(_ name: String, _ nameNode: Node, role: Role, _ m: Node.Mapping, entityNames: Set<String>) throws
+        -> String
+    {
         var issuer = name
         if let iNode = m["issuer"] {
             let i = try string(iNode, entity: name, field: "issuer")
             if role == .root {
                 if i != name && i != "self" {
-                    throw fail(.rootWithIssuer, "a root is self-signed but names issuer '\(i)'", iNode,
-                               entity: name, field: "issuer",
-                               fix: "remove the issuer, or make the role intermediate")
+                    throw fail(
+                        .rootWithIssuer, "a root is self-signed but names issuer '\(i)'", iNode,
+                        entity: name, field: "issuer",
+                        fix: "remove the issuer, or make the role intermediate")
                 }
             } else if i == "self" || i == name {
                 issuer = name
             } else {
                 guard entityNames.contains(i) else {
-                    throw fail(.unknownIssuer, "unknown issuer '\(i)'", iNode, entity: name, field: "issuer",
-                               fix: "name an entity of this spec \(didYouMean(i, entityNames))")
+                    throw fail(
+                        .unknownIssuer, "unknown issuer '\(i)'", iNode, entity: name, field: "issuer",
+                        fix: "name an entity of this spec \(didYouMean(i, entityNames))")
                 }
                 issuer = i
             }
         } else if role != .root {
-            throw fail(.missingField, "\(role.withArticle) needs an issuer", nameNode, entity: name, field: "issuer",
-                       fix: "add issuer: <entity name>, or issuer: self for a self-signed certificate")
+            throw fail(
+                .missingField, "\(role.withArticle) needs an issuer", nameNode, entity: name, field: "issuer",
+                fix: "add issuer: <entity name>, or issuer: self for a self-signed certificate")
         }
 
         return issuer
@@ -363,16 +404,20 @@ struct SpecParser {
         if let kNode = m["key"] {
             keyName = try string(kNode, entity: name, field: "key")
             guard let t = keys[keyName] ?? ownKeys[keyName] else {
-                throw fail(.unknownKey, "unknown key '\(keyName)'", kNode, entity: name, field: "key",
-                           fix: "declare it under keys:, name an entity that has its own key, or remove 'key' to give the entity its own key \(didYouMean(keyName, Array(keys.keys) + Array(ownKeys.keys)))")
+                throw fail(
+                    .unknownKey, "unknown key '\(keyName)'", kNode, entity: name, field: "key",
+                    fix:
+                        "declare it under keys:, name an entity that has its own key, or remove 'key' to give the entity its own key \(didYouMean(keyName, Array(keys.keys) + Array(ownKeys.keys)))"
+                )
             }
             kt = t
         }
         if let tNode = m["keyType"] {
             let t = try keyType(tNode, entity: name, field: "keyType")
             if let kt, kt != t {
-                throw fail(.keyTypeConflict, "keyType \(t) contradicts key '\(keyName)', which is \(kt)", tNode,
-                           entity: name, field: "keyType", fix: "remove keyType; the named key decides")
+                throw fail(
+                    .keyTypeConflict, "keyType \(t) contradicts key '\(keyName)', which is \(kt)", tNode,
+                    entity: name, field: "keyType", fix: "remove keyType; the named key decides")
             }
             kt = t
         }
@@ -391,9 +436,10 @@ struct SpecParser {
                 for (k, v) in sm {
                     let a = k.string ?? ""
                     guard subjectAttributes.contains(a) else {
-                        throw fail(.unknownSubjectAttribute, "unknown subject attribute '\(a)'", k, entity: name,
-                                   field: "subject.\(a)",
-                                   fix: "use \(subjectAttributes.joined(separator: ", "))")
+                        throw fail(
+                            .unknownSubjectAttribute, "unknown subject attribute '\(a)'", k, entity: name,
+                            field: "subject.\(a)",
+                            fix: "use \(subjectAttributes.joined(separator: ", "))")
                     }
                     subject.append(SubjectAttribute(type: a, value: try string(v, entity: name, field: "subject.\(a)")))
                 }
@@ -410,13 +456,15 @@ struct SpecParser {
         var pathLength: Int?
         if let pNode = m["pathLength"] {
             guard isCA else {
-                throw fail(.pathLengthOnLeaf, "a \(role) has no path length", pNode, entity: name,
-                           field: "pathLength", fix: "remove pathLength; it only applies to CAs")
+                throw fail(
+                    .pathLengthOnLeaf, "a \(role) has no path length", pNode, entity: name,
+                    field: "pathLength", fix: "remove pathLength; it only applies to CAs")
             }
             let s = try string(pNode, entity: name, field: "pathLength")
             guard let p = Int(s), p >= 0 else {
-                throw fail(.wrongType, "'\(s)' is not a non-negative whole number", pNode, entity: name,
-                           field: "pathLength")
+                throw fail(
+                    .wrongType, "'\(s)' is not a non-negative whole number", pNode, entity: name,
+                    field: "pathLength")
             }
             pathLength = p
         }
@@ -425,19 +473,25 @@ struct SpecParser {
         var excluded: [NameConstraintItem] = []
         if let ncNode = m["nameConstraints"] {
             guard isCA else {
-                throw fail(.leafMarkedCA, "only a CA can carry name constraints", ncNode, entity: name,
-                           field: "nameConstraints", fix: "remove nameConstraints")
+                throw fail(
+                    .leafMarkedCA, "only a CA can carry name constraints", ncNode, entity: name,
+                    field: "nameConstraints", fix: "remove nameConstraints")
             }
             let nm = try mapping(ncNode, entity: name, field: "nameConstraints", allowed: ["permitted", "excluded"])
-            permitted = try nm["permitted"].map { try constraintItems($0, entity: name, field: "nameConstraints.permitted") } ?? []
-            excluded = try nm["excluded"].map { try constraintItems($0, entity: name, field: "nameConstraints.excluded") } ?? []
+            permitted =
+                try nm["permitted"].map { try constraintItems($0, entity: name, field: "nameConstraints.permitted") }
+                ?? []
+            excluded =
+                try nm["excluded"].map { try constraintItems($0, entity: name, field: "nameConstraints.excluded") }
+                ?? []
         }
         // `scope: [api.example.com, "**.example.com"]`: the proxy-scope shorthand (ProxyScope), RFC 5280 permitted
         // dNSName subtrees with every address excluded unless listed.
         if let scopeNode = m["scope"] {
             guard isCA, m["nameConstraints"] == nil else {
-                throw fail(.badScope, isCA ? "scope and nameConstraints both constrain names" : "only a CA can carry a scope",
-                           scopeNode, entity: name, field: "scope", fix: isCA ? "keep one of them" : "remove scope")
+                throw fail(
+                    .badScope, isCA ? "scope and nameConstraints both constrain names" : "only a CA can carry a scope",
+                    scopeNode, entity: name, field: "scope", fix: isCA ? "keep one of them" : "remove scope")
             }
             let items = try strings(scopeNode, entity: name, field: "scope").map(\.0)
             do {
@@ -465,8 +519,11 @@ struct SpecParser {
                 let cycle = (loop.map(\.name) + [n]).joined(separator: " → ")
                 let field = loop.first?.field ?? "issuer"
                 let what = loop.contains { $0.field == "twinOf" } ? "issuer and twinOf references" : "issuers"
-                throw PKIError(.issuerCycle, "\(what) form a cycle: \(cycle)", file: file, line: e.line, entity: n, field: field,
-                               fix: "one entity in the cycle must be a root or issued by one, and a twin must copy an entity outside it")
+                throw PKIError(
+                    .issuerCycle, "\(what) form a cycle: \(cycle)", file: file, line: e.line, entity: n, field: field,
+                    fix:
+                        "one entity in the cycle must be a root or issued by one, and a twin must copy an entity outside it"
+                )
             }
             state[n] = 1
             if !e.isSelfSigned { try visit(e.issuer, path: path + [(n, "issuer")]) }
@@ -479,25 +536,29 @@ struct SpecParser {
         for n in sorted {
             let e = specs[n]!
             if let t = e.twinOf, !specs[t]!.isCA {
-                throw PKIError(.badTwin, "twin of '\(t)', which is not a CA", file: file, line: e.line, entity: n,
-                               field: "twinOf", fix: "a name-collision twin imitates a CA")
+                throw PKIError(
+                    .badTwin, "twin of '\(t)', which is not a CA", file: file, line: e.line, entity: n,
+                    field: "twinOf", fix: "a name-collision twin imitates a CA")
             }
             let signerType = specs[e.issuer]!.keyType
             if let s = e.signature {
                 if signerType == .ed25519 {
-                    throw PKIError(.unsupportedSignature, "the issuer '\(e.issuer)' has an Ed25519 key, which takes no hash",
-                                   file: file, line: e.line, entity: n, field: "signature", fix: "remove signature")
+                    throw PKIError(
+                        .unsupportedSignature, "the issuer '\(e.issuer)' has an Ed25519 key, which takes no hash",
+                        file: file, line: e.line, entity: n, field: "signature", fix: "remove signature")
                 }
                 if s == .sha1 && !signerType.isRSA {
-                    throw PKIError(.unsupportedSignature,
-                                   "SHA-1 signatures need an RSA issuer; '\(e.issuer)' has a \(signerType.displayName) key",
-                                   file: file, line: e.line, entity: n, field: "signature",
-                                   fix: "issue it from an RSA CA (the lab has lab-intermediate-rsa)")
+                    throw PKIError(
+                        .unsupportedSignature,
+                        "SHA-1 signatures need an RSA issuer; '\(e.issuer)' has a \(signerType.displayName) key",
+                        file: file, line: e.line, entity: n, field: "signature",
+                        fix: "issue it from an RSA CA (the lab has lab-intermediate-rsa)")
                 }
             }
             if signerType == .rsa1024 && e.issuer != n {
-                throw PKIError(.unsupportedSignature, "the issuer '\(e.issuer)' has an RSA-1024 key, too weak to sign with here",
-                               file: file, line: e.line, entity: n, field: "issuer", fix: "issue it from a stronger CA")
+                throw PKIError(
+                    .unsupportedSignature, "the issuer '\(e.issuer)' has an RSA-1024 key, too weak to sign with here",
+                    file: file, line: e.line, entity: n, field: "issuer", fix: "issue it from a stronger CA")
             }
         }
 
@@ -505,20 +566,24 @@ struct SpecParser {
     }
 
     func checkName(_ name: String, _ node: Node, what: String) throws {
-        let ok = !name.isEmpty && name.count <= 64
-            && name.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-_.".unicodeScalars.contains($0) }
+        let ok =
+            !name.isEmpty && name.count <= 64
+            && name.unicodeScalars.allSatisfy {
+                CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-_.".unicodeScalars.contains($0)
+            }
             && !name.hasPrefix(".") && name != "self"
         if !ok {
-            throw fail(.badName, "'\(name)' is not a usable \(what) name", node, entity: name,
-                       fix: "use 1–64 ASCII letters, digits, '-', '_' or '.', not starting with '.', and not 'self'")
+            throw fail(
+                .badName, "'\(name)' is not a usable \(what) name", node, entity: name,
+                fix: "use 1–64 ASCII letters, digits, '-', '_' or '.', not starting with '.', and not 'self'")
         }
     }
 
     func checkHost(_ s: String, _ node: Node, entity: String) throws -> String {
         if parseIP(s) != nil { return s }
         if isDNSName(s) { return s.lowercased() }
-        throw fail(.badHost, "'\(s)' is neither a DNS name nor an IP address", node, entity: entity, field: "hosts",
-                   fix: "write a name such as api.pinning.test or an address such as 127.0.0.1 or ::1")
+        throw fail(
+            .badHost, "'\(s)' is neither a DNS name nor an IP address", node, entity: entity, field: "hosts",
+            fix: "write a name such as api.pinning.test or an address such as 127.0.0.1 or ::1")
     }
 }
-

@@ -1,11 +1,12 @@
 package import Foundation
+
 /// The C library's read(2) and write(2), named apart from Swift methods called `read`/`write`.
 #if canImport(Glibc)
-package let systemRead = Glibc.read
-package let systemWrite = Glibc.write
+    package let systemRead = Glibc.read
+    package let systemWrite = Glibc.write
 #else
-package let systemRead = Darwin.read
-package let systemWrite = Darwin.write
+    package let systemRead = Darwin.read
+    package let systemWrite = Darwin.write
 #endif
 
 /// File operations of the PKI directory: atomic writes with a mode, an exclusive lock, permission checks.
@@ -23,19 +24,22 @@ package enum Storage {
         if err == EEXIST {
             var st = stat()
             guard stat(url.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-                throw PKIError(.writeFailed, "\(url.path) exists and is not a folder", file: url.path,
-                               fix: "remove it or choose another --dir")
+                throw PKIError(
+                    .writeFailed, "\(url.path) exists and is not a folder", file: url.path,
+                    fix: "remove it or choose another --dir")
             }
             return false
         }
         do {
             guard err == ENOENT else { throw POSIXError(POSIXErrorCode(rawValue: err) ?? .EIO) }
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: NSNumber(value: mode)])
+            try FileManager.default.createDirectory(
+                at: url, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: NSNumber(value: mode)])
             return true
         } catch {
-            throw PKIError(.writeFailed, "cannot create the folder: \(error.localizedDescription)", file: url.path,
-                           fix: "check the permissions of its parent, or choose another --dir")
+            throw PKIError(
+                .writeFailed, "cannot create the folder: \(error.localizedDescription)", file: url.path,
+                fix: "check the permissions of its parent, or choose another --dir")
         }
     }
 
@@ -77,7 +81,8 @@ package enum Storage {
             let reason = String(cString: strerror(errno))
             var isDir: ObjCBool = false
             let folder = url.deletingLastPathComponent().path
-            let fix = FileManager.default.fileExists(atPath: folder, isDirectory: &isDir) && isDir.boolValue
+            let fix =
+                FileManager.default.fileExists(atPath: folder, isDirectory: &isDir) && isDir.boolValue
                 ? "check that the folder \(folder) is writable"
                 : "the folder \(folder) does not exist: create it (mkdir -p \(folder)) or choose another path"
             throw PKIError(.writeFailed, "cannot write the file: \(reason)", file: url.path, fix: fix)
@@ -96,8 +101,10 @@ package enum Storage {
         close(fd)
         guard rename(tmp.path, url.path) == 0 else {
             let err = errno
-            throw failure("write the file", err, fix: isDirectory(url)
-                ? "it is a folder: name a file in it" : "check free disk space and permissions")
+            throw failure(
+                "write the file", err,
+                fix: isDirectory(url)
+                    ? "it is a folder: name a file in it" : "check free disk space and permissions")
         }
     }
 
@@ -118,7 +125,7 @@ package enum Storage {
         for name in names where name.hasPrefix(".tmp-") {
             let parts = name.split(separator: "-")
             guard parts.count >= 4, UInt64(parts[parts.count - 1]) != nil,
-                  let pid = pid_t(parts[parts.count - 2]), pid > 0
+                let pid = pid_t(parts[parts.count - 2]), pid > 0
             else { continue }
             if pid != getpid() && kill(pid, 0) == -1 && errno == ESRCH
                 && unlink(folder.appendingPathComponent(name).path) == 0
@@ -136,14 +143,16 @@ package enum Storage {
         // to disk on close (auto_da_alloc), and unlink + create costs a new inode each time.
         let fd = open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC, mode)
         guard fd >= 0 else {
-            throw PKIError(.writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
-                           fix: "check that the folder is writable")
+            throw PKIError(
+                .writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
+                fix: "check that the folder is writable")
         }
         defer { close(fd) }
         if mode & 0o077 == 0 { fchmod(fd, mode) }
         guard writeAll(fd, bytes), ftruncate(fd, off_t(bytes.count)) == 0 else {
-            throw PKIError(.writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
-                           fix: "check free disk space")
+            throw PKIError(
+                .writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
+                fix: "check free disk space")
         }
     }
 
@@ -176,8 +185,9 @@ package enum Storage {
         let fd = open(url.path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
-            throw PKIError(.keyFileUnreadable, "cannot read the file: \(String(cString: strerror(errno)))",
-                           file: url.path, fix: "check its permissions (it should belong to you, mode 0600)")
+            throw PKIError(
+                .keyFileUnreadable, "cannot read the file: \(String(cString: strerror(errno)))",
+                file: url.path, fix: "check its permissions (it should belong to you, mode 0600)")
         }
         defer { close(fd) }
         var out: [UInt8] = []
@@ -186,7 +196,8 @@ package enum Storage {
             let n = buf.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw PKIError(.keyFileUnreadable, "cannot read the file: \(String(cString: strerror(errno)))", file: url.path)
+                throw PKIError(
+                    .keyFileUnreadable, "cannot read the file: \(String(cString: strerror(errno)))", file: url.path)
             }
             if n == 0 { break }
             out.append(contentsOf: buf[0..<n])
@@ -238,13 +249,15 @@ package enum Storage {
     static func requireOwnPrivate(_ st: stat, _ url: URL, what: String) throws {
         if st.st_uid != geteuid() {
             let owner = getpwuid(st.st_uid).map { String(cString: $0.pointee.pw_name) } ?? "uid \(st.st_uid)"
-            throw PKIError(.notPrivate, "\(what) belongs to \(owner), not to the user running pinlab", file: url.path,
-                           fix: "use a folder of your own (--dir), or remove this one if you did not make it")
+            throw PKIError(
+                .notPrivate, "\(what) belongs to \(owner), not to the user running pinlab", file: url.path,
+                fix: "use a folder of your own (--dir), or remove this one if you did not make it")
         }
         // Writable by everyone, or by a group that is not this user's own (a user-private group, umask 002, is).
         if st.st_mode & 0o002 != 0 || (st.st_mode & 0o020 != 0 && st.st_gid != getegid()) {
-            throw PKIError(.notPrivate, "\(what) can be written by others (mode \(String(st.st_mode & 0o777, radix: 8)))",
-                           file: url.path, fix: "run `chmod go-w \(url.path)` if you made it, or use another --dir")
+            throw PKIError(
+                .notPrivate, "\(what) can be written by others (mode \(String(st.st_mode & 0o777, radix: 8)))",
+                file: url.path, fix: "run `chmod go-w \(url.path)` if you made it, or use another --dir")
         }
     }
 }
@@ -257,8 +270,9 @@ final class DirectoryLock {
     init(_ url: URL) throws {
         fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw PKIError(.lockFailed, "cannot open the lock file: \(String(cString: strerror(errno)))", file: url.path,
-                           fix: "check that the PKI folder is writable")
+            throw PKIError(
+                .lockFailed, "cannot open the lock file: \(String(cString: strerror(errno)))", file: url.path,
+                fix: "check that the PKI folder is writable")
         }
         while flock(fd, LOCK_EX) != 0 {
             if errno == EINTR { continue }

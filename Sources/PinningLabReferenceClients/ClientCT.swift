@@ -5,10 +5,10 @@
 // context and session (ClientContext, ClientSession: the ATS floor, every OpenSSL call checked) with OpenSSL's CT
 // validation turned on instead of the reference clients' own CT decision.
 internal import CPinningLabOpenSSL
-internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
+internal import Foundation
 internal import PinningLabCore
 internal import PinningLabModel
-internal import Foundation
+internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
 
 /// What a strict OpenSSL CT client concluded about one server.
 package struct OpenSSLCTVerdict: Sendable, CustomStringConvertible {
@@ -49,8 +49,9 @@ package enum OpenSSLCTCheck {
         minimumDistinctLogs: Int? = nil, timeout: Duration = .seconds(5)
     ) throws(OpenSSLCTCheckError) -> OpenSSLCTVerdict {
         do {
-            return try run(ip: ip, port: port, host: host, trustRootsDER: trustRootsDER, ctLogFile: ctLogFile,
-                           minimumDistinctLogs: minimumDistinctLogs, timeout: timeout)
+            return try run(
+                ip: ip, port: port, host: host, trustRootsDER: trustRootsDER, ctLogFile: ctLogFile,
+                minimumDistinctLogs: minimumDistinctLogs, timeout: timeout)
         } catch {
             throw OpenSSLCTCheckError(description: error.detail)
         }
@@ -104,7 +105,8 @@ package enum OpenSSLCTCheck {
             var reason = ""
             if accepted, let minimum = minimumDistinctLogs, validLogs.count < minimum {
                 accepted = false
-                reason = "valid SCTs from \(validLogs.count) distinct log(s), fewer than the \(minimum) the policy requires"
+                reason =
+                    "valid SCTs from \(validLogs.count) distinct log(s), fewer than the \(minimum) the policy requires"
                 _ = SSL_shutdown(session.ssl)
                 try? session.flush()
             }

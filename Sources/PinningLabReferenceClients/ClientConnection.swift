@@ -1,11 +1,10 @@
 // One blocking reference-client connection: a non-blocking socket driven with poll(2) against a deadline, and an
 // SSL object over memory BIOs (so writes use MSG_NOSIGNAL and a closed peer never raises SIGPIPE).
 internal import CPinningLabOpenSSL
-internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
+internal import Foundation
 internal import PinningLabCore
 internal import PinningLabModel
-internal import Foundation
-
+internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
 
 /// The instant after which a run gives up.
 struct ClientDeadline {
@@ -37,7 +36,9 @@ final class ClientSocket {
             started = try Sockets.startConnect(host: ip, port: port, numericHost: true)
         } catch {
             switch error.step {
-            case .resolve: throw ClientFailure(category: .other, detail: "target.ip \"\(ip)\" is not a numeric address: \(error.reason)")
+            case .resolve:
+                throw ClientFailure(
+                    category: .other, detail: "target.ip \"\(ip)\" is not a numeric address: \(error.reason)")
             case .socket: throw ClientFailure(category: .other, detail: "socket: \(error.reason)")
             case .configure: throw ClientFailure(category: .other, detail: "fcntl(O_NONBLOCK): \(error.reason)")
             case .connect: throw ClientFailure(category: .other, detail: "connect to \(ip):\(port): \(error.reason)")
@@ -52,7 +53,8 @@ final class ClientSocket {
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 else {
-                throw ClientFailure(category: .other, detail: "connect to \(ip):\(port): \(String(cString: strerror(error)))")
+                throw ClientFailure(
+                    category: .other, detail: "connect to \(ip):\(port): \(String(cString: strerror(error)))")
             }
         }
     }
@@ -78,9 +80,9 @@ final class ClientSocket {
         var offset = 0
         while offset < bytes.count {
             #if canImport(Darwin)
-            let flags: Int32 = 0
+                let flags: Int32 = 0
             #else
-            let flags = Int32(MSG_NOSIGNAL)
+                let flags = Int32(MSG_NOSIGNAL)
             #endif
             let sent = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, flags) }
             if sent > 0 {
@@ -135,8 +137,7 @@ final class ClientSession {
     init(
         context: ClientContext, socket: ClientSocket, host: String, state: ClientVerifyState, deadline: ClientDeadline,
         offerHTTP2: Bool = false, openSSLCT: OpenSSLCTValidation? = nil
-    ) throws(ClientFailure)
-    {
+    ) throws(ClientFailure) {
         ERR_clear_error()
         guard let ssl = SSL_new(context.pointer) else {
             throw ClientFailure(category: .other, detail: "SSL_new: \(openSSLErrorQueue())")
@@ -158,7 +159,8 @@ final class ClientSession {
         self.socket = socket
         self.deadline = deadline
 
-        guard SSL_set_ex_data(ssl, ClientVerifyState.exDataIndex, Unmanaged.passUnretained(state).toOpaque()) == 1 else {
+        guard SSL_set_ex_data(ssl, ClientVerifyState.exDataIndex, Unmanaged.passUnretained(state).toOpaque()) == 1
+        else {
             throw ClientFailure(category: .other, detail: "SSL_set_ex_data: \(openSSLErrorQueue())")
         }
         guard cpl_client_set_tlsext_host_name(ssl, host) == 1 else {
@@ -174,7 +176,7 @@ final class ClientSession {
             // OCSP response, and calls back with them once the chain is verified (the verified chain our verify
             // callback left in the store context supplies the issuer); without a log store it judges none itself.
             guard cpl_client_request_ocsp_staple(ssl) == 1,
-                  SSL_set_ct_validation_callback(ssl, clientCTCallback, Unmanaged.passUnretained(state).toOpaque()) == 1
+                SSL_set_ct_validation_callback(ssl, clientCTCallback, Unmanaged.passUnretained(state).toOpaque()) == 1
             else {
                 throw ClientFailure(category: .other, detail: "SSL_set_ct_validation_callback: \(openSSLErrorQueue())")
             }
@@ -287,15 +289,17 @@ enum ClientConnection {
         switch mistake.traits.scope {
         case .everyHost: pinsApply = true
         case .byteForByte:
-            pinsApply = target.pinScope.map {
-                target.host == $0.domain || ($0.includeSubdomains && target.host.hasSuffix("." + $0.domain))
-            } ?? true
+            pinsApply =
+                target.pinScope.map {
+                    target.host == $0.domain || ($0.includeSubdomains && target.host.hasSuffix("." + $0.domain))
+                } ?? true
         case .declared: pinsApply = target.pinsApply
         }
         let pins = pinsApply ? target.pins : .empty
-        let state = ClientVerifyState(policy: ClientPolicy(
-            mistake: mistake, pins: pins, revocation: revocation,
-            certificateTransparency: ct == .required ? target.certificateTransparency : nil))
+        let state = ClientVerifyState(
+            policy: ClientPolicy(
+                mistake: mistake, pins: pins, revocation: revocation,
+                certificateTransparency: ct == .required ? target.certificateTransparency : nil))
         state.revocationResponder = target.revocationResponder
         state.fetchDeadline = deadline
         do {
@@ -307,11 +311,14 @@ enum ClientConnection {
         }
     }
 
-    private static func connect(target: ClientTarget, mistake: ReferenceClient.Mistake, state: ClientVerifyState, deadline: ClientDeadline)
+    private static func connect(
+        target: ClientTarget, mistake: ReferenceClient.Mistake, state: ClientVerifyState, deadline: ClientDeadline
+    )
         throws(ClientFailure) -> ClientOutcome
     {
         // Over HTTP/2 a connection kept from an earlier step may carry this request (ClientHTTP2.swift).
-        if target.http2, let reused = try reuseHTTP2(target: target, mistake: mistake, state: state, deadline: deadline) {
+        if target.http2, let reused = try reuseHTTP2(target: target, mistake: mistake, state: state, deadline: deadline)
+        {
             return reused
         }
         let context = try ClientContext.shared(for: target)
@@ -346,13 +353,16 @@ enum ClientConnection {
         // the server has said anything, so the decision the session carries must be taken again first, under the
         // pins now in force (`sends-early-data-on-resumption` skips that and decides only after the handshake).
         var sentEarly = false
-        if target.earlyData, let offered, SSL_SESSION_get_max_early_data(offered.session.pointer) >= UInt32(requestBytes.count),
-           mistake.traits.sendsEarlyDataBeforeCheck || state.recheckResumed(offered, host: name) == nil
+        if target.earlyData, let offered,
+            SSL_SESSION_get_max_early_data(offered.session.pointer) >= UInt32(requestBytes.count),
+            mistake.traits.sendsEarlyDataBeforeCheck || state.recheckResumed(offered, host: name) == nil
         {
             do {
                 _ = try session.drive { ssl in
                     var written = 0
-                    return requestBytes.withUnsafeBytes { SSL_write_early_data(ssl, $0.baseAddress, $0.count, &written) }
+                    return requestBytes.withUnsafeBytes {
+                        SSL_write_early_data(ssl, $0.baseAddress, $0.count, &written)
+                    }
                 }
                 sentEarly = true
             } catch {
@@ -372,7 +382,8 @@ enum ClientConnection {
             // application data leaves — except by `shares-sessions-across-hosts`, which trusts a session made for
             // another host name as that host's decision left it (neither name nor pins are checked again).
             if sharesAcrossHosts && offered.host != name {
-                state.pinMatch = "resumed a session made for \(offered.host): trusted as it was decided there (not checked again for \(name))"
+                state.pinMatch =
+                    "resumed a session made for \(offered.host): trusted as it was decided there (not checked again for \(name))"
             } else if let failure = state.recheckResumed(offered, host: name) {
                 _ = SSL_shutdown(session.ssl)
                 try? session.flush()
@@ -380,12 +391,14 @@ enum ClientConnection {
             }
         } else if !state.verifyCallbackRan {
             // Never send without a decision.
-            throw ClientFailure(category: .protocolError, detail: "handshake completed without certificate verification")
+            throw ClientFailure(
+                category: .protocolError, detail: "handshake completed without certificate verification")
         }
 
         // Trusted: only now may application data leave (unless it left as early data the server accepted).
         if session.negotiatedALPN == HTTP2.alpn {
-            return try startHTTP2(session: session, target: target, host: name, state: state, resumed: resumed, offered: offered)
+            return try startHTTP2(
+                session: session, target: target, host: name, state: state, resumed: resumed, offered: offered)
         }
         if !earlyAccepted {
             do {
@@ -421,13 +434,16 @@ enum ClientConnection {
         if let cache = target.sessionCache, let made = SSL_get1_session(session.ssl) {
             // TLS 1.3 tickets arrive after the handshake, with the response: the session is taken only now.
             let handle = SSLSessionHandle(adopting: made)
-            let entry = resumed && offered != nil
-                ? ClientSessionEntry(session: handle, presentedChainDER: offered!.presentedChainDER,
-                                     verifiedChainDER: offered!.verifiedChainDER, issuerPathDER: offered!.issuerPathDER,
-                                     host: offered!.host)
-                : ClientSessionEntry(session: handle, presentedChainDER: state.presentedChainDER,
-                                     verifiedChainDER: state.verifiedChainDER, issuerPathDER: state.issuerPathDER,
-                                     host: name)
+            let entry =
+                resumed && offered != nil
+                ? ClientSessionEntry(
+                    session: handle, presentedChainDER: offered!.presentedChainDER,
+                    verifiedChainDER: offered!.verifiedChainDER, issuerPathDER: offered!.issuerPathDER,
+                    host: offered!.host)
+                : ClientSessionEntry(
+                    session: handle, presentedChainDER: state.presentedChainDER,
+                    verifiedChainDER: state.verifiedChainDER, issuerPathDER: state.issuerPathDER,
+                    host: name)
             cache.store(entry, forKey: cacheKey)
         }
         _ = SSL_shutdown(session.ssl)
@@ -435,8 +451,11 @@ enum ClientConnection {
 
         let text = String(decoding: response, as: UTF8.self)
         let statusLine = text.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
-        let how = earlyAccepted ? " as 0-RTT early data" : (sentEarly ? " (its early data was rejected, so again after the handshake)" : "")
-        var detail = "sent GET /\(how) over \(session.negotiated)\(resumed ? " (resumed session)" : ""); response: \(statusLine.isEmpty ? "(none)" : statusLine)"
+        let how =
+            earlyAccepted
+            ? " as 0-RTT early data" : (sentEarly ? " (its early data was rejected, so again after the handshake)" : "")
+        var detail =
+            "sent GET /\(how) over \(session.negotiated)\(resumed ? " (resumed session)" : ""); response: \(statusLine.isEmpty ? "(none)" : statusLine)"
         detail += " (\(response.count) bytes, \(ending))"
         if let pinMatch = state.pinMatch { detail += "; \(pinMatch)" }
         return .accepted(detail)
@@ -450,9 +469,10 @@ enum ClientConnection {
         return withExtendedLifetime(state) { () -> Result<[[UInt8]], ClientFailure> in
             do throws(ClientFailure) {
                 let context = try ClientContext.shared(for: target)
-        context.prepare(state)
+                context.prepare(state)
                 let socket = try ClientSocket(ip: target.ip, port: target.port, deadline: deadline)
-                let session = try ClientSession(context: context, socket: socket, host: target.host, state: state, deadline: deadline)
+                let session = try ClientSession(
+                    context: context, socket: socket, host: target.host, state: state, deadline: deadline)
                 _ = try? session.drive { SSL_connect($0) }
             } catch {
                 return .failure(error)
@@ -469,12 +489,14 @@ enum ClientConnection {
         throws(ClientFailure) -> ClientSocket
     {
         guard let colon = proxy.lastIndex(of: ":"), let port = Int(proxy[proxy.index(after: colon)...]) else {
-            throw ClientFailure(category: .other, detail: "target.proxy \"\(proxy)\" is not IP:PORT (e.g. 127.0.0.1:8080)")
+            throw ClientFailure(
+                category: .other, detail: "target.proxy \"\(proxy)\" is not IP:PORT (e.g. 127.0.0.1:8080)")
         }
         let ip = proxy[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         let socket = try ClientSocket(ip: ip, port: port, deadline: deadline)
         let authority = target.host.contains(":") ? "[\(target.host)]:\(target.port)" : "\(target.host):\(target.port)"
-        try socket.sendAll(Array("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n".utf8), deadline: deadline)
+        try socket.sendAll(
+            Array("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n".utf8), deadline: deadline)
         var reply: [UInt8] = []
         // Read byte-wise up to the end of the reply's header: nothing of the tunnel may be consumed here.
         while !reply.suffix(4).elementsEqual([13, 10, 13, 10]) {
@@ -486,13 +508,16 @@ enum ClientConnection {
             if n == 1 {
                 reply.append(byte)
             } else if n == 0 {
-                throw ClientFailure(category: .protocolError, detail: "the proxy closed the connection before answering CONNECT")
+                throw ClientFailure(
+                    category: .protocolError, detail: "the proxy closed the connection before answering CONNECT")
             } else if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
                 guard try ClientSocket.waitFor(socket.descriptor, events: Int16(POLLIN), deadline: deadline) else {
-                    throw ClientFailure(category: .timeout, detail: "timed out waiting for the proxy's reply to CONNECT")
+                    throw ClientFailure(
+                        category: .timeout, detail: "timed out waiting for the proxy's reply to CONNECT")
                 }
             } else {
-                throw ClientFailure(category: .protocolError, detail: "recv from the proxy: \(String(cString: strerror(errno)))")
+                throw ClientFailure(
+                    category: .protocolError, detail: "recv from the proxy: \(String(cString: strerror(errno)))")
             }
         }
         let status = String(decoding: reply, as: UTF8.self).split(separator: "\r\n").first.map(String.init) ?? ""
@@ -518,7 +543,8 @@ enum ClientConnection {
         }
         let verifyResult = SSL_get_verify_result(session.ssl)
         if state.verifyCallbackRan && verifyResult != X509_V_OK {
-            let reason = X509_verify_cert_error_string(verifyResult).map { String(cString: $0) } ?? "error \(verifyResult)"
+            let reason =
+                X509_verify_cert_error_string(verifyResult).map { String(cString: $0) } ?? "error \(verifyResult)"
             if verifyResult == X509_V_ERR_HOSTNAME_MISMATCH {
                 return ClientFailure(category: .hostname, detail: "certificate verify failed: \(reason)")
             }
@@ -533,7 +559,9 @@ enum ClientConnection {
     {
         if let alert = state.alertReceived {
             let clientAuthAlerts: Set<Int32> = [42, 43, 44, 45, 46, 48, 49, 116]  // + handshake_failure (40) below
-            let isClientAuth = alert.code == 116 || (state.certificateRequested && (clientAuthAlerts.contains(alert.code) || alert.code == 40))
+            let isClientAuth =
+                alert.code == 116
+                || (state.certificateRequested && (clientAuthAlerts.contains(alert.code) || alert.code == 40))
             return ClientFailure(
                 category: isClientAuth ? .clientAuth : .protocolError,
                 detail: "server sent alert \(alert.text) (\(alert.code)) during \(during)"
@@ -551,7 +579,9 @@ enum ClientConnection {
         case .failed(let code, let errors):
             return ClientFailure(
                 category: .protocolError,
-                detail: "TLS failure during \(during) (SSL_get_error \(code)): \(errors.isEmpty ? "connection closed" : errors)")
+                detail:
+                    "TLS failure during \(during) (SSL_get_error \(code)): \(errors.isEmpty ? "connection closed" : errors)"
+            )
         }
     }
 }

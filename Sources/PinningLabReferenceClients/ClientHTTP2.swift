@@ -2,14 +2,15 @@
 // a connection kept open across the steps of a cell so that a later request to the same address can reuse it —
 // where connection coalescing, and the pin check it may skip, happen.
 internal import CPinningLabOpenSSL
-internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
+internal import Foundation
 internal import PinningLabCore
 internal import PinningLabModel
-internal import Foundation
+internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
 
 /// An HTTP/2 connection a reference client keeps open for a later step of the cell: its TLS session, its HTTP/2
 /// session, and what the full handshake decided (the chains and the host they were checked for).
-final class PooledHTTP2Connection: @unchecked Sendable {  // used by one step at a time: the steps of a cell run in order
+// used by one step at a time: the steps of a cell run in order
+final class PooledHTTP2Connection: @unchecked Sendable {
     let session: ClientSession
     let http2: HTTP2Session
     let entry: ClientSessionEntry
@@ -40,7 +41,8 @@ extension ClientConnection {
         target: ClientTarget, mistake: ReferenceClient.Mistake, state: ClientVerifyState, deadline: ClientDeadline
     ) throws(ClientFailure) -> ClientOutcome? {
         guard let cache = target.sessionCache,
-              let pooled = cache.value(forKey: http2PoolKey(target)) as? PooledHTTP2Connection else { return nil }
+            let pooled = cache.value(forKey: http2PoolKey(target)) as? PooledHTTP2Connection
+        else { return nil }
         let name = PinScope.normalizedHost(target.host)
         if state.policy.checksHostname && !pooled.entry.covers(name) { return nil }
         let note: String
@@ -61,7 +63,8 @@ extension ClientConnection {
             return nil
         }
         return .accepted(
-            "sent GET / as HTTP/2 stream \(answer.stream) on the connection kept from \(pooled.entry.host) over \(pooled.session.negotiated); response: \(answer.status) (\(answer.bytes) bytes); \(note)")
+            "sent GET / as HTTP/2 stream \(answer.stream) on the connection kept from \(pooled.entry.host) over \(pooled.session.negotiated); response: \(answer.status) (\(answer.bytes) bytes); \(note)"
+        )
     }
 
     /// The first request on a new connection that negotiated `h2`, after the trust decision; the connection is
@@ -71,21 +74,26 @@ extension ClientConnection {
         offered: ClientSessionEntry?
     ) throws(ClientFailure) -> ClientOutcome {
         guard let http2 = HTTP2Session(server: false) else {
-            throw ClientFailure(category: .other, detail: HTTP2.availability.unavailableReason ?? "cannot create an HTTP/2 session")
+            throw ClientFailure(
+                category: .other, detail: HTTP2.availability.unavailableReason ?? "cannot create an HTTP/2 session")
         }
         guard let made = SSL_get1_session(session.ssl) else {
             throw ClientFailure(category: .other, detail: "SSL_get1_session: \(openSSLErrorQueue())")
         }
         let handle = SSLSessionHandle(adopting: made)
-        let entry = resumed && offered != nil
-            ? ClientSessionEntry(session: handle, presentedChainDER: offered!.presentedChainDER,
-                                 verifiedChainDER: offered!.verifiedChainDER, issuerPathDER: offered!.issuerPathDER, host: offered!.host)
-            : ClientSessionEntry(session: handle, presentedChainDER: state.presentedChainDER,
-                                 verifiedChainDER: state.verifiedChainDER, issuerPathDER: state.issuerPathDER, host: host)
+        let entry =
+            resumed && offered != nil
+            ? ClientSessionEntry(
+                session: handle, presentedChainDER: offered!.presentedChainDER,
+                verifiedChainDER: offered!.verifiedChainDER, issuerPathDER: offered!.issuerPathDER, host: offered!.host)
+            : ClientSessionEntry(
+                session: handle, presentedChainDER: state.presentedChainDER,
+                verifiedChainDER: state.verifiedChainDER, issuerPathDER: state.issuerPathDER, host: host)
         let pooled = PooledHTTP2Connection(session: session, http2: http2, entry: entry, state: state)
         let answer = try exchange(on: pooled, authority: authority(target))
         target.sessionCache?.store(pooled, forKey: http2PoolKey(target))
-        var detail = "sent GET / as HTTP/2 stream \(answer.stream) over \(session.negotiated)\(resumed ? " (resumed session)" : ""); response: \(answer.status) (\(answer.bytes) bytes)"
+        var detail =
+            "sent GET / as HTTP/2 stream \(answer.stream) over \(session.negotiated)\(resumed ? " (resumed session)" : ""); response: \(answer.status) (\(answer.bytes) bytes)"
         if let pinMatch = state.pinMatch { detail += "; \(pinMatch)" }
         return .accepted(detail)
     }
@@ -97,9 +105,12 @@ extension ClientConnection {
         func failure(_ stop: ClientTLSStop, _ during: String) -> ClientFailure {
             switch stop {
             case .transport(let f): return ClientFailure(category: f.category, detail: "\(f.detail) during \(during)")
-            case .closed: return ClientFailure(category: .protocolError, detail: "server closed the TLS connection during \(during)")
+            case .closed:
+                return ClientFailure(
+                    category: .protocolError, detail: "server closed the TLS connection during \(during)")
             case .failed(let code, let errors):
-                return ClientFailure(category: .protocolError, detail: "TLS failure during \(during) (SSL_get_error \(code)): \(errors)")
+                return ClientFailure(
+                    category: .protocolError, detail: "TLS failure during \(during) (SSL_get_error \(code)): \(errors)")
             }
         }
         let index: Int
@@ -130,7 +141,8 @@ extension ClientConnection {
             let (closed, code) = c.http2.closed(index)
             if closed {
                 guard code == 0 else {
-                    throw ClientFailure(category: .protocolError, detail: "the server reset the HTTP/2 stream (error code \(code))")
+                    throw ClientFailure(
+                        category: .protocolError, detail: "the server reset the HTTP/2 stream (error code \(code))")
                 }
                 return (c.http2.status(index), c.http2.bodyLength(index), c.http2.stream(at: index).id)
             }

@@ -1,8 +1,8 @@
+internal import Foundation
 // The built-in reference clients: one `correct` OpenSSL client and teaching clients that each make exactly one
 // classic pinning mistake. They are judged like any other client: the server sees whether the request arrived.
 import PinningLabCore
 public import PinningLabModel
-internal import Foundation
 
 /// An in-process TLS client built on OpenSSL (libssl 3), either correct or with exactly one classic mistake.
 ///
@@ -102,7 +102,9 @@ public enum ReferenceClients {
     /// only where the target turns CT on.
     public static func named(_ name: String) -> (any PinningClient)? {
         if let m = ReferenceClient.Mistake(clientName: name) { return ReferenceClient(mistake: m) }
-        return [ReferenceClient.correctRevocationSoft, .correctRevocationHard, .correctCTRequired].first { $0.name == name }
+        return [ReferenceClient.correctRevocationSoft, .correctRevocationHard, .correctCTRequired].first {
+            $0.name == name
+        }
     }
 }
 
@@ -112,7 +114,9 @@ public enum PresentedChain {
     /// Connects to `ip:port` (numeric) with SNI `serverName`, and returns the DER certificates the server sent,
     /// in order, whether or not they would be trusted. Blocks the calling thread for at most `timeout`: call it
     /// from a dedicated thread. Throws a message naming the address when there is no chain.
-    public static func fetch(ip: String, port: Int, serverName: String, timeout: Duration = .seconds(5)) throws(PresentedChainError) -> [[UInt8]] {
+    public static func fetch(ip: String, port: Int, serverName: String, timeout: Duration = .seconds(5))
+        throws(PresentedChainError) -> [[UInt8]]
+    {
         let target = ClientTarget(
             host: serverName, ip: ip, port: port, trustRootsDER: [], pins: .empty, scenario: "presented-chain",
             profile: .none, timeout: timeout)

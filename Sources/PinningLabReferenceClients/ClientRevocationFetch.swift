@@ -1,3 +1,4 @@
+internal import Foundation
 // Revocation status a reference client fetches itself, for every certificate of the verified chain below the
 // trust anchor (the leaf only when the server stapled nothing for it): the OCSP responder the certificate names in
 // its Authority Information Access, then the CRL its distribution point names, both over plain HTTP from the lab's
@@ -5,7 +6,6 @@
 internal import PinningLabCore
 internal import PinningLabModel
 internal import PinningLabPKI
-internal import Foundation
 
 enum ClientRevocationFetch {
     /// What the fetched status decided: a verdict, or nothing usable (with why, for the refusal's detail).
@@ -18,7 +18,9 @@ enum ClientRevocationFetch {
     /// The whole fetch for the certificate at `index` of the chain (0: the leaf), issued by the next one: OCSP when
     /// it names a responder (a current, validly signed answer decides), else or then the CRL (a current CRL signed
     /// by its issuer decides). `nil` when it names neither.
-    static func decide(_ chain: RevocationChain, index: Int = 0, responder: String?, deadline: ClientDeadline) -> Decision? {
+    static func decide(_ chain: RevocationChain, index: Int = 0, responder: String?, deadline: ClientDeadline)
+        -> Decision?
+    {
         var problems: [String] = []
         let ocspURL = chain.ocspURL(index: index)
         let crlURL = chain.crlURL(index: index)
@@ -54,7 +56,9 @@ enum ClientRevocationFetch {
 
     /// GET (no body) or POST an OCSP request to `url`, whose host must be one of the lab's revocation hosts: they
     /// resolve to `responder` only. At most 1 MiB; HTTP 200 only.
-    static func fetch(_ url: String, body: [UInt8]?, responder: String?, deadline: ClientDeadline) -> Result<[UInt8], FetchFailure> {
+    static func fetch(_ url: String, body: [UInt8]?, responder: String?, deadline: ClientDeadline) -> Result<
+        [UInt8], FetchFailure
+    > {
         guard url.hasPrefix("http://") else { return .failure(FetchFailure("only http:// URLs are fetched")) }
         let rest = url.dropFirst("http://".count)
         let authority = rest.prefix { $0 != "/" }
@@ -63,13 +67,16 @@ enum ClientRevocationFetch {
         guard [RevocationHosts.ocsp, RevocationHosts.crl].contains(host.lowercased()) else {
             return .failure(FetchFailure("cannot resolve \(host): only the lab's revocation hosts are reached"))
         }
-        guard let responder, let colon = responder.lastIndex(of: ":"), let port = Int(responder[responder.index(after: colon)...]) else {
+        guard let responder, let colon = responder.lastIndex(of: ":"),
+            let port = Int(responder[responder.index(after: colon)...])
+        else {
             return .failure(FetchFailure("cannot resolve \(host): no lab responder serves this scenario"))
         }
         let ip = responder[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         do {
             let socket = try ClientSocket(ip: ip, port: port, deadline: deadline)
-            var head = "\(body == nil ? "GET" : "POST") \(path.isEmpty ? "/" : path) HTTP/1.1\r\nHost: \(authority)\r\nConnection: close\r\n"
+            var head =
+                "\(body == nil ? "GET" : "POST") \(path.isEmpty ? "/" : path) HTTP/1.1\r\nHost: \(authority)\r\nConnection: close\r\n"
             if let body { head += "Content-Type: application/ocsp-request\r\nContent-Length: \(body.count)\r\n" }
             try socket.sendAll(Array((head + "\r\n").utf8) + (body ?? []), deadline: deadline)
             var reply: [UInt8] = []
@@ -79,7 +86,11 @@ enum ClientRevocationFetch {
                 reply += got
                 if reply.count > 1 << 20 { return .failure(FetchFailure("the answer is over 1 MiB")) }
             }
-            guard let end = reply.indices.first(where: { i in i + 3 < reply.count && reply[i..<i + 4].elementsEqual([13, 10, 13, 10]) }) else {
+            guard
+                let end = reply.indices.first(where: { i in
+                    i + 3 < reply.count && reply[i..<i + 4].elementsEqual([13, 10, 13, 10])
+                })
+            else {
                 return .failure(FetchFailure("the answer is not HTTP"))
             }
             let statusLine = String(decoding: reply.prefix { $0 != 13 }, as: UTF8.self)

@@ -1,12 +1,12 @@
 // Trust, pin and certificate handling of the reference clients: the per-run SSL_CTX, the certificate verify
 // callback where every trust decision (chain, hostname, pins) is taken inside the handshake, and pin hashing.
 internal import CPinningLabOpenSSL
-internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
 internal import Foundation
+import PinningLabBase
 internal import PinningLabCore
 internal import PinningLabModel
+internal import PinningLabOpenSSL  // the handle owners (Handles.swift)
 internal import PinningLabPKI
-import PinningLabBase
 
 /// A refusal or failure of one reference-client run, already classified. OpenSSL's error queue is drained into
 /// `detail` in the same synchronous call that failed.
@@ -112,9 +112,10 @@ struct ClientPolicy {
     /// The index in `chain` (a borrowed `STACK_OF(X509)*`) of the first certificate matching a pin.
     func firstPinnedIndex(in chain: OpaquePointer?) -> Int? {
         guard let chain else { return nil }
-        return firstPinnedIndex(in: (0..<Int(cpl_client_sk_X509_num(chain))).compactMap {
-            cpl_client_sk_X509_value(chain, Int32($0))
-        })
+        return firstPinnedIndex(
+            in: (0..<Int(cpl_client_sk_X509_num(chain))).compactMap {
+                cpl_client_sk_X509_value(chain, Int32($0))
+            })
     }
 
     /// The index in `certificates` (borrowed `X509*`) of the first certificate matching a pin.
@@ -126,18 +127,23 @@ struct ClientPolicy {
     /// The `pins-by-issuer-name` mistake: from `leaf`, repeatedly take the first certificate among `presented`
     /// (then `roots`) whose subject name equals the current certificate's issuer name, until a self-issued
     /// certificate or no match. Names only: no signature or key identifier is looked at. Pointers are borrowed.
-    static func pathByIssuerName(leaf: OpaquePointer, presented: OpaquePointer?, roots: [OpaquePointer]) -> [OpaquePointer] {
-        let sent: [OpaquePointer] = presented.map { stack in
-            (0..<Int(cpl_client_sk_X509_num(stack))).compactMap { cpl_client_sk_X509_value(stack, Int32($0)) }
-        } ?? []
+    static func pathByIssuerName(leaf: OpaquePointer, presented: OpaquePointer?, roots: [OpaquePointer])
+        -> [OpaquePointer]
+    {
+        let sent: [OpaquePointer] =
+            presented.map { stack in
+                (0..<Int(cpl_client_sk_X509_num(stack))).compactMap { cpl_client_sk_X509_value(stack, Int32($0)) }
+            } ?? []
         var path = [leaf]
         var current = leaf
         while path.count < 10, X509_NAME_cmp(X509_get_issuer_name(current), X509_get_subject_name(current)) != 0 {
             let issuerName = X509_get_issuer_name(current)
             let candidates = sent + roots
-            guard let next = candidates.first(where: { candidate in
-                !path.contains(candidate) && X509_NAME_cmp(X509_get_subject_name(candidate), issuerName) == 0
-            }) else { break }
+            guard
+                let next = candidates.first(where: { candidate in
+                    !path.contains(candidate) && X509_NAME_cmp(X509_get_subject_name(candidate), issuerName) == 0
+                })
+            else { break }
             path.append(next)
             current = next
         }
@@ -254,7 +260,9 @@ final class ClientVerifyState {
             guard entry.covers(host) else {
                 return ClientFailure(
                     category: .hostname,
-                    detail: "\(what): the certificate of the \(of) is not valid for \(host) (checked again without a handshake)")
+                    detail:
+                        "\(what): the certificate of the \(of) is not valid for \(host) (checked again without a handshake)"
+                )
             }
         }
         guard policy.checksPins else { return nil }
@@ -277,15 +285,20 @@ final class ClientVerifyState {
             pinMatch = "\(what): \(chainName) certificate #\(index) matched a pin (checked again without a handshake)"
             return nil
         }
-        let kind = policy.traits.hashesBareKey && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
+        let kind =
+            policy.traits.hashesBareKey && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
         return ClientFailure(
             category: .pinMismatch,
-            detail: "\(what): no certificate of the \(chainName) of the \(of) (\(chainDER.count) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins (checked again without a handshake)")
+            detail:
+                "\(what): no certificate of the \(chainName) of the \(of) (\(chainDER.count) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins (checked again without a handshake)"
+        )
     }
 
     private func failPins(_ storeContext: OpaquePointer, chainName: String, length: Int) -> Bool {
-        let kind = policy.traits.hashesBareKey && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
-        pinFailure = "no certificate of the \(chainName) (\(length) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins"
+        let kind =
+            policy.traits.hashesBareKey && policy.pins.kind == .spkiSHA256 ? "bare-key" : policy.pins.kind.rawValue
+        pinFailure =
+            "no certificate of the \(chainName) (\(length) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins"
         X509_STORE_CTX_set_error(storeContext, X509_V_ERR_APPLICATION_VERIFICATION)
         return false
     }
@@ -300,7 +313,10 @@ final class ClientSessionEntry: Sendable {
     /// The host name (normal form) the session's certificate was checked for when it was made.
     let host: String
 
-    init(session: SSLSessionHandle, presentedChainDER: [[UInt8]], verifiedChainDER: [[UInt8]], issuerPathDER: [[UInt8]], host: String) {
+    init(
+        session: SSLSessionHandle, presentedChainDER: [[UInt8]], verifiedChainDER: [[UInt8]], issuerPathDER: [[UInt8]],
+        host: String
+    ) {
         self.session = session
         self.host = host
         self.presentedChainDER = presentedChainDER
@@ -310,7 +326,9 @@ final class ClientSessionEntry: Sendable {
 
     /// Whether the session's certificate is valid for `host`.
     func covers(_ host: String) -> Bool {
-        guard let der = verifiedChainDER.first ?? presentedChainDER.first, let leaf = X509Handle(der: der) else { return false }
+        guard let der = verifiedChainDER.first ?? presentedChainDER.first, let leaf = X509Handle(der: der) else {
+            return false
+        }
         defer { ERR_clear_error() }
         return withExtendedLifetime(leaf) { X509_check_host(leaf.pointer, host, host.utf8.count, 0, nil) == 1 }
     }
@@ -353,12 +371,16 @@ extension ClientVerifyState {
     /// root the policy does not enforce (one the user installed) is exempt; otherwise valid SCTs — from a listed
     /// log, signature verified over what they cover, not dated in the future — must come from at least the
     /// policy's minimum of distinct logs.
-    func ctDecision(leafDER: [UInt8], issuerDER: [UInt8], scts: [(SignedCertificateTimestamp, ClientSCTSource)],
-                    now: Date = Date()) -> String? {
+    func ctDecision(
+        leafDER: [UInt8], issuerDER: [UInt8], scts: [(SignedCertificateTimestamp, ClientSCTSource)],
+        now: Date = Date()
+    ) -> String? {
         guard let policy = policy.certificateTransparency else { return nil }
         guard let anchor = verifiedChainDER.last, policy.enforcedRootsDER.contains(anchor) else { return nil }
-        let keysByID = Dictionary(policy.logPublicKeysDER.map { (clientSHA256($0), $0) }, uniquingKeysWith: { a, _ in a })
-        let precert = try? SignedCertificateTimestamp.Entry.precert(reconstructedFrom: leafDER, issuerCertificateDER: issuerDER)
+        let keysByID = Dictionary(
+            policy.logPublicKeysDER.map { (clientSHA256($0), $0) }, uniquingKeysWith: { a, _ in a })
+        let precert = try? SignedCertificateTimestamp.Entry.precert(
+            reconstructedFrom: leafDER, issuerCertificateDER: issuerDER)
         var validLogs: Set<[UInt8]> = []
         var verdicts: [String] = []
         for (sct, source) in scts {
@@ -383,7 +405,8 @@ extension ClientVerifyState {
         }
         guard validLogs.count < policy.minimumDistinctLogs else { return nil }
         let seen = verdicts.isEmpty ? "no SCT at all" : verdicts.joined(separator: ", ")
-        return "certificate transparency: valid SCTs from \(validLogs.count) distinct listed log(s), fewer than the \(policy.minimumDistinctLogs) required (\(seen))"
+        return
+            "certificate transparency: valid SCTs from \(validLogs.count) distinct listed log(s), fewer than the \(policy.minimumDistinctLogs) required (\(seen))"
     }
 }
 
@@ -427,12 +450,14 @@ let clientCTCallback: @convention(c) (OpaquePointer?, OpaquePointer?, UnsafeMuta
     }
     ERR_clear_error()
     let failure = state.ctDecision(
-        leafDER: ClientCertificateBytes.certificate(leaf), issuerDER: ClientCertificateBytes.certificate(issuer), scts: scts)
+        leafDER: ClientCertificateBytes.certificate(leaf), issuerDER: ClientCertificateBytes.certificate(issuer),
+        scts: scts)
     state.ctFailure = failure
     return failure == nil ? 1 : 0
 }
 
 /// OpenSSL's info callback: records alerts received and whether a client certificate was requested.
+// swift-format-ignore: AlwaysUseLowerCamelCase
 private let clientInfoCallback: @convention(c) (OpaquePointer?, Int32, Int32) -> Void = { ssl, where_, value in
     guard let ssl, let argument = SSL_get_ex_data(ssl, ClientVerifyState.exDataIndex) else { return }
     let state = Unmanaged<ClientVerifyState>.fromOpaque(argument).takeUnretainedValue()
@@ -468,8 +493,9 @@ final class ClientContext: @unchecked Sendable {  // immutable after init; OpenS
     /// The context for `target`'s trust roots and client credentials, made once and kept (the table starts afresh
     /// when full); the run's state is attached to its connection, never to the context.
     static func shared(for target: ClientTarget) throws(ClientFailure) -> ClientContext {
-        let key = Key(roots: target.trustRootsDER, chain: target.clientCredentials?.certificateChainDER,
-                      key: target.clientCredentials?.privateKeyPKCS8DER)
+        let key = Key(
+            roots: target.trustRootsDER, chain: target.clientCredentials?.certificateChainDER,
+            key: target.clientCredentials?.privateKeyPKCS8DER)
         if let hit = cache.withLock({ $0[key] }) { return hit }
         let made = try ClientContext(target: target)
         return cache.withLock { table in

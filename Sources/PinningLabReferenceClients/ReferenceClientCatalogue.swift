@@ -79,12 +79,17 @@ extension ReferenceClient {
                 prediction: "passes every cell"),
             Mistake(
                 "pin-presented-chain", ClientTraits(pinnedChain: .presented),
-                explanation: "matches pins against the chain the server sent instead of the validated chain (CVE-2016-2402)",
-                prediction: "fails root-spki wherever lab-root is not sent, every pinned profile of chain-stuffing, and intermediate-spki of name-collision-root"),
+                explanation:
+                    "matches pins against the chain the server sent instead of the validated chain (CVE-2016-2402)",
+                prediction:
+                    "fails root-spki wherever lab-root is not sent, every pinned profile of chain-stuffing, and intermediate-spki of name-collision-root"
+            ),
             Mistake(
                 "pin-replaces-validation", ClientTraits(pinnedChain: .presented, pinReplacesValidation: true),
                 explanation: "accepts any presented certificate matching a pin without validating chain or hostname",
-                prediction: "fails where pin-presented-chain does, and accepts invalid chains (expired, not yet valid, wrong host, incomplete, weak, SHA-1, non-CA signer, pathlen) wherever a sent certificate matches a pin"),
+                prediction:
+                    "fails where pin-presented-chain does, and accepts invalid chains (expired, not yet valid, wrong host, incomplete, weak, SHA-1, non-CA signer, pathlen) wherever a sent certificate matches a pin"
+            ),
             Mistake(
                 "no-hostname-check", ClientTraits(checksHostname: false),
                 explanation: "validates the chain and pins but never checks that the certificate is for the host",
@@ -92,42 +97,59 @@ extension ReferenceClient {
             Mistake(
                 "raw-key-hash", ClientTraits(hashesBareKey: true),
                 explanation: "hashes the bare key bytes (SecKeyCopyExternalRepresentation) instead of the SPKI DER",
-                prediction: "fails every SPKI cell a correct client accepts (no SPKI pin ever matches); certificate pins are unaffected"),
+                prediction:
+                    "fails every SPKI cell a correct client accepts (no SPKI pin ever matches); certificate pins are unaffected"
+            ),
             Mistake(
                 "no-pinning", ClientTraits(checksPins: false),
                 explanation: "validates chain and hostname but ignores pins",
-                prediction: "fails every cell only a pin refuses: interceptors, re-keys, chain stuffing, name collisions, pin scopes, resumed interceptor sessions, HTTP/2 coalescing"),
+                prediction:
+                    "fails every cell only a pin refuses: interceptors, re-keys, chain stuffing, name collisions, pin scopes, resumed interceptor sessions, HTTP/2 coalescing"
+            ),
             Mistake(
                 "pins-by-issuer-name", ClientTraits(pinnedChain: .issuerNamePath),
-                explanation: "matches pins against a path built by following issuer names through the sent certificates, not the validated chain",
+                explanation:
+                    "matches pins against a path built by following issuer names through the sent certificates, not the validated chain",
                 prediction: "fails intermediate-spki and root-spki of name-collision-root"),
             Mistake(
                 "pins-every-host", ClientTraits(scope: .everyHost),
                 explanation: "applies its pins to every host, also to hosts outside the scope they were declared for",
-                prediction: "refuses hosts outside the pins' scope: pin-scope-subdomain-excluded, pin-scope-unpinned-host, pins-for-other-host, and the first step of resumption-cross-host and h2-coalescing-pinned-host"),
+                prediction:
+                    "refuses hosts outside the pins' scope: pin-scope-subdomain-excluded, pin-scope-unpinned-host, pins-for-other-host, and the first step of resumption-cross-host and h2-coalescing-pinned-host"
+            ),
             Mistake(
                 "skips-pins-on-resumption", ClientTraits(checksPinsOnResumption: false),
-                explanation: "checks pins only on full handshakes: a resumed session is trusted without its pins (Go's VerifyPeerCertificate)",
-                prediction: "fails every pinned profile of resumption-after-unpinned-handshake, resumption-cross-host and early-data-to-interceptor"),
+                explanation:
+                    "checks pins only on full handshakes: a resumed session is trusted without its pins (Go's VerifyPeerCertificate)",
+                prediction:
+                    "fails every pinned profile of resumption-after-unpinned-handshake, resumption-cross-host and early-data-to-interceptor"
+            ),
             Mistake(
                 "case-sensitive-scope", ClientTraits(scope: .byteForByte),
-                explanation: "compares the host with its pins' scope byte for byte: an upper-case or trailing-dot spelling of a pinned host escapes its pins",
+                explanation:
+                    "compares the host with its pins' scope byte for byte: an upper-case or trailing-dot spelling of a pinned host escapes its pins",
                 prediction: "fails every pinned profile of pin-scope-trailing-dot and pin-scope-upper-case"),
             Mistake(
                 "shares-sessions-across-hosts", ClientTraits(sharesSessionsAcrossHosts: true),
-                explanation: "resumes a session made for another host name as that host's decision left it, without checking the new host's name or pins",
+                explanation:
+                    "resumes a session made for another host name as that host's decision left it, without checking the new host's name or pins",
                 prediction: "fails every pinned profile of resumption-cross-host"),
             Mistake(
                 "trusts-revoked-backup-pin", ClientTraits(revocationSkippedWhenPinned: true),
-                explanation: "checks revocation (hard-fail) only when no pin matched: a revoked certificate whose key is still pinned is accepted",
-                prediction: "fails every pinned profile of the revocation scenarios a hard-fail client refuses, and the SPKI profiles of revoked-key-replay"),
+                explanation:
+                    "checks revocation (hard-fail) only when no pin matched: a revoked certificate whose key is still pinned is accepted",
+                prediction:
+                    "fails every pinned profile of the revocation scenarios a hard-fail client refuses, and the SPKI profiles of revoked-key-replay"
+            ),
             Mistake(
                 "coalesces-without-pins", ClientTraits(coalescesWithoutPins: true),
-                explanation: "over HTTP/2, reuses a connection made for another host whose certificate covers this one without checking this host's pins",
+                explanation:
+                    "over HTTP/2, reuses a connection made for another host whose certificate covers this one without checking this host's pins",
                 prediction: "fails every pinned profile of h2-coalescing-pinned-host"),
             Mistake(
                 "sends-early-data-on-resumption", ClientTraits(sendsEarlyDataBeforeCheck: true),
-                explanation: "sends its request as 0-RTT early data on a resumed session before checking the session's chain against its pins: the request leaves before the refusal",
+                explanation:
+                    "sends its request as 0-RTT early data on a resumed session before checking the session's chain against its pins: the request leaves before the refusal",
                 prediction: "fails every pinned profile of early-data-to-interceptor"),
         ]
 

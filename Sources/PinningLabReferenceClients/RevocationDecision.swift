@@ -3,8 +3,8 @@
 // that checks revocation concludes from it. The C shim only wraps what Swift cannot call (OpenSSL's macros and its
 // STACK_OF accessors); every object decoded here has one owner (`OpenSSLObject`) that frees it.
 internal import CPinningLabOpenSSL
-internal import PinningLabOpenSSL  // decodeDER, encodeDER
 internal import PinningLabModel
+internal import PinningLabOpenSSL  // decodeDER, encodeDER
 
 /// The one owner of an OpenSSL object of a type without a handle class of its own (an OCSP response, a CRL, a
 /// stack of URLs …): `free` releases it when the owner goes, unless ownership was handed to OpenSSL first
@@ -138,10 +138,12 @@ struct RevocationChain {
     /// What an OCSP response (DER, stapled or fetched) says about the certificate at `index`, issued by the next.
     func ocspEvidence(_ der: [UInt8], index: Int) -> RevocationEvidence {
         defer { ERR_clear_error() }
-        guard let response = OpenSSLObject(decodeDER(der, { d2i_OCSP_RESPONSE(nil, $0, $1) }), free: { OCSP_RESPONSE_free($0) })
+        guard
+            let response = OpenSSLObject(
+                decodeDER(der, { d2i_OCSP_RESPONSE(nil, $0, $1) }), free: { OCSP_RESPONSE_free($0) })
         else { return .unreadable }
         guard OCSP_response_status(response.pointer) == OCSP_RESPONSE_STATUS_SUCCESSFUL,
-              let basic = OpenSSLObject(OCSP_response_get1_basic(response.pointer), free: { OCSP_BASICRESP_free($0) })
+            let basic = OpenSSLObject(OCSP_response_get1_basic(response.pointer), free: { OCSP_BASICRESP_free($0) })
         else { return .unreadable }
         guard let stack, let (certificate, issuer) = certificateAndIssuer(index) else { return .noIssuer }
         // The signer must be the issuer, or a responder it delegated to (id-kp-OCSPSigning), chaining to the store.
@@ -155,7 +157,9 @@ struct RevocationChain {
         var revokedAt: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>? = nil
         var thisUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>? = nil
         var nextUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>? = nil
-        guard OCSP_resp_find_status(basic.pointer, id.pointer, &status, &reason, &revokedAt, &thisUpdate, &nextUpdate) == 1
+        guard
+            OCSP_resp_find_status(basic.pointer, id.pointer, &status, &reason, &revokedAt, &thisUpdate, &nextUpdate)
+                == 1
         else { return .unknown }
         // The times point into the basic response: it must outlive their use.
         let current = withExtendedLifetime(basic) { OCSP_check_validity(thisUpdate, nextUpdate, 300, -1) == 1 }
@@ -176,10 +180,10 @@ struct RevocationChain {
             return .unreadable
         }
         guard X509_NAME_cmp(X509_CRL_get_issuer(crl.pointer), X509_get_subject_name(issuer)) == 0,
-              let key = X509_get0_pubkey(issuer), X509_CRL_verify(crl.pointer, key) == 1
+            let key = X509_get0_pubkey(issuer), X509_CRL_verify(crl.pointer, key) == 1
         else { return .badSignature }
         guard X509_cmp_current_time(X509_CRL_get0_lastUpdate(crl.pointer)) <= 0,
-              let next = X509_CRL_get0_nextUpdate(crl.pointer), X509_cmp_current_time(next) >= 0
+            let next = X509_CRL_get0_nextUpdate(crl.pointer), X509_cmp_current_time(next) >= 0
         else { return .notCurrent }
         var entry: OpaquePointer? = nil
         return X509_CRL_get0_by_cert(crl.pointer, &entry, certificate) == 1 ? .revoked : .good
@@ -190,8 +194,8 @@ struct RevocationChain {
         guard let (certificate, issuer) = certificateAndIssuer(index) else { return nil }
         defer { ERR_clear_error() }
         guard let request = OpenSSLObject(OCSP_REQUEST_new(), free: { OCSP_REQUEST_free($0) }),
-              let id = OpenSSLObject(OCSP_cert_to_id(nil, certificate, issuer), free: { OCSP_CERTID_free($0) }),
-              OCSP_request_add0_id(request.pointer, id.pointer) != nil
+            let id = OpenSSLObject(OCSP_cert_to_id(nil, certificate, issuer), free: { OCSP_CERTID_free($0) }),
+            OCSP_request_add0_id(request.pointer, id.pointer) != nil
         else { return nil }
         id.handOver()  // the request owns it now
         return encodeDER { i2d_OCSP_REQUEST(request.pointer, $0) }
@@ -205,18 +209,19 @@ struct RevocationChain {
         guard let certificate = certificate(index) else { return nil }
         defer { ERR_clear_error() }
         let extensionValue = X509_get_ext_d2i(certificate, NID_crl_distribution_points, nil, nil)
-        guard let points = OpenSSLObject(extensionValue.map(OpaquePointer.init), free: { CRL_DIST_POINTS_free($0) }) else {
+        guard let points = OpenSSLObject(extensionValue.map(OpaquePointer.init), free: { CRL_DIST_POINTS_free($0) })
+        else {
             return nil
         }
         // Every pointer below points into `points`: it must outlive their use.
         return withExtendedLifetime(points) { () -> String? in
             for i in 0..<cpl_client_sk_DIST_POINT_num(points.pointer) {
                 guard let name = cpl_client_sk_DIST_POINT_value(points.pointer, i)?.pointee.distpoint?.pointee,
-                      name.type == 0, let names = name.name.fullname  // 0: fullName
+                    name.type == 0, let names = name.name.fullname  // 0: fullName
                 else { continue }
                 for j in 0..<cpl_client_sk_GENERAL_NAME_num(names) {
                     guard let general = cpl_client_sk_GENERAL_NAME_value(names, j)?.pointee, general.type == GEN_URI,
-                          let uri = general.d.uniformResourceIdentifier
+                        let uri = general.d.uniformResourceIdentifier
                     else { continue }
                     return Self.text(ASN1_STRING_get0_data(uri), Int(ASN1_STRING_length(uri)))
                 }
@@ -258,7 +263,9 @@ extension ClientVerifyState {
         let chain = RevocationChain(ssl)
         /// Fetches the status of the certificate at `index`: a reason to refuse, or nil.
         func fetched(_ index: Int, _ prefix: String) -> String? {
-            switch ClientRevocationFetch.decide(chain, index: index, responder: revocationResponder, deadline: fetchDeadline) {
+            switch ClientRevocationFetch.decide(
+                chain, index: index, responder: revocationResponder, deadline: fetchDeadline)
+            {
             case nil: return nil  // it names no OCSP responder and no CRL: there is no status to demand
             case .good?: return nil
             case .revoked(let why)?: return "\(prefix)\(why)"

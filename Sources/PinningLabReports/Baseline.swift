@@ -1,7 +1,7 @@
 public import Foundation
+import PinningLabBase
 public import PinningLabModel
 import PinningLabPKI
-import PinningLabBase
 
 /// A committed record of what each cell of a client's run was (`pinlab check --write-baseline FILE`), so that CI fails
 /// only when a cell changes (`--baseline FILE`): x509-limbo's known-divergence files, for pinning. The file is
@@ -26,8 +26,9 @@ public struct Baseline: Sendable, Hashable, Codable {
 
     /// The baseline of a report: every cell's status.
     public init(_ report: CheckReport) {
-        self.init(client: report.client, platform: report.platform,
-                  cells: Dictionary(report.verdicts.map { (Baseline.key($0), $0.status) }, uniquingKeysWith: { a, _ in a }))
+        self.init(
+            client: report.client, platform: report.platform,
+            cells: Dictionary(report.verdicts.map { (Baseline.key($0), $0.status) }, uniquingKeysWith: { a, _ in a }))
     }
 
     /// `scenario/profile/engine`.
@@ -43,37 +44,47 @@ public struct Baseline: Sendable, Hashable, Codable {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw BaselineError(file: name, problem: "the file cannot be read (\(Storage.whyUnreadable(url.path, fallback: error.localizedDescription))).",
-                                fix: "write one with `pinlab check --write-baseline \(name) …` and commit it.")
+            throw BaselineError(
+                file: name,
+                problem:
+                    "the file cannot be read (\(Storage.whyUnreadable(url.path, fallback: error.localizedDescription))).",
+                fix: "write one with `pinlab check --write-baseline \(name) …` and commit it.")
         }
         let b: Baseline
         do {
             b = try JSONDecoder().decode(Baseline.self, from: data)
         } catch let DecodingError.keyNotFound(k, ctx) {
-            throw BaselineError(file: name, problem: "the field '\(path(ctx.codingPath + [k]))' is missing.",
-                                fix: "write the file with `pinlab check --write-baseline`; `--print-schema baseline` shows its format.")
+            throw BaselineError(
+                file: name, problem: "the field '\(path(ctx.codingPath + [k]))' is missing.",
+                fix: "write the file with `pinlab check --write-baseline`; `--print-schema baseline` shows its format.")
         } catch let DecodingError.typeMismatch(_, ctx), let DecodingError.valueNotFound(_, ctx),
-                let DecodingError.dataCorrupted(ctx) {
+            let DecodingError.dataCorrupted(ctx)
+        {
             let at = ctx.codingPath.isEmpty ? "" : " at '\(path(ctx.codingPath))'"
-            throw BaselineError(file: name, problem: "the file is not a pinlab baseline\(at): \(ctx.debugDescription)",
-                                fix: "write the file with `pinlab check --write-baseline`; `--print-schema baseline` shows its format.")
+            throw BaselineError(
+                file: name, problem: "the file is not a pinlab baseline\(at): \(ctx.debugDescription)",
+                fix: "write the file with `pinlab check --write-baseline`; `--print-schema baseline` shows its format.")
         }
         guard b.format == "pinlab-baseline" else {
-            throw BaselineError(file: name, problem: "the field 'format' is '\(b.format)', not 'pinlab-baseline'.",
-                                fix: "pass a file written by `pinlab check --write-baseline`.")
+            throw BaselineError(
+                file: name, problem: "the field 'format' is '\(b.format)', not 'pinlab-baseline'.",
+                fix: "pass a file written by `pinlab check --write-baseline`.")
         }
         guard b.formatVersion == 1 else {
-            throw BaselineError(file: name, problem: "the field 'formatVersion' is \(b.formatVersion); this pinlab reads version 1.",
-                                fix: "rewrite the baseline with this pinlab's `--write-baseline`.")
+            throw BaselineError(
+                file: name, problem: "the field 'formatVersion' is \(b.formatVersion); this pinlab reads version 1.",
+                fix: "rewrite the baseline with this pinlab's `--write-baseline`.")
         }
         for (key, status) in b.cells {
             guard key.split(separator: "/").count == 3 else {
-                throw BaselineError(file: name, problem: "the cell key '\(key)' is not `scenario/profile/engine`.",
-                                    fix: "write keys such as `rekey/leaf-spki/openssl`, or rewrite the file with `--write-baseline`.")
+                throw BaselineError(
+                    file: name, problem: "the cell key '\(key)' is not `scenario/profile/engine`.",
+                    fix: "write keys such as `rekey/leaf-spki/openssl`, or rewrite the file with `--write-baseline`.")
             }
             guard Verdict.Status.all.contains(status) else {
-                throw BaselineError(file: name, problem: "the cell '\(key)' has the verdict '\(status)'.",
-                                    fix: "use one of \(Verdict.Status.all.map(\.rawValue).joined(separator: ", ")).")
+                throw BaselineError(
+                    file: name, problem: "the cell '\(key)' has the verdict '\(status)'.",
+                    fix: "use one of \(Verdict.Status.all.map(\.rawValue).joined(separator: ", ")).")
             }
         }
         return b
@@ -94,8 +105,10 @@ public struct Baseline: Sendable, Hashable, Codable {
             }
             // A cell the baseline does not know counts only when it deviates.
             if before == nil && !v.status.isDeviation { continue }
-            changes.append(BaselineComparison.Change(cell: key, scenario: v.scenario, profile: v.profile, engine: v.engine,
-                                                     before: before, after: v.status, reason: v.reason))
+            changes.append(
+                BaselineComparison.Change(
+                    cell: key, scenario: v.scenario, profile: v.profile, engine: v.engine,
+                    before: before, after: v.status, reason: v.reason))
         }
         report.summary = VerdictSummary(report.verdicts)
         report.baseline = BaselineComparison(file: file, changes: changes)
@@ -144,7 +157,8 @@ public struct BaselineComparison: Sendable, Hashable, Codable {
             out += "newly failing (\(newlyFailing.count)):\n" + newlyFailing.map(line).joined()
         }
         if !newlyPassing.isEmpty {
-            out += "newly passing (\(newlyPassing.count)) — rewrite the baseline with --write-baseline and commit it:\n"
+            out +=
+                "newly passing (\(newlyPassing.count)) — rewrite the baseline with --write-baseline and commit it:\n"
                 + newlyPassing.map(line).joined()
         }
         if !otherChanges.isEmpty {

@@ -14,8 +14,9 @@ public struct CellShard: Sendable, Hashable, CustomStringConvertible, Codable {
 
     public init(index: Int, count: Int) throws {
         guard count >= 1, (1...count).contains(index) else {
-            throw CheckSetupError(.runOption, problem: "shard \(index)/\(count) does not exist.",
-                                       fix: "give K/N with 1 ≤ K ≤ N, e.g. --shard 1/4 … --shard 4/4.")
+            throw CheckSetupError(
+                .runOption, problem: "shard \(index)/\(count) does not exist.",
+                fix: "give K/N with 1 ≤ K ≤ N, e.g. --shard 1/4 … --shard 4/4.")
         }
         self.index = index
         self.count = count
@@ -25,8 +26,9 @@ public struct CellShard: Sendable, Hashable, CustomStringConvertible, Codable {
     public init(parsing text: String) throws {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]) else {
-            throw CheckSetupError(.runOption, problem: "--shard '\(text)' is not of the form K/N.",
-                                       fix: "give the shard number and the number of shards, e.g. --shard 2/4.")
+            throw CheckSetupError(
+                .runOption, problem: "--shard '\(text)' is not of the form K/N.",
+                fix: "give the shard number and the number of shards, e.g. --shard 2/4.")
         }
         try self.init(index: k, count: n)
     }
@@ -38,7 +40,8 @@ public struct CellShard: Sendable, Hashable, CustomStringConvertible, Codable {
         let c = try decoder.singleValueContainer()
         let text = try c.decode(String.self)
         do { try self.init(parsing: text) } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "'\(text)' is not a shard K/N with 1 ≤ K ≤ N"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "'\(text)' is not a shard K/N with 1 ≤ K ≤ N"))
         }
     }
 

@@ -1,8 +1,8 @@
 public import Foundation
+import PinningLabBase
 import PinningLabCore
 public import PinningLabModel
 public import PinningLabPKI
-import PinningLabBase
 
 /// The output formats of `pinlab check`.
 public enum ReportFormat: String, Sendable, CaseIterable, Codable, CustomStringConvertible {
@@ -88,7 +88,8 @@ public struct ScenarioSheet: Sendable, Hashable, Codable {
         expected = e
         if let p = s.policy {
             let rows = p.expectations.sorted { $0.key < $1.key }.map { platform, row in
-                "\(platform): " + PinProfile.all.map { (row[$0] ?? s.expected($0)) == .accept ? "A" : "X" }.joined(separator: " ")
+                "\(platform): "
+                    + PinProfile.all.map { (row[$0] ?? s.expected($0)) == .accept ? "A" : "X" }.joined(separator: " ")
             }
             policy = rows.joined(separator: "; ") + " — " + p.reason
         }
@@ -107,12 +108,14 @@ public struct ScenarioSheet: Sendable, Hashable, Codable {
         func link(_ id: Identity, onTheWire: Bool) -> ChainLink {
             let matched = PinProfile.all.filter { p in
                 (entriesByProfile[p] ?? []).contains { e in
-                    e.kind == .certificateSHA256 ? e.sha256 == id.pins.certificateSHA256 : e.sha256 == id.pins.spkiSHA256
+                    e.kind == .certificateSHA256
+                        ? e.sha256 == id.pins.certificateSHA256 : e.sha256 == id.pins.spkiSHA256
                 }
             }
-            return ChainLink(name: id.name, role: id.role.rawValue, subject: id.subject, issuer: id.issuer,
-                             keyName: id.keyName, keyType: id.keyType.displayName, spkiSHA256: id.pins.spkiBase64,
-                             certificateSHA256: id.pins.certificateBase64, onTheWire: onTheWire, matchedBy: matched)
+            return ChainLink(
+                name: id.name, role: id.role.rawValue, subject: id.subject, issuer: id.issuer,
+                keyName: id.keyName, keyType: id.keyType.displayName, spkiSHA256: id.pins.spkiBase64,
+                certificateSHA256: id.pins.certificateBase64, onTheWire: onTheWire, matchedBy: matched)
         }
         for name in s.server.chain { if let id = pki[name] { chain.append(link(id, onTheWire: true)) } }
         for root in s.client.trust.roots where !s.server.chain.contains(root) {
@@ -187,7 +190,8 @@ public struct CheckReport: Sendable, Codable {
     /// The command that runs one cell again: `pinlab check --scenarios ID --profiles P --engine E --client NAME`, or
     /// `… -- TEMPLATE` for a command template.
     public func reproduceCommand(_ v: Verdict) -> String {
-        let client = self.client.contains(" ") || self.client.contains("{") ? "-- " + self.client : "--client " + self.client
+        let client =
+            self.client.contains(" ") || self.client.contains("{") ? "-- " + self.client : "--client " + self.client
         return "pinlab check --scenarios \(v.scenario) --profiles \(v.profile.rawValue) --engine \(v.engine) \(client)"
     }
 
@@ -222,8 +226,12 @@ public struct CheckReport: Sendable, Codable {
 
     /// One line: `correct — openssl, gnutls — 420 cells: 420 pass, … — 1.23 s`.
     public var summaryLine: String {
-        let verdictWord = baseline.map { $0.changed ? "CHANGED against its baseline" : (deviates ? "deviates as in its baseline" : "conforms") }
+        let verdictWord =
+            baseline.map {
+                $0.changed ? "CHANGED against its baseline" : (deviates ? "deviates as in its baseline" : "conforms")
+            }
             ?? (deviates ? "DEVIATES" : "conforms")
-        return "\(client): \(verdictWord) — \(summary.line) — \(engines.joined(separator: ", ")) — \(String(format: "%.2f", durationSeconds)) s"
+        return
+            "\(client): \(verdictWord) — \(summary.line) — \(engines.joined(separator: ", ")) — \(String(format: "%.2f", durationSeconds)) s"
     }
 }

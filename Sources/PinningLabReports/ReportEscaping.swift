@@ -50,7 +50,8 @@ package enum TextEscaping {
     /// character: a host name, a request line), else ``markdown(_:)``: a hostile value never closes the span or a
     /// table cell, and no renderer that ignores code spans finds a tag in it.
     package static func markdownCode(_ s: String) -> String {
-        let plain = !s.isEmpty && !s.unicodeScalars.contains { needsEscape($0) || "`|\\<>&".unicodeScalars.contains($0) }
+        let plain =
+            !s.isEmpty && !s.unicodeScalars.contains { needsEscape($0) || "`|\\<>&".unicodeScalars.contains($0) }
         return plain ? "`" + s + "`" : markdown(s)
     }
 

@@ -22,8 +22,10 @@ package struct JUnitDocument {
         /// What the case recorded besides (`<system-out>`), if anything.
         package var systemOut: String?
 
-        package init(classname: String, name: String, seconds: Double, outcome: Outcome, detail: String = "",
-                     systemOut: String? = nil) {
+        package init(
+            classname: String, name: String, seconds: Double, outcome: Outcome, detail: String = "",
+            systemOut: String? = nil
+        ) {
             (self.classname, self.name, self.seconds, self.outcome) = (classname, name, seconds, outcome)
             (self.detail, self.systemOut) = (detail, systemOut)
         }
@@ -36,9 +38,13 @@ package struct JUnitDocument {
         package var properties: [(name: String, value: String)]
         package var cases: [TestCase]
 
-        package init(name: String, seconds: Double, timestamp: Date, properties: [(name: String, value: String)] = [],
-                     cases: [TestCase]) {
-            (self.name, self.seconds, self.timestamp, self.properties, self.cases) = (name, seconds, timestamp, properties, cases)
+        package init(
+            name: String, seconds: Double, timestamp: Date, properties: [(name: String, value: String)] = [],
+            cases: [TestCase]
+        ) {
+            (self.name, self.seconds, self.timestamp, self.properties, self.cases) = (
+                name, seconds, timestamp, properties, cases
+            )
         }
     }
 
@@ -65,23 +71,29 @@ package struct JUnitDocument {
 
     package func render() -> String {
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        out += "<testsuites name=\"\(xml(name))\" \(Self.counts(suites.flatMap(\.cases))) time=\"\(Self.seconds(seconds))\">\n"
+        out +=
+            "<testsuites name=\"\(xml(name))\" \(Self.counts(suites.flatMap(\.cases))) time=\"\(Self.seconds(seconds))\">\n"
         let formatter = ISO8601DateFormatter()
         for (i, suite) in suites.enumerated() {
             let stamp = formatter.string(from: suite.timestamp).replacingOccurrences(of: "Z", with: "")
-            out += "  <testsuite name=\"\(xml(suite.name))\" package=\"pinlab\" id=\"\(i)\" \(Self.counts(suite.cases)) "
+            out +=
+                "  <testsuite name=\"\(xml(suite.name))\" package=\"pinlab\" id=\"\(i)\" \(Self.counts(suite.cases)) "
             out += "time=\"\(Self.seconds(suite.seconds))\" timestamp=\"\(stamp)\" hostname=\"localhost\">\n"
             if !suite.properties.isEmpty {
                 out += "    <properties>\n"
-                for p in suite.properties { out += "      <property name=\"\(xml(p.name))\" value=\"\(xml(p.value))\"/>\n" }
+                for p in suite.properties {
+                    out += "      <property name=\"\(xml(p.name))\" value=\"\(xml(p.value))\"/>\n"
+                }
                 out += "    </properties>\n"
             }
             for c in suite.cases {
-                out += "    <testcase classname=\"\(xml(c.classname))\" name=\"\(xml(c.name))\" time=\"\(Self.seconds(c.seconds))\">\n"
+                out +=
+                    "    <testcase classname=\"\(xml(c.classname))\" name=\"\(xml(c.name))\" time=\"\(Self.seconds(c.seconds))\">\n"
                 switch c.outcome {
                 case .passed: break
                 case .failure(let type, let message):
-                    out += "      <failure type=\"\(xml(type))\" message=\"\(xml(message))\">\(xml(c.detail))</failure>\n"
+                    out +=
+                        "      <failure type=\"\(xml(type))\" message=\"\(xml(message))\">\(xml(c.detail))</failure>\n"
                 case .error(let type, let message):
                     out += "      <error type=\"\(xml(type))\" message=\"\(xml(message))\">\(xml(c.detail))</error>\n"
                 case .skipped(let message):
@@ -143,7 +155,9 @@ enum JUnitReport {
         if let c = v.category { lines.append("category: \(c)") }
         if let a = v.alert { lines.append("alert: \(a)") }
         if let d = v.clientDetail, !d.isEmpty { lines.append("client: \(d)") }
-        if v.status == .policy || v.status == .stricter { lines.append("verdict: \(v.status) (not a pinning deviation)") }
+        if v.status == .policy || v.status == .stricter {
+            lines.append("verdict: \(v.status) (not a pinning deviation)")
+        }
         lines.append("reason: \(v.reason)")
         return lines.joined(separator: "\n")
     }

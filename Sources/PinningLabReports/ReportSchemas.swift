@@ -20,7 +20,8 @@ public enum ReportSchemas {
 /// as a sentence that says so, which no validator accepts as a schema.
 package func bundledSchema(_ name: String) -> String {
     guard let text = EmbeddedResources.text("schemas/" + name) else {
-        return "the schema \(name) is missing from the resources of PinningLabReports (schemas/): reinstall or rebuild PinningLab"
+        return
+            "the schema \(name) is missing from the resources of PinningLabReports (schemas/): reinstall or rebuild PinningLab"
     }
     return text.hasSuffix("\n") ? String(text.dropLast()) : text
 }

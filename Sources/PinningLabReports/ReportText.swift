@@ -53,7 +53,8 @@ func ruleGroups(_ ruled: [Verdict]) -> [(scenario: String, status: Verdict.Statu
         let vs = groups[key]!
         let profiles = orderedUnique(vs.map(\.profile.rawValue))
         let engines = orderedUnique(vs.map(\.engine))
-        let cells = "\(vs.count) cell\(vs.count == 1 ? "" : "s"): \(profiles.count == PinProfile.all.count ? "every profile" : profiles.joined(separator: ", ")) × \(engines.joined(separator: ", "))"
+        let cells =
+            "\(vs.count) cell\(vs.count == 1 ? "" : "s"): \(profiles.count == PinProfile.all.count ? "every profile" : profiles.joined(separator: ", ")) × \(engines.joined(separator: ", "))"
         // The reason up to the cell's own evidence ("; refused as expected: …").
         let why = vs[0].reason.components(separatedBy: "; ").first ?? vs[0].reason
         return (vs[0].scenario, vs[0].status, cells, why)
@@ -107,14 +108,20 @@ enum TextReport {
         let t = TextEscaping.terminal
         var out = ""
         let engines = r.engines.map(t)
-        out += paint("pinlab check", "1") + " · client \(t(r.client)) · engines \(engines.joined(separator: ", "))"
+        out +=
+            paint("pinlab check", "1") + " · client \(t(r.client)) · engines \(engines.joined(separator: ", "))"
             + (r.platform.map { " · platform \($0)" } ?? "") + (r.clientChecks.map { " · checks \($0)" } ?? "") + "\n"
-        out += "Each cell: expected (A accept, X refuse), then one mark per engine (\(engines.joined(separator: ", "))):\n"
-        out += "\(painted(.pass)) as expected  \(painted(.fail)) deviates  \(painted(.disagree)) client and server disagree  "
+        out +=
+            "Each cell: expected (A accept, X refuse), then one mark per engine (\(engines.joined(separator: ", "))):\n"
+        out +=
+            "\(painted(.pass)) as expected  \(painted(.fail)) deviates  \(painted(.disagree)) client and server disagree  "
         out += "\(paint("?", "33")) refused, but for another reason  "
-        out += "\(painted(.skipped)) skipped  \(painted(.unsupported)) unsupported  \(painted(.error)) error;  +backup = leaf-spki+backup\n"
-        let extra = extraLegend(r, policy: "\(paint("P", "36")) decided by the platform policy, as it prescribes",
-                                stricter: "\(paint("S", "36")) stricter than required", baselined: "\(paint("b", "33")) deviates as in the baseline")
+        out +=
+            "\(painted(.skipped)) skipped  \(painted(.unsupported)) unsupported  \(painted(.error)) error;  +backup = leaf-spki+backup\n"
+        let extra = extraLegend(
+            r, policy: "\(paint("P", "36")) decided by the platform policy, as it prescribes",
+            stricter: "\(paint("S", "36")) stricter than required",
+            baselined: "\(paint("b", "33")) deviates as in the baseline")
         if !extra.isEmpty { out += extra + "\n" }
         out += "\n"
 
@@ -124,7 +131,9 @@ enum TextReport {
         let nameWidth = max(8, shownIDs.map(\.count).max() ?? 8) + 2
         let widths = r.profiles.map { max(shortHeader($0).count, 2 + engines.count) + 2 }
         var header = "scenario".padding(toLength: nameWidth, withPad: " ", startingAt: 0)
-        for (p, w) in zip(r.profiles, widths) { header += shortHeader(p).padding(toLength: w, withPad: " ", startingAt: 0) }
+        for (p, w) in zip(r.profiles, widths) {
+            header += shortHeader(p).padding(toLength: w, withPad: " ", startingAt: 0)
+        }
         out += paint(header.trimmingTrailing(), "1") + "\n"
         for (id, shownID) in zip(ids, shownIDs) {
             var line = shownID.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
@@ -133,8 +142,12 @@ enum TextReport {
                 let letter = VerdictMatrix.expectedLetter(vs) ?? " "
                 let marks = vs.map { v in
                     v.map { v in
-                        v.baselined == true ? paint("b", "33") : v.wrongReason ? paint("?", "33")
-                            : (v.status == .policy || v.status == .stricter) ? paint(mark(v.status), "36") : painted(v.status)
+                        v.baselined == true
+                            ? paint("b", "33")
+                            : v.wrongReason
+                                ? paint("?", "33")
+                                : (v.status == .policy || v.status == .stricter)
+                                    ? paint(mark(v.status), "36") : painted(v.status)
                     } ?? " "
                 }.joined()
                 let visible = 2 + engines.count
@@ -148,23 +161,32 @@ enum TextReport {
             out += "\n" + paint("Deviations (\(dev.count)):", "1") + "\n"
             let shown = maxDeviations.map { Array(dev.prefix($0)) } ?? dev
             for v in shown {
-                out += "  \(painted(v.status)) \(t(v.scenario)) × \(v.profile) × \(t(v.engine)): "
+                out +=
+                    "  \(painted(v.status)) \(t(v.scenario)) × \(v.profile) × \(t(v.engine)): "
                     + (v.baselined == true ? "(baselined) " : "") + t(v.reason)
                 if let a = v.alert?.description, !v.reason.contains(a) { out += " (alert \(t(a)))" }
                 out += "\n"
             }
-            if shown.count < dev.count { out += "  … and \(dev.count - shown.count) more (a full `pinlab check` lists them all)\n" }
+            if shown.count < dev.count {
+                out += "  … and \(dev.count - shown.count) more (a full `pinlab check` lists them all)\n"
+            }
         }
         let wrong = r.verdicts.filter(\.wrongReason)
         if !wrong.isEmpty {
-            out += "\n" + paint("Refused as expected, but for another reason than a correct client (\(wrong.count)):", "1") + "\n"
+            out +=
+                "\n" + paint("Refused as expected, but for another reason than a correct client (\(wrong.count)):", "1")
+                + "\n"
             let shown = maxDeviations.map { Array(wrong.prefix($0)) } ?? wrong
             for v in shown { out += "  ? \(t(v.scenario)) × \(v.profile) × \(t(v.engine)): \(t(v.reason))\n" }
             if shown.count < wrong.count { out += "  … and \(wrong.count - shown.count) more\n" }
         }
         let ruled = ruleCells(r)
         if !ruled.isEmpty {
-            out += "\n" + paint("Decided by the platform policy, or stricter than required — not pinning deviations (\(ruled.count)):", "1") + "\n"
+            out +=
+                "\n"
+                + paint(
+                    "Decided by the platform policy, or stricter than required — not pinning deviations (\(ruled.count)):",
+                    "1") + "\n"
             for g in ruleGroups(ruled) { out += "  \(mark(g.status)) \(t(g.scenario)) (\(t(g.cells))): \(t(g.why))\n" }
         }
         let summary = t(r.summaryLine)
@@ -202,8 +224,9 @@ enum MarkdownReport {
         out += "(\(md(r.engines.joined(separator: ", ")))): ✓ as expected, ✗ deviates, ≠ client and server disagree, "
         out += "? refused as expected but for another reason than a correct client, "
         out += "· skipped, ∅ unsupported, ! error."
-        let extra = extraLegend(r, policy: "P decided by the platform policy, as it prescribes;", stricter: "S stricter than required;",
-                                baselined: "b deviates as in the baseline;")
+        let extra = extraLegend(
+            r, policy: "P decided by the platform policy, as it prescribes;", stricter: "S stricter than required;",
+            baselined: "b deviates as in the baseline;")
         out += (extra.isEmpty ? "" : " " + extra) + "\n\n"
         out += "| scenario | " + r.profiles.map { "`\($0.rawValue)`" }.joined(separator: " | ") + " |\n"
         out += "|---|" + r.profiles.map { _ in ":-:" }.joined(separator: "|") + "|\n"
@@ -221,7 +244,8 @@ enum MarkdownReport {
             "\(mark(v.status)) \(cell(v)): \(v.baselined == true ? "(baselined) " : "")\(md(v.reason))"
                 + (v.alert.map { " (alert \(TextEscaping.markdownCode($0.description)))" } ?? "")
         }
-        out += list("Refused for another reason", r.verdicts.filter(\.wrongReason)) { v in "\(cell(v)): \(md(v.reason))" }
+        out += list("Refused for another reason", r.verdicts.filter(\.wrongReason)) { v in "\(cell(v)): \(md(v.reason))"
+        }
         out += mastgSection(r)
         out += list("Decided by the platform policy, or stricter than required", ruleCells(r)) { v in
             "\(mark(v.status)) \(cell(v)): \(md(v.reason))"
@@ -239,11 +263,14 @@ enum MarkdownReport {
     static func mastgSection(_ r: CheckReport) -> String {
         let groups = r.mastgFailures
         guard !groups.isEmpty else { return "" }
-        var out = "\n## OWASP MASTG evidence\n\nFailing cells grouped by the MASTG test whose flaw they show (titles from OWASP/owasp-mastg).\n"
+        var out =
+            "\n## OWASP MASTG evidence\n\nFailing cells grouped by the MASTG test whose flaw they show (titles from OWASP/owasp-mastg).\n"
         for (id, cells) in groups {
             let weakness = MASTG.entry(id)?.weakness.map { " — weakness \(MASTG.named($0))" } ?? ""
             out += "\n### \(MASTG.named(id))\(weakness)\n\n"
-            out += cells.map { v in "- \(cell(v)): \(TextEscaping.markdown(v.reason))\n  `\(r.reproduceCommand(v).replacingOccurrences(of: "`", with: "'"))`\n" }.joined()
+            out += cells.map { v in
+                "- \(cell(v)): \(TextEscaping.markdown(v.reason))\n  `\(r.reproduceCommand(v).replacingOccurrences(of: "`", with: "'"))`\n"
+            }.joined()
         }
         return out
     }

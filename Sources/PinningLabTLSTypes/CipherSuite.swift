@@ -21,19 +21,33 @@ public struct CipherSuite: Hashable, Sendable {
         tls13("TLS_AES_128_GCM_SHA256", "AES-128-GCM"),
         tls13("TLS_AES_256_GCM_SHA384", "AES-256-GCM"),
         tls13("TLS_CHACHA20_POLY1305_SHA256", "CHACHA20-POLY1305"),
-        tls12("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA", "AES-128-GCM", "AEAD"),
-        tls12("TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA", "AES-256-GCM", "AEAD"),
-        tls12("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA", "AES-128-GCM", "AEAD"),
-        tls12("TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA", "AES-256-GCM", "AEAD"),
-        tls12("TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-ECDSA", "CHACHA20-POLY1305", "AEAD"),
-        tls12("TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA-CHACHA20-POLY1305", "ECDHE-RSA", "CHACHA20-POLY1305", "AEAD"),
+        tls12(
+            "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA", "AES-128-GCM",
+            "AEAD"),
+        tls12(
+            "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA", "AES-256-GCM",
+            "AEAD"),
+        tls12(
+            "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA", "AES-128-GCM", "AEAD"),
+        tls12(
+            "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA", "AES-256-GCM", "AEAD"),
+        tls12(
+            "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-ECDSA",
+            "CHACHA20-POLY1305", "AEAD"),
+        tls12(
+            "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA-CHACHA20-POLY1305", "ECDHE-RSA",
+            "CHACHA20-POLY1305", "AEAD"),
         tls12("TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA", "AES-128-CBC", "SHA1"),
         tls12("TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "ECDHE-ECDSA-AES256-SHA", "ECDHE-ECDSA", "AES-256-CBC", "SHA1"),
         tls12("TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA-AES128-SHA", "ECDHE-RSA", "AES-128-CBC", "SHA1"),
         tls12("TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA-AES256-SHA", "ECDHE-RSA", "AES-256-CBC", "SHA1"),
-        tls12("TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "ECDHE-ECDSA-AES128-SHA256", "ECDHE-ECDSA", "AES-128-CBC", "SHA256"),
+        tls12(
+            "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "ECDHE-ECDSA-AES128-SHA256", "ECDHE-ECDSA", "AES-128-CBC",
+            "SHA256"),
         tls12("TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", "ECDHE-RSA-AES128-SHA256", "ECDHE-RSA", "AES-128-CBC", "SHA256"),
-        tls12("TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", "ECDHE-ECDSA-AES256-SHA384", "ECDHE-ECDSA", "AES-256-CBC", "SHA384"),
+        tls12(
+            "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", "ECDHE-ECDSA-AES256-SHA384", "ECDHE-ECDSA", "AES-256-CBC",
+            "SHA384"),
         tls12("TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384", "ECDHE-RSA-AES256-SHA384", "ECDHE-RSA", "AES-256-CBC", "SHA384"),
         tls12("TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", "DHE-RSA-AES128-GCM-SHA256", "DHE-RSA", "AES-128-GCM", "AEAD"),
         tls12("TLS_DHE_RSA_WITH_AES_256_GCM_SHA384", "DHE-RSA-AES256-GCM-SHA384", "DHE-RSA", "AES-256-GCM", "AEAD"),
@@ -53,12 +67,16 @@ public struct CipherSuite: Hashable, Sendable {
     public static func named(_ ianaName: String) -> CipherSuite? { byName[ianaName] }
 
     private static func tls13(_ iana: String, _ cipher: String) -> CipherSuite {
-        CipherSuite(ianaName: iana, openSSLName: iana, isTLS13: true, gnuTLSKeyExchange: nil, gnuTLSCipher: cipher,
-                    gnuTLSMAC: "AEAD")
+        CipherSuite(
+            ianaName: iana, openSSLName: iana, isTLS13: true, gnuTLSKeyExchange: nil, gnuTLSCipher: cipher,
+            gnuTLSMAC: "AEAD")
     }
 
-    private static func tls12(_ iana: String, _ openSSL: String, _ kx: String, _ cipher: String, _ mac: String) -> CipherSuite {
-        CipherSuite(ianaName: iana, openSSLName: openSSL, isTLS13: false, gnuTLSKeyExchange: kx, gnuTLSCipher: cipher,
-                    gnuTLSMAC: mac)
+    private static func tls12(_ iana: String, _ openSSL: String, _ kx: String, _ cipher: String, _ mac: String)
+        -> CipherSuite
+    {
+        CipherSuite(
+            ianaName: iana, openSSLName: openSSL, isTLS13: false, gnuTLSKeyExchange: kx, gnuTLSCipher: cipher,
+            gnuTLSMAC: mac)
     }
 }

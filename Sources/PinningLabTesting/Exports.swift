@@ -6,17 +6,16 @@
 // Running a scenario: the lab, the scenario server, the report of a whole check.
 @_exported public import enum PinningLab.Lab
 @_exported public import class PinningLab.ScenarioServer
-@_exported public import struct PinningLabReports.CheckReport
-
+@_exported public import struct PinningLabModel.ClientChecks
+@_exported public import struct PinningLabModel.ClientCredentials
+@_exported public import struct PinningLabModel.ClientOutcome
+@_exported public import struct PinningLabModel.ClientTarget
 // What a client is handed, what it claims and declares, and the judge's answer.
 @_exported public import struct PinningLabModel.PinProfile
 @_exported public import struct PinningLabModel.PinSet
-@_exported public import struct PinningLabModel.ClientTarget
-@_exported public import struct PinningLabModel.ClientCredentials
-@_exported public import struct PinningLabModel.ClientOutcome
-@_exported public import struct PinningLabModel.ClientChecks
-@_exported public import struct PinningLabModel.PlatformPolicy
 @_exported public import protocol PinningLabModel.PinningClient
+@_exported public import struct PinningLabModel.PlatformPolicy
 @_exported public import struct PinningLabModel.Verdict
+@_exported public import struct PinningLabReports.CheckReport
 
 // Declared in this module: ScenarioID, ServerEngine, BuiltInClient.

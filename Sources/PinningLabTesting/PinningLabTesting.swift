@@ -1,10 +1,10 @@
+public import Foundation
 // PinningLabTesting: helpers for other packages' test suites. Imports neither XCTest nor Testing.
 public import PinningLab
-public import PinningLabModel
-public import PinningLabCore
-public import Foundation
-import PinningLabPKI
 import PinningLabBase
+public import PinningLabCore
+public import PinningLabModel
+import PinningLabPKI
 
 /// A scenario of the bundled catalogue, by id. An open set: `ScenarioID("my-id")` names scenarios of your own
 /// catalogue; the static members are the bundled ones (`ScenarioID.all` in teaching order).
@@ -82,12 +82,16 @@ public struct ScenarioID: RawRepresentable, Hashable, Sendable, Codable, Express
     /// `sha1-signature`: A pinned certificate signed with SHA-1.
     public static let sha1Signature = ScenarioID("sha1-signature")
     /// `tls-v1-0`: A server that offers only TLS 1.0.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let tlsV1_0 = ScenarioID("tls-v1-0")
     /// `tls-v1-1`: A server that offers only TLS 1.1.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let tlsV1_1 = ScenarioID("tls-v1-1")
     /// `tls-v1-2`: A server that speaks only TLS 1.2.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let tlsV1_2 = ScenarioID("tls-v1-2")
     /// `tls-v1-2-no-forward-secrecy`: TLS 1.2 with static RSA key exchange only (no forward secrecy).
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let tlsV1_2NoForwardSecrecy = ScenarioID("tls-v1-2-no-forward-secrecy")
     /// `ats-floor`: Exactly at the App Transport Security floor.
     public static let atsFloor = ScenarioID("ats-floor")
@@ -279,10 +283,12 @@ extension Lab {
         let runner = try await runner(catalogue: catalogue, pkiDirectory: pkiDirectory)
         return try await runner.run(
             .inProcess(client),
-            options: CheckOptions(engines: engines.map(\.engine), profiles: profiles, scenarios: scenarios.map(\.rawValue)))
+            options: CheckOptions(
+                engines: engines.map(\.engine), profiles: profiles, scenarios: scenarios.map(\.rawValue)))
     }
 
     private static func runner(catalogue: Catalogue?, pkiDirectory: URL?) async throws -> CheckRunner {
-        CheckRunner(pki: try await Lab.openPKI(directory: pkiDirectory), catalogue: try catalogue ?? Catalogue.bundled())
+        CheckRunner(
+            pki: try await Lab.openPKI(directory: pkiDirectory), catalogue: try catalogue ?? Catalogue.bundled())
     }
 }

@@ -106,12 +106,15 @@ public struct CAPolicy: Sendable, Hashable, Codable {
     /// the new roots cross-signed by ISRG Root X1 / X2 (here: by lab-root).
     public static func generationY(ecdsa: Bool) -> Hierarchy {
         ecdsa
-            ? Hierarchy(name: "Let's Encrypt Generation Y (ECDSA)", rootCommonName: "PinningLab YE (Gen Y ECDSA root)",
-                        rootKeyType: "p384", intermediates: ["lab-ye1", "lab-ye2", "lab-ye3"], intermediateKeyType: "p384",
-                        intermediateUsages: ["serverAuth"])
-            : Hierarchy(name: "Let's Encrypt Generation Y (RSA)", rootCommonName: "PinningLab YR (Gen Y RSA root)",
-                        rootKeyType: "rsa4096", intermediates: ["lab-yr1", "lab-yr2", "lab-yr3"], intermediateKeyType: "rsa2048",
-                        intermediateUsages: ["serverAuth"])
+            ? Hierarchy(
+                name: "Let's Encrypt Generation Y (ECDSA)", rootCommonName: "PinningLab YE (Gen Y ECDSA root)",
+                rootKeyType: "p384", intermediates: ["lab-ye1", "lab-ye2", "lab-ye3"], intermediateKeyType: "p384",
+                intermediateUsages: ["serverAuth"])
+            : Hierarchy(
+                name: "Let's Encrypt Generation Y (RSA)", rootCommonName: "PinningLab YR (Gen Y RSA root)",
+                rootKeyType: "rsa4096", intermediates: ["lab-yr1", "lab-yr2", "lab-yr3"],
+                intermediateKeyType: "rsa2048",
+                intermediateUsages: ["serverAuth"])
     }
 
     static func letsEncrypt(_ name: String, ecdsa: Bool) -> CAPolicy {
@@ -133,9 +136,11 @@ public struct CAPolicy: Sendable, Hashable, Codable {
         // The same with the ECDSA hierarchy: YE (P-384) and YE1–YE3.
         "letsencrypt-ecdsa": letsEncrypt("letsencrypt-ecdsa", ecdsa: true),
         // Let's Encrypt before Generation Y: 90 days, five intermediates (R10–R14 or E5–E9) drawn at random.
-        "letsencrypt-2024": CAPolicy(name: "letsencrypt-2024", validityDays: 90, rekey: true, poolSize: 5, rotation: .random),
+        "letsencrypt-2024": CAPolicy(
+            name: "letsencrypt-2024", validityDays: 90, rekey: true, poolSize: 5, rotation: .random),
         // Let's Encrypt's six-day certificates (the "shortlived" profile), renewed every three to four days.
-        "letsencrypt-6day": CAPolicy(name: "letsencrypt-6day", validityDays: 6, renewEveryDays: 4, rekey: true, poolSize: 5, rotation: .random),
+        "letsencrypt-6day": CAPolicy(
+            name: "letsencrypt-6day", validityDays: 6, renewEveryDays: 4, rekey: true, poolSize: 5, rotation: .random),
         // SC-081v3's maximum validity at each issuance, one intermediate, the key kept.
         "sc081": CAPolicy(name: "sc081", validityDays: 200, followsSC081: true, rekey: false),
         // SC-081v3's final 47 days, re-keying at every renewal.
@@ -156,21 +161,31 @@ public struct CAPolicy: Sendable, Hashable, Codable {
     /// What is wrong with the policy, naming the option that sets the field; nil when it is usable.
     public func problem(horizonDays: Int) -> (option: String, problem: String, fix: String)? {
         if validityDays < 1 || validityDays > 3650 {
-            return ("--validity", "\(validityDays) is not a validity in days", "give 1 to 3650 (6, 47, 100, 200, 398 are the usual)")
+            return (
+                "--validity", "\(validityDays) is not a validity in days",
+                "give 1 to 3650 (6, 47, 100, 200, 398 are the usual)"
+            )
         }
         if let r = renewEveryDays, r < 1 || r > validityDays {
-            return ("--renew-every", "\(r) days: a renewal must come after at least a day and before the certificate expires (\(validityDays) days)",
-                    "give 1 to \(validityDays)")
+            return (
+                "--renew-every",
+                "\(r) days: a renewal must come after at least a day and before the certificate expires (\(validityDays) days)",
+                "give 1 to \(validityDays)"
+            )
         }
         if poolSize < 1 || poolSize > 16 { return ("--pool", "\(poolSize) intermediates", "give 1 to 16") }
         if let text = rolloverDate, Self.day(text) == nil {
             return ("--preset", "rollover date '\(text)' is not a date", "write YYYY-MM-DD")
         }
         for step in validitySteps ?? [] where Self.day(step.from) == nil || step.days < 1 || step.days > 3650 {
-            return ("--preset", "validity step \(step.from): \(step.days) days", "give a date YYYY-MM-DD and 1 to 3650 days")
+            return (
+                "--preset", "validity step \(step.from): \(step.days) days", "give a date YYYY-MM-DD and 1 to 3650 days"
+            )
         }
         if let d = rolloverDay, d < 1 || d > horizonDays {
-            return ("--rollover-day", "day \(d) is outside the horizon (1 to \(horizonDays))", "give a day within --horizon")
+            return (
+                "--rollover-day", "day \(d) is outside the horizon (1 to \(horizonDays))", "give a day within --horizon"
+            )
         }
         if crossSignDays < 0 || crossSignDays > 3650 {
             return ("--cross-sign-days", "\(crossSignDays) days", "give 0 (no cross-sign) to 3650")
@@ -234,7 +249,9 @@ extension CAPolicy {
     public func poolNames(root: Int) -> [String] {
         if root == 2, let h = nextHierarchy { return h.intermediates }
         return (0..<poolSize).map { i in
-            if root == 1 { return i == 0 ? "lab-intermediate-a" : i == 1 ? "lab-intermediate-b" : "pool-intermediate-\(i + 1)" }
+            if root == 1 {
+                return i == 0 ? "lab-intermediate-a" : i == 1 ? "lab-intermediate-b" : "pool-intermediate-\(i + 1)"
+            }
             return "root2-intermediate-\(i + 1)"
         }
     }
@@ -261,8 +278,9 @@ extension CAPolicy {
                 }
             }
             let crossSigned = rootNumber == 2 && crossSignDays > 0 && day < (rolloverDay ?? 0) + crossSignDays
-            var r = Renewal(index: index, day: day, validityDays: validity, key: key, intermediate: pool[slot],
-                            root: rootNumber == 1 ? "lab-root" : "lab-root-2", crossSigned: crossSigned, changes: [])
+            var r = Renewal(
+                index: index, day: day, validityDays: validity, key: key, intermediate: pool[slot],
+                root: rootNumber == 1 ? "lab-root" : "lab-root-2", crossSigned: crossSigned, changes: [])
             if let p = out.last {
                 if p.key != r.key { r.changes.append("new key \(r.key)") }
                 if p.root != r.root {
@@ -270,7 +288,9 @@ extension CAPolicy {
                 }
                 if p.intermediate != r.intermediate { r.changes.append("issued by \(r.intermediate)") }
                 if p.crossSigned && !r.crossSigned { r.changes.append("cross-sign dropped") }
-                if p.validityDays != r.validityDays { r.changes.append("validity \(p.validityDays) → \(r.validityDays) days") }
+                if p.validityDays != r.validityDays {
+                    r.changes.append("validity \(p.validityDays) → \(r.validityDays) days")
+                }
                 if r.changes.isEmpty { r.changes.append("renewed, same key and issuer") }
             }
             out.append(r)

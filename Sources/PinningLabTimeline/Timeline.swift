@@ -1,10 +1,10 @@
 public import Foundation
-public import PinningLabPKI
-import PinningLabCore
-public import PinningLabModel
-import PinningLabReferenceClients
-import PinningLabEngines
 import PinningLabBase
+import PinningLabCore
+import PinningLabEngines
+public import PinningLabModel
+public import PinningLabPKI
+import PinningLabReferenceClients
 
 /// A pin set followed over time: the pins, and where they come from.
 public struct TimelineLane: Sendable, Hashable, Codable {
@@ -124,20 +124,29 @@ public enum Timeline {
     ) throws -> [TimelineLane] {
         func spki(_ name: String) throws -> String { try pki.identity(name).pins.spkiBase64 }
         var lanes = [
-            TimelineLane(name: "leaf-cert", description: "the day-0 certificate's hash", kind: .certificateSHA256,
-                         pins: [try pki.identity("leaf-0").pins.certificateBase64]),
+            TimelineLane(
+                name: "leaf-cert", description: "the day-0 certificate's hash", kind: .certificateSHA256,
+                pins: [try pki.identity("leaf-0").pins.certificateBase64]),
             TimelineLane(name: "leaf-spki", description: "the server key K1", pins: [try spki("leaf-0")]),
-            TimelineLane(name: "leaf-spki+backup", description: "K1 and the backup key K2", pins: [try spki("leaf-0"), try spki("backup-key-holder")]),
-            TimelineLane(name: "intermediate-spki", description: "\(dayZeroIssuer), the day-0 issuer", pins: [try spki(dayZeroIssuer)]),
+            TimelineLane(
+                name: "leaf-spki+backup", description: "K1 and the backup key K2",
+                pins: [try spki("leaf-0"), try spki("backup-key-holder")]),
+            TimelineLane(
+                name: "intermediate-spki", description: "\(dayZeroIssuer), the day-0 issuer",
+                pins: [try spki(dayZeroIssuer)]),
         ]
         if policy.poolSize > 1 {
-            lanes.append(TimelineLane(name: "intermediate-pool", description: "every intermediate of the first root's pool",
-                                      pins: try policy.poolNames(root: 1).map(spki)))
+            lanes.append(
+                TimelineLane(
+                    name: "intermediate-pool", description: "every intermediate of the first root's pool",
+                    pins: try policy.poolNames(root: 1).map(spki)))
         }
         lanes.append(TimelineLane(name: "root-spki", description: "lab-root", pins: [try spki("lab-root")]))
         if policy.hasRollover {
-            lanes.append(TimelineLane(name: "root-spki+next-root", description: "lab-root and its successor lab-root-2",
-                                      pins: [try spki("lab-root"), try spki("lab-root-2")]))
+            lanes.append(
+                TimelineLane(
+                    name: "root-spki+next-root", description: "lab-root and its successor lab-root-2",
+                    pins: [try spki("lab-root"), try spki("lab-root-2")]))
         }
         return lanes
     }
@@ -151,11 +160,14 @@ public enum Timeline {
         if let p = policy.problem(horizonDays: horizonDays) { throw TimelineError(p.option, p.problem, fix: p.fix) }
         let policy = policy.resolved(start: start, horizonDays: horizonDays)
         if let trustStore, trustStore != .x1, !policy.hasRollover {
-            throw TimelineError("--trust-store", "'\(trustStore.rawValue)' trusts lab-root-2, which this policy never issues within the horizon",
-                                fix: "use a policy with a root rollover (--preset letsencrypt, --rollover-day) or --trust-store x1")
+            throw TimelineError(
+                "--trust-store",
+                "'\(trustStore.rawValue)' trusts lab-root-2, which this policy never issues within the horizon",
+                fix: "use a policy with a root rollover (--preset letsencrypt, --rollover-day) or --trust-store x1")
         }
         guard let engine = Engines.engine(named: engineName) else {
-            throw TimelineError("--engine", "'\(engineName)' is not an engine", fix: "use \(Engines.names.joined(separator: " or "))")
+            throw TimelineError(
+                "--engine", "'\(engineName)' is not an engine", fix: "use \(Engines.names.joined(separator: " or "))")
         }
         let renewals = policy.plan(horizonDays: horizonDays, start: start)
         let clock = ContinuousClock()
@@ -177,7 +189,9 @@ public enum Timeline {
                 if renewal.index > 0 { try server.rotate(to: try configuration(renewal, pki)) }
                 // By default the platform ships the new root with the rollover (a trust-store update): trusted from
                 // that day; --trust-store fixes the store for the whole run.
-                let roots = try TimelineTrustStore.roots(trustStore, renewalRoot: renewal.root).map { try pki.identity($0).certificateDER }
+                let roots = try TimelineTrustStore.roots(trustStore, renewalRoot: renewal.root).map {
+                    try pki.identity($0).certificateDER
+                }
                 for (i, lane) in lanes.enumerated() {
                     let hashes = lane.pins.compactMap { Data(base64Encoded: $0).map { Array($0) } }
                     let target = ClientTarget(
@@ -189,9 +203,11 @@ public enum Timeline {
                     seen = observations.count
                     // The server is the oracle: accepted means the request reached it.
                     let accepted = mine?.applicationDataReceived ?? false
-                    results[i].steps.append(LaneStep(
-                        renewal: renewal.index, day: renewal.day, accepted: accepted,
-                        detail: accepted ? nil : (outcome.detail.isEmpty ? outcome.category?.rawValue : outcome.detail)))
+                    results[i].steps.append(
+                        LaneStep(
+                            renewal: renewal.index, day: renewal.day, accepted: accepted,
+                            detail: accepted
+                                ? nil : (outcome.detail.isEmpty ? outcome.category?.rawValue : outcome.detail)))
                 }
             }
         } catch {
@@ -202,7 +218,8 @@ public enum Timeline {
         let done = clock.now
         func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
         return TimelineReport(
-            policy: policy, start: start, horizonDays: horizonDays, engine: engineName, renewals: renewals, lanes: results,
+            policy: policy, start: start, horizonDays: horizonDays, engine: engineName, renewals: renewals,
+            lanes: results,
             issueSeconds: seconds(issued - t0), runSeconds: seconds(done - issued), trustStore: trustStore)
     }
 
@@ -210,6 +227,7 @@ public enum Timeline {
         let leaf = try pki.identity("leaf-\(r.index)")
         var chain = [leaf.certificateDER, try pki.identity(r.intermediate).certificateDER]
         if r.crossSigned { chain.append(try pki.identity("lab-root-2-cross").certificateDER) }
-        return .makeServerConfiguration(chainDER: chain, privateKeyPKCS8DER: leaf.privateKeyPKCS8DER, name: "timeline-\(r.index)")
+        return .makeServerConfiguration(
+            chainDER: chain, privateKeyPKCS8DER: leaf.privateKeyPKCS8DER, name: "timeline-\(r.index)")
     }
 }

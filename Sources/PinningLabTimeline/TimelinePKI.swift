@@ -32,7 +32,10 @@ enum TimelinePKI {
 
             """
         for (i, name) in policy.poolNames(root: 1).enumerated() {
-            let cn = i == 0 ? "PinningLab Intermediate A" : i == 1 ? "PinningLab Intermediate B" : "PinningLab Pool Intermediate \(i + 1)"
+            let cn =
+                i == 0
+                ? "PinningLab Intermediate A"
+                : i == 1 ? "PinningLab Intermediate B" : "PinningLab Pool Intermediate \(i + 1)"
             y += intermediate(name, issuer: "lab-root", cn: cn)
         }
         if policy.hasRollover {
@@ -58,9 +61,12 @@ enum TimelinePKI {
                 if let h {
                     // Generation Y's shape: its own key type, and serverAuth only (no clientAuth EKU).
                     let cn = "PinningLab " + name.replacingOccurrences(of: "lab-", with: "").uppercased()
-                    y += intermediate(name, issuer: "lab-root-2", cn: cn, extra: [
-                        "keyType: \(h.intermediateKeyType)", "usages: [\(h.intermediateUsages.joined(separator: ", "))]",
-                    ])
+                    y += intermediate(
+                        name, issuer: "lab-root-2", cn: cn,
+                        extra: [
+                            "keyType: \(h.intermediateKeyType)",
+                            "usages: [\(h.intermediateUsages.joined(separator: ", "))]",
+                        ])
                 } else {
                     y += intermediate(name, issuer: "lab-root-2", cn: "PinningLab Root 2 Intermediate \(i + 1)")
                 }

@@ -1,10 +1,10 @@
 import ArgumentParser
 import Foundation
+import PinningLabBase
 import PinningLabCore
 import PinningLabExports
-import PinningLabReferenceClients
 import PinningLabPKI
-import PinningLabBase
+import PinningLabReferenceClients
 
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -33,7 +33,10 @@ struct AuditCommand: AsyncParsableCommand {
     @Option(help: "Report pin sets expiring within this many days (default 30).")
     var soon: Int = 30
 
-    @Option(help: "A PEM file with the chain the server presents, or a server on this machine as HOST:PORT (127.0.0.1:8443, [::1]:8443, localhost:8443): report pin sets none of whose pins is in its chain.")
+    @Option(
+        help:
+            "A PEM file with the chain the server presents, or a server on this machine as HOST:PORT (127.0.0.1:8443, [::1]:8443, localhost:8443): report pin sets none of whose pins is in its chain."
+    )
     var against: String?
 
     @Option(help: "With --against HOST:PORT: the server name to ask for (SNI); default: the host.")
@@ -42,7 +45,9 @@ struct AuditCommand: AsyncParsableCommand {
     @Option(help: "text or json.")
     var format: String = "text"
 
-    @Option(name: .customLong("fail-on"), help: "Exit 1 when a finding is at or above this severity: info, low, medium, high.")
+    @Option(
+        name: .customLong("fail-on"),
+        help: "Exit 1 when a finding is at or above this severity: info, low, medium, high.")
     var failOn: String = "medium"
 
     func run() async throws {
@@ -58,52 +63,73 @@ struct AuditCommand: AsyncParsableCommand {
         guard AuditSeverity.all.contains(threshold) else {
             throw fail("--fail-on: '\(failOn)' is not a severity. Fix: use info, low, medium or high.")
         }
-        guard (0...3650).contains(soon) else { throw fail("--soon: \(soon) days is out of range. Fix: give 0 to 3650.") }
+        guard (0...3650).contains(soon) else {
+            throw fail("--soon: \(soon) days is out of range. Fix: give 0 to 3650.")
+        }
         var options = AuditOptions()
         options.soonDays = soon
-        if let against, !FileManager.default.fileExists(atPath: against), let (ip, port, host) = Self.localServer(against) {
+        if let against, !FileManager.default.fileExists(atPath: against),
+            let (ip, port, host) = Self.localServer(against)
+        {
             // The chain a server on this machine presents, as `openssl s_client -showcerts` would print it.
             let name = sni ?? host
-            let fetched = await onDedicatedThread(named: "pinlab.audit.fetch") { () -> Result<[[UInt8]], PresentedChainError> in
-                Result { () throws(PresentedChainError) -> [[UInt8]] in try PresentedChain.fetch(ip: ip, port: port, serverName: name) }
+            let fetched = await onDedicatedThread(named: "pinlab.audit.fetch") {
+                () -> Result<[[UInt8]], PresentedChainError> in
+                Result { () throws(PresentedChainError) -> [[UInt8]] in
+                    try PresentedChain.fetch(ip: ip, port: port, serverName: name)
+                }
             }
             let ders: [[UInt8]]
             switch fetched {
             case .success(let chain): ders = chain
             case .failure(let e):
-                throw fail("--against: no chain from \(e.description). Fix: start the server (e.g. pinlab serve) or give its chain as a PEM file.")
+                throw fail(
+                    "--against: no chain from \(e.description). Fix: start the server (e.g. pinlab serve) or give its chain as a PEM file."
+                )
             }
             options.chainPins = try ders.enumerated().map { i, der in
                 guard let p = try? Pins(certificateDER: der) else {
-                    throw fail("--against: certificate \(i + 1) presented by \(against) is not a valid X.509 certificate.")
+                    throw fail(
+                        "--against: certificate \(i + 1) presented by \(against) is not a valid X.509 certificate.")
                 }
                 return p.spkiBase64
             }
             options.chainFile = "\(against) (SNI \(name))"
         } else if let against {
-            if !FileManager.default.fileExists(atPath: against), against.contains(":"), Self.localServer(against) == nil {
-                throw fail("--against: \(against) is neither a file nor a server on this machine. Fix: give a PEM file, or 127.0.0.1:PORT, [::1]:PORT or localhost:PORT (pinlab audit connects to loopback only).")
+            if !FileManager.default.fileExists(atPath: against), against.contains(":"), Self.localServer(against) == nil
+            {
+                throw fail(
+                    "--against: \(against) is neither a file nor a server on this machine. Fix: give a PEM file, or 127.0.0.1:PORT, [::1]:PORT or localhost:PORT (pinlab audit connects to loopback only)."
+                )
             }
             // A chain is a few KB: a larger file is refused before it is decoded (a 50 MB "chain" cost a GB of memory).
             let data: Data
             switch PinAudit.readRegularFile(against, limit: Self.maxChainBytes) {
             case .success(let d): data = d
             case .failure(let problem) where problem.isTooLarge:
-                throw fail("--against: \(against) \(problem), and a server's chain is a few KB. Fix: give the PEM of the chain the server presents (openssl s_client -showcerts prints it).")
+                throw fail(
+                    "--against: \(against) \(problem), and a server's chain is a few KB. Fix: give the PEM of the chain the server presents (openssl s_client -showcerts prints it)."
+                )
             case .failure(let problem):
                 throw fail("--against: \(against) \(problem). Fix: give a PEM file with the server's chain.")
             }
             guard let text = String(data: data, encoding: .utf8) else {
-                throw fail("--against: \(against) is not text (not UTF-8). Fix: give the chain as PEM certificate blocks, as `openssl s_client -showcerts` prints them.")
+                throw fail(
+                    "--against: \(against) is not text (not UTF-8). Fix: give the chain as PEM certificate blocks, as `openssl s_client -showcerts` prints them."
+                )
             }
             let ders = PEM.decodeAll(text)
             guard !ders.isEmpty else {
-                throw fail("--against: \(against) holds no PEM certificate. Fix: give the chain as PEM certificate blocks, as `openssl s_client -showcerts` prints them.")
+                throw fail(
+                    "--against: \(against) holds no PEM certificate. Fix: give the chain as PEM certificate blocks, as `openssl s_client -showcerts` prints them."
+                )
             }
             var pins: [String] = []
             for (i, der) in ders.enumerated() {
                 guard let p = try? Pins(certificateDER: der) else {
-                    throw fail("--against: certificate \(i + 1) of \(against) is not a valid X.509 certificate. Fix: check it with openssl x509 -noout -text.")
+                    throw fail(
+                        "--against: certificate \(i + 1) of \(against) is not a valid X.509 certificate. Fix: check it with openssl x509 -noout -text."
+                    )
                 }
                 pins.append(p.spkiBase64)
             }

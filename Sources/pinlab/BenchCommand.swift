@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import PinningLab
-import PinningLabPKI
 import PinningLabBase
+import PinningLabPKI
 
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,9 +24,9 @@ func milliseconds(_ body: () throws -> Void) rethrows -> Double {
 func cpuMilliseconds() -> Double {
     var u = rusage()
     #if canImport(Glibc)
-    getrusage(RUSAGE_SELF.rawValue, &u)
+        getrusage(RUSAGE_SELF.rawValue, &u)
     #else
-    getrusage(RUSAGE_SELF, &u)
+        getrusage(RUSAGE_SELF, &u)
     #endif
     return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000 + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000
 }
@@ -50,7 +50,8 @@ extension BenchCommand {
                 Needs python3 with trustme (pip install trustme) and the openssl CLI; a missing tool is skipped.
                 """)
         @Option(help: "Repetitions of each in-process measurement.") var runs = 15
-        @Option(help: "Repetitions of each whole-process measurement (the openssl script gets a third).") var processRuns = 9
+        @Option(help: "Repetitions of each whole-process measurement (the openssl script gets a third).")
+        var processRuns = 9
         @Option(help: "Folder holding trustme_lab.py and openssl_lab.sh.") var scripts = "Benchmarks/pki"
 
         func run() async throws {
@@ -70,18 +71,31 @@ extension BenchCommand {
             let spec = try PKISpec.load(contentsOf: specURL)
             let shapeJSON = work.appendingPathComponent("shape.json")
             let jsonShape = spec.entities.map { e -> [String: Any] in
-                ["name": e.name, "role": e.role.rawValue, "issuer": e.issuer, "hosts": e.hosts] }
+                ["name": e.name, "role": e.role.rawValue, "issuer": e.issuer, "hosts": e.hosts]
+            }
             try JSONSerialization.data(withJSONObject: jsonShape).write(to: shapeJSON)
             let shapeTSV = work.appendingPathComponent("shape.tsv")
-            try spec.entities.map { "\($0.name)\t\($0.role)\t\($0.issuer)\t\($0.hosts.joined(separator: ","))" }.joined(separator: "\n")
-                .appending("\n").write(to: shapeTSV, atomically: true, encoding: .utf8)
+            try spec.entities.map { "\($0.name)\t\($0.role)\t\($0.issuer)\t\($0.hosts.joined(separator: ","))" }.joined(
+                separator: "\n"
+            )
+            .appending("\n").write(to: shapeTSV, atomically: true, encoding: .utf8)
             let keys = Set(spec.entities.map(\.keyName)).count
-            print("Lab PKI, all P-256: \(spec.entities.count) certificates, \(keys) keys (pinlab shares keys between generations; the others make one key per certificate).")
-            print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores. Medians of \(runs) in-process and \(processRuns) whole-process runs.\n")
+            print(
+                "Lab PKI, all P-256: \(spec.entities.count) certificates, \(keys) keys (pinlab shares keys between generations; the others make one key per certificate)."
+            )
+            print(
+                "Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores. Medians of \(runs) in-process and \(processRuns) whole-process runs.\n"
+            )
 
             // pinlab in process, with the options library users get (client .p12 written, leaf .p12 on demand).
-            var cold: [Double] = [], warm: [Double] = [], load: [Double] = [], warmAllP12: [Double] = []
-            var coldCPU: [Double] = [], warmCPU: [Double] = [], coldFiles: [Double] = [], coldFilesCPU: [Double] = []
+            var cold: [Double] = []
+            var warm: [Double] = []
+            var load: [Double] = []
+            var warmAllP12: [Double] = []
+            var coldCPU: [Double] = []
+            var warmCPU: [Double] = []
+            var coldFiles: [Double] = []
+            var coldFilesCPU: [Double] = []
             for i in 0..<runs {
                 let dir = work.appendingPathComponent("inproc-\(i)")
                 let options = Lab.libraryPKIOptions(directory: dir)
@@ -118,12 +132,16 @@ extension BenchCommand {
             }
 
             // trustme in process.
-            var trustmeIn: [Double] = [], trustmeCPU: [Double] = []
+            var trustmeIn: [Double] = []
+            var trustmeCPU: [Double] = []
             let trustmeScript = "\(scripts)/trustme_lab.py"
-            let haveTrustme = (try? timedProcess(["python3", "-c", "import trustme"]).status) == 0
+            let haveTrustme =
+                (try? timedProcess(["python3", "-c", "import trustme"]).status) == 0
                 && FileManager.default.fileExists(atPath: trustmeScript)
             if haveTrustme {
-                let r = try timedProcess(["python3", trustmeScript, shapeJSON.path, work.appendingPathComponent("trustme-in").path, "\(runs)"])
+                let r = try timedProcess([
+                    "python3", trustmeScript, shapeJSON.path, work.appendingPathComponent("trustme-in").path, "\(runs)",
+                ])
                 let lines = r.out.split(separator: "\n").map { $0.split(separator: " ").compactMap { Double($0) } }
                 trustmeIn = lines.compactMap(\.first)
                 trustmeCPU = lines.compactMap { $0.count > 1 ? $0[1] : nil }
@@ -131,34 +149,71 @@ extension BenchCommand {
 
             // Whole processes.
             let me = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
-            var pinlabProc: [Double] = [], trustmeProc: [Double] = [], opensslProc: [Double] = []
+            var pinlabProc: [Double] = []
+            var trustmeProc: [Double] = []
+            var opensslProc: [Double] = []
             for i in 0..<processRuns {
                 let d = work.appendingPathComponent("proc-\(i)")
-                pinlabProc.append(try timedProcess([me, "pki", "init", "--spec", specURL.path, "--dir", d.appendingPathComponent("pinlab").path]).ms)
+                pinlabProc.append(
+                    try timedProcess([
+                        me, "pki", "init", "--spec", specURL.path, "--dir", d.appendingPathComponent("pinlab").path,
+                    ]).ms)
                 if haveTrustme {
-                    trustmeProc.append(try timedProcess(["python3", trustmeScript, shapeJSON.path, d.appendingPathComponent("trustme").path, "1"]).ms)
+                    trustmeProc.append(
+                        try timedProcess([
+                            "python3", trustmeScript, shapeJSON.path, d.appendingPathComponent("trustme").path, "1",
+                        ]).ms)
                 }
                 if i % 3 == 0, FileManager.default.fileExists(atPath: "\(scripts)/openssl_lab.sh") {
-                    opensslProc.append(try timedProcess(["bash", "\(scripts)/openssl_lab.sh", shapeTSV.path, d.appendingPathComponent("openssl").path]).ms)
+                    opensslProc.append(
+                        try timedProcess([
+                            "bash", "\(scripts)/openssl_lab.sh", shapeTSV.path,
+                            d.appendingPathComponent("openssl").path,
+                        ]).ms)
                 }
             }
 
             func f(_ x: Double) -> String { x.isNaN ? "n/a" : String(format: x < 10 ? "%.2f ms" : "%.1f ms", x) }
             /// `a`'s time over `b`'s: "1.4x the time" (above 1: `a` is slower).
-            func ratio(_ a: Double, _ b: Double) -> String { a.isNaN || b.isNaN ? "n/a" : String(format: "%.2fx", a / b) }
+            func ratio(_ a: Double, _ b: Double) -> String {
+                a.isNaN || b.isNaN ? "n/a" : String(format: "%.2fx", a / b)
+            }
             var rows = [["measurement", "median", "pinlab's time / this one's (above 1: pinlab is slower)"]]
-            rows.append(["pinlab in-process, cold, library use: keys + certificates + state file", f(median(cold)) + " (CPU " + f(median(coldCPU)) + ")", ""])
-            rows.append(["pinlab in-process, cold, every identity's files written (PEM, DER, chains, key, pins)", f(median(coldFiles)) + " (CPU " + f(median(coldFilesCPU)) + ")", ""])
-            rows.append(["trustme in-process: keys + certificates + PEM files", f(median(trustmeIn)) + " (CPU " + f(median(trustmeCPU)) + ")",
-                         "files written " + ratio(median(coldFiles), median(trustmeIn)) + " (CPU " + ratio(median(coldFilesCPU), median(trustmeCPU)) + "); "
-                         + "library use " + ratio(median(cold), median(trustmeIn))])
-            rows.append(["pinlab in-process, warm, library use: keys kept, every certificate re-issued", f(median(warm)) + " (CPU " + f(median(warmCPU)) + ")", ""])
-            rows.append(["pinlab in-process, warm, every file and every .p12 (as `pki init`)", f(median(warmAllP12)), ""])
-            rows.append(["pinlab in-process, warm, library use, the real lab spec (RSA/Ed25519/P-384)", f(median(warmFull)), ""])
+            rows.append([
+                "pinlab in-process, cold, library use: keys + certificates + state file",
+                f(median(cold)) + " (CPU " + f(median(coldCPU)) + ")", "",
+            ])
+            rows.append([
+                "pinlab in-process, cold, every identity's files written (PEM, DER, chains, key, pins)",
+                f(median(coldFiles)) + " (CPU " + f(median(coldFilesCPU)) + ")", "",
+            ])
+            rows.append([
+                "trustme in-process: keys + certificates + PEM files",
+                f(median(trustmeIn)) + " (CPU " + f(median(trustmeCPU)) + ")",
+                "files written " + ratio(median(coldFiles), median(trustmeIn)) + " (CPU "
+                    + ratio(median(coldFilesCPU), median(trustmeCPU)) + "); "
+                    + "library use " + ratio(median(cold), median(trustmeIn)),
+            ])
+            rows.append([
+                "pinlab in-process, warm, library use: keys kept, every certificate re-issued",
+                f(median(warm)) + " (CPU " + f(median(warmCPU)) + ")", "",
+            ])
+            rows.append([
+                "pinlab in-process, warm, every file and every .p12 (as `pki init`)", f(median(warmAllP12)), "",
+            ])
+            rows.append([
+                "pinlab in-process, warm, library use, the real lab spec (RSA/Ed25519/P-384)", f(median(warmFull)), "",
+            ])
             rows.append(["pinlab in-process, certificates fresh: load only", f(median(load)), ""])
             rows.append(["pinlab pki init, whole process, cold (every .p12)", f(median(pinlabProc)), ""])
-            rows.append(["python3 trustme, whole process", f(median(trustmeProc)), "pki init " + ratio(median(pinlabProc), median(trustmeProc))])
-            rows.append(["openssl CLI script, whole process", f(median(opensslProc)), "pki init " + ratio(median(pinlabProc), median(opensslProc))])
+            rows.append([
+                "python3 trustme, whole process", f(median(trustmeProc)),
+                "pki init " + ratio(median(pinlabProc), median(trustmeProc)),
+            ])
+            rows.append([
+                "openssl CLI script, whole process", f(median(opensslProc)),
+                "pki init " + ratio(median(pinlabProc), median(opensslProc)),
+            ])
             print(table(rows), terminator: "")
             if !haveTrustme { print("\n(trustme not found: pip install trustme)") }
         }

@@ -1,15 +1,17 @@
 import Foundation
 import PinningLab
-import PinningLabPKI
 import PinningLabBase
+import PinningLabPKI
 
 extension CheckCommand {
     /// `pinlab check --batch`: one harness run for every cell. The problems that belong to no cell (an unknown id, a
     /// line that is not JSON, a non-zero exit) go to standard error; the caller exits 1 when there are any.
     func runBatch(_ runner: CheckRunner, options: CheckOptions) async throws -> (CheckReport, [String]) {
-        let batchOptions = BatchOptions(cellTimeout: .milliseconds(Int((cellTimeout ?? clientOptions.timeout) * 1000)),
-                                        batchTimeout: .milliseconds(Int((batchTimeout ?? 300) * 1000)), steps: batchSteps)
-        let run = try await runner.runBatch(.command(name: clientOptions.name, arguments: command), options: options, batch: batchOptions)
+        let batchOptions = BatchOptions(
+            cellTimeout: .milliseconds(Int((cellTimeout ?? clientOptions.timeout) * 1000)),
+            batchTimeout: .milliseconds(Int((batchTimeout ?? 300) * 1000)), steps: batchSteps)
+        let run = try await runner.runBatch(
+            .command(name: clientOptions.name, arguments: command), options: options, batch: batchOptions)
         for p in run.problems { FileHandle.standardError.write(Data("batch harness: \(p)\n".utf8)) }
         return (run.report, run.problems)
     }

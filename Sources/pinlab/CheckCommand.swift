@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
-import PinningLabPKI
 import PinningLab
 import PinningLabBase
+import PinningLabPKI
 
 /// `--catalogue`: the scenarios a command reads (the bundled catalogue unless a folder is given).
 struct CatalogueSource: ParsableArguments {
@@ -16,8 +16,9 @@ struct CatalogueSource: ParsableArguments {
     func load() -> Catalogue {
         do {
             if let catalogue {
-                return try Catalogue.load(directory: URL(fileURLWithPath: catalogue, isDirectory: true),
-                                          displayPrefix: catalogue.hasSuffix("/") ? catalogue : catalogue + "/")
+                return try Catalogue.load(
+                    directory: URL(fileURLWithPath: catalogue, isDirectory: true),
+                    displayPrefix: catalogue.hasSuffix("/") ? catalogue : catalogue + "/")
             }
             return try Catalogue.bundled()
         } catch {
@@ -29,7 +30,11 @@ struct CatalogueSource: ParsableArguments {
 /// `--dir`: the lab PKI folder of the commands that use the built-in spec (`pinlab pki` and `serve` take
 /// `PKIOptionsGroup`, which adds `--spec` and `--seed`). Without it, the nearest `.pinninglab/` (DefaultPKIFolder).
 struct PKIFolder: ParsableArguments {
-    @Option(name: .customLong("dir"), help: "The PKI folder (created if needed; keys are kept here). Default: the nearest .pinninglab/ in this folder or above, else a new one here.")
+    @Option(
+        name: .customLong("dir"),
+        help:
+            "The PKI folder (created if needed; keys are kept here). Default: the nearest .pinninglab/ in this folder or above, else a new one here."
+    )
     var explicitDir: String?
 
     /// The folder: --dir, else the nearest `.pinninglab/` (said on standard error).
@@ -89,13 +94,18 @@ func commaList(_ text: String?, option: String, example: String, omitted: String
 
 /// --profiles: nil when not given (the client supports every profile); an unknown or empty one is refused.
 func parseProfiles(_ text: String?) throws -> Set<PinProfile>? {
-    guard let items = try commaList(text, option: "--profiles", example: "leaf-spki,leaf-spki+backup",
-                                    omitted: "every pin profile") else { return nil }
+    guard
+        let items = try commaList(
+            text, option: "--profiles", example: "leaf-spki,leaf-spki+backup",
+            omitted: "every pin profile")
+    else { return nil }
     var out: Set<PinProfile> = []
     for part in items {
         let p = PinProfile(rawValue: part)
         guard PinProfile.all.contains(p) else {
-            throw ValidationError("--profiles: '\(part)' is not a pin profile; use \(PinProfile.all.map(\.rawValue).joined(separator: ", ")).")
+            throw ValidationError(
+                "--profiles: '\(part)' is not a pin profile; use \(PinProfile.all.map(\.rawValue).joined(separator: ", "))."
+            )
         }
         out.insert(p)
     }
@@ -122,7 +132,9 @@ func splitHostPort(_ text: String, ports: ClosedRange<Int> = 0...65535) -> (host
 /// Checks `--format` against the check report's formats (`ReportFormat`).
 func validateReportFormat(_ format: String) throws {
     guard ReportFormat(rawValue: format) != nil else {
-        throw ValidationError("--format: '\(format)' is not a format; use \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
+        throw ValidationError(
+            "--format: '\(format)' is not a format; use \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", "))."
+        )
     }
 }
 
@@ -177,25 +189,41 @@ struct CheckCommand: AsyncParsableCommand {
     @Option(help: "Write the report to this file (the summary line still goes to standard output).")
     var output: String?
 
-    @Option(help: "Print a schema and exit: json or junit (reports), batch-in or batch-out (the batch protocol), baseline.")
+    @Option(
+        help: "Print a schema and exit: json or junit (reports), batch-in or batch-out (the batch protocol), baseline.")
     var printSchema: String?
 
-    @Flag(help: "Run the command once for every cell: the cells as one JSON document on standard input and in $PINLAB_BATCH, one JSON answer per cell on its standard output (see --print-schema batch-in|batch-out).")
+    @Flag(
+        help:
+            "Run the command once for every cell: the cells as one JSON document on standard input and in $PINLAB_BATCH, one JSON answer per cell on its standard output (see --print-schema batch-in|batch-out)."
+    )
     var batch = false
 
-    @Flag(help: "With --batch: the harness keeps state between connections (one TLS session cache, one connection pool per cell): cells of scenarios made of several connections carry their steps, and the harness answers each step (\"step\": N). Without it those cells are reported unsupported.")
+    @Flag(
+        help:
+            "With --batch: the harness keeps state between connections (one TLS session cache, one connection pool per cell): cells of scenarios made of several connections carry their steps, and the harness answers each step (\"step\": N). Without it those cells are reported unsupported."
+    )
     var batchSteps = false
 
     @Option(help: "With --batch: seconds the whole harness run may take, start-up included (default 300).")
     var batchTimeout: Double?
 
-    @Option(help: "With --batch: seconds one cell may take (servers close silent connections then; the harness is stopped when no answer arrives for twice this). Default: --timeout.")
+    @Option(
+        help:
+            "With --batch: seconds one cell may take (servers close silent connections then; the harness is stopped when no answer arrives for twice this). Default: --timeout."
+    )
     var cellTimeout: Double?
 
-    @Option(help: "Cut the shards by the cell costs of an earlier run: its JSON report (e.g. the merged shards of the last run, kept as a CI cache). Without it, $PINLAB_SHARD_WEIGHTS, else each cell's cost is estimated from its connections.")
+    @Option(
+        help:
+            "Cut the shards by the cell costs of an earlier run: its JSON report (e.g. the merged shards of the last run, kept as a CI cache). Without it, $PINLAB_SHARD_WEIGHTS, else each cell's cost is estimated from its connections."
+    )
     var shardWeights: String?
 
-    @Option(help: "Run only part K of N of the cells (e.g. 2/4): a deterministic split cut by cost so the pieces finish together; join the JSON reports with `pinlab report merge`. Without it, the shard a CI system gives in the environment (Bazel TEST_SHARD_INDEX/TEST_TOTAL_SHARDS, GitLab CI_NODE_INDEX/CI_NODE_TOTAL, CircleCI CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL, Kubernetes JOB_COMPLETION_INDEX with PINLAB_SHARD_TOTAL).")
+    @Option(
+        help:
+            "Run only part K of N of the cells (e.g. 2/4): a deterministic split cut by cost so the pieces finish together; join the JSON reports with `pinlab report merge`. Without it, the shard a CI system gives in the environment (Bazel TEST_SHARD_INDEX/TEST_TOTAL_SHARDS, GitLab CI_NODE_INDEX/CI_NODE_TOTAL, CircleCI CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL, Kubernetes JOB_COMPLETION_INDEX with PINLAB_SHARD_TOTAL)."
+    )
     var shard: String?
 
     @Argument(parsing: .postTerminator, help: "The client command template (after --).")
@@ -204,19 +232,31 @@ struct CheckCommand: AsyncParsableCommand {
     func validate() throws {
         if printSchema != nil { return }
         try clientOptions.requireOneClient(
-            command: command, missing: "give a client: --client \(BuiltInClients.names.joined(separator: "|")), or a command template after `--`.")
+            command: command,
+            missing:
+                "give a client: --client \(BuiltInClients.names.joined(separator: "|")), or a command template after `--`."
+        )
         try validateReportFormat(format)
         if batch {
-            guard clientOptions.client == nil else { throw ValidationError("--batch runs a command: give the harness command after `--`, not --client.") }
+            guard clientOptions.client == nil else {
+                throw ValidationError("--batch runs a command: give the harness command after `--`, not --client.")
+            }
             if let batchTimeout { try validateSeconds(batchTimeout, "--batch-timeout") }
             if let cellTimeout { try validateSeconds(cellTimeout, "--cell-timeout") }
             if let w = command.first(where: { w in CommandTemplate.placeholders.contains { w.contains("{\($0)}") } }) {
-                throw ValidationError("--batch runs the harness once, so '\(w)' has no value: remove the placeholders; the harness reads every cell's URL, trust file and pins from the batch document (standard input or $PINLAB_BATCH).")
+                throw ValidationError(
+                    "--batch runs the harness once, so '\(w)' has no value: remove the placeholders; the harness reads every cell's URL, trust file and pins from the batch document (standard input or $PINLAB_BATCH)."
+                )
             }
         } else {
-            let batchOnly = [("--batch-steps", batchSteps), ("--batch-timeout", batchTimeout != nil), ("--cell-timeout", cellTimeout != nil)]
+            let batchOnly = [
+                ("--batch-steps", batchSteps), ("--batch-timeout", batchTimeout != nil),
+                ("--cell-timeout", cellTimeout != nil),
+            ]
             if let (option, _) = batchOnly.first(where: \.1) {
-                throw ValidationError("\(option) applies to --batch runs only: add --batch (a harness that answers every cell), or remove \(option).")
+                throw ValidationError(
+                    "\(option) applies to --batch runs only: add --batch (a harness that answers every cell), or remove \(option)."
+                )
             }
         }
         if let shard { _ = try CellShard(parsing: shard) }
@@ -250,7 +290,8 @@ struct CheckCommand: AsyncParsableCommand {
         defer { interrupts.cancel() }
         let progress = ProgressLine()
         var options = CheckOptions(
-            engines: try clientOptions.engines(), profiles: try parseProfiles(profiles), scenarios: try parseScenarioList(scenarios) ?? [],
+            engines: try clientOptions.engines(), profiles: try parseProfiles(profiles),
+            scenarios: try parseScenarioList(scenarios) ?? [],
             jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration, shard: shard,
             progress: progress.update, platform: try platformOption.policy())
         options.clientChecks = try clientChecksOption.checks()
@@ -259,7 +300,8 @@ struct CheckCommand: AsyncParsableCommand {
         var harnessProblems: [String] = []
         do {
             if batch {
-                (report, harnessProblems) = try await runBatch(CheckRunner(pki: pki, catalogue: catalogue), options: options)
+                (report, harnessProblems) = try await runBatch(
+                    CheckRunner(pki: pki, catalogue: catalogue), options: options)
             } else {
                 report = try await CheckRunner(pki: pki, catalogue: catalogue).run(subject, options: options)
             }
@@ -284,7 +326,8 @@ func interruptingClientCommands(_ label: String) -> TerminationSignals {
     TerminationSignals(label) { sig in
         ScratchFolders.removeAll()
         CommandClient.killRunningCommands()
-        FileHandle.standardError.write(Data("\ninterrupted: stopped the running clients and removed the run's files\n".utf8))
+        FileHandle.standardError.write(
+            Data("\ninterrupted: stopped the running clients and removed the run's files\n".utf8))
         Foundation.exit(128 + sig)
     }
 }

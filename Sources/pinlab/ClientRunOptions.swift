@@ -23,7 +23,8 @@ struct ClientRunOptions: ParsableArguments {
 
     func validate() throws {
         if let client, BuiltInClients.named(client) == nil {
-            throw ValidationError("--client: '\(client)' is not a built-in client; use \(BuiltInClients.names.joined(separator: ", ")).")
+            throw ValidationError(
+                "--client: '\(client)' is not a built-in client; use \(BuiltInClients.names.joined(separator: ", ")).")
         }
         guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1.") }
         try validateSeconds(timeout, "--timeout")
@@ -55,6 +56,7 @@ struct ClientRunOptions: ParsableArguments {
     static func checkRunnable(_ program: String) throws {
         guard !program.contains("{") else { return }  // named by a placeholder: known only per cell
         guard ChildProcess.resolve(program) == nil else { return }
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         let where_ = program.contains("/") ? "is not an executable file" : "was not found on the PATH"
         throw CheckSetupError(
             .commandTemplate, problem: "the client command '\(program)' could not be started: it \(where_).",
@@ -66,7 +68,10 @@ struct ClientRunOptions: ParsableArguments {
 
 /// `--platform`: the platform TLS policy the client follows (shared by check, lab check and demo).
 struct PlatformOption: ParsableArguments {
-    @Option(help: "The platform TLS policy the client follows: \(PlatformPolicy.names.joined(separator: ", ")). Cells the platform decides are judged by its expectation and shown as policy; default: the catalogue's expectations.")
+    @Option(
+        help:
+            "The platform TLS policy the client follows: \(PlatformPolicy.names.joined(separator: ", ")). Cells the platform decides are judged by its expectation and shown as policy; default: the catalogue's expectations."
+    )
     var platform: String?
 
     func validate() throws { _ = try policy() }
@@ -74,8 +79,11 @@ struct PlatformOption: ParsableArguments {
     func policy() throws -> PlatformPolicy? {
         guard let platform else { return nil }
         guard let p = PlatformPolicy.named(platform) else {
-            let hint = PlatformPolicy.names.first { $0.hasPrefix(platform.prefix(3)) }.map { "did you mean \($0)? " } ?? ""
-            throw ValidationError("--platform: '\(platform)' is not a platform policy; \(hint)use \(PlatformPolicy.names.joined(separator: ", ")) (the Catalogue article, \"Platform policies\", lists their sources).")
+            let hint =
+                PlatformPolicy.names.first { $0.hasPrefix(platform.prefix(3)) }.map { "did you mean \($0)? " } ?? ""
+            throw ValidationError(
+                "--platform: '\(platform)' is not a platform policy; \(hint)use \(PlatformPolicy.names.joined(separator: ", ")) (the Catalogue article, \"Platform policies\", lists their sources)."
+            )
         }
         return p
     }
@@ -83,7 +91,11 @@ struct PlatformOption: ParsableArguments {
 
 /// `--client-checks`: what the client claims to check beyond its pins (revocation, CT).
 struct ClientChecksOption: ParsableArguments {
-    @Option(name: .customLong("client-checks"), help: "What the client checks beyond its pins: \(ClientChecks.syntax), e.g. revocation=hard,ct=required. Cells whose outcome depends on a check are judged by the scenario's expectation for it; with nothing declared they are shown as policy (undecided), never pass or fail.")
+    @Option(
+        name: .customLong("client-checks"),
+        help:
+            "What the client checks beyond its pins: \(ClientChecks.syntax), e.g. revocation=hard,ct=required. Cells whose outcome depends on a check are judged by the scenario's expectation for it; with nothing declared they are shown as policy (undecided), never pass or fail."
+    )
     var clientChecks: String?
 
     func validate() throws { _ = try checks() }
@@ -100,10 +112,13 @@ struct ClientChecksOption: ParsableArguments {
 
 /// `--baseline` and `--write-baseline`: known divergences (shared by check and lab check).
 struct BaselineOptions: ParsableArguments {
-    @Option(help: "A baseline file (from --write-baseline): exit 1 only when a cell differs from it, and print what changed.")
+    @Option(
+        help:
+            "A baseline file (from --write-baseline): exit 1 only when a cell differs from it, and print what changed.")
     var baseline: String?
 
-    @Option(help: "Write every cell's verdict to this baseline file (JSON, one line per cell; --print-schema baseline).")
+    @Option(
+        help: "Write every cell's verdict to this baseline file (JSON, one line per cell; --print-schema baseline).")
     var writeBaseline: String?
 
     /// Loads the baseline before the run, so that a bad file stops the command before any cell runs.
@@ -143,7 +158,9 @@ struct BaselineOptions: ParsableArguments {
 /// a `Duration`).
 func validateSeconds(_ value: Double, _ option: String) throws {
     guard value.isFinite, value > 0, value <= 86_400 else {
-        throw ValidationError("\(option): \(value) is not a number of seconds from 0 to 86400 (a day). Fix: give a positive number, e.g. \(option) 10.")
+        throw ValidationError(
+            "\(option): \(value) is not a number of seconds from 0 to 86400 (a day). Fix: give a positive number, e.g. \(option) 10."
+        )
     }
 }
 
@@ -157,14 +174,20 @@ func resolveShardWeights(
     guard let path = option ?? fromEnvironment else { return nil }
     guard shard != nil else {
         if option != nil {
-            FileHandle.standardError.write(Data("pinlab: --shard-weights is read only by a sharded run (--shard K/N, or a CI system's shard variables); this run holds every cell.\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "pinlab: --shard-weights is read only by a sharded run (--shard K/N, or a CI system's shard variables); this run holds every cell.\n"
+                        .utf8))
         }
         return nil
     }
     do {
         let weights = try ShardWeights(contentsOf: URL(fileURLWithPath: path))
         let source = option != nil ? "--shard-weights" : "PINLAB_SHARD_WEIGHTS"
-        FileHandle.standardError.write(Data("pinlab: shards cut by the cell costs measured in \(path) (\(source); \(weights.millisecondsByCell.count) cells)\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "pinlab: shards cut by the cell costs measured in \(path) (\(source); \(weights.millisecondsByCell.count) cells)\n"
+                    .utf8))
         return weights
     } catch {
         fail("\(error)")
@@ -175,7 +198,8 @@ func resolveShardWeights(
 /// gives through its environment (``EnvironmentShard``: Bazel, Kubernetes, GitLab, CircleCI), said on standard
 /// error with the variables read, Bazel's status file touched; nil for a whole run. Inconsistent variables end the
 /// command with exit 2, naming the variable and the fix.
-func resolveShard(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> CellShard? {
+func resolveShard(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> CellShard?
+{
     if let option {
         let shard = try? CellShard(parsing: option)
         let set = EnvironmentShard.systemsSet(in: environment)

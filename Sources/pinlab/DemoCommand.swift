@@ -37,8 +37,11 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         let start = ContinuousClock.now
         let catalogue = source.loadCatalogue()
-        let fresh = !FileManager.default.fileExists(atPath: URL(fileURLWithPath: source.dir).appendingPathComponent("keys").path)
-        if fresh { print("Creating the lab PKI in \(source.dir) (keys are made once and kept; later runs start at once)…") }
+        let fresh = !FileManager.default.fileExists(
+            atPath: URL(fileURLWithPath: source.dir).appendingPathComponent("keys").path)
+        if fresh {
+            print("Creating the lab PKI in \(source.dir) (keys are made once and kept; later runs start at once)…")
+        }
         let pki = await source.openPKI()
         let runner = CheckRunner(pki: pki, catalogue: catalogue)
         let platform = try platformOption.policy()
@@ -50,13 +53,22 @@ struct DemoCommand: AsyncParsableCommand {
             (.inProcess($0), BuiltInClients.explanation($0.name))
         }
         if !noCurl, ChildProcess.resolve("curl") != nil {
-            clients.append((.command(try CommandClient.curl()),
-                            "the system curl with --cacert and --pinnedpubkey (pins only the server's own key)"))
+            clients.append(
+                (
+                    .command(try CommandClient.curl()),
+                    "the system curl with --cacert and --pinnedpubkey (pins only the server's own key)"
+                ))
         }
-        print(bold("PinningLab demo") + ": \(catalogue.scenarios.count) scenarios × \(PinProfile.all.count) pin profiles × \(options.engines.map(\.name).joined(separator: " + ")), PKI in \(pki.directory.path)\n")
+        print(
+            bold("PinningLab demo")
+                + ": \(catalogue.scenarios.count) scenarios × \(PinProfile.all.count) pin profiles × \(options.engines.map(\.name).joined(separator: " + ")), PKI in \(pki.directory.path)\n"
+        )
         if let platform {
-            let decided = catalogue.scenarios.filter { s in PinProfile.all.contains { s.decidedByPolicy($0) } }.map(\.id)
-            print("Platform \(platform) (\(platform.summary)): the cells of \(decided.joined(separator: ", ")) are judged by its policy and shown as P where a client does what it prescribes.\n")
+            let decided = catalogue.scenarios.filter { s in PinProfile.all.contains { s.decidedByPolicy($0) } }.map(
+                \.id)
+            print(
+                "Platform \(platform) (\(platform.summary)): the cells of \(decided.joined(separator: ", ")) are judged by its policy and shown as P where a client does what it prescribes.\n"
+            )
         }
         let width = clients.map(\.0.name.count).max() ?? 10
         let cells = catalogue.scenarios.count * PinProfile.all.count * options.engines.count
@@ -69,9 +81,11 @@ struct DemoCommand: AsyncParsableCommand {
             if r.summary.policy > 0 { extra += ", \(r.summary.policy) decided by the platform policy" }
             if r.summary.stricter > 0 { extra += ", \(r.summary.stricter) stricter than required" }
             let count = String(r.summary.deviations).leftPadded(to: 4)
-            return "  \(m) \(r.client.padding(toLength: width, withPad: " ", startingAt: 0)) \(count) deviating\(extra) — \(explanation)"
+            return
+                "  \(m) \(r.client.padding(toLength: width, withPad: " ", startingAt: 0)) \(count) deviating\(extra) — \(explanation)"
         }
-        let heading = bold("Summary") + " (cells where the client does not do what a correct client does, of \(cells) per client)"
+        let heading =
+            bold("Summary") + " (cells where the client does not do what a correct client does, of \(cells) per client)"
         if !matrix { print(heading) }
         var rows: [String] = []
         for (client, explanation) in clients {
@@ -95,11 +109,14 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let d = ContinuousClock.now - start
         let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-        print(String(format: "\nDone in %.1f s. `pinlab explain ID` tells the story of any row; `pinlab check -- CMD` judges your own client; --matrix shows every cell.", seconds))
+        print(
+            String(
+                format:
+                    "\nDone in %.1f s. `pinlab explain ID` tells the story of any row; `pinlab check -- CMD` judges your own client; --matrix shows every cell.",
+                seconds))
     }
 }
 
 extension String {
     func leftPadded(to n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
 }
-

@@ -54,7 +54,9 @@ struct ExplainCommand: AsyncParsableCommand {
             }
             out += "\(link.name) [\(link.role)] subject \(link.subject), issuer \(link.issuer)\n"
             out += "     key \(link.keyName) (\(link.keyType)), SPKI sha256 \(link.spkiSHA256)"
-            if !link.matchedBy.isEmpty { out += " ← pinned by \(link.matchedBy.map(\.rawValue).joined(separator: ", "))" }
+            if !link.matchedBy.isEmpty {
+                out += " ← pinned by \(link.matchedBy.map(\.rawValue).joined(separator: ", "))"
+            }
             out += "\n"
         }
         let versions = s.server.tlsVersions.map(\.scenarioName).joined(separator: ", ")
@@ -67,7 +69,8 @@ struct ExplainCommand: AsyncParsableCommand {
         out += "Pins per profile, and the expected outcome:\n"
         for p in PinProfile.all {
             let entries = (try? s.pinEntries(for: p, in: pki)) ?? []
-            let what = entries.isEmpty
+            let what =
+                entries.isEmpty
                 ? "no pins"
                 : entries.map { e in
                     "\(e.kind == .certificateSHA256 ? "cert" : "spki") of \(e.identity) (\(e.keyName)) \(e.base64)"
@@ -79,7 +82,8 @@ struct ExplainCommand: AsyncParsableCommand {
         if s.isMultiStep {
             out += "\nThe client makes \(s.steps.count) connections, keeping its TLS session cache across them:\n"
             for (name, party) in s.parties.sorted(by: { $0.key < $1.key }) {
-                out += "  party \(name): sends \(party.chain.joined(separator: ", ")); resumption \(party.resumption)"
+                out +=
+                    "  party \(name): sends \(party.chain.joined(separator: ", ")); resumption \(party.resumption)"
                     + (party.ticketKey.map { " (ticket key \($0), shared by the parties that name it)" } ?? "") + "\n"
             }
             out += "  party \(Scenario.genuineParty): the server above; resumption \(s.server.resumption)\n"

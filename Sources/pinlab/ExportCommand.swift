@@ -72,22 +72,30 @@ struct ExportCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("pin-horizon"),
-        help: "Android: days from today to the pin-set expiration (1–3650; default \(PinExport.defaultPinHorizonDays); fewer than \(PinExport.shortestSensiblePinHorizonDays) is warned about).")
+        help:
+            "Android: days from today to the pin-set expiration (1–3650; default \(PinExport.defaultPinHorizonDays); fewer than \(PinExport.shortestSensiblePinHorizonDays) is warned about)."
+    )
     var pinHorizon: Int?
 
     @Option(
         name: .customLong("certificate-transparency"),
-        help: "nsc: write <certificateTransparency enabled=…> for the domain: on or off (default: leave it out, the platform's default).")
+        help:
+            "nsc: write <certificateTransparency enabled=…> for the domain: on or off (default: leave it out, the platform's default)."
+    )
     var certificateTransparency: String?
 
     @Flag(
         name: .customLong("include-proxy-root"),
-        help: "mobileconfig: also install the proxy root (the interception lessons). proxy-root is NOT name-constrained: remove it after the session.")
+        help:
+            "mobileconfig: also install the proxy root (the interception lessons). proxy-root is NOT name-constrained: remove it after the session."
+    )
     var includeProxyRoot = false
 
     @Option(
         name: .customLong("proxy-root"),
-        help: "The root --include-proxy-root installs: proxy-root (unconstrained, the default) or proxy-root-scoped (name-constrained to the hosts of `pinlab pki proxy-root --scope`).")
+        help:
+            "The root --include-proxy-root installs: proxy-root (unconstrained, the default) or proxy-root-scoped (name-constrained to the hosts of `pinlab pki proxy-root --scope`)."
+    )
     var proxyRootName: String = "proxy-root"
 
     @Option(help: "Write to this file, or to this folder (with the .cer, .pem and README files).")
@@ -135,7 +143,8 @@ struct ExportCommand: AsyncParsableCommand {
             guard f == .nsc else {
                 throw ExportError(
                     .badArguments, argument: "--certificate-transparency",
-                    problem: "only the nsc format says whether Certificate Transparency is required, not \(f.rawValue).",
+                    problem:
+                        "only the nsc format says whether Certificate Transparency is required, not \(f.rawValue).",
                     fix: "use --format nsc, or drop --certificate-transparency.")
             }
             switch certificateTransparency {
@@ -151,7 +160,8 @@ struct ExportCommand: AsyncParsableCommand {
         if f == .farm && outFolder() == nil {
             throw ExportError(
                 .badArguments, argument: "--out",
-                problem: "the farm bundle is several files, some binary (.cer, .pfx), and cannot go to \(out.map { "the file '\($0)'" } ?? "standard output").",
+                problem:
+                    "the farm bundle is several files, some binary (.cer, .pfx), and cannot go to \(out.map { "the file '\($0)'" } ?? "standard output").",
                 fix: "give a folder: --out farm/ (an existing folder, or a path ending in /).")
         }
         var export: PinExport
@@ -160,16 +170,22 @@ struct ExportCommand: AsyncParsableCommand {
                 throw ExportError(
                     .badArguments, argument: "--from",
                     problem: "pins.json chooses the pins, the host's subdomains and the roots (none) itself.",
-                    fix: "drop --scenario, identity names, --include-subdomains and --include-proxy-root, or drop --from.")
+                    fix:
+                        "drop --scenario, identity names, --include-subdomains and --include-proxy-root, or drop --from."
+                )
             }
             let data: Data
             do { data = try Data(contentsOf: URL(fileURLWithPath: from)) } catch {
                 throw PinConfigError(
-                    file: from, problem: "cannot be read (\(error.localizedDescription)).", fix: "give the path of a pins.json.")
+                    file: from, problem: "cannot be read (\(error.localizedDescription)).",
+                    fix: "give the path of a pins.json.")
             }
             export = try PinsDocument.parse(data, file: from).export(host: host, file: from)
             if let day { export.expiration = day }
-            if let pinHorizon { export.pinHorizonDays = pinHorizon; export.expiration = nil }
+            if let pinHorizon {
+                export.pinHorizonDays = pinHorizon
+                export.expiration = nil
+            }
             export.certificateTransparency = ct
             if f == .nsc, let w = export.expirationWarning { warn(w) }
             try write(try f.render(export), folder: outFolder())
@@ -198,8 +214,9 @@ struct ExportCommand: AsyncParsableCommand {
                     problem: "\(e.reason).", fix: e.fix ?? "use the built-in spec, or drop the flag.")
             }
             guard proxy.role == .root else {
-                throw ExportError(.badArguments, argument: "--proxy-root", problem: "'\(proxyRootName)' is not a root.",
-                                  fix: "use proxy-root or proxy-root-scoped.")
+                throw ExportError(
+                    .badArguments, argument: "--proxy-root", problem: "'\(proxyRootName)' is not a root.",
+                    fix: "use proxy-root or proxy-root-scoped.")
             }
             if !export.deviceRoots.contains(proxy) { export.deviceRoots.append(proxy) }
         }
@@ -208,8 +225,9 @@ struct ExportCommand: AsyncParsableCommand {
                 let name = "client-valid"
                 let file = try lab.pkcs12File(for: name)
                 let bytes = try Data(contentsOf: file)
-                return DeviceClientIdentity(name: name, subject: try lab.identity(name).subject, pkcs12: Array(bytes),
-                                            password: lab.pkcs12Password)
+                return DeviceClientIdentity(
+                    name: name, subject: try lab.identity(name).subject, pkcs12: Array(bytes),
+                    password: lab.pkcs12Password)
             }
         }
         // Defence in depth: a root whose key came from a seed and whose certificate has no name constraints is

@@ -42,33 +42,55 @@ struct InterceptCommand: AsyncParsableCommand {
     @Option(help: "The address to listen on, 127.0.0.1:PORT (port 0 picks a free one).")
     var listen: String = "127.0.0.1:8080"
 
-    @Flag(help: "Allow --listen on a non-loopback address (a device on the network); prints a warning. Needs --allow-peer.")
+    @Flag(
+        help:
+            "Allow --listen on a non-loopback address (a device on the network); prints a warning. Needs --allow-peer.")
     var allowNonLoopback = false
 
-    @Option(help: "Off loopback: a device address or block allowed to use the proxy (CIDR, e.g. 192.168.1.23/32); repeatable.")
+    @Option(
+        help:
+            "Off loopback: a device address or block allowed to use the proxy (CIDR, e.g. 192.168.1.23/32); repeatable."
+    )
     var allowPeer: [String] = []
 
-    @Option(help: "mint, stuff, collision, foreign-host or passthrough, alone (the default) or HOST=POLICY; repeatable or comma-separated.")
+    @Option(
+        help:
+            "mint, stuff, collision, foreign-host or passthrough, alone (the default) or HOST=POLICY; repeatable or comma-separated."
+    )
     var policy: [String] = []
 
-    @Option(help: "Where passthrough goes: HOST:PORT (every host) or PATTERN=HOST:PORT; repeatable. Default: the CONNECT authority, if it is a public address (a route also allows a loopback or private one).")
+    @Option(
+        help:
+            "Where passthrough goes: HOST:PORT (every host) or PATTERN=HOST:PORT; repeatable. Default: the CONNECT authority, if it is a public address (a route also allows a loopback or private one)."
+    )
     var upstream: [String] = []
 
-    @Option(help: "What the stuff policy appends: a PEM file with a real server's chain, or 'upstream' (the chain the upstream presents, fetched once per host). Default: leaf-v1, lab-intermediate-a, lab-root.")
+    @Option(
+        help:
+            "What the stuff policy appends: a PEM file with a real server's chain, or 'upstream' (the chain the upstream presents, fetched once per host). Default: leaf-v1, lab-intermediate-a, lab-root."
+    )
     var genuineChain: String?
 
     @Option(help: "openssl or gnutls: the engine that terminates TLS.")
     var engine: String = "openssl"
 
-    @Option(help: "Report formats, comma-separated: text (standard output), json, junit, markdown, html (files in --output-dir).")
+    @Option(
+        help:
+            "Report formats, comma-separated: text (standard output), json, junit, markdown, html (files in --output-dir)."
+    )
     var report: String = "text"
 
-    @Option(help: "The folder the json/junit/markdown/html reports are written to, each readable by you alone (they name the hosts and requests the proxy decrypted). Default: intercept/ in the PKI folder (--dir), which git ignores.")
+    @Option(
+        help:
+            "The folder the json/junit/markdown/html reports are written to, each readable by you alone (they name the hosts and requests the proxy decrypted). Default: intercept/ in the PKI folder (--dir), which git ignores."
+    )
     var outputDir: String?
 
     /// `--output-dir`, or `intercept/` in the PKI folder: never a folder of its own in the current directory, which a
     /// `git add -A` of the app's repository would pick up when the PKI lives elsewhere.
-    var reportFolder: String { outputDir ?? URL(fileURLWithPath: pkiFolder.dir, isDirectory: true).appendingPathComponent("intercept").path }
+    var reportFolder: String {
+        outputDir ?? URL(fileURLWithPath: pkiFolder.dir, isDirectory: true).appendingPathComponent("intercept").path
+    }
 
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
@@ -81,35 +103,59 @@ struct InterceptCommand: AsyncParsableCommand {
 
     @OptionGroup var pkiFolder: PKIFolder
 
-    @Option(help: "The root that mints leaves: proxy-root (NOT name-constrained, any host) or proxy-root-scoped (only the hosts of `pinlab pki proxy-root --scope`; a name covers itself and its subdomains).")
+    @Option(
+        help:
+            "The root that mints leaves: proxy-root (NOT name-constrained, any host) or proxy-root-scoped (only the hosts of `pinlab pki proxy-root --scope`; a name covers itself and its subdomains)."
+    )
     var proxyRoot: String = "proxy-root"
 
-    @Flag(help: "Pass a host through to its upstream once it refused an intercepted connection (its verdict stays), so the app keeps working and reveals its other hosts.")
+    @Flag(
+        help:
+            "Pass a host through to its upstream once it refused an intercepted connection (its verdict stays), so the app keeps working and reveals its other hosts."
+    )
     var learn = false
 
-    @Option(help: "Write the MASTG-TEST-0244 evidence (Markdown: test id, weakness, per-domain table, the command that reproduces it) to this file.")
+    @Option(
+        help:
+            "Write the MASTG-TEST-0244 evidence (Markdown: test id, weakness, per-domain table, the command that reproduces it) to this file."
+    )
     var evidence: String?
 
-    @Option(help: "Compare each host's verdict with this file (written by --write-baseline): exit 1 only when a host's verdict changed, or a new host deviates.")
+    @Option(
+        help:
+            "Compare each host's verdict with this file (written by --write-baseline): exit 1 only when a host's verdict changed, or a new host deviates."
+    )
     var baseline: String?
 
-    @Option(help: "Write every host's verdict to this file (JSON, one line per host), to commit and pass to --baseline.")
+    @Option(
+        help: "Write every host's verdict to this file (JSON, one line per host), to commit and pass to --baseline.")
     var writeBaseline: String?
 
-    @Option(help: ArgumentHelp("Serve the live view (each connection and host verdict as they happen) on this loopback address, e.g. 127.0.0.1:0 (0: a free port); open the printed address, whose #token=… the page sends as its bearer token.", valueName: "address"))
+    @Option(
+        help: ArgumentHelp(
+            "Serve the live view (each connection and host verdict as they happen) on this loopback address, e.g. 127.0.0.1:0 (0: a free port); open the printed address, whose #token=… the page sends as its bearer token.",
+            valueName: "address"))
     var live: String?
 
     @Option(help: "Print the JSON Schema of the json report and exit.")
     var printSchema: String?
 
     func validate() throws {
-        if let duration, !(duration > 0) { throw ValidationError("--duration: \(duration) is not a positive number of seconds.") }
-        if let untilIdle, !(untilIdle > 0) { throw ValidationError("--until-idle: \(untilIdle) is not a positive number of seconds.") }
+        if let duration, !(duration > 0) {
+            throw ValidationError("--duration: \(duration) is not a positive number of seconds.")
+        }
+        if let untilIdle, !(untilIdle > 0) {
+            throw ValidationError("--until-idle: \(untilIdle) is not a positive number of seconds.")
+        }
     }
 
     func run() async throws {
         if let printSchema {
-            guard printSchema == "json" else { throw ValidationError("--print-schema: only json has a schema here (the JUnit XSD is `pinlab check --print-schema junit`).") }
+            guard printSchema == "json" else {
+                throw ValidationError(
+                    "--print-schema: only json has a schema here (the JUnit XSD is `pinlab check --print-schema junit`)."
+                )
+            }
             print(InterceptReport.jsonSchema)
             return
         }
@@ -122,7 +168,8 @@ struct InterceptCommand: AsyncParsableCommand {
         var knownVerdicts: InterceptBaseline?
         if let baseline {
             do {
-                knownVerdicts = try InterceptBaseline.load(contentsOf: URL(fileURLWithPath: baseline), displayName: baseline)
+                knownVerdicts = try InterceptBaseline.load(
+                    contentsOf: URL(fileURLWithPath: baseline), displayName: baseline)
             } catch {
                 fail("--baseline: \(error.description)")
             }
@@ -138,7 +185,9 @@ struct InterceptCommand: AsyncParsableCommand {
             throw ValidationError(error.description)
         }
         guard let (address, port) = splitHostPort(listen) else {
-            throw ValidationError("--listen: '\(listen)' is not ADDRESS:PORT (e.g. 127.0.0.1:8080, [::1]:8080, 127.0.0.1:0 for a free port).")
+            throw ValidationError(
+                "--listen: '\(listen)' is not ADDRESS:PORT (e.g. 127.0.0.1:8080, [::1]:8080, 127.0.0.1:0 for a free port)."
+            )
         }
         configuration.listener.bindAddress = address
         configuration.listener.port = port
@@ -151,18 +200,23 @@ struct InterceptCommand: AsyncParsableCommand {
             }
             let ders = PEM.decodeAll(text)
             guard !ders.isEmpty else {
-                throw ValidationError("--genuine-chain: \(genuineChain) has no PEM certificate blocks (export the server's chain as PEM, e.g. with openssl s_client -showcerts).")
+                throw ValidationError(
+                    "--genuine-chain: \(genuineChain) has no PEM certificate blocks (export the server's chain as PEM, e.g. with openssl s_client -showcerts)."
+                )
             }
             configuration.genuineChainDER = ders
         }
         if configuration.pinned.isEmpty {
-            FileHandle.standardError.write(Data("warning: no --pinned hosts declared: every intercepted host is judged as not pinned\n".utf8))
+            FileHandle.standardError.write(
+                Data("warning: no --pinned hosts declared: every intercepted host is judged as not pinned\n".utf8))
         }
 
         let pki = await pkiFolder.open()
         // The default folder is made once the PKI folder exists (private, ignored by git), before the session starts.
         if writesFiles, outputDir == nil { requireWritableFolder(reportFolder, option: "--output-dir") }
-        do { configuration.proxyRoot = try pki.certificateAuthority(proxyRoot) } catch { throw ValidationError("--proxy-root: \(error)") }
+        do { configuration.proxyRoot = try pki.certificateAuthority(proxyRoot) } catch {
+            throw ValidationError("--proxy-root: \(error)")
+        }
         let proxy: InterceptProxy
         do {
             proxy = try InterceptProxy.start(pki: pki, configuration: configuration)
@@ -183,10 +237,18 @@ struct InterceptCommand: AsyncParsableCommand {
         let stopper = TerminationSignals("pinlab.intercept.signals")
         let rootFile = ((try? pki.materialize(proxyRoot)) ?? pki.files(for: proxyRoot)).certificatePEM.path
         let labRootFile = (try? pki.materialize("lab-root"))?.certificatePEM.path ?? "(see pinlab pki show lab-root)"
-        print("pinlab intercept: listening on \(proxy.address) (\(engine)); the device trusts lab-root (\(TextEscaping.terminal(labRootFile))) and the installed proxy root (\(TextEscaping.terminal(rootFile)))")
-        print("  policy: \(policySummary(configuration.policies)); pinned: \(configuration.pinned.isEmpty ? "(none)" : configuration.pinned.map(\.text).joined(separator: ", "))")
-        if !configuration.allowedPeers.isEmpty { print("  peers: this machine and \(configuration.allowedPeers.map(\.description).joined(separator: ", "))") }
-        if let liveView { print("  live view: \(liveView.pageURL) (loopback only; the #token is the page's key: do not share it)") }
+        print(
+            "pinlab intercept: listening on \(proxy.address) (\(engine)); the device trusts lab-root (\(TextEscaping.terminal(labRootFile))) and the installed proxy root (\(TextEscaping.terminal(rootFile)))"
+        )
+        print(
+            "  policy: \(policySummary(configuration.policies)); pinned: \(configuration.pinned.isEmpty ? "(none)" : configuration.pinned.map(\.text).joined(separator: ", "))"
+        )
+        if !configuration.allowedPeers.isEmpty {
+            print("  peers: this machine and \(configuration.allowedPeers.map(\.description).joined(separator: ", "))")
+        }
+        if let liveView {
+            print("  live view: \(liveView.pageURL) (loopback only; the #token is the page's key: do not share it)")
+        }
         fflush(nil)  // the address line must reach a pipe before any client starts
         if let readyFile {
             do {
@@ -215,12 +277,14 @@ struct InterceptCommand: AsyncParsableCommand {
                 print(text, terminator: "")
                 continue
             }
-            let url = URL(fileURLWithPath: reportFolder, isDirectory: true).appendingPathComponent("intercept.\(format.fileExtension)")
+            let url = URL(fileURLWithPath: reportFolder, isDirectory: true).appendingPathComponent(
+                "intercept.\(format.fileExtension)")
             writeOutputFile(Array(text.utf8), to: url.path, option: "--output-dir", mode: 0o600)
             print("wrote \(TextEscaping.terminal(url.path))")
         }
         if let evidence {
-            let text = InterceptEvidence(report: result, commandLine: ["pinlab"] + CommandLine.arguments.dropFirst()).markdown()
+            let text = InterceptEvidence(report: result, commandLine: ["pinlab"] + CommandLine.arguments.dropFirst())
+                .markdown()
             writeOrFail(text, to: evidence, prefix: "--evidence: ")
             print("wrote \(TextEscaping.terminal(evidence))")
         }
@@ -241,7 +305,8 @@ struct InterceptCommand: AsyncParsableCommand {
         var out: [ReportFormat] = []
         for item in parseList(text) {
             guard let f = ReportFormat(rawValue: item.lowercased()) else {
-                throw ValidationError("--report: '\(item)' is not a format; use text, json, junit, markdown, html (comma-separated).")
+                throw ValidationError(
+                    "--report: '\(item)' is not a format; use text, json, junit, markdown, html (comma-separated).")
             }
             if !out.contains(f) { out.append(f) }
         }

@@ -60,7 +60,8 @@ struct LabShowCommand: AsyncParsableCommand {
         let teaching = l.teachingClient.map {
             "  pinlab lab check \(l.number) --client \($0)    (the built-in client that makes the same mistake)\n"
         }
-        print("""
+        print(
+            """
             Lab \(l.number) — \(l.title)
 
             Goal
@@ -119,13 +120,22 @@ struct LabCheckCommand: AsyncParsableCommand {
     @Option(help: "Also write the lab's picture (an HTML page: chains, pins, your row beside the correct row).")
     var html: String?
 
-    @Option(help: "Also write the cells as a check report (JSON, as `pinlab check --format json`): the input of `pinlab report merge` and `pinlab report site`.")
+    @Option(
+        help:
+            "Also write the cells as a check report (JSON, as `pinlab check --format json`): the input of `pinlab report merge` and `pinlab report site`."
+    )
     var report: String?
 
-    @Option(help: "Grade only part K of N of the lab's cells (e.g. 2/4), as `pinlab check --shard`; join the --report files with `pinlab report merge`. Default: the shard a CI system gives in the environment, else every cell.")
+    @Option(
+        help:
+            "Grade only part K of N of the lab's cells (e.g. 2/4), as `pinlab check --shard`; join the --report files with `pinlab report merge`. Default: the shard a CI system gives in the environment, else every cell."
+    )
     var shard: String?
 
-    @Option(help: "Cut the shards by the cell costs of an earlier run's JSON report (--report of the whole lab); default $PINLAB_SHARD_WEIGHTS, else costs estimated from each cell's connections.")
+    @Option(
+        help:
+            "Cut the shards by the cell costs of an earlier run's JSON report (--report of the whole lab); default $PINLAB_SHARD_WEIGHTS, else costs estimated from each cell's connections."
+    )
     var shardWeights: String?
 
     @Argument(parsing: .postTerminator, help: "The learner's client command (after --).")
@@ -141,7 +151,9 @@ struct LabCheckCommand: AsyncParsableCommand {
         }
         try clientOptions.requireOneClient(
             command: command,
-            missing: "give a client: a command after `--` (e.g. -- python3 \(lab(number).pythonStarterPath)), or --client \(BuiltInClients.names.joined(separator: "|")).")
+            missing:
+                "give a client: a command after `--` (e.g. -- python3 \(lab(number).pythonStarterPath)), or --client \(BuiltInClients.names.joined(separator: "|"))."
+        )
         guard format == "text" || format == "json" else {
             throw ValidationError("--format: '\(format)' is not a format of lab check; use text or json.")
         }
@@ -168,7 +180,8 @@ struct LabCheckCommand: AsyncParsableCommand {
         let engines = try clientOptions.engines()
         var grade: LabGrade
         do {
-            var options = l.checkOptions(engines: engines, jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration)
+            var options = l.checkOptions(
+                engines: engines, jobs: clientOptions.jobs, timeout: clientOptions.timeoutDuration)
             options.shard = shard
             options.shardWeights = shardWeights
             grade = LabGrade(lab: l, report: try await runner.run(subject, options: options))
@@ -184,13 +197,16 @@ struct LabCheckCommand: AsyncParsableCommand {
         } else {
             print(grade.renderText(color: stdoutIsTerminal), terminator: "")
             if let shard {
-                print("Shard \(shard): only this part of the lab's cells was graded (· not run); join the shards' --report files with `pinlab report merge`.")
+                print(
+                    "Shard \(shard): only this part of the lab's cells was graded (· not run); join the shards' --report files with `pinlab report merge`."
+                )
             }
         }
         if let html {
             let correct: CheckReport?
             if let c = BuiltInClients.named(l.referenceClient) {
-                correct = try? await runner.run(.inProcess(c), options: l.checkOptions(engines: engines, jobs: clientOptions.jobs))
+                correct = try? await runner.run(
+                    .inProcess(c), options: l.checkOptions(engines: engines, jobs: clientOptions.jobs))
             } else {
                 correct = nil
             }

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import PinningLab
-import PinningLabPKI
 import PinningLabBase
+import PinningLabPKI
 
 struct PKICommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,16 +14,28 @@ struct PKICommand: AsyncParsableCommand {
 
 /// Options every `pki` subcommand takes.
 struct PKIOptionsGroup: ParsableArguments {
-    @Option(name: .customLong("dir"), help: "The PKI folder (keys are kept here, mode 0700). Default: the nearest .pinninglab/ in this folder or above, else a new one here.")
+    @Option(
+        name: .customLong("dir"),
+        help:
+            "The PKI folder (keys are kept here, mode 0700). Default: the nearest .pinninglab/ in this folder or above, else a new one here."
+    )
     var explicitDir: String?
 
     /// The folder: --dir, else the nearest `.pinninglab/` (said on standard error).
     var dir: String { explicitDir ?? DefaultPKIFolder.path }
 
-    @Option(name: .long, help: "A PKI spec file instead of the built-in pki/lab.yaml (the folder remembers it: later commands without --spec use it while it is unchanged).")
+    @Option(
+        name: .long,
+        help:
+            "A PKI spec file instead of the built-in pki/lab.yaml (the folder remembers it: later commands without --spec use it while it is unchanged)."
+    )
     var spec: String?
 
-    @Option(name: .long, help: "Derive the EC and Ed25519 keys of leaf and client certificates from this text (the same leaf pins on every machine). CA keys stay random.")
+    @Option(
+        name: .long,
+        help:
+            "Derive the EC and Ed25519 keys of leaf and client certificates from this text (the same leaf pins on every machine). CA keys stay random."
+    )
     var seed: String?
 
     func open(force: Bool = false, reissue: Bool = false, rekey: Set<String> = []) throws -> LabPKI {
@@ -66,7 +78,8 @@ extension PKICommand {
             let start = Date()
             let pki = try reportingErrors { try options.open(force: force, reissue: reissue) }
             let ms = Int(Date().timeIntervalSince(start) * 1000)
-            let keys = pki.refresh.generatedKeys.isEmpty
+            let keys =
+                pki.refresh.generatedKeys.isEmpty
                 ? "keys kept" : "\(pki.refresh.generatedKeys.count) keys created"
             let certs = pki.refresh.reissued ? "certificates issued (\(pki.refresh.reason))" : pki.refresh.reason
             print("PKI in \(pki.directory.path): \(pki.identities.count) identities, \(keys), \(certs) in \(ms) ms.")
@@ -80,13 +93,18 @@ extension PKICommand {
             if anchors.count == 1 {
                 print("Trust file: \(pki.files(for: anchors[0]).certificatePEM.path)")
             } else if !anchors.isEmpty {
-                print("Roots: \(anchors.joined(separator: ", ")) (each one's cert.pem is in \(pki.directory.appendingPathComponent("certs").path)/NAME/)")
+                print(
+                    "Roots: \(anchors.joined(separator: ", ")) (each one's cert.pem is in \(pki.directory.appendingPathComponent("certs").path)/NAME/)"
+                )
             }
             if !pki.ctLogs.isEmpty {
-                print("CT log lists: \(pki.ctLogListFile.path) (log list v3), \(pki.ctLogOpenSSLFile.path) (openssl -ctlogfile)")
+                print(
+                    "CT log lists: \(pki.ctLogListFile.path) (log list v3), \(pki.ctLogOpenSSLFile.path) (openssl -ctlogfile)"
+                )
             }
             let ech = try reportingErrors { try pki.echConfiguration() }
-            print("ECH config list: \(pki.echFiles.configListBase64.path) (public name \(ech.publicName); {ech.config})")
+            print(
+                "ECH config list: \(pki.echFiles.configListBase64.path) (public name \(ech.publicName); {ech.config})")
             warnSeededCAs(pki)
             if let leaf = pki["leaf-v1"]?.name ?? pki.identities.first(where: { $0.role == .leaf })?.name {
                 print("Next: pinlab pki list · pinlab pki show \(leaf) · pinlab pki pins \(leaf) --format curl")
@@ -97,7 +115,8 @@ extension PKICommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List every identity with its issuer, key, validity and SPKI pin.")
+        static let configuration = CommandConfiguration(
+            abstract: "List every identity with its issuer, key, validity and SPKI pin.")
         @OptionGroup var options: PKIOptionsGroup
         @Option(help: "text or json.") var format: String = "text"
 
@@ -108,8 +127,10 @@ extension PKICommand {
             case "text":
                 var rows = [["NAME", "ROLE", "ISSUER", "KEY", "VALIDITY", "SPKI SHA-256"]]
                 for id in pki.identities {
-                    rows.append([id.name, id.role.rawValue, id.isSelfSigned ? "(self)" : id.issuerName,
-                                 "\(id.keyName) \(id.keyType.displayName)", validityText(id), id.pins.spkiBase64])
+                    rows.append([
+                        id.name, id.role.rawValue, id.isSelfSigned ? "(self)" : id.issuerName,
+                        "\(id.keyName) \(id.keyType.displayName)", validityText(id), id.pins.spkiBase64,
+                    ])
                 }
                 print(table(rows), terminator: "")
             default: throw ValidationError("--format must be text or json, not '\(format)'")
@@ -118,7 +139,8 @@ extension PKICommand {
     }
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show one identity: names, validity, key, chain, every pin, files.")
+        static let configuration = CommandConfiguration(
+            abstract: "Show one identity: names, validity, key, chain, every pin, files.")
         @OptionGroup var options: PKIOptionsGroup
         @Argument(help: "The identity, e.g. leaf-v1.") var name: String
 
@@ -135,7 +157,10 @@ extension PKICommand {
                 ("issuer", "\(id.issuer)\(id.isSelfSigned ? " (self-signed)" : " — \(id.issuerName)")"),
                 ("serial", id.serialHex),
                 ("validity", "\(iso(id.notBefore)) → \(iso(id.notAfter))  [\(validityText(id))]"),
-                ("key", "\(id.keyName), \(id.keyType.displayName), \(pki.isSeeded(id) ? "derived from a seed" : "random")"),
+                (
+                    "key",
+                    "\(id.keyName), \(id.keyType.displayName), \(pki.isSeeded(id) ? "derived from a seed" : "random")"
+                ),
             ]
             if id.role.isCA, let reach = try? id.reach() {
                 facts.append(("reach", reach.summary))
@@ -150,9 +175,12 @@ extension PKICommand {
                 if let t = s.twinOf { facts.append(("twin of", "\(t) (same subject and key identifier, another key)")) }
             }
             facts.append(("chain", ([id.name] + pki.issuers(of: id).map(\.name)).joined(separator: " ← ")))
-            for (i, sct) in pki.timestampSummaries(of: id).enumerated() { facts.append((i == 0 ? "SCTs" : "", "\(sct)")) }
+            for (i, sct) in pki.timestampSummaries(of: id).enumerated() {
+                facts.append((i == 0 ? "SCTs" : "", "\(sct)"))
+            }
             let p12 = id.role == .leaf || id.role == .client ? ",identity.p12" : ""
-            print("""
+            print(
+                """
                 \(id.name) — \(spec?.summary ?? id.role.rawValue)
                 \(facts.map { "  \($0.0.padding(toLength: 11, withPad: " ", startingAt: 0))\($0.1)\n" }.joined())\
                   pins
@@ -168,13 +196,17 @@ extension PKICommand {
     }
 
     struct Export: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Write one identity's certificate, chain, key or PKCS#12.")
+        static let configuration = CommandConfiguration(
+            abstract: "Write one identity's certificate, chain, key or PKCS#12.")
         @OptionGroup var options: PKIOptionsGroup
         @Argument(help: "The identity, e.g. leaf-v1.") var name: String
         @Option(help: "pem | der | chain | fullchain | root | key | p12") var format: String = "pem"
         @Option(help: "PKCS#12 password (default: the lab's, 'pinninglab').") var password: String?
         @Option(help: "Write here instead of standard output.") var out: String?
-        @Flag(help: "Allow --format key or p12 of a CA that is not name-constrained (proxy-root, twin-root-a, rogue-root, client-ca …): whoever holds that key can impersonate ANY site to a device that trusts the CA.")
+        @Flag(
+            help:
+                "Allow --format key or p12 of a CA that is not name-constrained (proxy-root, twin-root-a, rogue-root, client-ca …): whoever holds that key can impersonate ANY site to a device that trusts the CA."
+        )
         var allowUnconstrainedKey = false
 
         func validate() throws {
@@ -193,24 +225,29 @@ extension PKICommand {
             if exportFormat.isSecret, let ca = unconstrainedCA(sharingKeyWith: id, in: pki) {
                 let who = ca == id.name ? ca : "\(ca) (whose key \(id.name) shares: \(id.keyName))"
                 guard allowUnconstrainedKey else {
-                    FileHandle.standardError.write(Data("""
-                        error: --format \(format) hands out the private key of \(who), a CA that is NOT name-constrained: \
-                        whoever holds it can impersonate ANY site to a device that trusts \(ca). Refused. Fix: export \
-                        its certificate (--format pem), or add --allow-unconstrained-key if you mean to take its key out \
-                        of \(pki.directory.path) (`pinlab pki proxy-root --rekey` replaces proxy-root's key afterwards).
+                    FileHandle.standardError.write(
+                        Data(
+                            """
+                            error: --format \(format) hands out the private key of \(who), a CA that is NOT name-constrained: \
+                            whoever holds it can impersonate ANY site to a device that trusts \(ca). Refused. Fix: export \
+                            its certificate (--format pem), or add --allow-unconstrained-key if you mean to take its key out \
+                            of \(pki.directory.path) (`pinlab pki proxy-root --rekey` replaces proxy-root's key afterwards).
 
-                        """.utf8))
+                            """.utf8))
                     throw ExitCode(2)
                 }
-                FileHandle.standardError.write(Data("""
-                    warning: this is the private key of \(who), a CA that is NOT name-constrained: whoever holds it \
-                    can impersonate ANY site to a device that trusts \(ca). Keep it off shared disks and chats; \
-                    remove it when done.
+                FileHandle.standardError.write(
+                    Data(
+                        """
+                        warning: this is the private key of \(who), a CA that is NOT name-constrained: whoever holds it \
+                        can impersonate ANY site to a device that trusts \(ca). Keep it off shared disks and chats; \
+                        remove it when done.
 
-                    """.utf8))
+                        """.utf8))
             }
             // A trust file (the certificate of a root, or a chain ending with its root) is what gets installed.
-            let installs = exportFormat == .root || exportFormat == .fullchain
+            let installs =
+                exportFormat == .root || exportFormat == .fullchain
                 || (id.role == .root && (exportFormat == .pem || exportFormat == .der))
             if installs, let root = pki[id.rootName] {
                 try reportingErrors { try pki.checkInstallable(root) }
@@ -243,10 +280,13 @@ extension PKICommand {
         func run() async throws {
             let f = PinFormat(rawValue: format)
             guard PinFormat.all.contains(f) else {
-                throw ValidationError("--format must be one of \(PinFormat.all.map(\.rawValue).joined(separator: ", ")), not '\(format)'")
+                throw ValidationError(
+                    "--format must be one of \(PinFormat.all.map(\.rawValue).joined(separator: ", ")), not '\(format)'")
             }
             let pki = try reportingErrors { try options.open() }
-            let ids = try reportingErrors { try (names.isEmpty ? ["leaf-v1", "leaf-v3-rekey"] : names).map { try pki.identity($0) } }
+            let ids = try reportingErrors {
+                try (names.isEmpty ? ["leaf-v1", "leaf-v3-rekey"] : names).map { try pki.identity($0) }
+            }
             print(f.render(ids), terminator: "")
         }
     }
@@ -277,7 +317,10 @@ extension PKICommand {
                 """)
         @OptionGroup var options: PKIOptionsGroup
         @Flag(help: "Replace proxy-root's key with a new random one and re-issue what it signs.") var rekey = false
-        @Option(help: "Issue proxy-root-scoped, name-constrained to these hosts (comma-separated: api.example.com, **.example.com, *.example.com, an IP address).")
+        @Option(
+            help:
+                "Issue proxy-root-scoped, name-constrained to these hosts (comma-separated: api.example.com, **.example.com, *.example.com, an IP address)."
+        )
         var scope: String?
 
         func run() async throws {
@@ -294,7 +337,8 @@ extension PKICommand {
             if rekey { print("proxy-root: new random key; every certificate re-issued (\(pki.refresh.reason)).") }
             for id in shown {
                 let reach = try reportingErrors { try id.reach() }
-                print("""
+                print(
+                    """
                     \(id.name): \(reach.summary)
                       key        \(pki.isSeeded(id) ? "derived from a seed (run --rekey)" : "random"), \(pki.keyFile(id.keyName).path)
                       validity   \(iso(id.notBefore)) → \(iso(id.notAfter))  [\(validityText(id))]
@@ -322,12 +366,14 @@ func unconstrainedCA(sharingKeyWith identity: Identity, in pki: LabPKI) -> Strin
 func warnSeededCAs(_ pki: LabPKI) {
     let seeded = pki.identities.filter { $0.role.isCA && pki.isSeeded($0) }.map(\.name)
     guard !seeded.isEmpty else { return }
-    FileHandle.standardError.write(Data("""
-        warning: the keys of \(seeded.joined(separator: ", ")) were derived from a seed by an earlier PinningLab: \
-        whoever knows the seed can mint certificates they vouch for. Run `pinlab pki init --force` for new random keys \
-        (every pin changes); unconstrained roots among them are refused by every export until then.
+    FileHandle.standardError.write(
+        Data(
+            """
+            warning: the keys of \(seeded.joined(separator: ", ")) were derived from a seed by an earlier PinningLab: \
+            whoever knows the seed can mint certificates they vouch for. Run `pinlab pki init --force` for new random keys \
+            (every pin changes); unconstrained roots among them are refused by every export until then.
 
-        """.utf8))
+            """.utf8))
 }
 
 // MARK: - Text helpers
@@ -355,8 +401,9 @@ func table(_ rows: [[String]]) -> String {
     var widths = [Int](repeating: 0, count: first.count)
     for r in rows { for (i, c) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], c.count) } }
     return rows.map { r in
-        r.enumerated().map { i, c in i == r.count - 1 ? c : c.padding(toLength: widths[i], withPad: " ", startingAt: 0) }
-            .joined(separator: "  ")
+        r.enumerated().map { i, c in i == r.count - 1 ? c : c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+        }
+        .joined(separator: "  ")
     }.joined(separator: "\n") + "\n"
 }
 
@@ -369,15 +416,18 @@ func listJSON(_ pki: LabPKI) -> String {
     }
     let rows = pki.identities.map { id -> Row in
         let f = pki.files(for: id.name)
-        var files = ["certificatePEM": f.certificatePEM.path, "certificateDER": f.certificateDER.path,
-                     "chainPEM": f.chainPEM.path, "fullChainPEM": f.fullChainPEM.path, "rootPEM": f.rootPEM.path,
-                     "keyPEM": f.keyPEM.path, "pins": f.pinsJSON.path]
+        var files = [
+            "certificatePEM": f.certificatePEM.path, "certificateDER": f.certificateDER.path,
+            "chainPEM": f.chainPEM.path, "fullChainPEM": f.fullChainPEM.path, "rootPEM": f.rootPEM.path,
+            "keyPEM": f.keyPEM.path, "pins": f.pinsJSON.path,
+        ]
         if id.role == .leaf || id.role == .client { files["pkcs12"] = f.pkcs12.path }
-        return Row(name: id.name, role: id.role.rawValue, issuer: id.issuerName, key: id.keyName,
-                   keyType: id.keyType.rawValue, subject: id.subject, notBefore: iso(id.notBefore),
-                   notAfter: iso(id.notAfter), validity: validityText(id), hosts: id.hosts,
-                   spkiSHA256: id.pins.spkiBase64, certificateSHA256: id.pins.certificateBase64,
-                   rawKeySHA256: id.pins.rawKeyBase64, files: files)
+        return Row(
+            name: id.name, role: id.role.rawValue, issuer: id.issuerName, key: id.keyName,
+            keyType: id.keyType.rawValue, subject: id.subject, notBefore: iso(id.notBefore),
+            notAfter: iso(id.notAfter), validity: validityText(id), hosts: id.hosts,
+            spkiSHA256: id.pins.spkiBase64, certificateSHA256: id.pins.certificateBase64,
+            rawKeySHA256: id.pins.rawKeyBase64, files: files)
     }
     return (try? JSONOutput.string(rows)) ?? ""
 }

@@ -4,7 +4,7 @@ import PinningLab
 import PinningLabPKI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The lab PKI folder of a command run without `--dir`: the nearest `.pinninglab/` in the current folder or one
@@ -36,7 +36,9 @@ enum DefaultPKIFolder {
             note("using the lab PKI in \(p) (the nearest \(name)/ in this folder or above; --dir DIR for another)")
             return p
         case .notFound(let p):
-            note("no \(name)/ in this folder or above (up to the home folder): the lab PKI is in \(p) (--dir DIR for another)")
+            note(
+                "no \(name)/ in this folder or above (up to the home folder): the lab PKI is in \(p) (--dir DIR for another)"
+            )
             return p
         case .refused(let message):
             fail(message)
@@ -68,7 +70,8 @@ enum DefaultPKIFolder {
             var c = stat()
             if lstat(candidate, &c) == 0 {
                 if let why = unusable(candidate) {
-                    return .refused("""
+                    return .refused(
+                        """
                         the lab PKI folder \(candidate) (the nearest \(name) in \(startPath) or above) \(why): it \
                         could hold another user's keys for the lab to sign with, or be read by others. Fix: pass \
                         --dir with a folder of your own, \(fix(candidate))
@@ -129,8 +132,8 @@ func specForOpening(_ explicit: String?, directory: URL) throws -> (spec: PKISpe
         return (spec, URL(fileURLWithPath: explicit).standardizedFileURL.path)
     }
     guard let record = LabPKI.recordedSpec(in: directory),
-          let spec = try? PKISpec.load(contentsOf: URL(fileURLWithPath: record.path)),
-          spec.fingerprint == record.sha256
+        let spec = try? PKISpec.load(contentsOf: URL(fileURLWithPath: record.path)),
+        spec.fingerprint == record.sha256
     else { return (nil, nil) }
     return (spec, record.path)
 }
@@ -145,9 +148,11 @@ func announceReplacedKeys(_ pki: LabPKI) {
         let file = pki.keyFile(keyName).path
         let text: String
         if cas.isEmpty {
-            text = "\(file) was missing: a new random key replaces it, so the pins of \(users.map(\.name).joined(separator: ", ")) changed."
+            text =
+                "\(file) was missing: a new random key replaces it, so the pins of \(users.map(\.name).joined(separator: ", ")) changed."
         } else {
-            text = "\(file) was missing: \(cas.joined(separator: ", ")) now \(cas.count == 1 ? "has" : "have") a new random key. "
+            text =
+                "\(file) was missing: \(cas.joined(separator: ", ")) now \(cas.count == 1 ? "has" : "have") a new random key. "
                 + "Every pin on it and on the certificates it signs changed, and a device that trusts the old "
                 + "\(cas[0]) no longer trusts what the lab serves: install its trust file again "
                 + "(\(pki.files(for: cas[0]).certificatePEM.path))."

@@ -7,10 +7,12 @@ struct Pinlab: AsyncParsableCommand {
         commandName: "pinlab",
         abstract: "A private PKI, misbehaving TLS servers and a verdict matrix for certificate pinning.",
         version: pinlabVersionText,
-        subcommands: [PKICommand.self, ServeCommand.self, ScenariosCommand.self, ExplainCommand.self, LabCommand.self,
-                      CheckCommand.self, DemoCommand.self, BenchCommand.self, ExportCommand.self,
-                      ReportCommand.self, InterceptCommand.self, AuditCommand.self, TimelineCommand.self,
-                      ManCommand.self]
+        subcommands: [
+            PKICommand.self, ServeCommand.self, ScenariosCommand.self, ExplainCommand.self, LabCommand.self,
+            CheckCommand.self, DemoCommand.self, BenchCommand.self, ExportCommand.self,
+            ReportCommand.self, InterceptCommand.self, AuditCommand.self, TimelineCommand.self,
+            ManCommand.self,
+        ]
     )
 
     /// Exit statuses, the same for every subcommand: 0 the client conforms (or the command did its job), 1 a cell
@@ -41,7 +43,8 @@ struct Pinlab: AsyncParsableCommand {
     static func message(for error: any Error, in command: (any ParsableCommand.Type)?) -> String {
         guard let command, command != Pinlab.self else { return fullMessage(for: error) }
         let usage = usageString(for: command)
-        let path = usage.split(separator: " ").prefix { !$0.hasPrefix("<") && !$0.hasPrefix("[") }.joined(separator: " ")
+        let path = usage.split(separator: " ").prefix { !$0.hasPrefix("<") && !$0.hasPrefix("[") }.joined(
+            separator: " ")
         return "Error: \(Pinlab.message(for: error))\nUsage: \(usage)\n  See '\(path) --help' for more information."
     }
 }

@@ -27,18 +27,25 @@ struct ReportCommand: AsyncParsableCommand {
         @Option(name: [.short, .customLong("output")], help: "Write the merged report to this file.")
         var output: String?
 
-        @Flag(help: "Accept the shards of a run without all of them (e.g. to render one shard's report). Without it, reports of --shard K/N runs must be all N.")
+        @Flag(
+            help:
+                "Accept the shards of a run without all of them (e.g. to render one shard's report). Without it, reports of --shard K/N runs must be all N."
+        )
         var partial = false
 
         func validate() throws {
-            guard !reports.isEmpty else { throw ValidationError("give the JSON reports to join: pinlab report merge a.json b.json.") }
+            guard !reports.isEmpty else {
+                throw ValidationError("give the JSON reports to join: pinlab report merge a.json b.json.")
+            }
             try validateReportFormat(format)
         }
 
         func run() async throws {
             var loaded: [(file: String, report: CheckReport)] = []
             for path in reports {
-                guard let data = FileManager.default.contents(atPath: path) else { fail("\(path): cannot be read: \(Storage.whyUnreadable(path, fallback: "is the path right?")).") }
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    fail("\(path): cannot be read: \(Storage.whyUnreadable(path, fallback: "is the path right?")).")
+                }
                 do {
                     loaded.append((path, try CheckReport.decode(json: data, file: path)))
                 } catch {
@@ -69,20 +76,25 @@ extension ReportCommand {
                 Exit status: 0 when the site is written, 2 when a report cannot be read or the folder cannot be written.
                 """)
 
-        @Argument(help: "JSON reports written by `pinlab check --format json` (or `pinlab report merge --format json`).")
+        @Argument(
+            help: "JSON reports written by `pinlab check --format json` (or `pinlab report merge --format json`).")
         var reports: [String]
 
         @Option(help: "The folder to write the site to (created if needed; files of an earlier site are replaced).")
         var out: String
 
         func validate() throws {
-            guard !reports.isEmpty else { throw ValidationError("give the JSON reports: pinlab report site a.json b.json --out site.") }
+            guard !reports.isEmpty else {
+                throw ValidationError("give the JSON reports: pinlab report site a.json b.json --out site.")
+            }
         }
 
         func run() async throws {
             var byClient: [(client: String, parts: [(file: String, report: CheckReport)])] = []
             for path in reports {
-                guard let data = FileManager.default.contents(atPath: path) else { fail("\(path): cannot be read: \(Storage.whyUnreadable(path, fallback: "is the path right?")).") }
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    fail("\(path): cannot be read: \(Storage.whyUnreadable(path, fallback: "is the path right?")).")
+                }
                 let report: CheckReport
                 do {
                     report = try CheckReport.decode(json: data, file: path)
@@ -113,7 +125,9 @@ extension ReportCommand {
                 writeOrFail(text, to: root.appendingPathComponent(path).path, createFolder: true)
             }
             let scenarios = files.keys.filter { $0.hasPrefix("scenarios/") }.count
-            print("site: \(root.appendingPathComponent("index.html").path) (\(joined.count) client pages, \(scenarios) scenario pages)")
+            print(
+                "site: \(root.appendingPathComponent("index.html").path) (\(joined.count) client pages, \(scenarios) scenario pages)"
+            )
         }
     }
 }
@@ -126,10 +140,14 @@ func requireWritable(_ path: String?, option: String) {
     let folder = url.deletingLastPathComponent().path
     var isDir: ObjCBool = false
     if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue {
-        fail("\(option) \(path): that is a folder. Fix: name a file in it, e.g. \(option) \(url.appendingPathComponent("report").path).")
+        fail(
+            "\(option) \(path): that is a folder. Fix: name a file in it, e.g. \(option) \(url.appendingPathComponent("report").path)."
+        )
     }
     guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDir), isDir.boolValue else {
-        fail("\(option) \(path): the folder \(folder) does not exist. Fix: create it (mkdir -p \(folder)) or choose another path.")
+        fail(
+            "\(option) \(path): the folder \(folder) does not exist. Fix: create it (mkdir -p \(folder)) or choose another path."
+        )
     }
     guard FileManager.default.isWritableFile(atPath: folder) else {
         fail("\(option) \(path): the folder \(folder) is not writable. Fix: choose a folder you can write to.")
@@ -172,7 +190,9 @@ func writeFailure(_ path: String, _ error: any Error) -> String {
 
 /// Writes `text` to the file `path` (after making its folder, with `createFolder`), or ends the run (exit 2) with
 /// `prefix` (the option that named the file, e.g. `--output: `) and why the write failed.
-func writeOrFail(_ text: @autoclosure () throws -> String, to path: String, prefix: String = "", createFolder: Bool = false) {
+func writeOrFail(
+    _ text: @autoclosure () throws -> String, to path: String, prefix: String = "", createFolder: Bool = false
+) {
     do {
         if createFolder {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()

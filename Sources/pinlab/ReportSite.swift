@@ -17,22 +17,32 @@ enum ReportSite {
     static func render(_ reports: [CheckReport], generatedAt: Date = Date()) -> [String: String] {
         var used: Set<String> = []
         let clients = reports.map { r -> Client in
-            var slug = slugify(r.client), n = 2
-            while used.contains(slug) { slug = "\(slugify(r.client))-\(n)"; n += 1 }
+            var slug = slugify(r.client)
+            var n = 2
+            while used.contains(slug) {
+                slug = "\(slugify(r.client))-\(n)"
+                n += 1
+            }
             used.insert(slug)
             return Client(report: r, slug: slug)
         }
         var sheets: [String: ScenarioSheet] = [:]
         var ids: [String] = []
         for r in reports {
-            for s in r.scenarios where sheets[s.id] == nil { sheets[s.id] = s; ids.append(s.id) }
+            for s in r.scenarios where sheets[s.id] == nil {
+                sheets[s.id] = s
+                ids.append(s.id)
+            }
             for v in r.verdicts where sheets[v.scenario] == nil && !ids.contains(v.scenario) { ids.append(v.scenario) }
         }
         let profiles = orderedProfiles(reports)
-        var files: [String: String] = ["style.css": css, "index.html": index(clients, ids: ids, sheets: sheets, at: generatedAt)]
+        var files: [String: String] = [
+            "style.css": css, "index.html": index(clients, ids: ids, sheets: sheets, at: generatedAt),
+        ]
         for c in clients { files[c.page] = clientPage(c, ids: ids) }
         for id in ids {
-            files["scenarios/\(slugify(id)).html"] = scenarioPage(id, sheet: sheets[id], clients: clients, profiles: profiles)
+            files["scenarios/\(slugify(id)).html"] = scenarioPage(
+                id, sheet: sheets[id], clients: clients, profiles: profiles)
         }
         return files
     }
@@ -78,9 +88,9 @@ enum ReportSite {
     static func head(_ title: String, depth: Int) -> String {
         let up = String(repeating: "../", count: depth)
         return HTMLPage.head(title: title, stylesheet: "\(up)style.css") + """
-        <nav class="site"><a href="\(up)index.html">PinningLab results</a></nav>
+            <nav class="site"><a href="\(up)index.html">PinningLab results</a></nav>
 
-        """
+            """
     }
 
     static let legend = """
@@ -96,24 +106,30 @@ enum ReportSite {
     static func index(_ clients: [Client], ids: [String], sheets: [String: ScenarioSheet], at date: Date) -> String {
         var h = head("PinningLab results", depth: 0)
         h += "<h1>PinningLab results</h1>\n"
-        h += "<p class=\"meta\">\(clients.count) client\(clients.count == 1 ? "" : "s") · \(ids.count) scenarios · generated \(xml(ISO8601DateFormatter().string(from: date)))</p>\n"
-        h += "<h2>Clients</h2>\n<table class=\"grid\"><thead><tr><th>client</th><th>verdict</th><th>engines</th><th>cells</th><th>as expected</th><th>deviating</th><th>refused for another reason</th><th>decided by the platform policy</th><th>stricter than required</th><th>skipped</th><th>unsupported</th></tr></thead><tbody>\n"
+        h +=
+            "<p class=\"meta\">\(clients.count) client\(clients.count == 1 ? "" : "s") · \(ids.count) scenarios · generated \(xml(ISO8601DateFormatter().string(from: date)))</p>\n"
+        h +=
+            "<h2>Clients</h2>\n<table class=\"grid\"><thead><tr><th>client</th><th>verdict</th><th>engines</th><th>cells</th><th>as expected</th><th>deviating</th><th>refused for another reason</th><th>decided by the platform policy</th><th>stricter than required</th><th>skipped</th><th>unsupported</th></tr></thead><tbody>\n"
         for c in clients {
             let s = c.report.summary
             h += "<tr><td class=\"name\"><a href=\"\(xml(c.page))\">\(xml(c.report.client))</a></td>"
-            h += "<td><span class=\"\(c.report.deviates ? "bad" : "ok")\">\(c.report.deviates ? "deviates" : "conforms")</span></td>"
+            h +=
+                "<td><span class=\"\(c.report.deviates ? "bad" : "ok")\">\(c.report.deviates ? "deviates" : "conforms")</span></td>"
             h += "<td>\(xml(c.report.engines.joined(separator: ", ")))</td><td>\(s.total)</td><td>\(s.pass)</td>"
             // as expected + deviating + policy + stricter + skipped + unsupported = cells (refused for another reason
             // is a part of as expected).
-            h += "<td>\(s.deviations)</td><td>\(s.wrongReason)</td><td>\(s.policy)</td><td>\(s.stricter)</td><td>\(s.skipped)</td><td>\(s.unsupported)</td></tr>\n"
+            h +=
+                "<td>\(s.deviations)</td><td>\(s.wrongReason)</td><td>\(s.policy)</td><td>\(s.stricter)</td><td>\(s.skipped)</td><td>\(s.unsupported)</td></tr>\n"
         }
         h += "</tbody></table>\n"
-        h += "<h2>Scenarios</h2>\n<p class=\"meta\">Deviating cells per scenario and client; a scenario's page shows every client's row side by side.</p>\n"
+        h +=
+            "<h2>Scenarios</h2>\n<p class=\"meta\">Deviating cells per scenario and client; a scenario's page shows every client's row side by side.</p>\n"
         h += "<table class=\"grid\"><thead><tr><th>scenario</th>"
         for c in clients { h += "<th><a href=\"\(xml(c.page))\">\(xml(c.report.client))</a></th>" }
         h += "</tr></thead><tbody>\n"
         for id in ids {
-            h += "<tr><td class=\"name\"><a href=\"\(xml(scenarioPage(id)))\" title=\"\(xml(sheets[id]?.title ?? ""))\">\(xml(id))</a></td>"
+            h +=
+                "<tr><td class=\"name\"><a href=\"\(xml(scenarioPage(id)))\" title=\"\(xml(sheets[id]?.title ?? ""))\">\(xml(id))</a></td>"
             for c in clients {
                 let vs = c.report.verdicts.filter { $0.scenario == id }
                 let run = vs.filter { $0.status != .skipped && $0.status != .unsupported }
@@ -135,12 +151,14 @@ enum ReportSite {
     /// The client's HTML report, with the site's navigation and each scenario's heading linked to its page.
     static func clientPage(_ c: Client, ids: [String]) -> String {
         var page = c.report.renderHTMLPage()
-        let nav = "<nav class=\"site\" style=\"margin-bottom:12px\"><a href=\"../index.html\">PinningLab results</a> › \(xml(c.report.client))</nav>\n"
+        let nav =
+            "<nav class=\"site\" style=\"margin-bottom:12px\"><a href=\"../index.html\">PinningLab results</a> › \(xml(c.report.client))</nav>\n"
         if let body = page.range(of: "<body>") { page.insert(contentsOf: "\n" + nav, at: body.upperBound) }
         for id in ids {
             let anchor = "<section class=\"scenario\" id=\"s-\(xml(id))\"><h3>"
             page = page.replacingOccurrences(
-                of: anchor, with: anchor + "<a href=\"../\(xml(scenarioPage(id)))\" title=\"every client on this scenario\">⇄</a> ")
+                of: anchor,
+                with: anchor + "<a href=\"../\(xml(scenarioPage(id)))\" title=\"every client on this scenario\">⇄</a> ")
         }
         return page
     }
@@ -150,18 +168,23 @@ enum ReportSite {
         h += "<h1>\(xml(id))\(sheet.map { " — " + xml($0.title) } ?? "")</h1>\n"
         if let s = sheet {
             h += "<p class=\"teach\">\(xml(s.teaching))</p>\n"
-            h += "<p class=\"meta\">client trusts <code>\(xml(s.trust))</code> · built for <code>\(xml(s.pinned))</code>"
+            h +=
+                "<p class=\"meta\">client trusts <code>\(xml(s.trust))</code> · built for <code>\(xml(s.pinned))</code>"
             if s.clientAuth != "none" {
-                h += " · server client auth <code>\(xml(s.clientAuth))</code>, client presents <code>\(xml(s.presents ?? "nothing"))</code>"
+                h +=
+                    " · server client auth <code>\(xml(s.clientAuth))</code>, client presents <code>\(xml(s.presents ?? "nothing"))</code>"
             }
-            h += "</p>\n<p class=\"meta\">chain: " + s.chain.map { c in
-                "<code>\(xml(c.name))</code>\(c.onTheWire ? "" : " (not sent)")"
-            }.joined(separator: " → ") + "</p>\n"
+            h +=
+                "</p>\n<p class=\"meta\">chain: "
+                + s.chain.map { c in
+                    "<code>\(xml(c.name))</code>\(c.onTheWire ? "" : " (not sent)")"
+                }.joined(separator: " → ") + "</p>\n"
         }
         h += legend
         var engines: [String] = []
         for c in clients { for e in c.report.engines where !engines.contains(e) { engines.append(e) } }
-        h += "<p class=\"meta\">The marks of a cell are the engines', in this order: \(xml(engines.joined(separator: ", "))).</p>\n"
+        h +=
+            "<p class=\"meta\">The marks of a cell are the engines', in this order: \(xml(engines.joined(separator: ", "))).</p>\n"
         h += "<table class=\"grid\"><thead><tr><th>client</th>"
         for p in profiles { h += "<th>\(xml(p.rawValue))</th>" }
         h += "</tr></thead><tbody>\n"
@@ -170,12 +193,14 @@ enum ReportSite {
             h += "<tr><td class=\"name\"><a href=\"../\(xml(c.page))#s-\(xml(id))\">\(xml(c.report.client))</a></td>"
             for p in profiles {
                 let vs = c.report.engines.map { c.report.verdict(id, p, $0) }
-                let letter = vs.compactMap { $0 }.first.map { $0.expected == .accept ? "A" : "X" }
+                let letter =
+                    vs.compactMap { $0 }.first.map { $0.expected == .accept ? "A" : "X" }
                     ?? sheet?.expected[p.rawValue].map { $0 == .accept ? "A" : "X" } ?? ""
                 h += "<td><span class=\"exp\">\(letter)</span>"
                 for (engine, v) in zip(c.report.engines, vs) {
                     if let v {
-                        h += "<i class=\"\(cls(v))\" title=\"\(xml("\(engine): \(v.status) — \(v.reason)"))\">\(symbol(v))</i>"
+                        h +=
+                            "<i class=\"\(cls(v))\" title=\"\(xml("\(engine): \(v.status) — \(v.reason)"))\">\(symbol(v))</i>"
                         if v.status.isDeviation || v.wrongReason { deviations.append((c, v)) }
                     } else {
                         h += "<i class=\"m skipped\" title=\"\(xml(engine)): not run\"> </i>"
@@ -189,7 +214,8 @@ enum ReportSite {
         if !deviations.isEmpty {
             h += "<h2>Deviations and other reasons (\(deviations.count))</h2>\n<ul class=\"dev\">\n"
             for (c, v) in deviations {
-                h += "<li><i class=\"\(cls(v))\">\(symbol(v))</i> <a href=\"../\(xml(c.page))#s-\(xml(id))\">\(xml(c.report.client))</a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(xml(v.reason))</li>\n"
+                h +=
+                    "<li><i class=\"\(cls(v))\">\(symbol(v))</i> <a href=\"../\(xml(c.page))#s-\(xml(id))\">\(xml(c.report.client))</a> × <code>\(xml(v.profile.rawValue))</code> × \(xml(v.engine)): \(xml(v.reason))</li>\n"
             }
             h += "</ul>\n"
         } else {
@@ -199,26 +225,29 @@ enum ReportSite {
         return h
     }
 
-    static let css = HTMLPage.baseStyle + """
-        h2{font-size:17px;margin:28px 0 8px}
-        nav.site{margin-bottom:12px;font-size:13px} a{color:#1f4fbf}
-        .meta{color:#667085} .teach{max-width:980px}
-        table.grid{border-collapse:collapse;margin:8px 0}
-        .grid th,.grid td{border:1px solid #d7dbe3;padding:3px 8px;text-align:center;white-space:nowrap}
-        .grid th{background:#eef1f6;font-weight:600} .grid td.name{text-align:left}
-        .ok{background:#e3f6e8;color:#14532d;padding:1px 8px;border-radius:6px}
-        .bad{background:#fde8e8;color:#7f1d1d;padding:1px 8px;border-radius:6px}
-        .exp{color:#667085;font-size:11px;margin-right:3px}
-        .m{display:inline-block;width:16px;height:16px;line-height:16px;border-radius:3px;margin:0 1px;font-size:12px;color:#fff;font-style:normal;text-align:center}
-        .pass{background:#22a05a} .fail{background:#d92d20} .disagree{background:#e08a00} .error{background:#8a4ad8}
-        .m.skipped,.m.unsupported{background:#c3c8d2} .wrong{background:#22a05a;outline:2px solid #e08a00;outline-offset:-2px}
-        .m:not(.pass):not(.fail):not(.disagree):not(.error):not(.skipped):not(.unsupported):not(.wrong){background:#5b6b8c}
-        .legend span{margin-right:10px} ul.dev li{margin:3px 0}
+    static let css =
+        HTMLPage.baseStyle + """
+            h2{font-size:17px;margin:28px 0 8px}
+            nav.site{margin-bottom:12px;font-size:13px} a{color:#1f4fbf}
+            .meta{color:#667085} .teach{max-width:980px}
+            table.grid{border-collapse:collapse;margin:8px 0}
+            .grid th,.grid td{border:1px solid #d7dbe3;padding:3px 8px;text-align:center;white-space:nowrap}
+            .grid th{background:#eef1f6;font-weight:600} .grid td.name{text-align:left}
+            .ok{background:#e3f6e8;color:#14532d;padding:1px 8px;border-radius:6px}
+            .bad{background:#fde8e8;color:#7f1d1d;padding:1px 8px;border-radius:6px}
+            .exp{color:#667085;font-size:11px;margin-right:3px}
+            .m{display:inline-block;width:16px;height:16px;line-height:16px;border-radius:3px;margin:0 1px;font-size:12px;color:#fff;font-style:normal;text-align:center}
+            .pass{background:#22a05a} .fail{background:#d92d20} .disagree{background:#e08a00} .error{background:#8a4ad8}
+            .m.skipped,.m.unsupported{background:#c3c8d2} .wrong{background:#22a05a;outline:2px solid #e08a00;outline-offset:-2px}
+            .m:not(.pass):not(.fail):not(.disagree):not(.error):not(.skipped):not(.unsupported):not(.wrong){background:#5b6b8c}
+            .legend span{margin-right:10px} ul.dev li{margin:3px 0}
 
-        """
+            """
 }
 
 extension CheckReport {
     /// The report as a self-contained HTML page.
-    func renderHTMLPage() -> String { (try? render(.html)) ?? "<!DOCTYPE html><html><body><p>\(xml(client))</p></body></html>" }
+    func renderHTMLPage() -> String {
+        (try? render(.html)) ?? "<!DOCTYPE html><html><body><p>\(xml(client))</p></body></html>"
+    }
 }

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import PinningLab
-import PinningLabPKI
 import PinningLabBase
+import PinningLabPKI
 
 struct ScenariosCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,7 +14,8 @@ struct ScenariosCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "One line per scenario: id, expected row (none leaf-cert leaf-spki +backup int-spki root-spki), title.")
+            abstract:
+                "One line per scenario: id, expected row (none leaf-cert leaf-spki +backup int-spki root-spki), title.")
 
         @OptionGroup var source: CatalogueSource
 
@@ -84,7 +85,8 @@ extension ServeCommand {
         return try selected.map { s in
             var pinned: [Identity] = []
             for p in [PinProfile.leafSPKIBackup, .intermediateSPKI, .rootSPKI] {
-                for id in try s.pinnedIdentities(for: p, in: lab) where !pinned.contains(where: { $0.name == id.name }) {
+                for id in try s.pinnedIdentities(for: p, in: lab) where !pinned.contains(where: { $0.name == id.name })
+                {
                     pinned.append(id)
                 }
             }

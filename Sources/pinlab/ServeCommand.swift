@@ -1,14 +1,14 @@
 import ArgumentParser
 import Foundation
 import PinningLab
-import PinningLabCore
-import PinningLabControl
-import PinningLabPKI
 import PinningLabBase
+import PinningLabControl
+import PinningLabCore
+import PinningLabPKI
 import PinningLabTLSTypes
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct ServeCommand: AsyncParsableCommand {
@@ -37,13 +37,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("identity"), help: "A PKI identity to serve (repeatable), e.g. leaf-v1.")
     var identities: [String] = []
 
-    @Option(name: .customLong("scenario"), help: "A catalogue scenario to serve (repeatable), e.g. rekey; see `pinlab scenarios list`.")
+    @Option(
+        name: .customLong("scenario"),
+        help: "A catalogue scenario to serve (repeatable), e.g. rekey; see `pinlab scenarios list`.")
     var scenarioIDs: [String] = []
 
     @Flag(name: .customLong("all"), help: "Serve every scenario of the catalogue.")
     var allScenarios = false
 
-    @Option(help: "The exact chain to send, comma-separated PKI names (one --identity only). Default: the identity and its issuers without the root.")
+    @Option(
+        help:
+            "The exact chain to send, comma-separated PKI names (one --identity only). Default: the identity and its issuers without the root."
+    )
     var chain: String?
 
     @Option(help: "openssl, gnutls or both.")
@@ -58,10 +63,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("client-ca"), help: "PKI roots trusted for client certificates (comma-separated).")
     var clientCA: String = "client-ca"
 
-    @Option(help: "Session resumption of --identity servers: off, ids (TLS 1.2 session IDs), tickets or both. Default: off (every connection is a full handshake).")
+    @Option(
+        help:
+            "Session resumption of --identity servers: off, ids (TLS 1.2 session IDs), tickets or both. Default: off (every connection is a full handshake)."
+    )
     var resumption: String = "off"
 
-    @Flag(help: "Offer HTTP/2 on --identity servers (ALPN h2, then http/1.1): every stream is answered and its :authority recorded. Needs the nghttp2 library at run time.")
+    @Flag(
+        help:
+            "Offer HTTP/2 on --identity servers (ALPN h2, then http/1.1): every stream is answered and its :authority recorded. Needs the nghttp2 library at run time."
+    )
     var http2 = false
 
     @Option(help: "Address to listen on: 127.0.0.1 or ::1; anything else needs --allow-non-loopback.")
@@ -79,45 +90,61 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Stream observations as JSON lines on standard output.")
     var log = false
 
-    @Flag(name: .customLong("revocation-responder"),
-          help: "Also serve the lab's OCSP responder and CRLs over HTTP on a free loopback port (printed): OCSP POST /<issuer> or GET /<issuer>/<base64 request>, CRLs GET /<issuer>.crl.")
+    @Flag(
+        name: .customLong("revocation-responder"),
+        help:
+            "Also serve the lab's OCSP responder and CRLs over HTTP on a free loopback port (printed): OCSP POST /<issuer> or GET /<issuer>/<base64 request>, CRLs GET /<issuer>.crl."
+    )
     var revocationResponder = false
 
     @Option(help: "Serve the control API (HTTP+JSON) on HOST:PORT, e.g. 127.0.0.1:0 (0: a free port).")
     var control: String?
 
-    @Flag(name: .customLong("control-allow-remote"),
-          help: "Let the control API listen on a non-loopback address and answer non-loopback peers (prints a warning).")
+    @Flag(
+        name: .customLong("control-allow-remote"),
+        help: "Let the control API listen on a non-loopback address and answer non-loopback peers (prints a warning).")
     var controlAllowRemote = false
 
-    @Option(name: .customLong("control-allow-origin"),
-            help: ArgumentHelp("A web origin whose requests the control API answers, e.g. http://localhost:3000 (repeatable); requests with any other Origin header get 403.", valueName: "origin"))
+    @Option(
+        name: .customLong("control-allow-origin"),
+        help: ArgumentHelp(
+            "A web origin whose requests the control API answers, e.g. http://localhost:3000 (repeatable); requests with any other Origin header get 403.",
+            valueName: "origin"))
     var controlAllowOrigins: [String] = []
 
-    @Flag(name: .customLong("control-no-token"),
-          help: "Serve the control API without its bearer token (loopback only; prints a warning): any local process — and any web page whose origin you allow — can then start servers and read the lab's keys.")
+    @Flag(
+        name: .customLong("control-no-token"),
+        help:
+            "Serve the control API without its bearer token (loopback only; prints a warning): any local process — and any web page whose origin you allow — can then start servers and read the lab's keys."
+    )
     var controlNoToken = false
 
-    @Option(name: .customLong("control-max-servers"),
-            help: "Scenario servers the control API runs at once (POST /servers, and POST /batch: one per cell and one per extra party of a scenario of several connections); the whole catalogue on both engines (POST /batch {}) needs 1068.")
+    @Option(
+        name: .customLong("control-max-servers"),
+        help:
+            "Scenario servers the control API runs at once (POST /servers, and POST /batch: one per cell and one per extra party of a scenario of several connections); the whole catalogue on both engines (POST /batch {}) needs 1068."
+    )
     var controlMaxServers = 32
 
     func validate() throws {
         guard !identities.isEmpty || !scenarioIDs.isEmpty || allScenarios || control != nil else {
             throw ValidationError(
-                "give at least one --identity (e.g. --identity leaf-v1), --scenario ID, --all, or --control 127.0.0.1:0")
+                "give at least one --identity (e.g. --identity leaf-v1), --scenario ID, --all, or --control 127.0.0.1:0"
+            )
         }
         if let control {
             var o = ControlServer.Options()
             do { try o.setAddress(control) } catch { throw ValidationError("--control: \(error)") }
             if !o.hostIsLoopback && !controlAllowRemote {
                 throw ValidationError(
-                    "--control \(control): refusing a non-loopback address; the control API starts servers and hands out keys, so it listens on 127.0.0.1 or ::1 unless --control-allow-remote is given")
+                    "--control \(control): refusing a non-loopback address; the control API starts servers and hands out keys, so it listens on 127.0.0.1 or ::1 unless --control-allow-remote is given"
+                )
             }
             guard controlMaxServers >= 1 else { throw ValidationError("--control-max-servers must be at least 1") }
             if controlNoToken && !o.hostIsLoopback {
                 throw ValidationError(
-                    "--control-no-token with --control \(control): refused off loopback, where the token is required; drop --control-no-token and give the token to the clients")
+                    "--control-no-token with --control \(control): refused off loopback, where the token is required; drop --control-no-token and give the token to the clients"
+                )
             }
             for origin in controlAllowOrigins {
                 do { _ = try ControlServer.Options.normalizedOrigin(origin) } catch {
@@ -125,8 +152,10 @@ struct ServeCommand: AsyncParsableCommand {
                 }
             }
         } else {
-            for (flag, given) in [("--control-allow-remote", controlAllowRemote), ("--control-no-token", controlNoToken),
-                                  ("--control-allow-origin", !controlAllowOrigins.isEmpty)] where given {
+            for (flag, given) in [
+                ("--control-allow-remote", controlAllowRemote), ("--control-no-token", controlNoToken),
+                ("--control-allow-origin", !controlAllowOrigins.isEmpty),
+            ] where given {
                 throw ValidationError("\(flag) applies to --control HOST:PORT; add --control or drop it")
             }
         }
@@ -135,27 +164,35 @@ struct ServeCommand: AsyncParsableCommand {
         if chain != nil && identities.count > 1 {
             throw ValidationError("--chain applies to one --identity; serve several identities without it")
         }
-        if let tls, TLSVersion(parsing: tls) == nil { throw ValidationError("--tls '\(tls)': use 1.0, 1.1, 1.2 or 1.3") }
+        if let tls, TLSVersion(parsing: tls) == nil {
+            throw ValidationError("--tls '\(tls)': use 1.0, 1.1, 1.2 or 1.3")
+        }
         guard ClientAuthentication.all.map(\.rawValue).contains(clientAuth) else {
             throw ValidationError("--client-auth '\(clientAuth)': use none, optional or required")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port \(port) is not in 0...65535") }
         guard SessionResumption.Mode.all.contains(SessionResumption.Mode(rawValue: resumption)) else {
-            throw ValidationError("--resumption '\(resumption)': use \(SessionResumption.Mode.all.map(\.rawValue).joined(separator: ", "))")
+            throw ValidationError(
+                "--resumption '\(resumption)': use \(SessionResumption.Mode.all.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         if http2 && identities.isEmpty {
-            throw ValidationError("--http2 applies to --identity servers (a scenario says its own ALPN); add --identity or drop it")
+            throw ValidationError(
+                "--http2 applies to --identity servers (a scenario says its own ALPN); add --identity or drop it")
         }
         if http2, let why = HTTP2.availability.unavailableReason { throw ValidationError("--http2: \(why)") }
         if resumption != "off" && identities.isEmpty {
-            throw ValidationError("--resumption applies to --identity servers (a scenario says its own resumption); add --identity or drop it")
+            throw ValidationError(
+                "--resumption applies to --identity servers (a scenario says its own resumption); add --identity or drop it"
+            )
         }
     }
 
     /// --chain: nil for the identity's own chain; an empty list is refused.
     func chainList() throws -> [String]? {
-        try commaList(chain, option: "--chain", example: "leaf-v1,lab-intermediate-a",
-                      omitted: "the identity's own chain")
+        try commaList(
+            chain, option: "--chain", example: "leaf-v1,lab-intermediate-a",
+            omitted: "the identity's own chain")
     }
 
     /// --client-ca: the roots trusted for client certificates; an empty list is refused.
@@ -166,13 +203,14 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let lab = try reportingErrors { try pki.open() }
         let engines = try ServeCommand.engines(engine)
-        let requests = try identities.map { name in
-            try ServeCommand.request(
-                lab: lab, identity: name, chain: try chainList(),
-                tls: tls.flatMap(TLSVersion.init(parsing:)), clientAuth: ClientAuthentication(rawValue: clientAuth),
-                clientCA: try clientCAList(),
-                resumption: SessionResumption.Mode(rawValue: resumption), http2: http2)
-        } + ServeCommand.scenarioRequests(lab: lab, ids: scenarioIDs, all: allScenarios)
+        let requests =
+            try identities.map { name in
+                try ServeCommand.request(
+                    lab: lab, identity: name, chain: try chainList(),
+                    tls: tls.flatMap(TLSVersion.init(parsing:)), clientAuth: ClientAuthentication(rawValue: clientAuth),
+                    clientCA: try clientCAList(),
+                    resumption: SessionResumption.Mode(rawValue: resumption), http2: http2)
+            } + ServeCommand.scenarioRequests(lab: lab, ids: scenarioIDs, all: allScenarios)
         var options = FixtureServer.Options(bindAddress: bind, allowNonLoopback: allowNonLoopback, port: port)
         if log {
             options.onObservation = { o in FileHandle.standardOutput.write(Data((o.jsonLine() + "\n").utf8)) }
@@ -215,7 +253,8 @@ struct ServeCommand: AsyncParsableCommand {
             text += "live view: \(controlServer.livePageURL) (the scenario servers' connections as they happen)\n"
         }
         if let responder {
-            text += "revocation: \(responder.baseURL) (OCSP: POST \(responder.baseURL)/<issuer>; CRL: GET \(responder.baseURL)/<issuer>.crl)\n"
+            text +=
+                "revocation: \(responder.baseURL) (OCSP: POST \(responder.baseURL)/<issuer>; CRL: GET \(responder.baseURL)/<issuer>.crl)\n"
         }
         if let manifest {
             var served = group.manifest
@@ -251,7 +290,8 @@ struct ServeCommand: AsyncParsableCommand {
     func startControl(lab: LabPKI, serverOptions: FixtureServer.Options) async throws -> ControlServer? {
         guard let control else { return nil }
         var o = ControlServer.Options(
-            allowRemoteBind: controlAllowRemote, allowRemotePeers: controlAllowRemote, allowedOrigins: controlAllowOrigins,
+            allowRemoteBind: controlAllowRemote, allowRemotePeers: controlAllowRemote,
+            allowedOrigins: controlAllowOrigins,
             requireToken: !controlNoToken)
         do {
             try o.setAddress(control)
@@ -274,12 +314,14 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--control \(control): \(e.reason)")
         }
         if server.token == nil {
-            FileHandle.standardError.write(Data("""
-                warning: --control-no-token: the control API at \(server.url) answers without a token. Any process on this \
-                machine (any user's) can start and rotate servers and read the lab's leaf and client private keys; only \
-                the Host and Origin checks still keep web pages out. Use it only where the client cannot be given the token.
+            FileHandle.standardError.write(
+                Data(
+                    """
+                    warning: --control-no-token: the control API at \(server.url) answers without a token. Any process on this \
+                    machine (any user's) can start and rotate servers and read the lab's leaf and client private keys; only \
+                    the Host and Origin checks still keep web pages out. Use it only where the client cannot be given the token.
 
-                """.utf8))
+                    """.utf8))
         }
         return server
     }
@@ -354,7 +396,8 @@ struct ControlManifest: Encodable {
     init(_ manifest: ServeManifest, control: ControlServer) {
         self.manifest = manifest
         self.control = Endpoint(
-            url: control.url, host: control.host, port: control.port, openapi: control.url + "openapi.yaml", token: control.token)
+            url: control.url, host: control.host, port: control.port, openapi: control.url + "openapi.yaml",
+            token: control.token)
     }
 
     enum CodingKeys: String, CodingKey { case control }

@@ -7,7 +7,8 @@ import PinningLabTimeline
 struct TimelineCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "timeline",
-        abstract: "Which pins survive a CA's behaviour over time: issue every renewal's real chain and run each pin set against it.",
+        abstract:
+            "Which pins survive a CA's behaviour over time: issue every renewal's real chain and run each pin set against it.",
         discussion: """
             Given a CA policy (a preset or validity, re-keying, an intermediate pool, a root rollover) and a horizon, \
             pinlab issues the real chain of every renewal — sharing the lab's keys (K1, the backup K2, lab-root, \
@@ -30,7 +31,8 @@ struct TimelineCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "A CA policy preset: \(CAPolicy.presetNames.joined(separator: ", ")). Options below override its fields.")
+    @Option(
+        help: "A CA policy preset: \(CAPolicy.presetNames.joined(separator: ", ")). Options below override its fields.")
     var preset: String?
 
     @Option(help: "Certificate validity in days (6, 47, 100, 200, 398…).")
@@ -63,7 +65,10 @@ struct TimelineCommand: AsyncParsableCommand {
     @Option(help: "A pin of yours, sha256/BASE64 (SPKI); repeatable: one pin set.")
     var pin: [String] = []
 
-    @Option(help: "A pin configuration file (network_security_config.xml, Info.plist, TrustKit, OkHttp, pins.json): one pin set per host.")
+    @Option(
+        help:
+            "A pin configuration file (network_security_config.xml, Info.plist, TrustKit, OkHttp, pins.json): one pin set per host."
+    )
     var pins: [String] = []
 
     @Option(help: "text, json or html.")
@@ -72,7 +77,10 @@ struct TimelineCommand: AsyncParsableCommand {
     @Option(help: "Write the report to this file instead of standard output.")
     var output: String?
 
-    @Option(help: "x1, yr or both: the client trusts lab-root (X1's place), lab-root-2 (YR's) or both from day 0 (default: lab-root, plus lab-root-2 from the rollover). See the DocC article TrustStoreDrift.")
+    @Option(
+        help:
+            "x1, yr or both: the client trusts lab-root (X1's place), lab-root-2 (YR's) or both from day 0 (default: lab-root, plus lab-root-2 from the rollover). See the DocC article TrustStoreDrift."
+    )
     var trustStore: String?
 
     @Option(help: "openssl or gnutls: the engine that serves the chains.")
@@ -84,13 +92,16 @@ struct TimelineCommand: AsyncParsableCommand {
         var p: CAPolicy
         if let preset {
             guard let found = CAPolicy.presets[preset] else {
-                throw ValidationError("--preset: '\(preset)' is not a preset; use \(CAPolicy.presetNames.joined(separator: ", ")).")
+                throw ValidationError(
+                    "--preset: '\(preset)' is not a preset; use \(CAPolicy.presetNames.joined(separator: ", ")).")
             }
             p = found
         } else {
             p = CAPolicy()
         }
-        if preset != nil && (validity != nil || rekey != nil || pool != nil || rotation != nil || renewEvery != nil) { p.name += " (modified)" }
+        if preset != nil && (validity != nil || rekey != nil || pool != nil || rotation != nil || renewEvery != nil) {
+            p.name += " (modified)"
+        }
         if let validity {
             p.validityDays = validity
             p.followsSC081 = false
@@ -144,19 +155,28 @@ struct TimelineCommand: AsyncParsableCommand {
             for p in pin {
                 let body = p.hasPrefix("sha256/") ? String(p.dropFirst(7)) : p
                 guard let data = Data(base64Encoded: body), data.count == 32 else {
-                    throw ValidationError("--pin: '\(p)' is not sha256/BASE64 of 32 bytes (e.g. sha256/\(String(repeating: "A", count: 43))=).")
+                    throw ValidationError(
+                        "--pin: '\(p)' is not sha256/BASE64 of 32 bytes (e.g. sha256/\(String(repeating: "A", count: 43))=)."
+                    )
                 }
                 hashes.append(data.base64EncodedString())
             }
-            lanes.append(TimelineLane(name: "your pins", description: "--pin " + hashes.joined(separator: ", "), pins: hashes))
+            lanes.append(
+                TimelineLane(name: "your pins", description: "--pin " + hashes.joined(separator: ", "), pins: hashes))
         }
         for file in pins {
             let sets: [(host: String, pins: [String])]
             do { sets = try PinAudit.pinSets(in: file) } catch { fail("--pins: \(error.description)") }
-            if sets.isEmpty { fail("--pins: \(file) declares no pin set. Fix: give a file with pins (pinlab export pins-json writes one).") }
+            if sets.isEmpty {
+                fail(
+                    "--pins: \(file) declares no pin set. Fix: give a file with pins (pinlab export pins-json writes one)."
+                )
+            }
             for s in sets {
-                lanes.append(TimelineLane(name: "\(URL(fileURLWithPath: file).lastPathComponent): \(s.host)",
-                                          description: "\(s.pins.count) pin(s) for \(s.host) from \(file)", pins: s.pins))
+                lanes.append(
+                    TimelineLane(
+                        name: "\(URL(fileURLWithPath: file).lastPathComponent): \(s.host)",
+                        description: "\(s.pins.count) pin(s) for \(s.host) from \(file)", pins: s.pins))
             }
         }
         let pki = await pkiFolder.open()
@@ -165,7 +185,9 @@ struct TimelineCommand: AsyncParsableCommand {
         defer { interrupts.cancel() }
         let report: TimelineReport
         do {
-            report = try await Timeline.run(policy: policy, horizonDays: horizon, start: day0, labKeys: pki, extraLanes: lanes, engine: engine, trustStore: store)
+            report = try await Timeline.run(
+                policy: policy, horizonDays: horizon, start: day0, labKeys: pki, extraLanes: lanes, engine: engine,
+                trustStore: store)
         } catch let e as TimelineError {
             await interrupts.holdIfInterrupted()
             fail(e.description)

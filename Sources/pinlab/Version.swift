@@ -6,9 +6,9 @@ let pinlabVersion = "0.9.0"
 /// The git commit this binary was built from: stamped by scripts/release (it writes BuildStamp.generated.swift,
 /// ignored by git, and builds with -DPINLAB_STAMPED), "unknown" in any other build.
 #if PINLAB_STAMPED
-let pinlabCommit = stampedCommit
+    let pinlabCommit = stampedCommit
 #else
-let pinlabCommit = "unknown"
+    let pinlabCommit = "unknown"
 #endif
 
 /// `pinlab --version`: the version, the commit, and the TLS libraries the engines run on (read at run time).

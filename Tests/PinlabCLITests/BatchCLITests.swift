@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
+import PinningLabTestSupport
 import Testing
 
 /// `pinlab check --batch`, `--shard`, `pinlab report merge` and the progress line, through the built binary, with the
@@ -18,7 +18,8 @@ struct BatchCLITests {
 
     /// Runs the binary with a long time limit (a whole catalogue of JVMs per cell takes minutes on a loaded machine).
     static func pinlab(_ args: [String], timeout: Duration = TestTimeouts.catalogue) async throws -> CLI.Result {
-        let bin = try #require(CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
+        let bin = try #require(
+            CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
         let r = await ChildProcess.run([bin.path] + args, environment: env, timeout: timeout)
@@ -37,16 +38,23 @@ struct BatchCLITests {
     static func expectSameVerdicts(_ batch: CheckReport, _ perCell: CheckReport, profiles: Int) {
         #expect(batch.verdicts.count == perCell.verdicts.count)
         #expect(batch.verdicts.count == (try? Catalogue.bundled().scenarios.count).map { $0 * 6 * 2 })
-        #expect(batch.verdicts.filter { $0.status != .skipped }.count == perCell.verdicts.filter { $0.status != .skipped }.count)
+        #expect(
+            batch.verdicts.filter { $0.status != .skipped }.count
+                == perCell.verdicts.filter { $0.status != .skipped }.count)
         #expect(batch.verdicts.filter { $0.status != .skipped }.count == batch.verdicts.count / 6 * profiles)
         for (b, p) in zip(batch.verdicts, perCell.verdicts) {
             let cell = "\(b.scenario) \(b.profile) \(b.engine)"
             #expect(b.scenario == p.scenario && b.profile == p.profile && b.engine == p.engine)
-            #expect(b.status == p.status, "\(cell): batch \(b.status) (\(b.reason)), per cell \(p.status) (\(p.reason))")
+            #expect(
+                b.status == p.status, "\(cell): batch \(b.status) (\(b.reason)), per cell \(p.status) (\(p.reason))")
             #expect(b.observed == p.observed, "\(cell)")
-            #expect(b.claim == p.claim, "\(cell): batch claims \(String(describing: b.claim)), per cell \(String(describing: p.claim))")
+            #expect(
+                b.claim == p.claim,
+                "\(cell): batch claims \(String(describing: b.claim)), per cell \(String(describing: p.claim))")
         }
-        #expect(!batch.verdicts.contains { $0.status == .error }, "\(batch.verdicts.filter { $0.status == .error }.map(\.reason).prefix(3))")
+        #expect(
+            !batch.verdicts.contains { $0.status == .error },
+            "\(batch.verdicts.filter { $0.status == .error }.map(\.reason).prefix(3))")
     }
 
     @Test func printSchemaPrintsTheBatchSchemas() async throws {
@@ -60,44 +68,59 @@ struct BatchCLITests {
 
     @Test func badBatchAndShardOptionsAreClearErrors() async throws {
         let placeholders = try await CLI.run(["check", "--batch", "--", "curl", "{url}"])
-        #expect(placeholders.status != 0 && placeholders.stderr.contains("'{url}' has no value"), "\(placeholders.stderr)")
+        #expect(
+            placeholders.status != 0 && placeholders.stderr.contains("'{url}' has no value"), "\(placeholders.stderr)")
         let client = try await CLI.run(["check", "--batch", "--client", "correct"])
         #expect(client.status != 0 && client.stderr.contains("--batch runs a command"), "\(client.stderr)")
         let shard = try await CLI.run(["check", "--client", "correct", "--shard", "5/4"])
         #expect(shard.status != 0 && shard.stderr.contains("1 ≤ K ≤ N"), "\(shard.stderr)")
-        let missing = try await CLI.run(["check"] + CLI.dirArgs + ["--batch", "--scenarios", "baseline", "--", "no-such-harness-command"])
+        let missing = try await CLI.run(
+            ["check"] + CLI.dirArgs + ["--batch", "--scenarios", "baseline", "--", "no-such-harness-command"])
         #expect(missing.status == 2 && missing.stderr.contains("could not be started"), "\(missing.stderr)")
         #expect(missing.stdout.isEmpty, "no cell is graded for a harness that cannot start: \(missing.stdout)")
         // Seconds that are infinite or beyond a day trapped (exit 132) when made a Duration: now exit 2, named.
-        for (args, option) in [(["--client", "correct", "--timeout", "inf"], "--timeout"),
-                               (["--client", "correct", "--timeout", "1e300"], "--timeout"),
-                               (["--client", "correct", "--timeout", "nan"], "--timeout"),
-                               (["--batch", "--cell-timeout", "inf", "--", "true"], "--cell-timeout"),
-                               (["--batch", "--batch-timeout", "1e300", "--", "true"], "--batch-timeout")] {
-            let r = try await CLI.run(["check"] + CLI.dirArgs + ["--scenarios", "baseline", "--engine", "openssl"] + args)
-            #expect(r.status == 2 && r.stderr.contains("\(option): ") && r.stderr.contains("is not a number of seconds"),
-                    "\(args): exit \(r.status): \(r.stderr)")
+        for (args, option) in [
+            (["--client", "correct", "--timeout", "inf"], "--timeout"),
+            (["--client", "correct", "--timeout", "1e300"], "--timeout"),
+            (["--client", "correct", "--timeout", "nan"], "--timeout"),
+            (["--batch", "--cell-timeout", "inf", "--", "true"], "--cell-timeout"),
+            (["--batch", "--batch-timeout", "1e300", "--", "true"], "--batch-timeout"),
+        ] {
+            let r = try await CLI.run(
+                ["check"] + CLI.dirArgs + ["--scenarios", "baseline", "--engine", "openssl"] + args)
+            #expect(
+                r.status == 2 && r.stderr.contains("\(option): ") && r.stderr.contains("is not a number of seconds"),
+                "\(args): exit \(r.status): \(r.stderr)")
         }
     }
 
-    @Test("the Python harness in one process gets the verdicts of the same client run per cell, whole catalogue",
-          .requires("python3"))
+    @Test(
+        "the Python harness in one process gets the verdicts of the same client run per cell, whole catalogue",
+        .requires("python3"))
     func pythonBatchMatchesPerCell() async throws {
-        let batchJSON = Self.temporary("python-batch.json"), perCellJSON = Self.temporary("python-cell.json")
+        let batchJSON = Self.temporary("python-batch.json")
+        let perCellJSON = Self.temporary("python-cell.json")
         defer { for f in [batchJSON, perCellJSON] { try? FileManager.default.removeItem(at: f) } }
         // The harness checks neither revocation nor Certificate Transparency, and says so: the cells that depend on
         // those checks are then judged by what such a client must do (the scenarios' expect-if rows).
         let checks = ["--client-checks", "revocation=none,ct=none"]
-        let batch = try await Self.pinlab(["check"] + CLI.dirArgs + checks + ["--batch", "--format", "json", "--output", batchJSON.path,
-                                                   "--", "python3", Self.python])
+        let batch = try await Self.pinlab(
+            ["check"] + CLI.dirArgs + checks + [
+                "--batch", "--format", "json", "--output", batchJSON.path,
+                "--", "python3", Self.python,
+            ])
         #expect(batch.stderr.isEmpty, "no harness problem: \(batch.stderr)")
-        let perCell = try await Self.pinlab(["check"] + CLI.dirArgs + checks + [
-            "--format", "json", "--output", perCellJSON.path, "--timeout", "30", "--",
-            "python3", Self.python, "--cell", "{url}", "{ca}", "{profile}", "[--pins {pins}]",
-            "[--cert {client.cert}]", "[--key {client.key}]", "[--pin-domain {pins.domain}]", "[--pin-subdomains {pins.subdomains}]"],
+        let perCell = try await Self.pinlab(
+            ["check"] + CLI.dirArgs + checks + [
+                "--format", "json", "--output", perCellJSON.path, "--timeout", "30", "--",
+                "python3", Self.python, "--cell", "{url}", "{ca}", "{profile}", "[--pins {pins}]",
+                "[--cert {client.cert}]", "[--key {client.key}]", "[--pin-domain {pins.domain}]",
+                "[--pin-subdomains {pins.subdomains}]",
+            ],
             timeout: TestTimeouts.cataloguePerCell)
         #expect(perCell.status == batch.status, "\(perCell.stdout) \(perCell.stderr)")
-        let b = try Self.report(batchJSON), p = try Self.report(perCellJSON)
+        let b = try Self.report(batchJSON)
+        let p = try Self.report(perCellJSON)
         Self.expectSameVerdicts(b, p, profiles: 6)
         // The documented harness pins the validated chain, for the hosts in the pins' scope, at App Transport
         // Security's TLS floor: every cell of the catalogue passes, ats-floor's included (its only suite,
@@ -106,37 +129,53 @@ struct BatchCLITests {
         // Python's ssl is OpenSSL: it ends the rollover path at the trusted new root (verifier variance, "stricter").
         let failing = b.verdicts.filter {
             $0.status != .pass && $0.status != .unsupported
-                && !($0.status == .stricter && $0.scenario == "root-rollover-new-root-trusted" && $0.profile == .rootSPKI)
+                && !($0.status == .stricter && $0.scenario == "root-rollover-new-root-trusted"
+                    && $0.profile == .rootSPKI)
         }
-        #expect(failing.isEmpty, "\(failing.prefix(5).map { "\($0.scenario) \($0.profile) \($0.engine): \($0.reason)" })")
+        #expect(
+            failing.isEmpty, "\(failing.prefix(5).map { "\($0.scenario) \($0.profile) \($0.engine): \($0.reason)" })")
         // GnuTLS cannot send SCTs in the TLS extension (no hook for TLS 1.3 certificate-entry extensions).
         let unsupported = Set(b.verdicts.filter { $0.status == .unsupported }.map(\.scenario))
-        #expect(unsupported == Set(try Catalogue.bundled().scenarios.filter(\.isMultiStep).map(\.id) + ["ct-tls-extension-valid"]), "\(unsupported)")
+        #expect(
+            unsupported
+                == Set(try Catalogue.bundled().scenarios.filter(\.isMultiStep).map(\.id) + ["ct-tls-extension-valid"]),
+            "\(unsupported)")
         #expect(b.verdicts.count == p.verdicts.count && !b.verdicts.isEmpty)
         print("python: batch \(b.durationSeconds) s, per cell \(p.durationSeconds) s")
     }
 
-    @Test("the OkHttp harness in one JVM gets the verdicts of the same client run per cell, whole catalogue",
-          .enabled(if: Tool.runs(needing: "javac") && (Tool.inCI || FileManager.default.fileExists(atPath: "/usr/share/java/okhttp.jar"))))
+    @Test(
+        "the OkHttp harness in one JVM gets the verdicts of the same client run per cell, whole catalogue",
+        .enabled(
+            if: Tool.runs(needing: "javac")
+                && (Tool.inCI || FileManager.default.fileExists(atPath: "/usr/share/java/okhttp.jar"))))
     func okhttpBatchMatchesPerCell() async throws {
         let classes = Self.temporary("okhttp-classes")
-        let batchJSON = Self.temporary("okhttp-batch.json"), perCellJSON = Self.temporary("okhttp-cell.json")
+        let batchJSON = Self.temporary("okhttp-batch.json")
+        let perCellJSON = Self.temporary("okhttp-cell.json")
         defer { for f in [classes, batchJSON, perCellJSON] { try? FileManager.default.removeItem(at: f) } }
         let cp = Self.okhttpJars.joined(separator: ":")
         let javac = await ChildProcess.run(["javac", "-cp", cp, "-d", classes.path, Self.java], timeout: .seconds(300))
         try #require(javac.status == 0, "javac: \(javac.output)")
         let java = ["java", "-cp", classes.path + ":" + cp, "PinlabBatch"]
-        let batch = try await Self.pinlab(["check"] + CLI.dirArgs + ["--batch", "--profiles", Self.okhttpProfiles, "--format", "json",
-                                                   "--output", batchJSON.path, "--"] + java)
+        let batch = try await Self.pinlab(
+            ["check"] + CLI.dirArgs + [
+                "--batch", "--profiles", Self.okhttpProfiles, "--format", "json",
+                "--output", batchJSON.path, "--",
+            ] + java)
         #expect(batch.stderr.isEmpty, "no harness problem: \(batch.stderr)")
-        let perCell = try await Self.pinlab(["check"] + CLI.dirArgs + [
-            "--profiles", Self.okhttpProfiles, "--format", "json", "--output", perCellJSON.path,
-            "--timeout", "60", "--jobs", "4", "--"] + java + [
-            "--cell", "{url}", "{ca}", "--ip", "{ip}", "[--pins {pins.okhttp}]", "[--pin-domain {pins.domain}]",
-            "[--pin-subdomains {pins.subdomains}]", "[--p12 {client.p12}]", "[--password {client.password}]"],
+        let perCell = try await Self.pinlab(
+            ["check"] + CLI.dirArgs + [
+                "--profiles", Self.okhttpProfiles, "--format", "json", "--output", perCellJSON.path,
+                "--timeout", "60", "--jobs", "4", "--",
+            ] + java + [
+                "--cell", "{url}", "{ca}", "--ip", "{ip}", "[--pins {pins.okhttp}]", "[--pin-domain {pins.domain}]",
+                "[--pin-subdomains {pins.subdomains}]", "[--p12 {client.p12}]", "[--password {client.password}]",
+            ],
             timeout: TestTimeouts.cataloguePerCell)
         #expect(perCell.status == batch.status, "\(perCell.stderr)")
-        let b = try Self.report(batchJSON), p = try Self.report(perCellJSON)
+        let b = try Self.report(batchJSON)
+        let p = try Self.report(perCellJSON)
         Self.expectSameVerdicts(b, p, profiles: 5)
         // The JDK's default algorithm constraints accept an RSA-1024 leaf and a SHA-1-signed leaf under a non-JDK
         // root: both runs must see that, cell for cell (a finding about the client, not about the harness).
@@ -145,7 +184,9 @@ struct BatchCLITests {
         // name-collision-root cell, and ends the rollover path at the trusted new root: both are "stricter than
         // required" (verifier variance), never deviations.
         for engine in ["openssl", "gnutls"] {
-            for (scenario, profile) in [("name-collision-root", PinProfile.none), ("root-rollover-new-root-trusted", .rootSPKI)] {
+            for (scenario, profile) in [
+                ("name-collision-root", PinProfile.none), ("root-rollover-new-root-trusted", .rootSPKI),
+            ] {
                 let v = b.verdicts.first { $0.scenario == scenario && $0.profile == profile && $0.engine == engine }
                 #expect(v?.status == .stricter, "\(scenario) × \(profile) × \(engine): \(v?.reason ?? "missing")")
             }
@@ -153,18 +194,28 @@ struct BatchCLITests {
         print("okhttp: batch \(b.durationSeconds) s, per cell \(p.durationSeconds) s; \(b.summaryLine)")
     }
 
-    @Test("OkHttp across steps: one client per cell resumes the JSSE session and still checks the pins it holds (--batch-steps)",
-          .enabled(if: Tool.runs(needing: "javac") && (Tool.inCI || FileManager.default.fileExists(atPath: "/usr/share/java/okhttp.jar"))))
+    @Test(
+        "OkHttp across steps: one client per cell resumes the JSSE session and still checks the pins it holds (--batch-steps)",
+        .enabled(
+            if: Tool.runs(needing: "javac")
+                && (Tool.inCI || FileManager.default.fileExists(atPath: "/usr/share/java/okhttp.jar"))))
     func okhttpAcrossSteps() async throws {
-        let classes = Self.temporary("okhttp-steps-classes"), json = Self.temporary("okhttp-steps.json")
+        let classes = Self.temporary("okhttp-steps-classes")
+        let json = Self.temporary("okhttp-steps.json")
         defer { for f in [classes, json] { try? FileManager.default.removeItem(at: f) } }
         let cp = Self.okhttpJars.joined(separator: ":")
         let javac = await ChildProcess.run(["javac", "-cp", cp, "-d", classes.path, Self.java], timeout: .seconds(300))
         try #require(javac.status == 0, "javac: \(javac.output)")
-        let scenarios = ["resumption-genuine", "resumption-after-unpinned-handshake", "resumption-cross-host", "h2-coalescing-pinned-host"]
-        let run = try await Self.pinlab(["check"] + CLI.dirArgs + [
-            "--batch", "--batch-steps", "--scenarios", scenarios.joined(separator: ","), "--profiles", Self.okhttpProfiles,
-            "--format", "json", "--output", json.path, "--", "java", "-cp", classes.path + ":" + cp, "PinlabBatch"])
+        let scenarios = [
+            "resumption-genuine", "resumption-after-unpinned-handshake", "resumption-cross-host",
+            "h2-coalescing-pinned-host",
+        ]
+        let run = try await Self.pinlab(
+            ["check"] + CLI.dirArgs + [
+                "--batch", "--batch-steps", "--scenarios", scenarios.joined(separator: ","), "--profiles",
+                Self.okhttpProfiles,
+                "--format", "json", "--output", json.path, "--", "java", "-cp", classes.path + ":" + cp, "PinlabBatch",
+            ])
         #expect(run.stderr.isEmpty, "no harness problem: \(run.stderr)")
         let report = try Self.report(json)
         // Predicted from OkHttp 3's documented design: the certificate pinner is part of a connection's Address, so a
@@ -187,41 +238,61 @@ struct BatchCLITests {
         // connection.
         for v in judged where v.scenario == "h2-coalescing-pinned-host" {
             for step in v.steps ?? [] where step.observed == .accepted {
-                #expect(step.evidence?.requestLine?.hasPrefix("GET / HTTP/2") == true, "\(v.profile) \(v.engine) step \(step.step): \(step.evidence?.requestLine ?? "no request")")
+                #expect(
+                    step.evidence?.requestLine?.hasPrefix("GET / HTTP/2") == true,
+                    "\(v.profile) \(v.engine) step \(step.step): \(step.evidence?.requestLine ?? "no request")")
             }
             if v.profile == .none {
-                #expect(v.steps?.last?.evidence?.requestLine?.contains("on connection 1, opened in an earlier step") == true,
-                        "\(v.engine): OkHttp did not coalesce step 2: \(v.steps?.last?.reason ?? v.reason)")
+                #expect(
+                    v.steps?.last?.evidence?.requestLine?.contains("on connection 1, opened in an earlier step")
+                        == true,
+                    "\(v.engine): OkHttp did not coalesce step 2: \(v.steps?.last?.reason ?? v.reason)")
             }
         }
         // The bypass scenario's pinned step 2 resumed the interceptor's session and sent nothing.
         for v in judged where v.scenario == "resumption-after-unpinned-handshake" && v.profile != .none {
-            #expect(v.steps?.last?.evidence?.resumption != nil && v.steps?.last?.evidence?.applicationDataReceived == false,
-                    "\(v.profile) \(v.engine)")
+            #expect(
+                v.steps?.last?.evidence?.resumption != nil && v.steps?.last?.evidence?.applicationDataReceived == false,
+                "\(v.profile) \(v.engine)")
         }
     }
 
     @Test func shardsMergeIntoTheWholeRun() async throws {
-        let whole = Self.temporary("whole.json"), a = Self.temporary("a.json"), b = Self.temporary("b.json"),
-            merged = Self.temporary("merged.json")
+        let whole = Self.temporary("whole.json")
+        let a = Self.temporary("a.json")
+        let b = Self.temporary("b.json")
+        let merged = Self.temporary("merged.json")
         defer { for f in [whole, a, b, merged] { try? FileManager.default.removeItem(at: f) } }
-        let common = ["check"] + CLI.dirArgs + ["--client", "correct", "--scenarios", "baseline,rekey,chain-stuffing", "--format", "json"]
+        let common =
+            ["check"] + CLI.dirArgs + [
+                "--client", "correct", "--scenarios", "baseline,rekey,chain-stuffing", "--format", "json",
+            ]
         #expect(try await CLI.run(common + ["--output", whole.path]).status == 0)
         #expect(try await CLI.run(common + ["--shard", "1/2", "--output", a.path]).status == 0)
         #expect(try await CLI.run(common + ["--shard", "2/2", "--output", b.path]).status == 0)
         let r = try await CLI.run(["report", "merge", a.path, b.path, "--format", "json", "-o", merged.path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("36 cells"), "\(r.stdout)")
-        let m = try Self.report(merged), w = try Self.report(whole), ra = try Self.report(a), rb = try Self.report(b)
-        #expect(ra.verdicts.count + rb.verdicts.count == w.verdicts.count && !ra.verdicts.isEmpty && !rb.verdicts.isEmpty)
-        #expect(m.verdicts.map { "\($0.scenario)/\($0.profile)/\($0.engine)" } == w.verdicts.map { "\($0.scenario)/\($0.profile)/\($0.engine)" })
+        let m = try Self.report(merged)
+        let w = try Self.report(whole)
+        let ra = try Self.report(a)
+        let rb = try Self.report(b)
+        #expect(
+            ra.verdicts.count + rb.verdicts.count == w.verdicts.count && !ra.verdicts.isEmpty && !rb.verdicts.isEmpty)
+        #expect(
+            m.verdicts.map { "\($0.scenario)/\($0.profile)/\($0.engine)" }
+                == w.verdicts.map { "\($0.scenario)/\($0.profile)/\($0.engine)" })
         #expect(m.verdicts.map(\.status) == w.verdicts.map(\.status))
         let text = try await CLI.run(["report", "merge", a.path, b.path])
         #expect(text.status == 0 && text.stdout.contains("chain-stuffing"))
         let overlap = try await CLI.run(["report", "merge", whole.path, whole.path])
-        #expect(overlap.status == 2 && overlap.stderr.contains("overlap") && overlap.stderr.contains(whole.path), "\(overlap.stderr)")
+        #expect(
+            overlap.status == 2 && overlap.stderr.contains("overlap") && overlap.stderr.contains(whole.path),
+            "\(overlap.stderr)")
         let mixed = try await CLI.run(["report", "merge", a.path, whole.path])
-        #expect(mixed.status == 2 && mixed.stderr.contains("a whole run") && mixed.stderr.contains(whole.path), "\(mixed.stderr)")
+        #expect(
+            mixed.status == 2 && mixed.stderr.contains("a whole run") && mixed.stderr.contains(whole.path),
+            "\(mixed.stderr)")
         // A shard whose report never came (its CI job failed first): refused, not "conforms" over half the cells.
         let missing = try await CLI.run(["report", "merge", a.path])
         #expect(missing.status == 2 && missing.stderr.contains("shard 2/2 is missing"), "\(missing.stderr)")
@@ -234,7 +305,8 @@ struct BatchCLITests {
     @Test("progress is drawn on a terminal and absent when piped", .requires("script"))
     func progressOnATerminalOnly() async throws {
         let bin = try #require(CLI.binary)
-        let args = ["check"] + CLI.dirArgs + ["--client", "correct", "--scenarios", "baseline,rekey", "--format", "json"]
+        let args =
+            ["check"] + CLI.dirArgs + ["--client", "correct", "--scenarios", "baseline,rekey", "--format", "json"]
         let piped = try await CLI.run(args)
         #expect(!piped.stderr.contains("cells,"), "quiet when not a terminal: \(piped.stderr)")
         let command = ([bin.path] + args).map { "'\($0)'" }.joined(separator: " ") + " >/dev/null"

@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
-import PinningLabCore
 import PinningLab
+import PinningLabCore
+import PinningLabTestSupport
 import Testing
 
 /// Issue 41, part 4: the React Native (react-native-ssl-public-key-pinning) and Flutter (http_certificate_pinning)
@@ -47,7 +47,8 @@ struct CrossPlatformExportTests {
     func audit(_ files: [URL]) async throws -> Audit {
         let r = try await CLI.run(["audit", "--format", "json"] + files.map(\.path))
         guard r.status != 2 else { return Audit(status: 2, findings: [], files: [], stderr: r.stderr) }
-        let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)\(r.stderr)")
+        let doc = try #require(
+            try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)\(r.stderr)")
         return Audit(
             status: r.status, findings: try #require(doc["findings"] as? [[String: Any]]),
             files: try #require(doc["files"] as? [[String: Any]]), stderr: r.stderr)
@@ -100,14 +101,17 @@ struct CrossPlatformExportTests {
         """
 
     /// Runs `entry` (an ES module importing the library) with node against the stub; returns the recorded calls.
-    func runWithStub(_ source: String, call: String?) async throws -> (status: Int32, calls: [[String: Any]], output: String) {
+    func runWithStub(_ source: String, call: String?) async throws -> (
+        status: Int32, calls: [[String: Any]], output: String
+    ) {
         let dir = try tempDir("rn")
         let lib = dir.appendingPathComponent("node_modules/react-native-ssl-public-key-pinning")
         try FileManager.default.createDirectory(at: lib, withIntermediateDirectories: true)
         try #"{"name":"react-native-ssl-public-key-pinning","type":"module","main":"index.js"}"#
             .write(to: lib.appendingPathComponent("package.json"), atomically: true, encoding: .utf8)
         try Self.stub.write(to: lib.appendingPathComponent("index.js"), atomically: true, encoding: .utf8)
-        try #"{"type":"module"}"#.write(to: dir.appendingPathComponent("package.json"), atomically: true, encoding: .utf8)
+        try #"{"type":"module"}"#.write(
+            to: dir.appendingPathComponent("package.json"), atomically: true, encoding: .utf8)
         try source.write(to: dir.appendingPathComponent("sslPinning.js"), atomically: true, encoding: .utf8)
         let runner = """
             const m = await import('./sslPinning.js');
@@ -121,8 +125,9 @@ struct CrossPlatformExportTests {
         return (r.status, calls, r.output)
     }
 
-    @Test("react-native: the exported module runs in node and hands initializeSslPinning the README's shape with the PKI's pins",
-          .requires("node"))
+    @Test(
+        "react-native: the exported module runs in node and hands initializeSslPinning the README's shape with the PKI's pins",
+        .requires("node"))
     func reactNativeExportRunsInNode() async throws {
         // The stub accepts the README's own example, and refuses a single pin and a hex fingerprint: it can fail.
         let readme = try await runWithStub(Self.readmeExample, call: nil)
@@ -151,11 +156,15 @@ struct CrossPlatformExportTests {
         #expect(((singleRun.calls.first?["localhost"] as? [String: Any])?["publicKeyHashes"] as? [String]) == [k1, k2])
 
         // With subdomains the one domain key carries includeSubdomains; no wildcard key is written.
-        let sub = try await export(["react-native", "leaf-v1", "leaf-v3-rekey", "--host", "pinning.test", "--include-subdomains"])
+        let sub = try await export([
+            "react-native", "leaf-v1", "leaf-v3-rekey", "--host", "pinning.test", "--include-subdomains",
+        ])
         let subRun = try await runWithStub(sub, call: "configurePinningLabPinning")
         #expect(subRun.status == 0, "\(subRun.output)")
         let subOptions = try #require(subRun.calls.first)
-        #expect(subOptions.keys.sorted() == ["pinning.test"] && (subOptions["pinning.test"] as? [String: Any])?["includeSubdomains"] as? Bool == true)
+        #expect(
+            subOptions.keys.sorted() == ["pinning.test"]
+                && (subOptions["pinning.test"] as? [String: Any])?["includeSubdomains"] as? Bool == true)
         #expect(sub.contains("**.pinning.test"), "the header says what Android's OkHttp pattern is")
     }
 
@@ -169,7 +178,10 @@ struct CrossPlatformExportTests {
             .write(to: exported, atomically: true, encoding: .utf8)
         let clean = try await audit([readme, exported])
         #expect(clean.status == 0 && clean.ids.isEmpty, "\(clean.findings) \(clean.stderr)")
-        #expect(clean.files.map { $0["kind"] as? String } == ["react-native-ssl-public-key-pinning", "react-native-ssl-public-key-pinning"])
+        #expect(
+            clean.files.map { $0["kind"] as? String } == [
+                "react-native-ssl-public-key-pinning", "react-native-ssl-public-key-pinning",
+            ])
         #expect(clean.files.map { $0["domains"] as? [String] } == [["google.com"], ["localhost"]])
 
         let pins = try await pkiPins()
@@ -177,28 +189,29 @@ struct CrossPlatformExportTests {
         let k2 = try #require(pins["leaf-v3-rekey"]?.spki)
         let wildcard = dir.appendingPathComponent("pinning.ts")
         try """
-            import { Platform } from 'react-native';
-            import { initializeSslPinning } from 'react-native-ssl-public-key-pinning';
+        import { Platform } from 'react-native';
+        import { initializeSslPinning } from 'react-native-ssl-public-key-pinning';
 
-            const HASHES = ['\(k1)', '\(k2)'];
+        const HASHES = ['\(k1)', '\(k2)'];
 
-            export async function pin() {
-              if (Platform.OS === 'ios') {
-                await initializeSslPinning({ 'api.pinning.test': { includeSubdomains: true, publicKeyHashes: HASHES } });
-              } else {
-                await initializeSslPinning({
-                  '*.pinning.test': { publicKeyHashes: HASHES },
-                  'api.pinning.test': { includeSubdomains: false, publicKeyHashes: HASHES },
-                });
-              }
-            }
+        export async function pin() {
+          if (Platform.OS === 'ios') {
+            await initializeSslPinning({ 'api.pinning.test': { includeSubdomains: true, publicKeyHashes: HASHES } });
+          } else {
+            await initializeSslPinning({
+              '*.pinning.test': { publicKeyHashes: HASHES },
+              'api.pinning.test': { includeSubdomains: false, publicKeyHashes: HASHES },
+            });
+          }
+        }
 
-            """.write(to: wildcard, atomically: true, encoding: .utf8)
+        """.write(to: wildcard, atomically: true, encoding: .utf8)
         let a = try await audit([wildcard])
         #expect(a.status == 1, "\(a.stderr)")
         #expect(a.ids.sorted() == ["subdomains-differ-by-platform", "wildcard-differs-by-platform"], "\(a.findings)")
         let w = try #require(a.findings.first { $0["id"] as? String == "wildcard-differs-by-platform" })
-        #expect(w["line"] as? Int == 11 && w["domain"] as? String == "*.pinning.test" && w["severity"] as? String == "high")
+        #expect(
+            w["line"] as? Int == 11 && w["domain"] as? String == "*.pinning.test" && w["severity"] as? String == "high")
         let message = try #require(w["message"] as? String)
         #expect(message.contains("one label") && message.contains("TrustKit"), "\(message)")
         let d = try #require(a.findings.first { $0["id"] as? String == "subdomains-differ-by-platform" })
@@ -255,7 +268,10 @@ struct CrossPlatformExportTests {
                 if c == "'" || c == "\"" {
                     var s = ""
                     i = dart.index(after: i)
-                    while i < dart.endIndex && dart[i] != c && dart[i] != "\n" { s.append(dart[i]); i = dart.index(after: i) }
+                    while i < dart.endIndex && dart[i] != c && dart[i] != "\n" {
+                        s.append(dart[i])
+                        i = dart.index(after: i)
+                    }
                     if i == dart.endIndex || dart[i] == "\n" { problems.append("unterminated string \(s)") }
                     strings.append(s)
                     code += "S\(strings.count - 1)"
@@ -271,7 +287,9 @@ struct CrossPlatformExportTests {
             }
             if !stack.isEmpty { problems.append("unclosed \(stack)") }
             let importIndex = strings.firstIndex(of: "package:http_certificate_pinning/http_certificate_pinning.dart")
-            if importIndex.map({ !code.contains("import S\($0);") }) ?? true { problems.append("the package is not imported") }
+            if importIndex.map({ !code.contains("import S\($0);") }) ?? true {
+                problems.append("the package is not imported")
+            }
             let compact = code.filter { !$0.isWhitespace }
             guard let call = compact.range(of: "CertificatePinningInterceptor(allowedSHAFingerprints:") else {
                 problems.append("no CertificatePinningInterceptor(allowedSHAFingerprints: …)")
@@ -291,7 +309,9 @@ struct CrossPlatformExportTests {
                 }
                 let fp = strings[n]
                 let pairs = fp.split(separator: ":", omittingEmptySubsequences: false)
-                if pairs.count != 32 || !pairs.allSatisfy({ $0.count == 2 && $0.allSatisfy { $0.isHexDigit && !$0.isLowercase } }) {
+                if pairs.count != 32
+                    || !pairs.allSatisfy({ $0.count == 2 && $0.allSatisfy { $0.isHexDigit && !$0.isLowercase } })
+                {
                     problems.append("'\(fp)' is not 32 colon-separated upper-case hex pairs")
                 }
                 out.append(fp)
@@ -305,8 +325,9 @@ struct CrossPlatformExportTests {
         return d.map { String(format: "%02X", $0) }.joined(separator: ":")
     }
 
-    @Test("flutter: the Dart export has the README's structure and the PKI certificates' fingerprints, as openssl prints them",
-          .requires("openssl"))
+    @Test(
+        "flutter: the Dart export has the README's structure and the PKI certificates' fingerprints, as openssl prints them",
+        .requires("openssl"))
     func flutterExport() async throws {
         let pins = try await pkiPins()
         let f1 = try colonHex(base64: try #require(pins["leaf-v1"]?.certificate))
@@ -327,7 +348,8 @@ struct CrossPlatformExportTests {
         // openssl's `x509 -fingerprint -sha256` (the README's command) prints the same fingerprint.
         let pem = try await CLI.run(["pki", "export", "leaf-v1", "--format", "pem"] + CLI.dirArgs)
         let r = await ChildProcess.run(
-            ["openssl", "x509", "-noout", "-fingerprint", "-sha256"], input: Array(pem.stdout.utf8), timeout: .seconds(20))
+            ["openssl", "x509", "-noout", "-fingerprint", "-sha256"], input: Array(pem.stdout.utf8),
+            timeout: .seconds(20))
         #expect(r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines).hasSuffix("=" + f1), "\(r.output)")
 
         // Certificate pins: leaf-cert exports too; pins.json (hashes only) is refused.
@@ -341,7 +363,8 @@ struct CrossPlatformExportTests {
         #expect(refused.status == 2 && refused.stderr.contains("certificate fingerprints"), "\(refused.stderr)")
     }
 
-    @Test("audit: a badCertificateCallback 'pin' and one that returns true are flagged; the export's interceptor is read")
+    @Test(
+        "audit: a badCertificateCallback 'pin' and one that returns true are flagged; the export's interceptor is read")
     func flutterAudit() async throws {
         let dir = try tempDir("dart-audit")
         let pins = try await pkiPins()
@@ -355,31 +378,33 @@ struct CrossPlatformExportTests {
 
         let callback = dir.appendingPathComponent("client.dart")
         try """
-            import 'dart:io';
-            import 'package:crypto/crypto.dart';
+        import 'dart:io';
+        import 'package:crypto/crypto.dart';
 
-            const pinnedFingerprint = '\(f1)';
+        const pinnedFingerprint = '\(f1)';
 
-            HttpClient pinnedClient() {
-              final client = HttpClient(context: SecurityContext.defaultContext);
-              client.badCertificateCallback = (X509Certificate cert, String host, int port) =>
-                  sha256.convert(cert.der).toString().toUpperCase() == pinnedFingerprint.replaceAll(':', '');
-              return client;
-            }
+        HttpClient pinnedClient() {
+          final client = HttpClient(context: SecurityContext.defaultContext);
+          client.badCertificateCallback = (X509Certificate cert, String host, int port) =>
+              sha256.convert(cert.der).toString().toUpperCase() == pinnedFingerprint.replaceAll(':', '');
+          return client;
+        }
 
-            HttpClient laxClient() => HttpClient()..badCertificateCallback = (cert, host, port) => true;
+        HttpClient laxClient() => HttpClient()..badCertificateCallback = (cert, host, port) => true;
 
-            """.write(to: callback, atomically: true, encoding: .utf8)
+        """.write(to: callback, atomically: true, encoding: .utf8)
         let single = dir.appendingPathComponent("single.dart")
         try """
-            import 'package:http_certificate_pinning/http_certificate_pinning.dart';
-            final dio = Dio(BaseOptions(baseUrl: 'https://api.pinning.test/v1'))
-              ..interceptors.add(CertificatePinningInterceptor(allowedSHAFingerprints: ['\(f1)']));
+        import 'package:http_certificate_pinning/http_certificate_pinning.dart';
+        final dio = Dio(BaseOptions(baseUrl: 'https://api.pinning.test/v1'))
+          ..interceptors.add(CertificatePinningInterceptor(allowedSHAFingerprints: ['\(f1)']));
 
-            """.write(to: single, atomically: true, encoding: .utf8)
+        """.write(to: single, atomically: true, encoding: .utf8)
         let a = try await audit([callback, single])
         #expect(a.status == 1, "\(a.stderr)")
-        #expect(a.ids == ["bad-certificate-callback-pin", "bad-certificate-callback-accepts-all", "single-pin"], "\(a.findings)")
+        #expect(
+            a.ids == ["bad-certificate-callback-pin", "bad-certificate-callback-accepts-all", "single-pin"],
+            "\(a.findings)")
         #expect(a.findings.map { $0["line"] as? Int } == [8, 13, 3])
         #expect(a.findings[1]["mastg"] as? String == "MASTG-TEST-0282")
         #expect((a.findings[0]["message"] as? String)?.contains("only when the chain does not verify") == true)

@@ -13,8 +13,9 @@ struct DescriptorLimitTests {
     func batch(ulimit: String) async throws -> CLI.Result {
         let bin = try #require(CLI.binary)
         let script = "ulimit \(ulimit) 512 && exec \"$0\" check --batch --engine openssl --dir \"$1\" -- python3 \"$2\""
-        let r = await ChildProcess.run(["/bin/sh", "-c", script, bin.path, CLI.pkiDirectory.path, Self.harness],
-                                       timeout: TestTimeouts.catalogue)
+        let r = await ChildProcess.run(
+            ["/bin/sh", "-c", script, bin.path, CLI.pkiDirectory.path, Self.harness],
+            timeout: TestTimeouts.catalogue)
         return CLI.Result(status: r.status, stdout: r.stdoutText, stderr: r.stderrText)
     }
 

@@ -12,7 +12,9 @@ struct DocClaimsTests {
         .deletingLastPathComponent()
 
     static func article(_ name: String) throws -> String {
-        try String(contentsOf: repository.appendingPathComponent("Sources/PinningLab/PinningLab.docc/\(name)"), encoding: .utf8)
+        try String(
+            contentsOf: repository.appendingPathComponent("Sources/PinningLab/PinningLab.docc/\(name)"), encoding: .utf8
+        )
     }
 
     /// The ```sh blocks of `article` between `heading` and the next `## ` heading, each as its lines.
@@ -24,10 +26,14 @@ struct DocClaimsTests {
         var blocks: [[String]] = []
         var current: [String]?
         for line in section.split(separator: "\n", omittingEmptySubsequences: false) {
-            if current == nil, line == "```sh" { current = [] } else if current != nil, line == "```" {
+            if current == nil, line == "```sh" {
+                current = []
+            } else if current != nil, line == "```" {
                 blocks.append(current!)
                 current = nil
-            } else if current != nil { current!.append(String(line)) }
+            } else if current != nil {
+                current!.append(String(line))
+            }
         }
         return blocks
     }
@@ -52,8 +58,9 @@ struct DocClaimsTests {
 
     /// Runs one line of an article in `dir` as a reader's shell would.
     static func sh(_ line: String, in dir: URL) async throws -> ChildProcess.Result {
-        await ChildProcess.run(["sh", "-c", "cd '\(dir.path)' && \(line)"], environment: try readerEnvironment(),
-                               timeout: .seconds(300))
+        await ChildProcess.run(
+            ["sh", "-c", "cd '\(dir.path)' && \(line)"], environment: try readerEnvironment(),
+            timeout: .seconds(300))
     }
 
     /// The exit status a line claims in its trailing comment (`# exit 60`).
@@ -75,14 +82,19 @@ struct DocClaimsTests {
         let manifest = dir.appendingPathComponent("servers.json")
         let bin = try #require(CLI.binary)
         let server = try ChildProcess.spawnBackground(
-            ["sh", "-c", "cd '\(dir.path)' && exec '\(bin.path)' serve --scenario intercepting-proxy --engine openssl --manifest servers.json"],
+            [
+                "sh", "-c",
+                "cd '\(dir.path)' && exec '\(bin.path)' serve --scenario intercepting-proxy --engine openssl --manifest servers.json",
+            ],
             environment: try Self.readerEnvironment())
         defer { server.terminate() }
         var port: Int?
         let deadline = ContinuousClock.now + .seconds(120)  // the first command in an empty folder issues the lab PKI
         while port == nil, ContinuousClock.now < deadline {
-            if let d = try? Data(contentsOf: manifest), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any],
-               let servers = o["servers"] as? [[String: Any]] {
+            if let d = try? Data(contentsOf: manifest),
+                let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any],
+                let servers = o["servers"] as? [[String: Any]]
+            {
                 port = servers.first?["port"] as? Int
             } else {
                 try await Task.sleep(for: .milliseconds(50))  // polls for the manifest; nothing is judged by time
@@ -93,8 +105,12 @@ struct DocClaimsTests {
         #expect(made.status == 0, "\(export): \(made.stderrText)")
         for line in claims {
             // the article's trust-file path is relative to the folder pinlab serve ran in
-            let trust = line.range(of: #"--cacert (\S+)"#, options: .regularExpression).map { String(line[$0].dropFirst(9)) }
-            if let trust { #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(trust).path), "\(trust)") }
+            let trust = line.range(of: #"--cacert (\S+)"#, options: .regularExpression).map {
+                String(line[$0].dropFirst(9))
+            }
+            if let trust {
+                #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(trust).path), "\(trust)")
+            }
             let command = line.replacingOccurrences(of: "PORT", with: "\(p)")
             let r = try await Self.sh(command + " > /dev/null", in: dir)
             #expect(r.status == Self.claimedExit(line), "\(line) → exit \(r.status): \(r.stderrText)")
@@ -111,7 +127,9 @@ struct DocClaimsTests {
             let r = try await Self.sh(line, in: dir)
             #expect(r.status == 0, "\(line) → exit \(r.status): \(r.stderrText)")
             let command = line.components(separatedBy: " #").first ?? line
-            if let out = command.range(of: #"--out (\S+)"#, options: .regularExpression).map({ String(command[$0].dropFirst(6)) }) {
+            if let out = command.range(of: #"--out (\S+)"#, options: .regularExpression).map({
+                String(command[$0].dropFirst(6))
+            }) {
                 let text = (try? String(contentsOf: dir.appendingPathComponent(out), encoding: .utf8)) ?? ""
                 #expect(text.contains("PinningLabPins") && text.contains("sha256/"), "\(out): \(text.prefix(300))")
             }
@@ -124,13 +142,17 @@ struct DocClaimsTests {
         let manifest = dir.appendingPathComponent("control.json")
         let bin = try #require(CLI.binary)
         let serve = try ChildProcess.spawnBackground(
-            [bin.path, "serve", "--control", "127.0.0.1:0", "--control-max-servers", "\(maxServers)", "--manifest",
-             manifest.path] + CLI.dirArgs,
+            [
+                bin.path, "serve", "--control", "127.0.0.1:0", "--control-max-servers", "\(maxServers)", "--manifest",
+                manifest.path,
+            ] + CLI.dirArgs,
             environment: try readerEnvironment())
         var control: [String: Any]?
         let deadline = ContinuousClock.now + .seconds(120)
         while control == nil, ContinuousClock.now < deadline {
-            if let d = try? Data(contentsOf: manifest), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] {
+            if let d = try? Data(contentsOf: manifest),
+                let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any]
+            {
                 control = o["control"] as? [String: Any]
             } else {
                 try await Task.sleep(for: .milliseconds(50))  // polls for the manifest; nothing is judged by time
@@ -150,8 +172,12 @@ struct DocClaimsTests {
 
     static func call(_ method: String, _ url: String, token: String, body: String? = nil) async -> String {
         await ChildProcess.run(
-            ["curl", "-s", "-X", method, "-H", "Authorization: Bearer \(token)", "-H", "Content-Type: application/json"]
-                + (body.map { ["-d", $0] } ?? []) + [url], timeout: .seconds(300)).stdoutText
+            [
+                "curl", "-s", "-X", method, "-H", "Authorization: Bearer \(token)", "-H",
+                "Content-Type: application/json",
+            ]
+                + (body.map { ["-d", $0] } ?? []) + [url], timeout: .seconds(300)
+        ).stdoutText
     }
 
     /// 1068 → "1,068", as the articles write numbers.
@@ -173,24 +199,33 @@ struct DocClaimsTests {
         let (serve, url, token) = try await Self.control(maxServers: needed)
         defer { serve.terminate() }
         let answer = await Self.call("POST", url + "batch", token: token, body: "{}")
-        let batch = try #require(try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any], "\(answer.prefix(500))")
+        let batch = try #require(
+            try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any], "\(answer.prefix(500))")
         let served = try #require(batch["servers"] as? [Any], "\(answer.prefix(500))").count
         let unsupported = (batch["unsupported"] as? [Any])?.count ?? 0
         if let id = batch["batch"] as? String { _ = await Self.call("DELETE", url + "batch/" + id, token: token) }
         let cells = served + unsupported
 
-        let controlAPI = try Self.article("ControlAPI.md").replacingOccurrences(of: #"\s+"#, with: " ", options: .regularExpression)
-        let harnesses = try Self.article("BatchHarnesses.md").replacingOccurrences(of: #"\s+"#, with: " ", options: .regularExpression)
-        for claim in ["\(Self.spelled(cells)) cells, of which \(Self.spelled(served)) get servers and \(unsupported) are `unsupported`",
-                      "**\(Self.spelled(needed)) servers**", "--control-max-servers \(needed)"] {
+        let controlAPI = try Self.article("ControlAPI.md").replacingOccurrences(
+            of: #"\s+"#, with: " ", options: .regularExpression)
+        let harnesses = try Self.article("BatchHarnesses.md").replacingOccurrences(
+            of: #"\s+"#, with: " ", options: .regularExpression)
+        for claim in [
+            "\(Self.spelled(cells)) cells, of which \(Self.spelled(served)) get servers and \(unsupported) are `unsupported`",
+            "**\(Self.spelled(needed)) servers**", "--control-max-servers \(needed)",
+        ] {
             #expect(controlAPI.contains(claim), "ControlAPI.md does not say: \(claim)")
         }
-        for claim in ["\(Self.spelled(cells)) cells", "(\(Self.spelled(served)) served, \(unsupported) `unsupported`)",
-                      "\(Self.spelled(needed)) servers in all"] {
+        for claim in [
+            "\(Self.spelled(cells)) cells", "(\(Self.spelled(served)) served, \(unsupported) `unsupported`)",
+            "\(Self.spelled(needed)) servers in all",
+        ] {
             #expect(harnesses.contains(claim), "BatchHarnesses.md does not say: \(claim)")
         }
         let help = try await CLI.run(["serve", "--help"])
-        #expect(help.stdout.replacingOccurrences(of: #"\s+"#, with: " ", options: .regularExpression).contains("needs \(needed)."),
-                "serve --help does not say \(needed)")
+        #expect(
+            help.stdout.replacingOccurrences(of: #"\s+"#, with: " ", options: .regularExpression).contains(
+                "needs \(needed)."),
+            "serve --help does not say \(needed)")
     }
 }

@@ -11,7 +11,8 @@ struct EnvironmentShardTests {
 
     /// The binary run with the test's environment minus every shard variable, plus `variables`.
     static func pinlab(_ args: [String], _ variables: [String: String] = [:]) async throws -> CLI.Result {
-        let bin = try #require(CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
+        let bin = try #require(
+            CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
         var env = ProcessInfo.processInfo.environment
         for v in EnvironmentShard.variableNames { env[v] = nil }
         env["NO_COLOR"] = "1"
@@ -45,8 +46,10 @@ struct EnvironmentShardTests {
 
     static let starters: [Starter] = [
         Starter(system: "Bazel", variables: "TEST_SHARD_INDEX/TEST_TOTAL_SHARDS", count: 3) { i, n, folder in
-            ["TEST_SHARD_INDEX": "\(i)", "TEST_TOTAL_SHARDS": "\(n)",
-             "TEST_SHARD_STATUS_FILE": folder.appendingPathComponent("status-\(i)").path]
+            [
+                "TEST_SHARD_INDEX": "\(i)", "TEST_TOTAL_SHARDS": "\(n)",
+                "TEST_SHARD_STATUS_FILE": folder.appendingPathComponent("status-\(i)").path,
+            ]
         },
         Starter(system: "GitLab", variables: "CI_NODE_INDEX/CI_NODE_TOTAL", count: 4) { i, n, _ in
             ["CI_NODE_INDEX": "\(i + 1)", "CI_NODE_TOTAL": "\(n)"]
@@ -61,7 +64,9 @@ struct EnvironmentShardTests {
 
     /// Starts the N pieces of `starter` at once, each writing `folder/piece-K.json` with `args(file)`; checks what
     /// each says on stderr and returns the files.
-    static func runPieces(_ starter: Starter, folder: URL, args: @escaping @Sendable (URL) -> [String]) async throws -> [URL] {
+    static func runPieces(_ starter: Starter, folder: URL, args: @escaping @Sendable (URL) -> [String]) async throws
+        -> [URL]
+    {
         let files = (0..<starter.count).map { folder.appendingPathComponent("piece-\($0 + 1).json") }
         let results = try await withThrowingTaskGroup(of: (Int, CLI.Result).self) { group in
             for i in 0..<starter.count {
@@ -81,7 +86,8 @@ struct EnvironmentShardTests {
     }
 
     static func merge(_ files: [URL], into merged: URL) async throws {
-        let r = try await pinlab(["report", "merge"] + files.map(\.path) + ["--format", "json", "--output", merged.path])
+        let r = try await pinlab(
+            ["report", "merge"] + files.map(\.path) + ["--format", "json", "--output", merged.path])
         #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
     }
 
@@ -89,7 +95,10 @@ struct EnvironmentShardTests {
     func checkPiecesMergeIntoTheWholeRun() async throws {
         let folder = try Self.folder("check")
         let whole = folder.appendingPathComponent("whole.json")
-        let base = ["check"] + CLI.dirArgs + ["--client", "correct", "--scenarios", Self.scenarios, "--format", "json", "--output"]
+        let base =
+            ["check"] + CLI.dirArgs + [
+                "--client", "correct", "--scenarios", Self.scenarios, "--format", "json", "--output",
+            ]
         let w = try await Self.pinlab(base + [whole.path])
         #expect(w.status == 0, "\(w.stdout) \(w.stderr)")
         #expect(!w.stderr.contains("pinlab: shard"), "a run with no shard variable says it is a shard: \(w.stderr)")
@@ -107,7 +116,8 @@ struct EnvironmentShardTests {
             if starter.system == "Bazel" {
                 for i in 0..<starter.count {
                     let status = dir.appendingPathComponent("status-\(i)").path
-                    #expect(FileManager.default.fileExists(atPath: status), "Bazel's status file \(status) was not touched")
+                    #expect(
+                        FileManager.default.fileExists(atPath: status), "Bazel's status file \(status) was not touched")
                 }
             }
         }
@@ -127,10 +137,12 @@ struct EnvironmentShardTests {
             let files = try await Self.runPieces(starter, folder: dir) { base + [$0.path] }
             let merged = dir.appendingPathComponent("merged.json")
             try await Self.merge(files, into: merged)
-            #expect(try Self.cells(merged) == expected, "\(starter.system): the merged lab pieces are not the whole lab")
+            #expect(
+                try Self.cells(merged) == expected, "\(starter.system): the merged lab pieces are not the whole lab")
         }
         // --shard on the command line too, and the grade says it is a part.
-        let part = try await Self.pinlab(["lab", "check", "2"] + CLI.dirArgs + ["--client", "correct", "--shard", "2/3"])
+        let part = try await Self.pinlab(
+            ["lab", "check", "2"] + CLI.dirArgs + ["--client", "correct", "--shard", "2/3"])
         #expect(part.status == 0, "\(part.stdout) \(part.stderr)")
         #expect(part.stdout.contains("Shard 2/3: only this part"), "\(part.stdout)")
     }
@@ -141,8 +153,10 @@ struct EnvironmentShardTests {
         let whole = folder.appendingPathComponent("whole.json")
         let python = BatchCLITests.python
         let args: @Sendable (URL) -> [String] = { out in
-            ["check"] + CLI.dirArgs + ["--client-checks", "revocation=none,ct=none", "--scenarios", Self.scenarios,
-                                       "--batch", "--format", "json", "--output", out.path, "--", "python3", python]
+            ["check"] + CLI.dirArgs + [
+                "--client-checks", "revocation=none,ct=none", "--scenarios", Self.scenarios,
+                "--batch", "--format", "json", "--output", out.path, "--", "python3", python,
+            ]
         }
         let w = try await Self.pinlab(args(whole))
         #expect(w.status == 0, "\(w.stdout) \(w.stderr)")
@@ -157,17 +171,28 @@ struct EnvironmentShardTests {
         let cases: [([String: String], String)] = [
             (["CI_NODE_INDEX": "5", "CI_NODE_TOTAL": "4"], "CI_NODE_INDEX=5 is not a shard of CI_NODE_TOTAL=4"),
             (["CI_NODE_INDEX": "0", "CI_NODE_TOTAL": "4"], "GitLab counts from 1"),
-            (["TEST_SHARD_INDEX": "3", "TEST_TOTAL_SHARDS": "3"], "TEST_SHARD_INDEX=3 is not a shard of TEST_TOTAL_SHARDS=3"),
+            (
+                ["TEST_SHARD_INDEX": "3", "TEST_TOTAL_SHARDS": "3"],
+                "TEST_SHARD_INDEX=3 is not a shard of TEST_TOTAL_SHARDS=3"
+            ),
             (["TEST_SHARD_INDEX": "0", "TEST_TOTAL_SHARDS": "0"], "TEST_TOTAL_SHARDS=0"),
             (["CIRCLE_NODE_INDEX": "two", "CIRCLE_NODE_TOTAL": "3"], "CIRCLE_NODE_INDEX='two' is not a number"),
             (["CIRCLE_NODE_INDEX": "1", "CIRCLE_NODE_TOTAL": "3x"], "CIRCLE_NODE_TOTAL='3x' is not a number"),
             (["JOB_COMPLETION_INDEX": "1"], "JOB_COMPLETION_INDEX=1 is set but PINLAB_SHARD_TOTAL is not"),
             (["PINLAB_SHARD_TOTAL": "4"], "PINLAB_SHARD_TOTAL=4 is set but JOB_COMPLETION_INDEX is not"),
-            (["TEST_SHARD_INDEX": "0", "TEST_TOTAL_SHARDS": "2", "TEST_SHARD_STATUS_FILE": "/nonexistent-folder/status"],
-             "TEST_SHARD_STATUS_FILE=/nonexistent-folder/status cannot be touched"),
+            (
+                [
+                    "TEST_SHARD_INDEX": "0", "TEST_TOTAL_SHARDS": "2",
+                    "TEST_SHARD_STATUS_FILE": "/nonexistent-folder/status",
+                ],
+                "TEST_SHARD_STATUS_FILE=/nonexistent-folder/status cannot be touched"
+            ),
         ]
         for (variables, problem) in cases {
-            for command in [["check", "--client", "correct", "--scenarios", "baseline"], ["lab", "check", "1", "--client", "correct"]] {
+            for command in [
+                ["check", "--client", "correct", "--scenarios", "baseline"],
+                ["lab", "check", "1", "--client", "correct"],
+            ] {
                 let r = try await Self.pinlab(command + CLI.dirArgs, variables)
                 #expect(r.status == 2, "\(variables) \(command[0]): \(r.status) \(r.stderr)")
                 #expect(r.stderr.contains(problem) && r.stderr.contains("Fix: "), "\(variables): \(r.stderr)")
@@ -179,12 +204,18 @@ struct EnvironmentShardTests {
     func commandLineWinsAndEmptyIsUnset() async throws {
         let folder = try Self.folder("wins")
         let out = folder.appendingPathComponent("r.json")
-        let base = ["check"] + CLI.dirArgs + ["--client", "correct", "--scenarios", "baseline", "--format", "json", "--output", out.path]
+        let base =
+            ["check"] + CLI.dirArgs + [
+                "--client", "correct", "--scenarios", "baseline", "--format", "json", "--output", out.path,
+            ]
         let wins = try await Self.pinlab(base + ["--shard", "1/2"], ["CI_NODE_INDEX": "9", "CI_NODE_TOTAL": "4"])
         #expect(wins.status == 0, "\(wins.stderr)")
         #expect(wins.stderr.contains("shard 1/2 from --shard (CI_NODE_INDEX/CI_NODE_TOTAL not read)"), "\(wins.stderr)")
         #expect(try CheckReport.decode(json: Data(contentsOf: out), file: out.path).shard?.description == "1/2")
-        for variables in [["CI_NODE_INDEX": "", "CI_NODE_TOTAL": ""], ["CI_NODE_TOTAL": "1"], ["JOB_COMPLETION_INDEX": "", "PINLAB_SHARD_TOTAL": ""]] {
+        for variables in [
+            ["CI_NODE_INDEX": "", "CI_NODE_TOTAL": ""], ["CI_NODE_TOTAL": "1"],
+            ["JOB_COMPLETION_INDEX": "", "PINLAB_SHARD_TOTAL": ""],
+        ] {
             let r = try await Self.pinlab(base, variables)
             #expect(r.status == 0, "\(variables): \(r.stderr)")
             #expect(!r.stderr.contains("shard"), "\(variables): \(r.stderr)")

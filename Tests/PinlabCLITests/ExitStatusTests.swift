@@ -12,15 +12,24 @@ struct ExitStatusTests {
         (["check", "--client", "correct", "--engine", "bogus"], "'bogus' is not an engine"),
         (["check", "--client", "bogus"], "not a built-in client"),
         (["check"], "give a client"),
-        (["check", "--scenarios", "baseline", "--", "curl", "-sf", "{url"], "opens the placeholder {url without a closing brace"),
-        (["check", "--scenarios", "baseline", "--", "pinlab-no-such-client", "{url}"],
-         "the client command 'pinlab-no-such-client' could not be started: it was not found on the PATH"),
+        (
+            ["check", "--scenarios", "baseline", "--", "curl", "-sf", "{url"],
+            "opens the placeholder {url without a closing brace"
+        ),
+        (
+            ["check", "--scenarios", "baseline", "--", "pinlab-no-such-client", "{url}"],
+            "the client command 'pinlab-no-such-client' could not be started: it was not found on the PATH"
+        ),
         (["check", "--scenarios", "baseline", "--", "/nonexistent/client", "{url}"], "is not an executable file"),
         (["lab", "check", "1", "--", "pinlab-no-such-client", "{url}"], "could not be started"),
-        (["check", "--client", "correct", "--scenarios", "baseline", "--output", "pinlab-no-such-folder/x.html"],
-         "pinlab-no-such-folder does not exist. Fix: create it (mkdir -p "),
-        (["lab", "check", "1", "--client", "correct", "--html", "pinlab-no-such-folder/lab.html"],
-         "pinlab-no-such-folder does not exist"),
+        (
+            ["check", "--client", "correct", "--scenarios", "baseline", "--output", "pinlab-no-such-folder/x.html"],
+            "pinlab-no-such-folder does not exist. Fix: create it (mkdir -p "
+        ),
+        (
+            ["lab", "check", "1", "--client", "correct", "--html", "pinlab-no-such-folder/lab.html"],
+            "pinlab-no-such-folder does not exist"
+        ),
     ])
     func setupProblemsExitTwoBeforeAnyCellRuns(_ args: [String], _ message: String) async throws {
         let r = try await CLI.run(args + CLI.dirArgs)
@@ -30,9 +39,11 @@ struct ExitStatusTests {
     }
 
     @Test func deviationsExitOneAndConformanceZero() async throws {
-        let ok = try await CLI.run(["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline"] + CLI.dirArgs)
+        let ok = try await CLI.run(
+            ["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline"] + CLI.dirArgs)
         #expect(ok.status == 0, "\(ok.stdout)")
-        let bad = try await CLI.run(["check", "--client", "no-pinning", "--engine", "openssl", "--scenarios", "rekey"] + CLI.dirArgs)
+        let bad = try await CLI.run(
+            ["check", "--client", "no-pinning", "--engine", "openssl", "--scenarios", "rekey"] + CLI.dirArgs)
         #expect(bad.status == 1, "\(bad.stdout)")
     }
 }

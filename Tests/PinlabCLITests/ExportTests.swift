@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
-import PinningLabCore
 import PinningLab
+import PinningLabCore
+import PinningLabTestSupport
 import Testing
 
 /// `pinlab export`: every format is parsed by an independent parser (Python's plistlib and xml.etree, xmllint),
@@ -58,8 +58,10 @@ struct ExportTests {
         let missing = dir.appendingPathComponent("no/such/folder/pins.txt").path
         for args in [["export", "curl"], ["pki", "export", "leaf-v1"]] {
             let r = try await CLI.run(args + ["--out", missing] + CLI.dirArgs)
-            #expect(r.status == 2 && r.stderr.contains(missing) && r.stderr.contains("mkdir -p") && !r.stderr.contains("NSCocoaErrorDomain"),
-                    "\(args): \(r.stderr)")
+            #expect(
+                r.status == 2 && r.stderr.contains(missing) && r.stderr.contains("mkdir -p")
+                    && !r.stderr.contains("NSCocoaErrorDomain"),
+                "\(args): \(r.stderr)")
         }
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix(".tmp-") }
         #expect(leftovers.isEmpty, "\(leftovers)")
@@ -255,7 +257,9 @@ struct ExportTests {
         let pins = try await pkiPins()
         let dir = try tempDir("nsc")
         defer { try? FileManager.default.removeItem(at: dir) }
-        _ = try await export(["nsc", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/"])
+        _ = try await export([
+            "nsc", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/",
+        ])
         let file = dir.appendingPathComponent("network_security_config.xml")
         let lint = await ChildProcess.run(["xmllint", "--noout", file.path], timeout: .seconds(20))
         #expect(lint.status == 0, "\(lint.output)")
@@ -282,18 +286,24 @@ struct ExportTests {
         #expect(longRun.status == 0 && !longRun.stderr.contains("warning"), "\(longRun.stdout)\(longRun.stderr)")
         let expected730 = [0.0, 86_400].map { Self.day(Date().addingTimeInterval(730 * 86_400 + $0)) }
         #expect(expected730.contains(try await python("nsc", long)["expiration"] as? String ?? ""))
-        for (args, words) in [(["--pin-horizon", "30"], ["30 days from now", "stops enforcing"]),
-                              (["--expiration", "2020-01-01"], ["2020-01-01 is in the past"])] {
+        for (args, words) in [
+            (["--pin-horizon", "30"], ["30 days from now", "stops enforcing"]),
+            (["--expiration", "2020-01-01"], ["2020-01-01 is in the past"]),
+        ] {
             let short = horizon.appendingPathComponent("short.xml")
             let r = try await CLI.run(["export", "nsc"] + args + ["--out", short.path] + CLI.dirArgs)
             #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
-            for w in words + ["warning:", "--pin-horizon"] { #expect(r.stderr.contains(w), "\(args): \(w) in \(r.stderr)") }
+            for w in words + ["warning:", "--pin-horizon"] {
+                #expect(r.stderr.contains(w), "\(args): \(w) in \(r.stderr)")
+            }
             #expect(try String(contentsOf: short, encoding: .utf8).contains("WARNING"))
             let checked = await ChildProcess.run(["python3", Self.checker, "nsc", short.path], timeout: .seconds(30))
             #expect(checked.status == 1 && checked.stdoutText.contains("Android stops enforcing"), "\(checked.output)")
         }
-        for (args, words) in [(["--pin-horizon", "0"], ["out of range", "1 to 3650"]),
-                              (["--pin-horizon", "400", "--expiration", "2031-01-02"], ["both set"])] {
+        for (args, words) in [
+            (["--pin-horizon", "0"], ["out of range", "1 to 3650"]),
+            (["--pin-horizon", "400", "--expiration", "2031-01-02"], ["both set"]),
+        ] {
             let r = try await CLI.run(["export", "nsc"] + args + CLI.dirArgs)
             #expect(r.status == 2, "\(args): \(r.stdout)\(r.stderr)")
             for w in words + ["--pin-horizon"] { #expect(r.stderr.contains(w), "\(args): \(w) in \(r.stderr)") }
@@ -303,20 +313,27 @@ struct ExportTests {
         #expect(summary["certificateTransparency"] is NSNull, "\(summary)")
         for (value, expected) in [("on", "true"), ("off", "false")] {
             let ctFile = horizon.appendingPathComponent("ct-\(value).xml")
-            let r = try await CLI.run(["export", "nsc", "--certificate-transparency", value, "--out", ctFile.path] + CLI.dirArgs)
+            let r = try await CLI.run(
+                ["export", "nsc", "--certificate-transparency", value, "--out", ctFile.path] + CLI.dirArgs)
             #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
             #expect(try await python("nsc", ctFile)["certificateTransparency"] as? String == expected)
         }
         // A host with an empty or over-long label went into the exported configuration as given.
         for host in ["...", "a..b", String(repeating: "a", count: 64) + ".test", "999.1.1.1", "a b"] {
             let r = try await CLI.run(["export", "nsc", "--host", host] + CLI.dirArgs)
-            #expect(r.status == 2 && r.stderr.contains("--host") && r.stderr.contains("is not a host name"), "\(host): \(r.stdout)\(r.stderr)")
+            #expect(
+                r.status == 2 && r.stderr.contains("--host") && r.stderr.contains("is not a host name"),
+                "\(host): \(r.stdout)\(r.stderr)")
         }
-        for (args, words) in [(["nsc", "--certificate-transparency", "yes"], ["neither on nor off"]),
-                              (["curl", "--certificate-transparency", "on"], ["only the nsc format"])] {
+        for (args, words) in [
+            (["nsc", "--certificate-transparency", "yes"], ["neither on nor off"]),
+            (["curl", "--certificate-transparency", "on"], ["only the nsc format"]),
+        ] {
             let r = try await CLI.run(["export"] + args + CLI.dirArgs)
             #expect(r.status == 2, "\(args): \(r.stdout)\(r.stderr)")
-            for w in words + ["--certificate-transparency"] { #expect(r.stderr.contains(w), "\(args): \(w) in \(r.stderr)") }
+            for w in words + ["--certificate-transparency"] {
+                #expect(r.stderr.contains(w), "\(args): \(w) in \(r.stderr)")
+            }
         }
         // The raw resource is the lab root.
         let raw = try String(contentsOf: dir.appendingPathComponent("lab_root.pem"), encoding: .utf8)
@@ -374,8 +391,8 @@ struct ExportTests {
         let payloads = try #require(plain["PayloadContent"] as? [[String: Any]])
         #expect(payloads.count == 1)
         #expect(payloads[0]["PayloadType"] as? String == "com.apple.security.root")
-        #expect(await 
-            (payloads[0]["PayloadContent"] as? [String: String])?["data"] == (try der("lab-root")),
+        #expect(
+            await (payloads[0]["PayloadContent"] as? [String: String])?["data"] == (try der("lab-root")),
             "the payload's bytes are lab-root's DER")
         let readme = try String(contentsOf: dir.appendingPathComponent("plain/README.md"), encoding: .utf8)
         for step in [
@@ -390,9 +407,13 @@ struct ExportTests {
         let both = try #require(withProxy["PayloadContent"] as? [[String: Any]])
         // proxy-root is NOT name-constrained: the profile, its payload and the README say so, not the opposite.
         let proxyReadme = try String(contentsOf: dir.appendingPathComponent("proxy/README.md"), encoding: .utf8)
-        #expect(proxyReadme.contains("`proxy-root`: NOT name-constrained") && !proxyReadme.contains("cannot vouch for real"),
-                "\(proxyReadme)")
-        #expect((withProxy["PayloadDescription"] as? String)?.contains("WARNING: proxy-root is NOT name-constrained") == true)
+        #expect(
+            proxyReadme.contains("`proxy-root`: NOT name-constrained")
+                && !proxyReadme.contains("cannot vouch for real"),
+            "\(proxyReadme)")
+        #expect(
+            (withProxy["PayloadDescription"] as? String)?.contains("WARNING: proxy-root is NOT name-constrained")
+                == true)
         #expect(both.map { $0["PayloadDisplayName"] as? String } == ["lab-root", "proxy-root"])
         #expect(await (both[1]["PayloadContent"] as? [String: String])?["data"] == (try der("proxy-root")))
         // The intercepting-proxy scenario's device trusts proxy-root: its profile installs it without the flag.
@@ -416,22 +437,28 @@ struct ExportTests {
     func mobileconfigDescriptionsMatchCertificates() async throws {
         let dir = try tempDir("mobileconfig-reach")
         defer { try? FileManager.default.removeItem(at: dir) }
-        for (label, args) in [("plain", []), ("proxy", ["--include-proxy-root"]), ("scenario", ["--scenario", "intercepting-proxy"])] {
+        for (label, args) in [
+            ("plain", []), ("proxy", ["--include-proxy-root"]), ("scenario", ["--scenario", "intercepting-proxy"]),
+        ] {
             let out = dir.appendingPathComponent(label, isDirectory: true)
             let r = try await CLI.run(["export", "mobileconfig"] + args + ["--out", out.path + "/"] + CLI.dirArgs)
             #expect(r.status == 0, "\(label): \(r.stderr)")
             let checked = await ChildProcess.run(
-                ["python3", Self.checker, "reach", out.appendingPathComponent("PinningLab.mobileconfig").path], timeout: .seconds(30))
+                ["python3", Self.checker, "reach", out.appendingPathComponent("PinningLab.mobileconfig").path],
+                timeout: .seconds(30))
             #expect(checked.status == 0, "\(label): \(checked.output)")
             let payloads = try JSONSerialization.jsonObject(with: Data(checked.stdout)) as? [[String: Any]] ?? []
             #expect(payloads.count == (label == "plain" ? 1 : 2), "\(label): \(checked.output)")
             // An export that includes proxy-root warns on standard error too.
-            #expect(r.stderr.contains("warning: proxy-root is NOT name-constrained") == (label != "plain"), "\(label): \(r.stderr)")
+            #expect(
+                r.stderr.contains("warning: proxy-root is NOT name-constrained") == (label != "plain"),
+                "\(label): \(r.stderr)")
         }
         // The checker catches a description that lies (the old "name-constrained to .test and localhost").
         let file = dir.appendingPathComponent("proxy/PinningLab.mobileconfig")
         let text = try String(contentsOf: file, encoding: .utf8)
-        let lie = text.replacingOccurrences(of: "It is NOT name-constrained", with: "It is name-constrained to: localhost, test")
+        let lie = text.replacingOccurrences(
+            of: "It is NOT name-constrained", with: "It is name-constrained to: localhost, test")
         #expect(lie != text)
         let bad = dir.appendingPathComponent("lie.mobileconfig")
         try lie.write(to: bad, atomically: true, encoding: .utf8)
@@ -474,7 +501,9 @@ struct ExportTests {
             server.terminate()
             try? FileManager.default.removeItem(at: dir)
         }
-        _ = try await export(["curl", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/"])
+        _ = try await export([
+            "curl", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", dir.path + "/",
+        ])
         let text = try String(contentsOf: dir.appendingPathComponent("curl-flags.txt"), encoding: .utf8)
         let flags = try #require(text.split(separator: "\n").last { !$0.hasPrefix("#") }).description
         #expect(
@@ -551,9 +580,15 @@ struct ExportTests {
         let dir = try tempDir("nspinned")
         defer { try? FileManager.default.removeItem(at: dir) }
         for (args, list, expected, sub) in [
-            (["--scenario", "baseline", "--profile", "leaf-spki+backup"], "NSPinnedLeafIdentities", ["leaf-v1", "leaf-v3-rekey"], false),
-            (["lab-intermediate-a", "lab-root", "--include-subdomains", "--host", "api.pinning.test"], "NSPinnedCAIdentities",
-             ["lab-intermediate-a", "lab-root"], true),
+            (
+                ["--scenario", "baseline", "--profile", "leaf-spki+backup"], "NSPinnedLeafIdentities",
+                ["leaf-v1", "leaf-v3-rekey"], false
+            ),
+            (
+                ["lab-intermediate-a", "lab-root", "--include-subdomains", "--host", "api.pinning.test"],
+                "NSPinnedCAIdentities",
+                ["lab-intermediate-a", "lab-root"], true
+            ),
         ] {
             let file = dir.appendingPathComponent("\(list).plist")
             _ = try await export(["nspinneddomains"] + args + ["--out", file.path])
@@ -567,11 +602,16 @@ struct ExportTests {
             let ids = try #require(domain[list] as? [[String: String]])
             #expect(ids.map { $0["SPKI-SHA256-BASE64"] } == expected.map { pins[$0] }, "\(list)")
             let text = try String(contentsOf: file, encoding: .utf8)
-            #expect(text.contains(list == "NSPinnedCAIdentities" ? "at least one CA certificate in it" : "the server's leaf certificate"))
+            #expect(
+                text.contains(
+                    list == "NSPinnedCAIdentities"
+                        ? "at least one CA certificate in it" : "the server's leaf certificate"))
         }
         // Leaf and CA keys together would have to match both lists: refused.
         let mixed = try await CLI.run(["export", "nspinneddomains", "leaf-v1", "lab-root"] + CLI.dirArgs)
-        #expect(mixed.status == 2 && mixed.stderr.contains("NSPinnedLeafIdentities") && mixed.stderr.contains("CA keys only"), "\(mixed.stderr)")
+        #expect(
+            mixed.status == 2 && mixed.stderr.contains("NSPinnedLeafIdentities")
+                && mixed.stderr.contains("CA keys only"), "\(mixed.stderr)")
     }
 
     @Test(
@@ -598,12 +638,15 @@ struct ExportTests {
         try #require(javac.status == 0, "javac: \(javac.output)")
         let r = await ChildProcess.run(["java", "-cp", classes.path, "CronetCheck"], timeout: .seconds(60))
         #expect(r.status == 0, "\(r.output)")
-        let expected = ["leaf-v1", "leaf-v3-rekey"].map { "pin api.pinning.test \(pins[$0]!)" }.sorted()
+        let expected =
+            ["leaf-v1", "leaf-v3-rekey"].map { "pin api.pinning.test \(pins[$0]!)" }.sorted()
             + ["includeSubdomains true", "expiration 2031-01-02", "bypass false"]
         #expect(r.stdoutText.split(separator: "\n").map(String.init) == expected, "\(r.output)")
     }
 
-    @Test("ktor-kotlin: Kotlin that tokenizes, balances and installs the PKI's pins on the OkHttp engine", .requires("python3"))
+    @Test(
+        "ktor-kotlin: Kotlin that tokenizes, balances and installs the PKI's pins on the OkHttp engine",
+        .requires("python3"))
     func ktorKotlin() async throws {
         let pins = try await pkiPins()
         let dir = try tempDir("ktor")
@@ -613,16 +656,30 @@ struct ExportTests {
             "ktor-kotlin", "--scenario", "baseline", "--profile", "leaf-spki+backup", "--out", file.path,
         ])
         let summary = try await python("kotlin", file)
-        #expect(summary["imports"] as? [String] == ["io.ktor.client.HttpClient", "io.ktor.client.engine.okhttp.OkHttp", "okhttp3.CertificatePinner"])
-        #expect(summary["pins"] as? [[String]] == [["localhost", pins["leaf-v1"]!], ["localhost", pins["leaf-v3-rekey"]!]])
+        #expect(
+            summary["imports"] as? [String] == [
+                "io.ktor.client.HttpClient", "io.ktor.client.engine.okhttp.OkHttp", "okhttp3.CertificatePinner",
+            ])
+        #expect(
+            summary["pins"] as? [[String]] == [
+                ["localhost", pins["leaf-v1"]!], ["localhost", pins["leaf-v3-rekey"]!],
+            ])
         let calls = try #require(summary["calls"] as? [String])
-        for call in ["HttpClient", "OkHttp", "engine", "config", "certificatePinner", "CertificatePinner.Builder", "build"] {
+        for call in [
+            "HttpClient", "OkHttp", "engine", "config", "certificatePinner", "CertificatePinner.Builder", "build",
+        ] {
             #expect(calls.contains(call), "\(call)")
         }
         // The checker is not a rubber stamp: an unbalanced literal and a short pin are caught.
         let text = try String(contentsOf: file, encoding: .utf8)
-        for (label, broken) in [("bracket", text.replacingOccurrences(of: "certificatePinner(certificatePinner)", with: "certificatePinner(certificatePinner")),
-                                ("pin", text.replacingOccurrences(of: pins["leaf-v1"]!, with: "AAAA"))] {
+        for (label, broken) in [
+            (
+                "bracket",
+                text.replacingOccurrences(
+                    of: "certificatePinner(certificatePinner)", with: "certificatePinner(certificatePinner")
+            ),
+            ("pin", text.replacingOccurrences(of: pins["leaf-v1"]!, with: "AAAA")),
+        ] {
             let bad = dir.appendingPathComponent("broken-\(label).kt")
             try broken.write(to: bad, atomically: true, encoding: .utf8)
             let r = await ChildProcess.run(["python3", Self.checker, "kotlin", bad.path], timeout: .seconds(30))
@@ -648,16 +705,22 @@ struct ExportTests {
         #expect(domain["host"] as? String == "api.pinning.test" && domain["includeSubdomains"] as? Bool == true)
         #expect(domain["expiration"] as? String == "2031-01-02")
         let rows = try #require(domain["pins"] as? [[String: String]])
-        #expect(rows.map { [$0["sha256"]!, $0["role"]!, $0["certificate"]!] } == [[k1, "current", "leaf"], [k2, "backup", "leaf"]])
+        #expect(
+            rows.map { [$0["sha256"]!, $0["role"]!, $0["certificate"]!] } == [
+                [k1, "current", "leaf"], [k2, "backup", "leaf"],
+            ])
         // The schema is not a rubber stamp.
         let bad = dir.appendingPathComponent("bad.json")
         try String(contentsOf: source, encoding: .utf8).replacingOccurrences(of: "\"backup\"", with: "\"spare\"")
             .write(to: bad, atomically: true, encoding: .utf8)
-        #expect(await ChildProcess.run(["python3", Self.checker, "schema", bad.path], timeout: .seconds(30)).status == 1)
+        #expect(
+            await ChildProcess.run(["python3", Self.checker, "schema", bad.path], timeout: .seconds(30)).status == 1)
 
         // Every format that takes hashes renders from it, with its pins; those that need certificates refuse.
-        for format in ["trustkit-plist", "trustkit-swift", "okhttp-kotlin", "okhttp-java", "nsc", "curl",
-                       "nspinneddomains", "cronet-java", "ktor-kotlin", "pins-json"] {
+        for format in [
+            "trustkit-plist", "trustkit-swift", "okhttp-kotlin", "okhttp-java", "nsc", "curl",
+            "nspinneddomains", "cronet-java", "ktor-kotlin", "pins-json",
+        ] {
             let out = dir.appendingPathComponent("from-\(format)", isDirectory: true)
             let r = try await CLI.run(["export", format, "--from", source.path, "--out", out.path + "/"])
             #expect(r.status == 0, "\(format): \(r.stderr)")
@@ -668,17 +731,24 @@ struct ExportTests {
         let nsc = try await python("nsc", dir.appendingPathComponent("from-nsc/network_security_config.xml"))
         #expect(nsc["pins"] as? [String] == [k1, k2] && nsc["expiration"] as? String == "2031-01-02")
         #expect(nsc["anchors"] as? [String] == [], "no anchors of its own: the system's")
-        let plist = try await python("plist", dir.appendingPathComponent("from-nspinneddomains/NSPinnedDomains-Info.plist"))
+        let plist = try await python(
+            "plist", dir.appendingPathComponent("from-nspinneddomains/NSPinnedDomains-Info.plist"))
         #expect("\(plist)".contains(k1))
         let again = try await python("schema", dir.appendingPathComponent("from-pins-json/pins.json"))
-        #expect((again["domains"] as? [[String: Any]])?.first?["pins"] as? [[String: String]] == rows, "pins.json round-trips")
+        #expect(
+            (again["domains"] as? [[String: Any]])?.first?["pins"] as? [[String: String]] == rows,
+            "pins.json round-trips")
         for format in ["alamofire", "mobileconfig"] {
             let r = try await CLI.run(["export", format, "--from", source.path])
-            #expect(r.status == 2 && r.stderr.contains("--from") && r.stderr.contains("drop --from"), "\(format): \(r.stderr)")
+            #expect(
+                r.status == 2 && r.stderr.contains("--from") && r.stderr.contains("drop --from"),
+                "\(format): \(r.stderr)")
         }
         // A root pin keeps its kind: NSPinnedDomains files it as a CA identity.
         let rootSource = dir.appendingPathComponent("root.json")
-        _ = try await export(["pins-json", "--scenario", "baseline", "--profile", "root-spki", "--out", rootSource.path])
+        _ = try await export([
+            "pins-json", "--scenario", "baseline", "--profile", "root-spki", "--out", rootSource.path,
+        ])
         let rootOut = try await CLI.run(["export", "nspinneddomains", "--from", rootSource.path])
         #expect(rootOut.stdout.contains("NSPinnedCAIdentities") && rootOut.stdout.contains(root), "\(rootOut.stdout)")
         // Bad input names the file and the key path.
@@ -686,7 +756,9 @@ struct ExportTests {
         try String(contentsOf: source, encoding: .utf8).replacingOccurrences(of: k2, with: String(k2.prefix(28)))
             .write(to: wrong, atomically: true, encoding: .utf8)
         let refused = try await CLI.run(["export", "nsc", "--from", wrong.path])
-        #expect(refused.status == 2 && refused.stderr.contains("wrong.json") && refused.stderr.contains("domains[0].pins[1].sha256")
+        #expect(
+            refused.status == 2 && refused.stderr.contains("wrong.json")
+                && refused.stderr.contains("domains[0].pins[1].sha256")
                 && refused.stderr.contains("32 bytes"), "\(refused.stderr)")
     }
 

@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
-import PinningLabCore
 import PinningLab
+import PinningLabCore
+import PinningLabTestSupport
 import Testing
 
 /// `pinlab export farm`: the files a device farm's certificate injection takes, read back by independent parsers
@@ -27,8 +27,9 @@ struct FarmExportTests {
         return lstat(url.path, &st) == 0 ? st.st_mode & 0o777 : 0
     }
 
-    @Test("the bundle: roots as DER and PEM, the profile, the client identity as .pfx (0600) with its password, FARM.md",
-          .requires("openssl", "python3"))
+    @Test(
+        "the bundle: roots as DER and PEM, the profile, the client identity as .pfx (0600) with its password, FARM.md",
+        .requires("openssl", "python3"))
     func bundleReadsBack() async throws {
         let dir = try tempDir("bundle")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -36,37 +37,71 @@ struct FarmExportTests {
         let r = try await CLI.run(["export", "farm", "--out", out.path + "/"] + CLI.dirArgs)
         #expect(r.status == 0, "\(r.stderr)")
         let names = Set(try FileManager.default.contentsOfDirectory(atPath: out.path))
-        #expect(names == ["FARM.md", "lab-root.cer", "lab-root.pem", "PinningLab.mobileconfig", "client-valid.pfx",
-                          "client-valid.pfx.password"], "\(names)")
+        #expect(
+            names == [
+                "FARM.md", "lab-root.cer", "lab-root.pem", "PinningLab.mobileconfig", "client-valid.pfx",
+                "client-valid.pfx.password",
+            ], "\(names)")
         // The .cer is the root's DER: openssl reads it as DER and finds the same certificate as the PEM.
-        let der = try await tool("openssl", ["x509", "-inform", "der", "-in", out.appendingPathComponent("lab-root.cer").path, "-noout", "-fingerprint", "-sha256"])
-        let pem = try await tool("openssl", ["x509", "-in", out.appendingPathComponent("lab-root.pem").path, "-noout", "-fingerprint", "-sha256"])
-        #expect(der.status == 0 && der.stdout == pem.stdout && der.stdout.contains("Fingerprint"), "\(der.stdout) \(der.stderr)")
+        let der = try await tool(
+            "openssl",
+            [
+                "x509", "-inform", "der", "-in", out.appendingPathComponent("lab-root.cer").path, "-noout",
+                "-fingerprint", "-sha256",
+            ])
+        let pem = try await tool(
+            "openssl",
+            ["x509", "-in", out.appendingPathComponent("lab-root.pem").path, "-noout", "-fingerprint", "-sha256"])
+        #expect(
+            der.status == 0 && der.stdout == pem.stdout && der.stdout.contains("Fingerprint"),
+            "\(der.stdout) \(der.stderr)")
         // The .pfx opens with the password in the .password file, and holds client-valid's certificate and a key.
         #expect(mode(out.appendingPathComponent("client-valid.pfx")) == 0o600)
         #expect(mode(out.appendingPathComponent("client-valid.pfx.password")) == 0o600)
         let password = out.appendingPathComponent("client-valid.pfx.password").path
-        var p12 = try await tool("openssl", ["pkcs12", "-in", out.appendingPathComponent("client-valid.pfx").path,
-                                                         "-passin", "file:\(password)", "-nodes", "-legacy"])
+        var p12 = try await tool(
+            "openssl",
+            [
+                "pkcs12", "-in", out.appendingPathComponent("client-valid.pfx").path,
+                "-passin", "file:\(password)", "-nodes", "-legacy",
+            ])
         if p12.status != 0 {  // an OpenSSL without the legacy provider's flag
-            p12 = try await tool("openssl", ["pkcs12", "-in", out.appendingPathComponent("client-valid.pfx").path,
-                                                         "-passin", "file:\(password)", "-nodes"])
+            p12 = try await tool(
+                "openssl",
+                [
+                    "pkcs12", "-in", out.appendingPathComponent("client-valid.pfx").path,
+                    "-passin", "file:\(password)", "-nodes",
+                ])
         }
         #expect(p12.status == 0, "\(p12.stderr)")
-        #expect(p12.stdout.contains("CN = client-valid") || p12.stdout.contains("CN=client-valid"), "\(p12.stdout.prefix(400))")
+        #expect(
+            p12.stdout.contains("CN = client-valid") || p12.stdout.contains("CN=client-valid"),
+            "\(p12.stdout.prefix(400))")
         #expect(p12.stdout.contains("PRIVATE KEY-----"), "the .pfx holds no key")
-        let wrong = try await tool("openssl", ["pkcs12", "-in", out.appendingPathComponent("client-valid.pfx").path,
-                                                           "-passin", "pass:not-the-password", "-nodes", "-legacy"])
+        let wrong = try await tool(
+            "openssl",
+            [
+                "pkcs12", "-in", out.appendingPathComponent("client-valid.pfx").path,
+                "-passin", "pass:not-the-password", "-nodes", "-legacy",
+            ])
         #expect(wrong.status != 0, "the .pfx opened without its password")
         // The profile is a property list with one root payload.
-        let plist = try await tool("python3", ["-c", """
-            import plistlib, sys
-            p = plistlib.load(open(sys.argv[1], 'rb'))
-            print(len(p['PayloadContent']), p['PayloadContent'][0]['PayloadType'])
-            """, out.appendingPathComponent("PinningLab.mobileconfig").path])
-        #expect(plist.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1 com.apple.security.root", "\(plist.stdout) \(plist.stderr)")
+        let plist = try await tool(
+            "python3",
+            [
+                "-c",
+                """
+                import plistlib, sys
+                p = plistlib.load(open(sys.argv[1], 'rb'))
+                print(len(p['PayloadContent']), p['PayloadContent'][0]['PayloadType'])
+                """, out.appendingPathComponent("PinningLab.mobileconfig").path,
+            ])
+        #expect(
+            plist.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1 com.apple.security.root",
+            "\(plist.stdout) \(plist.stderr)")
         let readme = try String(contentsOf: out.appendingPathComponent("FARM.md"), encoding: .utf8)
-        #expect(readme.contains("name-constrained to: localhost, test"), "FARM.md does not say what the root can vouch for")
+        #expect(
+            readme.contains("name-constrained to: localhost, test"), "FARM.md does not say what the root can vouch for")
         #expect(!readme.contains("NOT name-constrained"), "no unconstrained root was asked for")
     }
 

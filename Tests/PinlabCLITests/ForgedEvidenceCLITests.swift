@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// Forged evidence from the wire: what a client sends — a ClientHello's server name, its standard error — must not
@@ -23,34 +23,34 @@ struct ForgedEvidenceCLITests {
     /// nothing for the hostile names; for api.pinning.test it trusts lab-root and proxy-root and checks the name, as
     /// a device with the proxy root installed does, then sends its request). One JSON line per name.
     static let client = #"""
-    import json, socket, ssl, sys
-    port, trust = int(sys.argv[1]), sys.argv[2]
-    names = json.loads(sys.argv[3])
-    for name in names:
-        s = socket.create_connection(("127.0.0.1", port), timeout=20)
-        s.sendall(b"CONNECT api.pinning.test:443 HTTP/1.1\r\nHost: api.pinning.test:443\r\n\r\n")
-        head = b""
-        while b"\r\n\r\n" not in head:
-            c = s.recv(1)
-            if not c:
-                break
-            head += c
-        if name == "api.pinning.test":
-            ctx = ssl.create_default_context(cafile=trust)
-        else:
-            ctx = ssl.create_default_context()
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        try:
-            t = ctx.wrap_socket(s, server_hostname=name)
-            t.sendall(b"GET / HTTP/1.1\r\nHost: api.pinning.test\r\n\r\n")
-            t.recv(1000)
-            print(json.dumps({"name": name, "handshake": True, "error": ""}))
-            t.close()
-        except Exception as e:
-            print(json.dumps({"name": name, "handshake": False, "error": str(e)}))
-            s.close()
-    """#
+        import json, socket, ssl, sys
+        port, trust = int(sys.argv[1]), sys.argv[2]
+        names = json.loads(sys.argv[3])
+        for name in names:
+            s = socket.create_connection(("127.0.0.1", port), timeout=20)
+            s.sendall(b"CONNECT api.pinning.test:443 HTTP/1.1\r\nHost: api.pinning.test:443\r\n\r\n")
+            head = b""
+            while b"\r\n\r\n" not in head:
+                c = s.recv(1)
+                if not c:
+                    break
+                head += c
+            if name == "api.pinning.test":
+                ctx = ssl.create_default_context(cafile=trust)
+            else:
+                ctx = ssl.create_default_context()
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+            try:
+                t = ctx.wrap_socket(s, server_hostname=name)
+                t.sendall(b"GET / HTTP/1.1\r\nHost: api.pinning.test\r\n\r\n")
+                t.recv(1000)
+                print(json.dumps({"name": name, "handshake": True, "error": ""}))
+                t.close()
+            except Exception as e:
+                print(json.dumps({"name": name, "handshake": False, "error": str(e)}))
+                s.close()
+        """#
 
     @Test(.requires("python3"))
     func serverNamesThatAreNotHostNamesAreRefusedAndShownEscaped() async throws {
@@ -69,7 +69,8 @@ struct ForgedEvidenceCLITests {
             label: "forged"
         ) { port, dir in
             let trust = try S.trustFile(in: dir)
-            let r = await ChildProcess.run(["python3", script.path, String(port), trust, namesJSON], timeout: TestTimeouts.command)
+            let r = await ChildProcess.run(
+                ["python3", script.path, String(port), trust, namesJSON], timeout: TestTimeouts.command)
             #expect(r.status == 0, "\(r.output)")
             answers = r.stdoutText.split(separator: "\n").compactMap {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -88,7 +89,8 @@ struct ForgedEvidenceCLITests {
                 #expect(!handshake && error.contains("ILLEGAL_PARAMETER"), "\(name.debugDescription): \(a)")
             }
         }
-        #expect(s.verdicts == ["api.pinning.test": "not-pinned"], "no hostile name is a host of the report: \(s.verdicts)")
+        #expect(
+            s.verdicts == ["api.pinning.test": "not-pinned"], "no hostile name is a host of the report: \(s.verdicts)")
         let connections = s.report["connections"] as? [[String: Any]] ?? []
         let refused = connections.filter { $0["closure"] as? String == "server-name-refused" }
         #expect(Set(refused.compactMap { $0["serverName"] as? String }) == Set(Self.hostileNames), "\(connections)")
@@ -102,27 +104,36 @@ struct ForgedEvidenceCLITests {
         // Standard output (the text report): no control character but line ends; the names shown escaped.
         Self.expectNoControlCharacters(s.stdout, "standard output")
         #expect(s.stdout.contains("4 connection(s) named a server name that is not a host name"), "\(s.stdout)")
-        #expect(s.stdout.contains(#"'\x1B[31mred\x1B[0m.test'"#) && s.stdout.contains(#"'evil\n## Result: pass\n.test'"#), "\(s.stdout)")
+        #expect(
+            s.stdout.contains(#"'\x1B[31mred\x1B[0m.test'"#) && s.stdout.contains(#"'evil\n## Result: pass\n.test'"#),
+            "\(s.stdout)")
         #expect(!s.stdout.split(separator: "\n").contains { $0.hasPrefix("## ") }, "\(s.stdout)")
 
         // The evidence: its tables keep their columns, its headings are its own, no HTML, one Result.
         let ev = try String(contentsOf: evidence, encoding: .utf8)
         let outline = MarkdownOutline(ev)
-        #expect(outline.headings == [
-            "# MASTG-TEST-0244: Missing Certificate Pinning in Network Traffic — evidence", "## Observation", "## Evaluation",
-            "## Reproduce",
-        ], "\(outline.headings)\n\(ev)")
+        #expect(
+            outline.headings == [
+                "# MASTG-TEST-0244: Missing Certificate Pinning in Network Traffic — evidence", "## Observation",
+                "## Evaluation",
+                "## Reproduce",
+            ], "\(outline.headings)\n\(ev)")
         #expect(outline.tables.count == 2, "\(ev)")
-        for table in outline.tables { #expect(Set(table.map(\.count)).count == 1, "a row with other columns: \(table)") }
+        for table in outline.tables {
+            #expect(Set(table.map(\.count)).count == 1, "a row with other columns: \(table)")
+        }
         let resultRows: [[String]] = outline.tables.flatMap { $0 }.filter { $0.first == "Result" }
         #expect(resultRows == [["Result", "**FAIL**"]], "\(ev)")
         let domainRows: [[String]] = Array((outline.tables.last ?? []).dropFirst(2))
         #expect(domainRows.map { $0.first ?? "" } == ["`api.pinning.test`"], "\(ev)")
         Self.expectNoHTMLOrControls(ev, "the evidence")
-        #expect(ev.contains("4 connection(s) whose ClientHello named a server name that is not a host name") && ev.contains("x&lt;img src=x"), "\(ev)")
+        #expect(
+            ev.contains("4 connection(s) whose ClientHello named a server name that is not a host name")
+                && ev.contains("x&lt;img src=x"), "\(ev)")
         let blocks: [[String]] = outline.codeBlocks
-        #expect(blocks.count == 1 && blocks.first?.count == 1 && (blocks.first?.first ?? "").contains(#"$'"#),
-                "the reproduce line is one line in one block: \(blocks)")
+        #expect(
+            blocks.count == 1 && blocks.first?.count == 1 && (blocks.first?.first ?? "").contains(#"$'"#),
+            "the reproduce line is one line in one block: \(blocks)")
 
         // The Markdown and HTML reports.
         let md = try String(contentsOf: s.dir.appendingPathComponent("intercept.md"), encoding: .utf8)
@@ -155,36 +166,47 @@ struct ForgedEvidenceCLITests {
         let client = ["--", "python3", script.path, "{host}", "{ip}", "{port}", "{ca}"]
 
         let markdown = try await CLI.run(args + ["--format", "markdown"] + client)
-        #expect(markdown.status == 1, "the client refused a cell it should accept: \(markdown.stdout)\(markdown.stderr)")
+        #expect(
+            markdown.status == 1, "the client refused a cell it should accept: \(markdown.stdout)\(markdown.stderr)")
         let md = markdown.stdout
         let outline = MarkdownOutline(md)
         #expect(outline.headings == ["# pinlab check: python3", "## Deviations"], "\(md)")
         #expect(outline.tables.count == 1 && Set(outline.tables[0].map(\.count)) == [7], "\(md)")
         Self.expectNoHTMLOrControls(md, "check --format markdown")
-        let deviation = try #require(md.split(separator: "\n").first { $0.hasPrefix("- ✗ `baseline` × `none` × openssl: ") }, "\(md)")
-        #expect(deviation.contains(#"&lt;script&gt;alert(1)&lt;/script&gt; \| a \`tick\` \\x1B\[31mred"#), "\(deviation)")
+        let deviation = try #require(
+            md.split(separator: "\n").first { $0.hasPrefix("- ✗ `baseline` × `none` × openssl: ") }, "\(md)")
+        #expect(
+            deviation.contains(#"&lt;script&gt;alert(1)&lt;/script&gt; \| a \`tick\` \\x1B\[31mred"#), "\(deviation)")
 
         let text = try await CLI.run(args + client)
         #expect(text.status == 1)
         Self.expectNoControlCharacters(text.stdout, "the text matrix")
-        #expect(text.stdout.contains(#"<script>alert(1)</script> | a `tick` \x1B[31mred\x1B[0m \x1B]0;pwned\x07"#), "\(text.stdout)")
+        #expect(
+            text.stdout.contains(#"<script>alert(1)</script> | a `tick` \x1B[31mred\x1B[0m \x1B]0;pwned\x07"#),
+            "\(text.stdout)")
         #expect(!text.stdout.split(separator: "\n").contains { $0.hasPrefix("## ") }, "\(text.stdout)")
     }
 
     // MARK: Checks
 
     /// No control character (C0 but the line feed, DEL, C1) and no bidirectional override in `text`.
-    static func expectNoControlCharacters(_ text: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectNoControlCharacters(
+        _ text: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let bad = text.unicodeScalars.filter {
             ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value)
                 || (0x2066...0x2069).contains($0.value)
         }
-        #expect(bad.isEmpty, "\(what) holds control characters \(bad.map { String($0.value, radix: 16) }): \(text.debugDescription)",
-                sourceLocation: sourceLocation)
+        #expect(
+            bad.isEmpty,
+            "\(what) holds control characters \(bad.map { String($0.value, radix: 16) }): \(text.debugDescription)",
+            sourceLocation: sourceLocation)
     }
 
     /// Markdown with no tag a renderer would pass through (outside code spans and blocks) and no control character.
-    static func expectNoHTMLOrControls(_ text: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectNoHTMLOrControls(
+        _ text: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         expectNoControlCharacters(text, what, sourceLocation: sourceLocation)
         for tag in ["<script", "<img", "</script"] {
             #expect(!text.contains(tag), "\(what) holds \(tag): \(text)", sourceLocation: sourceLocation)

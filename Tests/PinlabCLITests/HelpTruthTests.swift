@@ -35,15 +35,20 @@ struct HelpTruthTests {
             env["PINLAB_TRACE"] = nil
             env["PINNINGLAB_TRACE"] = nil
             env[variable] = "1"
-            return await ChildProcess.run([bin.path, "pki", "list"] + CLI.dirArgs, environment: env, timeout: TestTimeouts.command)
+            return await ChildProcess.run(
+                [bin.path, "pki", "list"] + CLI.dirArgs, environment: env, timeout: TestTimeouts.command)
         }
         let new = await run("PINLAB_TRACE")
         #expect(new.status == 0, "\(new.stderrText)")
-        #expect(new.stderrText.contains("pki: ") && new.stderrText.contains(" ms"), "PINLAB_TRACE traced nothing: \(new.stderrText)")
+        #expect(
+            new.stderrText.contains("pki: ") && new.stderrText.contains(" ms"),
+            "PINLAB_TRACE traced nothing: \(new.stderrText)")
         #expect(!new.stderrText.contains("deprecated"), "\(new.stderrText)")
         let old = await run("PINNINGLAB_TRACE")
         #expect(old.status == 0, "\(old.stderrText)")
-        #expect(old.stderrText.contains("PINNINGLAB_TRACE is deprecated") && old.stderrText.contains("PINLAB_TRACE"), "\(old.stderrText)")
+        #expect(
+            old.stderrText.contains("PINNINGLAB_TRACE is deprecated") && old.stderrText.contains("PINLAB_TRACE"),
+            "\(old.stderrText)")
     }
 
     @Test("a usage error names its own subcommand's usage, also when the subcommand finds it while running")

@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// `pinlab intercept` as a user runs it: the binary in the background, real clients pointed at it with their own
@@ -12,7 +12,8 @@ struct InterceptCLITests {
         .appendingPathComponent("Intercept")
     static let jars = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
     static var javaReady: Bool {
-        Tool.path("javac") != nil && Tool.path("java") != nil && jars.allSatisfy { FileManager.default.fileExists(atPath: $0) }
+        Tool.path("javac") != nil && Tool.path("java") != nil
+            && jars.allSatisfy { FileManager.default.fileExists(atPath: $0) }
     }
 
     struct Session {
@@ -22,9 +23,10 @@ struct InterceptCLITests {
         var dir: URL
         /// Host → status from the JSON report.
         var verdicts: [String: String] {
-            Dictionary(uniqueKeysWithValues: ((report["hosts"] as? [[String: Any]]) ?? []).map {
-                ($0["host"] as! String, $0["status"] as! String)
-            })
+            Dictionary(
+                uniqueKeysWithValues: ((report["hosts"] as? [[String: Any]]) ?? []).map {
+                    ($0["host"] as! String, $0["status"] as! String)
+                })
         }
     }
 
@@ -62,24 +64,38 @@ struct InterceptCLITests {
         let status = dir.appendingPathComponent("status").path
         let reports = defaultReportFolder ? CLI.pkiDirectory.appendingPathComponent("intercept") : dir
         // Through sh to keep the exit status (the background handle reaps without it).
-        let command = "cd '\(dir.path)' && " + ([bin.path, "intercept", "--listen", "127.0.0.1:0", "--ready-file", ready, "--until-idle", "120",
-                        "--report", "text,json,junit,html"] + (defaultReportFolder ? [] : ["--output-dir", dir.path]) + args + CLI.dirArgs)
+        let command =
+            "cd '\(dir.path)' && "
+            + ([
+                bin.path, "intercept", "--listen", "127.0.0.1:0", "--ready-file", ready, "--until-idle", "120",
+                "--report", "text,json,junit,html",
+            ] + (defaultReportFolder ? [] : ["--output-dir", dir.path]) + args + CLI.dirArgs)
             .map { "'\($0)'" }.joined(separator: " ")
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
-        let proxy = try ChildProcess.spawnBackground(["sh", "-c", "\(command) > '\(out)' 2>&1; echo $? > '\(status)'"], environment: env)
+        let proxy = try ChildProcess.spawnBackground(
+            ["sh", "-c", "\(command) > '\(out)' 2>&1; echo $? > '\(status)'"], environment: env)
         defer { proxy.terminate() }
         var address = ""
         for _ in 0..<600 where address.isEmpty {  // up to 60 s: the PKI may be issued first
-            address = ((try? String(contentsOfFile: ready, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            address = ((try? String(contentsOfFile: ready, encoding: .utf8)) ?? "").trimmingCharacters(
+                in: .whitespacesAndNewlines)
             if address.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
         }
-        let port = try #require(Int(address.split(separator: ":").last ?? ""), "pinlab intercept did not start: \((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")")
+        let port = try #require(
+            Int(address.split(separator: ":").last ?? ""),
+            "pinlab intercept did not start: \((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")")
         try await clients(port, dir)
         // Only the pinlab process (its command line starts with the binary; the sh around it does not).
-        _ = await ChildProcess.run(["pkill", "-TERM", "-f", "^\(bin.path) intercept .*\(dir.lastPathComponent)"], timeout: .seconds(10))
-        for _ in 0..<300 where !FileManager.default.fileExists(atPath: status) { try await Task.sleep(for: .milliseconds(100)) }
-        let code = Int32(((try? String(contentsOfFile: status, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        _ = await ChildProcess.run(
+            ["pkill", "-TERM", "-f", "^\(bin.path) intercept .*\(dir.lastPathComponent)"], timeout: .seconds(10))
+        for _ in 0..<300 where !FileManager.default.fileExists(atPath: status) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let code =
+            Int32(
+                ((try? String(contentsOfFile: status, encoding: .utf8)) ?? "").trimmingCharacters(
+                    in: .whitespacesAndNewlines)) ?? -1
         let stdout = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
         let json = try Data(contentsOf: reports.appendingPathComponent("intercept.json"))
         let report = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
@@ -87,7 +103,9 @@ struct InterceptCLITests {
     }
 
     static func curl(_ port: Int, _ trust: String, _ host: String, pin: String? = nil) async -> Int32 {
-        var args = ["curl", "-s", "-o", "/dev/null", "--max-time", "30", "-x", "http://127.0.0.1:\(port)", "--cacert", trust]
+        var args = [
+            "curl", "-s", "-o", "/dev/null", "--max-time", "30", "-x", "http://127.0.0.1:\(port)", "--cacert", trust,
+        ]
         if let pin { args += ["--pinnedpubkey", "sha256//\(pin)"] }
         return await ChildProcess.run(args + ["https://\(host)/"], timeout: .seconds(40)).status
     }
@@ -102,13 +120,16 @@ struct InterceptCLITests {
         try? FileManager.default.removeItem(at: folder)
         defer { try? FileManager.default.removeItem(at: folder) }
         let secret = "SECRET\(Int.random(in: 100_000...999_999))"
-        let s = try await Self.session(["--pinned", "api.pinning.test"], label: "default-folder", defaultReportFolder: true) { port, dir in
+        let s = try await Self.session(
+            ["--pinned", "api.pinning.test"], label: "default-folder", defaultReportFolder: true
+        ) { port, dir in
             let trust = try Self.trustFile(in: dir)
             #expect(await Self.curl(port, trust, "api.pinning.test/oauth/callback?code=\(secret)&state=1") == 0)
         }
         #expect(s.verdicts["api.pinning.test"] == "not-pinned", "\(s.stdout)")
         let made = Set(try FileManager.default.contentsOfDirectory(atPath: s.dir.path))
-        #expect(made == ["ready", "stdout", "status", "trust.pem"], "nothing of pinlab's in the folder it ran in: \(made)")
+        #expect(
+            made == ["ready", "stdout", "status", "trust.pem"], "nothing of pinlab's in the folder it ran in: \(made)")
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         #expect(Set(files).isSuperset(of: ["intercept.json", "intercept.html"]), "\(files)")
         for f in files {
@@ -128,23 +149,33 @@ struct InterceptCLITests {
     @Test(.requires("curl"))
     func curlThroughTheProxy() async throws {
         let leaf = try Self.spki("leaf-v1")
-        let unpinned = try await Self.session(["--pinned", "api.pinning.test", "--policy", "stuff"], label: "curl-none") { port, dir in
+        let unpinned = try await Self.session(
+            ["--pinned", "api.pinning.test", "--policy", "stuff"], label: "curl-none"
+        ) { port, dir in
             let trust = try Self.trustFile(in: dir)
             #expect(await Self.curl(port, trust, "api.pinning.test") == 0)
             #expect(await Self.curl(port, trust, "cdn.pinning.test") == 0)
         }
-        #expect(unpinned.verdicts["api.pinning.test"] == "not-pinned" && unpinned.verdicts["cdn.pinning.test"] == "allowed")
+        #expect(
+            unpinned.verdicts["api.pinning.test"] == "not-pinned" && unpinned.verdicts["cdn.pinning.test"] == "allowed")
         #expect(unpinned.status == 1, "exit 1 when a host deviates: \(unpinned.stdout)")
-        #expect(unpinned.stdout.contains("api.pinning.test") && unpinned.stdout.contains("sent its request to an intercepting proxy: NOT PINNED"))
+        #expect(
+            unpinned.stdout.contains("api.pinning.test")
+                && unpinned.stdout.contains("sent its request to an intercepting proxy: NOT PINNED"))
 
-        let pinned = try await Self.session(["--pinned", "api.pinning.test", "--policy", "stuff"], label: "curl-pinned") { port, dir in
+        let pinned = try await Self.session(
+            ["--pinned", "api.pinning.test", "--policy", "stuff"], label: "curl-pinned"
+        ) { port, dir in
             let trust = try Self.trustFile(in: dir)
-            #expect(await Self.curl(port, trust, "api.pinning.test", pin: leaf) == 90)  // CURLE_SSL_PINNEDPUBKEYNOTMATCH
+            // CURLE_SSL_PINNEDPUBKEYNOTMATCH
+            #expect(await Self.curl(port, trust, "api.pinning.test", pin: leaf) == 90)
             #expect(await Self.curl(port, trust, "cdn.pinning.test") == 0)
         }
         #expect(pinned.verdicts == ["api.pinning.test": "refused", "cdn.pinning.test": "allowed"], "\(pinned.stdout)")
         #expect(pinned.status == 0, "\(pinned.stdout)")
-        #expect(pinned.stdout.contains("refused interception: good") && pinned.stdout.contains("not pinned, allowed through (as declared)"))
+        #expect(
+            pinned.stdout.contains("refused interception: good")
+                && pinned.stdout.contains("not pinned, allowed through (as declared)"))
         try await Self.checkReportFiles(pinned)
     }
 
@@ -154,10 +185,15 @@ struct InterceptCLITests {
         let schema = s.dir.appendingPathComponent("schema.json")
         let printed = try await CLI.run(["intercept", "--print-schema", "json"])
         try printed.stdout.write(to: schema, atomically: true, encoding: .utf8)
-        if await ChildProcess.run(["python3", "-c", "import jsonschema"], timeout: .seconds(20)).status == 0 || Tool.inCI {
+        if await ChildProcess.run(["python3", "-c", "import jsonschema"], timeout: .seconds(20)).status == 0
+            || Tool.inCI
+        {
             let v = await ChildProcess.run(
-                ["python3", "-c", "import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))",
-                 s.dir.appendingPathComponent("intercept.json").path, schema.path], timeout: .seconds(30))
+                [
+                    "python3", "-c",
+                    "import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))",
+                    s.dir.appendingPathComponent("intercept.json").path, schema.path,
+                ], timeout: .seconds(30))
             #expect(v.status == 0, "\(v.output)")
         }
         let junit = try String(contentsOf: s.dir.appendingPathComponent("intercept.xml"), encoding: .utf8)
@@ -178,14 +214,20 @@ struct InterceptCLITests {
         let dir = try Self.tempDir("javac")
         let cp = Self.jars.joined(separator: ":")
         let javac = await ChildProcess.run(
-            ["javac", "-nowarn", "-cp", cp, "-d", dir.path, Self.fixtures.appendingPathComponent("InterceptClient.java").path],
+            [
+                "javac", "-nowarn", "-cp", cp, "-d", dir.path,
+                Self.fixtures.appendingPathComponent("InterceptClient.java").path,
+            ],
             timeout: .seconds(180))
         try #require(javac.status == 0, "javac: \(javac.output)")
         let pin = try Self.spki("lab-intermediate-a")
         let hosts = ["api.pinning.test", "cdn.pinning.test"]
         func java(_ mode: String, _ port: Int, _ trust: String) async -> String {
             let r = await ChildProcess.run(
-                ["java", "-cp", dir.path + ":" + cp, "InterceptClient", mode, String(port), trust, pin, "api.pinning.test"] + hosts,
+                [
+                    "java", "-cp", dir.path + ":" + cp, "InterceptClient", mode, String(port), trust, pin,
+                    "api.pinning.test",
+                ] + hosts,
                 timeout: TestTimeouts.command)
             return r.output
         }
@@ -198,7 +240,8 @@ struct InterceptCLITests {
         ]
         for (mode, policy, rows) in expected {
             var output = ""
-            let s = try await Self.session(["--pinned", "api.pinning.test", "--policy", policy], label: "jvm-\(mode)") { port, d in
+            let s = try await Self.session(["--pinned", "api.pinning.test", "--policy", policy], label: "jvm-\(mode)") {
+                port, d in
                 output = await java(mode, port, try Self.trustFile(in: d))
             }
             #expect(s.verdicts == rows, "\(mode) under \(policy): \(output)\n\(s.stdout)")
@@ -212,11 +255,15 @@ struct InterceptCLITests {
     func passthroughIsNoRelay() async throws {
         let pki = try Lab.pki(directory: CLI.pkiDirectory)
         let server = try await FixtureServer.start(
-            engine: Engines.openssl, configuration: .makeServerConfiguration(try #require(pki["leaf-v1"])), label: "loopback-service")
+            engine: Engines.openssl, configuration: .makeServerConfiguration(try #require(pki["leaf-v1"])),
+            label: "loopback-service")
         func curlConnect(_ port: Int, _ trust: String, _ url: String) async -> (status: Int32, connect: String) {
             let r = await ChildProcess.run(
-                ["curl", "-s", "-o", "/dev/null", "-w", "%{http_connect}", "--max-time", "20", "-x", "http://127.0.0.1:\(port)",
-                 "--cacert", trust, url], timeout: .seconds(30))
+                [
+                    "curl", "-s", "-o", "/dev/null", "-w", "%{http_connect}", "--max-time", "20", "-x",
+                    "http://127.0.0.1:\(port)",
+                    "--cacert", trust, url,
+                ], timeout: .seconds(30))
             return (r.status, r.stdoutText)
         }
         let refused = try await Self.session(["--policy", "passthrough"], label: "no-relay") { port, dir in
@@ -228,7 +275,10 @@ struct InterceptCLITests {
         }
         let seenRefused = await server.settle() ?? []
         #expect(seenRefused.isEmpty, "the loopback service was reached through the proxy: \(seenRefused)")
-        #expect(refused.stdout.contains("2 connection(s) asked for a destination on this machine or a local network and were refused"), "\(refused.stdout)")
+        #expect(
+            refused.stdout.contains(
+                "2 connection(s) asked for a destination on this machine or a local network and were refused"),
+            "\(refused.stdout)")
         #expect((refused.report["summary"] as? [String: Any])?["destinationsRefused"] as? Int == 2)
         try await Self.checkReportFiles(refused)
 
@@ -256,8 +306,12 @@ struct InterceptCLITests {
         #expect(try await failing(["--listen", "0.0.0.0:0"]).contains("--allow-non-loopback"))
         // Off loopback an allow-list is required, and the refusal comes before anything is bound.
         let open = try await failing(["--listen", "0.0.0.0:0", "--allow-non-loopback"])
-        #expect(open.contains("--allow-peer: refusing to listen on 0.0.0.0") && open.contains("add --allow-peer 192.168.1.23/32"), "\(open)")
-        #expect(try await failing(["--allow-peer", "300.1.2.3/8"]).contains("--allow-peer: '300.1.2.3/8' is not an IPv4 or IPv6 address block"))
+        #expect(
+            open.contains("--allow-peer: refusing to listen on 0.0.0.0")
+                && open.contains("add --allow-peer 192.168.1.23/32"), "\(open)")
+        #expect(
+            try await failing(["--allow-peer", "300.1.2.3/8"]).contains(
+                "--allow-peer: '300.1.2.3/8' is not an IPv4 or IPv6 address block"))
         #expect(try await failing(["--upstream", "nowhere"]).contains("--upstream: 'nowhere' is not HOST:PORT"))
         #expect(try await failing(["--report", "pdf"]).contains("--report: 'pdf' is not a format"))
         #expect(try await failing(["--genuine-chain", "/nonexistent.pem"]).contains("--genuine-chain: cannot read"))

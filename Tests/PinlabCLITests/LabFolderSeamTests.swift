@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabLabs
+import PinningLabTestSupport
 import Testing
 
 /// A teaching lab is one folder and one list entry (CONTRIBUTING.md's table): the folders under `labs/` are exactly
@@ -18,15 +18,21 @@ struct LabFolderSeamTests {
         let labs = try TeachingLabs.builtIn()
         let listed = labs.map(\.slug)
         let folders = try FileManager.default.contentsOfDirectory(atPath: Self.labsFolder.path).filter {
-            FileManager.default.fileExists(atPath: Self.labsFolder.appendingPathComponent($0).appendingPathComponent("lab.yaml").path)
+            FileManager.default.fileExists(
+                atPath: Self.labsFolder.appendingPathComponent($0).appendingPathComponent("lab.yaml").path)
         }
         #expect(Set(folders) == Set(listed), "a lab folder not in labs/labs.yaml, or an entry without its folder")
         #expect(listed == listed.sorted(), "labs.yaml lists the folders in their numbers' order")
         #expect(labs.map(\.number) == Array(1...labs.count))
         for lab in labs {
             #expect(lab.folder == "labs/\(lab.slug)")
-            for path in [lab.definitionPath, lab.pagePath, lab.pythonStarterPath, lab.pythonSolutionPath, lab.instructorNotesPath] {
-                #expect(FileManager.default.fileExists(atPath: LabTests.root.appendingPathComponent(path).path), "\(path) is missing")
+            for path in [
+                lab.definitionPath, lab.pagePath, lab.pythonStarterPath, lab.pythonSolutionPath,
+                lab.instructorNotesPath,
+            ] {
+                #expect(
+                    FileManager.default.fileExists(atPath: LabTests.root.appendingPathComponent(path).path),
+                    "\(path) is missing")
             }
         }
     }
@@ -83,25 +89,33 @@ struct LabFolderSeamTests {
         """
     }
 
-    static func literal(_ s: String) -> String { "'" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'" }
+    static func literal(_ s: String) -> String {
+        "'" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+    }
 
     /// A folder of more labs: `labs.yaml` naming `entry`, and that lab's folder with `definition`.
-    static func makeLabsFolder(entry: String = "11-fixture-proxy", definition: String = fixtureDefinition) throws -> URL {
+    static func makeLabsFolder(entry: String = "11-fixture-proxy", definition: String = fixtureDefinition) throws -> URL
+    {
         let dir = TestScratch.root.appendingPathComponent("pinlab-labs-\(UUID().uuidString)")
         let lab = dir.appendingPathComponent(entry)
-        try FileManager.default.createDirectory(at: lab.appendingPathComponent("instructor"), withIntermediateDirectories: true)
-        try "labs:\n  - \(entry)\n".write(to: dir.appendingPathComponent("labs.yaml"), atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(
+            at: lab.appendingPathComponent("instructor"), withIntermediateDirectories: true)
+        try "labs:\n  - \(entry)\n".write(
+            to: dir.appendingPathComponent("labs.yaml"), atomically: true, encoding: .utf8)
         try definition.write(to: lab.appendingPathComponent("lab.yaml"), atomically: true, encoding: .utf8)
         try "# Fixture lab\n\nGrade it: `pinlab lab check 11 -- python3 starter.py`.\n"
             .write(to: lab.appendingPathComponent("README.md"), atomically: true, encoding: .utf8)
-        try client(checksPins: false).write(to: lab.appendingPathComponent("starter.py"), atomically: true, encoding: .utf8)
-        try client(checksPins: true).write(to: lab.appendingPathComponent("instructor/solution.py"), atomically: true, encoding: .utf8)
+        try client(checksPins: false).write(
+            to: lab.appendingPathComponent("starter.py"), atomically: true, encoding: .utf8)
+        try client(checksPins: true).write(
+            to: lab.appendingPathComponent("instructor/solution.py"), atomically: true, encoding: .utf8)
         return dir
     }
 
     /// `pinlab ARGS` with `PINLAB_LABS_DIR` set to `labsDir`.
     static func pinlab(_ args: [String], labsDir: URL) async throws -> CLI.Result {
-        let bin = try #require(CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
+        let bin = try #require(
+            CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
         env[TeachingLabs.environmentVariable] = labsDir.path
@@ -120,8 +134,9 @@ struct LabFolderSeamTests {
         #expect(lab.folder == dir.appendingPathComponent("11-fixture-proxy").path)
         #expect(lab.profiles == [.none, .leafSPKI])
         #expect(lab.starterFails == [LabCell("intercepting-proxy", .leafSPKI)])
-        #expect(lab.explanation(scenario: "intercepting-proxy", profile: .leafSPKI)?.shouldHave
-            == "Refuse: the fixture proxy's key is not the pinned K1.")
+        #expect(
+            lab.explanation(scenario: "intercepting-proxy", profile: .leafSPKI)?.shouldHave
+                == "Refuse: the fixture proxy's key is not the pinned K1.")
         #expect(lab.teachingClient == "no-pinning" && lab.referenceClient == "correct" && !lab.hasSwiftStarter)
     }
 
@@ -143,7 +158,8 @@ struct LabFolderSeamTests {
         #expect(show.status == 0, "\(show.stderr)")
         #expect(show.stdout.contains("pinlab lab check 11 -- python3 \(folder.path)/starter.py"), "\(show.stdout)")
 
-        let teaching = try await Self.pinlab(["lab", "check", "11", "--client", "no-pinning", "--format", "json"] + CLI.dirArgs, labsDir: dir)
+        let teaching = try await Self.pinlab(
+            ["lab", "check", "11", "--client", "no-pinning", "--format", "json"] + CLI.dirArgs, labsDir: dir)
         #expect(teaching.status == 1, "\(teaching.stdout)\(teaching.stderr)")
         let g = try JSONDecoder().decode(LabTests.Graded.self, from: Data(teaching.stdout.utf8))
         #expect(g.lab == 11 && g.cells == 2 * 2 * 2 && g.engines == ["openssl", "gnutls"])
@@ -154,14 +170,16 @@ struct LabFolderSeamTests {
 
         let correct = try await Self.pinlab(["lab", "check", "11", "--client", "correct"] + CLI.dirArgs, labsDir: dir)
         #expect(correct.status == 0, "\(correct.stdout)\(correct.stderr)")
-        #expect(correct.stdout.contains("Lab 11 — Fixture: a proxy the device trusts") && correct.stdout.contains("PASSED"))
+        #expect(
+            correct.stdout.contains("Lab 11 — Fixture: a proxy the device trusts") && correct.stdout.contains("PASSED"))
 
         guard let python = LabTests.python else {
             if Tool.inCI { Issue.record("python3 is needed for the fixture lab's Python clients") }
             return
         }
         let starter = try await Self.pinlab(
-            ["lab", "check", "11"] + CLI.dirArgs + ["--", python, folder.appendingPathComponent("starter.py").path], labsDir: dir)
+            ["lab", "check", "11"] + CLI.dirArgs + ["--", python, folder.appendingPathComponent("starter.py").path],
+            labsDir: dir)
         #expect(starter.status == 1, "\(starter.stdout)\(starter.stderr)")
         for phrase in [
             "✗ intercepting-proxy under leaf-spki (openssl, gnutls)", "What your client did: It trusted",
@@ -172,7 +190,9 @@ struct LabFolderSeamTests {
             #expect(starter.stdout.contains(phrase), "missing \(phrase) in\n\(starter.stdout)")
         }
         let solution = try await Self.pinlab(
-            ["lab", "check", "11"] + CLI.dirArgs + ["--", python, folder.appendingPathComponent("instructor/solution.py").path], labsDir: dir)
+            ["lab", "check", "11"] + CLI.dirArgs + [
+                "--", python, folder.appendingPathComponent("instructor/solution.py").path,
+            ], labsDir: dir)
         #expect(solution.status == 0, "\(solution.stdout)\(solution.stderr)")
         #expect(solution.stdout.contains("PASSED"))
     }
@@ -189,43 +209,75 @@ struct LabFolderSeamTests {
     }
 
     static let broken: [Broken] = [
-        Broken(name: "a profile the lab does not grade", edit: { $0.replacingOccurrences(of: "intercepting-proxy: [leaf-spki]", with: "intercepting-proxy: [leaf-spk]") },
-               says: [":7:24: starter-fails.intercepting-proxy[0]: 'leaf-spk' is not one of the lab's profiles.", "Fix: did you mean 'leaf-spki'?", "none, leaf-spki"]),
-        Broken(name: "a missing field", edit: { $0.replacingOccurrences(of: "lesson: The fixture's lesson.\n", with: "") },
-               says: ["the required field 'lesson' is missing.", "Fix: add `lesson:`"]),
-        Broken(name: "a misspelt field", edit: { $0.replacingOccurrences(of: "try-next:", with: "try_next:") },
-               says: [":16:1: try_next: unknown field 'try_next'.", "did you mean 'try-next'?"]),
-        Broken(name: "an explanation of a scenario the lab does not run", edit: { $0.replacingOccurrences(of: "  - scenario: intercepting-proxy", with: "  - scenario: rekey") },
-               says: ["explanations[0].scenario: 'rekey' is not one of the lab's scenarios.", "The scenarios: baseline, intercepting-proxy."]),
-        Broken(name: "a built-in client that does not exist", edit: { $0.replacingOccurrences(of: "teaching-client: no-pinning", with: "teaching-client: no-pining") },
-               says: ["teaching-client: 'no-pining' is not a built-in client.", "did you mean 'no-pinning'?"]),
-        Broken(name: "invalid YAML", edit: { $0.replacingOccurrences(of: "scenarios: [baseline, intercepting-proxy]", with: "scenarios: [baseline, intercepting-proxy") },
-               says: ["invalid YAML", "Fix: check indentation and quoting"]),
-        Broken(name: "a folder name without a number", entry: "fixture-proxy", edit: { $0 },
-               says: ["labs.yaml:2:5: labs[0]: 'fixture-proxy' is not a lab folder's name.", "Fix: name the folder by its number"]),
-        Broken(name: "the number of a built-in lab", entry: "03-fixture-proxy", edit: { $0 },
-               says: ["labs.yaml:2:5: labs: the lab '03-fixture-proxy' has the number or name of the lab '03-rotation'", "Fix: number an added lab after the others (11 or more)"]),
+        Broken(
+            name: "a profile the lab does not grade",
+            edit: {
+                $0.replacingOccurrences(of: "intercepting-proxy: [leaf-spki]", with: "intercepting-proxy: [leaf-spk]")
+            },
+            says: [
+                ":7:24: starter-fails.intercepting-proxy[0]: 'leaf-spk' is not one of the lab's profiles.",
+                "Fix: did you mean 'leaf-spki'?", "none, leaf-spki",
+            ]),
+        Broken(
+            name: "a missing field", edit: { $0.replacingOccurrences(of: "lesson: The fixture's lesson.\n", with: "") },
+            says: ["the required field 'lesson' is missing.", "Fix: add `lesson:`"]),
+        Broken(
+            name: "a misspelt field", edit: { $0.replacingOccurrences(of: "try-next:", with: "try_next:") },
+            says: [":16:1: try_next: unknown field 'try_next'.", "did you mean 'try-next'?"]),
+        Broken(
+            name: "an explanation of a scenario the lab does not run",
+            edit: { $0.replacingOccurrences(of: "  - scenario: intercepting-proxy", with: "  - scenario: rekey") },
+            says: [
+                "explanations[0].scenario: 'rekey' is not one of the lab's scenarios.",
+                "The scenarios: baseline, intercepting-proxy.",
+            ]),
+        Broken(
+            name: "a built-in client that does not exist",
+            edit: { $0.replacingOccurrences(of: "teaching-client: no-pinning", with: "teaching-client: no-pining") },
+            says: ["teaching-client: 'no-pining' is not a built-in client.", "did you mean 'no-pinning'?"]),
+        Broken(
+            name: "invalid YAML",
+            edit: {
+                $0.replacingOccurrences(
+                    of: "scenarios: [baseline, intercepting-proxy]", with: "scenarios: [baseline, intercepting-proxy")
+            },
+            says: ["invalid YAML", "Fix: check indentation and quoting"]),
+        Broken(
+            name: "a folder name without a number", entry: "fixture-proxy", edit: { $0 },
+            says: [
+                "labs.yaml:2:5: labs[0]: 'fixture-proxy' is not a lab folder's name.",
+                "Fix: name the folder by its number",
+            ]),
+        Broken(
+            name: "the number of a built-in lab", entry: "03-fixture-proxy", edit: { $0 },
+            says: [
+                "labs.yaml:2:5: labs: the lab '03-fixture-proxy' has the number or name of the lab '03-rotation'",
+                "Fix: number an added lab after the others (11 or more)",
+            ]),
     ]
 
     @Test("a broken lab definition is refused with its file, line, field and fix", arguments: broken)
-    func aBrokenDefinitionIsRefusedClearly(_ case_: Broken) async throws {
-        let dir = try Self.makeLabsFolder(entry: case_.entry, definition: case_.edit(Self.fixtureDefinition))
+    func aBrokenDefinitionIsRefusedClearly(_ broken: Broken) async throws {
+        let dir = try Self.makeLabsFolder(entry: broken.entry, definition: broken.edit(Self.fixtureDefinition))
         defer { try? FileManager.default.removeItem(at: dir) }
-        let file = case_.says.first?.hasPrefix("labs.yaml") == true
-            ? dir.path + "/" : dir.appendingPathComponent(case_.entry).appendingPathComponent("lab.yaml").path
+        let file =
+            broken.says.first?.hasPrefix("labs.yaml") == true
+            ? dir.path + "/" : dir.appendingPathComponent(broken.entry).appendingPathComponent("lab.yaml").path
         do {
             let labs = try TeachingLabs.load(adding: [dir], environment: [:])
             Issue.record("loaded \(labs.count) labs")
         } catch {
             #expect("\(error)".hasPrefix(file), "\(error)")
-            for s in case_.says { #expect("\(error)".contains(s), "missing \(s) in \(error)") }
+            for s in broken.says { #expect("\(error)".contains(s), "missing \(s) in \(error)") }
         }
         // The binary says the same and exits 2 (the lab cannot be set up), for every lab command.
-        for args in [["lab", "list"], ["lab", "show", "1"], ["lab", "check", "1", "--client", "correct"] + CLI.dirArgs] {
+        for args in [
+            ["lab", "list"], ["lab", "show", "1"], ["lab", "check", "1", "--client", "correct"] + CLI.dirArgs,
+        ] {
             let r = try await Self.pinlab(args, labsDir: dir)
             #expect(r.status == 2, "\(args): \(r.status) \(r.stdout)\(r.stderr)")
             #expect(r.stderr.contains(file), "\(args): \(r.stderr)")
-            for s in case_.says { #expect(r.stderr.contains(s), "\(args): missing \(s) in \(r.stderr)") }
+            for s in broken.says { #expect(r.stderr.contains(s), "\(args): missing \(s) in \(r.stderr)") }
         }
     }
 }

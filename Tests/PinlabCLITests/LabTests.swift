@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabLabs
+import PinningLabTestSupport
 import Testing
 
 /// The teaching labs, graded through the built `pinlab` binary on both engines: every reference solution passes,
@@ -38,7 +38,8 @@ struct LabTests {
         let path = root.appendingPathComponent(file).path
         #expect(FileManager.default.fileExists(atPath: path), "\(path) is missing")
         let r = try await CLI.run(
-            ["lab", "check", String(lab.number), "--format", "json"] + CLI.dirArgs + ["--", python, path] + lab.stepArguments)
+            ["lab", "check", String(lab.number), "--format", "json"] + CLI.dirArgs + ["--", python, path]
+                + lab.stepArguments)
         let graded = try JSONDecoder().decode(Graded.self, from: Data(r.stdout.utf8))
         return (r, graded)
     }
@@ -79,7 +80,8 @@ struct LabTests {
     func teachingClientFailsLikeTheStarter(_ number: Int) async throws {
         let lab = try TeachingLabs.named(String(number))
         let name = try #require(lab.teachingClient)
-        let r = try await CLI.run(["lab", "check", String(lab.number), "--client", name, "--format", "json"] + CLI.dirArgs)
+        let r = try await CLI.run(
+            ["lab", "check", String(lab.number), "--client", name, "--format", "json"] + CLI.dirArgs)
         #expect(r.status == 1)
         let g = try JSONDecoder().decode(Graded.self, from: Data(r.stdout.utf8))
         #expect(Set(g.failures.map(\.cell)) == lab.starterFails)
@@ -91,7 +93,8 @@ struct LabTests {
     @Test func textGradeExplainsEachWrongCell() async throws {
         let python = try #require(Self.python)
         let starter = Self.root.appendingPathComponent(TeachingLabs.all[0].pythonStarterPath).path
-        let r = try await CLI.run(["lab", "check", "1", "--engine", "openssl"] + CLI.dirArgs + ["--", python, starter])
+        let r = try await CLI.run(
+            ["lab", "check", "1", "--engine", "openssl"] + CLI.dirArgs + ["--", python, starter])
         #expect(r.status == 1)
         for phrase in [
             "✗ intercepting-proxy under leaf-spki (openssl)", "What your client did: It trusted",
@@ -106,11 +109,15 @@ struct LabTests {
             let r = try await CLI.run(["lab", "show", bad])
             #expect(r.status == 2, "\(r.status)")
             #expect(r.stderr.contains("'\(bad)' is not a lab"), "\(r.stderr)")
-            #expect(r.stderr.contains("1 (01-why-pin)") && r.stderr.contains("10 (10-when-a-pinned-key-is-stolen)"), "\(r.stderr)")
+            #expect(
+                r.stderr.contains("1 (01-why-pin)") && r.stderr.contains("10 (10-when-a-pinned-key-is-stolen)"),
+                "\(r.stderr)")
         }
         let unknown = try await CLI.run(["lab", "check", "11", "--", "true"])
         #expect(unknown.status != 0 && unknown.status != 1, "an unknown lab must not look like a failed grade")
-        #expect(unknown.stderr.contains("'11' is not a lab") && unknown.stderr.contains("10 (10-when-a-pinned-key-is-stolen)"), "\(unknown.stderr)")
+        #expect(
+            unknown.stderr.contains("'11' is not a lab")
+                && unknown.stderr.contains("10 (10-when-a-pinned-key-is-stolen)"), "\(unknown.stderr)")
         let noClient = try await CLI.run(["lab", "check", "2"])
         #expect(noClient.status != 0 && noClient.status != 1)
         #expect(noClient.stderr.contains("give a client"))

@@ -1,12 +1,12 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Nothing secret is left where it does not belong: the PKI folder keeps itself out of git, and an interrupted run
@@ -40,11 +40,13 @@ struct LeftoversTests {
         let quiet = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
         #expect(await ChildProcess.run([git] + quiet + ["init", "-q", repo.path]).status == 0)
         let initPKI = await ChildProcess.run(
-            ["/bin/sh", "-c", "cd \"$1\" && exec \"$2\" pki init", "sh", repo.path, bin.path], timeout: TestTimeouts.command)
+            ["/bin/sh", "-c", "cd \"$1\" && exec \"$2\" pki init", "sh", repo.path, bin.path],
+            timeout: TestTimeouts.command)
         #expect(initPKI.status == 0, "\(initPKI.stderrText)")
         let keys = repo.appendingPathComponent(".pinninglab/keys")
-        #expect(((try? FileManager.default.contentsOfDirectory(atPath: keys.path)) ?? []).contains("proxy-root.pem"),
-                "pki init wrote the keys into .pinninglab/ where it was run")
+        #expect(
+            ((try? FileManager.default.contentsOfDirectory(atPath: keys.path)) ?? []).contains("proxy-root.pem"),
+            "pki init wrote the keys into .pinninglab/ where it was run")
         let ignore = try String(contentsOf: repo.appendingPathComponent(".pinninglab/.gitignore"), encoding: .utf8)
         #expect(ignore.split(separator: "\n").contains("*"))
         #expect(await ChildProcess.run([git, "-C", repo.path] + quiet + ["add", "-A"]).status == 0)
@@ -63,13 +65,17 @@ struct LeftoversTests {
         defer { try? FileManager.default.removeItem(at: tmp) }
         let marker = "62.\(Int.random(in: 100...999))"
         let check = try ChildProcess.spawnBackground(
-            [bin.path, "check", "--scenarios", "mtls-required-valid", "--engine", "openssl", "--profiles", "none",
-             "--timeout", "120"] + CLI.dirArgs
+            [
+                bin.path, "check", "--scenarios", "mtls-required-valid", "--engine", "openssl", "--profiles", "none",
+                "--timeout", "120",
+            ] + CLI.dirArgs
                 + ["--", "sh", "-c", "sleep \(marker); exit 0", "{client.cert}", "{client.key}"],
             environment: env)
         defer { check.terminate() }
         func scratch() -> [String] {
-            ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.hasPrefix("pinlab-check-") }
+            ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter {
+                $0.hasPrefix("pinlab-check-")
+            }
         }
         func sleeping() async -> Bool { await ChildProcess.run(["pgrep", "-f", "^sleep \(marker)"]).status == 0 }
         await waitUntil { await sleeping() }
@@ -79,7 +85,8 @@ struct LeftoversTests {
         #expect(files.contains { $0.hasSuffix(".key") }, "the client's key is in the scratch folder: \(files)")
         kill(check.pid, sig)
         await waitUntil { !check.isRunning }
-        #expect(check.exitStatus == 128 + sig, "exit status \(String(describing: check.exitStatus)) after signal \(sig)")
+        #expect(
+            check.exitStatus == 128 + sig, "exit status \(String(describing: check.exitStatus)) after signal \(sig)")
         #expect(scratch().isEmpty, "left behind: \(scratch())")
     }
 
@@ -102,18 +109,22 @@ struct LeftoversTests {
         let labKeyBytes = Set(try shared.map { try Data(contentsOf: labKeys.appendingPathComponent("\($0).pem")) })
         for sig in [SIGINT, SIGKILL] {
             let timeline = try ChildProcess.spawnBackground(
-                [bin.path, "timeline", "--preset", "letsencrypt-6day", "--horizon", "3650"] + CLI.dirArgs, environment: env)
+                [bin.path, "timeline", "--preset", "letsencrypt-6day", "--horizon", "3650"] + CLI.dirArgs,
+                environment: env)
             defer { timeline.terminate() }
             func keysWritten() -> [URL] {
                 guard let folder = scratch().first else { return [] }
                 let keys = tmp.appendingPathComponent(folder).appendingPathComponent("keys")
-                return ((try? FileManager.default.contentsOfDirectory(atPath: keys.path)) ?? []).map { keys.appendingPathComponent($0) }
+                return ((try? FileManager.default.contentsOfDirectory(atPath: keys.path)) ?? []).map {
+                    keys.appendingPathComponent($0)
+                }
             }
             await waitUntil { keysWritten().count > 50 }
             let written = keysWritten()
             #expect(written.count > 50, "the timeline is writing its renewals' keys: \(written.count)")
             for name in shared {
-                let attributes = try FileManager.default.attributesOfItem(atPath: labKeys.appendingPathComponent("\(name).pem").path)
+                let attributes = try FileManager.default.attributesOfItem(
+                    atPath: labKeys.appendingPathComponent("\(name).pem").path)
                 #expect((attributes[.referenceCount] as? Int) == 1, "\(name).pem has no second link")
             }
             let copies = written.filter { labKeyBytes.contains((try? Data(contentsOf: $0)) ?? Data()) }
@@ -121,12 +132,14 @@ struct LeftoversTests {
             kill(timeline.pid, sig)
             await waitUntil { !timeline.isRunning }
             if sig == SIGINT {
-                #expect(timeline.exitStatus == 130, "exit status \(String(describing: timeline.exitStatus)) after SIGINT")
+                #expect(
+                    timeline.exitStatus == 130, "exit status \(String(describing: timeline.exitStatus)) after SIGINT")
                 #expect(scratch().isEmpty, "left behind after SIGINT: \(scratch())")
             } else {
                 #expect(!scratch().isEmpty, "SIGKILL removed nothing")
                 let next = await ChildProcess.run(
-                    [bin.path, "check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl"] + CLI.dirArgs,
+                    [bin.path, "check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl"]
+                        + CLI.dirArgs,
                     environment: env, timeout: TestTimeouts.command)
                 #expect(next.status == 0, "\(next.stderrText)")
                 #expect(scratch().isEmpty, "the next pinlab check swept the killed timeline's folder: \(scratch())")
@@ -144,16 +157,25 @@ struct LeftoversTests {
         defer { try? FileManager.default.removeItem(at: tmp) }
         func start(_ marker: String) throws -> ChildProcess.Background {
             try ChildProcess.spawnBackground(
-                [bin.path, "check", "--scenarios", "mtls-required-valid", "--engine", "openssl", "--profiles", "none",
-                 "--timeout", "120"] + CLI.dirArgs
+                [
+                    bin.path, "check", "--scenarios", "mtls-required-valid", "--engine", "openssl", "--profiles",
+                    "none",
+                    "--timeout", "120",
+                ] + CLI.dirArgs
                     + ["--", "sh", "-c", "sleep \(marker); exit 0", "{client.cert}", "{client.key}"],
                 environment: env)
         }
         func scratch() -> Set<String> {
-            Set(((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.hasPrefix("pinlab-check-") })
+            Set(
+                ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter {
+                    $0.hasPrefix("pinlab-check-")
+                })
         }
-        func sleeping(_ marker: String) async -> Bool { await ChildProcess.run(["pgrep", "-f", "^sleep \(marker)"]).status == 0 }
-        let killedMarker = "63.\(Int.random(in: 100...999))", aliveMarker = "64.\(Int.random(in: 100...999))"
+        func sleeping(_ marker: String) async -> Bool {
+            await ChildProcess.run(["pgrep", "-f", "^sleep \(marker)"]).status == 0
+        }
+        let killedMarker = "63.\(Int.random(in: 100...999))"
+        let aliveMarker = "64.\(Int.random(in: 100...999))"
         let killed = try start(killedMarker)
         defer { killed.terminate() }
         await waitUntil { await sleeping(killedMarker) }
@@ -182,7 +204,9 @@ struct LeftoversTests {
             let other = tmp.appendingPathComponent("pinlab-check-2-OTHERUSR")
             try FileManager.default.createDirectory(at: other, withIntermediateDirectories: false)
             try Data().write(to: other.appendingPathComponent(".owner"))
-            #expect(chown(other.path, 65534, 65534) == 0 && chown(other.appendingPathComponent(".owner").path, 65534, 65534) == 0)
+            #expect(
+                chown(other.path, 65534, 65534) == 0
+                    && chown(other.appendingPathComponent(".owner").path, 65534, 65534) == 0)
             foreign = [other.lastPathComponent]
         }
         // The next run, in the same TMPDIR.
@@ -190,8 +214,9 @@ struct LeftoversTests {
             [bin.path, "check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl"] + CLI.dirArgs,
             environment: env, timeout: TestTimeouts.command)
         #expect(next.status == 0, "\(next.stderrText)")
-        #expect(scratch() == Set([aliveFolder, link.lastPathComponent] + foreign),
-                "the killed run's folder is removed; the live run's, the link and another user's stay: \(scratch())")
+        #expect(
+            scratch() == Set([aliveFolder, link.lastPathComponent] + foreign),
+            "the killed run's folder is removed; the live run's, the link and another user's stay: \(scratch())")
         for name in foreign { try FileManager.default.removeItem(at: tmp.appendingPathComponent(name)) }
         #expect(FileManager.default.fileExists(atPath: decoy.appendingPathComponent("precious").path))
         try FileManager.default.removeItem(at: link)

@@ -14,10 +14,12 @@ struct LiveViewBrowserTests {
     static let chromium: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
         .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
 
-    @Test("Playwright clicks through a session of curl -x runs on the live page", .requires("chromium", "curl"),
-          .requiresPython(module: "playwright"))
+    @Test(
+        "Playwright clicks through a session of curl -x runs on the live page", .requires("chromium", "curl"),
+        .requiresPython(module: "playwright"))
     func playwrightClicksThroughASession() async throws {
-        let bin = try #require(CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
+        let bin = try #require(
+            CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
         let chromium = try #require(Self.chromium, "CI installs Chromium (.ci/run); none was found")
         // The test lab's PKI exists by now in most runs; made here when it does not.
         _ = try await CLI.run(["pki", "init"] + CLI.dirArgs)
@@ -25,8 +27,11 @@ struct LiveViewBrowserTests {
             ["python3", Self.script, bin.path, CLI.pkiDirectory.path, chromium], timeout: .seconds(240))
         #expect(run.status == 0 && run.stdoutText.hasSuffix("ok\n"), "\(run.output)")
         // What the script saw, step by step (each line is a check it made).
-        for line in ["row api.pinning.test refused", "row v2.api.pinning.test not-pinned", "click: only api.pinning.test's connection",
-                     "second click: all 4 connections"] {
+        for line in [
+            "row api.pinning.test refused", "row v2.api.pinning.test not-pinned",
+            "click: only api.pinning.test's connection",
+            "second click: all 4 connections",
+        ] {
             #expect(run.stdoutText.contains(line), "\(line): \(run.output)")
         }
     }

@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// OWASP MASTG ids in `pinlab check` and `pinlab audit` (issue 41, part 3): every id printed comes from the list
@@ -9,7 +9,8 @@ import Testing
 /// Markdown groups them; audit flags minSdk < 24 (MASTG-TEST-0285) and CT switched off for targetSdk 37.
 @Suite("MASTG evidence")
 struct MASTGEvidenceTests {
-    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     @Test("the list: unique ids, each with a title, an owasp-mastg commit and date; every test's weakness is listed")
     func theList() throws {
@@ -40,9 +41,12 @@ struct MASTGEvidenceTests {
             for m in text.matches(of: /((?:MASTG-TEST|MASWE)-[0-9]{4}) (?:\(([^)]*)\)|\*([^*]*)\*|"([^"]*)")/) {
                 let id = String(m.output.1)
                 // A title wrapped over two lines of a document reads as one.
-                let written = String(m.output.2 ?? m.output.3 ?? m.output.4 ?? "").split(whereSeparator: \.isWhitespace).joined(separator: " ")
+                let written = String(m.output.2 ?? m.output.3 ?? m.output.4 ?? "").split(whereSeparator: \.isWhitespace)
+                    .joined(separator: " ")
                 guard written.split(separator: " ").count >= 3, let title = MASTG.title(id) else { continue }
-                #expect(written.contains(title), "\(f.lastPathComponent): \(id) is written '\(written)'; the list says '\(title)'")
+                #expect(
+                    written.contains(title),
+                    "\(f.lastPathComponent): \(id) is written '\(written)'; the list says '\(title)'")
             }
         }
         #expect(cited.count >= 10, "\(cited)")
@@ -57,7 +61,9 @@ struct MASTGEvidenceTests {
         let catalogue = try Catalogue.bundled()
         var used: [String: [String]] = [:]
         for s in catalogue.scenarios { for id in s.mastg { used[id, default: []].append(s.id) } }
-        #expect(Set(used.keys) == ["MASTG-TEST-0218", "MASTG-TEST-0244", "MASTG-TEST-0282", "MASTG-TEST-0283"], "\(used.keys)")
+        #expect(
+            Set(used.keys) == ["MASTG-TEST-0218", "MASTG-TEST-0244", "MASTG-TEST-0282", "MASTG-TEST-0283"],
+            "\(used.keys)")
         for (id, scenarios) in used {
             let title = try #require(MASTG.title(id), "\(id) is not in the list")
             for sid in scenarios {
@@ -68,17 +74,22 @@ struct MASTGEvidenceTests {
                     #expect(s.refusal == .hostname, "\(sid): 0283 on a cell whose flaw is not the host name")
                 case "MASTG-TEST-0218":
                     #expect(title.contains("Insecure TLS Protocols"))
-                    #expect(!s.server.tlsVersions.isEmpty && s.server.tlsVersions.allSatisfy { ["tls1.0", "tls1.1"].contains($0.scenarioName) },
-                            "\(sid): 0218 on a server that speaks \(s.server.tlsVersions.map(\.scenarioName))")
+                    #expect(
+                        !s.server.tlsVersions.isEmpty
+                            && s.server.tlsVersions.allSatisfy { ["tls1.0", "tls1.1"].contains($0.scenarioName) },
+                        "\(sid): 0218 on a server that speaks \(s.server.tlsVersions.map(\.scenarioName))")
                 case "MASTG-TEST-0282":
                     #expect(title.contains("Trust Evaluation"))
                     #expect(s.refusal == .chainInvalid, "\(sid): 0282 on a cell whose chain is valid")
                 case "MASTG-TEST-0244":
                     #expect(title.contains("Missing Certificate Pinning"))
-                    #expect(s.refusal == .pinMismatch && s.tags.contains("attack"),
-                            "\(sid): 0244 on a cell that is not a pinned host intercepted")
-                    #expect(PinProfile.all.contains { s.expected($0) == .accept } && PinProfile.all.contains { s.expected($0) == .refuse },
-                            "\(sid): only the pinned profiles refuse")
+                    #expect(
+                        s.refusal == .pinMismatch && s.tags.contains("attack"),
+                        "\(sid): 0244 on a cell that is not a pinned host intercepted")
+                    #expect(
+                        PinProfile.all.contains { s.expected($0) == .accept }
+                            && PinProfile.all.contains { s.expected($0) == .refuse },
+                        "\(sid): only the pinned profiles refuse")
                 default:
                     Issue.record("\(id) has no title rule here: add one before mapping scenarios to it")
                 }
@@ -92,8 +103,10 @@ struct MASTGEvidenceTests {
 
     @Test("a scenario naming an unlisted test is refused with file, line and the list")
     func unknownIDRefused() throws {
-        let yaml = try String(contentsOf: Self.repo.appendingPathComponent("scenarios/wrong-host.yaml"), encoding: .utf8)
-            .replacingOccurrences(of: "mastg: [MASTG-TEST-0283]", with: "mastg: [MASTG-TEST-0238]")
+        let yaml = try String(
+            contentsOf: Self.repo.appendingPathComponent("scenarios/wrong-host.yaml"), encoding: .utf8
+        )
+        .replacingOccurrences(of: "mastg: [MASTG-TEST-0283]", with: "mastg: [MASTG-TEST-0238]")
         do {
             _ = try ScenarioLoader.parse(yaml: yaml, file: "wrong-host.yaml")
             Issue.record("MASTG-TEST-0238 is not listed: the loader must refuse it")
@@ -102,7 +115,8 @@ struct MASTGEvidenceTests {
             #expect(e.line == 4 && e.field == "mastg", "\(e)")
             #expect("\(e)".contains("MASTG-TEST-0283"), "\(e)")
         }
-        let fine = try ScenarioLoader.parse(yaml: yaml.replacingOccurrences(of: "MASTG-TEST-0238", with: "MASTG-TEST-0283"), file: "wrong-host.yaml")
+        let fine = try ScenarioLoader.parse(
+            yaml: yaml.replacingOccurrences(of: "MASTG-TEST-0238", with: "MASTG-TEST-0283"), file: "wrong-host.yaml")
         #expect(fine.mastg == ["MASTG-TEST-0283"])
     }
 
@@ -110,13 +124,18 @@ struct MASTGEvidenceTests {
     func check(_ client: String, _ scenarios: String, format: String) async throws -> String {
         let out = TestScratch.root.appendingPathComponent("mastg-\(client)-\(UUID().uuidString).\(format)")
         defer { try? FileManager.default.removeItem(at: out) }
-        let r = try await CLI.run(["check", "--client", client, "--engine", "openssl", "--scenarios", scenarios,
-                                   "--format", format, "--output", out.path] + CLI.dirArgs)
+        let r = try await CLI.run(
+            [
+                "check", "--client", client, "--engine", "openssl", "--scenarios", scenarios,
+                "--format", format, "--output", out.path,
+            ] + CLI.dirArgs)
         #expect(r.status == 1, "\(client) deviates: \(r.stdout)\(r.stderr)")
         return try String(contentsOf: out, encoding: .utf8)
     }
 
-    @Test("real runs: the JSON carries the ids on the right cells, validates against the schema; the Markdown groups them")
+    @Test(
+        "real runs: the JSON carries the ids on the right cells, validates against the schema; the Markdown groups them"
+    )
     func realRuns() async throws {
         let scenarios = "baseline,wrong-host,self-signed-pinned-key,intercepting-proxy,tls-v1-0"
         for (client, failingTest, failingScenario) in [
@@ -132,19 +151,27 @@ struct MASTGEvidenceTests {
             for v in verdicts {
                 let scenario = v["scenario"] as! String
                 let ids = v["mastg"] as? [String]
-                let expected: [String]? = switch scenario {
-                case "wrong-host": ["MASTG-TEST-0283", "MASWE-0052"]
-                case "self-signed-pinned-key": ["MASTG-TEST-0282", "MASWE-0052"]
-                case "intercepting-proxy": ["MASTG-TEST-0244", "MASWE-0047"]
-                case "tls-v1-0": ["MASTG-TEST-0218", "MASWE-0050"]
-                default: nil
-                }
+                let expected: [String]? =
+                    switch scenario {
+                    case "wrong-host": ["MASTG-TEST-0283", "MASWE-0052"]
+                    case "self-signed-pinned-key": ["MASTG-TEST-0282", "MASWE-0052"]
+                    case "intercepting-proxy": ["MASTG-TEST-0244", "MASWE-0047"]
+                    case "tls-v1-0": ["MASTG-TEST-0218", "MASWE-0050"]
+                    default: nil
+                    }
                 let run = !["skipped", "unsupported", "error"].contains(v["verdict"] as! String)
-                #expect(ids == (run ? expected : nil), "\(client) \(scenario)/\(v["profile"]!): \(String(describing: ids))")
+                #expect(
+                    ids == (run ? expected : nil), "\(client) \(scenario)/\(v["profile"]!): \(String(describing: ids))")
             }
-            let failing = verdicts.filter { ($0["verdict"] as? String) == "fail" && ($0["observed"] as? String) == "accepted" }
-            #expect(failing.contains { ($0["scenario"] as? String) == failingScenario && (($0["mastg"] as? [String]) ?? []).contains(failingTest) },
-                    "\(client): a failing \(failingScenario) cell carries \(failingTest)")
+            let failing = verdicts.filter {
+                ($0["verdict"] as? String) == "fail" && ($0["observed"] as? String) == "accepted"
+            }
+            #expect(
+                failing.contains {
+                    ($0["scenario"] as? String) == failingScenario
+                        && (($0["mastg"] as? [String]) ?? []).contains(failingTest)
+                },
+                "\(client): a failing \(failingScenario) cell carries \(failingTest)")
 
             let md = try await check(client, scenarios, format: "markdown")
             let section = try #require(md.components(separatedBy: "## OWASP MASTG evidence").dropFirst().first, "\(md)")
@@ -159,7 +186,9 @@ struct MASTGEvidenceTests {
                 #expect(!group.contains("`\(other)`"), "\(client): \(other) under \(failingTest)")
             }
             let html = try await check(client, scenarios, format: "html")
-            #expect(html.contains(failingTest) && html.contains(MASTG.title(failingTest)!), "\(client): the HTML groups it too")
+            #expect(
+                html.contains(failingTest) && html.contains(MASTG.title(failingTest)!),
+                "\(client): the HTML groups it too")
         }
     }
 
@@ -175,7 +204,8 @@ struct MASTGEvidenceTests {
     func audit(_ files: [String]) async throws -> [[String: Any]] {
         let r = try await CLI.run(["audit", "--format", "json"] + files)
         #expect(r.status != 2, "\(r.stderr)")
-        let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)\(r.stderr)")
+        let doc = try #require(
+            try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)\(r.stderr)")
         return try #require(doc["findings"] as? [[String: Any]])
     }
 
@@ -201,7 +231,9 @@ struct MASTGEvidenceTests {
 
         """
 
-    @Test("audit: minSdk 23 → MASTG-TEST-0285, 24 → nothing (manifest and build.gradle(.kts)); CT off with targetSdk 37 → flagged")
+    @Test(
+        "audit: minSdk 23 → MASTG-TEST-0285, 24 → nothing (manifest and build.gradle(.kts)); CT off with targetSdk 37 → flagged"
+    )
     func auditSDK() async throws {
         let dir = TestScratch.root.appendingPathComponent("pinlab-mastg-audit-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -211,31 +243,47 @@ struct MASTGEvidenceTests {
         #expect(ids(m23) == ["min-sdk-trusts-user-cas"])
         #expect(m23.first?["mastg"] as? String == "MASTG-TEST-0285")
         #expect(m23.first?["line"] as? Int == 3)
-        #expect(ids(try await audit([try write("b/AndroidManifest.xml", Self.manifest(min: 24, target: 35), in: dir)])).isEmpty)
+        #expect(
+            ids(try await audit([try write("b/AndroidManifest.xml", Self.manifest(min: 24, target: 35), in: dir)]))
+                .isEmpty)
 
-        let groovy = try write("c/build.gradle", "android {\n    defaultConfig {\n        minSdkVersion 21\n        targetSdkVersion 37\n    }\n}\n", in: dir)
+        let groovy = try write(
+            "c/build.gradle",
+            "android {\n    defaultConfig {\n        minSdkVersion 21\n        targetSdkVersion 37\n    }\n}\n", in: dir
+        )
         let g = try await audit([groovy])
         #expect(ids(g) == ["min-sdk-trusts-user-cas"] && g.first?["line"] as? Int == 3, "\(g)")
-        let kts = try write("d/build.gradle.kts", "android {\n    defaultConfig {\n        minSdk = 24\n        targetSdk = 37\n    }\n}\n", in: dir)
+        let kts = try write(
+            "d/build.gradle.kts",
+            "android {\n    defaultConfig {\n        minSdk = 24\n        targetSdk = 37\n    }\n}\n", in: dir)
         #expect(ids(try await audit([kts])).isEmpty)
-        let kts23 = try write("e/build.gradle.kts", "android {\n    defaultConfig {\n        minSdk = 23 // old phones\n    }\n}\n", in: dir)
+        let kts23 = try write(
+            "e/build.gradle.kts", "android {\n    defaultConfig {\n        minSdk = 23 // old phones\n    }\n}\n",
+            in: dir)
         #expect(ids(try await audit([kts23])) == ["min-sdk-trusts-user-cas"])
 
         let nsc = try write("res/xml/network_security_config.xml", Self.nscCTOff, in: dir)
-        let with37 = try await audit([nsc, try write("f/AndroidManifest.xml", Self.manifest(min: 26, target: 37), in: dir)])
+        let with37 = try await audit([
+            nsc, try write("f/AndroidManifest.xml", Self.manifest(min: 26, target: 37), in: dir),
+        ])
         #expect(ids(with37) == ["ct-disabled"], "\(with37)")
         #expect(with37.first?["severity"] as? String == "medium" && with37.first?["line"] as? Int == 5)
         #expect(with37.first?["domain"] as? String == "api.pinning.test")
         #expect(with37.first?["mastg"] == nil, "no MASTG test covers CT")
         // The same NSC in an app targeting API 36: CT is not on by default there, nothing is switched off.
-        #expect(ids(try await audit([nsc, try write("g/AndroidManifest.xml", Self.manifest(min: 26, target: 36), in: dir)])).isEmpty)
+        #expect(
+            ids(
+                try await audit([nsc, try write("g/AndroidManifest.xml", Self.manifest(min: 26, target: 36), in: dir)])
+            ).isEmpty)
         // With Gradle's targetSdk 37 too; alone, it is a low finding asking for the targetSdk.
         #expect(ids(try await audit([nsc, kts])) == ["ct-disabled"])
         let alone = try await audit([nsc])
         #expect(ids(alone) == ["ct-disabled"] && alone.first?["severity"] as? String == "low")
         // Inside <debug-overrides> it never reaches a release build.
-        let debugOnly = Self.nscCTOff.replacingOccurrences(of: "<domain-config>", with: "<debug-overrides><domain-config>")
-            .replacingOccurrences(of: "</domain-config>", with: "</domain-config></debug-overrides>")
+        let debugOnly = Self.nscCTOff.replacingOccurrences(
+            of: "<domain-config>", with: "<debug-overrides><domain-config>"
+        )
+        .replacingOccurrences(of: "</domain-config>", with: "</domain-config></debug-overrides>")
         #expect(ids(try await audit([try write("h/network_security_config.xml", debugOnly, in: dir), kts])).isEmpty)
     }
 }

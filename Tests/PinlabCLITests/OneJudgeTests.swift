@@ -33,8 +33,9 @@ struct OneJudgeTests {
         try Catalogue.bundled().scenarios.filter { $0.conditional != nil }.map(\.id)
     }
 
-    @Test("closure form, running: form, Lab.check and pinlab check give the same verdict on every expect-if cell",
-          arguments: clients)
+    @Test(
+        "closure form, running: form, Lab.check and pinlab check give the same verdict on every expect-if cell",
+        arguments: clients)
     func entryPointsAgree(_ client: (name: String, checks: String)) async throws {
         let ids = try Self.conditionalScenarios()
         #expect(ids.count == 16, "the catalogue's expect-if scenarios: \(ids)")
@@ -62,12 +63,15 @@ struct OneJudgeTests {
                 }
             }
         }
-        let report = try await Lab.check(declaring, scenarios: ids.map { ScenarioID($0) }, engines: .both, pkiDirectory: pki)
+        let report = try await Lab.check(
+            declaring, scenarios: ids.map { ScenarioID($0) }, engines: .both, pkiDirectory: pki)
         let labCheck = Dictionary(report.verdicts.map { (key($0), $0) }, uniquingKeysWith: { a, _ in a })
 
         let cli = try await CLI.run(
-            ["check", "--client", client.name, "--client-checks", client.checks, "--engine", "both",
-             "--scenarios", ids.joined(separator: ","), "--format", "json"] + CLI.dirArgs)
+            [
+                "check", "--client", client.name, "--client-checks", client.checks, "--engine", "both",
+                "--scenarios", ids.joined(separator: ","), "--format", "json",
+            ] + CLI.dirArgs)
         #expect(cli.status == 0 || cli.status == 1, "\(cli.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(cli.stdout.utf8)) as? [String: Any])
         let cliVerdicts = try #require(json["verdicts"] as? [[String: Any]])
@@ -84,8 +88,10 @@ struct OneJudgeTests {
         var judged = 0
         for (k, v) in closure.sorted(by: { $0.key < $1.key }) {
             let statuses = [v.status.rawValue, running[k]?.status.rawValue, labCheck[k]?.status.rawValue, pinlab[k]]
-            #expect(Set(statuses).count == 1,
-                    "\(client.name) \(k): closure \(v.status) (\(v.reason)); running: \(running[k]?.status.rawValue ?? "-"); Lab.check \(labCheck[k]?.status.rawValue ?? "-"); pinlab check \(pinlab[k] ?? "-")")
+            #expect(
+                Set(statuses).count == 1,
+                "\(client.name) \(k): closure \(v.status) (\(v.reason)); running: \(running[k]?.status.rawValue ?? "-"); Lab.check \(labCheck[k]?.status.rawValue ?? "-"); pinlab check \(pinlab[k] ?? "-")"
+            )
             #expect(v.expected == labCheck[k]?.expected, "\(k): the closure form expected \(v.expected)")
             if v.status == .pass || v.status == .fail { judged += 1 }
         }

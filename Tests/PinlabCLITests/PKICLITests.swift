@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 @Suite("pinlab pki")
@@ -17,7 +17,9 @@ struct PKICLITests {
         try #require(identities > 0)
         let first = try await CLI.run(["pki", "init"] + d)
         #expect(first.status == 0, "\(first.stderr)")
-        #expect(first.stdout.contains("\(identities) identities") && first.stdout.contains("keys created"), "\(first.stdout)")
+        #expect(
+            first.stdout.contains("\(identities) identities") && first.stdout.contains("keys created"),
+            "\(first.stdout)")
         let second = try await CLI.run(["pki", "init"] + d)
         #expect(second.stdout.contains("keys kept") && second.stdout.contains("fresh"), "\(second.stdout)")
 
@@ -27,10 +29,14 @@ struct PKICLITests {
         try FileManager.default.removeItem(at: leafFiles.appendingPathComponent("chain.pem"))
         let repaired = try await CLI.run(["pki", "init"] + d)
         #expect(repaired.status == 0 && repaired.stdout.contains("fresh"), "\(repaired.stdout)\(repaired.stderr)")
-        #expect(repaired.stdout.contains("certs/leaf-v1: cert.pem damaged, chain.pem missing: rewritten"), "\(repaired.stdout)")
-        let verified = try await run(["openssl", "verify", "-CAfile", dir.appendingPathComponent("certs/lab-root/cert.pem").path,
-                                      "-untrusted", leafFiles.appendingPathComponent("chain.pem").path,
-                                      leafFiles.appendingPathComponent("cert.pem").path])
+        #expect(
+            repaired.stdout.contains("certs/leaf-v1: cert.pem damaged, chain.pem missing: rewritten"),
+            "\(repaired.stdout)")
+        let verified = try await run([
+            "openssl", "verify", "-CAfile", dir.appendingPathComponent("certs/lab-root/cert.pem").path,
+            "-untrusted", leafFiles.appendingPathComponent("chain.pem").path,
+            leafFiles.appendingPathComponent("cert.pem").path,
+        ])
         #expect(verified.status == 0, "\(verified.output)")
         let third = try await CLI.run(["pki", "init"] + d)
         #expect(!third.stdout.contains("Repaired"), "\(third.stdout)")
@@ -58,14 +64,18 @@ struct PKICLITests {
 
         // Exports are readable by openssl.
         let out = dir.appendingPathComponent("x")
-        for (format, check) in [("pem", ["openssl", "x509", "-noout", "-in"]), ("der", ["openssl", "x509", "-inform", "der", "-noout", "-in"]),
-                                ("key", ["openssl", "pkey", "-noout", "-in"]), ("chain", ["openssl", "crl2pkcs7", "-nocrl", "-certfile"])] {
+        for (format, check) in [
+            ("pem", ["openssl", "x509", "-noout", "-in"]),
+            ("der", ["openssl", "x509", "-inform", "der", "-noout", "-in"]),
+            ("key", ["openssl", "pkey", "-noout", "-in"]), ("chain", ["openssl", "crl2pkcs7", "-nocrl", "-certfile"]),
+        ] {
             let e = try await CLI.run(["pki", "export", "leaf-v1", "--format", format, "--out", out.path] + d)
             #expect(e.status == 0, "\(format): \(e.stderr)")
             let r = try await run(check + [out.path])
             #expect(r.status == 0, "\(format): \(r.output)")
         }
-        let p12 = try await CLI.run(["pki", "export", "client-valid", "--format", "p12", "--password", "hunter2", "--out", out.path] + d)
+        let p12 = try await CLI.run(
+            ["pki", "export", "client-valid", "--format", "p12", "--password", "hunter2", "--out", out.path] + d)
         #expect(p12.status == 0)
         #expect(try await run(["openssl", "pkcs12", "-in", out.path, "-passin", "pass:hunter2", "-noout"]).status == 0)
         #expect(try await run(["openssl", "pkcs12", "-in", out.path, "-passin", "pass:wrong", "-noout"]).status != 0)
@@ -79,12 +89,17 @@ struct PKICLITests {
         #expect(unknown.status != 0 && unknown.stderr.contains("no identity named 'leaf-v9'"), "\(unknown.stderr)")
         let badSpec = dir.appendingPathComponent("bad.yaml")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try "version: 1\nentities:\n  root: { role: root }\n  leaf: { role: leaf, issuer: rot }\n".write(to: badSpec, atomically: true, encoding: .utf8)
-        let bad = try await CLI.run(["pki", "init", "--spec", badSpec.path, "--dir", dir.appendingPathComponent("p").path])
+        try "version: 1\nentities:\n  root: { role: root }\n  leaf: { role: leaf, issuer: rot }\n".write(
+            to: badSpec, atomically: true, encoding: .utf8)
+        let bad = try await CLI.run([
+            "pki", "init", "--spec", badSpec.path, "--dir", dir.appendingPathComponent("p").path,
+        ])
         #expect(bad.status == 2, "a bad spec is a setup problem")
         #expect(bad.stderr.contains("bad.yaml:4: 'leaf', field 'issuer': unknown issuer 'rot'"), "\(bad.stderr)")
         #expect(bad.stderr.contains("did you mean 'root'?"))
-        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("p/state.json").path), "no partial state")
+        #expect(
+            !FileManager.default.fileExists(atPath: dir.appendingPathComponent("p/state.json").path), "no partial state"
+        )
         let fmt = try await CLI.run(["pki", "pins", "--format", "xml", "--dir", dir.path])
         #expect(fmt.status != 0 && fmt.stderr.contains("--format must be one of"))
         // A spec of one's own without lab-root or leaf-v1: the summary names its own root and leaf (it named
@@ -95,8 +110,12 @@ struct PKICLITests {
         let ownDir = dir.appendingPathComponent("own")
         let made = try await CLI.run(["pki", "init", "--spec", own.path, "--dir", ownDir.path])
         let trust = ownDir.appendingPathComponent("certs/r/cert.pem").path
-        #expect(made.status == 0 && made.stdout.contains("Trust file: \(trust)") && FileManager.default.fileExists(atPath: trust), "\(made.stdout)")
-        #expect(made.stdout.contains("pinlab pki show l ") && !made.stdout.contains("leaf-v1") && !made.stdout.contains("lab-root"), "\(made.stdout)")
+        #expect(
+            made.status == 0 && made.stdout.contains("Trust file: \(trust)")
+                && FileManager.default.fileExists(atPath: trust), "\(made.stdout)")
+        #expect(
+            made.stdout.contains("pinlab pki show l ") && !made.stdout.contains("leaf-v1")
+                && !made.stdout.contains("lab-root"), "\(made.stdout)")
     }
 
     /// Marks `key` in a PKI folder's state file as derived from `seed`, as PinningLab did for every EC key before
@@ -123,25 +142,31 @@ struct PKICLITests {
         try markSeeded(dir, key: "proxy-root")
         try markSeeded(dir, key: "lab-root")
         let out = dir.appendingPathComponent("profile", isDirectory: true).path + "/"
-        for args in [["export", "mobileconfig", "--include-proxy-root", "--out", out],
-                     ["export", "curl", "proxy-leaf"],
-                     ["export", "mobileconfig", "--scenario", "intercepting-proxy", "--out", out],
-                     ["pki", "export", "proxy-root", "--format", "pem"],
-                     ["pki", "export", "proxy-leaf", "--format", "root"]] {
+        for args in [
+            ["export", "mobileconfig", "--include-proxy-root", "--out", out],
+            ["export", "curl", "proxy-leaf"],
+            ["export", "mobileconfig", "--scenario", "intercepting-proxy", "--out", out],
+            ["pki", "export", "proxy-root", "--format", "pem"],
+            ["pki", "export", "proxy-leaf", "--format", "root"],
+        ] {
             let r = try await CLI.run(args + d)
             #expect(r.status != 0, "\(args.joined(separator: " ")) is refused: \(r.stdout)")
-            #expect(r.stderr.contains("'proxy-root'") && r.stderr.contains("derived from a seed")
-                        && r.stderr.contains("pinlab pki proxy-root --rekey"), "\(args): \(r.stderr)")
+            #expect(
+                r.stderr.contains("'proxy-root'") && r.stderr.contains("derived from a seed")
+                    && r.stderr.contains("pinlab pki proxy-root --rekey"), "\(args): \(r.stderr)")
             #expect(!r.stdout.contains("BEGIN CERTIFICATE"), "\(args): nothing written")
         }
         // lab-root is name-constrained: seeded or not, its export goes through.
         let labRoot = try await CLI.run(["export", "mobileconfig", "--out", out] + d)
         #expect(labRoot.status == 0, "\(labRoot.stderr)")
         let warned = try await CLI.run(["pki", "init"] + d)
-        #expect(warned.stderr.contains("lab-root") && warned.stderr.contains("pinlab pki init --force"), "\(warned.stderr)")
+        #expect(
+            warned.stderr.contains("lab-root") && warned.stderr.contains("pinlab pki init --force"), "\(warned.stderr)")
 
         let rekeyed = try await CLI.run(["pki", "proxy-root", "--rekey"] + d)
-        #expect(rekeyed.status == 0 && rekeyed.stdout.contains("proxy-root: NOT name-constrained"), "\(rekeyed.stdout) \(rekeyed.stderr)")
+        #expect(
+            rekeyed.status == 0 && rekeyed.stdout.contains("proxy-root: NOT name-constrained"),
+            "\(rekeyed.stdout) \(rekeyed.stderr)")
         let again = try await CLI.run(["export", "mobileconfig", "--include-proxy-root", "--out", out] + d)
         #expect(again.status == 0, "after --rekey: \(again.stderr)")
         #expect(again.stderr.contains("warning: proxy-root is NOT name-constrained"), "\(again.stderr)")
@@ -153,27 +178,39 @@ struct PKICLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let before = try Lab.pki(directory: dir)
         let root = try before.identity("proxy-root")
-        #expect(abs(root.notAfter.timeIntervalSince(root.notBefore) - (7 * 86400 + 3600)) < 5, "\(root.notBefore) → \(root.notAfter)")
+        #expect(
+            abs(root.notAfter.timeIntervalSince(root.notBefore) - (7 * 86400 + 3600)) < 5,
+            "\(root.notBefore) → \(root.notAfter)")
         for name in ["proxy-leaf", "proxy-leaf-api", "twin-intermediate-a", "twin-leaf"] {
-            #expect(try before.identity(name).notAfter <= root.notAfter.addingTimeInterval(1), "\(name) does not outlive proxy-root")
+            #expect(
+                try before.identity(name).notAfter <= root.notAfter.addingTimeInterval(1),
+                "\(name) does not outlive proxy-root")
         }
         let r = try await CLI.run(["pki", "proxy-root", "--rekey", "--dir", dir.path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.contains("whoever holds its key can impersonate ANY site"), "\(r.stderr)")
-        let after = try LabPKI.open(spec: Lab.builtInSpec(), options: Lab.libraryPKIOptions(directory: dir))  // not the cached one
+        // not the cached one
+        let after = try LabPKI.open(spec: Lab.builtInSpec(), options: Lab.libraryPKIOptions(directory: dir))
         #expect(try after.identity("proxy-root").pins.spkiSHA256 != root.pins.spkiSHA256, "a new key")
         for name in ["lab-root", "lab-intermediate-a", "leaf-v1", "twin-intermediate-a"] {
-            #expect(try after.identity(name).pins.spkiSHA256 == before.identity(name).pins.spkiSHA256, "\(name) keeps its key")
+            #expect(
+                try after.identity(name).pins.spkiSHA256 == before.identity(name).pins.spkiSHA256,
+                "\(name) keeps its key")
         }
         // What proxy-root signs is re-issued under the new key: the chain verifies.
         let files = after.files(for: "twin-leaf")
         try after.materialize("twin-leaf")
-        let v = try await run(["openssl", "verify", "-CAfile", files.rootPEM.path, "-untrusted", files.chainPEM.path, files.certificatePEM.path])
+        let v = try await run([
+            "openssl", "verify", "-CAfile", files.rootPEM.path, "-untrusted", files.chainPEM.path,
+            files.certificatePEM.path,
+        ])
         #expect(v.status == 0, "\(v.output)")
         let show = try await CLI.run(["pki", "show", "proxy-root", "--dir", dir.path])
         #expect(show.stdout.contains("reach      NOT name-constrained: it can vouch for ANY site"), "\(show.stdout)")
         let labRoot = try await CLI.run(["pki", "show", "lab-root", "--dir", dir.path])
-        #expect(labRoot.stdout.contains("reach      name-constrained to: localhost, test, 127.0.0.0/8, ::1/128"), "\(labRoot.stdout)")
+        #expect(
+            labRoot.stdout.contains("reach      name-constrained to: localhost, test, 127.0.0.0/8, ::1/128"),
+            "\(labRoot.stdout)")
     }
 
     @Test func concurrentInitProcessesLeaveOneConsistentState() async throws {
@@ -181,7 +218,11 @@ struct PKICLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let bin = try #require(CLI.binary)
         let results = await withTaskGroup(of: ChildProcess.Result.self) { group in
-            for _ in 0..<4 { group.addTask { await ChildProcess.run([bin.path, "pki", "init", "--dir", dir.path], timeout: TestTimeouts.command) } }
+            for _ in 0..<4 {
+                group.addTask {
+                    await ChildProcess.run([bin.path, "pki", "init", "--dir", dir.path], timeout: TestTimeouts.command)
+                }
+            }
             var all: [ChildProcess.Result] = []
             for await r in group { all.append(r) }
             return all
@@ -190,8 +231,10 @@ struct PKICLITests {
         let pki = try Lab.pki(directory: dir)
         #expect(pki.refresh.generatedKeys.isEmpty, "the four runs created every key once")
         #expect(!pki.refresh.reissued, "and left fresh certificates")
-        let r = try await run(["openssl", "verify", "-CAfile", pki.files(for: "lab-root").certificatePEM.path, "-untrusted",
-                         pki.files(for: "lab-intermediate-a").certificatePEM.path, pki.files(for: "leaf-v1").certificatePEM.path])
+        let r = try await run([
+            "openssl", "verify", "-CAfile", pki.files(for: "lab-root").certificatePEM.path, "-untrusted",
+            pki.files(for: "lab-intermediate-a").certificatePEM.path, pki.files(for: "leaf-v1").certificatePEM.path,
+        ])
         #expect(r.status == 0, "\(r.output)")
         let keyFiles = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("keys").path)
         #expect(keyFiles.filter { $0.hasPrefix(".tmp") }.isEmpty)
@@ -200,6 +243,9 @@ struct PKICLITests {
     }
 }
 
+// swift-format-ignore: AlwaysUseLowerCamelCase
 func Storage_mode(_ path: String) -> Int? {
-    ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber).map { $0.intValue & 0o777 }
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber).map {
+        $0.intValue & 0o777
+    }
 }

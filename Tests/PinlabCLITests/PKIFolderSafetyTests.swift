@@ -1,16 +1,18 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// Runs the built `pinlab` in `folder` (its current directory), with `HOME` set to `home` when given.
 private func pinlab(in folder: URL, _ args: [String], home: URL? = nil) async throws -> CLI.Result {
-    let bin = try #require(CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
+    let bin = try #require(
+        CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
     var env = ProcessInfo.processInfo.environment
     env["NO_COLOR"] = "1"
     if let home { env["HOME"] = home.path }
-    let r = await ChildProcess.run(["/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", folder.path, bin.path] + args,
-                                   environment: env, timeout: TestTimeouts.command)
+    let r = await ChildProcess.run(
+        ["/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", folder.path, bin.path] + args,
+        environment: env, timeout: TestTimeouts.command)
     return CLI.Result(status: r.status, stdout: r.stdoutText, stderr: r.stderrText)
 }
 
@@ -19,12 +21,12 @@ private func writeOwnSpec(in folder: URL, comment: String = "") throws -> URL {
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     let url = folder.appendingPathComponent("spec.yaml")
     try """
-        version: 1\(comment.isEmpty ? "" : "\n# \(comment)")
-        entities:
-          my-root: { role: root, nameConstraints: { permitted: [localhost, .test] } }
-          my-leaf: { role: leaf, issuer: my-root, hosts: [localhost] }
+    version: 1\(comment.isEmpty ? "" : "\n# \(comment)")
+    entities:
+      my-root: { role: root, nameConstraints: { permitted: [localhost, .test] } }
+      my-leaf: { role: leaf, issuer: my-root, hosts: [localhost] }
 
-        """.write(to: url, atomically: true, encoding: .utf8)
+    """.write(to: url, atomically: true, encoding: .utf8)
     return url
 }
 
@@ -50,14 +52,18 @@ struct EmptyListOptionTests {
     func anEmptyListIsRefused(_ args: [String], _ option: String) async throws {
         let r = try await CLI.run(args + CLI.dirArgs)
         #expect(r.status == 2, "\(args) → \(r.status): \(r.stdout.suffix(300)) \(r.stderr)")
-        #expect(r.stderr.contains("\(option) '") && r.stderr.contains("names nothing") && r.stderr.contains("Fix:"),
-                "\(r.stderr)")
+        #expect(
+            r.stderr.contains("\(option) '") && r.stderr.contains("names nothing") && r.stderr.contains("Fix:"),
+            "\(r.stderr)")
         #expect(!r.stdout.contains("cells"), "no cell ran: \(r.stdout.suffix(300))")
     }
 
     @Test func aListWithItemsStillRuns() async throws {
-        let r = try await CLI.run(["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline,",
-                                   "--profiles", "none, leaf-spki"] + CLI.dirArgs)
+        let r = try await CLI.run(
+            [
+                "check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline,",
+                "--profiles", "none, leaf-spki",
+            ] + CLI.dirArgs)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("2 pass"), "\(r.stdout)")
     }
@@ -74,9 +80,11 @@ struct OwnSpecPKITests {
         let d = top.appendingPathComponent("d").path
         let made = try await CLI.run(["pki", "init", "--dir", d, "--spec", spec.path])
         try #require(made.status == 0, "\(made.stderr)")
-        let state = try #require(try JSONSerialization.jsonObject(
-            with: Data(contentsOf: URL(fileURLWithPath: d).appendingPathComponent("state.json"))) as? [String: Any])
-        let record = try #require(state["spec"] as? [String: String], "state.json records the spec: \(state.keys.sorted())")
+        let state = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: d).appendingPathComponent("state.json"))) as? [String: Any])
+        let record = try #require(
+            state["spec"] as? [String: String], "state.json records the spec: \(state.keys.sorted())")
         #expect(record["path"] == spec.standardizedFileURL.path)
         let pins = try await CLI.run(["pki", "pins", "my-leaf", "--format", "curl", "--dir", d, "--spec", spec.path])
         try #require(pins.status == 0, "\(pins.stderr)")
@@ -90,7 +98,9 @@ struct OwnSpecPKITests {
         // A command taking --dir only (the catalogue's commands) does not replace it either.
         _ = try await CLI.run(["explain", "baseline", "--dir", d])
         let still = try await CLI.run(["pki", "pins", "my-leaf", "--format", "curl", "--dir", d])
-        #expect(still.status == 0 && still.stdout == pins.stdout, "explain replaced the PKI: \(still.stdout) \(still.stderr)")
+        #expect(
+            still.status == 0 && still.stdout == pins.stdout,
+            "explain replaced the PKI: \(still.stdout) \(still.stderr)")
 
         // The spec changed: refused, naming the folder, the spec and the fix; the PKI is left as it was.
         _ = try writeOwnSpec(in: top, comment: "edited")
@@ -105,8 +115,11 @@ struct OwnSpecPKITests {
         try FileManager.default.removeItem(at: spec)
         let gone = try await CLI.run(["pki", "show", "my-leaf", "--dir", d])
         #expect(gone.status == 2 && gone.stderr.contains("gone"), "\(gone.stderr)")
-        let kept = try await CLI.run(["pki", "pins", "my-leaf", "--format", "curl", "--dir", d, "--spec", try writeOwnSpec(in: top).path])
-        #expect(kept.status == 0 && kept.stdout == pins.stdout, "the original spec again: \(kept.stdout) \(kept.stderr)")
+        let kept = try await CLI.run([
+            "pki", "pins", "my-leaf", "--format", "curl", "--dir", d, "--spec", try writeOwnSpec(in: top).path,
+        ])
+        #expect(
+            kept.status == 0 && kept.stdout == pins.stdout, "the original spec again: \(kept.stdout) \(kept.stderr)")
     }
 
     @Test func forceReplacesItWithTheBuiltInPKI() async throws {
@@ -132,9 +145,10 @@ struct OwnSpecPKITests {
         try FileManager.default.removeItem(at: d.appendingPathComponent("keys/my-root.pem"))
         let list = try await CLI.run(["pki", "list", "--dir", d.path])
         #expect(list.status == 0, "\(list.stderr)")
-        #expect(list.stderr.contains("warning:") && list.stderr.contains("keys/my-root.pem was missing")
-                    && list.stderr.contains("new random key") && list.stderr.contains("install its trust file again"),
-                "\(list.stderr)")
+        #expect(
+            list.stderr.contains("warning:") && list.stderr.contains("keys/my-root.pem was missing")
+                && list.stderr.contains("new random key") && list.stderr.contains("install its trust file again"),
+            "\(list.stderr)")
         let after = try await CLI.run(["pki", "pins", "my-root", "--format", "curl", "--dir", d.path])
         #expect(after.stdout != before.stdout, "the root has a new key")
         #expect(!after.stderr.contains("was missing"), "said once: \(after.stderr)")
@@ -145,22 +159,28 @@ struct OwnSpecPKITests {
 /// key` or `p12` of one is refused without --allow-unconstrained-key, and warns with it.
 @Suite("Unconstrained CA keys are not exported by accident")
 struct UnconstrainedKeyExportTests {
-    @Test(arguments: [("proxy-root", "key"), ("proxy-root", "p12"), ("rogue-root", "key"), ("twin-root-a", "key"),
-                      ("client-ca", "key"), ("twin-intermediate-a", "key")])
+    @Test(arguments: [
+        ("proxy-root", "key"), ("proxy-root", "p12"), ("rogue-root", "key"), ("twin-root-a", "key"),
+        ("client-ca", "key"), ("twin-intermediate-a", "key"),
+    ])
     func refusedWithoutTheFlag(_ name: String, _ format: String) async throws {
         let out = TestScratch.root.appendingPathComponent("pinlab-key-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: out) }
         let r = try await CLI.run(["pki", "export", name, "--format", format, "--out", out.path] + CLI.dirArgs)
         #expect(r.status == 2, "\(name) \(format): \(r.status) \(r.stderr)")
-        #expect(r.stderr.contains("NOT name-constrained") && r.stderr.contains("--allow-unconstrained-key"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains("NOT name-constrained") && r.stderr.contains("--allow-unconstrained-key"), "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: out.path), "no key was written")
     }
 
     @Test func theFlagAllowsItAndWarns() async throws {
-        let r = try await CLI.run(["pki", "export", "proxy-root", "--format", "key", "--allow-unconstrained-key"] + CLI.dirArgs)
+        let r = try await CLI.run(
+            ["pki", "export", "proxy-root", "--format", "key", "--allow-unconstrained-key"] + CLI.dirArgs)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("-----BEGIN \("PRIVATE KEY")-----"))
-        #expect(r.stderr.contains("warning:") && r.stderr.contains("proxy-root") && r.stderr.contains("ANY site"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains("warning:") && r.stderr.contains("proxy-root") && r.stderr.contains("ANY site"),
+            "\(r.stderr)")
     }
 
     @Test(arguments: ["leaf-v1", "lab-root", "lab-intermediate-a"])
@@ -182,19 +202,26 @@ struct DefaultPKIFolderTests {
         let spec = try writeOwnSpec(in: top)
         let made = try await pinlab(in: top, ["pki", "init", "--spec", spec.path])
         try #require(made.status == 0, "\(made.stderr)")
-        #expect(made.stderr.contains(top.appendingPathComponent(".pinninglab").path), "the folder made is named: \(made.stderr)")
+        #expect(
+            made.stderr.contains(top.appendingPathComponent(".pinninglab").path),
+            "the folder made is named: \(made.stderr)")
         let pins = try await pinlab(in: top, ["pki", "pins", "my-leaf", "--format", "curl", "--spec", spec.path])
         let sub = top.appendingPathComponent("app/src")
         try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
         let below = try await pinlab(in: sub, ["pki", "pins", "my-leaf", "--format", "curl", "--spec", spec.path])
         #expect(below.status == 0, "\(below.stderr)")
         #expect(below.stdout == pins.stdout, "the same PKI: \(below.stdout) vs \(pins.stdout)")
-        #expect(!FileManager.default.fileExists(atPath: sub.appendingPathComponent(".pinninglab").path), "no second PKI")
+        #expect(
+            !FileManager.default.fileExists(atPath: sub.appendingPathComponent(".pinninglab").path), "no second PKI")
         let lines = below.stderr.split(separator: "\n").filter { $0.contains(".pinninglab") }
-        #expect(lines.count == 1 && lines[0].contains(top.appendingPathComponent(".pinninglab").path), "\(below.stderr)")
-        let export = try await pinlab(in: sub, ["export", "pins-json", "my-leaf", "--host", "localhost", "--spec", spec.path])
-        #expect(export.status == 0 && !FileManager.default.fileExists(atPath: sub.appendingPathComponent(".pinninglab").path),
-                "\(export.stderr)")
+        #expect(
+            lines.count == 1 && lines[0].contains(top.appendingPathComponent(".pinninglab").path), "\(below.stderr)")
+        let export = try await pinlab(
+            in: sub, ["export", "pins-json", "my-leaf", "--host", "localhost", "--spec", spec.path])
+        #expect(
+            export.status == 0
+                && !FileManager.default.fileExists(atPath: sub.appendingPathComponent(".pinninglab").path),
+            "\(export.stderr)")
     }
 
     @Test func theWalkStopsAtTheHomeFolder() async throws {
@@ -207,9 +234,11 @@ struct DefaultPKIFolderTests {
         try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
         let r = try await pinlab(in: sub, ["pki", "list", "--spec", spec.path], home: home)
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(FileManager.default.fileExists(atPath: sub.appendingPathComponent(".pinninglab/state.json").path),
-                "the PKI above the home folder is not used: \(r.stderr)")
-        #expect(r.stderr.contains(sub.appendingPathComponent(".pinninglab").path), "the folder made is named: \(r.stderr)")
+        #expect(
+            FileManager.default.fileExists(atPath: sub.appendingPathComponent(".pinninglab/state.json").path),
+            "the PKI above the home folder is not used: \(r.stderr)")
+        #expect(
+            r.stderr.contains(sub.appendingPathComponent(".pinninglab").path), "the folder made is named: \(r.stderr)")
     }
 
     @Test func aFolderOpenToOthersIsRefusedAndNamed() async throws {
@@ -223,7 +252,9 @@ struct DefaultPKIFolderTests {
         try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
         let r = try await pinlab(in: sub, ["pki", "list", "--spec", spec.path])
         #expect(r.status == 2, "\(r.stdout) \(r.stderr)")
-        #expect(r.stderr.contains(folder.path) && r.stderr.contains("mode 755") && r.stderr.contains("chmod 700"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains(folder.path) && r.stderr.contains("mode 755") && r.stderr.contains("chmod 700"),
+            "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("state.json").path))
         #expect(!FileManager.default.fileExists(atPath: sub.appendingPathComponent(".pinninglab").path))
     }

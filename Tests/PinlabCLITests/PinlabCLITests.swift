@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// Runs the built `pinlab` binary (found next to the test bundle, in the build folder's debug directory).
@@ -11,7 +11,9 @@ enum CLI {
         candidates.append(arg0.deletingLastPathComponent())
         for b in Bundle.allBundles where b.bundlePath.hasSuffix(".xctest") {
             candidates.append(b.bundleURL.deletingLastPathComponent())
-            candidates.append(b.bundleURL.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent())
+            candidates.append(
+                b.bundleURL.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                    .deletingLastPathComponent())
         }
         candidates.append(Bundle.main.bundleURL)
         for dir in candidates {
@@ -34,7 +36,8 @@ enum CLI {
     /// Runs the binary with `posix_spawn` (Foundation's `Process` can crash in a test process with many
     /// descriptors open, as one full of servers is).
     static func run(_ args: [String]) async throws -> Result {
-        let bin = try #require(binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
+        let bin = try #require(
+            binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
         // A suite run as a CI piece (GitLab parallel:, Bazel shard_count) must not shard the runs it checks.
@@ -60,7 +63,8 @@ struct PinlabCLITests {
         let mtls = try await CLI.run(["scenarios", "list", "--tag", "mutual-tls"])
         let tagged = try Catalogue.bundled().scenarios.filter { $0.tags.contains("mutual-tls") }.map(\.id)
         try #require(!tagged.isEmpty, "the catalogue tags no scenario mutual-tls")
-        #expect(mtls.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) } == tagged)
+        #expect(
+            mtls.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) } == tagged)
     }
 
     /// A careless run leaves nothing behind: a catalogue that does not load ends `pinlab check` before the PKI
@@ -69,13 +73,17 @@ struct PinlabCLITests {
     @Test func aBrokenCatalogueEndsCheckBeforeThePKIFolderIsTouched() async throws {
         let scratch = TestScratch.root.appendingPathComponent("pinlab-broken-catalogue-\(getpid())")
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let catalogue = scratch.appendingPathComponent("scenarios"), pki = scratch.appendingPathComponent("pki")
+        let catalogue = scratch.appendingPathComponent("scenarios")
+        let pki = scratch.appendingPathComponent("pki")
         try FileManager.default.createDirectory(at: catalogue, withIntermediateDirectories: true)
-        try "id: [broken\n".write(to: catalogue.appendingPathComponent("broken.yaml"), atomically: true, encoding: .utf8)
+        try "id: [broken\n".write(
+            to: catalogue.appendingPathComponent("broken.yaml"), atomically: true, encoding: .utf8)
         let r = try await CLI.run(["check", "--catalogue", catalogue.path, "--dir", pki.path, "--client", "correct"])
         #expect(r.status == 2, "\(r.stderr)")
         #expect(r.stderr.contains("broken.yaml:2:1") && r.stderr.contains("invalid YAML"), "\(r.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: pki.path), "the PKI folder was created: \((try? FileManager.default.subpathsOfDirectory(atPath: pki.path)) ?? [])")
+        #expect(
+            !FileManager.default.fileExists(atPath: pki.path),
+            "the PKI folder was created: \((try? FileManager.default.subpathsOfDirectory(atPath: pki.path)) ?? [])")
     }
 
     @Test func scenariosListAsJSON() async throws {
@@ -120,17 +128,21 @@ struct PinlabCLITests {
         let bad = try await CLI.run(["serve", "--identity", "leaf-v1", "--resumption", "sometimes"] + CLI.dirArgs)
         #expect(bad.status != 0)
         #expect(bad.stderr.contains("--resumption 'sometimes': use off, ids, tickets, both"), "\(bad.stderr)")
-        let noIdentity = try await CLI.run(["serve", "--scenario", "baseline", "--resumption", "tickets"] + CLI.dirArgs)
+        let noIdentity = try await CLI.run(
+            ["serve", "--scenario", "baseline", "--resumption", "tickets"] + CLI.dirArgs)
         #expect(noIdentity.status != 0)
         #expect(noIdentity.stderr.contains("--resumption applies to --identity servers"), "\(noIdentity.stderr)")
     }
 
     @Test func checkExitStatusFollowsTheVerdicts() async throws {
-        let ok = try await CLI.run(["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline,rekey,chain-stuffing"] + CLI.dirArgs)
+        let ok = try await CLI.run(
+            ["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline,rekey,chain-stuffing"]
+                + CLI.dirArgs)
         #expect(ok.status == 0, "\(ok.stdout)\(ok.stderr)")
         let cells = 3 * PinProfile.all.count
         #expect(ok.stdout.contains("correct: conforms — \(cells) cells: \(cells) pass"), "\(ok.stdout)")
-        let bad = try await CLI.run(["check", "--client", "no-pinning", "--engine", "gnutls", "--scenarios", "rekey"] + CLI.dirArgs)
+        let bad = try await CLI.run(
+            ["check", "--client", "no-pinning", "--engine", "gnutls", "--scenarios", "rekey"] + CLI.dirArgs)
         #expect(bad.status == 1)
         #expect(bad.stdout.contains("rekey × leaf-spki × gnutls: expected refuse"))
         let usage = try await CLI.run(["check", "--client", "bogus"] + CLI.dirArgs)
@@ -143,20 +155,27 @@ struct PinlabCLITests {
     @Test func checkWritesReportsToAFile() async throws {
         let out = TestScratch.root.appendingPathComponent("pinlab-junit-\(UUID().uuidString).xml")
         defer { try? FileManager.default.removeItem(at: out) }
-        let r = try await CLI.run(["check", "--client", "correct", "--scenarios", "baseline", "--format", "junit", "--output", out.path] + CLI.dirArgs)
+        let r = try await CLI.run(
+            ["check", "--client", "correct", "--scenarios", "baseline", "--format", "junit", "--output", out.path]
+                + CLI.dirArgs)
         #expect(r.status == 0)
         #expect(r.stdout.contains("conforms"))
         let xml = try String(contentsOf: out, encoding: .utf8)
         #expect(xml.contains("<testsuites"))
-        #expect(xml.components(separatedBy: "<testcase ").count - 1 == PinProfile.all.count * 2, "one per profile and engine")
+        #expect(
+            xml.components(separatedBy: "<testcase ").count - 1 == PinProfile.all.count * 2,
+            "one per profile and engine")
     }
 
     @Test(.requires("curl"))
     func checkRunsACommandTemplate() async throws {
         try #require(Tool.path("curl") != nil, "curl is not on the PATH (apt-get install curl)")
-        let r = try await CLI.run(["check", "--profiles", "none,leaf-spki,leaf-spki+backup", "--scenarios", "rekey,intercepting-proxy",
-                             "--format", "json"] + CLI.dirArgs
-                            + ["--", "curl", "-sf", "-o", "/dev/null", "--cacert", "{ca}", "[--pinnedpubkey {pins.curl}]", "{url}"])
+        let r = try await CLI.run(
+            [
+                "check", "--profiles", "none,leaf-spki,leaf-spki+backup", "--scenarios", "rekey,intercepting-proxy",
+                "--format", "json",
+            ] + CLI.dirArgs
+                + ["--", "curl", "-sf", "-o", "/dev/null", "--cacert", "{ca}", "[--pinnedpubkey {pins.curl}]", "{url}"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         #expect(object["client"] as? String == "curl")
@@ -176,7 +195,9 @@ struct PinlabCLITests {
             .write(to: dir.appendingPathComponent("rekey.yaml"), atomically: true, encoding: .utf8)
         let r = try await CLI.run(["scenarios", "validate", dir.path])
         #expect(r.status == 2)
-        let line = text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains("trust: lab-root") }.map { $0 + 1 }
+        let line = text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex {
+            $0.contains("trust: lab-root")
+        }.map { $0 + 1 }
         #expect(r.stderr.contains("rekey.yaml:\(line ?? 0):"), "\(r.stderr)")
         #expect(r.stderr.contains("client.trust"))
         #expect(r.stderr.contains("Did you mean 'lab-root'"))
@@ -201,21 +222,27 @@ struct PinlabCLITests {
         let manifest = TestScratch.root.appendingPathComponent("pinlab-serve-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: manifest) }
         let server = try ChildProcess.spawnBackground(
-            [bin.path, "serve", "--scenario", "rekey", "--engine", "openssl", "--manifest", manifest.path] + CLI.dirArgs)
+            [bin.path, "serve", "--scenario", "rekey", "--engine", "openssl", "--manifest", manifest.path] + CLI.dirArgs
+        )
         defer { server.terminate() }
-        let object = try #require(await CLI.manifest(manifest, waitingUpTo: TestTimeouts.startup), "no complete manifest after \(TestTimeouts.startup)")
+        let object = try #require(
+            await CLI.manifest(manifest, waitingUpTo: TestTimeouts.startup),
+            "no complete manifest after \(TestTimeouts.startup)")
         let servers = try #require(object["servers"] as? [[String: Any]])
         let s = try #require(servers.first)
         #expect(s["id"] as? String == "rekey")
         let pins = try #require(s["pins"] as? [[String: Any]])
-        #expect(pins.compactMap { $0["name"] as? String } == ["leaf-v1", "leaf-v3-rekey", "lab-intermediate-a", "lab-root"])
+        #expect(
+            pins.compactMap { $0["name"] as? String } == ["leaf-v1", "leaf-v3-rekey", "lab-intermediate-a", "lab-root"])
         let url = try #require(s["url"] as? String)
         let trust = try #require(s["trustFile"] as? String)
         let leaf = try #require(pins[0]["curl"] as? String)
         let backup = try #require(pins[1]["curl"] as? String)
         func curl(_ pin: String) async -> Int32 {
-            await ChildProcess.run([curlPath, "-s", "-o", "/dev/null", "--cacert", trust, "--pinnedpubkey", pin, url],
-                                     timeout: .seconds(20)).status
+            await ChildProcess.run(
+                [curlPath, "-s", "-o", "/dev/null", "--cacert", trust, "--pinnedpubkey", pin, url],
+                timeout: .seconds(20)
+            ).status
         }
         #expect(await curl(leaf) == 90, "K1 alone does not match the re-keyed server")
         #expect(await curl(leaf + ";" + backup) == 0, "the backup pin K2 matches")
@@ -226,7 +253,10 @@ struct PinlabCLITests {
         let bin = try #require(CLI.binary)
         let marker = "61.\(Int.random(in: 100...999))"
         let check = try ChildProcess.spawnBackground(
-            [bin.path, "check", "--scenarios", "baseline", "--engine", "openssl", "--profiles", "none", "--timeout", "120"]
+            [
+                bin.path, "check", "--scenarios", "baseline", "--engine", "openssl", "--profiles", "none", "--timeout",
+                "120",
+            ]
                 + CLI.dirArgs + ["--", "sh", "-c", "sleep \(marker); exit 0"])
         defer { check.terminate() }
         func sleeping() async -> Bool { await ChildProcess.run(["pgrep", "-f", "^sleep \(marker)$"]).status == 0 }
@@ -247,13 +277,17 @@ struct PinlabCLITests {
 @Suite("pinlab without nghttp2")
 struct WithoutNGHTTP2Tests {
     @Test func anHTTP2ScenarioIsUnsupportedWithTheInstallHint() async throws {
-        let bin = try #require(CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
+        let bin = try #require(
+            CLI.binary, "the pinlab binary was not found next to the test bundle; run `swift build` first")
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
         env["PINLAB_NGHTTP2_LIBRARY"] = "/nonexistent/libnghttp2.so.14"
         let r = await ChildProcess.run(
-            [bin.path, "check", "--client", "coalesces-without-pins", "--scenarios", "h2-coalescing-pinned-host,baseline",
-             "--format", "json"],
+            [
+                bin.path, "check", "--client", "coalesces-without-pins", "--scenarios",
+                "h2-coalescing-pinned-host,baseline",
+                "--format", "json",
+            ],
             environment: env, timeout: TestTimeouts.command)
         #expect(r.status == 0, "\(r.stderrText)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdoutText.utf8)) as? [String: Any])
@@ -263,6 +297,9 @@ struct WithoutNGHTTP2Tests {
         #expect(h2.allSatisfy { $0["verdict"] as? String == "unsupported" }, "\(h2.map { $0["verdict"] ?? "-" })")
         #expect(h2.allSatisfy { ($0["reason"] as? String)?.contains("apt-get install libnghttp2-14") == true })
         // Everything else runs as usual.
-        #expect(verdicts.filter { $0["scenario"] as? String == "baseline" }.allSatisfy { $0["verdict"] as? String == "pass" })
+        #expect(
+            verdicts.filter { $0["scenario"] as? String == "baseline" }.allSatisfy {
+                $0["verdict"] as? String == "pass"
+            })
     }
 }

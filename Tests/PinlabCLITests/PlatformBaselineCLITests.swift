@@ -20,7 +20,8 @@ struct PlatformBaselineCLITests {
     @Test func baselineFailsOnlyOnChangedCells() async throws {
         let file = Self.temporaryFile("baseline")
         defer { try? FileManager.default.removeItem(at: file) }
-        let run = ["check", "--client", "no-pinning", "--engine", "openssl", "--scenarios", "baseline,rekey"] + CLI.dirArgs
+        let run =
+            ["check", "--client", "no-pinning", "--engine", "openssl", "--scenarios", "baseline,rekey"] + CLI.dirArgs
 
         let first = try await CLI.run(run + ["--write-baseline", file.path])
         #expect(first.status == 1, "no-pinning deviates on rekey: \(first.stdout)\(first.stderr)")
@@ -50,7 +51,9 @@ struct PlatformBaselineCLITests {
         let changed = try await CLI.run(run + ["--baseline", file.path])
         #expect(changed.status == 1, "\(changed.stdout)\(changed.stderr)")
         #expect(changed.stdout.contains("1 cell changed"), "\(changed.stdout)")
-        #expect(changed.stdout.contains("newly failing (1):\n  rekey × leaf-cert × openssl: pass → fail"), "\(changed.stdout)")
+        #expect(
+            changed.stdout.contains("newly failing (1):\n  rekey × leaf-cert × openssl: pass → fail"),
+            "\(changed.stdout)")
 
         // The JSON report carries the comparison and marks the baselined cells; it validates against the schema.
         let asJSON = try await CLI.run(run + ["--baseline", file.path, "--format", "json"])
@@ -61,12 +64,17 @@ struct PlatformBaselineCLITests {
         let changes = try #require(comparison["changes"] as? [[String: Any]])
         #expect(changes.map { $0["cell"] as? String } == ["rekey/leaf-cert/openssl"])
         let verdicts = try #require(report["verdicts"] as? [[String: Any]])
-        #expect(verdicts.filter { $0["baselined"] as? Bool == true }.count == 1, "rekey × leaf-spki is the one known deviation left")
+        #expect(
+            verdicts.filter { $0["baselined"] as? Bool == true }.count == 1,
+            "rekey × leaf-spki is the one known deviation left")
 
         // The correct client fixes both deviations of the original baseline: newly passing, named.
         try text.write(to: file, atomically: true, encoding: .utf8)
-        let fixed = try await CLI.run(["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline,rekey",
-                                       "--baseline", file.path] + CLI.dirArgs)
+        let fixed = try await CLI.run(
+            [
+                "check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline,rekey",
+                "--baseline", file.path,
+            ] + CLI.dirArgs)
         #expect(fixed.status == 1, "a changed cell fails the run until the baseline is rewritten")
         #expect(fixed.stdout.contains("newly passing (2)"), "\(fixed.stdout)")
         #expect(fixed.stdout.contains("rekey × leaf-spki × openssl: fail → pass"), "\(fixed.stdout)")
@@ -92,58 +100,94 @@ struct PlatformBaselineCLITests {
         defer { try? FileManager.default.removeItem(at: file) }
         try #"{"format": "pinlab-baseline", "formatVersion": 1, "client": "x", "cells": {"rekey": "fail"}}"#
             .write(to: file, atomically: true, encoding: .utf8)
-        let r = try await CLI.run(["check", "--client", "correct", "--scenarios", "baseline", "--baseline", file.path] + CLI.dirArgs)
+        let r = try await CLI.run(
+            ["check", "--client", "correct", "--scenarios", "baseline", "--baseline", file.path] + CLI.dirArgs)
         #expect(r.status == 2, "\(r.stdout)\(r.stderr)")
-        #expect(r.stderr.contains(file.path) && r.stderr.contains("'rekey' is not `scenario/profile/engine`") && r.stderr.contains("Fix:"),
-                "\(r.stderr)")
-        let missing = try await CLI.run(["check", "--client", "correct", "--baseline", "/nonexistent/b.json"] + CLI.dirArgs)
+        #expect(
+            r.stderr.contains(file.path) && r.stderr.contains("'rekey' is not `scenario/profile/engine`")
+                && r.stderr.contains("Fix:"),
+            "\(r.stderr)")
+        let missing = try await CLI.run(
+            ["check", "--client", "correct", "--baseline", "/nonexistent/b.json"] + CLI.dirArgs)
         #expect(missing.status == 2 && missing.stderr.contains("--write-baseline"), "\(missing.stderr)")
         let platform = try await CLI.run(["check", "--client", "correct", "--platform", "iOS"] + CLI.dirArgs)
         #expect(platform.status == 64 || platform.status == 2, "\(platform.status)")
-        #expect(platform.stderr.contains("'iOS' is not a platform policy") && platform.stderr.contains("openssl-default"), "\(platform.stderr)")
+        #expect(
+            platform.stderr.contains("'iOS' is not a platform policy") && platform.stderr.contains("openssl-default"),
+            "\(platform.stderr)")
     }
 
-    static let policyScenarios = "tls-v1-0,tls-v1-1,tls-v1-2,tls-v1-2-no-forward-secrecy,ats-floor,weak-rsa-1024,sha1-signature"
-    static let curl = ["--", "curl", "-sf", "-o", "/dev/null", "--cacert", "{ca}", "--resolve", "{resolve}", "[--pinnedpubkey {pins.curl}]", "{url}"]
+    static let policyScenarios =
+        "tls-v1-0,tls-v1-1,tls-v1-2,tls-v1-2-no-forward-secrecy,ats-floor,weak-rsa-1024,sha1-signature"
+    static let curl = [
+        "--", "curl", "-sf", "-o", "/dev/null", "--cacert", "{ca}", "--resolve", "{resolve}",
+        "[--pinnedpubkey {pins.curl}]", "{url}",
+    ]
 
     /// curl follows OpenSSL's default security level: with `--platform openssl-default` it conforms on every policy
     /// scenario (static RSA accepted, shown as policy); with `--platform ats` the downgrade rows are red.
     @Test(.requires("curl"))
     func curlConformsToItsPlatformAndNotToATS() async throws {
         try #require(Tool.path("curl") != nil, "curl is not on the PATH (apt-get install curl)")
-        let base = ["check", "--profiles", "none,leaf-spki,leaf-spki+backup", "--scenarios", Self.policyScenarios, "--format", "json"] + CLI.dirArgs
+        let base =
+            [
+                "check", "--profiles", "none,leaf-spki,leaf-spki+backup", "--scenarios", Self.policyScenarios,
+                "--format", "json",
+            ] + CLI.dirArgs
         let openssl = try await CLI.run(base + ["--platform", "openssl-default"] + Self.curl)
         #expect(openssl.status == 0, "\(openssl.stdout.prefix(2000))\(openssl.stderr)")
         let report = try Self.json(openssl.stdout)
         #expect(report["platform"] as? String == "openssl-default")
         let verdicts = try #require(report["verdicts"] as? [[String: Any]])
-        let rsa = verdicts.filter { $0["scenario"] as? String == "tls-v1-2-no-forward-secrecy" && $0["verdict"] as? String != "skipped" }
+        let rsa = verdicts.filter {
+            $0["scenario"] as? String == "tls-v1-2-no-forward-secrecy" && $0["verdict"] as? String != "skipped"
+        }
         #expect(rsa.count == 3 * 2)
         for v in rsa {
             #expect(v["verdict"] as? String == "policy", "\(v)")
             #expect(v["expected"] as? String == "accept")
-            #expect((v["reason"] as? String)?.hasPrefix("policy: static RSA key exchange") == true, "\(v["reason"] ?? "")")
+            #expect(
+                (v["reason"] as? String)?.hasPrefix("policy: static RSA key exchange") == true, "\(v["reason"] ?? "")")
         }
         let summary = try #require(report["summary"] as? [String: Int])
-        #expect(summary["fail"] == 0 && summary["policy"] == 3 * 3 * 2, "no-forward-secrecy, weak-rsa-1024, sha1-signature: \(summary)")
+        #expect(
+            summary["fail"] == 0 && summary["policy"] == 3 * 3 * 2,
+            "no-forward-secrecy, weak-rsa-1024, sha1-signature: \(summary)")
         try await Self.validate(openssl.stdout, schema: ReportSchemas.json)
 
         let ats = try await CLI.run(base + ["--platform", "ats"] + Self.curl)
         #expect(ats.status == 1)
         let atsReport = try Self.json(ats.stdout)
-        let failed = try #require(atsReport["verdicts"] as? [[String: Any]]).filter { $0["verdict"] as? String == "fail" }
+        let failed = try #require(atsReport["verdicts"] as? [[String: Any]]).filter {
+            $0["verdict"] as? String == "fail"
+        }
         #expect(Set(failed.compactMap { $0["scenario"] as? String }) == ["tls-v1-2-no-forward-secrecy"])
         #expect(failed.count == 3 * 2)
-        #expect(failed.allSatisfy { ($0["reason"] as? String)?.hasPrefix("platform ats refuses here") == true }, "\(failed.first ?? [:])")
+        #expect(
+            failed.allSatisfy { ($0["reason"] as? String)?.hasPrefix("platform ats refuses here") == true },
+            "\(failed.first ?? [:])")
 
         // Every report format says policy, not deviation.
-        let text = try await CLI.run(["check", "--profiles", "none", "--scenarios", "tls-v1-2-no-forward-secrecy", "--platform", "openssl-default"] + CLI.dirArgs + Self.curl)
+        let text = try await CLI.run(
+            [
+                "check", "--profiles", "none", "--scenarios", "tls-v1-2-no-forward-secrecy", "--platform",
+                "openssl-default",
+            ] + CLI.dirArgs + Self.curl)
         #expect(text.status == 0)
         #expect(text.stdout.contains("tls-v1-2-no-forward-secrecy  A PP"), "\(text.stdout)")
-        #expect(text.stdout.contains("P tls-v1-2-no-forward-secrecy (2 cells: none × openssl, gnutls): policy: static RSA"), "\(text.stdout)")
-        for (format, needle) in [("html", "class=\"m policy\""), ("junit", "verdict: policy (not a pinning deviation)"), ("markdown", "A PP")] {
-            let r = try await CLI.run(["check", "--profiles", "none", "--scenarios", "tls-v1-2-no-forward-secrecy", "--platform", "openssl-default",
-                                       "--format", format] + CLI.dirArgs + Self.curl)
+        #expect(
+            text.stdout.contains("P tls-v1-2-no-forward-secrecy (2 cells: none × openssl, gnutls): policy: static RSA"),
+            "\(text.stdout)")
+        for (format, needle) in [
+            ("html", "class=\"m policy\""), ("junit", "verdict: policy (not a pinning deviation)"),
+            ("markdown", "A PP"),
+        ] {
+            let r = try await CLI.run(
+                [
+                    "check", "--profiles", "none", "--scenarios", "tls-v1-2-no-forward-secrecy", "--platform",
+                    "openssl-default",
+                    "--format", format,
+                ] + CLI.dirArgs + Self.curl)
             #expect(r.status == 0)
             #expect(r.stdout.contains(needle), "\(format): \(r.stdout.prefix(3000))")
             #expect(!r.stdout.contains("<failure"), "\(format)")
@@ -157,11 +201,14 @@ struct PlatformBaselineCLITests {
     /// curl's `--pinnedpubkey` pins the leaf's key only, so the CA-pin profiles are left out.
     @Test(.requires("curl"))
     func curlWithItsPinScopeConformsOnTheWholeCatalogue() async throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Examples/Commands/curl-in-scope.sh").path
-        let command = ["--", "sh", script, "{host}", "{pins.domain}", "{pins.subdomains}", "{pins.curl}", "--",
-                       "-sf", "-o", "/dev/null", "--resolve", "{resolve}", "--cacert", "{ca}", "[--cert {client.cert}]",
-                       "[--key {client.key}]", "{url}"]
+        let command = [
+            "--", "sh", script, "{host}", "{pins.domain}", "{pins.subdomains}", "{pins.curl}", "--",
+            "-sf", "-o", "/dev/null", "--resolve", "{resolve}", "--cacert", "{ca}", "[--cert {client.cert}]",
+            "[--key {client.key}]", "{url}",
+        ]
         let base = ["check", "--profiles", "none,leaf-spki,leaf-spki+backup", "--format", "json"] + CLI.dirArgs
         let openssl = try await CLI.run(base + ["--platform", "openssl-default"] + command)
         #expect(openssl.status == 0, "\(openssl.stderr)")
@@ -170,7 +217,9 @@ struct PlatformBaselineCLITests {
         #expect((summary["pass"] ?? 0) > 300, "\(summary)")
         let ats = try await CLI.run(base + ["--platform", "ats"] + command)
         #expect(ats.status == 1)
-        let failed = try #require(try Self.json(ats.stdout)["verdicts"] as? [[String: Any]]).filter { $0["verdict"] as? String == "fail" }
+        let failed = try #require(try Self.json(ats.stdout)["verdicts"] as? [[String: Any]]).filter {
+            $0["verdict"] as? String == "fail"
+        }
         #expect(Set(failed.compactMap { $0["scenario"] as? String }) == ["tls-v1-2-no-forward-secrecy"])
         #expect(failed.count == 3 * 2)
     }
@@ -181,11 +230,18 @@ struct PlatformBaselineCLITests {
     func gnutlsRefusalOfTheNameCollisionRootIsStricterThanRequired() async throws {
         try #require(Tool.path("gnutls-cli") != nil, "gnutls-cli is not on the PATH (apt-get install gnutls-bin)")
         let r = try await CLI.run(
-            ["check", "--profiles", "none", "--scenarios", "baseline,name-collision-root", "--name", "gnutls-cli", "--format", "json"] + CLI.dirArgs
-                + ["--", "sh", "-c",
-                   "printf 'GET / HTTP/1.1\\r\\nHost: {host}\\r\\nConnection: close\\r\\n\\r\\n' | gnutls-cli --x509cafile {ca} --verify-hostname {host} --sni-hostname {host} -p {port} {ip}"])
+            [
+                "check", "--profiles", "none", "--scenarios", "baseline,name-collision-root", "--name", "gnutls-cli",
+                "--format", "json",
+            ] + CLI.dirArgs
+                + [
+                    "--", "sh", "-c",
+                    "printf 'GET / HTTP/1.1\\r\\nHost: {host}\\r\\nConnection: close\\r\\n\\r\\n' | gnutls-cli --x509cafile {ca} --verify-hostname {host} --sni-hostname {host} -p {port} {ip}",
+                ])
         #expect(r.status == 0, "\(r.stdout.prefix(3000))\(r.stderr)")
-        let verdicts = try #require(try Self.json(r.stdout)["verdicts"] as? [[String: Any]]).filter { $0["verdict"] as? String != "skipped" }
+        let verdicts = try #require(try Self.json(r.stdout)["verdicts"] as? [[String: Any]]).filter {
+            $0["verdict"] as? String != "skipped"
+        }
         for v in verdicts where v["scenario"] as? String == "baseline" {
             #expect(v["verdict"] as? String == "pass", "\(v)")
         }
@@ -194,7 +250,9 @@ struct PlatformBaselineCLITests {
         for v in collision {
             #expect(v["verdict"] as? String == "stricter", "\(v)")
             #expect(v["observed"] as? String == "refused")
-            #expect((v["reason"] as? String)?.hasPrefix("stricter than required: OpenSSL builds the path trusted-first") == true, "\(v["reason"] ?? "")")
+            #expect(
+                (v["reason"] as? String)?.hasPrefix("stricter than required: OpenSSL builds the path trusted-first")
+                    == true, "\(v["reason"] ?? "")")
         }
     }
 
@@ -210,14 +268,23 @@ struct PlatformBaselineCLITests {
         defer { try? FileManager.default.removeItem(at: classes) }
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Jdk/JdkPinClient.java")
-        let javac = await ChildProcess.run(["javac", "-nowarn", "-d", classes.path, source.path], timeout: .seconds(180))
+        let javac = await ChildProcess.run(
+            ["javac", "-nowarn", "-d", classes.path, source.path], timeout: .seconds(180))
         try #require(javac.status == 0, "\(javac.output)")
         let r = try await CLI.run(
-            ["check", "--profiles", "none,leaf-spki,intermediate-spki", "--scenarios", "baseline,name-collision-root", "--name", "jdk",
-             "--timeout", "120", "--jobs", "2", "--format", "json"] + CLI.dirArgs
-                + ["--", "java", "-cp", classes.path, "-Djdk.net.hosts.file={hosts.file}", "JdkPinClient", "{host}", "{port}", "{ca}", "{pins}"])
+            [
+                "check", "--profiles", "none,leaf-spki,intermediate-spki", "--scenarios",
+                "baseline,name-collision-root", "--name", "jdk",
+                "--timeout", "120", "--jobs", "2", "--format", "json",
+            ] + CLI.dirArgs
+                + [
+                    "--", "java", "-cp", classes.path, "-Djdk.net.hosts.file={hosts.file}", "JdkPinClient", "{host}",
+                    "{port}", "{ca}", "{pins}",
+                ])
         #expect(r.status == 0, "\(r.stdout.prefix(3000))\(r.stderr)")
-        let verdicts = try #require(try Self.json(r.stdout)["verdicts"] as? [[String: Any]]).filter { $0["verdict"] as? String != "skipped" }
+        let verdicts = try #require(try Self.json(r.stdout)["verdicts"] as? [[String: Any]]).filter {
+            $0["verdict"] as? String != "skipped"
+        }
         #expect(verdicts.count == 2 * 3 * 2)
         for v in verdicts where v["scenario"] as? String == "baseline" {
             #expect(v["verdict"] as? String == "pass", "\(v)")
@@ -226,7 +293,9 @@ struct PlatformBaselineCLITests {
         for v in collision where v["profile"] as? String == "none" {
             #expect(v["verdict"] as? String == "stricter", "\(v)")
             #expect(v["observed"] as? String == "refused")
-            #expect((v["reason"] as? String)?.contains("GnuTLS and the JDK take the sent lab-intermediate-a") == true, "\(v["reason"] ?? "")")
+            #expect(
+                (v["reason"] as? String)?.contains("GnuTLS and the JDK take the sent lab-intermediate-a") == true,
+                "\(v["reason"] ?? "")")
         }
         for v in collision where v["profile"] as? String != "none" {
             #expect(v["verdict"] as? String == "pass" && v["observed"] as? String == "refused", "\(v)")
@@ -241,21 +310,31 @@ struct PlatformBaselineCLITests {
         defer { try? FileManager.default.removeItem(at: out) }
         let r = try await CLI.run(
             ["check", "--batch", "--platform", "jdk", "--scenarios", "baseline", "--engine", "openssl"] + CLI.dirArgs
-                + ["--", "python3", "-c", "import json,sys; open(sys.argv[1], 'w').write(json.load(sys.stdin).get('platform', 'none'))", out.path])
+                + [
+                    "--", "python3", "-c",
+                    "import json,sys; open(sys.argv[1], 'w').write(json.load(sys.stdin).get('platform', 'none'))",
+                    out.path,
+                ])
         #expect(r.status == 1, "the harness answered no cell: \(r.stderr)")
         #expect(try String(contentsOf: out, encoding: .utf8) == "jdk")
     }
 
     static func validate(_ document: String, schema: String) async throws {
-        guard await ChildProcess.run(["python3", "-c", "import jsonschema"], timeout: .seconds(20)).status == 0 || Tool.inCI else { return }
+        guard
+            await ChildProcess.run(["python3", "-c", "import jsonschema"], timeout: .seconds(20)).status == 0
+                || Tool.inCI
+        else { return }
         let dir = TestScratch.root.appendingPathComponent("pinlab-schema-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try document.write(to: dir.appendingPathComponent("doc.json"), atomically: true, encoding: .utf8)
         try schema.write(to: dir.appendingPathComponent("schema.json"), atomically: true, encoding: .utf8)
         let r = await ChildProcess.run(
-            ["python3", "-c", "import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))",
-             dir.appendingPathComponent("doc.json").path, dir.appendingPathComponent("schema.json").path], timeout: .seconds(30))
+            [
+                "python3", "-c",
+                "import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))",
+                dir.appendingPathComponent("doc.json").path, dir.appendingPathComponent("schema.json").path,
+            ], timeout: .seconds(30))
         #expect(r.status == 0, "\(r.stderrText.suffix(2000))")
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
-import PinningLabCore
 import PinningLab
+import PinningLabCore
+import PinningLabTestSupport
 
 typealias Run = CommandOutput
 
@@ -10,14 +10,13 @@ func run(_ args: [String], stdin: String? = nil, timeout: TimeInterval = 30) asy
     await commandOutput(args, stdin: stdin, timeout: timeout)
 }
 
-
-
 extension CLI {
     /// The JSON manifest `pinlab serve --manifest` writes, once it is complete (it parses), or `nil` after `limit`.
     static func manifest(_ url: URL, waitingUpTo limit: Duration) async -> [String: Any]? {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
-            if let d = try? Data(contentsOf: url), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] {
+            if let d = try? Data(contentsOf: url), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any]
+            {
                 return o
             }
             try? await Task.sleep(for: .milliseconds(50))

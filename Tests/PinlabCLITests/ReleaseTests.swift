@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// `pinlab --version`, and the binary's resources when it is copied away from the build folder.
@@ -11,7 +11,9 @@ struct ReleaseTests {
         let r = try await CLI.run(["--version"])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.first?.range(of: #"^pinlab \d+\.\d+\.\d+ \(commit [0-9a-z-]+\)$"#, options: .regularExpression) != nil, "\(r.stdout)")
+        #expect(
+            lines.first?.range(of: #"^pinlab \d+\.\d+\.\d+ \(commit [0-9a-z-]+\)$"#, options: .regularExpression)
+                != nil, "\(r.stdout)")
         #expect(lines.contains { $0.hasPrefix("openssl engine: OpenSSL 3.") }, "\(r.stdout)")
         #expect(lines.contains { $0.hasPrefix("gnutls engine: GnuTLS 3.") }, "\(r.stdout)")
     }
@@ -29,14 +31,18 @@ struct ReleaseTests {
         // meanwhile, and then not run (ETXTBSY).
         let cp = try await run(["/bin/cp", bin.path, copy.path])
         #expect(cp.status == 0, "\(cp.output)")
-        for args in [["scenarios", "list"], ["check", "--print-schema", "json"], ["check", "--print-schema", "batch-in"],
-                     ["scenarios", "validate"]] {
+        for args in [
+            ["scenarios", "list"], ["check", "--print-schema", "json"], ["check", "--print-schema", "batch-in"],
+            ["scenarios", "validate"],
+        ] {
             let here = try await CLI.run(args)
             let there = try await run([copy.path] + args)
             #expect(here.status == 0 && there.status == 0, "\(args): \(here.stderr) \(there.stderr)")
             #expect(here.stdout == there.stdout, "\(args) differs in the copied binary")
         }
-        let bundles = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".resources") }
+        let bundles = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter {
+            $0.hasSuffix(".resources")
+        }
         #expect(bundles.isEmpty)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// `pinlab report site`: an index, a page per client and a page per scenario from JSON reports; every link
@@ -20,8 +20,12 @@ struct ReportSiteTests {
         var reports: [String] = []
         for (client, shard) in [("correct", "1/2"), ("correct", "2/2"), ("no-hostname-check", nil)] {
             let out = dir.appendingPathComponent("\(client)-\(reports.count).json").path
-            let r = try await CLI.run(["check", "--client", client, "--engine", "openssl", "--scenarios", Self.scenarios.joined(separator: ","),
-                                       "--format", "json", "--output", out] + (shard.map { ["--shard", $0] } ?? []) + CLI.dirArgs)
+            let r = try await CLI.run(
+                [
+                    "check", "--client", client, "--engine", "openssl", "--scenarios",
+                    Self.scenarios.joined(separator: ","),
+                    "--format", "json", "--output", out,
+                ] + (shard.map { ["--shard", $0] } ?? []) + CLI.dirArgs)
             #expect(r.status == (client == "correct" ? 0 : 1), "\(r.stderr)")
             reports.append(out)
         }
@@ -37,9 +41,12 @@ struct ReportSiteTests {
         let dir = try tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
         let site = try await makeSite(in: dir)
-        let expected = ["index.html", "style.css", "clients/correct.html", "clients/no-hostname-check.html"]
+        let expected =
+            ["index.html", "style.css", "clients/correct.html", "clients/no-hostname-check.html"]
             + Self.scenarios.map { "scenarios/\($0).html" }
-        for f in expected { #expect(FileManager.default.fileExists(atPath: site.appendingPathComponent(f).path), "no \(f)") }
+        for f in expected {
+            #expect(FileManager.default.fileExists(atPath: site.appendingPathComponent(f).path), "no \(f)")
+        }
 
         let pages = try FileManager.default.subpathsOfDirectory(atPath: site.path).filter { $0.hasSuffix(".html") }
         #expect(pages.count == 1 + 2 + Self.scenarios.count, "\(pages)")
@@ -47,10 +54,14 @@ struct ReportSiteTests {
             let url = site.appendingPathComponent(page)
             let html = try String(contentsOf: url, encoding: .utf8)
             #expect(!html.contains("<script"), "\(page) has a script")
-            #expect(!html.contains("http://") && !html.contains("https://") && !html.contains("src=\"//"), "\(page) loads something from elsewhere")
+            #expect(
+                !html.contains("http://") && !html.contains("https://") && !html.contains("src=\"//"),
+                "\(page) loads something from elsewhere")
             for link in Self.attributes(html, "href") + Self.attributes(html, "src") {
                 let parts = link.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-                let target = parts[0].isEmpty ? url : url.deletingLastPathComponent().appendingPathComponent(parts[0]).standardizedFileURL
+                let target =
+                    parts[0].isEmpty
+                    ? url : url.deletingLastPathComponent().appendingPathComponent(parts[0]).standardizedFileURL
                 #expect(target.path.hasPrefix(site.standardizedFileURL.path), "\(page): \(link) leaves the site")
                 let text = try? String(contentsOf: target, encoding: .utf8)
                 #expect(text != nil, "\(page): \(link) does not resolve")
@@ -68,30 +79,44 @@ struct ReportSiteTests {
         for row in rows {
             let cells = row.components(separatedBy: "</tr>")[0].components(separatedBy: "<td>").dropFirst(3)
                 .compactMap { Int($0.components(separatedBy: "</td>")[0]) }
-            #expect(cells.count == 8, "cells, as expected, deviating, another reason, policy, stricter, skipped, unsupported: \(cells)")
+            #expect(
+                cells.count == 8,
+                "cells, as expected, deviating, another reason, policy, stricter, skipped, unsupported: \(cells)")
             if cells.count == 8 {
-                #expect(cells[0] == cells[1] + cells[2] + cells[4] + cells[5] + cells[6] + cells[7], "a row that does not add up: \(cells)")
+                #expect(
+                    cells[0] == cells[1] + cells[2] + cells[4] + cells[5] + cells[6] + cells[7],
+                    "a row that does not add up: \(cells)")
             }
         }
         for id in Self.scenarios {
             let page = try String(contentsOf: site.appendingPathComponent("scenarios/\(id).html"), encoding: .utf8)
-            #expect(page.contains(">correct</a>") && page.contains(">no-hostname-check</a>"), "\(id): a client's row is missing")
+            #expect(
+                page.contains(">correct</a>") && page.contains(">no-hostname-check</a>"),
+                "\(id): a client's row is missing")
         }
         // The deviation is on wrong-host's page with its reason, and the shards of `correct` were joined.
-        let wrongHost = try String(contentsOf: site.appendingPathComponent("scenarios/wrong-host.html"), encoding: .utf8)
+        let wrongHost = try String(
+            contentsOf: site.appendingPathComponent("scenarios/wrong-host.html"), encoding: .utf8)
         #expect(wrongHost.contains("Deviations"))
-        #expect(wrongHost.range(of: #"no-hostname-check</a> × <code>[a-z+-]+</code> × openssl: \S"#, options: .regularExpression) != nil)
+        #expect(
+            wrongHost.range(
+                of: #"no-hostname-check</a> × <code>[a-z+-]+</code> × openssl: \S"#, options: .regularExpression) != nil
+        )
         let baseline = try String(contentsOf: site.appendingPathComponent("scenarios/baseline.html"), encoding: .utf8)
         #expect(!baseline.contains("Deviations"))
         let correct = try String(contentsOf: site.appendingPathComponent("clients/correct.html"), encoding: .utf8)
-        #expect(correct.contains("Conforms") && !correct.contains("m skipped\" title=\"openssl: not run"), "the shards of correct were not joined")
+        #expect(
+            correct.contains("Conforms") && !correct.contains("m skipped\" title=\"openssl: not run"),
+            "the shards of correct were not joined")
     }
 
     @Test("bad input: a missing report and --out naming a file exit 2 and say so")
     func badInput() async throws {
         let dir = try tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let missing = try await CLI.run(["report", "site", dir.appendingPathComponent("nope.json").path, "--out", dir.path])
+        let missing = try await CLI.run([
+            "report", "site", dir.appendingPathComponent("nope.json").path, "--out", dir.path,
+        ])
         #expect(missing.status == 2 && missing.stderr.contains("nope.json: cannot be read"), "\(missing.stderr)")
         let notJSON = dir.appendingPathComponent("x.json")
         try "{}".write(to: notJSON, atomically: true, encoding: .utf8)
@@ -103,13 +128,25 @@ struct ReportSiteTests {
         #expect(mkfifo(fifo.path, 0o600) == 0)
         let folder = dir.appendingPathComponent("scenarios/x.yaml")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        for (args, said) in [(["report", "merge", fifo.path], "it is a FIFO, not a regular file"),
-                             (["report", "merge", dir.path], "it is a directory"),
-                             (["check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl", "--baseline", fifo.path] + CLI.dirArgs,
-                              "it is a FIFO, not a regular file"),
-                             (["check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl", "--baseline", dir.path] + CLI.dirArgs,
-                              "it is a directory"),
-                             (["scenarios", "validate", dir.appendingPathComponent("scenarios").path], "it is a directory")] {
+        for (args, said) in [
+            (["report", "merge", fifo.path], "it is a FIFO, not a regular file"),
+            (["report", "merge", dir.path], "it is a directory"),
+            (
+                [
+                    "check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl", "--baseline",
+                    fifo.path,
+                ] + CLI.dirArgs,
+                "it is a FIFO, not a regular file"
+            ),
+            (
+                [
+                    "check", "--client", "correct", "--scenarios", "baseline", "--engine", "openssl", "--baseline",
+                    dir.path,
+                ] + CLI.dirArgs,
+                "it is a directory"
+            ),
+            (["scenarios", "validate", dir.appendingPathComponent("scenarios").path], "it is a directory"),
+        ] {
             let r = try await CLI.run(args)
             #expect(r.status == 2 && r.stderr.contains(said), "\(args): exit \(r.status): \(r.stderr)")
         }
@@ -125,10 +162,15 @@ struct ReportSiteTests {
         for page in ["index.html", "scenarios/wrong-host.html"] {
             let png = dir.appendingPathComponent(page.replacingOccurrences(of: "/", with: "-") + ".png")
             let shot = try await run(
-                [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1024,768",
-                 "--screenshot=\(png.path)", site.appendingPathComponent(page).absoluteString], timeout: TestTimeouts.browser.timeInterval)
+                [
+                    chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--window-size=1024,768",
+                    "--screenshot=\(png.path)", site.appendingPathComponent(page).absoluteString,
+                ], timeout: TestTimeouts.browser.timeInterval)
             #expect(FileManager.default.fileExists(atPath: png.path), "no screenshot of \(page): \(shot.output)")
-            let check = try await run([python, LabTests.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path])
+            let check = try await run([
+                python, LabTests.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path,
+            ])
             #expect(check.status == 0, "\(page): \(check.output)")
         }
     }
@@ -156,8 +198,11 @@ struct ReportSiteHostileNameTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let plain = dir.appendingPathComponent("plain.json")
-        let r = try await CLI.run(["check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline",
-                                   "--format", "json", "--output", plain.path] + CLI.dirArgs)
+        let r = try await CLI.run(
+            [
+                "check", "--client", "correct", "--engine", "openssl", "--scenarios", "baseline",
+                "--format", "json", "--output", plain.path,
+            ] + CLI.dirArgs)
         #expect(r.status == 0, "\(r.stderr)")
         let names = ["../../escaped<script>alert(1)</script>", "/etc/passwd", "..", ""]
         var reports: [String] = []
@@ -165,7 +210,10 @@ struct ReportSiteHostileNameTests {
             var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: plain)) as? [String: Any])
             json["client"] = name
             if var verdicts = json["verdicts"] as? [[String: Any]] {
-                for k in verdicts.indices { verdicts[k]["scenario"] = "../../../pwn-\(i)"; verdicts[k]["client"] = name }
+                for k in verdicts.indices {
+                    verdicts[k]["scenario"] = "../../../pwn-\(i)"
+                    verdicts[k]["client"] = name
+                }
                 json["verdicts"] = verdicts
             }
             if var scenarios = json["scenarios"] as? [[String: Any]] {
@@ -186,7 +234,9 @@ struct ReportSiteHostileNameTests {
         #expect(outside.isEmpty, "written outside the site: \(outside)")
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("pwn-0.html").path))
         let pages = try FileManager.default.subpathsOfDirectory(atPath: site.path).filter { $0.hasSuffix(".html") }
-        #expect(pages.count == 1 + names.count + names.count, "an index, one page per client and per scenario id: \(pages.sorted())")
+        #expect(
+            pages.count == 1 + names.count + names.count,
+            "an index, one page per client and per scenario id: \(pages.sorted())")
         for page in pages {
             #expect(!page.contains(".."), "\(page)")
             let html = try String(contentsOf: site.appendingPathComponent(page), encoding: .utf8)

@@ -1,9 +1,10 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
-@testable import PinningLabTimeline
 import PinningLabPKI
+import PinningLabTestSupport
 import Testing
+
+@testable import PinningLabTimeline
 
 /// `pinlab timeline` (issue 24): every renewal's real chain is issued, served and checked by the reference client
 /// with each pin set. Each expected break is written by reasoning from the policy; the runs confirm it.
@@ -22,13 +23,15 @@ struct TimelineCLITests {
 
     static func timeline(_ args: [String]) async throws -> Run {
         let r = try await CLI.run(["timeline", "--format", "json"] + args + CLI.dirArgs)
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)\n\(r.stderr)")
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)\n\(r.stderr)")
         var lanes: [String: Lane] = [:]
         for l in json["lanes"] as? [[String: Any]] ?? [] {
             let name = (l["lane"] as? [String: Any])?["name"] as? String ?? "?"
             lanes[name] = Lane(name: name, firstBreakDay: (l["firstBreak"] as? [String: Any])?["day"] as? Int)
         }
-        return Run(status: r.status, lanes: lanes, renewals: json["renewals"] as? [[String: Any]] ?? [], stdout: r.stdout)
+        return Run(
+            status: r.status, lanes: lanes, renewals: json["renewals"] as? [[String: Any]] ?? [], stdout: r.stdout)
     }
 
     /// 47-day certificates renewed at day 31 (two thirds) with a new key each time: the first re-key uses the
@@ -52,7 +55,10 @@ struct TimelineCLITests {
     /// changes, so leaf pins other than the certificate hash hold.
     @Test(arguments: ["0", "120"])
     func aRootPinHoldsUntilTheRolloverAndTheNextRootKeepsIt(crossSignDays: String) async throws {
-        let r = try await Self.timeline(["--validity", "90", "--no-rekey", "--rollover-day", "100", "--cross-sign-days", crossSignDays, "--horizon", "300"])
+        let r = try await Self.timeline([
+            "--validity", "90", "--no-rekey", "--rollover-day", "100", "--cross-sign-days", crossSignDays, "--horizon",
+            "300",
+        ])
         #expect(r.lanes["root-spki"]?.firstBreakDay == 100, "\(r.stdout)")
         #expect(r.lanes["root-spki+next-root"] != nil && r.lanes["root-spki+next-root"]?.firstBreakDay == nil)
         #expect(r.lanes["leaf-spki"]?.firstBreakDay == nil && r.lanes["leaf-spki+backup"]?.firstBreakDay == nil)
@@ -72,9 +78,14 @@ struct TimelineCLITests {
         let days = r.renewals.compactMap { $0["day"] as? Int }
         #expect(days.first == 0 && days.contains(73), "\(days)")
         let switched = try #require(r.renewals.first { $0["day"] as? Int == 73 })
-        #expect((switched["intermediate"] as? String)?.hasPrefix("lab-yr") == true && switched["root"] as? String == "lab-root-2"
+        #expect(
+            (switched["intermediate"] as? String)?.hasPrefix("lab-yr") == true
+                && switched["root"] as? String == "lab-root-2"
                 && switched["crossSigned"] as? Bool == true, "\(switched)")
-        #expect(r.renewals.filter { ($0["day"] as? Int ?? 0) < 73 }.allSatisfy { ($0["intermediate"] as? String)?.hasPrefix("lab-yr") == false })
+        #expect(
+            r.renewals.filter { ($0["day"] as? Int ?? 0) < 73 }.allSatisfy {
+                ($0["intermediate"] as? String)?.hasPrefix("lab-yr") == false
+            })
         // 2026-03-01 + day → the validity of that day's issuance.
         func validity(_ day: Int) -> Int? { r.renewals.first { $0["day"] as? Int == day }?["validityDays"] as? Int }
         let start = try #require(CAPolicy.day("2026-03-01"))
@@ -100,7 +111,8 @@ struct TimelineCLITests {
             let folder = TestScratch.root.appendingPathComponent("pinlab-geny-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
-            let pki = try TimelinePKI.issue(policy: policy, renewals: policy.plan(horizonDays: 200, start: start), in: folder, labKeys: nil)
+            let pki = try TimelinePKI.issue(
+                policy: policy, renewals: policy.plan(horizonDays: 200, start: start), in: folder, labKeys: nil)
             let root = try pki.identity("lab-root-2")
             #expect(root.keyType == (ecdsa ? .p384 : .rsa4096))
             #expect(root.subject.contains(ecdsa ? "YE" : "YR"), "\(root.subject)")
@@ -112,9 +124,13 @@ struct TimelineCLITests {
                 let file = folder.appendingPathComponent("\(name).der")
                 try Data(i.certificateDER).write(to: file)
                 let openssl = try #require(ChildProcess.resolve("openssl"))
-                let eku = await ChildProcess.run([openssl, "x509", "-inform", "der", "-in", file.path, "-noout", "-ext", "extendedKeyUsage"], timeout: TestTimeouts.command)
+                let eku = await ChildProcess.run(
+                    [openssl, "x509", "-inform", "der", "-in", file.path, "-noout", "-ext", "extendedKeyUsage"],
+                    timeout: TestTimeouts.command)
                 let text = String(decoding: eku.stdout, as: UTF8.self)
-                #expect(text.contains("TLS Web Server Authentication") && !text.contains("Client Authentication"), "\(name): \(text)")
+                #expect(
+                    text.contains("TLS Web Server Authentication") && !text.contains("Client Authentication"),
+                    "\(name): \(text)")
             }
         }
     }
@@ -144,7 +160,9 @@ struct TimelineCLITests {
         #expect(r.lanes["pins.json: localhost"]?.firstBreakDay == 62, "\(r.lanes.keys.sorted())")
         #expect(r.status == 1)
         let root = try await CLI.run(["pki", "pins", "lab-root", "--format", "okhttp"] + CLI.dirArgs)
-        let pin = try #require(root.stdout.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("sha256/") }.map(String.init), "\(root.stdout)")
+        let pin = try #require(
+            root.stdout.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("sha256/") }.map(String.init),
+            "\(root.stdout)")
         let held = try await Self.timeline(["--preset", "sc081-47", "--horizon", "100", "--pin", pin])
         #expect(held.lanes["your pins"]?.firstBreakDay == nil && held.status == 0, "\(held.stdout)")
     }
@@ -158,12 +176,16 @@ struct TimelineCLITests {
         defer { try? FileManager.default.removeItem(at: tmp) }
         var env = ProcessInfo.processInfo.environment
         env["TMPDIR"] = tmp.path
-        let ok = await ChildProcess.run([bin.path, "timeline", "--preset", "sc081-47", "--horizon", "100"] + CLI.dirArgs,
-                                        environment: env, timeout: TestTimeouts.command)
+        let ok = await ChildProcess.run(
+            [bin.path, "timeline", "--preset", "sc081-47", "--horizon", "100"] + CLI.dirArgs,
+            environment: env, timeout: TestTimeouts.command)
         #expect(ok.status == 0, "\(ok.stderrText)")
-        let engine = await ChildProcess.run([bin.path, "timeline", "--engine", "bogus"] + CLI.dirArgs, environment: env, timeout: TestTimeouts.command)
+        let engine = await ChildProcess.run(
+            [bin.path, "timeline", "--engine", "bogus"] + CLI.dirArgs, environment: env, timeout: TestTimeouts.command)
         #expect(engine.status == 2 && engine.stderrText.contains("--engine"), "\(engine.stderrText)")
-        let left = ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.hasPrefix("pinlab-timeline") }
+        let left = ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter {
+            $0.hasPrefix("pinlab-timeline")
+        }
         #expect(left.isEmpty, "left behind: \(left)")
     }
 
@@ -177,8 +199,10 @@ struct TimelineCLITests {
             (["--start", "tomorrow"], "--start: 'tomorrow' is not a date"),
             // A date the formatter would roll over (to 2027-03-02), and a number that overflowed the plan (trap, 132).
             (["--start", "2027-02-30"], "--start: '2027-02-30' is not a date"),
-            (["--rollover-day", "5", "--horizon", "10", "--cross-sign-days", "9223372036854775807"],
-             "--cross-sign-days: 9223372036854775807 days"),
+            (
+                ["--rollover-day", "5", "--horizon", "10", "--cross-sign-days", "9223372036854775807"],
+                "--cross-sign-days: 9223372036854775807 days"
+            ),
             (["--pins", "/nonexistent/pins.json"], "--pins: /nonexistent/pins.json"),
         ] {
             let r = try await CLI.run(["timeline"] + args + CLI.dirArgs)
@@ -188,7 +212,8 @@ struct TimelineCLITests {
     }
 
     /// The HTML picture renders in headless Chromium and is not blank (CI installs Chromium).
-    @Test(.enabled(if: LabTests.chromium != nil || Tool.inCI, "Chromium is not installed (apt-get install -y chromium)"))
+    @Test(
+        .enabled(if: LabTests.chromium != nil || Tool.inCI, "Chromium is not installed (apt-get install -y chromium)"))
     func htmlPictureRendersInHeadlessChromium() async throws {
         let chromium = try #require(LabTests.chromium, "CI installs Chromium (.ci/run); none was found")
         let python = try #require(LabTests.python)
@@ -197,15 +222,23 @@ struct TimelineCLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let html = dir.appendingPathComponent("timeline.html")
         let png = dir.appendingPathComponent("timeline.png")
-        let r = try await CLI.run(["timeline", "--preset", "letsencrypt-2024", "--rollover-day", "200", "--format", "html", "--output", html.path] + CLI.dirArgs)
+        let r = try await CLI.run(
+            [
+                "timeline", "--preset", "letsencrypt-2024", "--rollover-day", "200", "--format", "html", "--output",
+                html.path,
+            ] + CLI.dirArgs)
         #expect(r.status == 0, "\(r.stderr)")
         let page = try String(contentsOf: html, encoding: .utf8)
         #expect(page.contains("<svg") && page.contains("intermediate-spki") && page.contains("breaks on day"))
         let shot = await ChildProcess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900",
-             "--screenshot=\(png.path)", html.absoluteString], timeout: TestTimeouts.browser)
+            [
+                chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900",
+                "--screenshot=\(png.path)", html.absoluteString,
+            ], timeout: TestTimeouts.browser)
         #expect(FileManager.default.fileExists(atPath: png.path), "no screenshot: \(shot.output)")
-        let check = await ChildProcess.run([python, LabTests.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path], timeout: .seconds(30))
+        let check = await ChildProcess.run(
+            [python, LabTests.root.appendingPathComponent("labs/tools/pngcheck.py").path, png.path],
+            timeout: .seconds(30))
         #expect(check.status == 0, "\(check.output)")
     }
 }

@@ -1,9 +1,9 @@
+import Foundation
+import PinningLab
+import PinningLabCore
 // A small PKI generated at test time with the openssl CLI (never checked in), and pins computed by the CLI too,
 // so the clients' own hashing is checked against an independent implementation.
 import PinningLabTestSupport
-import Foundation
-import PinningLabCore
-import PinningLab
 
 struct ClientTestPKIError: Error, CustomStringConvertible {
     var description: String
@@ -14,8 +14,9 @@ struct ClientTestPKIError: Error, CustomStringConvertible {
 @discardableResult
 func clientTestShell(_ script: String, in directory: URL) throws -> Data {
     let quoted = "'" + directory.path.replacingOccurrences(of: "'", with: "'\\''") + "'"
-    let r = ChildProcess.runBlocking(["/bin/bash", "-euo", "pipefail", "-c", "cd \(quoted) && \(script)"],
-                                     timeout: TestTimeouts.command)
+    let r = ChildProcess.runBlocking(
+        ["/bin/bash", "-euo", "pipefail", "-c", "cd \(quoted) && \(script)"],
+        timeout: TestTimeouts.command)
     guard r.status == 0 else {
         throw ClientTestPKIError(description: "script failed (\(r.status)): \(script.prefix(200))… \(r.stderrText)")
     }
@@ -57,21 +58,25 @@ final class ClientTestPKI: Sendable {
 
     /// SHA-256 of the SPKI DER of certificate `name`, computed by the openssl CLI.
     func spkiPin(_ name: String) throws -> [UInt8] {
-        [UInt8](try clientTestShell(
-            "openssl x509 -in \(name).pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary",
-            in: directory))
+        [UInt8](
+            try clientTestShell(
+                "openssl x509 -in \(name).pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary",
+                in: directory))
     }
 
     /// SHA-256 of the DER of certificate `name`, computed by the openssl CLI.
     func certificatePin(_ name: String) throws -> [UInt8] {
-        [UInt8](try clientTestShell("openssl x509 -in \(name).pem -outform der | openssl dgst -sha256 -binary", in: directory))
+        [UInt8](
+            try clientTestShell(
+                "openssl x509 -in \(name).pem -outform der | openssl dgst -sha256 -binary", in: directory))
     }
 
     /// The client credentials of certificate `name` (chain: `name` then `issuers`), key as PKCS#8 DER.
     func credentials(_ name: String, issuers: [String]) throws -> ClientCredentials {
         ClientCredentials(
             certificateChainDER: try ([name] + issuers).map { try der($0) },
-            privateKeyPKCS8DER: [UInt8](try clientTestShell("openssl pkey -in \(name).key -outform der", in: directory)))
+            privateKeyPKCS8DER: [UInt8](try clientTestShell("openssl pkey -in \(name).key -outform der", in: directory))
+        )
     }
 
     private static let script = #"""

@@ -1,8 +1,8 @@
 // `openssl s_server -www -msg` as the independent server under the reference clients: serves exactly the chain
 // given, answers one connection, and its message trace tells whether application data arrived (the oracle).
 import Foundation
-import PinningLabCore
 import PinningLab
+import PinningLabCore
 
 /// How one test server is configured.
 struct ClientTestServerConfig: Sendable, CustomStringConvertible {
@@ -50,13 +50,17 @@ struct ClientTestServerLog: Sendable {
     /// Whether the ClientHello carried a server_name extension (type 0x0000) naming `host`.
     func clientHelloHasServerName(_ host: String) -> Bool {
         let lines = text.split(separator: "\n").map(String.init)
-        guard let start = lines.firstIndex(where: { $0.hasPrefix("<<< ") && $0.hasSuffix("ClientHello") }) else { return false }
+        guard let start = lines.firstIndex(where: { $0.hasPrefix("<<< ") && $0.hasSuffix("ClientHello") }) else {
+            return false
+        }
         let hex = lines[(start + 1)...].prefix(while: { $0.hasPrefix("    ") })
             .map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
         let name = host.utf8.map { String(format: "%02x", $0) }.joined(separator: " ")
         // server_name_list length, host_name type 0, name length, name
-        let entry = String(format: "%02x %02x 00 %02x %02x ", (host.utf8.count + 3) >> 8, (host.utf8.count + 3) & 0xff,
-            host.utf8.count >> 8, host.utf8.count & 0xff) + name
+        let entry =
+            String(
+                format: "%02x %02x 00 %02x %02x ", (host.utf8.count + 3) >> 8, (host.utf8.count + 3) & 0xff,
+                host.utf8.count >> 8, host.utf8.count & 0xff) + name
         return hex.contains(entry)
     }
 }
@@ -95,8 +99,9 @@ final class ClientTestServer: Sendable {
         }
         arguments += config.extraArguments
 
-        let process = try ChildProcess.spawnBackground(["openssl"] + arguments, stdoutFile: logFile.path,
-                                                       stderrFile: logFile.path)
+        let process = try ChildProcess.spawnBackground(
+            ["openssl"] + arguments, stdoutFile: logFile.path,
+            stderrFile: logFile.path)
 
         for _ in 0..<400 {
             let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
@@ -143,7 +148,9 @@ final class ClientTestSilentListener: @unchecked Sendable {  // immutable after 
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         guard bound, !listening || listen(fd, 8) == 0 else {
             close(fd)

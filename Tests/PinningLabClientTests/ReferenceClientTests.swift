@@ -1,10 +1,10 @@
 // Every reference client against real `openssl s_server` handshakes on 127.0.0.1. The server's message trace is
 // the oracle: an accepting client must have sent application data, a refusing one must not have.
 import Foundation
-import PinningLabTestSupport
-import PinningLabCore
 import PinningLab
+import PinningLabCore
 import PinningLabReferenceClients
+import PinningLabTestSupport
 import Testing
 
 enum ClientExpectation: Sendable, CustomStringConvertible {
@@ -44,7 +44,8 @@ enum ClientTestPins: Sendable {
                 default: "openssl pkey -pubin -outform der | tail -c 65"
                 }
             let hash = try clientTestShell(
-                "openssl x509 -in \(name).pem -pubkey -noout | \(bare) | openssl dgst -sha256 -binary", in: pki.directory)
+                "openssl x509 -in \(name).pem -pubkey -noout | \(bare) | openssl dgst -sha256 -binary",
+                in: pki.directory)
             return PinSet(kind: .spkiSHA256, hashes: [[UInt8](hash)])
         }
     }
@@ -80,9 +81,12 @@ struct ClientCase: Sendable, CustomTestStringConvertible {
         expected[Self.columns.firstIndex(of: client) ?? 0]
     }
 
-    static let columns = ["correct", "pin-presented-chain", "pin-replaces-validation", "no-hostname-check", "raw-key-hash", "no-pinning"]
+    static let columns = [
+        "correct", "pin-presented-chain", "pin-replaces-validation", "no-hostname-check", "raw-key-hash", "no-pinning",
+    ]
 }
 
+// swift-format-ignore: AlwaysUseLowerCamelCase
 let A = ClientExpectation.accept
 let pin = ClientExpectation.refuse(.pinMismatch)
 func chain(_ detail: String) -> ClientExpectation { .refuse(.chainInvalid, detail) }
@@ -97,12 +101,16 @@ let untrusted = "unable to get local issuer certificate"
 let clientCases: [ClientCase] = [
     //                                                                 correct ppc    prv    no-host raw   no-pin
     ClientCase(name: "baseline leaf-spki", server: good, pins: .spki(["leaf-v1"]), expected: [A, A, A, A, pin, A]),
-    ClientCase(name: "baseline leaf-cert", server: good, pins: .certificate(["leaf-v1"]), expected: [A, A, A, A, A, A]),
-    ClientCase(name: "baseline intermediate-spki", server: good, pins: .spki(["int-a"]), expected: [A, A, A, A, pin, A]),
+    ClientCase(
+        name: "baseline leaf-cert", server: good, pins: .certificate(["leaf-v1"]), expected: [A, A, A, A, A, A]),
+    ClientCase(
+        name: "baseline intermediate-spki", server: good, pins: .spki(["int-a"]), expected: [A, A, A, A, pin, A]),
     // The root is not sent: only the validated chain contains it.
-    ClientCase(name: "baseline root-spki", server: good, pins: .spki(["lab-root"]), expected: [A, pin, pin, A, pin, A]),
+    ClientCase(
+        name: "baseline root-spki", server: good, pins: .spki(["lab-root"]), expected: [A, pin, pin, A, pin, A]),
     ClientCase(name: "baseline none", server: good, pins: .none, expected: [A, A, A, A, A, A]),
-    ClientCase(name: "baseline bare-key pin", server: good, pins: .bareKey("leaf-v1"), expected: [pin, pin, pin, pin, A, A]),
+    ClientCase(
+        name: "baseline bare-key pin", server: good, pins: .bareKey("leaf-v1"), expected: [pin, pin, pin, pin, A, A]),
     ClientCase(
         name: "rsa-2048 leaf-spki", server: .init(leaf: "rsa-2048", chain: ["int-a"]), pins: .spki(["rsa-2048"]),
         expected: [A, A, A, A, pin, A]),
@@ -118,12 +126,15 @@ let clientCases: [ClientCase] = [
     ClientCase(
         name: "baseline over ::1 leaf-spki", server: .init(leaf: "leaf-v1", chain: ["int-a"], ipv6: true),
         pins: .spki(["leaf-v1"]), expected: [A, A, A, A, pin, A]),
-    ClientCase(name: "baseline wrong pin", server: good, pins: .spki(["leaf-v3"]), expected: [pin, pin, pin, pin, pin, A]),
     ClientCase(
-        name: "baseline TLS 1.2 leaf-spki", server: .init(leaf: "leaf-v1", chain: ["int-a"], extraArguments: ["-tls1_2"]),
+        name: "baseline wrong pin", server: good, pins: .spki(["leaf-v3"]), expected: [pin, pin, pin, pin, pin, A]),
+    ClientCase(
+        name: "baseline TLS 1.2 leaf-spki",
+        server: .init(leaf: "leaf-v1", chain: ["int-a"], extraArguments: ["-tls1_2"]),
         pins: .spki(["leaf-v1"]), expected: [A, A, A, A, pin, A]),
     ClientCase(
-        name: "baseline TLS 1.2 wrong pin", server: .init(leaf: "leaf-v1", chain: ["int-a"], extraArguments: ["-tls1_2"]),
+        name: "baseline TLS 1.2 wrong pin",
+        server: .init(leaf: "leaf-v1", chain: ["int-a"], extraArguments: ["-tls1_2"]),
         pins: .spki(["leaf-v3"]), expected: [pin, pin, pin, pin, pin, A]),
     ClientCase(
         name: "renewal-same-key leaf-spki", server: .init(leaf: "leaf-v2", chain: ["int-a"]), pins: .spki(["leaf-v1"]),
@@ -160,21 +171,28 @@ let clientCases: [ClientCase] = [
         name: "weak-key none", server: weak, pins: .none, expected: Array(repeating: chain("key too weak"), count: 6)),
     ClientCase(
         name: "weak-key leaf-cert", server: weak, pins: .certificate(["weak"]),
-        expected: [chain("key too weak"), chain("key too weak"), A, chain("key too weak"), chain("key too weak"), chain("key too weak")]),
+        expected: [
+            chain("key too weak"), chain("key too weak"), A, chain("key too weak"), chain("key too weak"),
+            chain("key too weak"),
+        ]),
     ClientCase(
-        name: "mtls-valid leaf-spki", server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca"),
+        name: "mtls-valid leaf-spki",
+        server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca"),
         pins: .spki(["leaf-v1"]), credentials: ("client", []), expected: [A, A, A, A, pin, A]),
     // Our pin check happens first (inside the handshake), so raw-key-hash refuses for its own reason.
     ClientCase(
-        name: "mtls-missing leaf-spki", server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca"),
+        name: "mtls-missing leaf-spki",
+        server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca"),
         pins: .spki(["leaf-v1"]), expected: [clientAuth, clientAuth, clientAuth, clientAuth, pin, clientAuth]),
     ClientCase(
         name: "mtls-missing TLS 1.2 none",
-        server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca", extraArguments: ["-tls1_2"]),
+        server: .init(
+            leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca", extraArguments: ["-tls1_2"]),
         pins: .none, expected: Array(repeating: clientAuth, count: 6)),
     // A client certificate from an issuer the server does not trust.
     ClientCase(
-        name: "mtls-untrusted-client none", server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca"),
+        name: "mtls-untrusted-client none",
+        server: .init(leaf: "leaf-v1", chain: ["int-a"], requireClientCertificateFrom: "client-ca"),
         pins: .none, credentials: ("rogue-leaf", []), expected: Array(repeating: clientAuth, count: 6)),
     // The client sends its intermediate too (the server trusts only the client CA).
     ClientCase(
@@ -198,7 +216,10 @@ struct ReferenceClientTests {
         let outcome = await client.run(target)
         let log = await server.finish()
         let sawRequest = log.receivedApplicationData
-        let context = Comment(rawValue: "\(clientName) on \(scenario.name): \(outcome.claim) \(outcome.category?.rawValue ?? "") — \(outcome.detail)")
+        let context = Comment(
+            rawValue:
+                "\(clientName) on \(scenario.name): \(outcome.claim) \(outcome.category?.rawValue ?? "") — \(outcome.detail)"
+        )
 
         switch scenario.expectation(for: clientName) {
         case .accept:
@@ -279,8 +300,12 @@ struct ReferenceClientTests {
         #expect(!client.mistake.explanation.isEmpty && !client.mistake.prediction.isEmpty)
         if name != "correct" {
             #expect(client.mistake != .none)
-            #expect(client.mistake.explanation != ReferenceClient.Mistake.none.explanation, "\(name) explains itself as correct")
-            #expect(client.mistake.prediction != ReferenceClient.Mistake.none.prediction, "\(name) predicts it passes everything")
+            #expect(
+                client.mistake.explanation != ReferenceClient.Mistake.none.explanation,
+                "\(name) explains itself as correct")
+            #expect(
+                client.mistake.prediction != ReferenceClient.Mistake.none.prediction,
+                "\(name) predicts it passes everything")
         }
     }
 
@@ -299,8 +324,10 @@ struct ReferenceClientTests {
     /// The README's table of reference clients ("What `pinlab demo` shows") lists exactly the clients the package
     /// has, in the same order, so the documentation and the code cannot drift apart.
     @Test func theReadmeListsEveryReferenceClient() throws {
-        let readme = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md"),
+            encoding: .utf8)
         let section = try #require(readme.range(of: "## What `pinlab demo` shows"))
         let table = readme[section.upperBound...].split(separator: "\n").drop { !$0.hasPrefix("| client |") }
             .dropFirst(2).prefix { $0.hasPrefix("| `") }
@@ -313,7 +340,9 @@ struct ReferenceClientTests {
     func closedPort() async throws {
         let closed = try ClientTestSilentListener(listening: false)
         let outcome = await ReferenceClient.correct.run(
-            ClientTarget(port: closed.port, trustRootsDER: [], pins: .empty, scenario: "closed", profile: .none, timeout: .seconds(5)))
+            ClientTarget(
+                port: closed.port, trustRootsDER: [], pins: .empty, scenario: "closed", profile: .none,
+                timeout: .seconds(5)))
         withExtendedLifetime(closed) {}
         #expect(outcome.claim == .refused)
         #expect(outcome.detail.contains("connect"), "\(outcome.detail)")
@@ -336,7 +365,8 @@ struct ReferenceClientConfigurationTests {
             target.trustRootsDER.append([0x30, 0x03, 0x02, 0x01, 0x00])
             expected = "trustRootsDER[1]"
         case "key":
-            target.clientCredentials = ClientCredentials(certificateChainDER: valid.certificateChainDER, privateKeyPKCS8DER: [1, 2, 3])
+            target.clientCredentials = ClientCredentials(
+                certificateChainDER: valid.certificateChainDER, privateKeyPKCS8DER: [1, 2, 3])
             expected = "clientCredentials.privateKeyPKCS8DER"
         case "mismatched-key":
             let other = try pki.credentials("client2", issuers: [])
@@ -344,7 +374,8 @@ struct ReferenceClientConfigurationTests {
                 certificateChainDER: valid.certificateChainDER, privateKeyPKCS8DER: other.privateKeyPKCS8DER)
             expected = "does not fit"
         default:
-            target.clientCredentials = ClientCredentials(certificateChainDER: [], privateKeyPKCS8DER: valid.privateKeyPKCS8DER)
+            target.clientCredentials = ClientCredentials(
+                certificateChainDER: [], privateKeyPKCS8DER: valid.privateKeyPKCS8DER)
             expected = "certificateChainDER is empty"
         }
         let outcome = await ReferenceClient.correct.run(target)

@@ -1,8 +1,9 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
-@testable import PinningLabControl
+import PinningLabTestSupport
 import Testing
+
+@testable import PinningLabControl
 
 /// `POST /batch` and `DELETE /batch/{id}` driven with curl: the batch document of a selection of cells, one server per
 /// cell registered under the batch, the Python batch harness of Examples/Batch judging the document, each cell's
@@ -16,10 +17,12 @@ struct BatchRouteTests {
     func batchOfASelectionIsStartedJudgedObservedAndStopped() async throws {
         try await ControlTestLab.withControl { control, _ in
             let base = control.url
-            let r = try await Curl.request("POST", base + "batch", json: #"""
-                {"scenarios": ["baseline", "rekey"], "profiles": ["none", "leaf-spki"], "engines": ["openssl", "gnutls"],
-                 "cellTimeoutSeconds": 5}
-                """#)
+            let r = try await Curl.request(
+                "POST", base + "batch",
+                json: #"""
+                    {"scenarios": ["baseline", "rekey"], "profiles": ["none", "leaf-spki"], "engines": ["openssl", "gnutls"],
+                     "cellTimeoutSeconds": 5}
+                    """#)
             #expect(r.status == 201, "\(r.text)")
             let body = try r.json()
             let batch = try #require(body["batch"] as? String)
@@ -29,17 +32,20 @@ struct BatchRouteTests {
             #expect(document["cellTimeoutSeconds"] as? Double == 5)
             let cells = try #require(document["cells"] as? [[String: Any]])
             let ids = cells.compactMap { $0["id"] as? String }
-            #expect(ids == [
-                "baseline/none/openssl", "baseline/leaf-spki/openssl", "baseline/none/gnutls", "baseline/leaf-spki/gnutls",
-                "rekey/none/openssl", "rekey/leaf-spki/openssl", "rekey/none/gnutls", "rekey/leaf-spki/gnutls",
-            ])
+            #expect(
+                ids == [
+                    "baseline/none/openssl", "baseline/leaf-spki/openssl", "baseline/none/gnutls",
+                    "baseline/leaf-spki/gnutls",
+                    "rekey/none/openssl", "rekey/leaf-spki/openssl", "rekey/none/gnutls", "rekey/leaf-spki/gnutls",
+                ])
             #expect(Set(cells.compactMap { $0["port"] as? Int }).count == 8, "a port of its own per cell")
             let servers = try #require(body["servers"] as? [[String: Any]])
             #expect(servers.compactMap { $0["cell"] as? String } == ids)
             #expect((body["unsupported"] as? [Any])?.isEmpty == true)
-            let serverOf = Dictionary(uniqueKeysWithValues: servers.compactMap { s in
-                (s["cell"] as? String).flatMap { c in (s["server"] as? String).map { (c, $0) } }
-            })
+            let serverOf = Dictionary(
+                uniqueKeysWithValues: servers.compactMap { s in
+                    (s["cell"] as? String).flatMap { c in (s["server"] as? String).map { (c, $0) } }
+                })
 
             // Registered like any server: listed with their batch and cell.
             let listed = try #require(try await Curl.get(base + "servers").json()["servers"] as? [[String: Any]])
@@ -54,7 +60,8 @@ struct BatchRouteTests {
             try JSONSerialization.data(withJSONObject: document).write(to: docFile)
             var env = ProcessInfo.processInfo.environment
             env["PINLAB_BATCH"] = docFile.path
-            let harness = await ChildProcess.run(["python3", Self.python], environment: env, timeout: TestTimeouts.command)
+            let harness = await ChildProcess.run(
+                ["python3", Self.python], environment: env, timeout: TestTimeouts.command)
             #expect(harness.status == 0, "\(harness.stderrText)")
             var claims: [String: String] = [:]
             for line in harness.stdoutText.split(separator: "\n") {
@@ -89,7 +96,9 @@ struct BatchRouteTests {
             #expect(try again.json()["field"] as? String == "id")
             // Every stopped cell's listening socket is gone (by inode: a freed port may already be another suite's
             // server), and a port nothing listens on refuses curl.
-            for (port, inodes) in zip(ports, listening) { await ControlTestLab.expectClosed(port: port, listening: inodes) }
+            for (port, inodes) in zip(ports, listening) {
+                await ControlTestLab.expectClosed(port: port, listening: inodes)
+            }
         }
     }
 
@@ -98,7 +107,9 @@ struct BatchRouteTests {
     func malformedBatchRequestsGetA4xxNamingTheField() async throws {
         try await ControlTestLab.withControl { control, _ in
             let base = control.url
-            func expectError(_ json: String?, status: Int, field: String?, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            func expectError(
+                _ json: String?, status: Int, field: String?, sourceLocation: SourceLocation = #_sourceLocation
+            ) async throws {
                 let r = try await Curl.request("POST", base + "batch", json: json)
                 #expect(r.status == status, "\(json ?? "no body"): \(r.text)", sourceLocation: sourceLocation)
                 #expect(r.contentType.hasPrefix("application/json"), sourceLocation: sourceLocation)
@@ -116,13 +127,19 @@ struct BatchRouteTests {
             try await expectError(#"{"scenarios": ["baseline", 3]}"#, status: 400, field: "scenarios")
             try await expectError(#"{"scenarios": ["baseline", "baseline"]}"#, status: 400, field: "scenarios")
             try await expectError(#"{"scenarios": ["no-such"]}"#, status: 404, field: "scenarios")
-            try await expectError(#"{"scenarios": ["baseline"], "profiles": ["leaf-everything"]}"#, status: 400, field: "profiles")
+            try await expectError(
+                #"{"scenarios": ["baseline"], "profiles": ["leaf-everything"]}"#, status: 400, field: "profiles")
             try await expectError(#"{"scenarios": ["baseline"], "profiles": null}"#, status: 400, field: "profiles")
-            try await expectError(#"{"scenarios": ["baseline"], "engines": ["boringssl"]}"#, status: 404, field: "engines")
-            try await expectError(#"{"scenarios": ["baseline"], "cellTimeoutSeconds": "10"}"#, status: 400, field: "cellTimeoutSeconds")
-            try await expectError(#"{"scenarios": ["baseline"], "cellTimeoutSeconds": 0}"#, status: 400, field: "cellTimeoutSeconds")
-            try await expectError(#"{"scenarios": ["baseline"], "cellTimeoutSeconds": 1e9}"#, status: 400, field: "cellTimeoutSeconds")
-            try await expectError(#"{"scenarios": ["baseline"], "cellTimeoutSeconds": true}"#, status: 400, field: "cellTimeoutSeconds")
+            try await expectError(
+                #"{"scenarios": ["baseline"], "engines": ["boringssl"]}"#, status: 404, field: "engines")
+            try await expectError(
+                #"{"scenarios": ["baseline"], "cellTimeoutSeconds": "10"}"#, status: 400, field: "cellTimeoutSeconds")
+            try await expectError(
+                #"{"scenarios": ["baseline"], "cellTimeoutSeconds": 0}"#, status: 400, field: "cellTimeoutSeconds")
+            try await expectError(
+                #"{"scenarios": ["baseline"], "cellTimeoutSeconds": 1e9}"#, status: 400, field: "cellTimeoutSeconds")
+            try await expectError(
+                #"{"scenarios": ["baseline"], "cellTimeoutSeconds": true}"#, status: 400, field: "cellTimeoutSeconds")
             // The whole catalogue is more than the default 32 servers: 409, and nothing started.
             try await expectError("{}", status: 409, field: nil)
             #expect((try await Curl.get(base + "servers").json()["servers"] as? [Any])?.isEmpty == true)

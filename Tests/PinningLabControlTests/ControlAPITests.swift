@@ -1,8 +1,9 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
-@testable import PinningLabControl
+import PinningLabTestSupport
 import Testing
+
+@testable import PinningLabControl
 
 /// The control API driven with a real HTTP client (curl), serving real TLS servers that real TLS clients (curl,
 /// openssl s_client) connect to.
@@ -19,7 +20,8 @@ struct ControlAPITests {
             #expect(try health.json()["status"] as? String == "ok")
 
             // Start rekey on GnuTLS.
-            let started = try await Curl.request("POST", base + "servers", json: #"{"scenario": "rekey", "engine": "gnutls"}"#)
+            let started = try await Curl.request(
+                "POST", base + "servers", json: #"{"scenario": "rekey", "engine": "gnutls"}"#)
             #expect(started.status == 201, "\(started.text)")
             let server = try started.json()
             let id = try #require(server["id"] as? String)
@@ -38,10 +40,14 @@ struct ControlAPITests {
 
             // Connect: curl trusting the lab root accepts; curl pinned to K1 (leaf-v1) refuses.
             let leafV1Pin = try pki.identity("leaf-v1").pins.spkiBase64
-            let accepting = await ChildProcess.run(["curl", "-s", "-o", "/dev/null", "--cacert", trustFile, url], timeout: .seconds(30))
+            let accepting = await ChildProcess.run(
+                ["curl", "-s", "-o", "/dev/null", "--cacert", trustFile, url], timeout: .seconds(30))
             #expect(accepting.status == 0, "\(accepting.stderrText)")
             let pinned = await ChildProcess.run(
-                ["curl", "-s", "-o", "/dev/null", "--cacert", trustFile, "--pinnedpubkey", PinFormat.curlPin(leafV1Pin), url],
+                [
+                    "curl", "-s", "-o", "/dev/null", "--cacert", trustFile, "--pinnedpubkey",
+                    PinFormat.curlPin(leafV1Pin), url,
+                ],
                 timeout: .seconds(30))
             #expect(pinned.status == 90, "curl pinned to K1 refuses the re-keyed leaf (exit 90): \(pinned.stderrText)")
 
@@ -55,13 +61,15 @@ struct ControlAPITests {
             #expect(observations[0]["generation"] as? Int == 0)
             #expect(observations[0]["tlsVersion"] as? String != nil)
             #expect(observations[1]["applicationDataReceived"] as? Bool == false, "the pinned client sent nothing")
-            #expect((observations[0]["serverChain"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+            #expect(
+                (observations[0]["serverChain"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
                     == ["leaf-v3-rekey", "lab-intermediate-a"])
             let after = try await Curl.get(base + "servers/\(id)/observations?after=1").json()
             #expect((after["observations"] as? [[String: Any]])?.compactMap { $0["id"] as? Int } == [2])
 
             // Rotate to leaf-v1.
-            let rotated = try await Curl.request("POST", base + "servers/\(id)/rotate", json: #"{"identity": "leaf-v1"}"#)
+            let rotated = try await Curl.request(
+                "POST", base + "servers/\(id)/rotate", json: #"{"identity": "leaf-v1"}"#)
             #expect(rotated.status == 200, "\(rotated.text)")
             let r = try rotated.json()
             #expect(r["generation"] as? Int == 1)
@@ -75,19 +83,29 @@ struct ControlAPITests {
                 ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost", "-showcerts"],
                 input: Array("Q\n".utf8), timeout: .seconds(30))
             let sent = PEM.decodeAll(wire.stdoutText)
-            #expect(sent == [try pki.identity("leaf-v1").certificateDER, try pki.identity("lab-intermediate-a").certificateDER],
-                    "s_client saw \(sent.count) certificates: \(wire.stderrText)")
+            #expect(
+                sent == [
+                    try pki.identity("leaf-v1").certificateDER, try pki.identity("lab-intermediate-a").certificateDER,
+                ],
+                "s_client saw \(sent.count) certificates: \(wire.stderrText)")
             let leafPEM = TestScratch.root.appendingPathComponent("control-wire-\(UUID().uuidString).pem")
             defer { try? FileManager.default.removeItem(at: leafPEM) }
             try PEM.encode(try #require(sent.first)).write(to: leafPEM, atomically: true, encoding: .utf8)
             let spki = await ChildProcess.run(
-                ["sh", "-c", "openssl x509 -pubkey -noout -in \"$1\" | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64", "sh", leafPEM.path],
+                [
+                    "sh", "-c",
+                    "openssl x509 -pubkey -noout -in \"$1\" | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64",
+                    "sh", leafPEM.path,
+                ],
                 timeout: .seconds(30))
             #expect(spki.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == leafV1Pin)
 
             // The client pinned to K1 is now accepted, by a connection of generation 1.
             let nowAccepted = await ChildProcess.run(
-                ["curl", "-s", "-o", "/dev/null", "--cacert", trustFile, "--pinnedpubkey", PinFormat.curlPin(leafV1Pin), url],
+                [
+                    "curl", "-s", "-o", "/dev/null", "--cacert", trustFile, "--pinnedpubkey",
+                    PinFormat.curlPin(leafV1Pin), url,
+                ],
                 timeout: .seconds(30))
             #expect(nowAccepted.status == 0, "\(nowAccepted.stderrText)")
             let later = try await Curl.get(base + "servers/\(id)/observations?after=3&wait=5").json()
@@ -126,28 +144,38 @@ struct ControlAPITests {
                 let body = try r.json(sourceLocation: sourceLocation)
                 #expect(body["status"] as? Int == status, sourceLocation: sourceLocation)
                 #expect(body["field"] as? String == field, "\(body)", sourceLocation: sourceLocation)
-                #expect(body["field"] != nil, "`field` is always present, null when no single field is: \(body)",
-                        sourceLocation: sourceLocation)
+                #expect(
+                    body["field"] != nil, "`field` is always present, null when no single field is: \(body)",
+                    sourceLocation: sourceLocation)
                 #expect((body["error"] as? String)?.isEmpty == false, sourceLocation: sourceLocation)
             }
             try await expectError("POST", "servers", json: "{", status: 400, field: "body")
             try await expectError("POST", "servers", json: "[1]", status: 400, field: "body")
             try await expectError("POST", "servers", status: 400, field: "body")
             try await expectError("POST", "servers", json: #"{"scenario": "rekey"}"#, status: 400, field: "engine")
-            try await expectError("POST", "servers", json: #"{"scenario": 7, "engine": "gnutls"}"#, status: 400, field: "scenario")
-            try await expectError("POST", "servers", json: #"{"scenario": "rekey", "engine": "gnutls", "port": 1}"#, status: 400, field: "port")
-            try await expectError("POST", "servers", json: #"{"scenario": "no-such", "engine": "gnutls"}"#, status: 404, field: "scenario")
+            try await expectError(
+                "POST", "servers", json: #"{"scenario": 7, "engine": "gnutls"}"#, status: 400, field: "scenario")
+            try await expectError(
+                "POST", "servers", json: #"{"scenario": "rekey", "engine": "gnutls", "port": 1}"#, status: 400,
+                field: "port")
+            try await expectError(
+                "POST", "servers", json: #"{"scenario": "no-such", "engine": "gnutls"}"#, status: 404, field: "scenario"
+            )
             try await expectError("POST", "servers", json: #"{"scenario": "no-such"}"#, status: 404, field: "scenario")
-            try await expectError("POST", "servers", json: #"{"scenario": "rekey", "engine": "boringssl"}"#, status: 404, field: "engine")
+            try await expectError(
+                "POST", "servers", json: #"{"scenario": "rekey", "engine": "boringssl"}"#, status: 404, field: "engine")
             try await expectError("GET", "servers/no-such-server", status: 404, field: "id")
             try await expectError("DELETE", "servers/no-such-server", status: 404, field: "id")
             try await expectError("GET", "servers/no-such-server/observations", status: 404, field: "id")
-            try await expectError("POST", "servers/no-such-server/rotate", json: #"{"identity": "leaf-v1"}"#, status: 404, field: "id")
+            try await expectError(
+                "POST", "servers/no-such-server/rotate", json: #"{"identity": "leaf-v1"}"#, status: 404, field: "id")
             try await expectError("GET", "scenarios/no-such", status: 404, field: "id")
             try await expectError("GET", "scenarios/rekey/pins", status: 400, field: "profile")
             try await expectError("GET", "scenarios/rekey/pins?profile=leaf-everything", status: 400, field: "profile")
-            try await expectError("GET", "scenarios/rekey/pins?profile=leaf-spki&format=xml", status: 400, field: "format")
-            try await expectError("GET", "scenarios/rekey/pins?profile=leaf-cert&format=okhttp", status: 400, field: "format")
+            try await expectError(
+                "GET", "scenarios/rekey/pins?profile=leaf-spki&format=xml", status: 400, field: "format")
+            try await expectError(
+                "GET", "scenarios/rekey/pins?profile=leaf-cert&format=okhttp", status: 400, field: "format")
             try await expectError("GET", "identities/no-such", status: 404, field: "name")
             try await expectError("GET", "identities/lab-root?format=key", status: 400, field: "format")
             try await expectError("GET", "identities/leaf-v1?format=pem&password=x", status: 400, field: "password")
@@ -159,15 +187,20 @@ struct ControlAPITests {
             try await expectError("GET", "no/such/route", status: 404, field: nil)
 
             // Against a running server: bad observation queries and rotations.
-            let started = try await Curl.request("POST", base + "servers", json: #"{"scenario": "baseline", "engine": "openssl"}"#)
+            let started = try await Curl.request(
+                "POST", base + "servers", json: #"{"scenario": "baseline", "engine": "openssl"}"#)
             let id = try #require(try started.json()["id"] as? String)
             try await expectError("GET", "servers/\(id)/observations?after=-1", status: 400, field: "after")
             try await expectError("GET", "servers/\(id)/observations?wait=60", status: 400, field: "wait")
             try await expectError("POST", "servers/\(id)/rotate", json: "{}", status: 400, field: "identity")
-            try await expectError("POST", "servers/\(id)/rotate", json: #"{"identity": "no-such"}"#, status: 404, field: "identity")
+            try await expectError(
+                "POST", "servers/\(id)/rotate", json: #"{"identity": "no-such"}"#, status: 404, field: "identity")
             try await expectError("POST", "servers/\(id)/rotate", json: #"{"chain": []}"#, status: 400, field: "chain")
-            try await expectError("POST", "servers/\(id)/rotate", json: #"{"chain": ["leaf-v1", 3]}"#, status: 400, field: "chain")
-            try await expectError("POST", "servers/\(id)/rotate", json: #"{"identity": "leaf-v1", "chain": ["lab-intermediate-a"]}"#, status: 400, field: "chain")
+            try await expectError(
+                "POST", "servers/\(id)/rotate", json: #"{"chain": ["leaf-v1", 3]}"#, status: 400, field: "chain")
+            try await expectError(
+                "POST", "servers/\(id)/rotate", json: #"{"identity": "leaf-v1", "chain": ["lab-intermediate-a"]}"#,
+                status: 400, field: "chain")
             let unchanged = try await Curl.get(base + "servers/\(id)").json()
             #expect(unchanged["generation"] as? Int == 0, "failed rotations change nothing")
         }
@@ -180,13 +213,18 @@ struct ControlAPITests {
             let base = control.url
             let trust = try await Curl.get(base + "trust/lab-root+proxy-root")
             #expect(trust.status == 200)
-            #expect(PEM.decodeAll(trust.text) == [try pki.identity("lab-root").certificateDER, try pki.identity("proxy-root").certificateDER])
+            #expect(
+                PEM.decodeAll(trust.text) == [
+                    try pki.identity("lab-root").certificateDER, try pki.identity("proxy-root").certificateDER,
+                ])
             let der = try await Curl.get(base + "trust/lab-root?format=der")
             #expect(der.contentType == "application/pkix-cert")
             #expect(der.body == (try pki.identity("lab-root").certificateDER))
 
             let curlPins = try await Curl.get(base + "pins?names=leaf-v1,leaf-v3-rekey&format=curl")
-            #expect(curlPins.text == PinFormat.curl.render([try pki.identity("leaf-v1"), try pki.identity("leaf-v3-rekey")]))
+            #expect(
+                curlPins.text
+                    == PinFormat.curl.render([try pki.identity("leaf-v1"), try pki.identity("leaf-v3-rekey")]))
             for format in PinFormat.all {
                 let r = try await Curl.get(base + "pins?format=\(format.rawValue)")
                 #expect(r.status == 200, "\(format)")
@@ -194,9 +232,15 @@ struct ControlAPITests {
             // `+` is written %2B in a query (a bare `+` is a space in form encoding).
             let profile = try await Curl.get(base + "scenarios/rekey/pins?profile=leaf-spki%2Bbackup").json()
             #expect(profile["expect"] as? String == "accept")
-            #expect((profile["pins"] as? [[String: Any]])?.compactMap { $0["identity"] as? String } == ["leaf-v1", "leaf-v3-rekey"])
+            #expect(
+                (profile["pins"] as? [[String: Any]])?.compactMap { $0["identity"] as? String } == [
+                    "leaf-v1", "leaf-v3-rekey",
+                ])
             let okhttp = try await Curl.get(base + "scenarios/rekey/pins?profile=leaf-spki%2Bbackup&format=okhttp")
-            #expect(okhttp.text == "sha256/\(try pki.identity("leaf-v1").pins.spkiBase64)\nsha256/\(try pki.identity("leaf-v3-rekey").pins.spkiBase64)\n")
+            #expect(
+                okhttp.text
+                    == "sha256/\(try pki.identity("leaf-v1").pins.spkiBase64)\nsha256/\(try pki.identity("leaf-v3-rekey").pins.spkiBase64)\n"
+            )
             let certPins = try await Curl.get(base + "scenarios/baseline/pins?profile=leaf-cert").json()
             #expect((certPins["pins"] as? [[String: Any]])?.first?["kind"] as? String == "cert-sha256")
 
@@ -212,13 +256,18 @@ struct ControlAPITests {
             #expect(p12.contentType == "application/x-pkcs12")
             let p12File = try save(p12, "client.p12")
             let read = await ChildProcess.run(
-                ["openssl", "pkcs12", "-in", p12File, "-passin", "pass:\(pki.pkcs12Password)", "-nokeys", "-clcerts"], timeout: .seconds(30))
+                ["openssl", "pkcs12", "-in", p12File, "-passin", "pass:\(pki.pkcs12Password)", "-nokeys", "-clcerts"],
+                timeout: .seconds(30))
             #expect(read.status == 0, "\(read.stderrText)")
             #expect(PEM.decodeAll(read.stdoutText).first == (try pki.identity("client-valid").certificateDER))
             let own = try await Curl.get(base + "identities/client-valid?format=p12&password=s3cret")
             let ownFile = try save(own, "own.p12")
-            #expect(await ChildProcess.run(["openssl", "pkcs12", "-in", ownFile, "-passin", "pass:s3cret", "-noout"]).status == 0)
-            #expect(await ChildProcess.run(["openssl", "pkcs12", "-in", ownFile, "-passin", "pass:wrong", "-noout"]).status != 0)
+            #expect(
+                await ChildProcess.run(["openssl", "pkcs12", "-in", ownFile, "-passin", "pass:s3cret", "-noout"]).status
+                    == 0)
+            #expect(
+                await ChildProcess.run(["openssl", "pkcs12", "-in", ownFile, "-passin", "pass:wrong", "-noout"]).status
+                    != 0)
             let pem = try await Curl.get(base + "identities/client-valid")
             #expect(PEM.decodeAll(pem.text) == [try pki.identity("client-valid").certificateDER])
             let cer = try await Curl.get(base + "identities/client-valid?format=der")
@@ -244,7 +293,9 @@ struct ControlAPITests {
     func scenarioOfSeveralConnectionsStartsItsParties() async throws {
         try await ControlTestLab.withControl { control, pki in
             let base = control.url
-            let started = try await Curl.request("POST", base + "servers", json: #"{"scenario": "resumption-after-unpinned-handshake", "engine": "openssl"}"#)
+            let started = try await Curl.request(
+                "POST", base + "servers",
+                json: #"{"scenario": "resumption-after-unpinned-handshake", "engine": "openssl"}"#)
             #expect(started.status == 201, "\(started.text)")
             let server = try started.json()
             let id = try #require(server["id"] as? String)
@@ -267,8 +318,12 @@ struct ControlAPITests {
             let session = dir.appendingPathComponent("session.pem").path
             func connect(_ extra: [String]) async -> ChildProcess.Result {
                 await ChildProcess.run(
-                    ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "api.pinning.test", "-tls1_3", "-ign_eof"] + extra,
-                    input: Array("GET / HTTP/1.1\r\nHost: api.pinning.test\r\nConnection: close\r\n\r\n".utf8), timeout: .seconds(30))
+                    [
+                        "openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "api.pinning.test",
+                        "-tls1_3", "-ign_eof",
+                    ] + extra,
+                    input: Array("GET / HTTP/1.1\r\nHost: api.pinning.test\r\nConnection: close\r\n\r\n".utf8),
+                    timeout: .seconds(30))
             }
             let first = await connect(["-sess_out", session])
             #expect(first.stdoutText.contains("New, TLSv1.3"), "\(first.output)")
@@ -279,11 +334,15 @@ struct ControlAPITests {
             #expect(observations.count == 2)
             #expect(observations.map { $0["resumed"] as? Bool ?? false } == [false, true], "\(observations)")
             let main = try await Curl.get(base + "servers/\(id)/observations").json()
-            #expect((main["observations"] as? [Any])?.isEmpty == true, "the scenario server saw none of the steps' connections")
+            #expect(
+                (main["observations"] as? [Any])?.isEmpty == true,
+                "the scenario server saw none of the steps' connections")
             let unknown = try await Curl.get(base + "servers/\(id)/observations?party=nobody")
             #expect(unknown.status == 400 && unknown.text.contains("interceptor"), "\(unknown.text)")
 
-            let rotated = try await Curl.request("POST", base + "servers/\(id)/rotate", json: #"{"party": "interceptor", "identity": "proxy-leaf-shared"}"#)
+            let rotated = try await Curl.request(
+                "POST", base + "servers/\(id)/rotate",
+                json: #"{"party": "interceptor", "identity": "proxy-leaf-shared"}"#)
             #expect(rotated.status == 200, "\(rotated.text)")
             let after = try rotated.json()["parties"] as? [[String: Any]]
             #expect((after?.first?["chain"] as? [[String: Any]])?.first?["name"] as? String == "proxy-leaf-shared")
@@ -304,9 +363,12 @@ struct ControlAPITests {
         var o = ControlServer.Options()
         o.maxServers = 2
         try await ControlTestLab.withControl(o) { control, _ in
-            let first = try await Curl.request("POST", control.url + "servers", json: #"{"scenario": "resumption-after-unpinned-handshake", "engine": "openssl"}"#)
+            let first = try await Curl.request(
+                "POST", control.url + "servers",
+                json: #"{"scenario": "resumption-after-unpinned-handshake", "engine": "openssl"}"#)
             #expect(first.status == 201, "\(first.text)")
-            let second = try await Curl.request("POST", control.url + "servers", json: #"{"scenario": "baseline", "engine": "openssl"}"#)
+            let second = try await Curl.request(
+                "POST", control.url + "servers", json: #"{"scenario": "baseline", "engine": "openssl"}"#)
             #expect(second.status == 409, "\(second.text)")
             #expect(second.text.contains("2 of the 2"), "\(second.text)")
         }
@@ -318,15 +380,20 @@ struct ControlAPITests {
     func mutualTLSClientIdentityIsObserved() async throws {
         try await ControlTestLab.withControl { control, pki in
             let base = control.url
-            let s = try await Curl.request("POST", base + "servers", json: #"{"scenario": "mtls-required-valid", "engine": "openssl"}"#).json()
+            let s = try await Curl.request(
+                "POST", base + "servers", json: #"{"scenario": "mtls-required-valid", "engine": "openssl"}"#
+            ).json()
             let id = try #require(s["id"] as? String)
             let client = try #require(s["clientIdentity"] as? [String: Any])
             #expect(client["name"] as? String == "client-valid")
             let cert = try #require(client["certificateFile"] as? String)
             let key = try #require(client["keyFile"] as? String)
             let r = await ChildProcess.run(
-                ["curl", "-s", "-o", "/dev/null", "--cacert", try #require(s["trustFile"] as? String), "--cert", cert, "--key", key,
-                 try #require(s["url"] as? String)], timeout: .seconds(30))
+                [
+                    "curl", "-s", "-o", "/dev/null", "--cacert", try #require(s["trustFile"] as? String), "--cert",
+                    cert, "--key", key,
+                    try #require(s["url"] as? String),
+                ], timeout: .seconds(30))
             #expect(r.status == 0, "\(r.stderrText)")
             let seen = try await Curl.get(base + "servers/\(id)/observations?wait=5").json()
             let o = try #require((seen["observations"] as? [[String: Any]])?.first)
@@ -385,7 +452,10 @@ struct ControlAPITests {
 
     /// A real peer on this machine's non-loopback address gets 403 from a control API that listens everywhere
     /// but was not told to answer remote peers; the same API answers over loopback.
-    @Test(.enabled(if: Tool.runs(needing: "curl") && NonLoopback.address != nil, "this machine has no non-loopback IPv4 address"))
+    @Test(
+        .enabled(
+            if: Tool.runs(needing: "curl") && NonLoopback.address != nil,
+            "this machine has no non-loopback IPv4 address"))
     func nonLoopbackPeerGets403() async throws {
         let address = try #require(NonLoopback.address)
         var o = ControlServer.Options(allowRemoteBind: true, allowRemotePeers: false)

@@ -1,8 +1,9 @@
-import PinningLabTestSupport
 import Foundation
 import PinningLab
-@testable import PinningLabControl
+import PinningLabTestSupport
 import Testing
+
+@testable import PinningLabControl
 
 /// A web page in a real browser (headless Chromium) attacks the control API the way the issue measured it: a
 /// cross-origin `no-cors` POST that would start a server, a DNS-rebinding read of a private key (the name
@@ -55,7 +56,8 @@ struct ControlBrowserTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try await ControlTestLab.withControl { control, _ in
-            try Self.page(controlPort: control.port).write(to: dir.appendingPathComponent("attack.html"), atomically: true, encoding: .utf8)
+            try Self.page(controlPort: control.port).write(
+                to: dir.appendingPathComponent("attack.html"), atomically: true, encoding: .utf8)
             let portFile = dir.appendingPathComponent("port")
             let pages = try ChildProcess.spawnBackground(["python3", "-c", Self.pageServer, dir.path, portFile.path])
             defer { pages.terminate() }
@@ -65,15 +67,20 @@ struct ControlBrowserTests {
                 return pagePort != nil
             }
             let port = try #require(pagePort, "the page server did not start")
-            let browser = ["--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(dir.path)/profile",
-                           "--host-resolver-rules=MAP evil.example 127.0.0.1", "--virtual-time-budget=20000", "--dump-dom"]
+            let browser = [
+                "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(dir.path)/profile",
+                "--host-resolver-rules=MAP evil.example 127.0.0.1", "--virtual-time-budget=20000", "--dump-dom",
+            ]
 
             // /health from another client while the browser attacks: every 10 ms, for the whole attack.
             let bench = ControlHardeningTests.bench
             async let health = ChildProcess.run(
-                ["python3", bench, "health-under-flood", String(control.port), "--clients", "0", "--seconds", "6"], timeout: .seconds(60))
+                ["python3", bench, "health-under-flood", String(control.port), "--clients", "0", "--seconds", "6"],
+                timeout: .seconds(60))
             // The browser starts once the probes have begun (the control API has seen the client's connections).
-            let probing = await eventually(TestTimeouts.startup) { !TCPConnections.clientPorts(ofServerOn: control.port).isEmpty }
+            let probing = await eventually(TestTimeouts.startup) {
+                !TCPConnections.clientPorts(ofServerOn: control.port).isEmpty
+            }
             #expect(probing, "GET /health never reached the control API")
             // The attacker's page, from another loopback origin (and once more from the rebinding name itself).
             let attack = await ChildProcess.run(
@@ -82,22 +89,27 @@ struct ControlBrowserTests {
                 [chromium] + browser + ["http://evil.example:\(port)/attack.html"], timeout: TestTimeouts.browser)
             // A top-level navigation after rebinding: same origin, no Origin header, Host: evil.example:PORT.
             let navigation = await ChildProcess.run(
-                [chromium] + browser + ["http://evil.example:\(control.port)/identities/leaf-v1?format=key"], timeout: TestTimeouts.browser)
+                [chromium] + browser + ["http://evil.example:\(control.port)/identities/leaf-v1?format=key"],
+                timeout: TestTimeouts.browser)
             let measured = await health
 
             for run in [attack, rebound] {
-                let out = run.stdoutText.components(separatedBy: "<pre id=\"out\">").dropFirst().first?
+                let out =
+                    run.stdoutText.components(separatedBy: "<pre id=\"out\">").dropFirst().first?
                     .components(separatedBy: "</pre>").first ?? ""
                 #expect(out.hasPrefix("done {"), "the page's script did not finish: \(run.output.suffix(2000))")
                 print("browser page: \(out.prefix(600))")
             }
-            #expect(!navigation.stdoutText.contains("PRIVATE KEY"), "a rebound page read leaf-v1's key: \(navigation.stdoutText.prefix(500))")
+            #expect(
+                !navigation.stdoutText.contains("PRIVATE KEY"),
+                "a rebound page read leaf-v1's key: \(navigation.stdoutText.prefix(500))")
             #expect(navigation.stdoutText.contains("DNS rebinding"), "\(navigation.output.suffix(1000))")
 
             // Afterwards, through the API itself (with the token): nothing was started.
             let servers = try await Curl.get(control.url + "servers").json()
             #expect((servers["servers"] as? [Any])?.isEmpty == true, "a web page started servers: \(servers)")
-            let h = try #require(try JSONSerialization.jsonObject(with: Data(measured.stdout)) as? [String: Any], "\(measured.output)")
+            let h = try #require(
+                try JSONSerialization.jsonObject(with: Data(measured.stdout)) as? [String: Any], "\(measured.output)")
             let summary = try #require(h["health"] as? [String: Any])
             #expect(h["statuses"] as? [Int] == [200], "\(h)")
             print("GET /health during the browser attack: \(summary)")

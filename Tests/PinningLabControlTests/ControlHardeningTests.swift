@@ -1,11 +1,12 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
-@testable import PinningLabControl
+import PinningLabTestSupport
 import Testing
 
+@testable import PinningLabControl
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The control API from the attacker's side: what a web page in the developer's browser (DNS rebinding, a
@@ -20,7 +21,8 @@ struct ControlHardeningTests {
     static func concretePaths(_ control: ControlServer) -> [(method: String, path: String)] {
         control.routes.map { op in
             let parts = op.split(separator: " ", maxSplits: 1).map(String.init)
-            let path = parts[1].split(separator: "/").map { $0.hasPrefix("{") ? "x" : String($0) }.joined(separator: "/")
+            let path = parts[1].split(separator: "/").map { $0.hasPrefix("{") ? "x" : String($0) }.joined(
+                separator: "/")
             return (parts[0], path)
         }
     }
@@ -31,23 +33,31 @@ struct ControlHardeningTests {
     func aHostOfAnotherNameIsRefusedOnEveryRoute() async throws {
         try await ControlTestLab.withControl { control, _ in
             for (method, path) in Self.concretePaths(control) {
-                for host in ["evil.example", "evil.example:\(control.port)", "127.0.0.1.evil.example:\(control.port)",
-                             "127.0.0.1:\(control.port + 1)"] {
-                    let r = try await Curl.request(method, control.url + path, json: method == "POST" ? "{}" : nil,
-                                                   headers: ["Host: \(host)"])
+                for host in [
+                    "evil.example", "evil.example:\(control.port)", "127.0.0.1.evil.example:\(control.port)",
+                    "127.0.0.1:\(control.port + 1)",
+                ] {
+                    let r = try await Curl.request(
+                        method, control.url + path, json: method == "POST" ? "{}" : nil,
+                        headers: ["Host: \(host)"])
                     #expect(r.status == 403, "\(method) /\(path) with Host \(host): \(r.text)")
                     let body = try r.json()
-                    #expect(body["field"] as? String == "Host" && (body["error"] as? String)?.contains("DNS rebinding") == true,
-                            "\(body)")
+                    #expect(
+                        body["field"] as? String == "Host"
+                            && (body["error"] as? String)?.contains("DNS rebinding") == true,
+                        "\(body)")
                 }
             }
-            for host in ["127.0.0.1:\(control.port)", "localhost:\(control.port)", "LocalHost:\(control.port)",
-                         "[::1]:\(control.port)"] {
+            for host in [
+                "127.0.0.1:\(control.port)", "localhost:\(control.port)", "LocalHost:\(control.port)",
+                "[::1]:\(control.port)",
+            ] {
                 let r = try await Curl.request("GET", control.url + "scenarios", headers: ["Host: \(host)"])
                 #expect(r.status == 200, "Host \(host): \(r.text)")
             }
-            #expect((try await Curl.get(control.url + "servers").json()["servers"] as? [Any])?.isEmpty == true,
-                    "no server was started")
+            #expect(
+                (try await Curl.get(control.url + "servers").json()["servers"] as? [Any])?.isEmpty == true,
+                "no server was started")
         }
     }
 
@@ -56,30 +66,41 @@ struct ControlHardeningTests {
     @Test(.requires("curl"))
     func aWebPagesOriginIsRefusedUnlessAllowed() async throws {
         try await ControlTestLab.withControl(.init(allowedOrigins: ["http://localhost:3000/"])) { control, _ in
-            for origin in ["http://evil.example", "null", "http://127.0.0.1:\(control.port + 1)", "https://localhost:3000"] {
-                let post = try await Curl.request("POST", control.url + "servers", json: #"{"scenario": "baseline", "engine": "openssl"}"#,
-                                                  headers: ["Origin: \(origin)"])
+            for origin in [
+                "http://evil.example", "null", "http://127.0.0.1:\(control.port + 1)", "https://localhost:3000",
+            ] {
+                let post = try await Curl.request(
+                    "POST", control.url + "servers", json: #"{"scenario": "baseline", "engine": "openssl"}"#,
+                    headers: ["Origin: \(origin)"])
                 #expect(post.status == 403, "Origin \(origin): \(post.text)")
                 #expect(try post.json()["field"] as? String == "Origin")
-                let get = try await Curl.request("GET", control.url + "identities/leaf-v1?format=key", headers: ["Origin: \(origin)"])
+                let get = try await Curl.request(
+                    "GET", control.url + "identities/leaf-v1?format=key", headers: ["Origin: \(origin)"])
                 #expect(get.status == 403, "Origin \(origin): \(get.text)")
             }
             #expect((try await Curl.get(control.url + "servers").json()["servers"] as? [Any])?.isEmpty == true)
             let allowed = await ChildProcess.run(
-                ["curl", "-s", "-D", "-", "-o", "/dev/null", "-H", "Origin: http://localhost:3000",
-                 "-H", "Authorization: Bearer \(try #require(control.token))", control.url + "scenarios"], timeout: .seconds(30))
+                [
+                    "curl", "-s", "-D", "-", "-o", "/dev/null", "-H", "Origin: http://localhost:3000",
+                    "-H", "Authorization: Bearer \(try #require(control.token))", control.url + "scenarios",
+                ], timeout: .seconds(30))
             #expect(allowed.stdoutText.hasPrefix("HTTP/1.1 200"), "\(allowed.stdoutText)")
-            #expect(allowed.stdoutText.contains("Access-Control-Allow-Origin: http://localhost:3000"), "\(allowed.stdoutText)")
+            #expect(
+                allowed.stdoutText.contains("Access-Control-Allow-Origin: http://localhost:3000"),
+                "\(allowed.stdoutText)")
             let preflight = await ChildProcess.run(
-                ["curl", "-s", "-D", "-", "-o", "/dev/null", "-X", "OPTIONS", "-H", "Origin: http://localhost:3000",
-                 "-H", "Access-Control-Request-Method: POST", control.url + "servers"], timeout: .seconds(30))
+                [
+                    "curl", "-s", "-D", "-", "-o", "/dev/null", "-X", "OPTIONS", "-H", "Origin: http://localhost:3000",
+                    "-H", "Access-Control-Request-Method: POST", control.url + "servers",
+                ], timeout: .seconds(30))
             #expect(preflight.stdoutText.hasPrefix("HTTP/1.1 204"), "\(preflight.stdoutText)")
             #expect(preflight.stdoutText.contains("Access-Control-Allow-Headers: Authorization, Content-Type"))
         }
         let pki = try await ControlTestLab.pki()
         await #expect(throws: ControlServerError.self) {
-            let c = try await ControlServer.start(pki: pki, catalogue: try Catalogue.bundled(),
-                                                  options: .init(allowedOrigins: ["http://localhost:3000/app"]))
+            let c = try await ControlServer.start(
+                pki: pki, catalogue: try Catalogue.bundled(),
+                options: .init(allowedOrigins: ["http://localhost:3000/app"]))
             await c.stop()
         }
     }
@@ -89,22 +110,34 @@ struct ControlHardeningTests {
     func aBodyThatIsNotJSONGets415() async throws {
         try await ControlTestLab.withControl { control, _ in
             let token = try #require(control.token)
-            for type in ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
-                         "application/jsonp", "application/json-seq"] {
+            for type in [
+                "text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
+                "multipart/form-data; boundary=x",
+                "application/jsonp", "application/json-seq",
+            ] {
                 let r = await ChildProcess.run(
-                    ["curl", "-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Authorization: Bearer \(token)",
-                     "-H", "Content-Type: \(type)", "--data-binary", #"{"scenario": "baseline", "engine": "openssl"}"#,
-                     control.url + "servers"], timeout: .seconds(30))
+                    [
+                        "curl", "-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Authorization: Bearer \(token)",
+                        "-H", "Content-Type: \(type)", "--data-binary",
+                        #"{"scenario": "baseline", "engine": "openssl"}"#,
+                        control.url + "servers",
+                    ], timeout: .seconds(30))
                 #expect(r.stdoutText.hasSuffix("\n415"), "\(type): \(r.stdoutText)")
                 #expect(r.stdoutText.contains("\"field\" : \"Content-Type\""), "\(r.stdoutText)")
             }
             let none = await ChildProcess.run(
-                ["curl", "-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Authorization: Bearer \(token)", control.url + "servers"],
+                [
+                    "curl", "-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Authorization: Bearer \(token)",
+                    control.url + "servers",
+                ],
                 timeout: .seconds(30))
             #expect(none.stdoutText.hasSuffix("\n415"), "a POST without a media type: \(none.stdoutText)")
-            #expect((try await Curl.get(control.url + "servers").json()["servers"] as? [Any])?.isEmpty == true, "nothing started")
-            let json = try await Curl.request("POST", control.url + "servers", json: #"{"scenario": "baseline", "engine": "openssl"}"#,
-                                              headers: ["Content-Type: application/json; charset=utf-8"])
+            #expect(
+                (try await Curl.get(control.url + "servers").json()["servers"] as? [Any])?.isEmpty == true,
+                "nothing started")
+            let json = try await Curl.request(
+                "POST", control.url + "servers", json: #"{"scenario": "baseline", "engine": "openssl"}"#,
+                headers: ["Content-Type: application/json; charset=utf-8"])
             #expect(json.status == 201, "\(json.text)")
         }
     }
@@ -118,29 +151,45 @@ struct ControlHardeningTests {
     func theBearerTokenIsRequired() async throws {
         try await ControlTestLab.withControl { control, _ in
             let token = try #require(control.token)
-            #expect(token.count == 43 && token.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }, "\(token)")
-            for (method, path) in Self.concretePaths(control) where !(method == "GET" && Self.openPaths.contains(path)) {
-                for header in [nil, "Authorization: Bearer wrong", "Authorization: Bearer \(token.dropLast())",
-                               "Authorization: Basic \(token)", "Authorization: Bearer \(token)x"] as [String?] {
+            #expect(
+                token.count == 43 && token.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" },
+                "\(token)")
+            for (method, path) in Self.concretePaths(control) where !(method == "GET" && Self.openPaths.contains(path))
+            {
+                for header in [
+                    nil, "Authorization: Bearer wrong", "Authorization: Bearer \(token.dropLast())",
+                    "Authorization: Basic \(token)", "Authorization: Bearer \(token)x",
+                ] as [String?] {
                     let r = await ChildProcess.run(
                         ["curl", "-s", "-D", "-", "-X", method, "-H", "Content-Type: application/json"]
-                            + (method == "POST" ? ["--data", "{}"] : []) + (header.map { ["-H", $0] } ?? []) + [control.url + path],
+                            + (method == "POST" ? ["--data", "{}"] : []) + (header.map { ["-H", $0] } ?? []) + [
+                                control.url + path
+                            ],
                         timeout: .seconds(30))
-                    #expect(r.stdoutText.hasPrefix("HTTP/1.1 401"), "\(method) /\(path) with \(header ?? "no token"): \(r.stdoutText)")
+                    #expect(
+                        r.stdoutText.hasPrefix("HTTP/1.1 401"),
+                        "\(method) /\(path) with \(header ?? "no token"): \(r.stdoutText)")
                     #expect(r.stdoutText.contains("WWW-Authenticate: Bearer"), "\(r.stdoutText)")
                 }
             }
-            let right = await ChildProcess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H",
-                                                "Authorization: bearer \(token)", control.url + "identities"], timeout: .seconds(30))
+            let right = await ChildProcess.run(
+                [
+                    "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H",
+                    "Authorization: bearer \(token)", control.url + "identities",
+                ], timeout: .seconds(30))
             #expect(right.stdoutText == "200")
-            let health = await ChildProcess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", control.url + "health"],
-                                                timeout: .seconds(30))
+            let health = await ChildProcess.run(
+                ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", control.url + "health"],
+                timeout: .seconds(30))
             #expect(health.stdoutText == "200", "GET /health needs no token")
             for path in Self.openPaths.sorted() {
-                let r = await ChildProcess.run(["curl", "-s", "-D", "-", "-o", "/dev/null", control.url + path], timeout: .seconds(30))
+                let r = await ChildProcess.run(
+                    ["curl", "-s", "-D", "-", "-o", "/dev/null", control.url + path], timeout: .seconds(30))
                 #expect(r.stdoutText.hasPrefix("HTTP/1.1 200"), "GET /\(path) needs no token: \(r.stdoutText)")
                 if path != "health" {
-                    #expect(r.stdoutText.contains("X-Frame-Options: DENY") && r.stdoutText.contains("frame-ancestors 'none'"), "\(r.stdoutText)")
+                    #expect(
+                        r.stdoutText.contains("X-Frame-Options: DENY")
+                            && r.stdoutText.contains("frame-ancestors 'none'"), "\(r.stdoutText)")
                 }
             }
             #expect(Gate.constantTimeEqual(Array("abc".utf8), Array("abc".utf8)))
@@ -176,14 +225,18 @@ struct ControlHardeningTests {
             func run(_ args: [String]) async throws -> [String: Any] {
                 let r = await ChildProcess.run(["python3", Self.bench] + args, timeout: TestTimeouts.command)
                 try #require(r.status == 0, "\(r.output)")
-                return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any], "\(r.output)")
+                return try #require(
+                    try JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any], "\(r.output)")
             }
             let stalled = String(8 * 1024 + 1024)  // past the 8 KiB cap on the head
             let runs: [(String, [String])] = [
                 ("URL", ["--sizes", "16384,1048576", "--repeat", "5", "--timeout", "30"]),
                 ("header", ["--sizes", "16384,1048576", "--repeat", "5", "--header", "--timeout", "30"]),
                 ("stalled URL", ["--sizes", "1048576", "--repeat", "3", "--stall", stalled, "--timeout", "8"]),
-                ("stalled header", ["--sizes", "1048576", "--repeat", "3", "--header", "--stall", stalled, "--timeout", "8"]),
+                (
+                    "stalled header",
+                    ["--sizes", "1048576", "--repeat", "3", "--header", "--stall", stalled, "--timeout", "8"]
+                ),
             ]
             for (kind, args) in runs {
                 let result = try await run(["oversized", port] + args)

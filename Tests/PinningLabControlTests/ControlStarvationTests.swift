@@ -8,7 +8,9 @@ import Testing
 /// three lab PKIs built at start-up while hundreds of tests began — the API and the live view went silent for 56 s.
 @Suite("The control API under a busy cooperative pool", .serialized)
 struct ControlStarvationTests {
-    @Test("GET /servers and DELETE /batch/x answer in well under the time every cooperative thread is held", .requires("curl"))
+    @Test(
+        "GET /servers and DELETE /batch/x answer in well under the time every cooperative thread is held",
+        .requires("curl"))
     func answersWhileThePoolIsHeld() async throws {
         try await ControlTestLab.withControl { control, _ in
             let hold = 6.0
@@ -18,7 +20,8 @@ struct ControlStarvationTests {
                 curl -s -o /dev/null -w '%{http_code} %{time_total}\\n' -H "Authorization: Bearer $1" "$2servers"
                 curl -s -o /dev/null -w '%{http_code} %{time_total}\\n' -X DELETE -H "Authorization: Bearer $1" "$2batch/x"
                 """
-            async let exchange = ChildProcess.run(["sh", "-c", script, "sh", control.token ?? "", control.url], timeout: .seconds(60))
+            async let exchange = ChildProcess.run(
+                ["sh", "-c", script, "sh", control.token ?? "", control.url], timeout: .seconds(60))
             try await Task.sleep(for: .milliseconds(100))
             // Every cooperative thread (one per core) blocked, as a synchronous PKI build in a test does.
             let threads = ProcessInfo.processInfo.activeProcessorCount
@@ -30,7 +33,9 @@ struct ControlStarvationTests {
             #expect(lines[0][0] == "200" && lines[1][0] == "404", "\(r.output)")
             for line in lines {
                 let seconds = try #require(Double(line[1]))
-                #expect(seconds < hold / 2, "an answer took \(seconds) s while the pool was held for \(hold) s: \(r.output)")
+                #expect(
+                    seconds < hold / 2, "an answer took \(seconds) s while the pool was held for \(hold) s: \(r.output)"
+                )
             }
         }
     }

@@ -1,8 +1,9 @@
-import PinningLabTestSupport
 import Foundation
 import PinningLab
-@testable import PinningLabControl
+import PinningLabTestSupport
 import Testing
+
+@testable import PinningLabControl
 
 /// `GET /trust/{profile}` hands out roots to install on a device: never one whose key a seed reveals and that is
 /// not name-constrained (the state an older PinningLab left in a folder made with `--seed`).

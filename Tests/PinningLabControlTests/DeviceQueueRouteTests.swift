@@ -1,8 +1,9 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
-@testable import PinningLabControl
+import PinningLabTestSupport
 import Testing
+
+@testable import PinningLabControl
 
 /// The device queue's routes on an in-process control API: a lease, its expiry, a late answer kept as the cell's
 /// answer and a later one recorded as a disagreement, the report, the queue file read back by a new control API,
@@ -20,8 +21,9 @@ struct DeviceQueueRouteTests {
     }
 
     static func lease(_ control: ControlServer, queue: String, device: String) async throws -> CurlReply {
-        try await Curl.request("POST", control.url + "leases",
-                               json: json(["client": "curl", "device": device, "os": "Linux test", "queue": queue]))
+        try await Curl.request(
+            "POST", control.url + "leases",
+            json: json(["client": "curl", "device": device, "os": "Linux test", "queue": queue]))
     }
 
     static func cleanUp(_ control: ControlServer, _ queue: String) async {
@@ -35,9 +37,12 @@ struct DeviceQueueRouteTests {
     func anExpiredLeaseGoesBackAndASecondAnswerIsADisagreement() async throws {
         let curl = try #require(Tool.path("curl"))
         try await ControlTestLab.withControl { control, _ in
-            let queue = try await Self.createQueue(control, [
-                "client": "curl", "scenarios": ["rekey"], "engines": ["openssl"], "profiles": ["leaf-spki"], "leaseSeconds": 30,
-            ])
+            let queue = try await Self.createQueue(
+                control,
+                [
+                    "client": "curl", "scenarios": ["rekey"], "engines": ["openssl"], "profiles": ["leaf-spki"],
+                    "leaseSeconds": 30,
+                ])
             let a = try await Self.lease(control, queue: queue, device: "device-a")
             #expect(a.status == 201, "\(a.text)")
             let leaseA = try a.json()
@@ -55,7 +60,8 @@ struct DeviceQueueRouteTests {
             var b: [String: Any] = [:]
             let regranted = await eventually(TestTimeouts.startup) {
                 guard let r = try? await Self.lease(control, queue: queue, device: "device-b"), r.status == 201,
-                      let object = try? r.json() else { return false }
+                    let object = try? r.json()
+                else { return false }
                 b = object
                 return true
             }
@@ -67,23 +73,29 @@ struct DeviceQueueRouteTests {
             #expect(renewA.status == 410, "an expired lease is not renewed: \(renewA.text)")
 
             // a answers late, while its server still runs: the cell's answer.
-            let first = try await Curl.request("POST", control.url + "leases/\(idA)/answer", json: #"{"claim": "refused"}"#)
+            let first = try await Curl.request(
+                "POST", control.url + "leases/\(idA)/answer", json: #"{"claim": "refused"}"#)
             #expect(first.status == 200, "\(first.text)")
             #expect(try first.json()["recorded"] as? String == "first")
-            let again = try await Curl.request("POST", control.url + "leases/\(idA)/answer", json: #"{"claim": "refused"}"#)
+            let again = try await Curl.request(
+                "POST", control.url + "leases/\(idA)/answer", json: #"{"claim": "refused"}"#)
             #expect(again.status == 409, "\(again.text)")
 
             // b connects for real (curl pinned to the cell's pins refuses the re-keyed server) and answers.
             let cell = try #require(b["cell"] as? [String: Any])
             let pins = try #require((cell["pins"] as? [String: Any])?["curl"] as? String)
-            let run = await ChildProcess.run([curl, "-sf", "-o", "/dev/null", "--max-time", "10", "--cacert",
-                                              try #require(cell["trustFile"] as? String), "--pinnedpubkey", pins,
-                                              try #require(cell["url"] as? String)], timeout: .seconds(20))
+            let run = await ChildProcess.run(
+                [
+                    curl, "-sf", "-o", "/dev/null", "--max-time", "10", "--cacert",
+                    try #require(cell["trustFile"] as? String), "--pinnedpubkey", pins,
+                    try #require(cell["url"] as? String),
+                ], timeout: .seconds(20))
             #expect(run.status != 0, "curl pinned to the old key refuses the re-keyed server")
             let renewB = try await Curl.request("POST", control.url + "leases/\(idB)/renew", json: "{}")
             #expect(renewB.status == 200, "\(renewB.text)")
-            let second = try await Curl.request("POST", control.url + "leases/\(idB)/answer",
-                                                json: #"{"claim": "refused", "detail": "curl exit 90", "milliseconds": 12.5}"#)
+            let second = try await Curl.request(
+                "POST", control.url + "leases/\(idB)/answer",
+                json: #"{"claim": "refused", "detail": "curl exit 90", "milliseconds": 12.5}"#)
             #expect(second.status == 200, "\(second.text)")
             let answer = try second.json()
             #expect(answer["recorded"] as? String == "disagreement")
@@ -95,7 +107,8 @@ struct DeviceQueueRouteTests {
             #expect(status["finished"] as? Bool == true)
             #expect(status["answered"] as? Int == 1)
             let disagreements = try #require(status["disagreements"] as? [[String: Any]])
-            #expect(disagreements.count == 1 && disagreements.first?["device"] as? String == "device-b", "\(disagreements)")
+            #expect(
+                disagreements.count == 1 && disagreements.first?["device"] as? String == "device-b", "\(disagreements)")
 
             let done = try await Self.lease(control, queue: queue, device: "device-c")
             #expect(try done.status == 200 && (done.json()["finished"] as? Bool) == true, "\(done.text)")
@@ -107,7 +120,8 @@ struct DeviceQueueRouteTests {
             #expect(decoded.verdicts.count == PinProfile.all.count, "one per profile: \(decoded.verdicts.count)")
             let judged = decoded.verdicts.filter { $0.status != .skipped }
             #expect(judged.count == 1, "the cell is in the report once")
-            #expect(judged.first?.device == Verdict.Device(name: "device-a", os: "Linux test"), "the first answer is kept")
+            #expect(
+                judged.first?.device == Verdict.Device(name: "device-a", os: "Linux test"), "the first answer is kept")
             await Self.cleanUp(control, queue)
         }
     }
@@ -116,9 +130,12 @@ struct DeviceQueueRouteTests {
     @Test(.requires("curl"))
     func answeredCellsOutliveTheControlAPI() async throws {
         let queue = try await ControlTestLab.withControl { control, _ in
-            let queue = try await Self.createQueue(control, [
-                "client": "curl", "scenarios": ["baseline"], "engines": ["gnutls"], "profiles": ["leaf-spki", "root-spki"],
-            ])
+            let queue = try await Self.createQueue(
+                control,
+                [
+                    "client": "curl", "scenarios": ["baseline"], "engines": ["gnutls"],
+                    "profiles": ["leaf-spki", "root-spki"],
+                ])
             let l = try await Self.lease(control, queue: queue, device: "kept")
             let id = try #require(try l.json()["lease"] as? String)
             let a = try await Curl.request("POST", control.url + "leases/\(id)/answer", json: #"{"claim": "refused"}"#)
@@ -129,13 +146,17 @@ struct DeviceQueueRouteTests {
             let status = try await Curl.get(control.url + "queues/\(queue)")
             #expect(status.status == 200, "\(status.text)")
             #expect(try status.json()["answered"] as? Int == 1)
-            let report = try CheckReport.decode(json: Data(try await Curl.get(control.url + "queues/\(queue)/report").body), file: "report")
+            let report = try CheckReport.decode(
+                json: Data(try await Curl.get(control.url + "queues/\(queue)/report").body), file: "report")
             #expect(report.verdicts.contains { $0.device?.name == "kept" })
-            let old = try await Curl.request("POST", control.url + "leases/L-00000000-1/answer", json: #"{"claim": "refused"}"#)
+            let old = try await Curl.request(
+                "POST", control.url + "leases/L-00000000-1/answer", json: #"{"claim": "refused"}"#)
             #expect(old.status == 404, "a lease of an earlier process: \(old.text)")
             let deleted = try await Curl.request("DELETE", control.url + "queues/\(queue)")
             #expect(deleted.status == 200)
-            #expect(!FileManager.default.fileExists(atPath: ControlTestLab.directory.appendingPathComponent("control/queues/\(queue).json").path))
+            #expect(
+                !FileManager.default.fileExists(
+                    atPath: ControlTestLab.directory.appendingPathComponent("control/queues/\(queue).json").path))
         }
     }
 
@@ -144,34 +165,49 @@ struct DeviceQueueRouteTests {
     @Test(.requires("curl"))
     func theLeaseRoutesAreBounded() async throws {
         try await ControlTestLab.withControl { control, _ in
-            let queue = try await Self.createQueue(control, [
-                "client": "curl", "scenarios": ["baseline"], "engines": ["openssl"], "profiles": ["none", "leaf-spki"], "maxLeases": 1,
-            ])
+            let queue = try await Self.createQueue(
+                control,
+                [
+                    "client": "curl", "scenarios": ["baseline"], "engines": ["openssl"],
+                    "profiles": ["none", "leaf-spki"], "maxLeases": 1,
+                ])
             let body = Self.json(["client": "curl", "device": "d", "os": "o", "queue": queue])
-            let routes = [("POST", "leases"), ("POST", "leases/x/renew"), ("POST", "leases/x/answer"), ("POST", "queues"),
-                          ("GET", "queues"), ("GET", "queues/\(queue)"), ("GET", "queues/\(queue)/report"), ("DELETE", "queues/x")]
+            let routes = [
+                ("POST", "leases"), ("POST", "leases/x/renew"), ("POST", "leases/x/answer"), ("POST", "queues"),
+                ("GET", "queues"), ("GET", "queues/\(queue)"), ("GET", "queues/\(queue)/report"),
+                ("DELETE", "queues/x"),
+            ]
             for (method, path) in routes {
                 let noToken = try await Curl.$token.withValue(nil) {
                     try await Curl.request(method, control.url + path, json: method == "POST" ? body : nil)
                 }
                 #expect(noToken.status == 401, "\(method) /\(path) without a token: \(noToken.text)")
-                let host = try await Curl.request(method, control.url + path, json: method == "POST" ? body : nil,
-                                                  headers: ["Host: evil.example:\(control.port)"])
-                #expect(try host.status == 403 && (host.json()["field"] as? String) == "Host", "\(method) /\(path): \(host.text)")
-                let origin = try await Curl.request(method, control.url + path, json: method == "POST" ? body : nil,
-                                                    headers: ["Origin: https://evil.example"])
-                #expect(try origin.status == 403 && (origin.json()["field"] as? String) == "Origin", "\(method) /\(path): \(origin.text)")
+                let host = try await Curl.request(
+                    method, control.url + path, json: method == "POST" ? body : nil,
+                    headers: ["Host: evil.example:\(control.port)"])
+                #expect(
+                    try host.status == 403 && (host.json()["field"] as? String) == "Host",
+                    "\(method) /\(path): \(host.text)")
+                let origin = try await Curl.request(
+                    method, control.url + path, json: method == "POST" ? body : nil,
+                    headers: ["Origin: https://evil.example"])
+                #expect(
+                    try origin.status == 403 && (origin.json()["field"] as? String) == "Origin",
+                    "\(method) /\(path): \(origin.text)")
             }
             let huge = Self.json(["client": "curl", "device": String(repeating: "d", count: 70 * 1024), "os": "o"])
             let tooLarge = try await Curl.request("POST", control.url + "leases", json: huge)
             #expect(tooLarge.status == 413, "\(tooLarge.text)")
-            let notJSON = try await Curl.request("POST", control.url + "leases", json: body, headers: ["Content-Type: text/plain"])
+            let notJSON = try await Curl.request(
+                "POST", control.url + "leases", json: body, headers: ["Content-Type: text/plain"])
             #expect(notJSON.status == 415, "\(notJSON.text)")
-            let longName = try await Curl.request("POST", control.url + "leases",
-                                                  json: Self.json(["client": "curl", "device": String(repeating: "d", count: 300), "os": "o"]))
+            let longName = try await Curl.request(
+                "POST", control.url + "leases",
+                json: Self.json(["client": "curl", "device": String(repeating: "d", count: 300), "os": "o"]))
             #expect(try longName.status == 400 && (longName.json()["field"] as? String) == "device", "\(longName.text)")
-            let multiStep = try await Curl.request("POST", control.url + "queues",
-                                                   json: Self.json(["client": "curl", "scenarios": ["resumption-after-unpinned-handshake"]]))
+            let multiStep = try await Curl.request(
+                "POST", control.url + "queues",
+                json: Self.json(["client": "curl", "scenarios": ["resumption-after-unpinned-handshake"]]))
             #expect(multiStep.status == 422, "\(multiStep.text)")
 
             // maxLeases 1: a second device is refused while the first holds its lease, though a cell waits.
@@ -181,12 +217,14 @@ struct DeviceQueueRouteTests {
             #expect(capped.status == 409, "\(capped.text)")
             #expect(try capped.json()["error"] as? String ?? "" != "")
             let id = try #require(try first.json()["lease"] as? String)
-            let answered = try await Curl.request("POST", control.url + "leases/\(id)/answer", json: #"{"claim": "accepted"}"#)
+            let answered = try await Curl.request(
+                "POST", control.url + "leases/\(id)/answer", json: #"{"claim": "accepted"}"#)
             #expect(answered.status == 200, "\(answered.text)")
             let next = try await Self.lease(control, queue: queue, device: "two")
             #expect(next.status == 201, "the cap frees with the answer: \(next.text)")
-            let badClaim = try await Curl.request("POST", control.url + "leases/\(try #require(try next.json()["lease"] as? String))/answer",
-                                                  json: #"{"claim": "maybe"}"#)
+            let badClaim = try await Curl.request(
+                "POST", control.url + "leases/\(try #require(try next.json()["lease"] as? String))/answer",
+                json: #"{"claim": "maybe"}"#)
             #expect(try badClaim.status == 400 && (badClaim.json()["field"] as? String) == "claim", "\(badClaim.text)")
             await Self.cleanUp(control, queue)
         }

@@ -1,9 +1,10 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
-@testable import PinningLabControl
+import PinningLabTestSupport
 import Testing
 import Yams
+
+@testable import PinningLabControl
 
 /// openapi.yaml describes exactly the routes the server registers, and the running server answers every
 /// operation the document lists.
@@ -45,7 +46,8 @@ struct OpenAPIDocumentTests {
         try await ControlTestLab.withControl { control, _ in
             for op in documented.sorted() {
                 let parts = op.split(separator: " ", maxSplits: 1).map(String.init)
-                let path = parts[1].split(separator: "/").map { $0.hasPrefix("{") ? "x" : String($0) }.joined(separator: "/")
+                let path = parts[1].split(separator: "/").map { $0.hasPrefix("{") ? "x" : String($0) }.joined(
+                    separator: "/")
                 let r = try await Curl.request(parts[0], control.url + path, json: parts[0] == "POST" ? "{}" : nil)
                 #expect(r.status != 405, "\(op): \(r.text)")
                 #expect(!r.text.contains("there is no route"), "\(op) fell through to the fallback: \(r.text)")

@@ -1,11 +1,13 @@
 import Foundation
-import PinningLabTestSupport
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import PinningLab
-@testable import PinningLabControl
+import PinningLabTestSupport
 import Testing
+
+@testable import PinningLabControl
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The `PinLab` helper of the article "Testing an iOS app in the Simulator", compiled and run here against a live
 /// control API (URLSession and Codable, as in an XCTest in the Simulator). The region between the markers must be
@@ -19,7 +21,8 @@ struct SimulatorWalkthroughTests {
         let end = try #require(source.range(of: "// END article code\n"))
         let region = String(source[begin.upperBound..<end.lowerBound])
         let article = try String(
-            contentsOf: here.deletingLastPathComponent().appendingPathComponent("../../Sources/PinningLab/PinningLab.docc/TestingAniOSApp.md"),
+            contentsOf: here.deletingLastPathComponent().appendingPathComponent(
+                "../../Sources/PinningLab/PinningLab.docc/TestingAniOSApp.md"),
             encoding: .utf8)
         #expect(article.contains(region), "the PinLab helper here and in TestingAniOSApp.md differ")
     }
@@ -30,15 +33,21 @@ struct SimulatorWalkthroughTests {
     func theHelperDrivesTheControlAPI() async throws {
         try await ControlTestLab.withControl { control, pki in
             let lab = PinLab(base: URL(string: control.url)!, token: try #require(control.token))
-            let backupPins = PinFormat.curlPins([try pki.identity("leaf-v1").pins.spkiBase64,
-                                                 try pki.identity("leaf-v3-rekey").pins.spkiBase64])
+            let backupPins = PinFormat.curlPins([
+                try pki.identity("leaf-v1").pins.spkiBase64,
+                try pki.identity("leaf-v3-rekey").pins.spkiBase64,
+            ])
             let trust = try await Curl.get(control.url + "trust/lab-root")
             let trustFile = TestScratch.root.appendingPathComponent("walkthrough-\(UUID().uuidString).pem")
             try Data(trust.body).write(to: trustFile)
             defer { try? FileManager.default.removeItem(at: trustFile) }
             func client(_ url: URL) async -> Int32 {
-                await ChildProcess.run(["curl", "-s", "-o", "/dev/null", "--cacert", trustFile.path, "--pinnedpubkey", backupPins,
-                                        url.absoluteString], timeout: .seconds(30)).status
+                await ChildProcess.run(
+                    [
+                        "curl", "-s", "-o", "/dev/null", "--cacert", trustFile.path, "--pinnedpubkey", backupPins,
+                        url.absoluteString,
+                    ], timeout: .seconds(30)
+                ).status
             }
             for scenario in ["rekey", "emergency-rekey"] {
                 for engine in ["openssl", "gnutls"] {
@@ -46,7 +55,9 @@ struct SimulatorWalkthroughTests {
                         _ = await client(server.url)
                         let seen = try await lab.observations(server, after: server.connectionsAccepted)
                         let accepted = seen.contains(where: \.applicationDataReceived)
-                        #expect(accepted == (server.expect["leaf-spki+backup"] == "accept"), "\(scenario) \(engine): \(seen.map(\.closure))")
+                        #expect(
+                            accepted == (server.expect["leaf-spki+backup"] == "accept"),
+                            "\(scenario) \(engine): \(seen.map(\.closure))")
                     }
                 }
             }
@@ -101,8 +112,10 @@ struct PinLab: Sendable {
     /// The token `pinlab serve --control` printed (and wrote to its manifest as `control.token`).
     let token: String
 
-    init(base: URL = URL(string: ProcessInfo.processInfo.environment["PINLAB_CONTROL"] ?? "http://127.0.0.1:8765/")!,
-         token: String = ProcessInfo.processInfo.environment["PINLAB_CONTROL_TOKEN"] ?? "") {
+    init(
+        base: URL = URL(string: ProcessInfo.processInfo.environment["PINLAB_CONTROL"] ?? "http://127.0.0.1:8765/")!,
+        token: String = ProcessInfo.processInfo.environment["PINLAB_CONTROL_TOKEN"] ?? ""
+    ) {
         self.base = base
         self.token = token
     }

@@ -1,8 +1,9 @@
 import Foundation
 import PinningLab
 import PinningLabTestSupport
-@testable import PinningLabControl
 import Testing
+
+@testable import PinningLabControl
 
 /// The lab PKI these tests share with the other suites (a temporary folder; keys are made once and kept there).
 enum ControlTestLab {
@@ -28,7 +29,6 @@ enum ControlTestLab {
     }
 }
 
-
 /// One HTTP exchange made with the curl command-line tool.
 struct CurlReply {
     var status: Int
@@ -38,8 +38,9 @@ struct CurlReply {
 
     /// The body as a JSON object.
     func json(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-                     "not a JSON object: \(text)", sourceLocation: sourceLocation)
+        try #require(
+            try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            "not a JSON object: \(text)", sourceLocation: sourceLocation)
     }
 }
 
@@ -49,8 +50,12 @@ enum Curl {
 
     /// `curl -X METHOD URL` with an optional JSON body (a POST says `Content-Type: application/json` even without
     /// one) and the task's `token`; the body goes to stdout, the status and media type to stderr.
-    static func request(_ method: String, _ url: String, json body: String? = nil, headers: [String] = []) async throws -> CurlReply {
-        var args = ["curl", "-s", "-S", "--max-time", "30", "-X", method, "-w", "%{stderr}%{http_code}\n%{content_type}"]
+    static func request(_ method: String, _ url: String, json body: String? = nil, headers: [String] = []) async throws
+        -> CurlReply
+    {
+        var args = [
+            "curl", "-s", "-S", "--max-time", "30", "-X", method, "-w", "%{stderr}%{http_code}\n%{content_type}",
+        ]
         if let token { args += ["-H", "Authorization: Bearer \(token)"] }
         for h in headers { args += ["-H", h] }
         if body != nil || method == "POST" { args += ["-H", "Content-Type: application/json"] }
@@ -73,13 +78,18 @@ extension ControlTestLab {
     /// After DELETE: the stopped server's listening socket (`listening`, its inodes) is gone, and a client meets a
     /// closed port — unless another suite's server of this process was given the freed port meanwhile (a new inode),
     /// whose server then is not probed (a TLS client would hold it up).
-    static func expectClosed(port: Int, listening: Set<String>, sourceLocation: SourceLocation = #_sourceLocation) async {
+    static func expectClosed(port: Int, listening: Set<String>, sourceLocation: SourceLocation = #_sourceLocation) async
+    {
         let now = ListeningSockets.inodes(port: port)
-        #expect(now.isDisjoint(with: listening), "the server still listens on \(port) after DELETE", sourceLocation: sourceLocation)
+        #expect(
+            now.isDisjoint(with: listening), "the server still listens on \(port) after DELETE",
+            sourceLocation: sourceLocation)
         guard now.isEmpty else { return }
-        let probe = await ChildProcess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "5", "https://127.0.0.1:\(port)/"], timeout: .seconds(20))
-        #expect(probe.status == 7 || !ListeningSockets.inodes(port: port).isEmpty,
-                "nothing listens on \(port) any more, yet curl did not get 'connection refused' (exit 7): exit \(probe.status)",
-                sourceLocation: sourceLocation)
+        let probe = await ChildProcess.run(
+            ["curl", "-s", "-o", "/dev/null", "--max-time", "5", "https://127.0.0.1:\(port)/"], timeout: .seconds(20))
+        #expect(
+            probe.status == 7 || !ListeningSockets.inodes(port: port).isEmpty,
+            "nothing listens on \(port) any more, yet curl did not get 'connection refused' (exit 7): exit \(probe.status)",
+            sourceLocation: sourceLocation)
     }
 }

@@ -4,11 +4,12 @@
 // strict client (SSL_CT_VALIDATION_STRICT) refuses a chain with no SCT whose status is "valid".
 import Foundation
 import PinningLab
-@testable import PinningLabCore
 import PinningLabGnuTLS
 import PinningLabOpenSSL
 import PinningLabReferenceClients
 import Testing
+
+@testable import PinningLabCore
 
 struct SCTJudgeCase: Sendable, CustomTestStringConvertible {
     var leaf: String
@@ -37,10 +38,13 @@ struct CertificateTransparencyJudgeTests {
         config.minimumVersion = version
         config.maximumVersion = version
         try await FixtureServer.withServer(engine: OpenSSLEngine(), configuration: config) { server in
-            let r = await run(["openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
-                               version == .tls13 ? "-tls1_3" : "-tls1_2", "-CAfile", f.path("lab-root.pem"),
-                               "-ct", "-ctlogfile", f.pki.ctLogOpenSSLFile.path])
-            #expect(r.stdout.contains("Verify return code: 0 (ok)"), "the chain itself verifies: \(r.stdout.suffix(400))")
+            let r = await run([
+                "openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
+                version == .tls13 ? "-tls1_3" : "-tls1_2", "-CAfile", f.path("lab-root.pem"),
+                "-ct", "-ctlogfile", f.pki.ctLogOpenSSLFile.path,
+            ])
+            #expect(
+                r.stdout.contains("Verify return code: 0 (ok)"), "the chain itself verifies: \(r.stdout.suffix(400))")
             #expect(r.stdout.contains("SCTs present (\(c.statuses.count))"), "\(r.stdout.suffix(1200))")
             let statuses = r.stdout.split(separator: "\n").compactMap { line -> String? in
                 guard let range = line.range(of: "SCT validation status: ") else { return nil }
@@ -60,12 +64,15 @@ struct CertificateTransparencyJudgeTests {
         try await FixtureServer.withServer(engine: OpenSSLEngine(), configuration: config) { server in
             let port = server.port
             let verdict = try await Task.detached {
-                try OpenSSLCTCheck.handshake(ip: "127.0.0.1", port: port, host: "localhost",
-                                             trustRootsDER: [f.der("lab-root")], ctLogFile: f.pki.ctLogOpenSSLFile.path)
+                try OpenSSLCTCheck.handshake(
+                    ip: "127.0.0.1", port: port, host: "localhost",
+                    trustRootsDER: [f.der("lab-root")], ctLogFile: f.pki.ctLogOpenSSLFile.path)
             }.value
             #expect(verdict.accepted == expected, "\(c.leaf): \(verdict)")
             #expect(verdict.statuses == c.statuses, "\(c.leaf): \(verdict)")
-            if !expected { #expect(verdict.reason.contains("no valid SCTs") || verdict.reason.contains("71"), "\(verdict)") }
+            if !expected {
+                #expect(verdict.reason.contains("no valid SCTs") || verdict.reason.contains("71"), "\(verdict)")
+            }
             let seen = try #require(await server.settle()?.last)
             #expect(seen.handshakeCompleted == expected, "the server saw the refusal too: \(seen)")
         }
@@ -81,8 +88,9 @@ struct CertificateTransparencyJudgeTests {
         try await FixtureServer.withServer(engine: OpenSSLEngine(), configuration: config) { server in
             let port = server.port
             let verdict = try await Task.detached {
-                try OpenSSLCTCheck.handshake(ip: "127.0.0.1", port: port, host: "localhost", trustRootsDER: [f.der("lab-root")],
-                                             ctLogFile: f.pki.ctLogOpenSSLFile.path, minimumDistinctLogs: 2)
+                try OpenSSLCTCheck.handshake(
+                    ip: "127.0.0.1", port: port, host: "localhost", trustRootsDER: [f.der("lab-root")],
+                    ctLogFile: f.pki.ctLogOpenSSLFile.path, minimumDistinctLogs: 2)
             }.value
             #expect(verdict.accepted == expected, "\(c.leaf): \(verdict)")
             #expect(verdict.statuses == c.statuses, "\(c.leaf): \(verdict)")
@@ -94,8 +102,9 @@ struct CertificateTransparencyJudgeTests {
         let f = try Fixtures.load()
         let bogus = f.path("no-such-ctlogs.cnf")
         #expect(throws: OpenSSLCTCheckError.self) {
-            try OpenSSLCTCheck.handshake(ip: "127.0.0.1", port: 9, host: "localhost", trustRootsDER: [f.der("lab-root")],
-                                         ctLogFile: bogus)
+            try OpenSSLCTCheck.handshake(
+                ip: "127.0.0.1", port: 9, host: "localhost", trustRootsDER: [f.der("lab-root")],
+                ctLogFile: bogus)
         }
     }
 
@@ -107,7 +116,9 @@ struct CertificateTransparencyJudgeTests {
         let error = await #expect(throws: TLSEngineError.self) {
             try await FixtureServer.withServer(engine: GnuTLSEngine(), configuration: config) { _ in }
         }
-        #expect(error?.code == .unsupported && "\(error!)".contains("signed certificate timestamps"), "\(String(describing: error))")
+        #expect(
+            error?.code == .unsupported && "\(error!)".contains("signed certificate timestamps"),
+            "\(String(describing: error))")
     }
 
     @Test("GnuTLS serves embedded SCTs (they are part of the certificate)", .requires("openssl"))
@@ -115,9 +126,12 @@ struct CertificateTransparencyJudgeTests {
         let f = try Fixtures.load()
         let config = ServerTLSConfiguration.makeServerConfiguration(f.identity("leaf-ct-valid"))
         try await FixtureServer.withServer(engine: GnuTLSEngine(), configuration: config) { server in
-            let r = await run(["openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
-                               "-CAfile", f.path("lab-root.pem"), "-ct", "-ctlogfile", f.pki.ctLogOpenSSLFile.path])
-            #expect(r.stdout.components(separatedBy: "SCT validation status: valid").count == 3, "\(r.stdout.suffix(1200))")
+            let r = await run([
+                "openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
+                "-CAfile", f.path("lab-root.pem"), "-ct", "-ctlogfile", f.pki.ctLogOpenSSLFile.path,
+            ])
+            #expect(
+                r.stdout.components(separatedBy: "SCT validation status: valid").count == 3, "\(r.stdout.suffix(1200))")
         }
     }
 }

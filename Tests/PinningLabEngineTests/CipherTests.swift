@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
+import PinningLabTestSupport
 import Testing
 
 /// A cipher restriction is served on both engines, and the negotiated suite is what a real client sees.
@@ -18,15 +18,19 @@ struct CipherCase: Sendable, CustomTestStringConvertible {
 @Suite("Cipher restrictions on both engines")
 struct CipherTests {
     static let cases: [CipherCase] = [
-        .init(suite: "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", leaf: "leaf-v1", chain: ["lab-intermediate-a"],
-              version: .tls12, openSSLName: "ECDHE-ECDSA-AES128-GCM-SHA256"),
-        .init(suite: "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", leaf: "leaf-v1", chain: ["lab-intermediate-a"],
-              version: .tls12, openSSLName: "ECDHE-ECDSA-AES256-SHA"),
+        .init(
+            suite: "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", leaf: "leaf-v1", chain: ["lab-intermediate-a"],
+            version: .tls12, openSSLName: "ECDHE-ECDSA-AES128-GCM-SHA256"),
+        .init(
+            suite: "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", leaf: "leaf-v1", chain: ["lab-intermediate-a"],
+            version: .tls12, openSSLName: "ECDHE-ECDSA-AES256-SHA"),
         // Static RSA key exchange (no forward secrecy): needs an RSA leaf.
-        .init(suite: "TLS_RSA_WITH_AES_128_GCM_SHA256", leaf: "leaf-rsa-2048", chain: ["lab-intermediate-a"],
-              version: .tls12, openSSLName: "AES128-GCM-SHA256"),
-        .init(suite: "TLS_AES_256_GCM_SHA384", leaf: "leaf-v1", chain: ["lab-intermediate-a"],
-              version: .tls13, openSSLName: "TLS_AES_256_GCM_SHA384"),
+        .init(
+            suite: "TLS_RSA_WITH_AES_128_GCM_SHA256", leaf: "leaf-rsa-2048", chain: ["lab-intermediate-a"],
+            version: .tls12, openSSLName: "AES128-GCM-SHA256"),
+        .init(
+            suite: "TLS_AES_256_GCM_SHA384", leaf: "leaf-v1", chain: ["lab-intermediate-a"],
+            version: .tls13, openSSLName: "TLS_AES_256_GCM_SHA384"),
     ]
 
     // Issue 8, defect 4: names missing from the OpenSSL table were dropped by compactMap, and GnuTLS never got a
@@ -41,10 +45,14 @@ struct CipherTests {
         config.ciphers = try CipherPreferences(ianaSuites: [c.suite])
         try await FixtureServer.withServer(engine: kind.engine, configuration: config) { server in
             let flag = c.version == .tls13 ? "-tls1_3" : "-tls1_2"
-            let r = await run(["openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
-                               flag, "-cipher", "ALL:@SECLEVEL=0", "-ciphersuites",
-                               "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"])
-            #expect(r.stdout.contains("Cipher is \(c.openSSLName)"), "\(kind) \(c.suite): \(r.stdout.suffix(600)) \(r.stderr.suffix(300))")
+            let r = await run([
+                "openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
+                flag, "-cipher", "ALL:@SECLEVEL=0", "-ciphersuites",
+                "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256",
+            ])
+            #expect(
+                r.stdout.contains("Cipher is \(c.openSSLName)"),
+                "\(kind) \(c.suite): \(r.stdout.suffix(600)) \(r.stderr.suffix(300))")
             // The server's own record names the same suite (it was only checked to be there).
             let seen = try #require(await server.settle()?.last)
             #expect(seen.cipherSuite == c.suite, "\(kind) recorded \(seen.cipherSuite ?? "no suite") for \(c.suite)")
@@ -59,8 +67,10 @@ struct CipherTests {
         config.maximumVersion = .tls12
         config.ciphers = try CipherPreferences(ianaSuites: ["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"])
         try await FixtureServer.withServer(engine: kind.engine, configuration: config) { server in
-            let r = await run(["openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
-                               "-tls1_2", "-cipher", "ECDHE-ECDSA-AES256-GCM-SHA384"])
+            let r = await run([
+                "openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
+                "-tls1_2", "-cipher", "ECDHE-ECDSA-AES256-GCM-SHA384",
+            ])
             #expect(!r.stdout.contains("Cipher is ECDHE"), "\(r.stdout.suffix(400))")
             // …and the server saw that client and refused it: a connection, no completed handshake (the client's
             // silence alone would also pass the check above).
@@ -71,14 +81,17 @@ struct CipherTests {
 
     /// A misspelt or unknown name throws an invalid-configuration error naming it and listing the names that are
     /// known; a known name next to it does not make it pass. (This test used to expect nothing when nothing threw.)
-    @Test(arguments: [["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA265"], ["TLS_NOT_A_SUITE"],
-                      ["TLS_AES_256_GCM_SHA384", "TLS_NOT_A_SUITE"]])
+    @Test(arguments: [
+        ["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA265"], ["TLS_NOT_A_SUITE"],
+        ["TLS_AES_256_GCM_SHA384", "TLS_NOT_A_SUITE"],
+    ])
     func anUnknownSuiteIsAnErrorNotASilentNoOp(_ names: [String]) throws {
         let unknown = try #require(names.last)
         let error = try #require(throws: TLSEngineError.self) { try CipherPreferences(ianaSuites: names) }
         #expect(error.code == .invalidConfiguration, "\(error)")
         #expect(error.reason.hasPrefix("'\(unknown)' is not a cipher suite"), "\(error)")
-        #expect(error.reason.contains("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"), "the known names are listed: \(error)")
+        #expect(
+            error.reason.contains("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"), "the known names are listed: \(error)")
     }
 
     @Test func everyKnownSuiteMapsOnBothEngines() throws {

@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
+import PinningLabTestSupport
 import Testing
 
 /// Client authentication behaves like OkHttp's MockWebServer: `required` without (or with a bad) certificate fails
@@ -32,7 +32,9 @@ struct ClientAuthTests {
         return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "subject=", with: "")
     }
 
-    static let versions: [(EngineKind, String)] = EngineKind.allCases.flatMap { [($0, "--tlsv1.2"), ($0, "--tlsv1.3")] }
+    static let versions: [(EngineKind, String)] = EngineKind.allCases.flatMap {
+        [($0, "--tlsv1.2"), ($0, "--tlsv1.3")]
+    }
 
     @Test("required + a valid certificate: accepted, subject and chain recorded", arguments: versions)
     func requiredValid(engine: EngineKind, tls: String) async throws {
@@ -65,8 +67,13 @@ struct ClientAuthTests {
         #expect(o.alertSent?.code == expectedAlert)
     }
 
-    @Test("required + a bad certificate: rejected with the matching alert, the certificate still recorded",
-          arguments: EngineKind.allCases, [("client-untrusted", TLSAlert.unknownCA), ("client-expired", TLSAlert.certificateExpired), ("client-wrong-eku", TLSAlert.unsupportedCertificate)])
+    @Test(
+        "required + a bad certificate: rejected with the matching alert, the certificate still recorded",
+        arguments: EngineKind.allCases,
+        [
+            ("client-untrusted", TLSAlert.unknownCA), ("client-expired", TLSAlert.certificateExpired),
+            ("client-wrong-eku", TLSAlert.unsupportedCertificate),
+        ])
     func requiredBad(engine: EngineKind, bad: (String, UInt8)) async throws {
         let server = try await FixtureServer.start(engine: engine.engine, configuration: config(.required))
         defer { server.stopSync() }

@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
+import PinningLabTestSupport
 import Testing
 
 @Suite("openssl s_client and gnutls-cli handshakes")
@@ -46,7 +46,8 @@ struct ClientToolTests {
                 "gnutls-cli", "--x509cafile", f.path("lab-root.pem"), "--priority",
                 "NORMAL:-VERS-ALL:+VERS-TLS\(version.shortName)", "-p", "\(server.port)", "localhost",
             ], input: "GET /gnutls-cli HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        #expect(r.stderr.contains("Handshake was completed") || r.stdout.contains("Handshake was completed"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains("Handshake was completed") || r.stdout.contains("Handshake was completed"), "\(r.stderr)")
         let o = try #require(await server.settle()?.first)
         #expect(o.handshakeCompleted)
         #expect(o.tlsVersion == version)
@@ -65,7 +66,8 @@ struct ClientToolTests {
         defer { server.stopSync() }
         let r = await run(
             [
-                "openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-tls1", "-cipher", "DEFAULT:@SECLEVEL=0",
+                "openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-tls1", "-cipher",
+                "DEFAULT:@SECLEVEL=0",
                 "-ign_eof", "-crlf",
             ], input: "GET / HTTP/1.1\nHost: localhost\n\n")
         #expect(r.stdout.contains("\"tls_version\":\"TLSv1\""), "\(r.stderr)")

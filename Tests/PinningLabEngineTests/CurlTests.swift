@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
+import PinningLabTestSupport
 import Testing
 
 @Suite("curl against both engines", .requires("curl"))
@@ -44,8 +44,9 @@ struct CurlTests {
         #expect(o.handshakeMilliseconds != nil)
     }
 
-    @Test("an untrusted proxy leaf: curl exits 60, the server records unknown_ca and no application data",
-          arguments: EngineKind.allCases)
+    @Test(
+        "an untrusted proxy leaf: curl exits 60, the server records unknown_ca and no application data",
+        arguments: EngineKind.allCases)
     func untrusted(engine: EngineKind) async throws {
         let server = try await FixtureServer.start(
             engine: engine.engine, configuration: f.configuration(["proxy-leaf"]), label: "intercepting-proxy")
@@ -62,8 +63,9 @@ struct CurlTests {
         #expect(o.requestLine == nil)
     }
 
-    @Test("a trusted proxy leaf with a leaf pin: curl exits 90 after the handshake and sends nothing",
-          arguments: EngineKind.allCases)
+    @Test(
+        "a trusted proxy leaf with a leaf pin: curl exits 90 after the handshake and sends nothing",
+        arguments: EngineKind.allCases)
     func pinMismatch(engine: EngineKind) async throws {
         let server = try await FixtureServer.start(
             engine: engine.engine, configuration: f.configuration(["proxy-leaf"]), label: "intercepting-proxy")

@@ -1,8 +1,8 @@
 import Foundation
 import PinningLab
 import PinningLabCore
-import PinningLabTestSupport
 import PinningLabTLSTypes
+import PinningLabTestSupport
 import Testing
 
 /// A client that leaves Nagle's algorithm on — the JDK's sockets, Python's bare `socket` — holds a small write until
@@ -27,21 +27,37 @@ struct DelayedAckTests {
 
     static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
-    @Test("TLS 1.3 answers as fast as the control (no 40 ms delayed ACK): both engines without tickets, GnuTLS with them",
-          .requires("python3"))
+    @Test(
+        "TLS 1.3 answers as fast as the control (no 40 ms delayed ACK): both engines without tickets, GnuTLS with them",
+        .requires("python3"))
     func noDelayedAckStall() async throws {
         var config = f.configuration(["leaf-v1", "lab-intermediate-a"])
         config.setVersion(.tls13)
         var withTickets = config
         withTickets.resumption = SessionResumption(.tickets)
         let servers = [
-            ("control: openssl, tickets", try await FixtureServer.start(engine: Engines.openssl, configuration: withTickets, label: "nagle-control")),
-            ("openssl, no tickets", try await FixtureServer.start(engine: Engines.openssl, configuration: config, label: "nagle")),
-            ("gnutls, no tickets", try await FixtureServer.start(engine: Engines.gnutls, configuration: config, label: "nagle")),
-            ("gnutls, tickets", try await FixtureServer.start(engine: Engines.gnutls, configuration: withTickets, label: "nagle")),
+            (
+                "control: openssl, tickets",
+                try await FixtureServer.start(
+                    engine: Engines.openssl, configuration: withTickets, label: "nagle-control")
+            ),
+            (
+                "openssl, no tickets",
+                try await FixtureServer.start(engine: Engines.openssl, configuration: config, label: "nagle")
+            ),
+            (
+                "gnutls, no tickets",
+                try await FixtureServer.start(engine: Engines.gnutls, configuration: config, label: "nagle")
+            ),
+            (
+                "gnutls, tickets",
+                try await FixtureServer.start(engine: Engines.gnutls, configuration: withTickets, label: "nagle")
+            ),
         ]
         defer { for (_, server) in servers { server.stopSync() } }
-        let r = await run(["python3", Self.client, f.path("lab-root.pem"), "15"] + servers.map { "\($0.1.port)" }, timeout: .seconds(90))
+        let r = await run(
+            ["python3", Self.client, f.path("lab-root.pem"), "15"] + servers.map { "\($0.1.port)" },
+            timeout: .seconds(90))
         #expect(r.status == 0, "\(r.stderr)")
         var ms: [Int: [Double]] = [:]
         for line in r.stdout.split(separator: "\n") {
@@ -53,8 +69,13 @@ struct DelayedAckTests {
         for (name, server) in servers.dropFirst() {
             let times = ms[server.port]!
             let gap = Self.median(times) - control
-            print("\(name): request → response median \(Self.median(times)) ms, control \(control) ms (gap \(gap) ms): \(times.sorted())")
-            #expect(gap < 20, "\(name): each request waited for the server's delayed ACK: \(times.sorted()), control median \(control) ms")
+            print(
+                "\(name): request → response median \(Self.median(times)) ms, control \(control) ms (gap \(gap) ms): \(times.sorted())"
+            )
+            #expect(
+                gap < 20,
+                "\(name): each request waited for the server's delayed ACK: \(times.sorted()), control median \(control) ms"
+            )
         }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
 import PinningLabTLSTypes
+import PinningLabTestSupport
 import Testing
 
 /// TLS 1.3 early data (0-RTT), judged by an independent client: `openssl s_client -sess_in FILE -early_data FILE`
@@ -39,13 +39,15 @@ struct EarlyDataTests {
 
     func scratch(_ name: String) -> String { f.path("early-\(name)-\(UUID().uuidString)") }
 
-    @Test("a resumed client's early data is accepted and counted; without early data the count is 0",
-          arguments: EngineKind.allCases)
+    @Test(
+        "a resumed client's early data is accepted and counted; without early data the count is 0",
+        arguments: EngineKind.allCases)
     func counted(engine: EngineKind) async throws {
         let server = try await FixtureServer.start(
             engine: engine.engine, configuration: configuration(maxEarlyData: 16384), label: "early")
         defer { server.stopSync() }
-        let session = scratch("session.pem"), body = scratch("request.txt")
+        let session = scratch("session.pem")
+        let body = scratch("request.txt")
         try Data(Self.request.utf8).write(to: URL(fileURLWithPath: body))
         let first = await connect(server, save: session)
         #expect(first.status == 0, "\(first.stderr)")
@@ -70,13 +72,15 @@ struct EarlyDataTests {
         #expect(o[3].requestLine == "GET /early HTTP/1.1")
     }
 
-    @Test("a server that allows no early data (the default) issues tickets without it: nothing arrives as early data",
-          arguments: EngineKind.allCases)
+    @Test(
+        "a server that allows no early data (the default) issues tickets without it: nothing arrives as early data",
+        arguments: EngineKind.allCases)
     func offByDefault(engine: EngineKind) async throws {
         let server = try await FixtureServer.start(
             engine: engine.engine, configuration: configuration(maxEarlyData: 0), label: "no-early")
         defer { server.stopSync() }
-        let session = scratch("session.pem"), body = scratch("request.txt")
+        let session = scratch("session.pem")
+        let body = scratch("request.txt")
         try Data(Self.request.utf8).write(to: URL(fileURLWithPath: body))
         _ = await connect(server, save: session)
         let second = await connect(server, offer: session, early: body)

@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
+import PinningLabTestSupport
 import Testing
 
 /// HTTP/2 on the fixture servers (nghttp2, loaded at run time): real clients negotiate `h2` with both engines, and
@@ -21,12 +21,15 @@ struct HTTP2Tests {
     func curl(_ server: FixtureServer, _ extra: [String], paths: [String] = ["/"]) async -> ProcessResult {
         let urls = paths.map { "https://api.pinning.test:\(server.port)\($0)" }
         return await run(
-            ["curl", "-sS", "--max-time", "5", "--cacert", f.path("lab-root.pem"),
-             "--resolve", "api.pinning.test:\(server.port):127.0.0.1", "-w", "\\n%{http_version}\\n"] + extra + urls)
+            [
+                "curl", "-sS", "--max-time", "5", "--cacert", f.path("lab-root.pem"),
+                "--resolve", "api.pinning.test:\(server.port):127.0.0.1", "-w", "\\n%{http_version}\\n",
+            ] + extra + urls)
     }
 
-    @Test("curl --http2 negotiates h2; the server answers the stream and records its :authority",
-          .requires("curl"), arguments: EngineKind.allCases)
+    @Test(
+        "curl --http2 negotiates h2; the server answers the stream and records its :authority",
+        .requires("curl"), arguments: EngineKind.allCases)
     func curlHTTP2(engine: EngineKind) async throws {
         let server = try await start(engine)
         defer { server.stopSync() }
@@ -47,8 +50,9 @@ struct HTTP2Tests {
         #expect(live.first?.serverName == "api.pinning.test")
     }
 
-    @Test("two URLs in one curl --http2 run are two streams on one connection, each recorded",
-          .requires("curl"), arguments: EngineKind.allCases)
+    @Test(
+        "two URLs in one curl --http2 run are two streams on one connection, each recorded",
+        .requires("curl"), arguments: EngineKind.allCases)
     func twoStreams(engine: EngineKind) async throws {
         let server = try await start(engine)
         defer { server.stopSync() }
@@ -60,8 +64,9 @@ struct HTTP2Tests {
         #expect(server.http2Streams().map(\.stream.id) == [1, 3])
     }
 
-    @Test("a client that offers only http/1.1 still gets HTTP/1.1 from a server that offers h2",
-          .requires("curl"), arguments: EngineKind.allCases)
+    @Test(
+        "a client that offers only http/1.1 still gets HTTP/1.1 from a server that offers h2",
+        .requires("curl"), arguments: EngineKind.allCases)
     func http1Fallback(engine: EngineKind) async throws {
         let server = try await start(engine)
         defer { server.stopSync() }
@@ -75,14 +80,17 @@ struct HTTP2Tests {
         #expect(server.http2Streams().isEmpty)
     }
 
-    @Test("garbage after ALPN h2 is an HTTP/2 protocol error: recorded, the server keeps serving",
-          .requires("openssl"), arguments: EngineKind.allCases)
+    @Test(
+        "garbage after ALPN h2 is an HTTP/2 protocol error: recorded, the server keeps serving",
+        .requires("openssl"), arguments: EngineKind.allCases)
     func garbage(engine: EngineKind) async throws {
         let server = try await start(engine)
         defer { server.stopSync() }
         let r = await run(
-            ["openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "api.pinning.test",
-             "-alpn", "h2", "-quiet", "-CAfile", f.path("lab-root.pem")],
+            [
+                "openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "api.pinning.test",
+                "-alpn", "h2", "-quiet", "-CAfile", f.path("lab-root.pem"),
+            ],
             input: "GET / HTTP/1.1\r\nHost: api.pinning.test\r\n\r\n")
         _ = r
         let o = try #require(await server.settle()?.first)
@@ -109,15 +117,17 @@ struct HTTP2Tests {
 
 @Suite("HTTP/2 under load", .requiresHTTP2())
 struct HTTP2LoadTests {
-    @Test("h2load: 600 streams on one connection, 10 at a time, are all answered (closed streams make room)",
-          .requires("h2load"), arguments: EngineKind.allCases)
+    @Test(
+        "h2load: 600 streams on one connection, 10 at a time, are all answered (closed streams make room)",
+        .requires("h2load"), arguments: EngineKind.allCases)
     func manyStreams(engine: EngineKind) async throws {
         let f = try Fixtures.load()
         var c = f.configuration(["leaf-v1", "lab-intermediate-a"])
         c.alpnProtocols = [HTTP2.alpn, "http/1.1"]
         let server = try await FixtureServer.start(engine: engine.engine, configuration: c, label: "h2-load")
         defer { server.stopSync() }
-        let r = await run(["h2load", "-n", "600", "-c", "1", "-m", "10", "https://127.0.0.1:\(server.port)/"], timeout: .seconds(30))
+        let r = await run(
+            ["h2load", "-n", "600", "-c", "1", "-m", "10", "https://127.0.0.1:\(server.port)/"], timeout: .seconds(30))
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("Application protocol: h2"), "\(r.stdout)")
         #expect(r.stdout.contains("600 succeeded, 0 failed"), "\(r.stdout)")

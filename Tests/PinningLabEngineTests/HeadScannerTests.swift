@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import PinningLabCore
+import Testing
 
 /// The one request-head scanner of the fixture server's worker, the interception proxy and the small HTTP server
 /// (`HeadScanner`): linear however the head is split into reads, and finding exactly the ends the three
@@ -28,7 +28,9 @@ import PinningLabCore
     }
 
     /// Feeds `bytes` one byte per read, scanning after each, as the worker and the proxy do (the buffer grows).
-    static func oneBytePerRead(_ bytes: [UInt8], _ terminator: HeadScanner.Terminator) -> (end: Int?, at: Int, visits: Int) {
+    static func oneBytePerRead(_ bytes: [UInt8], _ terminator: HeadScanner.Terminator) -> (
+        end: Int?, at: Int, visits: Int
+    ) {
         var scanner = HeadScanner(terminator)
         var buffer: [UInt8] = []
         for (i, b) in bytes.enumerated() {
@@ -48,7 +50,9 @@ import PinningLabCore
         let r = Self.oneBytePerRead(bytes, terminator)
         #expect(r.end == Self.cap && r.at == Self.cap, "the head ends at its last byte")
         #expect(r.visits <= 2 * Self.cap, "\(r.visits) byte visits for a \(Self.cap)-byte head")
-        print("HeadScanner \(terminator): 16 KiB head, one byte per read: \(r.visits) byte visits (bound \(2 * Self.cap); a rescan per read: \(Self.cap * (Self.cap + 1) / 2))")
+        print(
+            "HeadScanner \(terminator): 16 KiB head, one byte per read: \(r.visits) byte visits (bound \(2 * Self.cap); a rescan per read: \(Self.cap * (Self.cap + 1) / 2))"
+        )
     }
 
     /// Heads without an end — 16 KiB of `\n\r\n` (what made a look-back from each line feed read bytes twice), of
@@ -117,7 +121,8 @@ import PinningLabCore
 
     static func proxyEnd(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
-        for i in 3..<bytes.count where bytes[i] == 0x0A && bytes[i - 1] == 0x0D && bytes[i - 2] == 0x0A && bytes[i - 3] == 0x0D {
+        for i in 3..<bytes.count
+        where bytes[i] == 0x0A && bytes[i - 1] == 0x0D && bytes[i - 2] == 0x0A && bytes[i - 3] == 0x0D {
             return i + 1
         }
         return nil

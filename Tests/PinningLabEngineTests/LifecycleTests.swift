@@ -1,12 +1,13 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
+import Testing
+
 @testable import PinningLabCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
-import Testing
 
 @Suite("Server lifecycle")
 struct LifecycleTests {
@@ -19,7 +20,8 @@ struct LifecycleTests {
         weak var worker: AnyObject?
         do {
             let server = try await FixtureServer.start(
-                engine: kind.engine, configuration: try Fixtures.load().configuration(["leaf-v1", "lab-intermediate-a"]))
+                engine: kind.engine,
+                configuration: try Fixtures.load().configuration(["leaf-v1", "lab-intermediate-a"]))
             core = server.core
             worker = server.core.workersForTesting.first
             // One connection, so that an observation and a session were made.
@@ -37,12 +39,15 @@ struct LifecycleTests {
         #expect(core == nil, "the ServerCore outlived its stopped server (a retain cycle)")
     }
 
-    @Test("a server dropped without stop() shuts down on a thread of its own, not the dropping one", arguments: EngineKind.allCases)
+    @Test(
+        "a server dropped without stop() shuts down on a thread of its own, not the dropping one",
+        arguments: EngineKind.allCases)
     func droppedServerShutsDownOffTheDroppingThread(_ kind: EngineKind) async throws {
         let core: ServerCore
         do {
             let server = try await FixtureServer.start(
-                engine: kind.engine, configuration: try Fixtures.load().configuration(["leaf-v1", "lab-intermediate-a"]))
+                engine: kind.engine,
+                configuration: try Fixtures.load().configuration(["leaf-v1", "lab-intermediate-a"]))
             core = server.core  // kept, to read where it was shut down; the server itself goes with this scope
             #expect(core.shutdownThreadName == nil)
         }
@@ -65,7 +70,9 @@ struct LifecycleTests {
         }
         #expect(own.count >= 2, "the server's two worker threads: \(own)")
         await server.stop()
-        #expect(server.core.shutdownThreadName == "pinninglab.stop", "shutdown ran on \(server.core.shutdownThreadName ?? "?")")
+        #expect(
+            server.core.shutdownThreadName == "pinninglab.stop",
+            "shutdown ran on \(server.core.shutdownThreadName ?? "?")")
         // The server's own threads are gone (by thread id: another server may reuse the port number, and its names).
         let left = Set(threadsByID().keys).intersection(own.keys)
         #expect(left.isEmpty, "still running: \(own.filter { left.contains($0.key) })")

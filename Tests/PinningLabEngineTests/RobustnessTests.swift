@@ -1,8 +1,9 @@
 import Foundation
 import PinningLab
 import PinningLabTestSupport
-@testable import PinningLabCore
 import Testing
+
+@testable import PinningLabCore
 
 /// Hostile and stalled clients never block a good client or shutdown, and `stop()` frees every resource.
 @Suite("hostile clients and clean shutdown")
@@ -14,8 +15,9 @@ struct RobustnessTests {
     static let truncatedClientHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]
 
     /// Both worker loops: epoll (Linux's default) and poll (every other system's, forced here so Linux runs test it).
-    @Test("garbage, a truncated ClientHello, silence and 200 idle connections leave the server serving",
-          arguments: EngineKind.allCases, [FixtureServer.Options.EventLoop.automatic, .poll])
+    @Test(
+        "garbage, a truncated ClientHello, silence and 200 idle connections leave the server serving",
+        arguments: EngineKind.allCases, [FixtureServer.Options.EventLoop.automatic, .poll])
     func hostile(engine: EngineKind, loop: FixtureServer.Options.EventLoop) async throws {
         var options = FixtureServer.Options(handshakeTimeout: .seconds(600))
         options.eventLoop = loop
@@ -64,7 +66,8 @@ struct RobustnessTests {
         #expect(serverInodes.count >= 201, "the listener and the accepted connections")
         let own = server.ownDescriptors
         let ownBefore = targets(of: own)
-        let threads = Set(threadsByID().filter { $0.value.hasPrefix("pl\(port)-") }.keys)  // by id: the port may be reused
+        // by id: the port may be reused
+        let threads = Set(threadsByID().filter { $0.value.hasPrefix("pl\(port)-") }.keys)
         #expect(!threads.isEmpty)
         let stopStart = ContinuousClock.now
         await server.stop()

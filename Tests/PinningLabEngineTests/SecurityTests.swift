@@ -5,11 +5,12 @@
 // - key files 0600 and folders 0700 for a small spec: PKITests.permissions.
 import Foundation
 import PinningLab
-@testable import PinningLabCore
 import Testing
 
+@testable import PinningLabCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The local addresses of the TCP sockets in LISTEN state among `descriptors` (a server's own), read from the
@@ -85,7 +86,9 @@ struct SecurityTests {
         let server = try await runner.startServer("baseline", engine: engine.engine, workDirectory: work)
         let listening = try listeningAddresses(ofDescriptors: server.running.ownDescriptors)
         await server.stop()
-        #expect(listening.count == 1 && listening.allSatisfy { $0.address == "127.0.0.1" && $0.port == server.port }, "\(listening)")
+        #expect(
+            listening.count == 1 && listening.allSatisfy { $0.address == "127.0.0.1" && $0.port == server.port },
+            "\(listening)")
     }
 
     @Test("the lab PKI folder is 0700 and every kept key 0600 (the built-in lab spec)")
@@ -102,12 +105,15 @@ struct SecurityTests {
         }
     }
 
-    @Test("the server path harness (fuzz entry point) ends garbage with an observation that claims nothing",
-          arguments: EngineKind.allCases)
+    @Test(
+        "the server path harness (fuzz entry point) ends garbage with an observation that claims nothing",
+        arguments: EngineKind.allCases)
     func harnessGarbage(engine: EngineKind) throws {
         let h = try ServerPathHarness(
             engine: engine.engine, configuration: f.configuration(["leaf-v1", "lab-intermediate-a"]), label: "fuzz")
-        for input in [[], [0x16, 0x03, 0x01, 0x00, 0x05, 1, 0, 0, 1, 0], Array("GET / HTTP/1.1\r\n\r\n".utf8)] as [[UInt8]] {
+        for input in [[], [0x16, 0x03, 0x01, 0x00, 0x05, 1, 0, 0, 1, 0], Array("GET / HTTP/1.1\r\n\r\n".utf8)]
+            as [[UInt8]]
+        {
             let o = try #require(h.runRaw(input))
             #expect(!o.handshakeCompleted && !o.applicationDataReceived && o.requestLine == nil && o.label == "fuzz")
         }

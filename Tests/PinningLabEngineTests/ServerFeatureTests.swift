@@ -15,12 +15,14 @@ struct ServerFeatureTests {
         return derBlocks(inPEM: r.stdout).first
     }
 
-    @Test("SNI selects among identities, each with its own exact chain; the first is the default",
-          arguments: EngineKind.allCases)
+    @Test(
+        "SNI selects among identities, each with its own exact chain; the first is the default",
+        arguments: EngineKind.allCases)
     func sni(engine: EngineKind) async throws {
         var config = f.configuration(["leaf-v1", "lab-intermediate-a"])
         config.identities.append(
-            ServerIdentity(f.identity("leaf-wrong-host"), chain: [f.der("leaf-wrong-host")], serverNames: ["other.pinning.test"]))
+            ServerIdentity(
+                f.identity("leaf-wrong-host"), chain: [f.der("leaf-wrong-host")], serverNames: ["other.pinning.test"]))
         let server = try await FixtureServer.start(engine: engine.engine, configuration: config)
         defer { server.stopSync() }
         #expect(await firstCertificate(port: server.port, serverName: "other.pinning.test") == f.der("leaf-wrong-host"))
@@ -50,8 +52,9 @@ struct ServerFeatureTests {
         #expect(server.configuration.generation == 1)
     }
 
-    @Test("scheduled rotation: the named connection and those after it get the new chain, the earlier ones the old",
-          arguments: EngineKind.allCases)
+    @Test(
+        "scheduled rotation: the named connection and those after it get the new chain, the earlier ones the old",
+        arguments: EngineKind.allCases)
     func scheduledRotation(engine: EngineKind) async throws {
         let server = try await FixtureServer.start(
             engine: engine.engine, configuration: f.configuration(["leaf-v1", "lab-intermediate-a"]))
@@ -88,7 +91,8 @@ struct ServerFeatureTests {
     func cipherApplied(engine: EngineKind) async throws {
         var config = f.configuration(["leaf-v1", "lab-intermediate-a"])
         config.ciphers = CipherPreferences(
-            openSSLCipherSuites: "TLS_CHACHA20_POLY1305_SHA256", gnuTLSPriority: "NORMAL:-CIPHER-ALL:+CHACHA20-POLY1305")
+            openSSLCipherSuites: "TLS_CHACHA20_POLY1305_SHA256", gnuTLSPriority: "NORMAL:-CIPHER-ALL:+CHACHA20-POLY1305"
+        )
         let server = try await FixtureServer.start(engine: engine.engine, configuration: config)
         defer { server.stopSync() }
         let r = await run(["curl", "-sS", "--max-time", "5", "--cacert", f.path("lab-root.pem"), server.url])
@@ -138,8 +142,9 @@ struct ServerFeatureTests {
     /// OpenSSL 3 answers the end of file with a decode_error alert of its own (its record layer's SSLfatal); recorded
     /// as sent, it made every such refusal read "was refused by the server (alert decode_error)" — category
     /// protocol, a "wrong reason" note under every correct pinner of that kind — on the OpenSSL engine only.
-    @Test("a client that hangs up mid-handshake was not refused by the server", .requires("python3"),
-          arguments: EngineKind.allCases)
+    @Test(
+        "a client that hangs up mid-handshake was not refused by the server", .requires("python3"),
+        arguments: EngineKind.allCases)
     func hangUpIsNotAServerRefusal(engine: EngineKind) async throws {
         let server = try await FixtureServer.start(
             engine: engine.engine, configuration: f.configuration(["leaf-v1", "lab-intermediate-a"]))
@@ -173,14 +178,19 @@ struct ServerFeatureTests {
             print(len(got))
             """
         let r = await run(["python3", "-c", script, "\(server.port)"], timeout: .seconds(20))
-        #expect((Int(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 500, "the server's flight: \(r.stdout) \(r.stderr)")
+        #expect(
+            (Int(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 500,
+            "the server's flight: \(r.stdout) \(r.stderr)")
         let seen = try #require(await server.settle(timeout: .seconds(5)))
         let o = try #require(seen.first)
         #expect(o.handshakeCompleted == false)
-        #expect(o.alertSent == nil, "\(engine): \(String(describing: o.alertSent)) recorded as sent; closure \(o.closure.rawValue)")
+        #expect(
+            o.alertSent == nil,
+            "\(engine): \(String(describing: o.alertSent)) recorded as sent; closure \(o.closure.rawValue)")
         let evidence = ServerEvidence(seen)
-        #expect(Verdict.refusalPhrase(evidence: evidence, category: nil, alert: nil) == "closed during the handshake",
-                "\(engine)")
+        #expect(
+            Verdict.refusalPhrase(evidence: evidence, category: nil, alert: nil) == "closed during the handshake",
+            "\(engine)")
     }
 
     @Test("the observation callback sees every connection", arguments: EngineKind.allCases)

@@ -1,13 +1,14 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
-@testable import PinningLabCore
 import PinningLabGnuTLS
 import PinningLabOpenSSL
+import PinningLabTestSupport
 import Testing
 
+@testable import PinningLabCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The two engines, as a test argument with a readable name.
@@ -97,17 +98,19 @@ struct ProcessResult: Sendable {
 /// so a child another suite spawns at the same moment never inherits one of our pipe ends.
 /// A tool that cannot be started (not installed) fails the test that ran it — a test needing a tool says so with
 /// `.requires("tool")`, and is then skipped where the tool is missing, never passed on an empty result.
-func run(_ arguments: [String], input: String = "", timeout: Duration = .seconds(10),
-         sourceLocation: SourceLocation = #_sourceLocation) async -> ProcessResult {
+func run(
+    _ arguments: [String], input: String = "", timeout: Duration = .seconds(10),
+    sourceLocation: SourceLocation = #_sourceLocation
+) async -> ProcessResult {
     let r = await ChildProcess.run(arguments, environment: childEnvironment, input: Array(input.utf8), timeout: timeout)
     if let why = r.launchError {
-        Issue.record("cannot run \(arguments.first ?? "?"): \(why) (\(Tool.installHint(arguments.first ?? "?")))",
-                     sourceLocation: sourceLocation)
+        Issue.record(
+            "cannot run \(arguments.first ?? "?"): \(why) (\(Tool.installHint(arguments.first ?? "?")))",
+            sourceLocation: sourceLocation)
         return ProcessResult(status: -1, stdout: "", stderr: why, timedOut: false)
     }
     return ProcessResult(status: r.status, stdout: r.stdoutText, stderr: r.stderrText, timedOut: r.timedOut)
 }
-
 
 /// Starts a process in the background with stdin, stdout and stderr on /dev/null; returns its pid.
 func spawnBackground(_ arguments: [String]) -> pid_t? {
@@ -115,11 +118,13 @@ func spawnBackground(_ arguments: [String]) -> pid_t? {
     defer { actions.deallocate() }
     posix_spawn_file_actions_init(actions)
     defer { posix_spawn_file_actions_destroy(actions) }
-    for fd: Int32 in [0, 1, 2] { posix_spawn_file_actions_addopen(actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0) }
+    for fd: Int32 in [0, 1, 2] {
+        posix_spawn_file_actions_addopen(actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+    }
     let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
+    defer { for p in argv { free(p) } }
     let envp: [UnsafeMutablePointer<CChar>?] = childEnvironment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { envp.forEach { free($0) } }
+    defer { for p in envp { free(p) } }
     var pid: pid_t = 0
     return posix_spawnp(&pid, arguments[0], actions, nil, argv, envp) == 0 ? pid : nil
 }
@@ -142,14 +147,18 @@ final class RawClient {
         sa.sin_port = in_port_t(UInt16(port).bigEndian)
         sa.sin_addr.s_addr = inet_addr("127.0.0.1")
         let rc = withUnsafePointer(to: &sa) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if rc != 0 {
             close(fd)
             return nil
         }
     }
-    func send(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
     deinit { close(fd) }
 }
 

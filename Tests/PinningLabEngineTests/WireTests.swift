@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
+import PinningLabTestSupport
 import Testing
 
 /// What a capturing client sees on the wire is exactly the chain asked for, in order, on both engines.
@@ -11,7 +11,9 @@ struct WireTests {
     init() throws { f = try Fixtures.load() }
 
     enum Shape: String, CaseIterable, Sendable, CustomStringConvertible {
-        case normal, leafOnly = "leaf-only", reversed, stuffed
+        case normal
+        case leafOnly = "leaf-only"
+        case reversed, stuffed
         var chain: [String] {
             switch self {
             case .normal: return ["leaf-v1", "lab-intermediate-a"]
@@ -24,7 +26,8 @@ struct WireTests {
     }
 
     enum Capture: String, CaseIterable, Sendable, CustomStringConvertible {
-        case opensslSClient = "openssl s_client", gnutlsCLI = "gnutls-cli"
+        case opensslSClient = "openssl s_client"
+        case gnutlsCLI = "gnutls-cli"
         var description: String { rawValue }
     }
 
@@ -60,7 +63,8 @@ struct WireTests {
             ]
         case .gnutlsCLI:
             arguments = [
-                "gnutls-cli", "--insecure", "--print-cert", "--priority", "NORMAL:-VERS-ALL:+VERS-TLS\(version.shortName)",
+                "gnutls-cli", "--insecure", "--print-cert", "--priority",
+                "NORMAL:-VERS-ALL:+VERS-TLS\(version.shortName)",
                 "-p", "\(server.port)", "127.0.0.1",
             ]
         }
@@ -75,7 +79,9 @@ struct WireTests {
         }
     }
 
-    @Test("a chain whose first certificate is not the key's: OpenSSL says unsupported, GnuTLS serves it as given", .requires("openssl"))
+    @Test(
+        "a chain whose first certificate is not the key's: OpenSSL says unsupported, GnuTLS serves it as given",
+        .requires("openssl"))
     func firstCertificateNotTheKeys() async throws {
         let config = f.configuration(["lab-intermediate-a", "leaf-v1"], keyOf: "leaf-v1")
         let support = EngineKind.openssl.engine.supports(config)

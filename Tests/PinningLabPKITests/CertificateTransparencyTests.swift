@@ -12,10 +12,11 @@ struct CertificateTransparencyTests {
         let sct = SignedCertificateTimestamp(
             logID: [UInt8](repeating: 0xAB, count: 32), timestamp: 0x0102_0304_0506_0708, signature: [0x30, 0x01, 0x00])
         let one = try sct.encoded()
-        #expect(one == [0x00] + [UInt8](repeating: 0xAB, count: 32) + [1, 2, 3, 4, 5, 6, 7, 8]
-            + [0x00, 0x00]  // no extensions
-            + [0x04, 0x03]  // SHA-256, ECDSA
-            + [0x00, 0x03, 0x30, 0x01, 0x00])
+        #expect(
+            one == [0x00] + [UInt8](repeating: 0xAB, count: 32) + [1, 2, 3, 4, 5, 6, 7, 8]
+                + [0x00, 0x00]  // no extensions
+                + [0x04, 0x03]  // SHA-256, ECDSA
+                + [0x00, 0x03, 0x30, 0x01, 0x00])
         let list = try SignedCertificateTimestamp.list([sct, sct])
         let item = [UInt8(0), UInt8(one.count)] + one
         #expect(list == [0x00, UInt8(2 * item.count)] + item + item)
@@ -26,9 +27,11 @@ struct CertificateTransparencyTests {
         // What a log signs for a precertificate: v1, certificate_timestamp, timestamp, precert_entry, issuer key
         // hash, a 3-byte-length TBSCertificate, no extensions.
         let signed = try SignedCertificateTimestamp.signedData(
-            timestamp: 1, entry: .precert(issuerKeyHash: [UInt8](repeating: 7, count: 32), tbsCertificateDER: [0x30, 0x00]))
-        #expect(signed == [0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x00, 0x01] + [UInt8](repeating: 7, count: 32)
-            + [0x00, 0x00, 0x02, 0x30, 0x00] + [0x00, 0x00])
+            timestamp: 1,
+            entry: .precert(issuerKeyHash: [UInt8](repeating: 7, count: 32), tbsCertificateDER: [0x30, 0x00]))
+        #expect(
+            signed == [0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x00, 0x01] + [UInt8](repeating: 7, count: 32)
+                + [0x00, 0x00, 0x02, 0x30, 0x00] + [0x00, 0x00])
         #expect(throws: PKIError.self, "an empty list is not a SignedCertificateTimestampList") {
             try SignedCertificateTimestamp.list([])
         }
@@ -62,7 +65,8 @@ struct CertificateTransparencyTests {
             #expect(sct.logID == log.logID)
             #expect(log.verifies(sct, for: entry), "\(log.name)'s SCT verifies over the rebuilt precertificate")
             #expect(sct.date <= Date() && sct.date > Date().addingTimeInterval(-2 * 86400))
-            #expect(!log.verifies(sct, for: .x509(certificateDER: leaf.certificateDER)), "not over the final certificate")
+            #expect(
+                !log.verifies(sct, for: .x509(certificateDER: leaf.certificateDER)), "not over the final certificate")
         }
         // The precertificate: the same TBSCertificate with the poison where the final one has the SCT list.
         let precert = try #require(leaf.precertificateDER)
@@ -75,7 +79,9 @@ struct CertificateTransparencyTests {
         let finalText = try opensslText(leaf.certificateDER)
         #expect(finalText.contains("CT Precertificate SCTs"), "\(finalText)")
         #expect(!finalText.contains("Poison"))
-        #expect(pki["leaf-v1"]?.precertificateDER == nil && SignedCertificateTimestamp.embedded(in: pki["leaf-v1"]!.certificateDER) == nil)
+        #expect(
+            pki["leaf-v1"]?.precertificateDER == nil
+                && SignedCertificateTimestamp.embedded(in: pki["leaf-v1"]!.certificateDER) == nil)
     }
 
     @Test("the invalid variants: one SCT, an unknown log, bad signatures, timestamps in the future")
@@ -99,7 +105,8 @@ struct CertificateTransparencyTests {
         #expect(unknown.scts[0].logID == unlisted.logID)
         let bad = try check("leaf-ct-bad-signature")
         #expect(bad.scts.count == 2 && bad.verified == 0)
-        #expect(Set(bad.scts.map(\.logID)) == Set(listed.map(\.logID)), "the listed logs' IDs, but signatures that fail")
+        #expect(
+            Set(bad.scts.map(\.logID)) == Set(listed.map(\.logID)), "the listed logs' IDs, but signatures that fail")
         let future = try check("leaf-ct-future-timestamp")
         #expect(future.scts.count == 2 && future.verified == 2, "well signed…")
         #expect(future.scts.allSatisfy { $0.date > Date().addingTimeInterval(20 * 3600) }, "…but dated tomorrow")
@@ -123,14 +130,25 @@ struct CertificateTransparencyTests {
     @Test("pki show's SCT summary: delivery, log, and whether each would count")
     func summaries() async throws {
         let pki = try await SharedPKI.pki()
-        func lines(_ name: String) throws -> [String] { pki.timestampSummaries(of: try pki.identity(name)).map(\.description) }
+        func lines(_ name: String) throws -> [String] {
+            pki.timestampSummaries(of: try pki.identity(name)).map(\.description)
+        }
         #expect(try lines("leaf-v1").isEmpty)
         let valid = try lines("leaf-ct-valid")
-        #expect(valid.count == 2 && valid.allSatisfy { $0.hasPrefix("embedded: lab-ct-log-") && $0.hasSuffix("signature verifies") }, "\(valid)")
-        #expect(try lines("leaf-ct-tls").allSatisfy { $0.hasPrefix("TLS extension: ") && $0.hasSuffix("signature verifies") })
+        #expect(
+            valid.count == 2
+                && valid.allSatisfy { $0.hasPrefix("embedded: lab-ct-log-") && $0.hasSuffix("signature verifies") },
+            "\(valid)")
+        #expect(
+            try lines("leaf-ct-tls").allSatisfy {
+                $0.hasPrefix("TLS extension: ") && $0.hasSuffix("signature verifies")
+            })
         #expect(try lines("leaf-ct-unknown-log").first?.contains("unknown-ct-log (unlisted") == true)
         #expect(try lines("leaf-ct-bad-signature").allSatisfy { $0.hasSuffix("signature does NOT verify") })
-        #expect(try lines("leaf-ct-future-timestamp").allSatisfy { $0.hasSuffix("signature verifies; timestamp in the future") })
+        #expect(
+            try lines("leaf-ct-future-timestamp").allSatisfy {
+                $0.hasSuffix("signature verifies; timestamp in the future")
+            })
     }
 
     @Test("the log lists name the listed logs only, in Google's v3 JSON and OpenSSL's CT log file")
@@ -155,12 +173,14 @@ struct CertificateTransparencyTests {
         let conf = try String(contentsOf: pki.ctLogOpenSSLFile, encoding: .utf8)
         #expect(conf.contains("enabled_logs = lab-ct-log-a,lab-ct-log-b\n"))
         for log in listed { #expect(conf.contains("[\(log.name)]\n") && conf.contains("key = \(log.keyBase64)\n")) }
-        #expect(!conf.contains(unlisted.keyBase64) && !String(decoding: data, as: UTF8.self).contains(unlisted.keyBase64))
+        #expect(
+            !conf.contains(unlisted.keyBase64) && !String(decoding: data, as: UTF8.self).contains(unlisted.keyBase64))
     }
 
     @Test("a seed never derives a CT log's key: two folders with the same seed have different logs")
     func seedsNeverDeriveLogKeys() throws {
-        let a = temporaryDirectory("ct-seed-a"), b = temporaryDirectory("ct-seed-b")
+        let a = temporaryDirectory("ct-seed-a")
+        let b = temporaryDirectory("ct-seed-b")
         defer { for d in [a, b] { try? FileManager.default.removeItem(at: d) } }
         let pa = try LabPKI.open(spec: Lab.builtInSpec(), options: Lab.libraryPKIOptions(directory: a, seed: "docs"))
         let pb = try LabPKI.open(spec: Lab.builtInSpec(), options: Lab.libraryPKIOptions(directory: b, seed: "docs"))
@@ -183,7 +203,8 @@ struct CertificateTransparencyTests {
         let second = try LabPKI.open(spec: Lab.builtInSpec(), options: Lab.libraryPKIOptions(directory: dir))
         #expect(second.refresh.reissued)
         let log = try #require(second.ctLogs.first)
-        let scts = try #require(SignedCertificateTimestamp.embedded(in: second.identity("leaf-ct-valid").certificateDER))
+        let scts = try #require(
+            SignedCertificateTimestamp.embedded(in: second.identity("leaf-ct-valid").certificateDER))
         #expect(scts[0].logID == log.logID && log.logID != first.ctLogs[0].logID)
     }
 }
@@ -195,7 +216,8 @@ func sha256(_ bytes: [UInt8]) throws -> [UInt8] {
 
 /// `openssl x509 -text` of a DER certificate.
 func opensslText(_ der: [UInt8]) throws -> String {
-    String(decoding: try openssl(["x509", "-inform", "DER", "-noout", "-text", "-in", "{in}"], input: der), as: UTF8.self)
+    String(
+        decoding: try openssl(["x509", "-inform", "DER", "-noout", "-text", "-in", "{in}"], input: der), as: UTF8.self)
 }
 
 func openssl(_ args: [String], input: [UInt8]) throws -> Data {

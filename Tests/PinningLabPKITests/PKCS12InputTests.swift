@@ -18,8 +18,11 @@ struct PKCS12InputTests {
         try PEM.encode(try pki.identity("client-valid").privateKeyPKCS8DER, label: "PRIVATE KEY")
             .write(toFile: key, atomically: true, encoding: .utf8)
         let out = dir.appendingPathComponent("half.p12").path
-        let r = try await run(["openssl", "pkcs12", "-export", "-in", files.cert, "-inkey", key, "-out", out,
-                         "-passout", "pass:pinninglab"] + flags)
+        let r = try await run(
+            [
+                "openssl", "pkcs12", "-export", "-in", files.cert, "-inkey", key, "-out", out,
+                "-passout", "pass:pinninglab",
+            ] + flags)
         try #require(r.status == 0, "\(r.output)")
         let data = try Array(Data(contentsOf: URL(fileURLWithPath: out)))
         do {

@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabOpenSSL
+import PinningLabTestSupport
 import Testing
 
 /// What `openssl verify` must say about an identity of the lab PKI.
@@ -11,7 +11,9 @@ struct VerifyCase: CustomTestStringConvertible, Sendable {
     var extra: [String] = []
     /// nil: "OK"; otherwise the OpenSSL error number it must fail with.
     var error: Int?
-    var testDescription: String { "\(name) vs \(root) \(extra.joined(separator: " ")) → \(error.map { "error \($0)" } ?? "OK")" }
+    var testDescription: String {
+        "\(name) vs \(root) \(extra.joined(separator: " ")) → \(error.map { "error \($0)" } ?? "OK")"
+    }
 }
 
 let verifyCases: [VerifyCase] = [
@@ -65,13 +67,14 @@ struct IndependentVerifierTests {
         }
     }
 
-    @Test(.requires("certtool"),
-          arguments: [
-        ("leaf-v1", true), ("leaf-v3-rekey", true), ("leaf-ed25519", true), ("leaf-rsa-2048", true),
-        ("leaf-expired", false), ("leaf-not-yet-valid", false), ("leaf-pathlen-violation", false),
-        ("leaf-non-ca-signer", false), ("proxy-leaf", false), ("twin-leaf", false), ("leaf-self-signed", false),
-        ("leaf-under-expired-intermediate", false),
-    ])
+    @Test(
+        .requires("certtool"),
+        arguments: [
+            ("leaf-v1", true), ("leaf-v3-rekey", true), ("leaf-ed25519", true), ("leaf-rsa-2048", true),
+            ("leaf-expired", false), ("leaf-not-yet-valid", false), ("leaf-pathlen-violation", false),
+            ("leaf-non-ca-signer", false), ("proxy-leaf", false), ("twin-leaf", false), ("leaf-self-signed", false),
+            ("leaf-under-expired-intermediate", false),
+        ])
     func certtoolAgrees(_ name: String, _ trusted: Bool) async throws {
         let certtool = try #require(Tool.path("certtool"), "certtool is not on the PATH: apt-get install gnutls-bin")
         let pki = try await SharedPKI.pki()
@@ -89,25 +92,26 @@ struct IndependentVerifierTests {
     }
 
     @Test func nameConstraintsKeepTheRootOffRealSites() async throws {
-        let spec = try PKISpec.parse(yaml: """
-            version: 1
-            entities:
-              root:
-                role: root
-                nameConstraints: { permitted: [localhost, .test, 127.0.0.0/8] }
-              ok:
-                role: leaf
-                issuer: root
-                hosts: [api.pinning.test, 127.0.0.1]
-              bank:
-                role: leaf
-                issuer: root
-                hosts: [www.example-bank.com]
-              public-ip:
-                role: leaf
-                issuer: root
-                hosts: [8.8.8.8]
-            """)
+        let spec = try PKISpec.parse(
+            yaml: """
+                version: 1
+                entities:
+                  root:
+                    role: root
+                    nameConstraints: { permitted: [localhost, .test, 127.0.0.0/8] }
+                  ok:
+                    role: leaf
+                    issuer: root
+                    hosts: [api.pinning.test, 127.0.0.1]
+                  bank:
+                    role: leaf
+                    issuer: root
+                    hosts: [www.example-bank.com]
+                  public-ip:
+                    role: leaf
+                    issuer: root
+                    hosts: [8.8.8.8]
+                """)
         let dir = temporaryDirectory("nc")
         defer { try? FileManager.default.removeItem(at: dir) }
         let pki = try LabPKI.open(spec: spec, options: PKIOptions(directory: dir))
@@ -131,7 +135,9 @@ struct PinTests {
         let spec = try Lab.builtInSpec()
         try #require(!Self.names.isEmpty, "the built-in spec names no identity")
         #expect(Self.names == spec.names)
-        #expect(Set(Self.names) == Set(try await SharedPKI.pki().identities.map(\.name)), "every identity the PKI builds is checked")
+        #expect(
+            Set(Self.names) == Set(try await SharedPKI.pki().identities.map(\.name)),
+            "every identity the PKI builds is checked")
     }
 
     @Test(arguments: names)
@@ -139,14 +145,18 @@ struct PinTests {
         let pki = try await SharedPKI.pki()
         let id = try pki.identity(name)
         let files = pki.files(for: name)
-        let spki = try await run(["sh", "-c",
-            "openssl x509 -in '\(files.certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"])
+        let spki = try await run([
+            "sh", "-c",
+            "openssl x509 -in '\(files.certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64",
+        ])
         #expect(spki.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id.pins.spkiBase64, "\(spki.output)")
         let cert = try await run(["sh", "-c", "openssl dgst -sha256 -binary '\(files.certificateDER.path)' | base64"])
         #expect(cert.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id.pins.certificateBase64)
         // The bare key is the SPKI's BIT STRING contents: the SPKI DER minus its header.
-        let raw = try await run(["sh", "-c",
-            "openssl x509 -in '\(files.certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | openssl asn1parse -inform der -strparse $(openssl x509 -in '\(files.certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | openssl asn1parse -inform der | awk -F: '/BIT STRING/{print $1+0; exit}') -noout -out /dev/stdout 2>/dev/null | openssl dgst -sha256 -binary | base64"])
+        let raw = try await run([
+            "sh", "-c",
+            "openssl x509 -in '\(files.certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | openssl asn1parse -inform der -strparse $(openssl x509 -in '\(files.certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | openssl asn1parse -inform der | awk -F: '/BIT STRING/{print $1+0; exit}') -noout -out /dev/stdout 2>/dev/null | openssl dgst -sha256 -binary | base64",
+        ])
         if id.keyType.isRSA {
             #expect(raw.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id.pins.rawKeyBase64, "\(raw.output)")
         }
@@ -157,24 +167,31 @@ struct PinTests {
         let pki = try await SharedPKI.pki()
         let id = try pki.identity("leaf-v1")
         // For P-256 the SPKI DER is a 26-byte header followed by the 65-byte point 04||X||Y.
-        let r = try await run(["sh", "-c",
-            "openssl x509 -in '\(pki.files(for: "leaf-v1").certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | tail -c 65 | openssl dgst -sha256 -binary | base64"])
+        let r = try await run([
+            "sh", "-c",
+            "openssl x509 -in '\(pki.files(for: "leaf-v1").certificatePEM.path)' -pubkey -noout | openssl pkey -pubin -outform der | tail -c 65 | openssl dgst -sha256 -binary | base64",
+        ])
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id.pins.rawKeyBase64)
     }
 
     @Test func generationsKeepOrChangeTheRightPins() async throws {
         let pki = try await SharedPKI.pki()
-        let v1 = try pki.identity("leaf-v1"), v2 = try pki.identity("leaf-v2-renewal"), v3 = try pki.identity("leaf-v3-rekey")
+        let v1 = try pki.identity("leaf-v1")
+        let v2 = try pki.identity("leaf-v2-renewal")
+        let v3 = try pki.identity("leaf-v3-rekey")
         let k3 = try pki.identity("leaf-emergency-rekey")
         #expect(v1.pins.spkiSHA256 == v2.pins.spkiSHA256)
         #expect(v1.pins.certificateSHA256 != v2.pins.certificateSHA256)
         #expect(v1.pins.spkiSHA256 != v3.pins.spkiSHA256)
         #expect(v1.pins.certificateSHA256 != v3.pins.certificateSHA256)
         #expect(Set([v1.pins.spkiBase64, v3.pins.spkiBase64, k3.pins.spkiBase64]).count == 3)
-        for n in ["leaf-from-intermediate-b", "leaf-expired", "leaf-self-signed", "leaf-sha1", "leaf-pathlen-violation"] {
+        for n in [
+            "leaf-from-intermediate-b", "leaf-expired", "leaf-self-signed", "leaf-sha1", "leaf-pathlen-violation",
+        ] {
             #expect(try pki.identity(n).pins.spkiSHA256 == v1.pins.spkiSHA256, "\(n) must carry K1")
         }
-        let a = try pki.identity("lab-intermediate-a"), renewed = try pki.identity("lab-intermediate-a-renewed")
+        let a = try pki.identity("lab-intermediate-a")
+        let renewed = try pki.identity("lab-intermediate-a-renewed")
         #expect(a.pins.spkiSHA256 == renewed.pins.spkiSHA256)
         #expect(a.certificateDER != renewed.certificateDER)
     }
@@ -182,14 +199,17 @@ struct PinTests {
     @Test func twinHasTheSameNameAndKeyIdentifierButAnotherKey() async throws {
         let pki = try await SharedPKI.pki()
         func field(_ name: String, _ args: String) async throws -> String {
-            try await run(["sh", "-c", "openssl x509 -in '\(pki.files(for: name).certificatePEM.path)' -noout \(args)"]).stdout
+            try await run(["sh", "-c", "openssl x509 -in '\(pki.files(for: name).certificatePEM.path)' -noout \(args)"])
+                .stdout
         }
         let twinSubject = try await field("twin-intermediate-a", "-subject")
         #expect(try await twinSubject == field("lab-intermediate-a", "-subject"))
         let ski = try await field("lab-intermediate-a", "-ext subjectKeyIdentifier")
         #expect(ski.contains("Subject Key Identifier"))
         #expect(try await field("twin-intermediate-a", "-ext subjectKeyIdentifier") == ski)
-        #expect(try pki.identity("twin-intermediate-a").pins.spkiSHA256 != pki.identity("lab-intermediate-a").pins.spkiSHA256)
+        #expect(
+            try pki.identity("twin-intermediate-a").pins.spkiSHA256
+                != pki.identity("lab-intermediate-a").pins.spkiSHA256)
         let twinIssuer = try await field("twin-intermediate-a", "-issuer")
         #expect(try await twinIssuer != field("lab-intermediate-a", "-issuer"))
     }
@@ -197,14 +217,19 @@ struct PinTests {
     @Test func formats() async throws {
         let pki = try await SharedPKI.pki()
         let ids = [try pki.identity("leaf-v1"), try pki.identity("leaf-v3-rekey")]
-        let a = ids[0].pins.spkiBase64, b = ids[1].pins.spkiBase64
+        let a = ids[0].pins.spkiBase64
+        let b = ids[1].pins.spkiBase64
         #expect(PinFormat.okhttp.render(ids) == "sha256/\(a)\nsha256/\(b)\n")
         #expect(PinFormat.curl.render(ids) == "sha256//\(a);sha256//\(b)\n")
         #expect(PinFormat.trustkit.render(ids) == "[\"\(a)\", \"\(b)\"]\n")
-        #expect(PinFormat.hpkp.render(ids) == "Public-Key-Pins: pin-sha256=\"\(a)\"; pin-sha256=\"\(b)\"; max-age=5184000\n")
+        #expect(
+            PinFormat.hpkp.render(ids) == "Public-Key-Pins: pin-sha256=\"\(a)\"; pin-sha256=\"\(b)\"; max-age=5184000\n"
+        )
         let nsc = PinFormat.nsc.render(ids)
-        #expect(nsc.contains("<pin digest=\"SHA-256\">\(a)</pin>") && nsc.contains("<pin digest=\"SHA-256\">\(b)</pin>"))
-        let xml = try await run(["python3", "-c", "import sys,xml.dom.minidom; xml.dom.minidom.parseString(sys.stdin.read())"], stdin: nsc)
+        #expect(
+            nsc.contains("<pin digest=\"SHA-256\">\(a)</pin>") && nsc.contains("<pin digest=\"SHA-256\">\(b)</pin>"))
+        let xml = try await run(
+            ["python3", "-c", "import sys,xml.dom.minidom; xml.dom.minidom.parseString(sys.stdin.read())"], stdin: nsc)
         #expect(xml.status == 0, "\(xml.output)")
         let json = try JSONSerialization.jsonObject(with: Data(PinFormat.json(ids).utf8)) as? [[String: Any]]
         #expect(json?.count == 2)
@@ -225,7 +250,9 @@ struct PKCS12Tests {
         #expect(r.stdout.components(separatedBy: "BEGIN CERTIFICATE").count - 1 == 1 + id.issuerChainDER.count)
         #expect(r.stdout.contains("BEGIN PRIVATE KEY"))
         #expect(r.stdout.contains("friendlyName: \(name)"))
-        let info = try await run(["openssl", "pkcs12", "-in", p12, "-passin", "pass:\(pki.pkcs12Password)", "-info", "-noout"])
+        let info = try await run([
+            "openssl", "pkcs12", "-in", p12, "-passin", "pass:\(pki.pkcs12Password)", "-info", "-noout",
+        ])
         #expect(info.output.contains("pbeWithSHA1And3-KeyTripleDES-CBC"), "\(info.output)")
         #expect(info.output.contains("MAC: sha1"), "\(info.output)")
         let wrong = try await run(["openssl", "pkcs12", "-in", p12, "-passin", "pass:wrong", "-nodes"])
@@ -235,8 +262,9 @@ struct PKCS12Tests {
 
     @Test func roundTripAndWrongPassword() async throws {
         let id = try await SharedPKI.pki().identity("client-valid")
-        let p12 = try OpenSSLPKCS12().encode(privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
-                                             chainDER: id.issuerChainDER, friendlyName: "x", password: "s3cret")
+        let p12 = try OpenSSLPKCS12().encode(
+            privateKeyPKCS8DER: id.privateKeyPKCS8DER, certificateDER: id.certificateDER,
+            chainDER: id.issuerChainDER, friendlyName: "x", password: "s3cret")
         let back = try OpenSSLPKCS12.open(p12, password: "s3cret")
         #expect(back.certificateDER == id.certificateDER)
         #expect(back.privateKeyPKCS8DER == id.privateKeyPKCS8DER)
@@ -245,8 +273,11 @@ struct PKCS12Tests {
     }
 }
 
+// swift-format-ignore: AlwaysUseLowerCamelCase
 func Storage_mode(_ path: String) -> Int? {
-    ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber).map { $0.intValue & 0o777 }
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber).map {
+        $0.intValue & 0o777
+    }
 }
 
 @Suite("Keys kept, certificates fresh, state safe")
@@ -264,7 +295,9 @@ struct StateTests {
           rsa: { role: leaf, issuer: int, keyType: rsa2048 }
         """
 
-    func open(_ dir: URL, seed: String? = nil, now: Date = Date(), reissue: Bool = false, force: Bool = false) throws -> LabPKI {
+    func open(_ dir: URL, seed: String? = nil, now: Date = Date(), reissue: Bool = false, force: Bool = false) throws
+        -> LabPKI
+    {
         var o = Lab.pkiOptions(directory: dir, seed: seed)
         o.now = now
         o.reissue = reissue
@@ -320,7 +353,9 @@ struct StateTests {
         _ = try open(dir)
         chmod(dir.path, 0o777)
         let e1 = #expect(throws: PKIError.self) { try open(dir) }
-        #expect(e1?.code == .notPrivate && e1?.file == dir.path && e1!.description.contains("written by others"), "\(String(describing: e1))")
+        #expect(
+            e1?.code == .notPrivate && e1?.file == dir.path && e1!.description.contains("written by others"),
+            "\(String(describing: e1))")
         chmod(dir.path, 0o700)
         let keys = dir.appendingPathComponent("keys")
         chmod(keys.path, 0o733)
@@ -333,7 +368,9 @@ struct StateTests {
         let k1 = try open(dir).keyFile("K1").path
         chown(k1, 65534, 65534)
         let e3 = #expect(throws: PKIError.self) { try open(dir) }
-        #expect(e3?.code == .notPrivate && e3?.file == k1 && e3!.description.contains("belongs to"), "\(String(describing: e3))")
+        #expect(
+            e3?.code == .notPrivate && e3?.file == k1 && e3!.description.contains("belongs to"),
+            "\(String(describing: e3))")
         chown(k1, 0, 0)
         chown(dir.path, 65534, 65534)
         let e4 = #expect(throws: PKIError.self) { try open(dir) }
@@ -371,7 +408,8 @@ struct StateTests {
         let dir = temporaryDirectory("damaged")
         defer { try? FileManager.default.removeItem(at: dir) }
         let first = try open(dir)
-        let leaf = first.files(for: "leaf"), int = first.files(for: "int")
+        let leaf = first.files(for: "leaf")
+        let int = first.files(for: "int")
         let good = try Data(contentsOf: leaf.certificatePEM)
         try Data("garbage\n".utf8).write(to: leaf.certificatePEM)
         try FileManager.default.removeItem(at: leaf.chainPEM)
@@ -391,11 +429,16 @@ struct StateTests {
         #expect(repaired.contains("certs/rsa: key.pem readable by others"), "\(repaired)")
         #expect(try Data(contentsOf: leaf.certificatePEM) == good)
         #expect(Storage_mode(first.files(for: "rsa").keyPEM.path) == 0o600)
-        let v = try await run(["openssl", "verify", "-CAfile", leaf.rootPEM.path, "-untrusted", int.certificatePEM.path,
-                               leaf.chainPEM.path])
+        let v = try await run([
+            "openssl", "verify", "-CAfile", leaf.rootPEM.path, "-untrusted", int.certificatePEM.path,
+            leaf.chainPEM.path,
+        ])
         #expect(v.status == 0, "\(v.output)")
-        #expect(try await run(["openssl", "pkcs12", "-in", leaf.pkcs12.path, "-passin", "pass:\(second.pkcs12Password)",
-                               "-noout"]).status == 0)
+        #expect(
+            try await run([
+                "openssl", "pkcs12", "-in", leaf.pkcs12.path, "-passin", "pass:\(second.pkcs12Password)",
+                "-noout",
+            ]).status == 0)
         #expect(try open(dir).refresh.repaired.isEmpty, "repaired once, then fresh")
     }
 
@@ -413,18 +456,24 @@ struct StateTests {
         let leafFolder = first.files(for: "leaf").folder
         let ct = dir.appendingPathComponent("ct")  // the CT log lists, rewritten when a log key changes (--force)
         try FileManager.default.createDirectory(at: ct, withIntermediateDirectories: true)
-        let dead = [dir.appendingPathComponent(".tmp-state.json-\(gone)-17"),
-                    keys.appendingPathComponent(".tmp-leaf.pem-\(gone)-18446744073709551615"),
-                    leafFolder.appendingPathComponent(".tmp-identity.p12-\(gone)-42"),
-                    ct.appendingPathComponent(".tmp-log_list.json-\(gone)-9")]
+        let dead = [
+            dir.appendingPathComponent(".tmp-state.json-\(gone)-17"),
+            keys.appendingPathComponent(".tmp-leaf.pem-\(gone)-18446744073709551615"),
+            leafFolder.appendingPathComponent(".tmp-identity.p12-\(gone)-42"),
+            ct.appendingPathComponent(".tmp-log_list.json-\(gone)-9"),
+        ]
         let live = keys.appendingPathComponent(".tmp-leaf.pem-\(alive)-7")
         let unrelated = keys.appendingPathComponent(".tmp-notes")
         for url in dead + [live, unrelated] {
-            #expect(FileManager.default.createFile(atPath: url.path, contents: Data("a half-written file\n".utf8),
-                                                   attributes: [.posixPermissions: 0o600]))
+            #expect(
+                FileManager.default.createFile(
+                    atPath: url.path, contents: Data("a half-written file\n".utf8),
+                    attributes: [.posixPermissions: 0o600]))
         }
         let second = try open(dir)
-        for url in dead { #expect(!FileManager.default.fileExists(atPath: url.path), "\(url.lastPathComponent) removed") }
+        for url in dead {
+            #expect(!FileManager.default.fileExists(atPath: url.path), "\(url.lastPathComponent) removed")
+        }
         #expect(FileManager.default.fileExists(atPath: live.path), "a live process's file stays")
         #expect(FileManager.default.fileExists(atPath: unrelated.path), "a name not of an atomic write stays")
         let said = second.refresh.repaired.joined(separator: "\n")
@@ -461,8 +510,9 @@ struct StateTests {
         try FileManager.default.removeItem(at: again.keyFile("K1"))
         try FileManager.default.copyItem(at: again.keyFile("int"), to: again.keyFile("K1"))
         let swapped = try open(dir, seed: "lab")
-        #expect(swapped.refresh.reissued && swapped.refresh.reason == "the key K1 is not the key of its certificates",
-                "\(swapped.refresh)")
+        #expect(
+            swapped.refresh.reissued && swapped.refresh.reason == "the key K1 is not the key of its certificates",
+            "\(swapped.refresh)")
         #expect(try swapped.identity("leaf").pins.spkiSHA256 == swapped.identity("int").pins.spkiSHA256)
     }
 
@@ -480,21 +530,28 @@ struct StateTests {
         #expect(Set(results).count == 1, "every opener sees the same keys")
         let pki = try open(dir)
         #expect(pki.identities.map(\.pins.spkiBase64) == results[0])
-        let v = try await run(["openssl", "verify", "-CAfile", pki.files(for: "root").certificatePEM.path, "-untrusted",
-                         pki.files(for: "int").certificatePEM.path, pki.files(for: "leaf").certificatePEM.path])
+        let v = try await run([
+            "openssl", "verify", "-CAfile", pki.files(for: "root").certificatePEM.path, "-untrusted",
+            pki.files(for: "int").certificatePEM.path, pki.files(for: "leaf").certificatePEM.path,
+        ])
         #expect(v.status == 0, "\(v.output)")
     }
 
     @Test func seedsMakePinsReproducible() throws {
-        let a = temporaryDirectory("seed-a"), b = temporaryDirectory("seed-b"), c = temporaryDirectory("seed-c")
+        let a = temporaryDirectory("seed-a")
+        let b = temporaryDirectory("seed-b")
+        let c = temporaryDirectory("seed-c")
         defer { for d in [a, b, c] { try? FileManager.default.removeItem(at: d) } }
-        let pa = try open(a, seed: "docs"), pb = try open(b, seed: "docs"), pc = try open(c, seed: "other")
+        let pa = try open(a, seed: "docs")
+        let pb = try open(b, seed: "docs")
+        let pc = try open(c, seed: "other")
         for n in ["leaf", "leaf-ed"] {
             #expect(try pa.identity(n).pins.spkiSHA256 == pb.identity(n).pins.spkiSHA256, "\(n)")
             #expect(try pa.identity(n).pins.spkiSHA256 != pc.identity(n).pins.spkiSHA256, "\(n)")
         }
         for n in ["root", "int"] {
-            #expect(try pa.identity(n).pins.spkiSHA256 != pb.identity(n).pins.spkiSHA256, "\(n): CA keys are never seeded")
+            #expect(
+                try pa.identity(n).pins.spkiSHA256 != pb.identity(n).pins.spkiSHA256, "\(n): CA keys are never seeded")
         }
         #expect(try pa.identity("rsa").pins.spkiSHA256 != pb.identity("rsa").pins.spkiSHA256, "RSA keys stay random")
         // Re-seeding an existing folder re-derives the seeded keys.
@@ -514,11 +571,15 @@ struct LazyFilesTests {
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("state.json").path))
         let m = try pki.materialize("leaf-v1")
         #expect(m == f)
-        let r = try await run(["openssl", "verify", "-CAfile", f.rootPEM.path, "-untrusted", f.chainPEM.path, f.certificatePEM.path])
+        let r = try await run([
+            "openssl", "verify", "-CAfile", f.rootPEM.path, "-untrusted", f.chainPEM.path, f.certificatePEM.path,
+        ])
         #expect(r.status == 0, "\(r.output)")
         #expect(Storage_mode(f.keyPEM.path) == 0o600)
         let p12 = try pki.pkcs12File(for: "client-valid")
-        #expect(try await run(["openssl", "pkcs12", "-in", p12.path, "-passin", "pass:\(pki.pkcs12Password)", "-noout"]).status == 0)
+        #expect(
+            try await run(["openssl", "pkcs12", "-in", p12.path, "-passin", "pass:\(pki.pkcs12Password)", "-noout"])
+                .status == 0)
         // After a re-issue the files on disk are stale until materialized again, and the .p12 follows.
         var o = Lab.libraryPKIOptions(directory: dir)
         o.reissue = true
@@ -526,7 +587,9 @@ struct LazyFilesTests {
         let der = try Data(contentsOf: again.files(for: "client-valid").certificateDER)
         #expect(Array(der) != (try again.identity("client-valid").certificateDER))
         let p12b = try again.pkcs12File(for: "client-valid")
-        let out = try await run(["openssl", "pkcs12", "-in", p12b.path, "-passin", "pass:\(again.pkcs12Password)", "-nokeys", "-clcerts"])
+        let out = try await run([
+            "openssl", "pkcs12", "-in", p12b.path, "-passin", "pass:\(again.pkcs12Password)", "-nokeys", "-clcerts",
+        ])
         let x = try await run(["openssl", "x509", "-noout", "-serial"], stdin: out.stdout)
         #expect(x.stdout.lowercased().contains(try again.identity("client-valid").serialHex), "\(x.output)")
     }

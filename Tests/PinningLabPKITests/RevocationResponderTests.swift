@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabPKI
+import PinningLabTestSupport
 import Testing
 
 /// The lab's OCSP responder and CRL server, judged by `openssl ocsp -url`, `curl` and `openssl crl`, and fed bad
@@ -28,8 +28,9 @@ struct RevocationResponderTests {
         }
     }
 
-    @Test("openssl ocsp -url gets good, revoked and unauthorized as the PKI says; each request is recorded",
-          .requires("openssl"))
+    @Test(
+        "openssl ocsp -url gets good, revoked and unauthorized as the PKI says; each request is recorded",
+        .requires("openssl"))
     func ocspOverHTTP() async throws {
         let pki = try await SharedPKI.pki()
         let responder = try RevocationResponder(pki: pki)
@@ -37,16 +38,20 @@ struct RevocationResponderTests {
         let url = responder.baseURL + "/lab-intermediate-a"
         for (name, status) in [("leaf-ocsp", "cert.pem: good"), ("leaf-k1-revoked", "cert.pem: revoked")] {
             let f = try Files(pki, cert: name)
-            let r = try await run(["openssl", "ocsp", "-no_nonce", "-issuer", f.issuer, "-cert", f.cert, "-url", url,
-                                   "-CAfile", f.root])
+            let r = try await run([
+                "openssl", "ocsp", "-no_nonce", "-issuer", f.issuer, "-cert", f.cert, "-url", url,
+                "-CAfile", f.root,
+            ])
             #expect(r.status == 0, "\(name): \(r.output)")
             #expect(r.output.contains("Response verify OK"), "\(name): \(r.output)")
             #expect(r.stdout.contains(status), "\(name): \(r.output)")
         }
         // Asked with another CA as the issuer: a CertID no lab CA issued.
         let wrong = try Files(pki, cert: "leaf-ocsp", issuer: "lab-intermediate-b")
-        let r = try await run(["openssl", "ocsp", "-no_nonce", "-issuer", wrong.issuer, "-cert", wrong.cert, "-url", url,
-                               "-CAfile", wrong.root])
+        let r = try await run([
+            "openssl", "ocsp", "-no_nonce", "-issuer", wrong.issuer, "-cert", wrong.cert, "-url", url,
+            "-CAfile", wrong.root,
+        ])
         #expect(r.output.contains("unauthorized"), "\(r.output)")
 
         let seen = responder.requests
@@ -70,15 +75,21 @@ struct RevocationResponderTests {
         let b64 = try Data(contentsOf: URL(fileURLWithPath: req)).base64EncodedString()
         let escaped = b64.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
         let resp = f.dir.appendingPathComponent("resp.der").path
-        let got = try await run(["curl", "-sS", "--fail", "-o", resp, responder.baseURL + "/lab-intermediate-a/" + escaped])
+        let got = try await run([
+            "curl", "-sS", "--fail", "-o", resp, responder.baseURL + "/lab-intermediate-a/" + escaped,
+        ])
         #expect(got.status == 0, "\(got.output)")
-        let r = try await run(["openssl", "ocsp", "-respin", resp, "-issuer", f.issuer, "-cert", f.cert, "-CAfile", f.root])
+        let r = try await run([
+            "openssl", "ocsp", "-respin", resp, "-issuer", f.issuer, "-cert", f.cert, "-CAfile", f.root,
+        ])
         #expect(r.stdout.contains("cert.pem: revoked"), "\(r.output)")
         #expect(responder.requests.map(\.method) == ["GET"])
         #expect(responder.requests.first?.answer == "revoked")
     }
 
-    @Test("curl fetches the CRL at its distribution point's path and openssl crl verifies it", .requires("openssl", "curl"))
+    @Test(
+        "curl fetches the CRL at its distribution point's path and openssl crl verifies it",
+        .requires("openssl", "curl"))
     func crlOverHTTP() async throws {
         let pki = try await SharedPKI.pki()
         let responder = try RevocationResponder(pki: pki)
@@ -88,14 +99,18 @@ struct RevocationResponderTests {
         let got = try await run(["curl", "-sS", "--fail", "-o", crl, responder.baseURL + "/lab-intermediate-a.crl"])
         #expect(got.status == 0, "\(got.output)")
         let chain = f.dir.appendingPathComponent("chain.pem").path
-        try (pem(try pki.identity("lab-intermediate-a").certificateDER) + pem(try pki.identity("leaf-k1-revoked").rootDER))
+        try
+            (pem(try pki.identity("lab-intermediate-a").certificateDER)
+            + pem(try pki.identity("leaf-k1-revoked").rootDER))
             .write(toFile: chain, atomically: true, encoding: .utf8)
         let v = try await run(["openssl", "crl", "-inform", "DER", "-in", crl, "-CAfile", chain, "-noout", "-text"])
         #expect(v.status == 0, "\(v.output)")
         #expect(v.output.contains("verify OK"), "\(v.output)")
         let serial = try pki.identity("leaf-k1-revoked").serialHex.uppercased()
-        #expect(v.stdout.replacingOccurrences(of: ":", with: "").uppercased().contains(String(serial.drop(while: { $0 == "0" }))),
-                "\(v.output)")
+        #expect(
+            v.stdout.replacingOccurrences(of: ":", with: "").uppercased().contains(
+                String(serial.drop(while: { $0 == "0" }))),
+            "\(v.output)")
         #expect(responder.requests.map(\.kind) == [.crl])
         #expect(responder.requests.first?.subject == "lab-intermediate-a")
         // A leaf's name, or a CA the lab does not have: 404.
@@ -105,8 +120,9 @@ struct RevocationResponderTests {
         }
     }
 
-    @Test("as an HTTP proxy for the lab's revocation hosts only: lab-root's CRL lists the revoked intermediate",
-          .requires("openssl", "curl"))
+    @Test(
+        "as an HTTP proxy for the lab's revocation hosts only: lab-root's CRL lists the revoked intermediate",
+        .requires("openssl", "curl"))
     func absoluteFormForTheLabHostsOnly() async throws {
         let pki = try await SharedPKI.pki()
         let responder = try RevocationResponder(pki: pki)
@@ -114,30 +130,43 @@ struct RevocationResponderTests {
         let f = try Files(pki, cert: "lab-intermediate-crl-revoked")
         let crl = f.dir.appendingPathComponent("root.crl").path
         // curl -x sends the absolute form (GET http://crl.pinning.test/lab-root.crl), as the JDK does with http.proxyHost.
-        let got = try await run(["curl", "-sS", "--fail", "--noproxy", "", "-x", responder.baseURL, "-o", crl, "http://crl.pinning.test/lab-root.crl"])
+        let got = try await run([
+            "curl", "-sS", "--fail", "--noproxy", "", "-x", responder.baseURL, "-o", crl,
+            "http://crl.pinning.test/lab-root.crl",
+        ])
         #expect(got.status == 0, "\(got.output)")
         let v = try await run(["openssl", "crl", "-inform", "DER", "-in", crl, "-CAfile", f.root, "-noout", "-text"])
         #expect(v.output.contains("verify OK"), "\(v.output)")
         let serial = try pki.identity("lab-intermediate-crl-revoked").serialHex.uppercased()
-        #expect(v.stdout.replacingOccurrences(of: ":", with: "").uppercased().contains(String(serial.drop(while: { $0 == "0" }))),
-                "\(v.output)")
+        #expect(
+            v.stdout.replacingOccurrences(of: ":", with: "").uppercased().contains(
+                String(serial.drop(while: { $0 == "0" }))),
+            "\(v.output)")
         #expect(v.stdout.contains("Key Compromise"), "\(v.output)")
         #expect(responder.requests.map(\.subject) == ["lab-root"])
         #expect(responder.requests.first?.path == "/lab-root.crl")
         // The OCSP host's absolute form too; anything else is no relay: 400 (another host, another port).
-        for (url, status) in [("http://OCSP.pinning.test:80/lab-intermediate-a.crl", "200"), ("http://example.com/", "400"),
-                              ("http://crl.pinning.test:8080/lab-root.crl", "400"), ("http://127.0.0.1/lab-root.crl", "400"),
-                              ("http://crl.pinning.test@example.com/lab-root.crl", "400")] {
-            let r = try await run(["curl", "-s", "--noproxy", "", "-x", responder.baseURL, "-o", "/dev/null", "-w", "%{http_code}", url])
+        for (url, status) in [
+            ("http://OCSP.pinning.test:80/lab-intermediate-a.crl", "200"), ("http://example.com/", "400"),
+            ("http://crl.pinning.test:8080/lab-root.crl", "400"), ("http://127.0.0.1/lab-root.crl", "400"),
+            ("http://crl.pinning.test@example.com/lab-root.crl", "400"),
+        ] {
+            let r = try await run([
+                "curl", "-s", "--noproxy", "", "-x", responder.baseURL, "-o", "/dev/null", "-w", "%{http_code}", url,
+            ])
             #expect(r.stdout == status, "\(url): \(r.output)")
         }
         // CONNECT (curl -x with an https URL) gets no tunnel.
-        let connect = try await run(["curl", "-s", "--noproxy", "", "-x", responder.baseURL, "-o", "/dev/null", "-w", "%{http_connect}",
-                                     "https://crl.pinning.test/lab-root.crl"])
+        let connect = try await run([
+            "curl", "-s", "--noproxy", "", "-x", responder.baseURL, "-o", "/dev/null", "-w", "%{http_connect}",
+            "https://crl.pinning.test/lab-root.crl",
+        ])
         #expect(connect.stdout != "200" && connect.status != 0, "\(connect.output)")
     }
 
-    @Test("oversized, malformed and hostile requests get 4xx and the responder keeps answering", .requires("curl", "python3"))
+    @Test(
+        "oversized, malformed and hostile requests get 4xx and the responder keeps answering",
+        .requires("curl", "python3"))
     func hostileRequests() async throws {
         let pki = try await SharedPKI.pki()
         let responder = try RevocationResponder(pki: pki, readTimeout: .seconds(2))
@@ -150,8 +179,10 @@ struct RevocationResponderTests {
         let truncated = dir.appendingPathComponent("truncated").path
         try Data([0x30, 0x82, 0xFF, 0xFF, 0x30]).write(to: URL(fileURLWithPath: truncated))
         func code(_ extra: [String]) async throws -> String {
-            try await run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Content-Type: application/ocsp-request"]
-                          + extra).stdout
+            try await run(
+                ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Content-Type: application/ocsp-request"]
+                    + extra
+            ).stdout
         }
         let url = responder.baseURL + "/lab-intermediate-a"
         #expect(try await code(["--data-binary", "@" + big, url]) == "413")
@@ -177,12 +208,15 @@ struct RevocationResponderTests {
         let py = try await run(["python3", "-c", script], timeout: 20)
         #expect(py.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "400 400 408", "\(py.output)")
         // Still alive.
-        let f = try await run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", responder.baseURL + "/lab-intermediate-a.crl"])
+        let f = try await run([
+            "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", responder.baseURL + "/lab-intermediate-a.crl",
+        ])
         #expect(f.stdout == "200", "\(f.output)")
     }
 
-    @Test("what a web page sends is refused and not recorded: a DNS-rebound Host, an Origin; revocation clients are answered",
-          .requires("curl", "python3"))
+    @Test(
+        "what a web page sends is refused and not recorded: a DNS-rebound Host, an Origin; revocation clients are answered",
+        .requires("curl", "python3"))
     func webPagesAreRefused() async throws {
         let pki = try await SharedPKI.pki()
         let responder = try RevocationResponder(pki: pki)
@@ -193,20 +227,27 @@ struct RevocationResponderTests {
         }
         let crl = "/lab-root.crl"
         // A page on attacker.example whose name now resolves to 127.0.0.1 (DNS rebinding), or any page's request.
-        for refused in [["--resolve", "attacker.example:\(port):127.0.0.1", "http://attacker.example:\(port)\(crl)"],
-                        ["-H", "Origin: null", responder.baseURL + crl],
-                        ["-H", "Origin: http://attacker.example", "-H", "Content-Type: text/plain", "--data-binary", "x",
-                         responder.baseURL + "/lab-intermediate-a"],
-                        ["-H", "Host: ocsp.pinning.test:8080", responder.baseURL + crl],
-                        ["-H", "Host: 127.0.0.1.:\(port)", responder.baseURL + crl]] {
+        for refused in [
+            ["--resolve", "attacker.example:\(port):127.0.0.1", "http://attacker.example:\(port)\(crl)"],
+            ["-H", "Origin: null", responder.baseURL + crl],
+            [
+                "-H", "Origin: http://attacker.example", "-H", "Content-Type: text/plain", "--data-binary", "x",
+                responder.baseURL + "/lab-intermediate-a",
+            ],
+            ["-H", "Host: ocsp.pinning.test:8080", responder.baseURL + crl],
+            ["-H", "Host: 127.0.0.1.:\(port)", responder.baseURL + crl],
+        ] {
             #expect(try await code(refused) == "403", "\(refused)")
         }
         #expect(responder.requests.isEmpty, "refused requests are not a client's: \(responder.requests)")
         // The names a revocation client uses, with the bound port, 80 or none.
-        for answered in [[responder.baseURL + crl], ["http://localhost:\(port)\(crl)"],
-                         ["--resolve", "crl.pinning.test:\(port):127.0.0.1", "http://crl.pinning.test:\(port)\(crl)"],
-                         ["-H", "Host: CRL.pinning.test", responder.baseURL + crl], ["-H", "Host: [::1]:\(port)", responder.baseURL + crl],
-                         ["--noproxy", "", "-x", responder.baseURL, "http://crl.pinning.test\(crl)"]] {
+        for answered in [
+            [responder.baseURL + crl], ["http://localhost:\(port)\(crl)"],
+            ["--resolve", "crl.pinning.test:\(port):127.0.0.1", "http://crl.pinning.test:\(port)\(crl)"],
+            ["-H", "Host: CRL.pinning.test", responder.baseURL + crl],
+            ["-H", "Host: [::1]:\(port)", responder.baseURL + crl],
+            ["--noproxy", "", "-x", responder.baseURL, "http://crl.pinning.test\(crl)"],
+        ] {
             #expect(try await code(answered) == "200", "\(answered)")
         }
         // An HTTP/1.0 client that sends no Host is answered; two Host headers (one of them foreign) are not.

@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabPKI
+import PinningLabTestSupport
 import Testing
 
 /// The files `openssl ocsp` and `openssl crl` are judged with: the trusted root, the issuer and the certificate.
@@ -63,7 +63,8 @@ struct RevocationArtefactTests {
         }
         let leaf = try #require(pki.identities.first).certificateDER
         #expect(DERWalk.serialNumber(of: Array(leaf.prefix(12))) == nil)
-        #expect(DERWalk.serialNumber(of: [0x30, 0x05, 0x30, 0x03, 0x04, 0x01, 0x07]) == nil)  // an OCTET STRING, not an INTEGER
+        // an OCTET STRING, not an INTEGER
+        #expect(DERWalk.serialNumber(of: [0x30, 0x05, 0x30, 0x03, 0x04, 0x01, 0x07]) == nil)
         #expect(DERWalk.serialNumber(of: []) == nil)
     }
 
@@ -72,8 +73,10 @@ struct RevocationArtefactTests {
         let pki = try await SharedPKI.pki()
         let f = try RevocationFiles(pki, c.identity)
         let resp = try f.write(try pki.ocspResponse(for: c.identity, options: c.variant.options), "resp.der")
-        let r = try await run(["openssl", "ocsp", "-respin", resp, "-resp_text", "-CAfile", f.root, "-issuer", f.issuer,
-                               "-cert", f.cert])
+        let r = try await run([
+            "openssl", "ocsp", "-respin", resp, "-resp_text", "-CAfile", f.root, "-issuer", f.issuer,
+            "-cert", f.cert,
+        ])
         if let status = c.verifiedStatus {
             #expect(r.status == 0, "\(r.output)")
             #expect(r.output.contains("Response verify OK"), "\(r.output)")
@@ -87,26 +90,36 @@ struct RevocationArtefactTests {
         }
     }
 
-    @Test("good-with-scts carries the SCT list in the single response, and openssl ocsp reads both SCTs", .requires("openssl"))
+    @Test(
+        "good-with-scts carries the SCT list in the single response, and openssl ocsp reads both SCTs",
+        .requires("openssl"))
     func ocspWithSCTs() async throws {
         let pki = try await SharedPKI.pki()
         let f = try RevocationFiles(pki, "leaf-ct-tls")
-        let resp = try f.write(try pki.ocspResponse(for: "leaf-ct-tls", options: OCSPVariant.goodWithSCTs.options), "scts.der")
-        let r = try await run(["openssl", "ocsp", "-respin", resp, "-resp_text", "-CAfile", f.root, "-issuer", f.issuer,
-                               "-cert", f.cert])
+        let resp = try f.write(
+            try pki.ocspResponse(for: "leaf-ct-tls", options: OCSPVariant.goodWithSCTs.options), "scts.der")
+        let r = try await run([
+            "openssl", "ocsp", "-respin", resp, "-resp_text", "-CAfile", f.root, "-issuer", f.issuer,
+            "-cert", f.cert,
+        ])
         #expect(r.output.contains("Response verify OK") && r.stdout.contains("cert.pem: good"), "\(r.output)")
         #expect(r.stdout.contains("CT Certificate SCTs"), "\(r.output)")
         #expect(r.stdout.components(separatedBy: "Signed Certificate Timestamp:").count == 3, "\(r.output)")
         // Only a leaf with SCTs for the TLS extension has a list to carry.
-        #expect(throws: PKIError.self) { try pki.ocspResponse(for: "leaf-ocsp", options: OCSPVariant.goodWithSCTs.options) }
+        #expect(throws: PKIError.self) {
+            try pki.ocspResponse(for: "leaf-ocsp", options: OCSPVariant.goodWithSCTs.options)
+        }
     }
 
     @Test("an expired response says so; the error statuses carry no body", .requires("openssl"))
     func ocspExpiredAndErrorStatuses() async throws {
         let pki = try await SharedPKI.pki()
         let f = try RevocationFiles(pki, "leaf-ocsp")
-        let expired = try f.write(try pki.ocspResponse(for: "leaf-ocsp", options: OCSPVariant.expired.options), "expired.der")
-        let r = try await run(["openssl", "ocsp", "-respin", expired, "-CAfile", f.root, "-issuer", f.issuer, "-cert", f.cert])
+        let expired = try f.write(
+            try pki.ocspResponse(for: "leaf-ocsp", options: OCSPVariant.expired.options), "expired.der")
+        let r = try await run([
+            "openssl", "ocsp", "-respin", expired, "-CAfile", f.root, "-issuer", f.issuer, "-cert", f.cert,
+        ])
         #expect(r.output.contains("Response verify OK"), "\(r.output)")
         #expect(r.output.contains("Status times invalid"), "\(r.output)")
         for (variant, text) in [(OCSPVariant.tryLater, "trylater (3)"), (.unauthorized, "unauthorized (6)")] {
@@ -125,12 +138,18 @@ struct RevocationArtefactTests {
         #expect(ocsp.stdout == "http://ocsp.pinning.test/lab-intermediate-a\n", "\(ocsp.output)")
         let crl = try await run(["openssl", "x509", "-noout", "-ext", "crlDistributionPoints", "-in", leaf])
         #expect(crl.stdout.contains("URI:http://crl.pinning.test/lab-intermediate-a.crl"), "\(crl.output)")
-        let staple = try await run(["openssl", "x509", "-noout", "-text", "-in", pki.materialize("leaf-must-staple").certificatePEM.path])
+        let staple = try await run([
+            "openssl", "x509", "-noout", "-text", "-in", pki.materialize("leaf-must-staple").certificatePEM.path,
+        ])
         #expect(staple.stdout.contains("TLS Feature:") && staple.stdout.contains("status_request"), "\(staple.output)")
-        let plain = try await run(["openssl", "x509", "-noout", "-text", "-in", pki.materialize("leaf-v1").certificatePEM.path])
+        let plain = try await run([
+            "openssl", "x509", "-noout", "-text", "-in", pki.materialize("leaf-v1").certificatePEM.path,
+        ])
         #expect(!plain.stdout.contains("OCSP") && !plain.stdout.contains("CRL Distribution"), "\(plain.output)")
-        let responder = try await run(["openssl", "x509", "-noout", "-ext", "extendedKeyUsage",
-                                       "-in", pki.materialize("lab-ocsp-responder-a").certificatePEM.path])
+        let responder = try await run([
+            "openssl", "x509", "-noout", "-ext", "extendedKeyUsage",
+            "-in", pki.materialize("lab-ocsp-responder-a").certificatePEM.path,
+        ])
         #expect(responder.stdout.contains("OCSP Signing"), "\(responder.output)")
     }
 
@@ -155,20 +174,25 @@ struct RevocationArtefactTests {
             .write(toFile: full, atomically: true, encoding: .utf8)
         let refused = try await run(["openssl", "verify", "-crl_check", "-CRLfile", crlPEM, "-CAfile", full, f.cert])
         #expect(refused.status != 0 && refused.output.contains("certificate revoked"), "\(refused.output)")
-        let good = try await run(["openssl", "verify", "-crl_check", "-CRLfile", crlPEM, "-CAfile", full,
-                                  pki.materialize("leaf-ocsp").certificatePEM.path])
+        let good = try await run([
+            "openssl", "verify", "-crl_check", "-CRLfile", crlPEM, "-CAfile", full,
+            pki.materialize("leaf-ocsp").certificatePEM.path,
+        ])
         #expect(good.status == 0, "\(good.output)")
 
         let stale = try f.write(try pki.crl(issuer: "lab-intermediate-a", options: .stale), "stale.crl.der")
         let stalePEM = f.dir.appendingPathComponent("stale.crl.pem").path
         _ = try await run(["openssl", "crl", "-inform", "DER", "-in", stale, "-out", stalePEM])
-        let late = try await run(["openssl", "verify", "-crl_check", "-CRLfile", stalePEM, "-CAfile", full,
-                                  pki.materialize("leaf-ocsp").certificatePEM.path])
+        let late = try await run([
+            "openssl", "verify", "-crl_check", "-CRLfile", stalePEM, "-CAfile", full,
+            pki.materialize("leaf-ocsp").certificatePEM.path,
+        ])
         #expect(late.status != 0 && late.output.contains("CRL has expired"), "\(late.output)")
     }
 
-    @Test("pkilint finds no error in the OCSP responses, CRLs and revocation-bearing certificates",
-          .requires("lint_ocsp_response", "lint_crl", "lint_pkix_cert"))
+    @Test(
+        "pkilint finds no error in the OCSP responses, CRLs and revocation-bearing certificates",
+        .requires("lint_ocsp_response", "lint_crl", "lint_pkix_cert"))
     func pkilint() async throws {
         let pki = try await SharedPKI.pki()
         let f = try RevocationFiles(pki, "leaf-k1-revoked")
@@ -177,12 +201,18 @@ struct RevocationArtefactTests {
         // calls invalid domain name syntax; that finding is about the lab's host names, not revocation, and is set
         // aside (each finding is a "Validator @ path" line followed by its indented finding lines).
         func errors(_ r: Run) -> String {
-            let blocks = r.stdout.components(separatedBy: "\n\n").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-            return blocks.filter { !$0.isEmpty && !($0.contains("invalid_domain_name_syntax") && $0.contains("\"localhost\"")) }
-                .joined(separator: "\n")
+            let blocks = r.stdout.components(separatedBy: "\n\n").map {
+                $0.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            return blocks.filter {
+                !$0.isEmpty && !($0.contains("invalid_domain_name_syntax") && $0.contains("\"localhost\""))
+            }
+            .joined(separator: "\n")
         }
-        for (name, variant) in [("leaf-ocsp", OCSPVariant.asIssued), ("leaf-k1-revoked", .asIssued),
-                                ("leaf-ocsp-unknown", .asIssued), ("leaf-ocsp", .delegated)] {
+        for (name, variant) in [
+            ("leaf-ocsp", OCSPVariant.asIssued), ("leaf-k1-revoked", .asIssued),
+            ("leaf-ocsp-unknown", .asIssued), ("leaf-ocsp", .delegated),
+        ] {
             let path = try f.write(try pki.ocspResponse(for: name, options: variant.options), "\(name)-\(variant).ocsp")
             let r = try await run(["lint_ocsp_response", "lint", "-s", "ERROR", path])
             if !errors(r).isEmpty || !r.stderr.isEmpty { findings.append("\(name) \(variant): \(r.output)") }
@@ -213,24 +243,25 @@ struct RevocationArtefactTests {
 @Suite("Revocation fields of the PKI spec")
 struct RevocationSpecTests {
     static let base = """
-    version: 1
-    entities:
-      root: { role: root }
-      ca: { role: intermediate, issuer: root }
+        version: 1
+        entities:
+          root: { role: root }
+          ca: { role: intermediate, issuer: root }
 
-    """
+        """
 
     @Test("the fields parse")
     func parses() throws {
-        let spec = try PKISpec.parse(yaml: Self.base + """
-          l:
-            role: leaf
-            issuer: ca
-            ocsp: http://ocsp.pinning.test/ca
-            crl: http://crl.pinning.test/ca.crl
-            mustStaple: true
-            revocation: { status: revoked, reason: keyCompromise, date: -2h }
-        """)
+        let spec = try PKISpec.parse(
+            yaml: Self.base + """
+                  l:
+                    role: leaf
+                    issuer: ca
+                    ocsp: http://ocsp.pinning.test/ca
+                    crl: http://crl.pinning.test/ca.crl
+                    mustStaple: true
+                    revocation: { status: revoked, reason: keyCompromise, date: -2h }
+                """)
         let l = try #require(spec.entity("l"))
         #expect(l.ocspResponder == "http://ocsp.pinning.test/ca")
         #expect(l.crlDistributionPoint == "http://crl.pinning.test/ca.crl")
@@ -248,16 +279,24 @@ struct RevocationSpecTests {
     }
 
     static let bad: [BadCase] = [
-        .init(fields: "ocsp: https://ocsp.example.com/x", code: .badRevocationURL, field: "ocsp", mentions: "http://ocsp.pinning.test/l"),
-        .init(fields: "crl: http://ocsp.pinning.test/x", code: .badRevocationURL, field: "crl", mentions: "crl.pinning.test"),
-        .init(fields: "revocation: revoked", code: .badRevocation, field: "revocation", mentions: "reason: keyCompromise"),
+        .init(
+            fields: "ocsp: https://ocsp.example.com/x", code: .badRevocationURL, field: "ocsp",
+            mentions: "http://ocsp.pinning.test/l"),
+        .init(
+            fields: "crl: http://ocsp.pinning.test/x", code: .badRevocationURL, field: "crl",
+            mentions: "crl.pinning.test"),
+        .init(
+            fields: "revocation: revoked", code: .badRevocation, field: "revocation", mentions: "reason: keyCompromise"),
         .init(fields: "revocation: gone", code: .badRevocation, field: "revocation", mentions: "revocation: good"),
-        .init(fields: "revocation: { status: revoked, reason: stolen, date: -1h }", code: .badRevocation,
-              field: "revocation.reason", mentions: "keyCompromise"),
-        .init(fields: "revocation: { status: revoked, reason: keyCompromise }", code: .missingField,
-              field: "revocation.date", mentions: "date: -1h"),
-        .init(fields: "revocation: { status: revoked, reason: keyCompromise, date: +1d }", code: .badRevocation,
-              field: "revocation.date", mentions: "at or before issuance"),
+        .init(
+            fields: "revocation: { status: revoked, reason: stolen, date: -1h }", code: .badRevocation,
+            field: "revocation.reason", mentions: "keyCompromise"),
+        .init(
+            fields: "revocation: { status: revoked, reason: keyCompromise }", code: .missingField,
+            field: "revocation.date", mentions: "date: -1h"),
+        .init(
+            fields: "revocation: { status: revoked, reason: keyCompromise, date: +1d }", code: .badRevocation,
+            field: "revocation.date", mentions: "at or before issuance"),
         .init(fields: "mustStaple: maybe", code: .wrongType, field: "mustStaple", mentions: "mustStaple: true"),
     ]
 

@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// A PKI folder made from a spec file of one's own records it (path and SHA-256 in state.json), and an opening with
@@ -39,7 +39,8 @@ struct SpecRecordTests {
             #expect(e.description.contains(file.path) && e.description.contains("--force"), "\(e)")
         }
         // Kept as it was: the same spec (no file named) opens it without re-issuing.
-        let again = try LabPKI.open(spec: try PKISpec.load(contentsOf: file), options: Lab.libraryPKIOptions(directory: pkiDir))
+        let again = try LabPKI.open(
+            spec: try PKISpec.load(contentsOf: file), options: Lab.libraryPKIOptions(directory: pkiDir))
         #expect(!again.refresh.reissued && again["my-leaf"]?.pins == made["my-leaf"]?.pins)
         #expect(LabPKI.recordedSpec(in: pkiDir)?.path == file.path, "the record survives an opening without the path")
         // Naming a file, or replacing every key, is allowed.

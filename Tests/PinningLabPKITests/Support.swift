@@ -1,7 +1,7 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
+import PinningLabTestSupport
 import Testing
 
 typealias Run = CommandOutput
@@ -10,7 +10,6 @@ typealias Run = CommandOutput
 func run(_ args: [String], stdin: String? = nil, timeout: TimeInterval = 30) async throws -> Run {
     await commandOutput(args, stdin: stdin, timeout: timeout)
 }
-
 
 func temporaryDirectory(_ label: String) -> URL {
     let url = TestScratch.root.appendingPathComponent("pinlab-\(label)-\(UUID().uuidString)")

@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// The batch protocol with harnesses written here: real servers, claims made without or with real connections.
@@ -8,15 +8,20 @@ import Testing
 struct BatchTests {
     /// A harness command in Python: the answers it prints are given as a Python expression over `cells`.
     static func python(_ answers: String, then: String = "") -> BatchHarness {
-        .command(name: "script", arguments: ["python3", "-c", """
-            import json, os, sys, time
-            cells = json.load(open(os.environ["PINLAB_BATCH"]))["cells"]
-            stdin = json.load(sys.stdin)
-            assert stdin["cells"] == cells, "standard input and $PINLAB_BATCH differ"
-            for line in \(answers):
-                print(line if isinstance(line, str) else json.dumps(line), flush=True)
-            \(then)
-            """])
+        .command(
+            name: "script",
+            arguments: [
+                "python3", "-c",
+                """
+                import json, os, sys, time
+                cells = json.load(open(os.environ["PINLAB_BATCH"]))["cells"]
+                stdin = json.load(sys.stdin)
+                assert stdin["cells"] == cells, "standard input and $PINLAB_BATCH differ"
+                for line in \(answers):
+                    print(line if isinstance(line, str) else json.dumps(line), flush=True)
+                \(then)
+                """,
+            ])
     }
 
     @Test("the document holds every selected cell, each on a port of its own, with pins, files and no expectation")
@@ -24,15 +29,18 @@ struct BatchTests {
         let runner = try await TestLab.runner()
         let scenarios = ["baseline", "rekey", "mtls-required-valid"]
         let seen = DocumentBox()
-        let run = try await runner.runBatch(.inProcess(name: "capture") { doc in
-            seen.value = doc
-            // The files exist while the harness runs (the run's work folder is removed afterwards).
-            seen.filesExisted = doc.cells.allSatisfy { c in
-                ([c.trustFile] + [c.clientIdentity?.certificateFile, c.clientIdentity?.keyFile, c.clientIdentity?.pkcs12File].compactMap { $0 })
-                    .allSatisfy { FileManager.default.fileExists(atPath: $0) }
-            }
-            return []
-        }, options: CheckOptions(scenarios: scenarios))
+        let run = try await runner.runBatch(
+            .inProcess(name: "capture") { doc in
+                seen.value = doc
+                // The files exist while the harness runs (the run's work folder is removed afterwards).
+                seen.filesExisted = doc.cells.allSatisfy { c in
+                    ([c.trustFile]
+                        + [c.clientIdentity?.certificateFile, c.clientIdentity?.keyFile, c.clientIdentity?.pkcs12File]
+                        .compactMap { $0 })
+                        .allSatisfy { FileManager.default.fileExists(atPath: $0) }
+                }
+                return []
+            }, options: CheckOptions(scenarios: scenarios))
         #expect(seen.filesExisted, "trust and client identity files exist while the harness runs")
         let doc = try #require(seen.value)
         #expect(doc.cells.count == scenarios.count * PinProfile.all.count * 2)
@@ -65,13 +73,15 @@ struct BatchTests {
 
     @Test("claims are judged by the servers: a claim without a connection is not an acceptance")
     func serversDecide() async throws {
-        let run = try await TestLab.runner().runBatch(.inProcess(name: "liar") { doc in
-            doc.cells.map { BatchResult(id: $0.id, claim: .accepted, detail: "trust me") }
-        }, options: CheckOptions(profiles: [.leafSPKI], scenarios: ["baseline", "expired-leaf"]))
+        let run = try await TestLab.runner().runBatch(
+            .inProcess(name: "liar") { doc in
+                doc.cells.map { BatchResult(id: $0.id, claim: .accepted, detail: "trust me") }
+            }, options: CheckOptions(profiles: [.leafSPKI], scenarios: ["baseline", "expired-leaf"]))
         for v in run.report.verdicts where v.status != .skipped {
             #expect(v.observed == .refused, "\(v.scenario): the server saw no request")
             #expect(v.claim == .accepted)
-            #expect(v.status == (v.scenario == "baseline" ? .fail : .disagree), "\(v.scenario): \(v.status) \(v.reason)")
+            #expect(
+                v.status == (v.scenario == "baseline" ? .fail : .disagree), "\(v.scenario): \(v.status) \(v.reason)")
         }
         #expect(run.report.verdicts.filter { $0.status == .skipped }.count == 2 * 2 * 5, "other profiles are skipped")
     }
@@ -79,18 +89,24 @@ struct BatchTests {
     @Test("unanswered, twice-answered, malformed and unknown answers are errors with the reason")
     func protocolErrors() async throws {
         // expired-leaf: every cell must be refused, so a claim "refused" without connecting passes.
-        let harness = Self.python("""
+        let harness = Self.python(
+            """
             ["not json at all", {"id": "no/such/cell", "claim": "refused"}, {"id": cells[1]["id"], "claim": "maybe"}] \
             + [{"id": c["id"], "claim": "refused", "detail": "expired"} for c in cells[2:]] \
             + [{"id": cells[3]["id"], "claim": "refused"}]
             """)
-        let run = try await TestLab.runner().runBatch(harness, options: CheckOptions(engines: [Engines.openssl], scenarios: ["expired-leaf"]))
+        let run = try await TestLab.runner().runBatch(
+            harness, options: CheckOptions(engines: [Engines.openssl], scenarios: ["expired-leaf"]))
         let v = run.report.verdicts
         #expect(v.count == 6)
         #expect(v[0].status == .error && v[0].reason.contains("never reported"), "\(v[0].reason)")
-        #expect(v[1].status == .error && v[1].reason.contains("line 3") && v[1].reason.contains("\"claim\""), "\(v[1].reason)")
+        #expect(
+            v[1].status == .error && v[1].reason.contains("line 3") && v[1].reason.contains("\"claim\""),
+            "\(v[1].reason)")
         #expect(v[2].status == .pass, "\(v[2].reason)")
-        #expect(v[3].status == .error && v[3].reason.contains("reported twice") && v[3].reason.contains("line 8"), "\(v[3].reason)")
+        #expect(
+            v[3].status == .error && v[3].reason.contains("reported twice") && v[3].reason.contains("line 8"),
+            "\(v[3].reason)")
         #expect(v[4].status == .pass && v[5].status == .pass)
         #expect(run.problems.contains { $0.contains("line 1") && $0.contains("not a JSON object") }, "\(run.problems)")
         #expect(run.problems.contains { $0.contains("line 2") && $0.contains("no/such/cell") }, "\(run.problems)")
@@ -100,26 +116,33 @@ struct BatchTests {
     @Test("a stalled harness is stopped after twice the cell timeout; a slow one after the batch timeout")
     func timeouts() async throws {
         let runner = try await TestLab.runner()
-        let options = CheckOptions(engines: [Engines.gnutls], profiles: [.none, .leafSPKI], scenarios: ["expired-leaf"])
+        let options = CheckOptions(
+            engines: [Engines.gnutls], profiles: [.none, .leafSPKI], scenarios: ["expired-leaf"])
         let t0 = ContinuousClock.now
         let stalled = try await runner.runBatch(
-            Self.python("[{\"id\": cells[0][\"id\"], \"claim\": \"refused\"}]", then: "time.sleep(900)"), options: options,
+            Self.python("[{\"id\": cells[0][\"id\"], \"claim\": \"refused\"}]", then: "time.sleep(900)"),
+            options: options,
             batch: BatchOptions(cellTimeout: .milliseconds(500), batchTimeout: .seconds(900)))
         // Bounds, not timings: stopped long before the 900 s batch timeout (the reason below says by which rule). A
         // loaded machine (load 18) took 67 s to start, stall and stop, another 121 s: the bound is far from both.
         #expect(ContinuousClock.now - t0 < .seconds(600), "stopped before the batch timeout")
         let cells = stalled.report.verdicts.filter { $0.status != .skipped }
         #expect(cells.map(\.status) == [.pass, .error])
-        #expect(cells[1].reason.contains("stopped") && cells[1].reason.contains("twice the cell timeout"), "\(cells[1].reason)")
+        #expect(
+            cells[1].reason.contains("stopped") && cells[1].reason.contains("twice the cell timeout"),
+            "\(cells[1].reason)")
         let t1 = ContinuousClock.now
-        let slow = try await runner.runBatch(Self.python("[]", then: "time.sleep(900)"), options: options,
-                                             batch: BatchOptions(batchTimeout: .seconds(1)))
-        #expect(slow.report.verdicts.filter { $0.status != .skipped }.allSatisfy { $0.reason.contains("batch timeout") })
+        let slow = try await runner.runBatch(
+            Self.python("[]", then: "time.sleep(900)"), options: options,
+            batch: BatchOptions(batchTimeout: .seconds(1)))
+        #expect(
+            slow.report.verdicts.filter { $0.status != .skipped }.allSatisfy { $0.reason.contains("batch timeout") })
         #expect(slow.problems.contains { $0.contains("batch timeout") })
-        let inProcess = try await runner.runBatch(.inProcess(name: "sleeper") { _ in
-            try? await Task.sleep(for: .seconds(900))
-            return []
-        }, options: options, batch: BatchOptions(batchTimeout: .seconds(1)))
+        let inProcess = try await runner.runBatch(
+            .inProcess(name: "sleeper") { _ in
+                try? await Task.sleep(for: .seconds(900))
+                return []
+            }, options: options, batch: BatchOptions(batchTimeout: .seconds(1)))
         #expect(inProcess.problems.contains { $0.contains("batch timeout") })
         // Either harness left alone would take 900 s; the 1 s batch timeout stops both well before.
         #expect(ContinuousClock.now - t1 < .seconds(600))
@@ -129,23 +152,34 @@ struct BatchTests {
     func shardsPartitionAndMerge() async throws {
         let runner = try await TestLab.runner()
         let scenarios = ["baseline", "chain-stuffing", "wrong-host"]
-        let whole = try await runner.run(.inProcess(BuiltInClients.named("correct")!), options: CheckOptions(scenarios: scenarios))
-        let all = Set(whole.verdicts.map { BatchCell.id(scenario: $0.scenario, profile: $0.profile, engine: $0.engine) })
+        let whole = try await runner.run(
+            .inProcess(BuiltInClients.named("correct")!), options: CheckOptions(scenarios: scenarios))
+        let all = Set(
+            whole.verdicts.map { BatchCell.id(scenario: $0.scenario, profile: $0.profile, engine: $0.engine) })
         for n in [1, 2, 3, 7] {
             var union: [String] = []
             var parts: [(file: String, report: CheckReport)] = []
             for k in 1...n {
                 let shard = try CellShard(index: k, count: n)
-                let part = try await runner.run(.inProcess(BuiltInClients.named("correct")!),
-                                                options: CheckOptions(scenarios: scenarios, shard: shard))
-                let ids = part.verdicts.map { BatchCell.id(scenario: $0.scenario, profile: $0.profile, engine: $0.engine) }
+                let part = try await runner.run(
+                    .inProcess(BuiltInClients.named("correct")!),
+                    options: CheckOptions(scenarios: scenarios, shard: shard))
+                let ids = part.verdicts.map {
+                    BatchCell.id(scenario: $0.scenario, profile: $0.profile, engine: $0.engine)
+                }
                 #expect(!ids.isEmpty, "shard \(k)/\(n) of \(all.count) cells holds none")
                 union += ids
                 // Through JSON, as `pinlab report merge` reads them.
-                parts.append(("shard-\(k).json", try CheckReport.decode(json: Data(try part.jsonString().utf8), file: "shard-\(k).json")))
+                parts.append(
+                    (
+                        "shard-\(k).json",
+                        try CheckReport.decode(json: Data(try part.jsonString().utf8), file: "shard-\(k).json")
+                    ))
             }
             #expect(union.count == all.count && Set(union) == all, "\(n) shards: no overlap, nothing missing")
-            #expect(parts.map { $0.report.shard?.description } == (1...n).map { "\($0)/\(n)" }, "each report records its shard")
+            #expect(
+                parts.map { $0.report.shard?.description } == (1...n).map { "\($0)/\(n)" },
+                "each report records its shard")
             if n > 1 {
                 // A shard that never reported (its job failed before uploading) fails the merge: its cells were
                 // never judged. `partial` accepts it (one shard's report rendered alone).
@@ -155,7 +189,9 @@ struct BatchTests {
                 #expect(try CheckReport.merge(Array(parts.dropLast()), partial: true).verdicts.count < all.count)
                 var whole = parts[0].report
                 whole.shard = nil
-                #expect { try CheckReport.merge([parts[0], ("whole.json", whole)]) } throws: { "\($0)".contains("a whole run") }
+                #expect { try CheckReport.merge([parts[0], ("whole.json", whole)]) } throws: {
+                    "\($0)".contains("a whole run")
+                }
             }
             let merged = try CheckReport.merge(parts)
             #expect(merged.verdicts.map(\.scenario) == whole.verdicts.map(\.scenario), "catalogue order")
@@ -173,7 +209,9 @@ struct BatchTests {
         var other = a
         other.verdicts = []
         other.scenarios[0].expected["none"] = .refuse
-        #expect { try CheckReport.merge([("a.json", a), ("c.json", other)]) } throws: { "\($0)".contains("catalogue differs") }
+        #expect { try CheckReport.merge([("a.json", a), ("c.json", other)]) } throws: {
+            "\($0)".contains("catalogue differs")
+        }
         var curl = a
         curl.client = "curl"
         curl.verdicts = []
@@ -195,39 +233,59 @@ struct BatchTests {
             o["verdicts"] = v
         }
         let cases: [(Data, String)] = [
-            (try edited { $0["startedAt"] = "yesterday" }, "startedAt is malformed: 'yesterday' is not an ISO 8601 date"),
-            (try edited { o in var s = o["summary"] as! [String: Any]; s["total"] = 1e30; o["summary"] = s }, "summary.total holds"),
+            (
+                try edited { $0["startedAt"] = "yesterday" },
+                "startedAt is malformed: 'yesterday' is not an ISO 8601 date"
+            ),
+            (
+                try edited { o in
+                    var s = o["summary"] as! [String: Any]
+                    s["total"] = 1e30
+                    o["summary"] = s
+                }, "summary.total holds"
+            ),
             (try edited { verdict(&$0, "verdict", "maybe") }, "verdicts[1].verdict is 'maybe', not a verdict"),
-            (try edited { verdict(&$0, "scenario", "nope") }, "verdicts[1].scenario is 'nope', which the report's scenarios do not list"),
+            (
+                try edited { verdict(&$0, "scenario", "nope") },
+                "verdicts[1].scenario is 'nope', which the report's scenarios do not list"
+            ),
             (try edited { verdict(&$0, "engine", "quantum") }, "verdicts[1].engine is 'quantum'"),
             (try edited { $0["engines"] = ["openssl", "quantum"] }, "engines names 'quantum', not an engine"),
             (Data(text.utf8.prefix(500)), "it is not JSON"),
         ]
         for (data, message) in cases {
-            #expect { try CheckReport.decode(json: data, file: "f.json") } throws: { "\($0)".contains("f.json: ") && "\($0)".contains(message) }
+            #expect { try CheckReport.decode(json: data, file: "f.json") } throws: {
+                "\($0)".contains("f.json: ") && "\($0)".contains(message)
+            }
         }
     }
 
-    @Test("real documents and answers validate against the published schemas (python jsonschema)",
-          .requiresPython(module: "jsonschema"))
+    @Test(
+        "real documents and answers validate against the published schemas (python jsonschema)",
+        .requiresPython(module: "jsonschema"))
     func schemas() async throws {
         let seen = DocumentBox()
-        _ = try await TestLab.runner().runBatch(.inProcess(name: "capture") { doc in
-            seen.value = doc
-            return []
-        }, options: CheckOptions(scenarios: ["baseline", "mtls-required-valid", "resumption-genuine"]), batch: BatchOptions(steps: true))
+        _ = try await TestLab.runner().runBatch(
+            .inProcess(name: "capture") { doc in
+                seen.value = doc
+                return []
+            }, options: CheckOptions(scenarios: ["baseline", "mtls-required-valid", "resumption-genuine"]),
+            batch: BatchOptions(steps: true))
         let doc = try #require(seen.value)
         let stepCell = try #require(doc.cells.first { $0.steps != nil })
-        let answers = [BatchResult(id: doc.cells[0].id, claim: .refused, detail: "pin", category: .pinMismatch, milliseconds: 3),
-                       BatchResult(id: doc.cells[1].id, claim: .accepted),
-                       BatchResult(id: stepCell.id, step: 2, claim: .accepted)]
+        let answers = [
+            BatchResult(id: doc.cells[0].id, claim: .refused, detail: "pin", category: .pinMismatch, milliseconds: 3),
+            BatchResult(id: doc.cells[1].id, claim: .accepted),
+            BatchResult(id: stepCell.id, step: 2, claim: .accepted),
+        ]
         let dir = TestScratch.root.appendingPathComponent("pinlab-batch-schema-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try BatchSchemas.input.write(to: dir.appendingPathComponent("in.json"), atomically: true, encoding: .utf8)
         try BatchSchemas.output.write(to: dir.appendingPathComponent("out.json"), atomically: true, encoding: .utf8)
         try doc.jsonData().write(to: dir.appendingPathComponent("doc.json"))
-        try answers.map { try $0.jsonLine() }.joined(separator: "\n").write(to: dir.appendingPathComponent("answers.jsonl"), atomically: true, encoding: .utf8)
+        try answers.map { try $0.jsonLine() }.joined(separator: "\n").write(
+            to: dir.appendingPathComponent("answers.jsonl"), atomically: true, encoding: .utf8)
         let script = """
             import json, sys, jsonschema
             d = sys.argv[1]

@@ -31,14 +31,17 @@ struct CTClientScenarioTests {
         ],
     ]
 
-    @Test("each reference client passes every cell, doing what its declared CT policy predicts",
-          arguments: ["correct", "correct-ct-required"])
+    @Test(
+        "each reference client passes every cell, doing what its declared CT policy predicts",
+        arguments: ["correct", "correct-ct-required"])
     func referenceClient(_ name: String) async throws {
         let client = try #require(BuiltInClients.named(name))
-        let report = try await TestLab.runner().run(.inProcess(client), options: CheckOptions(scenarios: Self.scenarios))
+        let report = try await TestLab.runner().run(
+            .inProcess(client), options: CheckOptions(scenarios: Self.scenarios))
         #expect(report.verdicts.count == Self.scenarios.count * PinProfile.all.count * 2)
         // GnuTLS cannot send SCTs in the TLS extension on TLS 1.3 (ct.md): that scenario is unsupported there.
-        let unsupported = Set(report.verdicts.filter { $0.status == .unsupported }.map { "\($0.scenario)/\($0.engine)" })
+        let unsupported = Set(
+            report.verdicts.filter { $0.status == .unsupported }.map { "\($0.scenario)/\($0.engine)" })
         #expect(unsupported.isSubset(of: ["ct-tls-extension-valid/gnutls"]), "\(unsupported.sorted())")
         let notPassed = report.verdicts.filter { $0.status != .pass && $0.status != .unsupported }
             .map { "\($0.scenario)/\($0.profile)/\($0.engine): \($0.status) \($0.reason)" }
@@ -47,13 +50,16 @@ struct CTClientScenarioTests {
         let rows = try #require(Self.rows[client.name])
         for s in Self.scenarios {
             for engine in ["openssl", "gnutls"] where !unsupported.contains("\(s)/\(engine)") {
-                #expect(RevocationScenarioTests.observedRow(report, s, engine) == rows[s], "\(client.name) on \(s)/\(engine)")
+                #expect(
+                    RevocationScenarioTests.observedRow(report, s, engine) == rows[s],
+                    "\(client.name) on \(s)/\(engine)")
             }
         }
         #expect(report.clientChecks == client.checks)
         if name == "correct-ct-required" {
             #expect(client.checks.ct == .required)
-            let v = try #require(report.verdicts.first { $0.scenario == "ct-one-sct" && $0.profile == .none && $0.engine == "openssl" })
+            let v = try #require(
+                report.verdicts.first { $0.scenario == "ct-one-sct" && $0.profile == .none && $0.engine == "openssl" })
             #expect(v.reason.contains("ct=required client: a client that requires CT"), "\(v.reason)")
         }
     }
@@ -68,7 +74,9 @@ struct CTClientScenarioTests {
         #expect(unpinned.count == 2)
         for v in unpinned {
             #expect(v.observed == .refused && v.status == .pass, "\(v.scenario): \(v.status) \(v.reason)")
-            #expect((v.clientDetail ?? "").contains("certificate transparency: valid SCTs from"), "\(v.scenario): \(v.clientDetail ?? "")")
+            #expect(
+                (v.clientDetail ?? "").contains("certificate transparency: valid SCTs from"),
+                "\(v.scenario): \(v.clientDetail ?? "")")
         }
         let one = try #require(unpinned.first { $0.scenario == "ct-one-sct" })
         #expect((one.clientDetail ?? "").contains("from 1 distinct listed log(s)"), "\(one.clientDetail ?? "")")
@@ -76,12 +84,15 @@ struct CTClientScenarioTests {
 
     @Test("a client that claims ct=required but checks nothing fails every cell where CT decides")
     func claimNotKept() async throws {
-        var options = CheckOptions(engines: [Engines.openssl], scenarios: ["ct-no-sct", "ct-bad-signature", "ct-embedded-valid"])
+        var options = CheckOptions(
+            engines: [Engines.openssl], scenarios: ["ct-no-sct", "ct-bad-signature", "ct-embedded-valid"])
         options.clientChecks = ClientChecks(ct: .required)
-        let report = try await TestLab.runner().run(.inProcess(try #require(BuiltInClients.named("correct"))), options: options)
+        let report = try await TestLab.runner().run(
+            .inProcess(try #require(BuiltInClients.named("correct"))), options: options)
         let failed = Set(report.verdicts.filter { $0.status == .fail }.map { "\($0.scenario)/\($0.profile)" })
         // ct-no-sct: all six profiles; ct-bad-signature: all but leaf-cert, which its pin refuses anyway.
         #expect(failed.count == 6 + 5, "\(failed.sorted())")
-        #expect(!failed.contains("ct-bad-signature/leaf-cert") && !failed.contains { $0.hasPrefix("ct-embedded-valid/") })
+        #expect(
+            !failed.contains("ct-bad-signature/leaf-cert") && !failed.contains { $0.hasPrefix("ct-embedded-valid/") })
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import PinningLab
+import PinningLabBase
 import PinningLabPKI
 import PinningLabTestSupport
-import PinningLabBase
 import Testing
 
 /// The predictions below are derived by reasoning from each client's one mistake and the scenario files; the run
@@ -27,7 +27,8 @@ enum Predictions {
     /// CT scenarios serving a new certificate for K1 under lab-intermediate-a (lab-root not sent): the leaf-cert pin
     /// refuses, every other profile accepts for a client that declares ct=none (every built-in reference client).
     static let ctNewCertificateSameKey = [
-        "ct-embedded-valid", "ct-tls-extension-valid", "ct-one-sct", "ct-unknown-log", "ct-bad-signature", "ct-future-timestamp",
+        "ct-embedded-valid", "ct-tls-extension-valid", "ct-one-sct", "ct-unknown-log", "ct-bad-signature",
+        "ct-future-timestamp",
         "ct-ocsp-valid",
     ]
     /// Cells an engine cannot serve: GnuTLS has no API for SCTs in TLS 1.3's certificate entry (ct.md).
@@ -36,23 +37,30 @@ enum Predictions {
     /// (every built-in reference client); a client that declares nothing is undecided there (`expect-if`).
     static let revocationAllAccept = [
         "ocsp-stapled-revoked", "ocsp-stapled-unknown", "ocsp-stapled-expired", "ocsp-stapled-bad-signature",
-        "ocsp-stapled-wrong-responder", "must-staple-missing", "crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable",
+        "ocsp-stapled-wrong-responder", "must-staple-missing", "crl-revoked-leaf", "crl-stale",
+        "ocsp-responder-unreachable",
         // The leaf is good; lab-root's CRL lists its intermediate (K1 leaf, every pin matches: only revocation decides).
         "crl-revoked-intermediate",
     ]
     /// Scenarios where every profile must accept and the server sends the whole chain, lab-root included.
     static let allAcceptRootSent = ["baseline", "reversed-chain"]
     /// Scenarios whose root-spki cell must accept although lab-root is not on the wire.
-    static let rootPinAcceptedRootNotSent = allAcceptRootNotSent + revocationAllAccept
-        + ["renewal-same-key", "revoked-key-replay", "rekey", "emergency-rekey", "sibling-intermediate", "rotation-between-connections",
-           // The CA moved: the pool's lab-intermediate-c or the new root's intermediate and cross-certificate are
-           // sent, lab-root itself is not (root-rollover-new-root-trusted's root-spki cell varies by path instead).
-           "intermediate-pool-rotation", "short-lived-renewal", "root-rollover-cross-signed"] + ctNewCertificateSameKey
+    static let rootPinAcceptedRootNotSent =
+        allAcceptRootNotSent + revocationAllAccept
+        + [
+            "renewal-same-key", "revoked-key-replay", "rekey", "emergency-rekey", "sibling-intermediate",
+            "rotation-between-connections",
+            // The CA moved: the pool's lab-intermediate-c or the new root's intermediate and cross-certificate are
+            // sent, lab-root itself is not (root-rollover-new-root-trusted's root-spki cell varies by path instead).
+            "intermediate-pool-rotation", "short-lived-renewal", "root-rollover-cross-signed",
+        ] + ctNewCertificateSameKey
     /// Scenarios of two connections whose second resumes, through a trusted interceptor, a session made where no
     /// pin applied: only a client that checks pins on resumed connections refuses (every pinned profile). In
     /// early-data-to-interceptor the second sends its request as 0-RTT where the client lets it: a client that
     /// skips pins on resumption or ignores them sends it either way, and fails the same cells.
-    static let resumedIntoInterceptor = ["resumption-after-unpinned-handshake", "resumption-cross-host", "early-data-to-interceptor"]
+    static let resumedIntoInterceptor = [
+        "resumption-after-unpinned-handshake", "resumption-cross-host", "early-data-to-interceptor",
+    ]
 
     /// The cells each teaching client must fail; every other cell it must pass.
     static let failures: [String: Set<Cell>] = [
@@ -66,12 +74,18 @@ enum Predictions {
         // A pin match among the sent certificates replaces validation (profile none still validates).
         "pin-replaces-validation": cells(rootPinAcceptedRootNotSent, [.rootSPKI])
             .union(cells(["chain-stuffing"], pinnedProfiles))
-            .union(cells(["expired-leaf", "not-yet-valid-leaf", "wrong-host", "pathlen-violation"],
-                         [.leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
+            .union(
+                cells(
+                    ["expired-leaf", "not-yet-valid-leaf", "wrong-host", "pathlen-violation"],
+                    [.leafSPKI, .leafSPKIBackup, .intermediateSPKI])
+            )
             .union(cells(["expired-intermediate", "self-signed-pinned-key"], [.leafSPKI, .leafSPKIBackup]))
             .union(cells(["incomplete-chain"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
-            .union(cells(["non-ca-signer", "weak-rsa-1024", "sha1-signature"],
-                         [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
+            .union(
+                cells(
+                    ["non-ca-signer", "weak-rsa-1024", "sha1-signature"],
+                    [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI])
+            )
             // leaf-v1 itself and lab-intermediate-a are sent, for a name leaf-v1 does not cover: no host check.
             .union(cells(["pinned-cert-other-host"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
             .union(cells(["name-collision-root"], [.intermediateSPKI]))
@@ -86,32 +100,44 @@ enum Predictions {
             .union(cells(["pinned-cert-other-host"], PinProfile.all))
             // The public name's valid certificate is taken for api.pinning.test: wherever its chain or key is pinned
             // (K1 in ech-rejected-public-cert-pinned-key, as wrong-host's).
-            .union(cells(["ech-rejected-public-cert-pinned-key"], [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]))
+            .union(
+                cells(
+                    ["ech-rejected-public-cert-pinned-key"],
+                    [.none, .leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI])
+            )
             .union(cells(["ech-rejected-public-name"], [.none, .intermediateSPKI, .rootSPKI])),
         // SPKI pins are compared with the hash of the bare key: no SPKI pin ever matches.
-        "raw-key-hash": cells(allAcceptRootNotSent + allAcceptRootSent + revocationAllAccept + ctNewCertificateSameKey
-                              + ["renewal-same-key", "revoked-key-replay"], spkiProfiles)
-            .union(cells(["rekey"], [.leafSPKIBackup, .intermediateSPKI, .rootSPKI]))
-            .union(cells(["emergency-rekey"], [.intermediateSPKI, .rootSPKI]))
-            .union(cells(["sibling-intermediate"], [.leafSPKI, .leafSPKIBackup, .rootSPKI]))
-            // Step 1 is leaf-v1 (every SPKI pin fails to match, as in baseline); step 2 the emergency re-key.
-            .union(cells(["rotation-between-connections"], spkiProfiles))
-            // Every SPKI cell a correct client accepts fails: K2 + root, root, K1 + K2 + root; root-spki of
-            // root-rollover-new-root-trusted is refused on pins either way, where verifiers' paths differ (stricter).
-            .union(cells(["intermediate-pool-rotation"], [.leafSPKIBackup, .rootSPKI]))
-            .union(cells(["short-lived-renewal"], [.rootSPKI]))
-            .union(cells(["root-rollover-cross-signed"], [.leafSPKI, .leafSPKIBackup, .rootSPKI]))
-            .union(cells(["root-rollover-new-root-trusted"], [.leafSPKI, .leafSPKIBackup]))
-            // The trusted intermediate ends the chain: the leaf and intermediate SPKI cells accept for a correct client.
-            .union(cells(["intermediate-as-trust-anchor"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
+        "raw-key-hash": cells(
+            allAcceptRootNotSent + allAcceptRootSent + revocationAllAccept + ctNewCertificateSameKey
+                + ["renewal-same-key", "revoked-key-replay"], spkiProfiles
+        )
+        .union(cells(["rekey"], [.leafSPKIBackup, .intermediateSPKI, .rootSPKI]))
+        .union(cells(["emergency-rekey"], [.intermediateSPKI, .rootSPKI]))
+        .union(cells(["sibling-intermediate"], [.leafSPKI, .leafSPKIBackup, .rootSPKI]))
+        // Step 1 is leaf-v1 (every SPKI pin fails to match, as in baseline); step 2 the emergency re-key.
+        .union(cells(["rotation-between-connections"], spkiProfiles))
+        // Every SPKI cell a correct client accepts fails: K2 + root, root, K1 + K2 + root; root-spki of
+        // root-rollover-new-root-trusted is refused on pins either way, where verifiers' paths differ (stricter).
+        .union(cells(["intermediate-pool-rotation"], [.leafSPKIBackup, .rootSPKI]))
+        .union(cells(["short-lived-renewal"], [.rootSPKI]))
+        .union(cells(["root-rollover-cross-signed"], [.leafSPKI, .leafSPKIBackup, .rootSPKI]))
+        .union(cells(["root-rollover-new-root-trusted"], [.leafSPKI, .leafSPKIBackup]))
+        // The trusted intermediate ends the chain: the leaf and intermediate SPKI cells accept for a correct client.
+        .union(cells(["intermediate-as-trust-anchor"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
         // Pins are ignored: every cell that only a pin can refuse is accepted.
         "no-pinning": cells(["renewal-same-key", "revoked-key-replay"] + ctNewCertificateSameKey, [.leafCert])
             .union(cells(["rekey"], [.leafCert, .leafSPKI]))
             .union(cells(["emergency-rekey"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             .union(cells(["sibling-intermediate"], [.leafCert, .intermediateSPKI]))
-            .union(cells(["intercepting-proxy", "ct-private-anchor-exempt", "chain-stuffing", "name-collision-intermediate", "name-collision-root",
-                          "pin-scope-exact-host", "pin-scope-subdomain-included", "pin-scope-trailing-dot",
-                          "pin-scope-upper-case"], pinnedProfiles))
+            .union(
+                cells(
+                    [
+                        "intercepting-proxy", "ct-private-anchor-exempt", "chain-stuffing",
+                        "name-collision-intermediate", "name-collision-root",
+                        "pin-scope-exact-host", "pin-scope-subdomain-included", "pin-scope-trailing-dot",
+                        "pin-scope-upper-case",
+                    ], pinnedProfiles)
+            )
             // Step 2 of the rotation is the emergency re-key, step 2 of the others a resumed interceptor session.
             .union(cells(["rotation-between-connections"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             .union(cells(resumedIntoInterceptor, pinnedProfiles))
@@ -122,7 +148,10 @@ enum Predictions {
             // nobody pinned) is accepted.
             .union(cells(["intermediate-pool-rotation"], [.leafCert, .leafSPKI, .intermediateSPKI]))
             .union(cells(["short-lived-renewal"], [.leafCert, .leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
-            .union(cells(["root-rollover-cross-signed", "root-rollover-new-root-trusted"], [.leafCert, .intermediateSPKI]))
+            .union(
+                cells(
+                    ["root-rollover-cross-signed", "root-rollover-new-root-trusted"], [.leafCert, .intermediateSPKI])
+            )
             // lab-root is not in the chain that ends at the trusted intermediate: only the root pin refuses.
             .union(cells(["intermediate-as-trust-anchor"], [.rootSPKI])),
         // Issuer names lead from twin-root-leaf to the genuine lab-intermediate-a that was sent with it, and from
@@ -172,26 +201,30 @@ extension Predictions {
     /// Cells each client refuses as expected but for another reason than a correct client (both engines): its
     /// own mistake makes it refuse before the check that a correct client fails (validation, or the server's
     /// client-certificate check in the mutual-TLS scenarios).
-    static let mtlsRefused = ["mtls-required-missing", "mtls-required-untrusted", "mtls-required-expired", "mtls-required-wrong-eku"]
+    static let mtlsRefused = [
+        "mtls-required-missing", "mtls-required-untrusted", "mtls-required-expired", "mtls-required-wrong-eku",
+    ]
     static let wrongReasons: [String: Set<Cell>] = [
         // A root pin never matches (lab-root is not sent), so it refuses on pins before the server can refuse it.
         "pin-presented-chain": cells(mtlsRefused, [.rootSPKI]),
         // Validation is skipped, so an invalid chain is refused only because no pin matches among the sent
         // certificates (and the hostname is not checked either).
-        "pin-replaces-validation": cells(["expired-leaf", "not-yet-valid-leaf", "wrong-host", "pathlen-violation"], [.leafCert, .rootSPKI])
-            .union(cells(["expired-intermediate", "self-signed-pinned-key"], [.leafCert, .intermediateSPKI, .rootSPKI]))
-            .union(cells(["incomplete-chain"], [.intermediateSPKI, .rootSPKI]))
-            .union(cells(["non-ca-signer", "weak-rsa-1024", "sha1-signature"], [.rootSPKI]))
-            .union(cells(["untrusted-rogue"], pinnedProfiles))
-            .union(cells(mtlsRefused, [.rootSPKI]))
-            // No host check and no validation: leaf-v1 asked for as other.pinning.test is refused only because
-            // lab-root is not among the sent certificates (a pin mismatch, where a correct client sees the name).
-            .union(cells(["pinned-cert-other-host"], [.rootSPKI]))
-            // The public name's certificates: refused where no sent certificate is pinned (a pin mismatch, where a
-            // correct client sees the name); the rogue one is refused on pins, not as untrusted.
-            .union(cells(["ech-rejected-public-name"], [.leafCert, .leafSPKI, .leafSPKIBackup, .rootSPKI]))
-            .union(cells(["ech-rejected-public-cert-pinned-key"], [.leafCert, .rootSPKI]))
-            .union(cells(["ech-rejected-rogue-public-cert"], pinnedProfiles)),
+        "pin-replaces-validation": cells(
+            ["expired-leaf", "not-yet-valid-leaf", "wrong-host", "pathlen-violation"], [.leafCert, .rootSPKI]
+        )
+        .union(cells(["expired-intermediate", "self-signed-pinned-key"], [.leafCert, .intermediateSPKI, .rootSPKI]))
+        .union(cells(["incomplete-chain"], [.intermediateSPKI, .rootSPKI]))
+        .union(cells(["non-ca-signer", "weak-rsa-1024", "sha1-signature"], [.rootSPKI]))
+        .union(cells(["untrusted-rogue"], pinnedProfiles))
+        .union(cells(mtlsRefused, [.rootSPKI]))
+        // No host check and no validation: leaf-v1 asked for as other.pinning.test is refused only because
+        // lab-root is not among the sent certificates (a pin mismatch, where a correct client sees the name).
+        .union(cells(["pinned-cert-other-host"], [.rootSPKI]))
+        // The public name's certificates: refused where no sent certificate is pinned (a pin mismatch, where a
+        // correct client sees the name); the rogue one is refused on pins, not as untrusted.
+        .union(cells(["ech-rejected-public-name"], [.leafCert, .leafSPKI, .leafSPKIBackup, .rootSPKI]))
+        .union(cells(["ech-rejected-public-cert-pinned-key"], [.leafCert, .rootSPKI]))
+        .union(cells(["ech-rejected-rogue-public-cert"], pinnedProfiles)),
         // The certificate for another host is refused only where its pin does not match: leaf-cert.
         "no-hostname-check": cells(["wrong-host", "ech-rejected-public-cert-pinned-key"], [.leafCert])
             .union(cells(["ech-rejected-public-name"], [.leafCert, .leafSPKI, .leafSPKIBackup])),
@@ -229,14 +262,17 @@ struct ReferenceClientRunTests {
             #expect(report.cells(.error, engine: engine).isEmpty)
             // Both engines serve the whole catalogue, legacy crypto and protocols included (security level 0), but
             // GnuTLS cannot send SCTs in the TLS extension on TLS 1.3.
-            #expect(unsupported == Predictions.unsupported[engine] ?? [], "\(engine) unsupported: \(unsupported.sorted())")
+            #expect(
+                unsupported == Predictions.unsupported[engine] ?? [], "\(engine) unsupported: \(unsupported.sorted())")
             // Every engine serves the scenarios that teach pinning itself.
             // A refusal where verifiers legitimately differ is "stricter than required", neither pass nor fail.
-            #expect(report.cells(.pass, engine: engine).count + failed.count + unsupported.count
+            #expect(
+                report.cells(.pass, engine: engine).count + failed.count + unsupported.count
                     + report.cells(.stricter, engine: engine).count == catalogueSize * PinProfile.all.count)
         }
         #expect(report.deviates == !expectedFailures.isEmpty)
-        let wrongReasons = Set(report.verdicts.filter(\.wrongReason).map { Cell(scenario: $0.scenario, profile: $0.profile) })
+        let wrongReasons = Set(
+            report.verdicts.filter(\.wrongReason).map { Cell(scenario: $0.scenario, profile: $0.profile) })
         let predictedWrongReasons = Predictions.wrongReasons[name] ?? []
         #expect(wrongReasons == predictedWrongReasons, "\(name) refused for another reason: \(wrongReasons.sorted())")
     }
@@ -245,8 +281,9 @@ struct ReferenceClientRunTests {
         let client = try #require(BuiltInClients.named("correct"))
         let report = try await TestLab.runner().run(
             .inProcess(client),
-            options: CheckOptions(engines: [Engines.openssl],
-                                  scenarios: ["rekey", "expired-leaf", "wrong-host", "mtls-required-missing"]))
+            options: CheckOptions(
+                engines: [Engines.openssl],
+                scenarios: ["rekey", "expired-leaf", "wrong-host", "mtls-required-missing"]))
         func verdict(_ s: String, _ p: PinProfile) throws -> Verdict {
             try #require(report.verdict(s, p, "openssl"))
         }
@@ -304,13 +341,15 @@ struct ReferenceClientRunTests {
         let catalogue = try Catalogue.bundled()
         var spki: [[UInt8]] = []
         for seed in ["first", "second"] {
-            let pki = try Lab.pki(spec: Lab.builtInSpec(),
-                                  options: Lab.pkiOptions(directory: base.appendingPathComponent(seed), seed: seed))
+            let pki = try Lab.pki(
+                spec: Lab.builtInSpec(),
+                options: Lab.pkiOptions(directory: base.appendingPathComponent(seed), seed: seed))
             spki.append(try pki.identity("client-valid").pins.spkiSHA256)
             let report = try await CheckRunner(pki: pki, catalogue: catalogue).run(
                 .inProcess(FromFiles(inner: correct)),
-                options: CheckOptions(engines: [Engines.openssl], scenarios: ["mtls-required-valid", "baseline"],
-                                      workDirectory: work))
+                options: CheckOptions(
+                    engines: [Engines.openssl], scenarios: ["mtls-required-valid", "baseline"],
+                    workDirectory: work))
             #expect(report.verdicts.count == 12)
             for v in report.verdicts where v.status != .pass {
                 Issue.record("\(seed): \(v.scenario) \(v.profile): \(v.status) \(v.reason)")
@@ -319,13 +358,17 @@ struct ReferenceClientRunTests {
         #expect(spki[0] != spki[1], "the two PKIs differ")
 
         // A PKCS#12 file that cannot be made is the cell's error, naming the identity (it used to be dropped).
-        let third = try Lab.pki(spec: Lab.builtInSpec(), options: Lab.pkiOptions(directory: base.appendingPathComponent("third")))
+        let third = try Lab.pki(
+            spec: Lab.builtInSpec(), options: Lab.pkiOptions(directory: base.appendingPathComponent("third")))
         let p12 = third.files(for: "client-valid").pkcs12
         try FileManager.default.removeItem(at: p12)
-        try FileManager.default.createDirectory(at: p12.appendingPathComponent("in-the-way"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: p12.appendingPathComponent("in-the-way"), withIntermediateDirectories: true)
         let broken = try await CheckRunner(pki: third, catalogue: catalogue).run(
             .inProcess(correct), options: CheckOptions(engines: [Engines.openssl], scenarios: ["mtls-required-valid"]))
-        #expect(broken.verdicts.count == 6 && broken.verdicts.allSatisfy { $0.status == .error }, "\(broken.verdicts.map(\.status))")
+        #expect(
+            broken.verdicts.count == 6 && broken.verdicts.allSatisfy { $0.status == .error },
+            "\(broken.verdicts.map(\.status))")
         let reason = broken.verdicts.first?.reason ?? ""
         #expect(reason.contains("PKCS#12") && reason.contains("client-valid"), "\(reason)")
     }
@@ -342,10 +385,11 @@ struct ReferenceClientRunTests {
             t.trustRootsDER = PEM.decodeAll(text)
             if let c = target.clientCredentials {
                 guard let certs = c.certificateFile.flatMap({ try? String(contentsOfFile: $0, encoding: .utf8) }),
-                      let key = c.keyFile.flatMap({ try? String(contentsOfFile: $0, encoding: .utf8) }),
-                      let keyDER = PEM.decode(key, label: "PRIVATE KEY")
+                    let key = c.keyFile.flatMap({ try? String(contentsOfFile: $0, encoding: .utf8) }),
+                    let keyDER = PEM.decode(key, label: "PRIVATE KEY")
                 else { return .refused(.other, "no client certificate or key file") }
-                t.clientCredentials = ClientCredentials(certificateChainDER: PEM.decodeAll(certs), privateKeyPKCS8DER: keyDER)
+                t.clientCredentials = ClientCredentials(
+                    certificateChainDER: PEM.decodeAll(certs), privateKeyPKCS8DER: keyDER)
             }
             return await inner.run(t)
         }

@@ -1,8 +1,8 @@
-import PinningLabTestSupport
 import Foundation
 import PinningLab
-import PinningLabPKI
 import PinningLabBase
+import PinningLabPKI
+import PinningLabTestSupport
 import Testing
 
 @Suite("ChildProcess")
@@ -59,12 +59,14 @@ struct ChildProcessTests {
 
     @Test func stopEndsTheChildWithItsReason() {
         let asked = Locked(0)
-        let r = ChildProcess.runBlocking(["sleep", "20"], timeout: .seconds(30), stop: {
-            asked.withLock { n in
-                n += 1
-                return n >= 3 ? "enough" : nil
-            }
-        })
+        let r = ChildProcess.runBlocking(
+            ["sleep", "20"], timeout: .seconds(30),
+            stop: {
+                asked.withLock { n in
+                    n += 1
+                    return n >= 3 ? "enough" : nil
+                }
+            })
         #expect(r.timedOut && r.stopReason == "enough")
         #expect(r.status == 128 + Int32(SIGTERM))
         #expect(r.milliseconds < 5000)
@@ -72,8 +74,9 @@ struct ChildProcessTests {
 
     @Test func anOverrunKillsTheWholeProcessGroup() async {
         let marker = "\(Int.random(in: 100_000...999_999)).5"
-        let r = await ChildProcess.run(["sh", "-c", "sleep \(marker) & sleep \(marker)"], timeout: .milliseconds(300),
-                                       newProcessGroup: true)
+        let r = await ChildProcess.run(
+            ["sh", "-c", "sleep \(marker) & sleep \(marker)"], timeout: .milliseconds(300),
+            newProcessGroup: true)
         #expect(r.timedOut)
         var left = true
         for _ in 0..<50 {
@@ -88,7 +91,10 @@ struct ChildProcessTests {
         let dir = TestScratch.root
         let input = dir.appendingPathComponent("pinlab-in-\(UUID().uuidString)").path
         let output = dir.appendingPathComponent("pinlab-out-\(UUID().uuidString)").path
-        defer { unlink(input); unlink(output) }
+        defer {
+            unlink(input)
+            unlink(output)
+        }
         try "from a file\n".write(toFile: input, atomically: true, encoding: .utf8)
         let r = ChildProcess.runBlocking(["sh", "-c", "cat; echo oops >&2"], stdinFile: input, stdoutFile: output)
         #expect(r.status == 0 && r.stdout.isEmpty && r.stderrGist == "oops")

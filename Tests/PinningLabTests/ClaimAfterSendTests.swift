@@ -1,8 +1,8 @@
 import Foundation
-import Testing
-import PinningLabTestSupport
 import PinningLab
 import PinningLabModel
+import PinningLabTestSupport
+import Testing
 
 /// What a command's claim changes, and what it does not (the CommandTemplates article): a client that sends its
 /// request and only then refuses (it checks its pins after sending) has leaked the request — `fail`, with the reason
@@ -26,7 +26,8 @@ import PinningLabModel
     func aClientThatSendsThenRefusesFails() async throws {
         // curl without the pins: the request reaches the server; the command then exits 3, claiming a refusal.
         let verdicts = try await Self.check([
-            "sh", "-c", "curl -s -o /dev/null --max-time 8 --noproxy '*' --resolve \"$PINLAB_RESOLVE\" --cacert \"$PINLAB_CA\" \"$PINLAB_URL\"; exit 3",
+            "sh", "-c",
+            "curl -s -o /dev/null --max-time 8 --noproxy '*' --resolve \"$PINLAB_RESOLVE\" --cacert \"$PINLAB_CA\" \"$PINLAB_URL\"; exit 3",
         ])
         for v in verdicts {
             #expect(v.expected == .refuse && v.observed == .accepted && v.claim == .refused, "\(v.engine): \(v.reason)")

@@ -17,13 +17,15 @@ struct ClientChecksTests {
     }
     typealias CT = ClientChecks.CT
 
-    @Test("bad values name the flag, what is wrong and the form", arguments: [
-        ("revocation=strict", "'strict' is not none, soft or hard"),
-        ("ocsp=hard", "'ocsp' is not a check"),
-        ("revocation", "'revocation' is not NAME=VALUE"),
-        ("revocation=hard,revocation=soft", "given twice"),
-        ("ct=yes", "'yes' is not none or required"),
-    ])
+    @Test(
+        "bad values name the flag, what is wrong and the form",
+        arguments: [
+            ("revocation=strict", "'strict' is not none, soft or hard"),
+            ("ocsp=hard", "'ocsp' is not a check"),
+            ("revocation", "'revocation' is not NAME=VALUE"),
+            ("revocation=hard,revocation=soft", "given twice"),
+            ("ct=yes", "'yes' is not none or required"),
+        ])
     func bad(_ text: String, _ problem: String) {
         do {
             _ = try ClientChecks(parsing: text)

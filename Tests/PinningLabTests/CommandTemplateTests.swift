@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 @Suite("Command templates")
@@ -18,8 +18,10 @@ struct CommandTemplateTests {
     }
 
     static let everyPlaceholder = [
-        "{url}", "{host}", "{port}", "{ip}", "{resolve}", "{hosts.file}", "{ca}", "{pins}", "{pins.curl}", "{pins.okhttp}",
-        "{pins.hex}", "{pins.domain}", "{pins.subdomains}", "{pins.okhttp.pattern}", "{certpins.hex}", "{client.cert}", "{client.key}", "{client.p12}", "{client.password}",
+        "{url}", "{host}", "{port}", "{ip}", "{resolve}", "{hosts.file}", "{ca}", "{pins}", "{pins.curl}",
+        "{pins.okhttp}",
+        "{pins.hex}", "{pins.domain}", "{pins.subdomains}", "{pins.okhttp.pattern}", "{certpins.hex}", "{client.cert}",
+        "{client.key}", "{client.p12}", "{client.password}",
         "{scenario}", "{profile}", "{ocsp.url}", "{crl.url}", "{ech.config}",
     ]
 
@@ -30,26 +32,34 @@ struct CommandTemplateTests {
         let a = t.arguments(for: context(profile: .leafSPKIBackup, pins: [k1, k2], client: true))
         let b1 = Data(k1).base64EncodedString()
         let b2 = Data(k2).base64EncodedString()
-        #expect(a == [
-            "client", "https://localhost:8443/", "localhost", "8443", "127.0.0.1", "localhost:8443:127.0.0.1", "",
-            "/tmp/ca.pem",
-            "\(b1),\(b2)", "sha256//\(b1);sha256//\(b2)", "sha256/\(b1),sha256/\(b2)",
-            String(repeating: "11", count: 32) + "," + String(repeating: "22", count: 32),
-            "localhost", "false", "localhost",
-            String(repeating: "ab", count: 32), "/tmp/c.pem", "/tmp/c.key", "/tmp/c.p12", "pinninglab",
-            "rekey", "leaf-spki+backup", "", "", "", "--pin=" + String(repeating: "11", count: 32) + "," + String(repeating: "22", count: 32),
-        ])
+        #expect(
+            a == [
+                "client", "https://localhost:8443/", "localhost", "8443", "127.0.0.1", "localhost:8443:127.0.0.1", "",
+                "/tmp/ca.pem",
+                "\(b1),\(b2)", "sha256//\(b1);sha256//\(b2)", "sha256/\(b1),sha256/\(b2)",
+                String(repeating: "11", count: 32) + "," + String(repeating: "22", count: 32),
+                "localhost", "false", "localhost",
+                String(repeating: "ab", count: 32), "/tmp/c.pem", "/tmp/c.key", "/tmp/c.p12", "pinninglab",
+                "rekey", "leaf-spki+backup", "", "", "",
+                "--pin=" + String(repeating: "11", count: 32) + "," + String(repeating: "22", count: 32),
+            ])
     }
 
     /// A scenario's host name reaches the client in the URL, `{host}`, curl's `--resolve` entry, a hosts file and the
     /// environment, while the address stays the server's.
     @Test func hostPlaceholdersRouteTheNameToTheServer() throws {
-        var c = CellContext(scenario: "pinned-cert-other-host", profile: .leafCert, host: "other.pinning.test", port: 40123,
-                            caFile: "/tmp/ca.pem", pins: [k1], certificatePins: [cert])
+        var c = CellContext(
+            scenario: "pinned-cert-other-host", profile: .leafCert, host: "other.pinning.test", port: 40123,
+            caFile: "/tmp/ca.pem", pins: [k1], certificatePins: [cert])
         c.hostsFile = "/tmp/hosts"
-        let t = try CommandTemplate(["c", "{url}", "{host}", "--resolve", "{resolve}", "-Djdk.net.hosts.file={hosts.file}"])
-        #expect(t.arguments(for: c) == ["c", "https://other.pinning.test:40123/", "other.pinning.test", "--resolve",
-                                        "other.pinning.test:40123:127.0.0.1", "-Djdk.net.hosts.file=/tmp/hosts"])
+        let t = try CommandTemplate([
+            "c", "{url}", "{host}", "--resolve", "{resolve}", "-Djdk.net.hosts.file={hosts.file}",
+        ])
+        #expect(
+            t.arguments(for: c) == [
+                "c", "https://other.pinning.test:40123/", "other.pinning.test", "--resolve",
+                "other.pinning.test:40123:127.0.0.1", "-Djdk.net.hosts.file=/tmp/hosts",
+            ])
         #expect(c.environment["PINLAB_HOST"] == "other.pinning.test")
         #expect(c.environment["PINLAB_RESOLVE"] == "other.pinning.test:40123:127.0.0.1")
         #expect(c.environment["PINLAB_HOSTS_FILE"] == "/tmp/hosts")
@@ -73,25 +83,29 @@ struct CommandTemplateTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let source = dir.appendingPathComponent("Resolve.java")
         try """
-            public class Resolve {
-                public static void main(String[] a) throws Exception {
-                    System.exit(java.net.InetAddress.getByName(a[0]).getHostAddress().equals(a[1]) ? 0 : 3);
-                }
+        public class Resolve {
+            public static void main(String[] a) throws Exception {
+                System.exit(java.net.InetAddress.getByName(a[0]).getHostAddress().equals(a[1]) ? 0 : 3);
             }
-            """.write(to: source, atomically: true, encoding: .utf8)
+        }
+        """.write(to: source, atomically: true, encoding: .utf8)
         let client = CommandClient(
             template: try CommandTemplate(["java", "-Djdk.net.hosts.file={hosts.file}", source.path, "{host}", "{ip}"]),
             timeout: .seconds(120))
-        let c = CellContext(scenario: "pinned-cert-other-host", profile: .none, host: "other.pinning.test", port: 1,
-                            caFile: "", pins: [], certificatePins: [])
+        let c = CellContext(
+            scenario: "pinned-cert-other-host", profile: .none, host: "other.pinning.test", port: 1,
+            caFile: "", pins: [], certificatePins: [])
         let (outcome, _) = await client.run(c, scratch: dir)
         #expect(outcome.claim == .accepted, "\(outcome.detail)")
-        var elsewhere = CellContext(scenario: "x", profile: .none, host: "cdn.pinning.test", port: 1, caFile: "",
-                                    pins: [], certificatePins: [])
+        var elsewhere = CellContext(
+            scenario: "x", profile: .none, host: "cdn.pinning.test", port: 1, caFile: "",
+            pins: [], certificatePins: [])
         let otherHosts = dir.appendingPathComponent("other-hosts")
         try "127.0.0.1 other.pinning.test\n".write(to: otherHosts, atomically: true, encoding: .utf8)
         elsewhere.hostsFile = otherHosts.path
-        #expect(await client.run(elsewhere, scratch: dir).outcome.claim == .refused, "a name outside the file does not resolve")
+        #expect(
+            await client.run(elsewhere, scratch: dir).outcome.claim == .refused,
+            "a name outside the file does not resolve")
     }
 
     /// The CommandTemplates article's table lists exactly the placeholders the product expands, in its order.
@@ -106,12 +120,17 @@ struct CommandTemplateTests {
     }
 
     @Test func profileNoneAndNoClientIdentityExpandToEmptyAndDropOptionalGroups() throws {
-        let t = try CommandTemplate(["curl", "[--pinnedpubkey {pins.curl}]", "[--cert {client.cert}]", "{pins}", "{client.password}", "{url}"])
+        let t = try CommandTemplate([
+            "curl", "[--pinnedpubkey {pins.curl}]", "[--cert {client.cert}]", "{pins}", "{client.password}", "{url}",
+        ])
         let none = t.arguments(for: context(profile: .none, pins: [], client: false))
         #expect(none == ["curl", "", "", "https://localhost:8443/"])
         let pinned = t.arguments(for: context(profile: .leafSPKI, pins: [k1], client: true))
-        #expect(pinned == ["curl", "--pinnedpubkey", "sha256//\(Data(k1).base64EncodedString())", "--cert", "/tmp/c.pem",
-                           Data(k1).base64EncodedString(), "pinninglab", "https://localhost:8443/"])
+        #expect(
+            pinned == [
+                "curl", "--pinnedpubkey", "sha256//\(Data(k1).base64EncodedString())", "--cert", "/tmp/c.pem",
+                Data(k1).base64EncodedString(), "pinninglab", "https://localhost:8443/",
+            ])
     }
 
     @Test(arguments: [
@@ -132,9 +151,13 @@ struct CommandTemplateTests {
     @Test func exitStatusIsTheClaimAndOverrunsAreKilled() async throws {
         let scratch = TestScratch.root
         let ctx = context(profile: .leafSPKI, pins: [k1], client: false)
-        let ok = CommandClient(template: try CommandTemplate(["sh", "-c", "test \"$PINLAB_PINS_CURL\" = '{pins.curl}'"]))
+        let ok = CommandClient(
+            template: try CommandTemplate(["sh", "-c", "test \"$PINLAB_PINS_CURL\" = '{pins.curl}'"]))
         #expect(await ok.run(ctx, scratch: scratch).outcome.claim == .accepted)
-        let refused = CommandClient(template: try CommandTemplate(["sh", "-c", "echo 'SSL: public key does not match pinned public key' >&2; exit 90"]))
+        let refused = CommandClient(
+            template: try CommandTemplate([
+                "sh", "-c", "echo 'SSL: public key does not match pinned public key' >&2; exit 90",
+            ]))
         let r = await refused.run(ctx, scratch: scratch).outcome
         #expect(r.claim == .refused && r.exitStatus == 90)
         #expect(r.detail.contains("does not match pinned"))
@@ -153,7 +176,8 @@ struct CommandTemplateTests {
         let liar = CommandClient(name: "liar", template: try CommandTemplate(["true"]))
         let report = try await TestLab.runner().run(
             .command(liar),
-            options: CheckOptions(engines: [Engines.openssl], profiles: [.none], scenarios: ["baseline", "expired-leaf"]))
+            options: CheckOptions(
+                engines: [Engines.openssl], profiles: [.none], scenarios: ["baseline", "expired-leaf"]))
         let baseline = try #require(report.verdict("baseline", .none, "openssl"))
         let expired = try #require(report.verdict("expired-leaf", .none, "openssl"))
         #expect(baseline.status == .fail)
@@ -164,8 +188,9 @@ struct CommandTemplateTests {
     }
 }
 
-@Suite("curl --pinnedpubkey through a command template", .serialized,
-       .requires("curl"))
+@Suite(
+    "curl --pinnedpubkey through a command template", .serialized,
+    .requires("curl"))
 struct CurlTests {
     /// curl validates the chain and the host name with --cacert (for the scenario's host name, routed to the server
     /// with `--resolve`), and --pinnedpubkey compares the SHA-256 of the server's own SPKI: for the profiles it
@@ -176,15 +201,22 @@ struct CurlTests {
         let report = try await TestLab.runner().run(.command(try CommandClient.curl()), options: CheckOptions(jobs: 8))
         // curl has no pin scope: it applies --pinnedpubkey to whatever host it is sent to.
         let predicted = cells(["tls-v1-2-no-forward-secrecy"], [.none, .leafSPKI, .leafSPKIBackup])
-            .union(cells(["pin-scope-subdomain-excluded", "pin-scope-unpinned-host", "pins-for-other-host"], [.leafSPKI, .leafSPKIBackup]))
+            .union(
+                cells(
+                    ["pin-scope-subdomain-excluded", "pin-scope-unpinned-host", "pins-for-other-host"],
+                    [.leafSPKI, .leafSPKIBackup]))
         for engine in ["openssl", "gnutls"] {
             let failed = report.cells(.fail, engine: engine)
-            #expect(failed == predicted, "\(engine): unpredicted \(failed.subtracting(predicted).sorted()), missing \(predicted.subtracting(failed).sorted())")
+            #expect(
+                failed == predicted,
+                "\(engine): unpredicted \(failed.subtracting(predicted).sorted()), missing \(predicted.subtracting(failed).sorted())"
+            )
             // Only the scenarios of several connections are unsupported: a command is one process per connection.
             let multiStep = try Catalogue.bundled().scenarios.filter(\.isMultiStep).map(\.id)
             #expect(!multiStep.isEmpty)
             // …and, on GnuTLS, the SCTs of the TLS extension (GnuTLS has no hook to send them).
-            #expect(Set(report.cells(.unsupported, engine: engine).map(\.scenario))
+            #expect(
+                Set(report.cells(.unsupported, engine: engine).map(\.scenario))
                     == Set(multiStep + (engine == "gnutls" ? ["ct-tls-extension-valid"] : [])))
             // The server really negotiated static RSA with curl (no forward secrecy), on both engines.
             let rsa = try #require(report.verdict("tls-v1-2-no-forward-secrecy", .none, engine))
@@ -203,8 +235,9 @@ struct CurlTests {
         #expect(report.cells(.disagree, engine: "openssl").isEmpty && report.cells(.disagree, engine: "gnutls").isEmpty)
         #expect(report.summary.skipped == report.summary.total / 2, "curl declares 3 of 6 profiles")
         #expect(report.summary.pass > 0)
-        #expect(report.summary.wrongReason == 0,
-                "curl refuses for the reason a correct client does: \(report.verdicts.filter(\.wrongReason).map(\.reason))")
+        #expect(
+            report.summary.wrongReason == 0,
+            "curl refuses for the reason a correct client does: \(report.verdicts.filter(\.wrongReason).map(\.reason))")
         let mtls = try #require(report.verdict("mtls-required-valid", .leafSPKI, "gnutls"))
         #expect(mtls.evidence?.clientCertificateSubject != nil, "curl presented the client certificate")
     }
@@ -215,21 +248,34 @@ struct CurlTests {
         try #require(Tool.path("curl") != nil, "curl is not on the PATH (apt-get install curl)")
         let all = CommandClient(
             name: "curl-all-profiles", template: try CommandClient.curl().template, supportedProfiles: nil)
-        let report = try await TestLab.runner().run(.command(all), options: CheckOptions(engines: [Engines.openssl], jobs: 8))
+        let report = try await TestLab.runner().run(
+            .command(all), options: CheckOptions(engines: [Engines.openssl], jobs: 8))
         let acceptAll = Predictions.allAcceptRootNotSent + Predictions.allAcceptRootSent
         let predicted = cells(acceptAll, [.leafCert, .intermediateSPKI, .rootSPKI])
             .union(cells(["tls-v1-2-no-forward-secrecy"], [.none, .leafSPKI, .leafSPKIBackup]))
-            .union(cells(["pin-scope-subdomain-excluded", "pin-scope-unpinned-host", "pins-for-other-host"], Predictions.pinnedProfiles))
+            .union(
+                cells(
+                    ["pin-scope-subdomain-excluded", "pin-scope-unpinned-host", "pins-for-other-host"],
+                    Predictions.pinnedProfiles)
+            )
             .union(cells(["renewal-same-key", "rekey", "emergency-rekey"], [.intermediateSPKI, .rootSPKI]))
             .union(cells(["sibling-intermediate"], [.rootSPKI]))
             // The CA moved; the root pin should hold (root-rollover-new-root-trusted's root cell varies by path).
-            .union(cells(["intermediate-pool-rotation", "short-lived-renewal", "root-rollover-cross-signed"], [.rootSPKI]))
+            .union(
+                cells(["intermediate-pool-rotation", "short-lived-renewal", "root-rollover-cross-signed"], [.rootSPKI])
+            )
             // curl sets X509_V_FLAG_PARTIAL_CHAIN: the trusted intermediate is an anchor; its certificate and
             // intermediate pins cannot be expressed (curl pins the leaf key only).
             .union(cells(["intermediate-as-trust-anchor"], [.leafCert, .intermediateSPKI]))
             // The CT scenarios' leaves chain to lab-intermediate-a and lab-root: those pins should hold.
-            .union(cells(["ct-embedded-valid", "ct-tls-extension-valid", "ct-one-sct", "ct-unknown-log", "ct-bad-signature",
-                          "ct-future-timestamp", "ct-ocsp-valid"], [.intermediateSPKI, .rootSPKI]))
+            .union(
+                cells(
+                    [
+                        "ct-embedded-valid", "ct-tls-extension-valid", "ct-one-sct", "ct-unknown-log",
+                        "ct-bad-signature",
+                        "ct-future-timestamp", "ct-ocsp-valid",
+                    ], [.intermediateSPKI, .rootSPKI])
+            )
             .subtracting(report.cells(.unsupported, engine: "openssl"))
             // curl declares no CT or revocation checking: cells that depend on it are undecided policy, not judged.
             .subtracting(report.cells(.policy, engine: "openssl"))

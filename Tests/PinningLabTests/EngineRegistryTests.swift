@@ -34,8 +34,12 @@ struct EngineRegistryTests {
         // `both` keeps meaning the two built-in engines, and a run's default stays with them.
         #expect(try Engines.named("both").map(\.name) == ["openssl", "gnutls"])
         #expect(CheckOptions().engines.map(\.name) == ["openssl", "gnutls"])
-        #expect(throws: CheckSetupError.self) { try Engines.register(RenamedEngine(base: Engines.gnutls, name: "registry-test")) }
-        #expect(throws: CheckSetupError.self) { try Engines.register(RenamedEngine(base: Engines.gnutls, name: "both")) }
+        #expect(throws: CheckSetupError.self) {
+            try Engines.register(RenamedEngine(base: Engines.gnutls, name: "registry-test"))
+        }
+        #expect(throws: CheckSetupError.self) {
+            try Engines.register(RenamedEngine(base: Engines.gnutls, name: "both"))
+        }
 
         let report = try await Lab.check(
             .correct, scenarios: [.baseline, .interceptingProxy], engines: [ServerEngine(engine), .gnutls],

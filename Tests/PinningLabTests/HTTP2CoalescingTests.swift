@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// h2-coalescing-pinned-host: a connection kept open over HTTP/2 for the unpinned CDN, reused for the pinned API.
@@ -47,11 +47,15 @@ struct HTTP2CoalescingTests {
         for v in report.verdicts {
             let steps = try #require(v.steps)
             #expect(steps[0].observed == .accepted)
-            #expect(steps[0].evidence?.requestLine?.contains(":authority cdn.pinning.test:") == true, "\(steps[0].evidence?.requestLine ?? "-")")
+            #expect(
+                steps[0].evidence?.requestLine?.contains(":authority cdn.pinning.test:") == true,
+                "\(steps[0].evidence?.requestLine ?? "-")")
             if v.profile == .none {
                 // No pins: the API's request rides the CDN's connection, as the server recorded.
                 let line = steps[1].evidence?.requestLine ?? ""
-                #expect(line.contains(":authority api.pinning.test:") && line.contains("opened in an earlier step with SNI cdn.pinning.test"), "\(line)")
+                #expect(
+                    line.contains(":authority api.pinning.test:")
+                        && line.contains("opened in an earlier step with SNI cdn.pinning.test"), "\(line)")
             } else {
                 // Pinned: not on the CDN's connection; a connection of its own, refused in its handshake.
                 #expect(steps[1].observed == .refused)
@@ -64,7 +68,8 @@ struct HTTP2CoalescingTests {
     @Test("coalesces-without-pins sends the pinned API's request on the CDN's connection: every pinned cell fails")
     func coalescingClient() async throws {
         let report = try await TestLab.runner().run(
-            .inProcess(BuiltInClients.named("coalesces-without-pins")!), options: CheckOptions(scenarios: ["h2-coalescing-pinned-host"]))
+            .inProcess(BuiltInClients.named("coalesces-without-pins")!),
+            options: CheckOptions(scenarios: ["h2-coalescing-pinned-host"]))
         let failed = report.verdicts.filter { $0.status == .fail }
         #expect(Set(failed.map(\.profile)) == Set(PinProfile.all.filter { $0 != .none }))
         #expect(failed.count == (PinProfile.all.count - 1) * 2)
@@ -73,7 +78,9 @@ struct HTTP2CoalescingTests {
             let step = try #require(v.steps?[1])
             #expect(step.status == .fail)
             let line = step.evidence?.requestLine ?? ""
-            #expect(line.contains(":authority api.pinning.test:") && line.contains("on connection 1, opened in an earlier step with SNI cdn.pinning.test"), "\(line)")
+            #expect(
+                line.contains(":authority api.pinning.test:")
+                    && line.contains("on connection 1, opened in an earlier step with SNI cdn.pinning.test"), "\(line)")
         }
     }
 }

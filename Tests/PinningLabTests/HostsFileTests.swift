@@ -1,8 +1,8 @@
 import Foundation
-import Testing
-import PinningLabTestSupport
 import PinningLab
 import PinningLabModel
+import PinningLabTestSupport
+import Testing
 
 /// The hosts file a command client gets (`{hosts.file}`, `PINLAB_HOSTS_FILE`) maps every spelling of every host a
 /// resolver may be asked for: the name as the scenario spells it and its canonical form (lower case, without the
@@ -11,31 +11,41 @@ import PinningLabModel
 /// host api.pinning.test in hosts file", and a correct pinner was judged as refusing the valid unpinned cell.
 @Suite struct HostsFileTests {
     static func context(host: String, steps: [StepContext] = []) -> CellContext {
-        var c = CellContext(scenario: "x", profile: .none, host: host, port: 40123, caFile: "", pins: [], certificatePins: [])
+        var c = CellContext(
+            scenario: "x", profile: .none, host: host, port: 40123, caFile: "", pins: [], certificatePins: [])
         c.steps = steps
         return c
     }
 
     @Test func everySpellingOfTheHostIsMapped() {
-        #expect(Self.context(host: "API.Pinning.Test").hostsFileContents == "127.0.0.1 API.Pinning.Test\n127.0.0.1 api.pinning.test\n")
-        #expect(Self.context(host: "api.pinning.test.").hostsFileContents == "127.0.0.1 api.pinning.test.\n127.0.0.1 api.pinning.test\n")
-        #expect(Self.context(host: "API.Pinning.Test.").hostsFileContents
-            == "127.0.0.1 API.Pinning.Test.\n127.0.0.1 api.pinning.test.\n127.0.0.1 api.pinning.test\n")
+        #expect(
+            Self.context(host: "API.Pinning.Test").hostsFileContents
+                == "127.0.0.1 API.Pinning.Test\n127.0.0.1 api.pinning.test\n")
+        #expect(
+            Self.context(host: "api.pinning.test.").hostsFileContents
+                == "127.0.0.1 api.pinning.test.\n127.0.0.1 api.pinning.test\n")
+        #expect(
+            Self.context(host: "API.Pinning.Test.").hostsFileContents
+                == "127.0.0.1 API.Pinning.Test.\n127.0.0.1 api.pinning.test.\n127.0.0.1 api.pinning.test\n")
         #expect(Self.context(host: "localhost").hostsFileContents == "127.0.0.1 localhost\n")
     }
 
     /// A cell of several connections (`PINLAB_STEPS`) may ask for other hosts in later steps: each is in the file,
     /// with its own address, in every spelling.
     @Test func everyStepsHostIsMapped() {
-        let c = Self.context(host: "cdn.pinning.test", steps: [
-            StepContext(step: 1, host: "cdn.pinning.test", port: 40123, pins: [], certificatePins: []),
-            StepContext(step: 2, host: "API.Pinning.Test", ip: "::1", port: 40124, pins: [], certificatePins: []),
-            StepContext(step: 3, host: "cdn.pinning.test", port: 40123, pins: [], certificatePins: []),
-        ])
+        let c = Self.context(
+            host: "cdn.pinning.test",
+            steps: [
+                StepContext(step: 1, host: "cdn.pinning.test", port: 40123, pins: [], certificatePins: []),
+                StepContext(step: 2, host: "API.Pinning.Test", ip: "::1", port: 40124, pins: [], certificatePins: []),
+                StepContext(step: 3, host: "cdn.pinning.test", port: 40123, pins: [], certificatePins: []),
+            ])
         #expect(c.hostsFileContents == "127.0.0.1 cdn.pinning.test\n::1 API.Pinning.Test\n::1 api.pinning.test\n")
         // The steps' curl entries keep the spelling of their URLs (curl compares `--resolve` names without case, and
         // the trailing dot of api.pinning.test. is in both).
-        #expect(c.stepList[1].resolve == "API.Pinning.Test:40124:[::1]" && c.stepList[1].url == "https://API.Pinning.Test:40124/")
+        #expect(
+            c.stepList[1].resolve == "API.Pinning.Test:40124:[::1]"
+                && c.stepList[1].url == "https://API.Pinning.Test:40124/")
     }
 
     /// The file CommandClient writes is the one the template names.
@@ -47,7 +57,8 @@ import PinningLabModel
         let client = CommandClient(template: try CommandTemplate(["cp", "{hosts.file}", out.path]))
         let (outcome, _) = await client.run(Self.context(host: "API.Pinning.Test"), scratch: dir)
         #expect(outcome.claim == .accepted, "\(outcome.detail)")
-        #expect(try String(contentsOf: out, encoding: .utf8) == "127.0.0.1 API.Pinning.Test\n127.0.0.1 api.pinning.test\n")
+        #expect(
+            try String(contentsOf: out, encoding: .utf8) == "127.0.0.1 API.Pinning.Test\n127.0.0.1 api.pinning.test\n")
     }
 
     static let okhttpJars = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
@@ -67,8 +78,9 @@ import PinningLabModel
     /// - `api.pinning.test.` is not equal to `api.pinning.test`: no pins apply, the request goes to the proxy —
     ///   `fail` (OkHttp's trailing-dot bypass, which the scenario describes);
     /// - `api.pinning.test` itself: the pins apply — `pass`.
-    @Test(.requires("javac", "java"), .requiresFile("/usr/share/java/okhttp.jar", package: "libokhttp-java"),
-          .requiresFile("/usr/share/java/okio.jar", package: "libokhttp-java"))
+    @Test(
+        .requires("javac", "java"), .requiresFile("/usr/share/java/okhttp.jar", package: "libokhttp-java"),
+        .requiresFile("/usr/share/java/okio.jar", package: "libokhttp-java"))
     func okHttpWithTheSystemResolverThroughThePinScopeRows() async throws {
         let dir = TestScratch.root.appendingPathComponent("okhttp-hosts-\(UUID().uuidString)")
         let classes = dir.appendingPathComponent("classes")
@@ -77,18 +89,22 @@ import PinningLabModel
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Jdk/OkHttpSystemDnsClient.java")
         let cp = Self.okhttpJars.joined(separator: ":")
-        let javac = await ChildProcess.run(["javac", "-nowarn", "-cp", cp, "-d", classes.path, source.path], timeout: .seconds(180))
+        let javac = await ChildProcess.run(
+            ["javac", "-nowarn", "-cp", cp, "-d", classes.path, source.path], timeout: .seconds(180))
         try #require(javac.status == 0, "javac: \(javac.output)")
         let template = try CommandTemplate([
             "java", "-Djdk.net.hosts.file={hosts.file}", "-cp", classes.path + ":" + cp, "OkHttpSystemDnsClient",
             "{url}", "{ca}", "{pins.okhttp.pattern}", "{pins.okhttp}",
         ])
-        let client = CommandClient(name: "okhttp-system-dns", template: template,
-                                   supportedProfiles: [.none, .leafSPKI, .rootSPKI], timeout: .seconds(60))
+        let client = CommandClient(
+            name: "okhttp-system-dns", template: template,
+            supportedProfiles: [.none, .leafSPKI, .rootSPKI], timeout: .seconds(60))
         let scenarios = ["pin-scope-upper-case", "pin-scope-trailing-dot", "pin-scope-exact-host"]
         let report = try await TestLab.runner().run(
-            .command(client), options: CheckOptions(profiles: [.none, .leafSPKI, .rootSPKI], scenarios: scenarios, jobs: 2,
-                                                    timeout: .seconds(60)))
+            .command(client),
+            options: CheckOptions(
+                profiles: [.none, .leafSPKI, .rootSPKI], scenarios: scenarios, jobs: 2,
+                timeout: .seconds(60)))
         // The profiles the client does not pin with (leaf-cert, …) are listed as skipped.
         let judged = report.verdicts.filter { $0.status != .skipped }
         #expect(judged.count == 3 * 3 * 2)

@@ -1,8 +1,8 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
 import PinningLabCore
 import PinningLabIntercept
+import PinningLabTestSupport
 import Testing
 
 /// `InterceptProxy` driven in-process by the OpenSSL reference clients (real handshakes on 127.0.0.1): every
@@ -62,7 +62,9 @@ struct InterceptTests {
         let one = try HostPattern(parsing: "*.pinning.test")
         #expect(one.matches("api.pinning.test") && !one.matches("pinning.test") && !one.matches("v2.api.pinning.test"))
         let any = try HostPattern(parsing: "**.api.pinning.test")
-        #expect(any.matches("api.pinning.test") && any.matches("v2.api.pinning.test") && any.matches("a.b.api.pinning.test"))
+        #expect(
+            any.matches("api.pinning.test") && any.matches("v2.api.pinning.test") && any.matches("a.b.api.pinning.test")
+        )
         #expect(!any.matches("cdn.pinning.test") && !any.matches("xapi.pinning.test"))
         for bad in ["", "*.", "a.*.test", "api..test", "ap i.test", "***.test"] {
             #expect(throws: InterceptError.self, "\(bad)") { try HostPattern(parsing: bad) }
@@ -74,7 +76,9 @@ struct InterceptTests {
         #expect(table.policy(for: "v2.api.pinning.test") == .collision)
         #expect(table.policy(for: "other.test") == .stuff)
         #expect(throws: InterceptError.self) { try UpstreamRoute.parse("127.0.0.1") }
-        #expect(try UpstreamRoute.parse("api.pinning.test=[::1]:8443") == UpstreamRoute(pattern: try HostPattern(parsing: "api.pinning.test"), host: "::1", port: 8443))
+        #expect(
+            try UpstreamRoute.parse("api.pinning.test=[::1]:8443")
+                == UpstreamRoute(pattern: try HostPattern(parsing: "api.pinning.test"), host: "::1", port: 8443))
     }
 
     @Test func mintedLeavesAreForTheHostAndSignedByProxyRoot() async throws {
@@ -83,13 +87,17 @@ struct InterceptTests {
         let a = try minter.mint(host: "api.pinning.test")
         let b = try minter.mint(host: "api.pinning.test")
         #expect(a != b)  // fresh serials
-        let text = try await TestLab.run(["openssl", "x509", "-inform", "DER", "-noout", "-text", "-in", Self.write(a)]).output
+        let text = try await TestLab.run(["openssl", "x509", "-inform", "DER", "-noout", "-text", "-in", Self.write(a)])
+            .output
         #expect(text.contains("DNS:api.pinning.test"))
-        #expect(text.contains("Issuer: CN=Interception Proxy CA") || text.contains("Issuer: CN = Interception Proxy CA"))
+        #expect(
+            text.contains("Issuer: CN=Interception Proxy CA") || text.contains("Issuer: CN = Interception Proxy CA"))
         // openssl verify against proxy-root alone: the minted leaf chains to it.
         let rootFile = try Self.writePEM([try #require(pki["proxy-root"]).certificateDER])
         let leafFile = try Self.writePEM([a])
-        let verify = try await TestLab.run(["openssl", "verify", "-CAfile", rootFile, "-verify_hostname", "api.pinning.test", leafFile])
+        let verify = try await TestLab.run([
+            "openssl", "verify", "-CAfile", rootFile, "-verify_hostname", "api.pinning.test", leafFile,
+        ])
         #expect(verify.status == 0, "\(verify.output)")
         #expect(throws: (any Error).self) { try LeafMinter(issuer: try #require(pki["leaf-v1"])) }
     }
@@ -113,7 +121,10 @@ struct InterceptTests {
         let r = try await Self.drive(
             App(client: "no-pinning", pinsHosts: []), hosts: Self.scopeHosts, pinned: "**.pinning.test",
             policies: [policy], engine: engine)
-        #expect(Self.statuses(r) == ["api.pinning.test": .notPinned, "v2.api.pinning.test": .notPinned, "cdn.pinning.test": .notPinned])
+        #expect(
+            Self.statuses(r) == [
+                "api.pinning.test": .notPinned, "v2.api.pinning.test": .notPinned, "cdn.pinning.test": .notPinned,
+            ])
         #expect(r.deviates)
         #expect(r.hosts.allSatisfy { $0.requestsSent == 1 && $0.handshakesCompleted == 1 })
     }
@@ -127,7 +138,10 @@ struct InterceptTests {
         let r = try await Self.drive(
             App(client: "correct", pinsHosts: ["**.api.pinning.test"]), hosts: Self.scopeHosts,
             pinned: "**.api.pinning.test", policies: [policy])
-        #expect(Self.statuses(r) == ["api.pinning.test": .refused, "v2.api.pinning.test": .refused, "cdn.pinning.test": .allowed])
+        #expect(
+            Self.statuses(r) == [
+                "api.pinning.test": .refused, "v2.api.pinning.test": .refused, "cdn.pinning.test": .allowed,
+            ])
         #expect(!r.deviates)
         #expect(r.verdict(for: "api.pinning.test")?.message == "refused interception: good")
         #expect(r.verdict(for: "cdn.pinning.test")?.message == "not pinned, allowed through (as declared)")
@@ -138,11 +152,15 @@ struct InterceptTests {
     /// genuine lab-intermediate-a, catches it.
     @Test func presentedChainPinningIsCaughtByStuffingOnly() async throws {
         let app = App(client: "pin-presented-chain", pinsHosts: ["api.pinning.test"])
-        let minted = try await Self.drive(app, hosts: ["api.pinning.test"], pinned: "api.pinning.test", policies: ["mint"])
+        let minted = try await Self.drive(
+            app, hosts: ["api.pinning.test"], pinned: "api.pinning.test", policies: ["mint"])
         #expect(Self.statuses(minted) == ["api.pinning.test": .refused])
-        let stuffed = try await Self.drive(app, hosts: ["api.pinning.test"], pinned: "api.pinning.test", policies: ["stuff"])
+        let stuffed = try await Self.drive(
+            app, hosts: ["api.pinning.test"], pinned: "api.pinning.test", policies: ["stuff"])
         #expect(Self.statuses(stuffed) == ["api.pinning.test": .notPinned])
-        #expect(stuffed.verdict(for: "api.pinning.test")?.message == "sent its request to an intercepting proxy: NOT PINNED")
+        #expect(
+            stuffed.verdict(for: "api.pinning.test")?.message == "sent its request to an intercepting proxy: NOT PINNED"
+        )
     }
 
     /// Pin scope. The declaration (`--pinned`) says what the app should pin; the app's real scope decides what it
@@ -175,11 +193,15 @@ struct InterceptTests {
     @Test func passthroughTunnelsToTheUpstream() async throws {
         let pki = try await TestLab.pki()
         let server = try await FixtureServer.start(
-            engine: Engines.openssl, configuration: .makeServerConfiguration(try #require(pki["leaf-v1"])), label: "genuine")
+            engine: Engines.openssl, configuration: .makeServerConfiguration(try #require(pki["leaf-v1"])),
+            label: "genuine")
         let r = try await Self.drive(
             App(client: "correct", pinsHosts: ["api.pinning.test"]), hosts: ["api.pinning.test", "cdn.pinning.test"],
             pinned: "api.pinning.test", policies: ["mint", "api.pinning.test=passthrough"],
-            upstreams: [UpstreamRoute(pattern: try HostPattern(parsing: "api.pinning.test"), host: "127.0.0.1", port: server.port)])
+            upstreams: [
+                UpstreamRoute(
+                    pattern: try HostPattern(parsing: "api.pinning.test"), host: "127.0.0.1", port: server.port)
+            ])
         let seen = await server.settle() ?? []
         await server.stop()
         #expect(Self.statuses(r) == ["api.pinning.test": .passedThrough, "cdn.pinning.test": .allowed])
@@ -189,7 +211,9 @@ struct InterceptTests {
         // that arrived after the response was read) sends a reset instead of a FIN, so a healthy tunnel may end
         // either way (CI saw "tunnel-reset: Connection reset by peer" here once); the request reached the server.
         #expect(["tunnel-closed", "tunnel-reset"].contains(tunnel.closure), "\(tunnel)")
-        #expect(seen.count == 1 && seen.first?.applicationDataReceived == true && seen.first?.serverName == "api.pinning.test")
+        #expect(
+            seen.count == 1 && seen.first?.applicationDataReceived == true
+                && seen.first?.serverName == "api.pinning.test")
     }
 
     /// `stuff` with the genuine chain fetched from the upstream: a fixture server presenting leaf-from-
@@ -199,11 +223,14 @@ struct InterceptTests {
     @Test func stuffingWithTheUpstreamsChain() async throws {
         let pki = try await TestLab.pki()
         let server = try await FixtureServer.start(
-            engine: Engines.gnutls, configuration: .makeServerConfiguration(try #require(pki["leaf-from-intermediate-b"])),
+            engine: Engines.gnutls,
+            configuration: .makeServerConfiguration(try #require(pki["leaf-from-intermediate-b"])),
             label: "real-server")
         let route = UpstreamRoute(host: "127.0.0.1", port: server.port)
-        let app = App(client: "pin-presented-chain", pinsHosts: ["api.pinning.test"], pinnedIdentity: "lab-intermediate-b")
-        let lab = try await Self.drive(app, hosts: ["api.pinning.test"], pinned: "api.pinning.test", policies: ["stuff"], upstreams: [route])
+        let app = App(
+            client: "pin-presented-chain", pinsHosts: ["api.pinning.test"], pinnedIdentity: "lab-intermediate-b")
+        let lab = try await Self.drive(
+            app, hosts: ["api.pinning.test"], pinned: "api.pinning.test", policies: ["stuff"], upstreams: [route])
         #expect(Self.statuses(lab) == ["api.pinning.test": .refused])
         #expect(lab.connections.first?.genuineChain == "lab")
 
@@ -215,9 +242,11 @@ struct InterceptTests {
         let pin = try #require(pki["lab-intermediate-b"]).pins.spkiSHA256
         let trust = [try #require(pki["lab-root"]).certificateDER, try #require(pki["proxy-root"]).certificateDER]
         let client = try #require(BuiltInClients.named("pin-presented-chain"))
-        let outcome = await client.run(ClientTarget(
-            host: "api.pinning.test", port: 443, trustRootsDER: trust, pins: PinSet(kind: .spkiSHA256, hashes: [pin]),
-            scenario: "intercept", profile: .intermediateSPKI, timeout: .seconds(20), proxy: proxy.address))
+        let outcome = await client.run(
+            ClientTarget(
+                host: "api.pinning.test", port: 443, trustRootsDER: trust,
+                pins: PinSet(kind: .spkiSHA256, hashes: [pin]),
+                scenario: "intercept", profile: .intermediateSPKI, timeout: .seconds(20), proxy: proxy.address))
         #expect(await proxy.settle())
         let report = proxy.report()
         let served = try proxy.chain(for: "api.pinning.test", policy: .stuff)
@@ -226,7 +255,11 @@ struct InterceptTests {
         #expect(outcome.claim == .accepted, "\(outcome)")
         #expect(Self.statuses(report) == ["api.pinning.test": .notPinned])
         #expect(report.connections.first?.genuineChain == "upstream 127.0.0.1:\(server.port)")
-        #expect(Array(served.dropFirst()) == [try #require(pki["leaf-from-intermediate-b"]).certificateDER, try #require(pki["lab-intermediate-b"]).certificateDER])
+        #expect(
+            Array(served.dropFirst()) == [
+                try #require(pki["leaf-from-intermediate-b"]).certificateDER,
+                try #require(pki["lab-intermediate-b"]).certificateDER,
+            ])
     }
 
     /// Bad input: a clear answer, never a hang. A GET to the proxy, a CONNECT without a port, garbage.
@@ -243,8 +276,12 @@ struct InterceptTests {
         #expect(proxy.report().summary.otherConnections == 3)
         await proxy.stop()
         let pki = try await TestLab.pki()
-        #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: pki, configuration: .init(listener: ListenerSettings(bindAddress: "0.0.0.0"))) }
-        #expect(throws: InterceptError.self) { try InterceptProxy.start(pki: pki, configuration: .init(engine: "boringssl")) }
+        #expect(throws: InterceptError.self) {
+            try InterceptProxy.start(pki: pki, configuration: .init(listener: ListenerSettings(bindAddress: "0.0.0.0")))
+        }
+        #expect(throws: InterceptError.self) {
+            try InterceptProxy.start(pki: pki, configuration: .init(engine: "boringssl"))
+        }
         let noWorker = #expect(throws: InterceptError.self) {
             try InterceptProxy.start(pki: pki, configuration: .init(listener: ListenerSettings(workerThreads: 0)))
         }
@@ -260,7 +297,9 @@ struct InterceptTests {
         let upstream = try LoopbackListener()
         let proxy = try InterceptProxy.start(
             pki: try await TestLab.pki(),
-            configuration: .init(policies: PolicyTable(defaultPolicy: .passthrough), upstreams: [UpstreamRoute(host: "127.0.0.1", port: upstream.port)]))
+            configuration: .init(
+                policies: PolicyTable(defaultPolicy: .passthrough),
+                upstreams: [UpstreamRoute(host: "127.0.0.1", port: upstream.port)]))
         let script = """
             import socket, sys
             c = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=30)
@@ -274,13 +313,15 @@ struct InterceptTests {
             print(reply.split(b'\\r\\n')[0].decode())
             """
         let reset = upstream.acceptAndReset(within: .seconds(30), payload: Array("hello through the tunnel".utf8))
-        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port), String(upstream.port)], timeout: .seconds(60))
+        let run = await ChildProcess.run(
+            ["python3", "-c", script, String(proxy.port), String(upstream.port)], timeout: .seconds(60))
         #expect(await reset.value, "the upstream saw no connection, or no byte on it, in time: \(run.output)")
         #expect(run.stdoutText.hasPrefix("HTTP/1.1 200"), "\(run.output)")
         // The tunnel's own observation, not the first one: a stray connection from another suite's probe of a port
         // this proxy now has, idle until its timeout, was once taken for the tunnel.
-        let tunnel = try #require(await proxy.observation(of: "127.0.0.1:\(upstream.port)"),
-                                  "no observation of the tunnel: \(proxy.observations())")
+        let tunnel = try #require(
+            await proxy.observation(of: "127.0.0.1:\(upstream.port)"),
+            "no observation of the tunnel: \(proxy.observations())")
         #expect(tunnel.closure == "tunnel-reset", "closure \(tunnel.closure), error \(tunnel.error ?? "none")")
         #expect(tunnel.error != nil && tunnel.bytesFromClient > 0, "\(tunnel)")
         // Still serving: a bad request gets its answer.
@@ -291,7 +332,11 @@ struct InterceptTests {
     /// One plain-text exchange (ChildProcess.run waits on a thread of its own, never on the cooperative pool).
     static func rawExchange(port: Int, _ request: String) async throws -> String {
         await ChildProcess.run(
-            ["python3", "-c", "import socket,sys;s=socket.create_connection(('127.0.0.1',\(port)),timeout=10);s.sendall(sys.stdin.buffer.read());print(s.recv(4096).decode(errors='replace'))"],
-            input: Array(request.utf8), timeout: .seconds(20)).stdoutText
+            [
+                "python3", "-c",
+                "import socket,sys;s=socket.create_connection(('127.0.0.1',\(port)),timeout=10);s.sendall(sys.stdin.buffer.read());print(s.recv(4096).decode(errors='replace'))",
+            ],
+            input: Array(request.utf8), timeout: .seconds(20)
+        ).stdoutText
     }
 }

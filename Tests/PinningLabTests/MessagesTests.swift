@@ -34,8 +34,9 @@ struct MessagesTests {
         let e = #expect(throws: PKIError.self) { try PKISpec.parse(yaml: bad) }
         let text = e.map { "\($0)" } ?? ""
         #expect(text.contains("an intermediate has no hosts") && !text.contains("a intermediate"), "\(text)")
-        #expect(Role.intermediate.withArticle == "an intermediate" && Role.root.withArticle == "a root"
-                    && Role.leaf.withArticle == "a leaf" && Role.client.withArticle == "a client")
+        #expect(
+            Role.intermediate.withArticle == "an intermediate" && Role.root.withArticle == "a root"
+                && Role.leaf.withArticle == "a leaf" && Role.client.withArticle == "a client")
     }
 
     /// A SEC1 key (`BEGIN EC PRIVATE KEY`, what `openssl ecparam -genkey` writes) is named as such, with the
@@ -48,7 +49,8 @@ struct MessagesTests {
         let file = pki.keyFile("K1")
         let pkcs8 = try String(contentsOf: file, encoding: .utf8)
         if Tool.runs(needing: "openssl") {
-            let r = ChildProcess.runBlocking(["openssl", "ec", "-in", file.path, "-out", file.path + ".sec1"], timeout: .seconds(60))
+            let r = ChildProcess.runBlocking(
+                ["openssl", "ec", "-in", file.path, "-out", file.path + ".sec1"], timeout: .seconds(60))
             try #require(r.status == 0, "openssl ec: \(r.stderrText)")
             try FileManager.default.removeItem(at: file)
             try FileManager.default.moveItem(atPath: file.path + ".sec1", toPath: file.path)
@@ -62,10 +64,13 @@ struct MessagesTests {
         let e = #expect(throws: PKIError.self) { try Self.open(dir) }
         let text = e.map { "\($0)" } ?? ""
         #expect(e?.code == .keyFileCorrupt && e?.file == file.path, "\(text)")
-        #expect(text.contains("SEC1") && text.contains("PKCS#8") && text.contains("openssl pkcs8 -topk8 -nocrypt"), "\(text)")
+        #expect(
+            text.contains("SEC1") && text.contains("PKCS#8") && text.contains("openssl pkcs8 -topk8 -nocrypt"),
+            "\(text)")
         #expect(!text.contains("damaged or truncated"), "\(text)")
         guard Tool.runs(needing: "openssl"), let fix = e?.fix,
-              let start = fix.firstIndex(of: "`"), let end = fix.lastIndex(of: "`"), start < end else { return }
+            let start = fix.firstIndex(of: "`"), let end = fix.lastIndex(of: "`"), start < end
+        else { return }
         let command = String(fix[fix.index(after: start)..<end])
         let r = ChildProcess.runBlocking(["sh", "-c", command], timeout: .seconds(60))
         #expect(r.status == 0, "\(command): \(r.stderrText)")
@@ -95,12 +100,15 @@ struct MessagesTests {
                 "bytesFromUpstream": 0, "closure": "alert", "totalMilliseconds": 1.0,
             ]
             if let alert { fields["alertReceived"] = alert }
-            return try JSONDecoder().decode(InterceptObservation.self, from: JSONSerialization.data(withJSONObject: fields))
+            return try JSONDecoder().decode(
+                InterceptObservation.self, from: JSONSerialization.data(withJSONObject: fields))
         }
         let during = try observation(alert: "close_notify", handshake: false).refusalDescription ?? ""
         #expect(during == "closed cleanly (close_notify) during the handshake, without an error alert", "\(during)")
         let after = try observation(alert: "close_notify", handshake: true).refusalDescription ?? ""
         #expect(after == "completed the handshake, then closed cleanly (close_notify) without a request", "\(after)")
-        #expect(try observation(alert: "bad_certificate", handshake: false).refusalDescription == "sent the alert bad_certificate")
+        #expect(
+            try observation(alert: "bad_certificate", handshake: false).refusalDescription
+                == "sent the alert bad_certificate")
     }
 }

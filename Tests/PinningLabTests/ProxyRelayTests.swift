@@ -6,9 +6,9 @@ import PinningLabTestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A plain TCP listener on 127.0.0.1 that nobody accepts on: it stands for the control API or any other service on
@@ -88,7 +88,10 @@ final class LoopbackListener: Sendable {
                     if n == 0 { break }
                     if n > 0 { bytes += chunk.prefix(n) } else if errno != EAGAIN && errno != EINTR { break }
                 }
-                guard bytes.starts(with: payload) else { close(accepted); continue }
+                guard bytes.starts(with: payload) else {
+                    close(accepted)
+                    continue
+                }
                 var option = linger(l_onoff: 1, l_linger: 0)
                 setsockopt(accepted, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
                 close(accepted)
@@ -131,8 +134,10 @@ struct ProxyRelayTests {
                 print(data.decode(errors='replace').replace('\\r\\n', ' ') + '\\n=====')
             """
         let run = await ChildProcess.run(["python3", "-c", script, String(port)] + authorities, timeout: .seconds(60))
-        return run.stdoutText.components(separatedBy: "\n=====\n").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-            .filter { !$0.isEmpty }
+        return run.stdoutText.components(separatedBy: "\n=====\n").map {
+            $0.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        .filter { !$0.isEmpty }
     }
 
     /// CONNECT to a loopback listener under passthrough: 403 with the class and the fix, and the listener saw no
@@ -140,7 +145,9 @@ struct ProxyRelayTests {
     @Test func loopbackDestinationsAreRefused() async throws {
         let service = try LoopbackListener()
         let proxy = try await Self.start { _ in }
-        let authorities = ["127.0.0.1:\(service.port)", "[::ffff:127.0.0.1]:\(service.port)", "localhost:\(service.port)"]
+        let authorities = [
+            "127.0.0.1:\(service.port)", "[::ffff:127.0.0.1]:\(service.port)", "localhost:\(service.port)",
+        ]
         let replies = await Self.connect(proxy.port, authorities)
         #expect(await proxy.settle())
         let report = proxy.report()
@@ -149,12 +156,19 @@ struct ProxyRelayTests {
         #expect(replies.count == 3, "\(replies)")
         for reply in replies {
             #expect(reply.hasPrefix("HTTP/1.1 403 Forbidden"), "\(reply)")
-            #expect(reply.contains("a loopback address (this machine)") && reply.contains("name it with --upstream PATTERN=HOST:PORT to allow it"), "\(reply)")
+            #expect(
+                reply.contains("a loopback address (this machine)")
+                    && reply.contains("name it with --upstream PATTERN=HOST:PORT to allow it"), "\(reply)")
         }
         #expect(replies.last?.contains("localhost resolves to ") == true, "\(replies)")
-        #expect(report.connections.allSatisfy { $0.closure == "destination-refused" && $0.upstream == nil && $0.host == nil })
+        #expect(
+            report.connections.allSatisfy {
+                $0.closure == "destination-refused" && $0.upstream == nil && $0.host == nil
+            })
         #expect(report.summary.destinationsRefused == 3 && report.hosts.isEmpty && report.summary.otherConnections == 0)
-        #expect(report.renderText().contains("3 connection(s) asked for a destination on this machine or a local network and were refused"))
+        #expect(
+            report.renderText().contains(
+                "3 connection(s) asked for a destination on this machine or a local network and were refused"))
     }
 
     /// A route is the operator's explicit allow: the destination it names is tunnelled (the listener receives the
@@ -163,7 +177,10 @@ struct ProxyRelayTests {
         let routed = try LoopbackListener()
         let other = try LoopbackListener()
         let proxy = try await Self.start {
-            $0.upstreams = [UpstreamRoute(pattern: try! HostPattern(parsing: "api.pinning.test"), host: "127.0.0.1", port: routed.port)]
+            $0.upstreams = [
+                UpstreamRoute(
+                    pattern: try! HostPattern(parsing: "api.pinning.test"), host: "127.0.0.1", port: routed.port)
+            ]
         }
         let script = """
             import socket, sys
@@ -175,7 +192,8 @@ struct ProxyRelayTests {
             s.recv(4096)
             """
         let received = routed.receive(within: .seconds(10))
-        let run = await ChildProcess.run(["python3", "-c", script, String(proxy.port), String(routed.port)], timeout: .seconds(30))
+        let run = await ChildProcess.run(
+            ["python3", "-c", script, String(proxy.port), String(routed.port)], timeout: .seconds(30))
         #expect(run.stdoutText.hasPrefix("HTTP/1.1 200"), "\(run.output)")
         #expect(await received.value == "hello through the tunnel")
         let refused = await Self.connect(proxy.port, ["127.0.0.1:\(other.port)"])
@@ -206,26 +224,34 @@ struct ProxyRelayTests {
         await proxy.stop()
         #expect(replies.count == cases.count, "\(replies)")
         for (reply, (authority, kind)) in zip(replies, cases) {
-            #expect(reply.hasPrefix("HTTP/1.1 403 Forbidden") && reply.contains(kind) && reply.contains("--upstream PATTERN=HOST:PORT"), "\(authority): \(reply)")
+            #expect(
+                reply.hasPrefix("HTTP/1.1 403 Forbidden") && reply.contains(kind)
+                    && reply.contains("--upstream PATTERN=HOST:PORT"), "\(authority): \(reply)")
         }
         #expect(observations.allSatisfy { $0.upstream == nil && $0.closure == "destination-refused" })
     }
 
     @Test func addressClasses() {
         for (address, kind) in [
-            ("127.0.0.1", "loopback"), ("127.255.0.9", "loopback"), ("::1", "loopback"), ("::ffff:127.0.0.1", "loopback"),
+            ("127.0.0.1", "loopback"), ("127.255.0.9", "loopback"), ("::1", "loopback"),
+            ("::ffff:127.0.0.1", "loopback"),
             ("64:ff9b::7f00:1", "loopback"), ("10.0.0.1", "private-range"), ("172.31.255.255", "private-range"),
             ("192.168.0.1", "private-range"), ("100.127.255.255", "private-range"), ("fc00::1", "private-range"),
             ("fdff::1", "private-range"), ("169.254.0.1", "link-local"), ("fe80::1%eth0", "link-local"),
             ("febf::1", "link-local"), ("0.0.0.0", "unspecified"), ("0.1.2.3", "unspecified"), ("::", "unspecified"),
-            ("224.0.0.251", "multicast"), ("ff02::1", "multicast"), ("255.255.255.255", "broadcast"), ("240.0.0.1", "reserved"),
-            ("::ffff:0:127.0.0.1", "loopback"), ("::ffff:0:10.1.2.3", "private-range"), ("64:ff9b:1::a00:1", "private-range"),
-            ("198.18.0.1", "reserved"), ("192.0.0.8", "reserved"), ("203.0.113.5", "reserved"), ("2001:db8::1", "reserved"),
+            ("224.0.0.251", "multicast"), ("ff02::1", "multicast"), ("255.255.255.255", "broadcast"),
+            ("240.0.0.1", "reserved"),
+            ("::ffff:0:127.0.0.1", "loopback"), ("::ffff:0:10.1.2.3", "private-range"),
+            ("64:ff9b:1::a00:1", "private-range"),
+            ("198.18.0.1", "reserved"), ("192.0.0.8", "reserved"), ("203.0.113.5", "reserved"),
+            ("2001:db8::1", "reserved"),
         ] {
             #expect(DestinationClass.of(address)?.rawValue == kind, "\(address)")
         }
-        for publicAddress in ["8.8.8.8", "172.32.0.1", "172.15.255.255", "100.128.0.1", "100.63.255.255", "192.169.0.1",
-                              "11.0.0.1", "169.255.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+        for publicAddress in [
+            "8.8.8.8", "172.32.0.1", "172.15.255.255", "100.128.0.1", "100.63.255.255", "192.169.0.1",
+            "11.0.0.1", "169.255.0.1", "2606:4700::1111", "::ffff:8.8.8.8",
+        ] {
             #expect(DestinationClass.of(publicAddress) == nil, "\(publicAddress)")
         }
     }
@@ -236,12 +262,17 @@ struct ProxyRelayTests {
     @Test func aPassthroughSNICannotReachALoopbackAuthority() async throws {
         let service = try LoopbackListener()
         let proxy = try await Self.start { $0.policies = try! PolicyTable.parse(["mint", "evil.test=passthrough"]) }
-        let run = await ChildProcess.run(["python3", "-c", Self.tlsScript, String(proxy.port), "127.0.0.1:\(service.port)", "evil.test"], timeout: .seconds(30))
+        let run = await ChildProcess.run(
+            ["python3", "-c", Self.tlsScript, String(proxy.port), "127.0.0.1:\(service.port)", "evil.test"],
+            timeout: .seconds(30))
         let observation = await proxy.observation(of: "127.0.0.1:\(service.port)")
         await proxy.stop()  // joins the workers, which are the only ones that dial
         #expect(run.stdoutText.hasPrefix("HTTP/1.1 200 Connection established closed"), "\(run.output)")
         #expect(!service.sawConnection, "the proxy dialled the loopback authority")
-        #expect(observation?.closure == "destination-refused" && observation?.error?.contains("127.0.0.1 is a loopback address") == true, "\(String(describing: observation))")
+        #expect(
+            observation?.closure == "destination-refused"
+                && observation?.error?.contains("127.0.0.1 is a loopback address") == true,
+            "\(String(describing: observation))")
     }
 
     /// `stuff` with the chain fetched from the upstream dials too: without a route, a loopback authority is not
@@ -252,7 +283,9 @@ struct ProxyRelayTests {
             $0.policies = PolicyTable(defaultPolicy: .stuff)
             $0.genuineChainFromUpstream = true
         }
-        let run = await ChildProcess.run(["python3", "-c", Self.tlsScript, String(proxy.port), "127.0.0.1:\(service.port)", "api.pinning.test"], timeout: .seconds(30))
+        let run = await ChildProcess.run(
+            ["python3", "-c", Self.tlsScript, String(proxy.port), "127.0.0.1:\(service.port)", "api.pinning.test"],
+            timeout: .seconds(30))
         let observation = await proxy.observation(of: "127.0.0.1:\(service.port)")
         // The observation (awaited above) holds the decision not to fetch, and stop() joins the workers, which are the
         // only ones that dial (the fetch is a phase of the connection on its worker): nothing can dial after it.
@@ -260,7 +293,10 @@ struct ProxyRelayTests {
         #expect(run.stdoutText.contains("intercepted_by"), "\(run.output)")
         #expect(!service.sawConnection, "the proxy fetched a chain from the loopback authority")
         let chain = observation?.genuineChain ?? ""
-        #expect(chain.hasPrefix("the upstream's chain was not fetched: the proxy does not relay to 127.0.0.1:\(service.port)") && chain.hasSuffix("appended the lab's"), "\(chain)")
+        #expect(
+            chain.hasPrefix(
+                "the upstream's chain was not fetched: the proxy does not relay to 127.0.0.1:\(service.port)")
+                && chain.hasSuffix("appended the lab's"), "\(chain)")
     }
 
     /// CONNECT, then a TLS handshake with SNI argv[3] that verifies nothing, then a GET: prints the CONNECT reply's
@@ -286,7 +322,8 @@ struct ProxyRelayTests {
     /// one gets its 502 when its look-up ends.
     @Test func aSlowLookupDoesNotStallTheWorker() async throws {
         let service = try LoopbackListener()
-        let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
         // Whatever happens below, the held look-up ends with the test (a failed #require must not leave it waiting).
         defer { release.signal() }
         let proxy = try await Self.start {
@@ -294,7 +331,9 @@ struct ProxyRelayTests {
             // Neither the proxy's own look-up bound (5 s) nor the resolver's safety bound may end the held look-up
             // while a loaded machine starts the fast client (a full CI run took 93 s here): the test releases it.
             $0.lookupTimeout = .seconds(900)
-            $0.upstreams = [UpstreamRoute(pattern: try! HostPattern(parsing: "fast.test"), host: "fast.test", port: service.port)]
+            $0.upstreams = [
+                UpstreamRoute(pattern: try! HostPattern(parsing: "fast.test"), host: "fast.test", port: service.port)
+            ]
             $0.resolver = { host in
                 if host == "slow.test" {
                     entered.signal()
@@ -306,23 +345,31 @@ struct ProxyRelayTests {
         }
         let slowOut = TestScratch.root.appendingPathComponent("pinlab-slow-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: slowOut) }
-        let slow = try ChildProcess.spawnBackground(["python3", "-c", Self.connectScript, String(proxy.port), "slow.test:443"],
-                                                    stdoutFile: slowOut, stderrFile: slowOut)
+        let slow = try ChildProcess.spawnBackground(
+            ["python3", "-c", Self.connectScript, String(proxy.port), "slow.test:443"],
+            stdoutFile: slowOut, stderrFile: slowOut)
         defer { slow.terminate() }
         // The slow look-up has begun (the resolver holds it): only now does the fast CONNECT come.
-        let held = await onAThreadOfItsOwn("test.lookup") { entered.wait(timeout: .now() + TestTimeouts.exchange.timeInterval) == .success }
+        let held = await onAThreadOfItsOwn("test.lookup") {
+            entered.wait(timeout: .now() + TestTimeouts.exchange.timeInterval) == .success
+        }
         try #require(held, "the slow CONNECT never reached the resolver")
         let tunnelled = service.receive(within: .seconds(10))  // ends the fast tunnel once its client closed
-        let fast = await ChildProcess.run(["python3", "-c", Self.connectScript, String(proxy.port), "fast.test:443"],
-                                          timeout: TestTimeouts.command)
+        let fast = await ChildProcess.run(
+            ["python3", "-c", Self.connectScript, String(proxy.port), "fast.test:443"],
+            timeout: TestTimeouts.command)
         // By events, not a stopwatch: the fast CONNECT was answered while the slow look-up was held (a stalled worker
         // answers nothing until that look-up ends, and the resolver holds it until the release below).
         let slowAnswer = (try? String(contentsOfFile: slowOut, encoding: .utf8)) ?? ""
         release.signal()
-        #expect(fast.stdoutText.hasPrefix("HTTP/1.1 200"), "the second CONNECT was not answered while the slow look-up was held: \(fast.output)")
+        #expect(
+            fast.stdoutText.hasPrefix("HTTP/1.1 200"),
+            "the second CONNECT was not answered while the slow look-up was held: \(fast.output)")
         #expect(slowAnswer.isEmpty, "the slow CONNECT was answered before its look-up ended: \(slowAnswer)")
         #expect(await tunnelled.value == "")
-        #expect(await eventually(TestTimeouts.exchange) { !slow.isRunning }, "the slow CONNECT got no answer after its look-up ended")
+        #expect(
+            await eventually(TestTimeouts.exchange) { !slow.isRunning },
+            "the slow CONNECT got no answer after its look-up ended")
         #expect(await proxy.settle())
         await proxy.stop()
         let slowReply = (try? String(contentsOfFile: slowOut, encoding: .utf8)) ?? ""
@@ -365,13 +412,16 @@ struct ProxyRelayTests {
         let parts = run.stdoutText.split(separator: " ", maxSplits: 1).map(String.init)
         let milliseconds = try #require(Int(parts.first ?? ""), "\(run.output)")
         let reply = parts.last ?? ""
-        #expect(reply.hasPrefix("HTTP/1.1 502 Bad Gateway") && reply.contains("cannot resolve stuck.test within 0.3 s"), "\(reply)")
+        #expect(
+            reply.hasPrefix("HTTP/1.1 502 Bad Gateway") && reply.contains("cannot resolve stuck.test within 0.3 s"),
+            "\(reply)")
         #expect(milliseconds >= 250, "answered after \(milliseconds) ms, before the 0.3 s bound")
     }
 
     /// Look-ups queued or running are bounded: one more is answered 503 at once.
     @Test func pendingLookupsAreBounded() async throws {
-        let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
         let proxy = try await Self.start {
             $0.lookupThreads = 1
             $0.maxPendingLookups = 1
@@ -383,21 +433,29 @@ struct ProxyRelayTests {
         }
         let firstOut = TestScratch.root.appendingPathComponent("pinlab-pending-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: firstOut) }
-        let first = try ChildProcess.spawnBackground(["python3", "-c", Self.connectScript, String(proxy.port), "one.test:443"],
-                                                     stdoutFile: firstOut, stderrFile: firstOut)
+        let first = try ChildProcess.spawnBackground(
+            ["python3", "-c", Self.connectScript, String(proxy.port), "one.test:443"],
+            stdoutFile: firstOut, stderrFile: firstOut)
         defer { first.terminate() }
         // The first look-up is running (the resolver holds it until the release below): one is pending.
-        let held = await onAThreadOfItsOwn("test.lookup") { entered.wait(timeout: .now() + TestTimeouts.exchange.timeInterval) == .success }
+        let held = await onAThreadOfItsOwn("test.lookup") {
+            entered.wait(timeout: .now() + TestTimeouts.exchange.timeInterval) == .success
+        }
         try #require(held, "the first CONNECT never reached the resolver")
-        let second = await ChildProcess.run(["python3", "-c", Self.connectScript, String(proxy.port), "two.test:443"],
-                                            timeout: TestTimeouts.command)
+        let second = await ChildProcess.run(
+            ["python3", "-c", Self.connectScript, String(proxy.port), "two.test:443"],
+            timeout: TestTimeouts.command)
         release.signal()
         release.signal()  // a second look-up, should the bound fail to refuse it, is not held either
-        #expect(await eventually(TestTimeouts.exchange) { !first.isRunning }, "the first CONNECT got no answer after its look-up ended")
+        #expect(
+            await eventually(TestTimeouts.exchange) { !first.isRunning },
+            "the first CONNECT got no answer after its look-up ended")
         await proxy.stop()
         let firstReply = (try? String(contentsOfFile: firstOut, encoding: .utf8)) ?? ""
-        #expect(second.stdoutText.hasPrefix("HTTP/1.1 503 Service Unavailable") && second.stdoutText.contains("1 name look-ups are pending"),
-                "\(second.output)")
+        #expect(
+            second.stdoutText.hasPrefix("HTTP/1.1 503 Service Unavailable")
+                && second.stdoutText.contains("1 name look-ups are pending"),
+            "\(second.output)")
         #expect(firstReply.hasPrefix("HTTP/1.1 502 Bad Gateway"), "\(firstReply)")
     }
 
@@ -405,17 +463,21 @@ struct ProxyRelayTests {
     /// IPv4, this machine always served, bad blocks named with the fix.
     @Test func peerAllowList() throws {
         let phone = try AddressRange(parsing: "192.168.1.23/32")
-        #expect(phone.contains("192.168.1.23") && !phone.contains("192.168.1.24") && phone.contains("::ffff:192.168.1.23"))
+        #expect(
+            phone.contains("192.168.1.23") && !phone.contains("192.168.1.24") && phone.contains("::ffff:192.168.1.23"))
         let lan = try AddressRange(parsing: "192.168.1.77/24")
         #expect(lan.description == "192.168.1.0/24" && lan.contains("192.168.1.200") && !lan.contains("192.168.2.1"))
         let v6 = try AddressRange(parsing: "fd00:1234::/32")
         #expect(v6.contains("[fd00:1234::9]") && !v6.contains("fd00:1235::9") && !v6.contains("192.168.1.23"))
-        #expect(try AddressRange(parsing: "10.0.0.0/0").contains("8.8.8.8") && !(try AddressRange(parsing: "::/0").contains("8.8.8.8")))
+        #expect(
+            try AddressRange(parsing: "10.0.0.0/0").contains("8.8.8.8")
+                && !(try AddressRange(parsing: "::/0").contains("8.8.8.8")))
         var c = InterceptProxy.Configuration(allowedPeers: [phone, v6])
         for (peer, served) in [
             ("192.168.1.23:50000", true), ("[::ffff:192.168.1.23]:50000", true), ("[fd00:1234::9]:1", true),
             ("127.0.0.1:1", true), ("[::1]:1", true), ("[::ffff:127.0.0.1]:1", true),
-            ("192.168.1.24:50000", false), ("[::ffff:192.168.1.24]:50000", false), ("10.0.0.1:1", false), ("[fe80::1]:1", false),
+            ("192.168.1.24:50000", false), ("[::ffff:192.168.1.24]:50000", false), ("10.0.0.1:1", false),
+            ("[fe80::1]:1", false),
             ("?:0", false),
         ] {
             #expect(c.admits(peer: peer) == served, "\(peer)")
@@ -424,7 +486,9 @@ struct ProxyRelayTests {
         #expect(c.admits(peer: "10.0.0.1:1"))  // on loopback (the only place an empty list is accepted) nothing changes
         for bad in ["192.168.1.300/32", "10.0.0.0/33", "fd00::/129", "phone", "", "10.0.0.1/x"] {
             let error = #expect(throws: InterceptError.self, "\(bad)") { try AddressRange(parsing: bad) }
-            #expect(error?.option == "--allow-peer" && error?.fix?.contains("192.168.1.23/32") == true, "\(String(describing: error))")
+            #expect(
+                error?.option == "--allow-peer" && error?.fix?.contains("192.168.1.23/32") == true,
+                "\(String(describing: error))")
         }
     }
 
@@ -436,7 +500,9 @@ struct ProxyRelayTests {
             let error = await #expect(throws: InterceptError.self) {
                 try await Self.start { $0.listener = ListenerSettings(bindAddress: address, allowNonLoopback: true) }
             }
-            #expect(error?.option == "--allow-peer" && error?.fix?.contains("--allow-peer 192.168.1.23/32") == true, "\(String(describing: error))")
+            #expect(
+                error?.option == "--allow-peer" && error?.fix?.contains("--allow-peer 192.168.1.23/32") == true,
+                "\(String(describing: error))")
             #expect(error?.reason.contains("refusing to listen on \(address)") == true)
         }
         let bindError = await #expect(throws: InterceptError.self) {
@@ -445,7 +511,9 @@ struct ProxyRelayTests {
                 $0.allowedPeers = [try! AddressRange(parsing: "192.168.1.23")]
             }
         }
-        #expect(bindError?.option == "--listen" && bindError?.reason.contains("cannot listen on 192.0.2.1") == true, "\(String(describing: bindError))")
+        #expect(
+            bindError?.option == "--listen" && bindError?.reason.contains("cannot listen on 192.0.2.1") == true,
+            "\(String(describing: bindError))")
     }
 }
 
@@ -454,7 +522,9 @@ extension InterceptProxy {
     /// suites share one process, and the kernel may give this proxy a port another suite's test still probes: a
     /// stray connection is observed too, and `observations().first` or `settle()` (which waits for it to end) once
     /// met one that sat idle until its timeout.
-    func observation(of authority: String, within timeout: Duration = TestTimeouts.exchange) async -> InterceptObservation? {
+    func observation(of authority: String, within timeout: Duration = TestTimeouts.exchange) async
+        -> InterceptObservation?
+    {
         var found: InterceptObservation?
         await eventually(timeout) {
             found = observations().first(where: { $0.authority == authority })
@@ -463,4 +533,3 @@ extension InterceptProxy {
         return found
     }
 }
-

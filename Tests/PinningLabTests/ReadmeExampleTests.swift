@@ -24,25 +24,33 @@ struct ReadmeExampleTests {
         let text = try String(contentsOf: repository.appendingPathComponent(file), encoding: .utf8)
         let begin = try #require(text.range(of: "// \(marker) begin\n"), "\(file) has the \(marker) markers")
         let end = try #require(text.range(of: "\n// \(marker) end"))
-        return text[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        return text[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false).map(
+            String.init)
     }
 
     @Test func theSwiftTestExampleIsTheCompiledOne() throws {
         let readme = try Self.readmeBlock(after: "## In `swift test`")
-        let compiled = try Self.compiledBlock("Examples/Tests/PinningNIOClientTests/ReadmeExample.swift", marker: "README")
+        let compiled = try Self.compiledBlock(
+            "Examples/Tests/PinningNIOClientTests/ReadmeExample.swift", marker: "README")
         #expect(readme == compiled, "README.md's example and Examples/…/ReadmeExample.swift differ")
-        #expect(readme.contains { $0.contains("target.effectivePins") }, "the example configures the pins in force, not the scenario's")
+        #expect(
+            readme.contains { $0.contains("target.effectivePins") },
+            "the example configures the pins in force, not the scenario's")
     }
 
     /// GettingStarted's example too: compiled and run against every scenario in the Examples package.
     @Test func theGettingStartedExampleIsTheCompiledOne() throws {
-        let article = try Self.readmeBlock(after: "## Judge a client from a Swift test",
-                                           in: "Sources/PinningLab/PinningLab.docc/GettingStarted.md")
-        let compiled = try Self.compiledBlock("Examples/Tests/PinningNIOClientTests/GettingStartedExample.swift",
-                                              marker: "GettingStarted")
+        let article = try Self.readmeBlock(
+            after: "## Judge a client from a Swift test",
+            in: "Sources/PinningLab/PinningLab.docc/GettingStarted.md")
+        let compiled = try Self.compiledBlock(
+            "Examples/Tests/PinningNIOClientTests/GettingStartedExample.swift",
+            marker: "GettingStarted")
         #expect(article == compiled, "GettingStarted.md's example and Examples/…/GettingStartedExample.swift differ")
         // `!status.isDeviation` refuses fail, disagree and error; `!= .fail` would let .disagree through.
-        #expect(article.contains { $0.contains("!verdict.status.isDeviation") } && !article.contains { $0.contains("!= .fail") },
-                "the example checks !status.isDeviation (`!= .fail` lets .disagree through)")
+        #expect(
+            article.contains { $0.contains("!verdict.status.isDeviation") }
+                && !article.contains { $0.contains("!= .fail") },
+            "the example checks !status.isDeviation (`!= .fail` lets .disagree through)")
     }
 }

@@ -21,7 +21,8 @@ struct ReferenceClientSeamTests {
         #expect(BuiltInClients.names == Self.catalogue, "the CLI's --client names")
         #expect(BuiltInClients.all.map(\.name) == Self.catalogue)
         #expect(BuiltInClient.all.map(\.name) == Self.catalogue, "PinningLabTesting's list")
-        #expect(Set(Predictions.failures.keys) == Set(Self.catalogue), "the catalogue run predicts every row, and no other")
+        #expect(
+            Set(Predictions.failures.keys) == Set(Self.catalogue), "the catalogue run predicts every row, and no other")
     }
 
     @Test("every client has a description and a prediction", arguments: BuiltInClients.names)
@@ -51,6 +52,8 @@ struct ReferenceClientSeamTests {
         #expect(BuiltInClients.prediction("trust-everything").isEmpty)
         // The shorthands are rows, not copies.
         #expect(BuiltInClient.correct.name == ReferenceClient.Mistake.none.rawValue)
-        #expect(BuiltInClient.sendsEarlyDataOnResumption.name == ReferenceClient.Mistake.sendsEarlyDataOnResumption.rawValue)
+        #expect(
+            BuiltInClient.sendsEarlyDataOnResumption.name == ReferenceClient.Mistake.sendsEarlyDataOnResumption.rawValue
+        )
     }
 }

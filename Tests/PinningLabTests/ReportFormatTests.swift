@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// A report with every status, awkward characters in reasons, and real scenario sheets.
@@ -9,33 +9,39 @@ func syntheticReport() async throws -> CheckReport {
     let catalogue = try Catalogue.bundled()
     let scenarios = try ["baseline", "chain-stuffing", "mtls-required-missing"].map { try catalogue.scenario($0) }
     var verdicts: [Verdict] = []
-    let evidence = ServerEvidence(connected: true, handshakeCompleted: true, applicationDataReceived: true,
-                                  requestLine: "GET / HTTP/1.1", negotiatedVersion: "TLSv1.3", sni: "localhost",
-                                  handshakeMilliseconds: 1.5)
+    let evidence = ServerEvidence(
+        connected: true, handshakeCompleted: true, applicationDataReceived: true,
+        requestLine: "GET / HTTP/1.1", negotiatedVersion: "TLSv1.3", sni: "localhost",
+        handshakeMilliseconds: 1.5)
     // GnuTLS cells carry alerts, so that the JSON schema and the round trip see them written as reports write them.
-    let refused = ServerEvidence(connected: true, alertReceived: TLSAlert(code: TLSAlert.badCertificate),
-                                 alertSent: TLSAlert(code: TLSAlert.certificateRequired))
+    let refused = ServerEvidence(
+        connected: true, alertReceived: TLSAlert(code: TLSAlert.badCertificate),
+        alertSent: TLSAlert(code: TLSAlert.certificateRequired))
     for engine in ["openssl", "gnutls"] {
         for s in scenarios {
             for p in PinProfile.all {
                 let status = Verdict.Status.all[(verdicts.count) % Verdict.Status.all.count]
                 switch status {
                 case .skipped, .unsupported, .error:
-                    verdicts.append(.notRun(scenario: s.id, profile: p, engine: engine, client: "synthetic",
-                                            expected: s.expected(p), status: status, reason: "not run: <\(status)> & \"quoted\""))
+                    verdicts.append(
+                        .notRun(
+                            scenario: s.id, profile: p, engine: engine, client: "synthetic",
+                            expected: s.expected(p), status: status, reason: "not run: <\(status)> & \"quoted\""))
                 default:
-                    var v = Verdict.judge(scenario: s.id, profile: p, engine: engine, client: "synthetic",
-                                          expected: s.expected(p), evidence: engine == "gnutls" ? refused : evidence,
-                                          outcome: .refused(.pinMismatch, "pin <mismatch> & 'quotes' \u{1}"),
-                                          clientMilliseconds: 12.25)
+                    var v = Verdict.judge(
+                        scenario: s.id, profile: p, engine: engine, client: "synthetic",
+                        expected: s.expected(p), evidence: engine == "gnutls" ? refused : evidence,
+                        outcome: .refused(.pinMismatch, "pin <mismatch> & 'quotes' \u{1}"),
+                        clientMilliseconds: 12.25)
                     v.status = status
                     verdicts.append(v)
                 }
             }
         }
     }
-    return CheckReport(client: "synthetic <client>", engines: ["openssl", "gnutls"], durationSeconds: 0.5,
-                       verdicts: verdicts, scenarios: scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
+    return CheckReport(
+        client: "synthetic <client>", engines: ["openssl", "gnutls"], durationSeconds: 0.5,
+        verdicts: verdicts, scenarios: scenarios.map { ScenarioSheet(scenario: $0, pki: pki) })
 }
 
 func writeTemporary(_ text: String, _ ext: String) throws -> URL {
@@ -67,19 +73,28 @@ struct ReportFormatTests {
         #expect(back.verdicts.contains { $0.alert?.code == TLSAlert.badCertificate })
         // A malformed alert is a clear error naming the field, not "not JSON".
         let bad = json.replacingOccurrences(of: "\"bad_certificate (42)\"", with: "\"bogus\"")
-        let e = #expect(throws: ReportMergeError.self) { try CheckReport.decode(json: Data(bad.utf8), file: "bad.json") }
-        #expect(e?.problem.contains("malformed") == true && e?.problem.contains("bogus") == true, "\(String(describing: e))")
+        let e = #expect(throws: ReportMergeError.self) {
+            try CheckReport.decode(json: Data(bad.utf8), file: "bad.json")
+        }
+        #expect(
+            e?.problem.contains("malformed") == true && e?.problem.contains("bogus") == true, "\(String(describing: e))"
+        )
     }
 
     /// Judged by an independent validator (python's jsonschema), which must also reject a bad document.
     @Test(.requiresPython(module: "jsonschema"))
     func jsonValidatesAgainstItsSchema() async throws {
-        try #require(Tool.hasPythonModule("jsonschema"), "python3 with the jsonschema module is not installed (pip install jsonschema)")
+        try #require(
+            Tool.hasPythonModule("jsonschema"),
+            "python3 with the jsonschema module is not installed (pip install jsonschema)")
         let report = try await syntheticReport()
         let json = try report.render(.json)
         let schema = try writeTemporary(ReportSchemas.json, "json")
         let doc = try writeTemporary(json, "json")
-        defer { try? FileManager.default.removeItem(at: schema); try? FileManager.default.removeItem(at: doc) }
+        defer {
+            try? FileManager.default.removeItem(at: schema)
+            try? FileManager.default.removeItem(at: doc)
+        }
         let script = """
             import json, sys, jsonschema
             schema = json.load(open(sys.argv[1])); doc = json.load(open(sys.argv[2]))
@@ -146,11 +161,13 @@ struct ReportFormatTests {
         #expect(!html.contains("synthetic <client>"))
     }
 
-    @Test("the HTML page draws a scenario of several connections as a timeline: a row per step, the resumed ones marked")
+    @Test(
+        "the HTML page draws a scenario of several connections as a timeline: a row per step, the resumed ones marked")
     func htmlShowsStepsAsATimeline() async throws {
         let report = try await TestLab.runner().run(
             .inProcess(BuiltInClients.named("skips-pins-on-resumption")!),
-            options: CheckOptions(engines: [Engines.openssl], scenarios: ["baseline", "resumption-after-unpinned-handshake"]))
+            options: CheckOptions(
+                engines: [Engines.openssl], scenarios: ["baseline", "resumption-after-unpinned-handshake"]))
         let html = try report.render(.html)
         let section = try #require(html.components(separatedBy: "id=\"s-resumption-after-unpinned-handshake\"").last)
         let timeline = try #require(section.components(separatedBy: "<table class=\"matrix steps\">").dropFirst().first)
@@ -161,7 +178,8 @@ struct ReportFormatTests {
         #expect(rows.last?.contains("class=\"resumed\"") == true && rows.first?.contains("class=\"resumed\"") == false)
         #expect(rows.last?.contains("class=\"m fail\" title=\"openssl: step 2 fail") == true)
         // A scenario of one connection has no timeline.
-        let baseline = try #require(html.components(separatedBy: "id=\"s-baseline\"").last?.components(separatedBy: "</section>").first)
+        let baseline = try #require(
+            html.components(separatedBy: "id=\"s-baseline\"").last?.components(separatedBy: "</section>").first)
         #expect(!baseline.contains("matrix steps"))
     }
 

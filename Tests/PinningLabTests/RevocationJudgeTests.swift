@@ -44,8 +44,10 @@ import Testing
 struct RevocationJudgeTests {
     static let scenarios = ["crl-good", "crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable"]
 
-    static func run(_ client: CommandClient, declaring revocation: ClientChecks.Revocation,
-                    scenarios: [String] = scenarios) async throws -> CheckReport {
+    static func run(
+        _ client: CommandClient, declaring revocation: ClientChecks.Revocation,
+        scenarios: [String] = scenarios
+    ) async throws -> CheckReport {
         var options = CheckOptions(profiles: [.none], scenarios: scenarios, jobs: 2)
         options.clientChecks = ClientChecks(revocation: revocation)
         var report = try await TestLab.runner().run(.command(client), options: options)
@@ -57,7 +59,8 @@ struct RevocationJudgeTests {
     static func accepted(_ report: CheckReport) -> [String: Set<String>] {
         var out: [String: Set<String>] = [:]
         for engine in ["openssl", "gnutls"] {
-            out[engine] = Set(report.verdicts.filter { $0.engine == engine && $0.observed == .accepted }.map(\.scenario))
+            out[engine] = Set(
+                report.verdicts.filter { $0.engine == engine && $0.observed == .accepted }.map(\.scenario))
         }
         return out
     }
@@ -154,12 +157,15 @@ struct RevocationJudgeTests {
         try Self.python.write(to: script, atomically: true, encoding: .utf8)
         return CommandClient(
             name: "python-ssl-crl-check-\(mode)",
-            template: try CommandTemplate(["python3", script.path, mode, "{host}", "{ip}", "{port}", "{ca}", "{crl.url}"]),
+            template: try CommandTemplate([
+                "python3", script.path, mode, "{host}", "{ip}", "{port}", "{ca}", "{crl.url}",
+            ]),
             timeout: .seconds(30))
     }
 
-    @Test("Python ssl with VERIFY_CRL_CHECK_LEAF and the lab CRL: accepts crl-good, and crl-revoked-intermediate (leaf only)",
-          .requires("python3"))
+    @Test(
+        "Python ssl with VERIFY_CRL_CHECK_LEAF and the lab CRL: accepts crl-good, and crl-revoked-intermediate (leaf only)",
+        .requires("python3"))
     func python() async throws {
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -168,30 +174,40 @@ struct RevocationJudgeTests {
         #expect(report.verdicts.count == scenarios.count * 2)
         let notPassed = report.verdicts.filter { $0.status != .pass }
         // The revoked intermediate goes unseen: accepted where the hard-fail it declares refuses.
-        #expect(Set(notPassed.map { "\($0.scenario)/\($0.engine)/\($0.status)" })
-                    == ["crl-revoked-intermediate/openssl/fail", "crl-revoked-intermediate/gnutls/fail"],
-                "\(notPassed.map { "\($0.scenario)/\($0.engine): \($0.status) \($0.reason) \($0.clientDetail ?? "")" })")
+        #expect(
+            Set(notPassed.map { "\($0.scenario)/\($0.engine)/\($0.status)" })
+                == ["crl-revoked-intermediate/openssl/fail", "crl-revoked-intermediate/gnutls/fail"],
+            "\(notPassed.map { "\($0.scenario)/\($0.engine): \($0.status) \($0.reason) \($0.clientDetail ?? "")" })")
         let accepted: Set<String> = ["crl-good", "crl-revoked-intermediate"]
         #expect(Self.accepted(report) == ["openssl": accepted, "gnutls": accepted])
-        let detail = { (s: String) in report.verdicts.first { $0.scenario == s && $0.engine == "openssl" }?.clientDetail ?? "" }
+        let detail = { (s: String) in
+            report.verdicts.first { $0.scenario == s && $0.engine == "openssl" }?.clientDetail ?? ""
+        }
         #expect(detail("crl-revoked-leaf").contains("certificate revoked"), "\(detail("crl-revoked-leaf"))")
         #expect(detail("crl-stale").contains("CRL has expired"), "\(detail("crl-stale"))")
-        #expect(detail("ocsp-responder-unreachable").contains("unable to get certificate CRL"), "\(detail("ocsp-responder-unreachable"))")
+        #expect(
+            detail("ocsp-responder-unreachable").contains("unable to get certificate CRL"),
+            "\(detail("ocsp-responder-unreachable"))")
     }
 
-    @Test("Python ssl with VERIFY_CRL_CHECK_CHAIN and the CRLs of the leaf's issuer and lab-root: refuses either revocation",
-          .requires("python3"))
+    @Test(
+        "Python ssl with VERIFY_CRL_CHECK_CHAIN and the CRLs of the leaf's issuer and lab-root: refuses either revocation",
+        .requires("python3"))
     func pythonChain() async throws {
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
         let scenarios = Self.scenarios + ["crl-revoked-intermediate"]
         let report = try await Self.run(try Self.pythonClient("chain", in: dir), declaring: .hard, scenarios: scenarios)
         #expect(report.verdicts.count == scenarios.count * 2)
-        let notPassed = report.verdicts.filter { $0.status != .pass }.map { "\($0.scenario)/\($0.engine): \($0.status) \($0.reason) \($0.clientDetail ?? "")" }
+        let notPassed = report.verdicts.filter { $0.status != .pass }.map {
+            "\($0.scenario)/\($0.engine): \($0.status) \($0.reason) \($0.clientDetail ?? "")"
+        }
         #expect(notPassed.isEmpty, "\(notPassed.joined(separator: "\n"))")
         #expect(Self.accepted(report) == ["openssl": ["crl-good"], "gnutls": ["crl-good"]])
         for engine in ["openssl", "gnutls"] {
-            let detail = { (s: String) in report.verdicts.first { $0.scenario == s && $0.engine == engine }?.clientDetail ?? "" }
+            let detail = { (s: String) in
+                report.verdicts.first { $0.scenario == s && $0.engine == engine }?.clientDetail ?? ""
+            }
             for s in ["crl-revoked-leaf", "crl-revoked-intermediate"] {
                 #expect(detail(s).contains("certificate revoked"), "\(s)/\(engine): \(detail(s))")
             }
@@ -242,8 +258,11 @@ struct RevocationJudgeTests {
     /// `{crl.url} {host} {ip} {port} {ca}`: the JDK's proxy properties point at the responder `{crl.url}` names;
     /// `options` are more system properties.
     static func javaLauncher(options: String = "") -> String {
-        let properties = ["-Dcom.sun.net.ssl.checkRevocation=true", "-Dcom.sun.security.enableCRLDP=true",
-                          "-Djdk.tls.client.enableStatusRequestExtension=true"] + (options.isEmpty ? [] : [options])
+        let properties =
+            [
+                "-Dcom.sun.net.ssl.checkRevocation=true", "-Dcom.sun.security.enableCRLDP=true",
+                "-Djdk.tls.client.enableStatusRequestExtension=true",
+            ] + (options.isEmpty ? [] : [options])
         return """
             #!/bin/sh
             # The responder's address from {crl.url} (http://127.0.0.1:PORT/...): the JDK's HTTP proxy for the lab hosts.
@@ -269,12 +288,14 @@ struct RevocationJudgeTests {
         let launcher = dir.appendingPathComponent("\(name).sh")
         try javaLauncher(options: options).write(to: launcher, atomically: true, encoding: .utf8)
         return CommandClient(
-            name: name, template: try CommandTemplate(["sh", launcher.path, "{crl.url}", "{host}", "{ip}", "{port}", "{ca}"]),
+            name: name,
+            template: try CommandTemplate(["sh", launcher.path, "{crl.url}", "{host}", "{ip}", "{port}", "{ca}"]),
             timeout: .seconds(60))
     }
 
-    @Test("the JDK with checkRevocation and enableCRLDP fetches each certificate's CRL itself, through the responder as proxy",
-          .requires("javac", "java"))
+    @Test(
+        "the JDK with checkRevocation and enableCRLDP fetches each certificate's CRL itself, through the responder as proxy",
+        .requires("javac", "java"))
     func jdkSystemProperties() async throws {
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -285,11 +306,18 @@ struct RevocationJudgeTests {
         #expect(Self.accepted(report) == ["openssl": [], "gnutls": []])
         // crl-good: lab-intermediate-a names no CRL, and the JDK demands a status for every certificate of the path.
         let notPassed = report.verdicts.filter { $0.status != .pass }
-        #expect(Set(notPassed.map { "\($0.scenario)/\($0.engine)/\($0.status)" }) == ["crl-good/openssl/fail", "crl-good/gnutls/fail"],
-                "\(notPassed.map { "\($0.scenario)/\($0.engine): \($0.status) \($0.reason) \($0.clientDetail ?? "")" })")
+        #expect(
+            Set(notPassed.map { "\($0.scenario)/\($0.engine)/\($0.status)" }) == [
+                "crl-good/openssl/fail", "crl-good/gnutls/fail",
+            ],
+            "\(notPassed.map { "\($0.scenario)/\($0.engine): \($0.status) \($0.reason) \($0.clientDetail ?? "")" })")
         for engine in ["openssl", "gnutls"] {
-            let detail = { (s: String) in report.verdicts.first { $0.scenario == s && $0.engine == engine }?.clientDetail ?? "" }
-            #expect(detail("crl-revoked-intermediate").contains("Certificate has been revoked"), "\(engine): \(detail("crl-revoked-intermediate"))")
+            let detail = { (s: String) in
+                report.verdicts.first { $0.scenario == s && $0.engine == engine }?.clientDetail ?? ""
+            }
+            #expect(
+                detail("crl-revoked-intermediate").contains("Certificate has been revoked"),
+                "\(engine): \(detail("crl-revoked-intermediate"))")
             for s in ["crl-good", "crl-revoked-leaf"] {
                 #expect(detail(s).contains("Could not determine revocation status"), "\(s)/\(engine): \(detail(s))")
             }
@@ -301,8 +329,9 @@ struct RevocationJudgeTests {
     /// it is silently ignored and the whole path is checked. Limited to the leaf, the JDK accepts crl-good (the leaf
     /// names its issuer's CRL, which does not list it; the intermediate's missing status no longer matters) and a
     /// good leaf under a revoked intermediate — the deviation a hard-fail declaration must show.
-    @Test("the JDK with onlyCheckRevocationOfEECert checks the leaf only: it accepts a good leaf under a revoked intermediate",
-          .requires("javac", "java"))
+    @Test(
+        "the JDK with onlyCheckRevocationOfEECert checks the leaf only: it accepts a good leaf under a revoked intermediate",
+        .requires("javac", "java"))
     func jdkEndEntityOnly() async throws {
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -313,29 +342,37 @@ struct RevocationJudgeTests {
 
         // As a system property: ignored (the result of the whole-path check, see jdkSystemProperties).
         let ignored = try await Self.run(
-            try Self.jdkPropertiesClient("jdk-crldp-ee-system-property", options: "-Dcom.sun.security.onlyCheckRevocationOfEECert=true", in: dir),
+            try Self.jdkPropertiesClient(
+                "jdk-crldp-ee-system-property", options: "-Dcom.sun.security.onlyCheckRevocationOfEECert=true", in: dir),
             declaring: .hard, scenarios: scenarios)
         #expect(Self.accepted(ignored) == ["openssl": [], "gnutls": []], "\(summary(ignored))")
 
         // As a security property: the leaf only.
         let properties = dir.appendingPathComponent("end-entity-only.security")
-        try "com.sun.security.onlyCheckRevocationOfEECert=true\n".write(to: properties, atomically: true, encoding: .utf8)
+        try "com.sun.security.onlyCheckRevocationOfEECert=true\n".write(
+            to: properties, atomically: true, encoding: .utf8)
         let report = try await Self.run(
-            try Self.jdkPropertiesClient("jdk-crldp-ee-security-property", options: "-Djava.security.properties=\(properties.path)", in: dir),
+            try Self.jdkPropertiesClient(
+                "jdk-crldp-ee-security-property", options: "-Djava.security.properties=\(properties.path)", in: dir),
             declaring: .hard, scenarios: scenarios)
         #expect(report.verdicts.count == scenarios.count * 2)
         let accepted: Set<String> = ["crl-good", "crl-revoked-intermediate"]
         #expect(Self.accepted(report) == ["openssl": accepted, "gnutls": accepted], "\(summary(report))")
         let notPassed = report.verdicts.filter { $0.status != .pass }
-        #expect(Set(notPassed.map { "\($0.scenario)/\($0.engine)/\($0.status)" })
-                == ["crl-revoked-intermediate/openssl/fail", "crl-revoked-intermediate/gnutls/fail"], "\(summary(report))")
+        #expect(
+            Set(notPassed.map { "\($0.scenario)/\($0.engine)/\($0.status)" })
+                == ["crl-revoked-intermediate/openssl/fail", "crl-revoked-intermediate/gnutls/fail"],
+            "\(summary(report))")
         for engine in ["openssl", "gnutls"] {
-            let detail = report.verdicts.first { $0.scenario == "crl-revoked-leaf" && $0.engine == engine }?.clientDetail ?? ""
+            let detail =
+                report.verdicts.first { $0.scenario == "crl-revoked-leaf" && $0.engine == engine }?.clientDetail ?? ""
             #expect(detail.contains("Certificate has been revoked"), "crl-revoked-leaf/\(engine): \(detail)")
         }
     }
 
-    @Test("the JDK's PKIXRevocationChecker, hard-fail and soft-fail, against the lab responder", .requires("javac", "java"))
+    @Test(
+        "the JDK's PKIXRevocationChecker, hard-fail and soft-fail, against the lab responder",
+        .requires("javac", "java"))
     func jdk() async throws {
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -346,8 +383,10 @@ struct RevocationJudgeTests {
         for mode in ["hard", "soft"] {
             let client = CommandClient(
                 name: "jdk-pkix-revocation-\(mode)",
-                template: try CommandTemplate(["java", "-cp", dir.path, "RevocationJudge", mode, "{host}", "{ip}", "{port}", "{ca}",
-                                               "{ocsp.url}", "{crl.url}"]),
+                template: try CommandTemplate([
+                    "java", "-cp", dir.path, "RevocationJudge", mode, "{host}", "{ip}", "{port}", "{ca}",
+                    "{ocsp.url}", "{crl.url}",
+                ]),
                 timeout: .seconds(60))
             let report = try await Self.run(client, declaring: mode == "hard" ? .hard : .soft)
             #expect(report.verdicts.count == Self.scenarios.count * 2)
@@ -361,9 +400,13 @@ struct RevocationJudgeTests {
                 // its documentation says; a CRL that arrives but is past its nextUpdate still fails the path. So the
                 // JDK's soft-fail is stricter than the lab's (which forgives any missing current status): crl-stale
                 // is refused, and judged a deviation from revocation=soft.
-                #expect(Set(notPassed.map { "\($0.scenario)/\($0.engine)" }) == ["crl-stale/openssl", "crl-stale/gnutls"],
-                        "\(notPassed.map { "\($0.scenario)/\($0.engine): \($0.reason)" })")
-                #expect(notPassed.allSatisfy { ($0.clientDetail ?? "").contains("Certificate does not specify OCSP responder") })
+                #expect(
+                    Set(notPassed.map { "\($0.scenario)/\($0.engine)" }) == ["crl-stale/openssl", "crl-stale/gnutls"],
+                    "\(notPassed.map { "\($0.scenario)/\($0.engine): \($0.reason)" })")
+                #expect(
+                    notPassed.allSatisfy {
+                        ($0.clientDetail ?? "").contains("Certificate does not specify OCSP responder")
+                    })
             }
         }
     }

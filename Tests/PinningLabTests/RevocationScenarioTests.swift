@@ -30,7 +30,8 @@ struct RevocationScenarioTests {
     /// What each client does (A/X per profile, `PinProfile.all` order), the same on both engines.
     static let rows: [String: [String: String]] = [
         "correct": [
-            "ocsp-stapled-good": "A A A A A A", "ocsp-stapled-revoked": "A A A A A A", "ocsp-stapled-unknown": "A A A A A A",
+            "ocsp-stapled-good": "A A A A A A", "ocsp-stapled-revoked": "A A A A A A",
+            "ocsp-stapled-unknown": "A A A A A A",
             "ocsp-stapled-expired": "A A A A A A", "ocsp-stapled-bad-signature": "A A A A A A",
             "ocsp-stapled-wrong-responder": "A A A A A A", "must-staple-missing": "A A A A A A",
             "revoked-key-replay": "A X A A A A",
@@ -38,7 +39,8 @@ struct RevocationScenarioTests {
             "ocsp-responder-unreachable": "A A A A A A", "crl-revoked-intermediate": "A A A A A A",
         ],
         "correct-revocation-soft": [
-            "ocsp-stapled-good": "A A A A A A", "ocsp-stapled-revoked": "X X X X X X", "ocsp-stapled-unknown": "A A A A A A",
+            "ocsp-stapled-good": "A A A A A A", "ocsp-stapled-revoked": "X X X X X X",
+            "ocsp-stapled-unknown": "A A A A A A",
             "ocsp-stapled-expired": "A A A A A A", "ocsp-stapled-bad-signature": "A A A A A A",
             "ocsp-stapled-wrong-responder": "A A A A A A", "must-staple-missing": "X X X X X X",
             "revoked-key-replay": "A X A A A A",
@@ -49,7 +51,8 @@ struct RevocationScenarioTests {
             "crl-revoked-intermediate": "X X X X X X",
         ],
         "correct-revocation-hard": [
-            "ocsp-stapled-good": "A A A A A A", "ocsp-stapled-revoked": "X X X X X X", "ocsp-stapled-unknown": "X X X X X X",
+            "ocsp-stapled-good": "A A A A A A", "ocsp-stapled-revoked": "X X X X X X",
+            "ocsp-stapled-unknown": "X X X X X X",
             "ocsp-stapled-expired": "X X X X X X", "ocsp-stapled-bad-signature": "X X X X X X",
             "ocsp-stapled-wrong-responder": "X X X X X X", "must-staple-missing": "X X X X X X",
             "revoked-key-replay": "X X X X X X",
@@ -61,17 +64,22 @@ struct RevocationScenarioTests {
 
     static func observedRow(_ report: CheckReport, _ scenario: String, _ engine: String) -> String {
         PinProfile.all.map { p in
-            report.verdicts.first { $0.scenario == scenario && $0.profile == p && $0.engine == engine }?.observed == .accepted ? "A" : "X"
+            report.verdicts.first { $0.scenario == scenario && $0.profile == p && $0.engine == engine }?.observed
+                == .accepted ? "A" : "X"
         }.joined(separator: " ")
     }
 
-    @Test("each reference client passes every cell, doing what its declared policy predicts",
-          arguments: ["correct", "correct-revocation-soft", "correct-revocation-hard"])
+    @Test(
+        "each reference client passes every cell, doing what its declared policy predicts",
+        arguments: ["correct", "correct-revocation-soft", "correct-revocation-hard"])
     func referenceClient(_ name: String) async throws {
         let client = try #require(BuiltInClients.named(name))
-        let report = try await TestLab.runner().run(.inProcess(client), options: CheckOptions(scenarios: Self.scenarios))
+        let report = try await TestLab.runner().run(
+            .inProcess(client), options: CheckOptions(scenarios: Self.scenarios))
         #expect(report.verdicts.count == Self.scenarios.count * PinProfile.all.count * 2)
-        let notPassed = report.verdicts.filter { $0.status != .pass }.map { "\($0.scenario)/\($0.profile)/\($0.engine): \($0.status) \($0.reason)" }
+        let notPassed = report.verdicts.filter { $0.status != .pass }.map {
+            "\($0.scenario)/\($0.profile)/\($0.engine): \($0.status) \($0.reason)"
+        }
         #expect(notPassed.isEmpty, "\(notPassed.joined(separator: "\n"))")
         #expect(report.verdicts.filter(\.wrongReason).isEmpty, "\(report.verdicts.filter(\.wrongReason).map(\.reason))")
         let rows = try #require(Self.rows[client.name])
@@ -87,21 +95,37 @@ struct RevocationScenarioTests {
     @Test("without a staple, the checking clients fetch the status the leaf names from the scenario's responder")
     func fetchedStatusDecides() async throws {
         let client = try #require(BuiltInClients.named("correct-revocation-hard"))
-        let report = try await TestLab.runner().run(.inProcess(client), options: CheckOptions(
-            engines: [Engines.openssl], profiles: [.leafSPKI],
-            scenarios: ["crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable", "revoked-key-replay", "crl-revoked-intermediate"]))
-        func detail(_ s: String) -> String { report.verdicts.first { $0.scenario == s && $0.profile == .leafSPKI }?.clientDetail ?? "" }
-        #expect(detail("crl-revoked-leaf").contains("the CRL at http://crl.pinning.test/lab-intermediate-a.crl lists the certificate as revoked"),
-                "\(detail("crl-revoked-leaf"))")
+        let report = try await TestLab.runner().run(
+            .inProcess(client),
+            options: CheckOptions(
+                engines: [Engines.openssl], profiles: [.leafSPKI],
+                scenarios: [
+                    "crl-revoked-leaf", "crl-stale", "ocsp-responder-unreachable", "revoked-key-replay",
+                    "crl-revoked-intermediate",
+                ]))
+        func detail(_ s: String) -> String {
+            report.verdicts.first { $0.scenario == s && $0.profile == .leafSPKI }?.clientDetail ?? ""
+        }
+        #expect(
+            detail("crl-revoked-leaf").contains(
+                "the CRL at http://crl.pinning.test/lab-intermediate-a.crl lists the certificate as revoked"),
+            "\(detail("crl-revoked-leaf"))")
         // The leaf's own CRL does not list it: the intermediate's, lab-root's, lists the intermediate.
-        #expect(detail("crl-revoked-intermediate").contains(
-            "the issuing CA certificate at depth 1: the CRL at http://crl.pinning.test/lab-root.crl lists the certificate as revoked"),
-                "\(detail("crl-revoked-intermediate"))")
-        #expect(detail("crl-stale").contains("not current (its nextUpdate has passed: stale)"), "\(detail("crl-stale"))")
-        #expect(detail("ocsp-responder-unreachable").contains("OCSP http://ocsp.pinning.test/lab-intermediate-a: connect to 127.0.0.1:"),
-                "\(detail("ocsp-responder-unreachable"))")
+        #expect(
+            detail("crl-revoked-intermediate").contains(
+                "the issuing CA certificate at depth 1: the CRL at http://crl.pinning.test/lab-root.crl lists the certificate as revoked"
+            ),
+            "\(detail("crl-revoked-intermediate"))")
+        #expect(
+            detail("crl-stale").contains("not current (its nextUpdate has passed: stale)"), "\(detail("crl-stale"))")
+        #expect(
+            detail("ocsp-responder-unreachable").contains(
+                "OCSP http://ocsp.pinning.test/lab-intermediate-a: connect to 127.0.0.1:"),
+            "\(detail("ocsp-responder-unreachable"))")
         // revoked-key-replay runs no responder: the lab's names lead nowhere, as when the attacker blocks them.
-        #expect(detail("revoked-key-replay").contains("no lab responder serves this scenario"), "\(detail("revoked-key-replay"))")
+        #expect(
+            detail("revoked-key-replay").contains("no lab responder serves this scenario"),
+            "\(detail("revoked-key-replay"))")
     }
 
     @Test("server.responder takes the three behaviours; anything else is an error naming the field and the choices")
@@ -117,7 +141,9 @@ struct RevocationScenarioTests {
             Issue.record("an unknown responder behaviour was accepted")
         } catch let e as ScenarioError {
             let text = String(describing: e)
-            #expect(text.contains("server.responder") && text.contains("stale-crll") && text.contains("as-issued, stale-crl, refuses-connections"), "\(text)")
+            #expect(
+                text.contains("server.responder") && text.contains("stale-crll")
+                    && text.contains("as-issued, stale-crl, refuses-connections"), "\(text)")
         }
     }
 
@@ -132,8 +158,9 @@ struct RevocationScenarioTests {
             let i = try #require(PinProfile.all.firstIndex(of: v.profile)) * 2
             let depends = Set([hardRow, softRow, noneRow].map { Array($0)[i] }).count > 1
             if depends {
-                #expect(v.status == .policy && v.reason.hasPrefix("undecided:") && v.reason.contains("--client-checks"),
-                        "\(v.scenario)/\(v.profile): \(v.status) \(v.reason)")
+                #expect(
+                    v.status == .policy && v.reason.hasPrefix("undecided:") && v.reason.contains("--client-checks"),
+                    "\(v.scenario)/\(v.profile): \(v.status) \(v.reason)")
             } else {
                 #expect(v.status == .pass, "\(v.scenario)/\(v.profile): \(v.status) \(v.reason)")
             }
@@ -143,14 +170,18 @@ struct RevocationScenarioTests {
 
     @Test("a client that claims hard-fail but checks nothing fails revoked-key-replay where K1 is still pinned")
     func claimNotKept() async throws {
-        var options = CheckOptions(engines: [Engines.openssl], scenarios: ["revoked-key-replay", "ocsp-stapled-revoked"])
+        var options = CheckOptions(
+            engines: [Engines.openssl], scenarios: ["revoked-key-replay", "ocsp-stapled-revoked"])
         options.clientChecks = ClientChecks(revocation: .hard)
-        let report = try await TestLab.runner().run(.inProcess(try #require(BuiltInClients.named("correct"))), options: options)
+        let report = try await TestLab.runner().run(
+            .inProcess(try #require(BuiltInClients.named("correct"))), options: options)
         let failed = Set(report.verdicts.filter { $0.status == .fail }.map { "\($0.scenario)/\($0.profile)" })
-        #expect(failed.contains("revoked-key-replay/leaf-spki+backup") && failed.contains("revoked-key-replay/leaf-spki"))
+        #expect(
+            failed.contains("revoked-key-replay/leaf-spki+backup") && failed.contains("revoked-key-replay/leaf-spki"))
         #expect(!failed.contains("revoked-key-replay/leaf-cert"), "the leaf-cert pin refuses it anyway")
         #expect(failed.count == 5 + 6, "\(failed.sorted())")
-        let v = try #require(report.verdicts.first { $0.scenario == "revoked-key-replay" && $0.profile == .leafSPKIBackup })
+        let v = try #require(
+            report.verdicts.first { $0.scenario == "revoked-key-replay" && $0.profile == .leafSPKIBackup })
         #expect(v.reason.contains("as a revocation=hard client"), "\(v.reason)")
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// Command clients through scenarios made of several connections: the per-step placeholders (`{url.2}`, …) and
@@ -8,7 +8,9 @@ import Testing
 @Suite("Command clients across steps")
 struct StepCommandTemplateTests {
     @Test func stepPlaceholdersAreKnownAndCounted() throws {
-        let t = try CommandTemplate(["client", "{url.1}", "--next", "[--pin {pins.curl.2}]", "{resolve.2}", "-w", "%{exitcode}"])
+        let t = try CommandTemplate([
+            "client", "{url.1}", "--next", "[--pin {pins.curl.2}]", "{resolve.2}", "-w", "%{exitcode}",
+        ])
         #expect(t.usesSteps && t.stepsNamed == 2)
         #expect(try !CommandTemplate(["curl", "{url}", "-w", "%{http_code}"]).usesSteps)
         // A step number is 1 or more, and only the per-connection placeholders come per step.
@@ -30,10 +32,15 @@ struct StepCommandTemplateTests {
             StepContext(step: 1, host: "cdn.pinning.test", port: 4002, pins: [], certificatePins: []),
             StepContext(step: 2, host: "api.pinning.test", port: 4002, pins: context.pins, certificatePins: []),
         ]
-        let args = try CommandTemplate(["c", "{url.1}", "[--pin {pins.curl.1}]", "--next", "{resolve.2}", "[--pin {pins.curl.2}]"])
-            .arguments(for: context)
-        #expect(args == ["c", "https://cdn.pinning.test:4002/", "--next", "api.pinning.test:4002:127.0.0.1", "--pin",
-                         "sha256//AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="])
+        let args = try CommandTemplate([
+            "c", "{url.1}", "[--pin {pins.curl.1}]", "--next", "{resolve.2}", "[--pin {pins.curl.2}]",
+        ])
+        .arguments(for: context)
+        #expect(
+            args == [
+                "c", "https://cdn.pinning.test:4002/", "--next", "api.pinning.test:4002:127.0.0.1", "--pin",
+                "sha256//AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=",
+            ])
         let env = context.environment
         #expect(env["PINLAB_URL_2"] == "https://api.pinning.test:4002/")
         #expect(env["PINLAB_PINS_1"] == "")
@@ -61,11 +68,15 @@ struct CurlNextTests {
     /// and a failed transfer does not stop the next one (no `--fail-early`).
     static func curlNext() throws -> CommandClient {
         func transfer(_ n: Int) -> [String] {
-            ["--silent", "--show-error", "--output", "/dev/null", "--write-out", "%{exitcode}\\n", "--max-time", "8",
-             "--noproxy", "*", "--resolve", "{resolve.\(n)}", "--cacert", "{ca}", "[--pinnedpubkey {pins.curl.\(n)}]", "{url.\(n)}"]
+            [
+                "--silent", "--show-error", "--output", "/dev/null", "--write-out", "%{exitcode}\\n", "--max-time", "8",
+                "--noproxy", "*", "--resolve", "{resolve.\(n)}", "--cacert", "{ca}",
+                "[--pinnedpubkey {pins.curl.\(n)}]", "{url.\(n)}",
+            ]
         }
         let template = try CommandTemplate(["curl"] + transfer(1) + ["--next"] + transfer(2))
-        return CommandClient(name: "curl-next", template: template, supportedProfiles: [.none, .leafSPKI, .leafSPKIBackup])
+        return CommandClient(
+            name: "curl-next", template: template, supportedProfiles: [.none, .leafSPKI, .leafSPKIBackup])
     }
 
     /// What curl's documented behaviour predicts, on both engines:
@@ -94,7 +105,9 @@ struct CurlNextTests {
                 #expect(resumed, "\(v.scenario) \(v.profile) \(v.engine): step 2 should resume step 1's session")
                 #expect(steps[1].observed == .accepted)
             default:
-                #expect(!resumed, "\(v.scenario) \(v.profile) \(v.engine): a pinned transfer must not match an unpinned session")
+                #expect(
+                    !resumed,
+                    "\(v.scenario) \(v.profile) \(v.engine): a pinned transfer must not match an unpinned session")
                 #expect(steps[1].observed == .refused && steps[1].category == .pinMismatch, "\(steps[1].reason)")
             }
         }
@@ -116,8 +129,12 @@ struct CurlNextTests {
             #expect(v.status == .pass, "\(cell): \(v.status) \(v.reason)")
             let steps = try #require(v.steps, "\(cell) has no steps: \(v.reason)")
             #expect(steps[0].observed == .accepted, "\(cell)")
-            #expect(steps[1].evidence?.resumption == nil, "\(cell): step 2 must be a full handshake with the new certificate")
-            #expect(steps[1].observed == (v.profile == PinProfile.none ? .accepted : .refused), "\(cell): \(steps[1].reason)")
+            #expect(
+                steps[1].evidence?.resumption == nil,
+                "\(cell): step 2 must be a full handshake with the new certificate")
+            #expect(
+                steps[1].observed == (v.profile == PinProfile.none ? .accepted : .refused),
+                "\(cell): \(steps[1].reason)")
         }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// Real TLS stacks nobody on the project wrote, through the scenarios made of two connections, each keeping one
@@ -18,8 +18,9 @@ struct StepRealClientTests {
     static func client(_ name: String, _ command: [String]) throws -> CommandClient {
         // The step placeholders tell the runner to run both connections in this one process; the script reads
         // them from PINLAB_STEPS.
-        CommandClient(name: name, template: try CommandTemplate(command + ["{url.1}", "{url.2}"]),
-                      supportedProfiles: [.none, .leafSPKI, .leafSPKIBackup], timeout: .seconds(30))
+        CommandClient(
+            name: name, template: try CommandTemplate(command + ["{url.1}", "{url.2}"]),
+            supportedProfiles: [.none, .leafSPKI, .leafSPKIBackup], timeout: .seconds(30))
     }
 
     /// Runs `client` through the two scenarios on both engines and checks that it fails exactly `predicted`
@@ -33,7 +34,10 @@ struct StepRealClientTests {
         for engine in ["openssl", "gnutls"] {
             let failed = report.cells(.fail, engine: engine)
             let expected = cells(["resumption-after-unpinned-handshake"], predicted)
-            #expect(failed == expected, "\(client.name) on \(engine): failed \(failed.sorted()), predicted \(expected.sorted()); \(report.verdicts.filter { $0.status == .fail || $0.status == .error }.map(\.reason))")
+            #expect(
+                failed == expected,
+                "\(client.name) on \(engine): failed \(failed.sorted()), predicted \(expected.sorted()); \(report.verdicts.filter { $0.status == .fail || $0.status == .error }.map(\.reason))"
+            )
             for p in [PinProfile.none] + Self.pinned {
                 let v = try #require(report.verdict("resumption-after-unpinned-handshake", p, engine))
                 let steps = try #require(v.steps, "\(v.reason)")
@@ -43,10 +47,13 @@ struct StepRealClientTests {
                 // handshake (Go's VerifyConnection, before its Finished) leaves the server no completed resumption
                 // to record; where its detail reaches the reason, it says itself that the session was resumed.
                 if steps[1].observed == .accepted {
-                    #expect(steps[1].evidence?.resumption != nil,
-                            "\(client.name) \(engine) \(p): step 2 did not resume step 1's session: \(steps[1].reason)")
+                    #expect(
+                        steps[1].evidence?.resumption != nil,
+                        "\(client.name) \(engine) \(p): step 2 did not resume step 1's session: \(steps[1].reason)")
                 } else if steps[1].reason.contains("resumed session:") {
-                    #expect(steps[1].reason.contains("resumed session: true"), "\(client.name) \(engine) \(p): \(steps[1].reason)")
+                    #expect(
+                        steps[1].reason.contains("resumed session: true"),
+                        "\(client.name) \(engine) \(p): \(steps[1].reason)")
                 }
                 let genuine = try #require(report.verdict("resumption-genuine", p, engine))
                 #expect(genuine.status == .pass, "\(client.name) \(engine) \(p): \(genuine.reason)")
@@ -60,9 +67,11 @@ struct StepRealClientTests {
     @Test(.requires("python3"))
     func pythonSSLWithSession() async throws {
         let script = Self.folder.appendingPathComponent("session_pinning.py").path
-        try await expect(try Self.client("python-every-connection", ["python3", script, "every-connection"]), fails: [])
-        try await expect(try Self.client("python-full-handshake-only", ["python3", script, "full-handshake-only"]),
-                         fails: Self.pinned)
+        try await expect(
+            try Self.client("python-every-connection", ["python3", script, "every-connection"]), fails: [])
+        try await expect(
+            try Self.client("python-full-handshake-only", ["python3", script, "full-handshake-only"]),
+            fails: Self.pinned)
     }
 
     /// Node's `tls`: `onConnectSecure` (lib/_tls_wrap.js) calls `checkServerIdentity` only when
@@ -72,8 +81,9 @@ struct StepRealClientTests {
     func nodeTLSWithSession() async throws {
         let script = Self.folder.appendingPathComponent("session_pinning.js").path
         try await expect(try Self.client("node-secure-connect", ["node", script, "secure-connect"]), fails: [])
-        try await expect(try Self.client("node-check-server-identity", ["node", script, "check-server-identity"]),
-                         fails: Self.pinned)
+        try await expect(
+            try Self.client("node-check-server-identity", ["node", script, "check-server-identity"]),
+            fails: Self.pinned)
     }
 
     /// Node's `http2`, keeping its sessions open and coalescing: step 2's request for the pinned api.pinning.test
@@ -92,16 +102,21 @@ struct StepRealClientTests {
             for engine in ["openssl", "gnutls"] {
                 let failed = report.cells(.fail, engine: engine)
                 let expected = cells(["h2-coalescing-pinned-host"], predicted)
-                #expect(failed == expected, "\(mode) on \(engine): failed \(failed.sorted()), predicted \(expected.sorted()); \(report.verdicts.filter { $0.status == .fail || $0.status == .error }.map(\.reason))")
+                #expect(
+                    failed == expected,
+                    "\(mode) on \(engine): failed \(failed.sorted()), predicted \(expected.sorted()); \(report.verdicts.filter { $0.status == .fail || $0.status == .error }.map(\.reason))"
+                )
                 for p in [PinProfile.none] + Self.pinned {
                     let v = try #require(report.verdict("h2-coalescing-pinned-host", p, engine))
                     let steps = try #require(v.steps, "\(v.reason)")
                     #expect(steps[0].observed == .accepted, "\(mode) \(engine) \(p) step 1: \(steps[0].reason)")
                     // Where step 2 reached the interceptor, it did so as a stream on step 1's connection: coalesced.
                     if p == .none || mode == "reuses-blindly" {
-                        #expect(steps[1].observed == .accepted
-                                && steps[1].evidence?.requestLine?.contains("on connection 1, opened in an earlier step") == true,
-                                "\(mode) \(engine) \(p) step 2: \(steps[1].reason)")
+                        #expect(
+                            steps[1].observed == .accepted
+                                && steps[1].evidence?.requestLine?.contains(
+                                    "on connection 1, opened in an earlier step") == true,
+                            "\(mode) \(engine) \(p) step 2: \(steps[1].reason)")
                     } else {
                         #expect(steps[1].observed == .refused, "\(mode) \(engine) \(p) step 2: \(steps[1].reason)")
                     }
@@ -126,7 +141,8 @@ struct StepRealClientTests {
             environment: env, timeout: .seconds(180))
         try #require(made.status == 0, "go build: \(String(decoding: made.stderr, as: UTF8.self))")
         try await expect(try Self.client("go-verify-connection", [binary, "verify-connection"]), fails: [])
-        try await expect(try Self.client("go-verify-peer-certificate", [binary, "verify-peer-certificate"]),
-                         fails: Self.pinned)
+        try await expect(
+            try Self.client("go-verify-peer-certificate", [binary, "verify-peer-certificate"]),
+            fails: Self.pinned)
     }
 }

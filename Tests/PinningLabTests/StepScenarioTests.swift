@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 import Testing
 
 /// Scenarios made of several connections (`steps:`): the file format, the per-step verdicts, clients that cannot
@@ -17,7 +17,8 @@ struct StepScenarioTests {
         client:
           trust: lab-root+proxy-root
         """
-    static let allAccept = "{none: accept, leaf-cert: accept, leaf-spki: accept, leaf-spki+backup: accept, intermediate-spki: accept, root-spki: accept}"
+    static let allAccept =
+        "{none: accept, leaf-cert: accept, leaf-spki: accept, leaf-spki+backup: accept, intermediate-spki: accept, root-spki: accept}"
 
     func parse(_ yaml: String) throws -> Scenario {
         try ScenarioLoader.parse(yaml: yaml, file: "steps-test.yaml")
@@ -42,24 +43,26 @@ struct StepScenarioTests {
     }
 
     @Test func aStepNamesAKnownParty() throws {
-        let yaml = Self.header + """
+        let yaml =
+            Self.header + """
 
-            steps:
-              - {host: localhost, expect: \(Self.allAccept)}
-              - {host: localhost, party: interceptr, expect: \(Self.allAccept)}
-            """
+                steps:
+                  - {host: localhost, expect: \(Self.allAccept)}
+                  - {host: localhost, party: interceptr, expect: \(Self.allAccept)}
+                """
         let e = #expect(throws: ScenarioError.self) { try parse(yaml) }
         #expect(e?.field == "steps[1].party")
         #expect(e?.description.contains("'interceptr' is not a party") == true, "\(String(describing: e))")
     }
 
     @Test func pinsAreInForceOrAbsent() throws {
-        let yaml = Self.header + """
+        let yaml =
+            Self.header + """
 
-            steps:
-              - {host: localhost, pins: later, expect: \(Self.allAccept)}
-              - {host: localhost, expect: \(Self.allAccept)}
-            """
+                steps:
+                  - {host: localhost, pins: later, expect: \(Self.allAccept)}
+                  - {host: localhost, expect: \(Self.allAccept)}
+                """
         let e = #expect(throws: ScenarioError.self) { try parse(yaml) }
         #expect(e?.field == "steps[0].pins")
         #expect(e?.fix.contains("absent") == true)
@@ -69,31 +72,35 @@ struct StepScenarioTests {
         let one = Self.header + "\nsteps:\n  - {host: localhost, expect: \(Self.allAccept)}\n"
         let e1 = #expect(throws: ScenarioError.self) { try parse(one) }
         #expect(e1?.field == "steps")
-        let both = Self.header + """
+        let both =
+            Self.header + """
 
-            expect: \(Self.allAccept)
-            steps:
-              - {host: localhost, expect: \(Self.allAccept)}
-              - {host: localhost, expect: \(Self.allAccept)}
-            """
+                expect: \(Self.allAccept)
+                steps:
+                  - {host: localhost, expect: \(Self.allAccept)}
+                  - {host: localhost, expect: \(Self.allAccept)}
+                """
         let e2 = #expect(throws: ScenarioError.self) { try parse(both) }
         #expect(e2?.field == "expect")
-        let missing = Self.header + """
+        let missing =
+            Self.header + """
 
-            steps:
-              - {host: localhost, expect: \(Self.allAccept)}
-              - {host: localhost, expect: {none: accept}}
-            """
+                steps:
+                  - {host: localhost, expect: \(Self.allAccept)}
+                  - {host: localhost, expect: {none: accept}}
+                """
         let e3 = #expect(throws: ScenarioError.self) { try parse(missing) }
         #expect(e3?.field == "steps[1].expect.leaf-cert", "\(String(describing: e3))")
     }
 
     @Test func aTicketKeyNeedsTickets() throws {
-        let yaml = Self.header.replacingOccurrences(of: "resumption: tickets", with: "resumption: ids\n  ticket-key: shared")
+        let yaml =
+            Self.header.replacingOccurrences(of: "resumption: tickets", with: "resumption: ids\n  ticket-key: shared")
             + "\nexpect: \(Self.allAccept)\n"
         let e = #expect(throws: ScenarioError.self) { try parse(yaml) }
         #expect(e?.field == "server.ticket-key")
-        let bad = Self.header.replacingOccurrences(of: "resumption: tickets", with: "resumption: always")
+        let bad =
+            Self.header.replacingOccurrences(of: "resumption: tickets", with: "resumption: always")
             + "\nexpect: \(Self.allAccept)\n"
         let e2 = #expect(throws: ScenarioError.self) { try parse(bad) }
         #expect(e2?.field == "server.resumption")
@@ -128,7 +135,8 @@ struct StepScenarioTests {
     func verdictPerStep() async throws {
         let runner = try await TestLab.runner()
         let correct = try await runner.run(
-            .inProcess(BuiltInClients.named("correct")!), options: CheckOptions(scenarios: ["resumption-after-unpinned-handshake"]))
+            .inProcess(BuiltInClients.named("correct")!),
+            options: CheckOptions(scenarios: ["resumption-after-unpinned-handshake"]))
         #expect(correct.verdicts.allSatisfy { $0.status == .pass }, "\(correct.verdicts.map(\.reason))")
         for v in correct.verdicts {
             let steps = try #require(v.steps)
@@ -154,21 +162,24 @@ struct StepScenarioTests {
         #expect(early.parties["interceptor"]?.earlyData == true && !early.server.earlyData)
         #expect(early.steps.map(\.earlyData) == [false, true])
         #expect(early.expectedRow == "A X X X X X")
-        let bad = Self.header.replacingOccurrences(of: "resumption: tickets", with: "resumption: tickets\n  early-data: yes")
+        let bad =
+            Self.header.replacingOccurrences(of: "resumption: tickets", with: "resumption: tickets\n  early-data: yes")
             + "\nexpect: \(Self.allAccept)\n"
         let e = #expect(throws: ScenarioError.self) { try parse(bad) }
         #expect(e?.field == "server.early-data")
-        let noTickets = Self.header.replacingOccurrences(of: "resumption: tickets", with: "resumption: ids\n  early-data: accept")
+        let noTickets =
+            Self.header.replacingOccurrences(of: "resumption: tickets", with: "resumption: ids\n  early-data: accept")
             + "\nexpect: \(Self.allAccept)\n"
         let e2 = #expect(throws: ScenarioError.self) { try parse(noTickets) }
         #expect(e2?.field == "server.early-data")
         #expect(e2?.fix.contains("resumption: tickets") == true)
-        let step = Self.header + """
+        let step =
+            Self.header + """
 
-            steps:
-              - {host: localhost, expect: \(Self.allAccept)}
-              - {host: localhost, early-data: always, expect: \(Self.allAccept)}
-            """
+                steps:
+                  - {host: localhost, expect: \(Self.allAccept)}
+                  - {host: localhost, early-data: always, expect: \(Self.allAccept)}
+                """
         let e3 = #expect(throws: ScenarioError.self) { try parse(step) }
         #expect(e3?.field == "steps[1].early-data")
     }
@@ -224,7 +235,10 @@ struct StepScenarioTests {
         let doc = dir.appendingPathComponent("steps-report-\(UUID().uuidString).json")
         try ReportSchemas.json.write(to: schema, atomically: true, encoding: .utf8)
         try json.write(to: doc, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: schema); try? FileManager.default.removeItem(at: doc) }
+        defer {
+            try? FileManager.default.removeItem(at: schema)
+            try? FileManager.default.removeItem(at: doc)
+        }
         let script = """
             import json, sys, jsonschema
             schema = json.load(open(sys.argv[1])); doc = json.load(open(sys.argv[2]))

@@ -1,6 +1,6 @@
 import Foundation
-import PinningLabTestSupport
 import PinningLab
+import PinningLabTestSupport
 
 /// One lab PKI for the whole test process, in a temporary folder (keys are generated there once and reused by
 /// later runs; nothing is committed).
@@ -12,8 +12,9 @@ enum TestLab {
     /// test of the process stalled for ~56 s at start-up — long enough for servers' timeouts to fire.
     static func pki() async throws -> LabPKI { try await Lab.openPKI(directory: directory) }
 
-    static func runner() async throws -> CheckRunner { CheckRunner(pki: try await pki(), catalogue: try Catalogue.bundled()) }
-
+    static func runner() async throws -> CheckRunner {
+        CheckRunner(pki: try await pki(), catalogue: try Catalogue.bundled())
+    }
 
     /// Runs a tool and returns its exit status and combined output (with `posix_spawn`, not Foundation's
     /// `Process`, which can crash in a test process with many descriptors open).
@@ -23,7 +24,6 @@ enum TestLab {
         return (r.status, r.output)
     }
 }
-
 
 struct ToolError: Error, CustomStringConvertible { var description: String }
 
@@ -38,7 +38,10 @@ struct Cell: Hashable, CustomStringConvertible, Comparable {
 extension CheckReport {
     /// The cells with `status` on `engine`.
     func cells(_ status: Verdict.Status, engine: String) -> Set<Cell> {
-        Set(verdicts.filter { $0.status == status && $0.engine == engine }.map { Cell(scenario: $0.scenario, profile: $0.profile) })
+        Set(
+            verdicts.filter { $0.status == status && $0.engine == engine }.map {
+                Cell(scenario: $0.scenario, profile: $0.profile)
+            })
     }
 }
 

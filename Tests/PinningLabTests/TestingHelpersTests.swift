@@ -1,14 +1,14 @@
-import PinningLabTestSupport
 import Foundation
-import PinningLabTesting
 import PinningLab
 import PinningLabCore
+import PinningLabTestSupport
+import PinningLabTesting
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A client that refuses the way real Swift clients do: by throwing.
@@ -134,7 +134,10 @@ struct TestingHelpersTests {
         }
         // One for these eight openings; a suite running beside this one may be opening another folder on a thread
         // of the same name at that moment (CI saw 2). Eight would be a thread per opening; none, the pool blocked.
-        #expect((1...3).contains(openers), "expected one dedicated thread waiting for the PKI lock (and at most two of other suites), found \(openers)")
+        #expect(
+            (1...3).contains(openers),
+            "expected one dedicated thread waiting for the PKI lock (and at most two of other suites), found \(openers)"
+        )
         #expect(try await openings.value == 8)
     }
 
@@ -177,7 +180,8 @@ struct TestingHelpersTests {
         // And a root pin never matches a chain that does not carry the root (servers do not send it); the baseline
         // sends lab-root, so there the mistake does not show.
         let other = report.deviations.filter { $0.scenario != "chain-stuffing" }
-        #expect(other.map { "\($0.scenario) \($0.profile) \($0.engine)" }.sorted()
+        #expect(
+            other.map { "\($0.scenario) \($0.profile) \($0.engine)" }.sorted()
                 == ["root-not-sent root-spki gnutls", "root-not-sent root-spki openssl"])
     }
 }

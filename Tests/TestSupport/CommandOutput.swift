@@ -1,6 +1,6 @@
 public import Foundation
-import PinningLabCore
 import PinningLab
+import PinningLabCore
 import PinningLabPKI
 
 /// What a finished command printed, and its status (-9 when it was killed at its time limit).

@@ -28,11 +28,14 @@ public enum TCPConnections {
                 let f = line.split(separator: " ", omittingEmptySubsequences: true)
                 // f[1] local address:port, f[2] remote address:port, f[3] state, f[4] tx_queue:rx_queue (hex).
                 guard f.count > 4, let local = f[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
-                      let remote = f[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
-                      let state = Int(f[3], radix: 16), state != 0x0A, local == port || remote == port else { continue }
+                    let remote = f[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
+                    let state = Int(f[3], radix: 16), state != 0x0A, local == port || remote == port
+                else { continue }
                 let queues = f[4].split(separator: ":").map { Int($0, radix: 16) ?? 0 }
-                out.append(Connection(localPort: local, remotePort: remote, state: state,
-                                      sendQueue: queues.first ?? 0, receiveQueue: queues.last ?? 0))
+                out.append(
+                    Connection(
+                        localPort: local, remotePort: remote, state: state,
+                        sendQueue: queues.first ?? 0, receiveQueue: queues.last ?? 0))
             }
         }
         return out

@@ -1,6 +1,6 @@
 public import Foundation
-import PinningLabPKI
 import PinningLabBase
+import PinningLabPKI
 
 /// The one folder below which a test process writes its files: a scratch folder of the package's own kind
 /// (`ScratchFolders`: `pinlab-test-run-PID-…`, mode 0700, locked while the process lives), removed when the process
@@ -16,7 +16,9 @@ public enum TestScratch {
             atexit { ScratchFolders.removeAll() }
             return url
         } catch {
-            fatalError("TestScratch: cannot create the test folder in \(FileManager.default.temporaryDirectory.path): \(error)")
+            fatalError(
+                "TestScratch: cannot create the test folder in \(FileManager.default.temporaryDirectory.path): \(error)"
+            )
         }
     }()
 

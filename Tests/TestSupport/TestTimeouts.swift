@@ -10,7 +10,8 @@ public enum TestTimeouts {
     /// `PINLAB_TEST_TIMEOUT_SCALE`, when it is a positive number; 1 otherwise.
     public static let scale: Double = {
         guard let text = ProcessInfo.processInfo.environment["PINLAB_TEST_TIMEOUT_SCALE"], let value = Double(text),
-              value.isFinite, value > 0 else { return 1 }
+            value.isFinite, value > 0
+        else { return 1 }
         return value
     }()
 

@@ -1,9 +1,9 @@
 import Foundation
-public import Testing
 import PinningLab
-import PinningLabPKI
-import PinningLabCore
 import PinningLabBase
+import PinningLabCore
+import PinningLabPKI
+public import Testing
 
 /// The command-line tools the test suites call, found on the PATH — one lookup for every suite.
 ///
@@ -27,7 +27,8 @@ public enum Tool {
     public static func hasPythonModule(_ module: String) -> Bool {
         pythonModules.withLock { known in
             if let k = known[module] { return k }
-            let has = path("python3") != nil
+            let has =
+                path("python3") != nil
                 && ChildProcess.runBlocking(["python3", "-c", "import \(module)"], timeout: .seconds(60)).status == 0
             known[module] = has
             return has
@@ -38,7 +39,8 @@ public enum Tool {
     /// How to install `name` (Debian/Ubuntu and Homebrew).
     public static func installHint(_ name: String) -> String {
         let debian: [String: String] = [
-            "gnutls-cli": "gnutls-bin", "gnutls-serv": "gnutls-bin", "certtool": "gnutls-bin", "xmllint": "libxml2-utils",
+            "gnutls-cli": "gnutls-bin", "gnutls-serv": "gnutls-bin", "certtool": "gnutls-bin",
+            "xmllint": "libxml2-utils",
             "java": "default-jdk-headless", "javac": "default-jdk-headless", "go": "golang-go", "node": "nodejs",
             "chromium": "chromium", "openssl": "openssl", "curl": "curl", "python3": "python3", "git": "git",
             "pgrep": "procps", "nghttp": "nghttp2-client", "h2load": "nghttp2-client",
@@ -64,29 +66,37 @@ extension Trait where Self == ConditionTrait {
     /// Runs the test or suite only where every tool in `tools` is on the PATH — skipped with the install hint
     /// elsewhere — and always in CI, where a missing tool fails it.
     public static func requires(_ tools: String..., sourceLocation: SourceLocation = #_sourceLocation) -> Self {
-        .enabled(if: Tool.runs(needing: tools), Comment(rawValue: Tool.skipReason(tools)), sourceLocation: sourceLocation)
+        .enabled(
+            if: Tool.runs(needing: tools), Comment(rawValue: Tool.skipReason(tools)), sourceLocation: sourceLocation)
     }
 
     /// Runs the test only where HTTP/2 can be spoken (nghttp2's runtime library loads, see `HTTP2.availability`):
     /// skipped elsewhere with the package that installs it, always run in CI.
     public static func requiresHTTP2(sourceLocation: SourceLocation = #_sourceLocation) -> Self {
-        .enabled(if: Tool.inCI || HTTP2.availability.isAvailable,
-                 Comment(rawValue: "needs the nghttp2 library (apt-get install libnghttp2-14 or brew install nghttp2): "
-                     + (HTTP2.availability.unavailableReason ?? "available") + "; CI installs it"),
-                 sourceLocation: sourceLocation)
+        .enabled(
+            if: Tool.inCI || HTTP2.availability.isAvailable,
+            Comment(
+                rawValue: "needs the nghttp2 library (apt-get install libnghttp2-14 or brew install nghttp2): "
+                    + (HTTP2.availability.unavailableReason ?? "available") + "; CI installs it"),
+            sourceLocation: sourceLocation)
     }
 
     /// Like ``requires(_:sourceLocation:)`` for a python3 module (`pip install MODULE`).
     public static func requiresPython(module: String, sourceLocation: SourceLocation = #_sourceLocation) -> Self {
-        .enabled(if: Tool.inCI || Tool.hasPythonModule(module),
-                 Comment(rawValue: "needs python3 with the \(module) module (pip install \(module)); CI installs it"),
-                 sourceLocation: sourceLocation)
+        .enabled(
+            if: Tool.inCI || Tool.hasPythonModule(module),
+            Comment(rawValue: "needs python3 with the \(module) module (pip install \(module)); CI installs it"),
+            sourceLocation: sourceLocation)
     }
 
     /// Like ``requires(_:sourceLocation:)`` for a file a package installs (a jar, say).
-    public static func requiresFile(_ path: String, package: String, sourceLocation: SourceLocation = #_sourceLocation) -> Self {
-        .enabled(if: Tool.inCI || FileManager.default.fileExists(atPath: path),
-                 Comment(rawValue: "needs \(path) (apt-get install \(package)); CI installs it"), sourceLocation: sourceLocation)
+    public static func requiresFile(_ path: String, package: String, sourceLocation: SourceLocation = #_sourceLocation)
+        -> Self
+    {
+        .enabled(
+            if: Tool.inCI || FileManager.default.fileExists(atPath: path),
+            Comment(rawValue: "needs \(path) (apt-get install \(package)); CI installs it"),
+            sourceLocation: sourceLocation)
     }
 }
 

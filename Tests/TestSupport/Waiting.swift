@@ -43,7 +43,8 @@ public func waitReadable(_ fd: Int32, until end: ContinuousClock.Instant) -> Boo
     while true {
         let left = ContinuousClock.now.duration(to: end)
         guard left > .zero else { return false }
-        let ms = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+        let ms = Int32(
+            clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let n = poll(&p, 1, ms)
         if n > 0 { return true }

@@ -1,10 +1,10 @@
+import Crypto
 import Foundation
 import NIOConcurrencyHelpers
 import NIOSSL
-import X509
-import Crypto
-import _CryptoExtras
 import SwiftASN1
+import X509
+import _CryptoExtras
 
 /// Validates the presented chain, then matches pins. Runs inside swift-nio-ssl's custom verification callback,
 /// which replaces BoringSSL's own checks: so everything a browser checks is checked here.
@@ -15,7 +15,10 @@ final class ChainEvaluator: Sendable {
     let pinMatching: PinningHTTPSClient.PinMatching
     private let recorded = NIOLockedValueBox<PinningClientError?>(nil)
 
-    init(host: String, roots: [Certificate], pins: Set<PinningHTTPSClient.Pin>, pinMatching: PinningHTTPSClient.PinMatching) {
+    init(
+        host: String, roots: [Certificate], pins: Set<PinningHTTPSClient.Pin>,
+        pinMatching: PinningHTTPSClient.PinMatching
+    ) {
         self.host = host
         self.roots = roots
         self.pins = pins
@@ -28,8 +31,10 @@ final class ChainEvaluator: Sendable {
     func evaluate(_ presentedNIO: [NIOSSLCertificate]) async -> NIOSSLVerificationResultWithMetadata {
         do {
             let validated = try await validatedChain(presentedNIO)
-            return .certificateVerified(VerificationMetadata(ValidatedCertificateChain(
-                try validated.map { try NIOSSLCertificate(bytes: try derBytes($0), format: .der) })))
+            return .certificateVerified(
+                VerificationMetadata(
+                    ValidatedCertificateChain(
+                        try validated.map { try NIOSSLCertificate(bytes: try derBytes($0), format: .der) })))
         } catch let e as PinningClientError {
             recorded.withLockedValue { $0 = e }
             return .failed
@@ -61,7 +66,8 @@ final class ChainEvaluator: Sendable {
         for certificate in candidates where try matches(certificate) { return chain }
         throw PinningClientError(
             .pinMismatch,
-            "no pinned key or certificate in the \(pinMatching == .validatedChain ? "validated" : "presented") chain (\(chain.count) certificates)")
+            "no pinned key or certificate in the \(pinMatching == .validatedChain ? "validated" : "presented") chain (\(chain.count) certificates)"
+        )
     }
 
     private func matches(_ c: Certificate) throws -> Bool {

@@ -44,9 +44,11 @@ final class HTTPExchange: ChannelInboundHandler, RemovableChannelHandler {
             let body = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
             done.succeed(.init(statusLine: String(head), body: body))
         } else {
-            done.fail(PinningClientError(
-                handshakeCompleted ? .http : .handshake,
-                handshakeCompleted ? "the server closed without an HTTP response" : "the connection closed during the handshake"))
+            done.fail(
+                PinningClientError(
+                    handshakeCompleted ? .http : .handshake,
+                    handshakeCompleted
+                        ? "the server closed without an HTTP response" : "the connection closed during the handshake"))
         }
         context.fireChannelInactive()
     }

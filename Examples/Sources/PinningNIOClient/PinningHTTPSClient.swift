@@ -1,3 +1,4 @@
+import Crypto
 // A small pinning HTTPS client on swift-nio-ssl, written the way a server-side Swift engineer would pin.
 //
 // 1. The chain is validated (path to a trusted root, validity, name constraints, basic constraints, host name, a
@@ -10,7 +11,6 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 public import X509
-import Crypto
 import _CryptoExtras
 
 /// An HTTPS GET with certificate pinning.
@@ -109,15 +109,21 @@ public struct PinningHTTPSClient: Sendable {
             .rsaPssRsaeSha256, .rsaPssRsaeSha384, .rsaPssRsaeSha512, .rsaPkcs1Sha256, .rsaPkcs1Sha384, .rsaPkcs1Sha512,
         ]
         if let id = clientIdentity {
-            tls.certificateChain = try id.certificateChainDER.map { .certificate(try NIOSSLCertificate(bytes: $0, format: .der)) }
+            tls.certificateChain = try id.certificateChainDER.map {
+                .certificate(try NIOSSLCertificate(bytes: $0, format: .der))
+            }
             tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: id.privateKeyPKCS8DER, format: .der))
         }
         let context = try NIOSSLContext(configuration: tls)
-        let request = "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: PinningNIOClient\r\nConnection: close\r\n\r\n"
+        let request =
+            "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: PinningNIOClient\r\nConnection: close\r\n\r\n"
         let group = MultiThreadedEventLoopGroup.singleton
         let done = group.next().makePromise(of: Response.self)
-        let deadline = NIODeadline.now() + TimeAmount.nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
-            + timeout.components.attoseconds / 1_000_000_000)
+        let deadline =
+            NIODeadline.now()
+            + TimeAmount.nanoseconds(
+                Int64(timeout.components.seconds) * 1_000_000_000
+                    + timeout.components.attoseconds / 1_000_000_000)
         let channel: any Channel
         do {
             channel = try await ClientBootstrap(group: group)

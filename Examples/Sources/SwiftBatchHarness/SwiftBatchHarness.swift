@@ -40,8 +40,12 @@ public enum SwiftBatchHarness {
         /// `api.pinning.test`), so that no spelling of a host escapes its pins.
         public func apply(to host: String) -> Bool {
             guard let domain, !domain.isEmpty else { return true }
-            func normal(_ s: String) -> String { let l = s.lowercased(); return l.hasSuffix(".") ? String(l.dropLast()) : l }
-            let h = normal(host), d = normal(domain)
+            func normal(_ s: String) -> String {
+                let l = s.lowercased()
+                return l.hasSuffix(".") ? String(l.dropLast()) : l
+            }
+            let h = normal(host)
+            let d = normal(domain)
             return h == d || (includeSubdomains == true && h.hasSuffix("." + d))
         }
     }
@@ -88,18 +92,25 @@ public enum SwiftBatchHarness {
         let t0 = ContinuousClock.now
         func answer(_ claim: String, _ detail: String, _ category: String? = nil) -> Answer {
             let d = ContinuousClock.now - t0
-            return Answer(id: cell.id, claim: claim, detail: detail, category: category,
-                          milliseconds: Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
+            return Answer(
+                id: cell.id, claim: claim, detail: detail, category: category,
+                milliseconds: Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
         }
         do {
             let roots = try pemBlocks(cell.trustFile)
             let hashes = cell.pins.apply(to: cell.host) ? cell.pins.hex.map(bytes(hex:)) : []
-            let pins = Set(hashes.map { cell.pins.kind == "certificate-sha256" ? PinningHTTPSClient.Pin.certificateSHA256($0) : .spkiSHA256($0) })
+            let pins = Set(
+                hashes.map {
+                    cell.pins.kind == "certificate-sha256"
+                        ? PinningHTTPSClient.Pin.certificateSHA256($0) : .spkiSHA256($0)
+                })
             let identity = try cell.clientIdentity.map {
-                PinningHTTPSClient.ClientIdentity(certificateChainDER: try pemBlocks($0.certificateFile),
-                                                  privateKeyPKCS8DER: try pemBlocks($0.keyFile).first ?? [])
+                PinningHTTPSClient.ClientIdentity(
+                    certificateChainDER: try pemBlocks($0.certificateFile),
+                    privateKeyPKCS8DER: try pemBlocks($0.keyFile).first ?? [])
             }
-            let client = try PinningHTTPSClient(trustRootsDER: roots, pins: pins, clientIdentity: identity, timeout: timeout)
+            let client = try PinningHTTPSClient(
+                trustRootsDER: roots, pins: pins, clientIdentity: identity, timeout: timeout)
             let response = try await client.get(host: cell.host, port: cell.port, address: cell.ip)
             return answer("accepted", response.statusLine)
         } catch let e as PinningClientError {

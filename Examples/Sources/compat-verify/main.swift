@@ -40,7 +40,8 @@ struct ClientAuthPolicy: VerifierPolicy {
     let verifyingCriticalExtensions: [ASN1ObjectIdentifier] = [.X509ExtensionID.extendedKeyUsage]
     func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
         guard let eku = try? chain.leaf.extensions.extendedKeyUsage else { return .meetsPolicy }
-        return eku.contains(.clientAuth) ? .meetsPolicy : .failsToMeetPolicy(reason: "the EKU does not allow clientAuth")
+        return eku.contains(.clientAuth)
+            ? .meetsPolicy : .failsToMeetPolicy(reason: "the EKU does not allow clientAuth")
     }
 }
 
@@ -105,20 +106,23 @@ func boringSSL(_ c: Case) async -> Line {
         let channel: any Channel
         do {
             channel = try await ClientBootstrap(group: group)
-            .connectTimeout(.seconds(5))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandlers([
-                        try NIOSSLClientHandler(context: context, serverHostname: c.host), HandshakeWatcher(done: done),
-                    ])
+                .connectTimeout(.seconds(5))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandlers([
+                            try NIOSSLClientHandler(context: context, serverHostname: c.host),
+                            HandshakeWatcher(done: done),
+                        ])
+                    }
                 }
-            }
-            .connect(host: "127.0.0.1", port: port).get()
+                .connect(host: "127.0.0.1", port: port).get()
         } catch {
             done.fail(error)
             throw error
         }
-        let timer = channel.eventLoop.scheduleTask(in: .seconds(5)) { done.fail(ChannelError.connectTimeout(.seconds(5))) }
+        let timer = channel.eventLoop.scheduleTask(in: .seconds(5)) {
+            done.fail(ChannelError.connectTimeout(.seconds(5)))
+        }
         defer {
             timer.cancel()
             channel.close(promise: nil)
@@ -134,9 +138,14 @@ func boringSSL(_ c: Case) async -> Line {
 struct CompatVerify {
     static func main() async {
         let args = Array(CommandLine.arguments.dropFirst())
-        func value(_ flag: String) -> String? { args.firstIndex(of: flag).flatMap { args.indices.contains($0 + 1) ? args[$0 + 1] : nil } }
+        func value(_ flag: String) -> String? {
+            args.firstIndex(of: flag).flatMap { args.indices.contains($0 + 1) ? args[$0 + 1] : nil }
+        }
         guard let stack = value("--stack"), ["boringssl", "swift-certificates"].contains(stack) else {
-            FileHandle.standardError.write(Data("usage: compat-verify --stack boringssl|swift-certificates [--version | --mode path|handshake CASES.json]\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "usage: compat-verify --stack boringssl|swift-certificates [--version | --mode path|handshake CASES.json]\n"
+                        .utf8))
             exit(2)
         }
         if args.contains("--version") {
@@ -144,9 +153,10 @@ struct CompatVerify {
             return
         }
         guard let mode = value("--mode"), let file = args.last, let data = FileManager.default.contents(atPath: file),
-              let cases = try? JSONDecoder().decode([Case].self, from: data)
+            let cases = try? JSONDecoder().decode([Case].self, from: data)
         else {
-            FileHandle.standardError.write(Data("compat-verify: cannot read the case file (\(args.last ?? "none")): a JSON array of cases\n".utf8))
+            FileHandle.standardError.write(
+                Data("compat-verify: cannot read the case file (\(args.last ?? "none")): a JSON array of cases\n".utf8))
             exit(2)
         }
         let encoder = JSONEncoder()
@@ -154,11 +164,16 @@ struct CompatVerify {
             let line: Line
             switch (stack, mode) {
             case ("boringssl", "handshake"):
-                line = c.purpose == "client" ? Line(id: c.id, result: "n/a", detail: "client certificates are judged by path validation") : await boringSSL(c)
+                line =
+                    c.purpose == "client"
+                    ? Line(id: c.id, result: "n/a", detail: "client certificates are judged by path validation")
+                    : await boringSSL(c)
             case ("swift-certificates", "path"):
                 line = await swiftCertificates(c)
             default:
-                line = Line(id: c.id, result: "n/a", detail: "\(stack) is judged by \(stack == "boringssl" ? "handshake" : "path")")
+                line = Line(
+                    id: c.id, result: "n/a",
+                    detail: "\(stack) is judged by \(stack == "boringssl" ? "handshake" : "path")")
             }
             print(String(decoding: try! encoder.encode(line), as: UTF8.self))
         }

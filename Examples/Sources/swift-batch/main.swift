@@ -11,19 +11,23 @@ import PinningLab
 import SwiftBatchHarness
 
 let args = Array(CommandLine.arguments.dropFirst())
-func option(_ name: String) -> String? { args.firstIndex(of: name).flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil } }
+func option(_ name: String) -> String? {
+    args.firstIndex(of: name).flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil }
+}
 
 if args.first == "--in-process" {
     let runs = Int(option("--runs") ?? "1") ?? 1
-    let pki = try option("--dir").map { try Lab.pki(directory: URL(fileURLWithPath: $0, isDirectory: true)) } ?? Lab.pki()
+    let pki =
+        try option("--dir").map { try Lab.pki(directory: URL(fileURLWithPath: $0, isDirectory: true)) } ?? Lab.pki()
     let runner = CheckRunner(pki: pki, catalogue: try Catalogue.bundled())
     var seconds: [Double] = []
     var deviates = false
     for _ in 0..<runs {
-        let run = try await runner.runBatch(.inProcess(name: "swift-nio-ssl (batch)") { document in
-            let lines = (try? await SwiftBatchHarness.answers(for: try document.jsonData())) ?? []
-            return lines.compactMap { try? JSONDecoder().decode(BatchResult.self, from: Data($0.utf8)) }
-        })
+        let run = try await runner.runBatch(
+            .inProcess(name: "swift-nio-ssl (batch)") { document in
+                let lines = (try? await SwiftBatchHarness.answers(for: try document.jsonData())) ?? []
+                return lines.compactMap { try? JSONDecoder().decode(BatchResult.self, from: Data($0.utf8)) }
+            })
         print(run.report.summaryLine)
         for p in run.problems { print("problem: \(p)") }
         seconds.append(run.report.durationSeconds)
@@ -35,5 +39,6 @@ if args.first == "--in-process" {
 }
 
 let path = ProcessInfo.processInfo.environment["PINLAB_BATCH"]
-let json = try path.map { try Data(contentsOf: URL(fileURLWithPath: $0)) } ?? FileHandle.standardInput.readDataToEndOfFile()
+let json =
+    try path.map { try Data(contentsOf: URL(fileURLWithPath: $0)) } ?? FileHandle.standardInput.readDataToEndOfFile()
 for line in try await SwiftBatchHarness.answers(for: json) { print(line) }

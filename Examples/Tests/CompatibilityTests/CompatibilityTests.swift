@@ -9,7 +9,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 private let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -25,10 +25,12 @@ private struct Run {
 /// Runs a command with posix_spawn (not Foundation's Process, which crashed this project's CI once:
 /// swift-corelibs-foundation#5472), its output going to temporary files.
 private func run(_ args: [String], environment: [String: String] = [:]) throws -> Run {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("compat-\(getpid())-\(UUID().uuidString.prefix(8))")
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "compat-\(getpid())-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: dir) }
-    let outPath = dir.appendingPathComponent("out").path, errPath = dir.appendingPathComponent("err").path
+    let outPath = dir.appendingPathComponent("out").path
+    let errPath = dir.appendingPathComponent("err").path
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -38,16 +40,17 @@ private func run(_ args: [String], environment: [String: String] = [:]) throws -
     let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
     let argv = (["/usr/bin/env"] + args).map { strdup($0) } + [nil]
     let envp = env.map { strdup($0) } + [nil]
-    defer { (argv + envp).forEach { free($0) } }
+    defer { for p in (argv + envp) { free(p) } }
     var pid: pid_t = 0
     let rc = posix_spawn(&pid, "/usr/bin/env", &actions, nil, argv, envp)
     guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EINVAL) }
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     let exited = (status & 0x7f) == 0
-    return Run(status: exited ? (status >> 8) & 0xff : 128 + (status & 0x7f),
-               stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-               stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+    return Run(
+        status: exited ? (status >> 8) & 0xff : 128 + (status & 0x7f),
+        stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
 }
 
 private func binary(_ env: String, _ fallback: URL) -> String? {
@@ -64,7 +67,8 @@ struct CompatibilityTests {
             "build the parent package first (`swift build` in \(root.path)) or set PINLAB")
         let verify = try #require(
             binary("COMPAT_VERIFY", examples.appendingPathComponent(".build/debug/compat-verify")),
-            "build compat-verify first (`swift build --product compat-verify` in \(examples.path)) or set COMPAT_VERIFY")
+            "build compat-verify first (`swift build --product compat-verify` in \(examples.path)) or set COMPAT_VERIFY"
+        )
         let r = try run(
             ["python3", root.appendingPathComponent("Compatibility/run.py").path, "--check", "--details"],
             environment: ["PINLAB": pinlab, "COMPAT_VERIFY": verify])
@@ -87,8 +91,10 @@ struct CompatibilityTests {
         #expect(boring["IP SAN under IP constraints"] == "refuse")
         #expect(answers["OpenSSL `openssl verify`"]?["IP SAN under IP constraints"] == "accept")
         // A lab-issued certificate for a real-world name fails wherever trust-anchor constraints are honoured.
-        for stack in ["OpenSSL `openssl verify`", "GnuTLS `certtool --verify`", "BoringSSL (swift-nio-ssl)",
-                      "swift-certificates `Verifier`", "Python ssl"] {
+        for stack in [
+            "OpenSSL `openssl verify`", "GnuTLS `certtool --verify`", "BoringSSL (swift-nio-ssl)",
+            "swift-certificates `Verifier`", "Python ssl",
+        ] {
             #expect(answers[stack]?["attacker: www.example.com"] == "refuse", "\(stack)")
         }
         // The chains of a CA that moves: the cross-signed rollover is accepted by every stack (with or without the new

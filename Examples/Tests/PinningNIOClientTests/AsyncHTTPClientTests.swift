@@ -17,7 +17,8 @@ struct AsyncHTTPClientTests {
     func validatesAgainstTheLabRoot(_ id: ScenarioID, _ engine: ServerEngine) async throws {
         try await Lab.withServer(id, engine: engine) { server in
             var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .certificates(try server.trustRootsDER.map { try NIOSSLCertificate(bytes: $0, format: .der) })
+            tls.trustRoots = .certificates(
+                try server.trustRootsDER.map { try NIOSSLCertificate(bytes: $0, format: .der) })
             let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
             let verdict = await server.verdict(.none, client: "async-http-client") { target in
                 let response = try await http.execute(HTTPClientRequest(url: target.url), timeout: .seconds(5))

@@ -21,19 +21,22 @@ struct BatchHarnessTests {
         let run = try await runner.runBatch(Self.harness)
         #expect(run.problems.isEmpty, "\(run.problems)")
         #expect(run.report.verdicts.count == runner.catalogue.scenarios.count * 6 * 2)
-        #expect(run.report.deviations.isEmpty,
-                "\(run.report.deviations.prefix(5).map { "\($0.scenario) \($0.profile) \($0.engine): \($0.reason)" })")
+        #expect(
+            run.report.deviations.isEmpty,
+            "\(run.report.deviations.prefix(5).map { "\($0.scenario) \($0.profile) \($0.engine): \($0.reason)" })")
         // Every cell of one connection answered; those of several are unsupported in a batch (one address per cell).
         #expect(run.report.verdicts.allSatisfy { $0.claim != nil || $0.status == .unsupported }, "every cell answered")
-        #expect(Set(run.report.verdicts.filter { $0.status == .unsupported }.map(\.scenario))
+        #expect(
+            Set(run.report.verdicts.filter { $0.status == .unsupported }.map(\.scenario))
                 == Set(ScenarioID.withSteps.map(\.rawValue) + ["ct-tls-extension-valid"]))
         print("swift batch: \(run.report.summaryLine)")
 
         let perCell = try await Lab.check(NIOPinningClient(), engines: .both)
         for (b, p) in zip(run.report.verdicts, perCell.verdicts) {
             #expect(b.scenario == p.scenario && b.profile == p.profile && b.engine == p.engine)
-            #expect(b.status == p.status && b.observed == p.observed && b.claim == p.claim,
-                    "\(b.scenario) \(b.profile) \(b.engine): batch \(b.status), per cell \(p.status)")
+            #expect(
+                b.status == p.status && b.observed == p.observed && b.claim == p.claim,
+                "\(b.scenario) \(b.profile) \(b.engine): batch \(b.status), per cell \(p.status)")
         }
     }
 }

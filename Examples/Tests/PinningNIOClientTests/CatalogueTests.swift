@@ -42,11 +42,16 @@ struct CatalogueTests {
         #expect(good.verdicts.count == (ScenarioID.all.count + ScenarioID.withSteps.count) * PinProfile.all.count * 2)
         // The client cannot keep sessions across connections: the scenarios of several are unsupported, not judged.
         // …and GnuTLS cannot send SCTs in the TLS extension.
-        #expect(Set(good.verdicts.filter { $0.status == .unsupported }.map(\.scenario)) == Set(ScenarioID.withSteps.map(\.rawValue) + ["ct-tls-extension-valid"]))
+        #expect(
+            Set(good.verdicts.filter { $0.status == .unsupported }.map(\.scenario))
+                == Set(ScenarioID.withSteps.map(\.rawValue) + ["ct-tls-extension-valid"]))
         let ms = good.verdicts.map(\.timings.clientMilliseconds).sorted()
         print("swift-nio-ssl client: \(ms.count) cells, median \(ms[ms.count / 2]) ms per cell")
-        #expect(good.deviations.isEmpty, "\(good.deviations.map { "\($0.scenario) \($0.profile) \($0.engine): \($0.reason)" })")
-        let bad = try await Lab.check(NIOPinningClient(pinMatching: .presentedChain), scenarios: [.chainStuffing], engines: .both)
+        #expect(
+            good.deviations.isEmpty,
+            "\(good.deviations.map { "\($0.scenario) \($0.profile) \($0.engine): \($0.reason)" })")
+        let bad = try await Lab.check(
+            NIOPinningClient(pinMatching: .presentedChain), scenarios: [.chainStuffing], engines: .both)
         #expect(!bad.deviations.isEmpty)
     }
 }

@@ -13,7 +13,8 @@ struct MyPinnedClient {
         client = try PinningHTTPSClient(
             trustRootsDER: roots, pins: Set(pins.nioPins),
             clientIdentity: identity.map {
-                PinningHTTPSClient.ClientIdentity(certificateChainDER: $0.certificateChainDER, privateKeyPKCS8DER: $0.privateKeyPKCS8DER)
+                PinningHTTPSClient.ClientIdentity(
+                    certificateChainDER: $0.certificateChainDER, privateKeyPKCS8DER: $0.privateKeyPKCS8DER)
             },
             timeout: .seconds(5))
     }
@@ -26,17 +27,19 @@ struct MyPinnedClient {
 // README begin
 @Test(arguments: ScenarioID.all, ServerEngine.both)
 func pinsCorrectly(_ id: ScenarioID, _ engine: ServerEngine) async throws {
-    try await Lab.withServer(id, engine: engine) { server in     // 127.0.0.1, ephemeral port, stops after the closure
+    try await Lab.withServer(id, engine: engine) { server in  // 127.0.0.1, ephemeral port, stops after the closure
         for profile in PinProfile.all {
             // The target holds what a client built for this cell holds: the pins in force for the host it asks for
             // (none where the scenario declares them for other hosts), the host name to verify, the address to
             // connect to, the trust roots and the client identity.
-            let verdict = await server.verdict(profile) { target in   // throwing = refusing: a result
-                let client = try MyPinnedClient(roots: target.trustRootsDER, pins: target.effectivePins,
-                                                identity: target.clientCredentials)
+            let verdict = await server.verdict(profile) { target in  // throwing = refusing: a result
+                let client = try MyPinnedClient(
+                    roots: target.trustRootsDER, pins: target.effectivePins,
+                    identity: target.clientCredentials)
                 try await client.get(host: target.host, address: target.ip, port: target.port)
             }
-            #expect(!verdict.status.isDeviation, "\(id) \(profile): \(verdict.reason)")  // pass, policy, stricter, unsupported
+            // pass, policy, stricter, unsupported
+            #expect(!verdict.status.isDeviation, "\(id) \(profile): \(verdict.reason)")
         }
     }
 }

@@ -13,7 +13,8 @@ enum AnswerLine: Sendable {
 
     init(_ text: String) {
         guard let data = text.data(using: .utf8),
-              let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        else {
             self = .malformed(text: text, why: "not a JSON object")
             return
         }
@@ -25,18 +26,26 @@ enum AnswerLine: Sendable {
         var step: Int?
         if let n = object["step"] {
             guard let number = (try? JSONDecoder().decode(NumberField<Int>.self, from: data))?.step, number >= 1 else {
-                self = .invalid(id: id, step: nil, why: "\"step\" must be a whole number from 1 (the step of a cell of several connections), got \(n)")
+                self = .invalid(
+                    id: id, step: nil,
+                    why: "\"step\" must be a whole number from 1 (the step of a cell of several connections), got \(n)")
                 return
             }
             step = number
         }
         let known: Set<String> = ["id", "step", "claim", "detail", "category", "milliseconds"]
         if let extra = object.keys.first(where: { !known.contains($0) }) {
-            self = .invalid(id: id, step: step, why: "unknown field \"\(extra)\" (allowed: \(known.sorted().joined(separator: ", ")))")
+            self = .invalid(
+                id: id, step: step,
+                why: "unknown field \"\(extra)\" (allowed: \(known.sorted().joined(separator: ", ")))")
             return
         }
         guard let claim = (object["claim"] as? String).flatMap(ClientOutcome.Claim.init(rawValue:)) else {
-            self = .invalid(id: id, step: step, why: "\"claim\" must be \"accepted\" or \"refused\", got \(object["claim"].map { "\($0)" } ?? "nothing")")
+            self = .invalid(
+                id: id, step: step,
+                why:
+                    "\"claim\" must be \"accepted\" or \"refused\", got \(object["claim"].map { "\($0)" } ?? "nothing")"
+            )
             return
         }
         if let d = object["detail"], !(d is String) {
@@ -52,10 +61,11 @@ enum AnswerLine: Sendable {
             self = .invalid(id: id, step: step, why: "\"milliseconds\" must be a number")
             return
         }
-        self = .decoded(BatchResult(
-            id: id, step: step, claim: claim, detail: object["detail"] as? String,
-            category: (object["category"] as? String).map(RefusalCategory.init(rawValue:)),
-            milliseconds: milliseconds))
+        self = .decoded(
+            BatchResult(
+                id: id, step: step, claim: claim, detail: object["detail"] as? String,
+                category: (object["category"] as? String).map(RefusalCategory.init(rawValue:)),
+                milliseconds: milliseconds))
     }
 }
 

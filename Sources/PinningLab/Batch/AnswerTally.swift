@@ -1,8 +1,8 @@
 import Foundation
+import PinningLabBase
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
-import PinningLabBase
 
 /// The answers so far, matched to cells; shared between the process watcher and the runner.
 final class AnswerTally: Sendable {
@@ -25,7 +25,9 @@ final class AnswerTally: Sendable {
                 let first: String
                 switch previous {
                 case .answered(_, let line): first = "line \(line)"
-                case .invalid(let why): first = why.hasPrefix("reported twice") ? String(why.prefix(while: { $0 != ";" })) : "an earlier line"
+                case .invalid(let why):
+                    first =
+                        why.hasPrefix("reported twice") ? String(why.prefix(while: { $0 != ";" })) : "an earlier line"
                 }
                 byCell[i] = .invalid("reported twice (\(first) and line \(n)); a cell must be answered exactly once")
                 return
@@ -47,10 +49,11 @@ final class AnswerTally: Sendable {
 
     /// Takes raw output lines (line number, text).
     func takeText(_ lines: [(Int, String)]) {
-        take(lines.compactMap { n, text in
-            let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            return t.isEmpty ? nil : (n, AnswerLine(t))
-        })
+        take(
+            lines.compactMap { n, text in
+                let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                return t.isEmpty ? nil : (n, AnswerLine(t))
+            })
     }
 
     func take(_ lines: [(Int, AnswerLine)]) {
@@ -70,8 +73,11 @@ final class AnswerTally: Sendable {
                 case .decoded(let a):
                     guard let i = index[a.key] else {
                         let hint = stepHint(a.id, a.step)
-                        let near = hint.isEmpty
-                            ? suggestion(a.id, in: index.keys.filter { !$0.contains("#") }).map { " (did you mean '\($0)'?)" } ?? "" : ""
+                        let near =
+                            hint.isEmpty
+                            ? suggestion(a.id, in: index.keys.filter { !$0.contains("#") }).map {
+                                " (did you mean '\($0)'?)"
+                            } ?? "" : ""
                         t.problems.append("line \(n) names an unknown cell id '\(a.id)'\(near)\(hint)")
                         continue
                     }
@@ -80,8 +86,10 @@ final class AnswerTally: Sendable {
             }
             return (t.byCell.count, t.byCell.values.filter { if case .invalid = $0 { true } else { false } }.count)
         }
-        progress?(CheckProgress(done: done, total: total, deviations: bad,
-                                elapsedSeconds: seconds(ContinuousClock.now - started)))
+        progress?(
+            CheckProgress(
+                done: done, total: total, deviations: bad,
+                elapsedSeconds: seconds(ContinuousClock.now - started)))
     }
 
     /// Why an id that names a cell does not match with this `step` (empty when the id names no cell at all).

@@ -1,8 +1,8 @@
 public import Foundation
+import PinningLabBase
 import PinningLabCore
 public import PinningLabModel
 import PinningLabPKI
-import PinningLabBase
 
 /// The document a batch harness reads (`pinlab check --batch`): every cell it must judge, with everything a client
 /// needs to connect — and nothing about what is expected (the client must not see the expected row).
@@ -134,8 +134,10 @@ public struct BatchPins: Sendable, Hashable, Codable {
     /// `**.api.pinning.test`). Empty for `none`.
     public var okhttpPattern: String
 
-    public init(kind: String, base64: [String], curl: String, okhttp: [String], hex: [String], certificateHex: [String],
-                domain: String = "", includeSubdomains: Bool = false, okhttpPattern: String = "") {
+    public init(
+        kind: String, base64: [String], curl: String, okhttp: [String], hex: [String], certificateHex: [String],
+        domain: String = "", includeSubdomains: Bool = false, okhttpPattern: String = ""
+    ) {
         self.kind = kind
         self.base64 = base64
         self.curl = curl
@@ -154,10 +156,11 @@ public struct BatchPins: Sendable, Hashable, Codable {
     init(_ context: CellContext, kind: PinSet.Kind) {
         let v = context.values
         func list(_ key: String) -> [String] { (v[key] ?? "").split(separator: ",").map(String.init) }
-        self.init(kind: kind == .certificateSHA256 ? "certificate-sha256" : "spki-sha256", base64: list("pins"),
-                  curl: v["pins.curl"] ?? "", okhttp: list("pins.okhttp"), hex: list("pins.hex"),
-                  certificateHex: list("certpins.hex"), domain: v["pins.domain"] ?? "",
-                  includeSubdomains: v["pins.subdomains"] == "true", okhttpPattern: v["pins.okhttp.pattern"] ?? "")
+        self.init(
+            kind: kind == .certificateSHA256 ? "certificate-sha256" : "spki-sha256", base64: list("pins"),
+            curl: v["pins.curl"] ?? "", okhttp: list("pins.okhttp"), hex: list("pins.hex"),
+            certificateHex: list("certpins.hex"), domain: v["pins.domain"] ?? "",
+            includeSubdomains: v["pins.subdomains"] == "true", okhttpPattern: v["pins.okhttp.pattern"] ?? "")
     }
 }
 
@@ -200,7 +203,9 @@ extension CheckRunner {
     public func batchDocument(
         _ cells: [BatchCellAddress], workDirectory: URL, cellTimeout: Duration = .seconds(10)
     ) throws -> BatchDocument {
-        try batchDocument(cells, files: try CellFiles(pki: pki, directory: workDirectory, servesResponders: false), cellTimeout: cellTimeout)
+        try batchDocument(
+            cells, files: try CellFiles(pki: pki, directory: workDirectory, servesResponders: false),
+            cellTimeout: cellTimeout)
     }
 
     func batchDocument(_ cells: [BatchCellAddress], files: CellFiles, cellTimeout: Duration) throws -> BatchDocument {
@@ -210,15 +215,18 @@ extension CheckRunner {
             let ctx = try files.context(for: s, profile: c.profile, port: c.port)
             let identity = ctx.clientCertificateFile.flatMap { cert in
                 ctx.clientKeyFile.map {
-                    BatchClientIdentity(certificateFile: cert, keyFile: $0, pkcs12File: ctx.clientPKCS12File,
-                                        pkcs12Password: ctx.clientPKCS12Password)
+                    BatchClientIdentity(
+                        certificateFile: cert, keyFile: $0, pkcs12File: ctx.clientPKCS12File,
+                        pkcs12Password: ctx.clientPKCS12Password)
                 }
             }
-            out.append(BatchCell(
-                id: BatchCell.id(scenario: s.id, profile: c.profile, engine: c.engine), scenario: s.id,
-                profile: c.profile, engine: c.engine, url: ctx.url, host: ctx.host, ip: ctx.ip, port: ctx.port,
-                trustFile: ctx.caFile, pins: BatchPins(ctx, kind: c.profile.pinsCertificates ? .certificateSHA256 : .spkiSHA256),
-                clientIdentity: identity))
+            out.append(
+                BatchCell(
+                    id: BatchCell.id(scenario: s.id, profile: c.profile, engine: c.engine), scenario: s.id,
+                    profile: c.profile, engine: c.engine, url: ctx.url, host: ctx.host, ip: ctx.ip, port: ctx.port,
+                    trustFile: ctx.caFile,
+                    pins: BatchPins(ctx, kind: c.profile.pinsCertificates ? .certificateSHA256 : .spkiSHA256),
+                    clientIdentity: identity))
         }
         return BatchDocument(cells: out, cellTimeoutSeconds: seconds(cellTimeout))
     }

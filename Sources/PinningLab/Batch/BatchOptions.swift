@@ -17,8 +17,10 @@ public struct BatchOptions: Sendable {
     /// (`"step": N`). Without it those cells are reported `unsupported`, never judged.
     public var steps: Bool
 
-    public init(cellTimeout: Duration = .seconds(10), batchTimeout: Duration = .seconds(300),
-                environmentVariable: String = "PINLAB_BATCH", steps: Bool = false) {
+    public init(
+        cellTimeout: Duration = .seconds(10), batchTimeout: Duration = .seconds(300),
+        environmentVariable: String = "PINLAB_BATCH", steps: Bool = false
+    ) {
         self.cellTimeout = cellTimeout
         self.batchTimeout = batchTimeout
         self.environmentVariable = environmentVariable

@@ -1,8 +1,8 @@
 import Foundation
+import PinningLabBase
 import PinningLabCore
 public import PinningLabModel
 import PinningLabPKI
-import PinningLabBase
 
 /// One answer of a batch harness: a JSON object on one line of its standard output
 /// (``BatchSchemas/output``, `pinlab check --print-schema batch-out`).
@@ -21,8 +21,10 @@ public struct BatchResult: Sendable, Hashable, Codable {
     /// How long the client spent on the cell.
     public var milliseconds: Double?
 
-    public init(id: String, step: Int? = nil, claim: ClientOutcome.Claim, detail: String? = nil,
-                category: RefusalCategory? = nil, milliseconds: Double? = nil) {
+    public init(
+        id: String, step: Int? = nil, claim: ClientOutcome.Claim, detail: String? = nil,
+        category: RefusalCategory? = nil, milliseconds: Double? = nil
+    ) {
         self.id = id
         self.step = step
         self.claim = claim

@@ -11,11 +11,15 @@ extension CheckRunner {
     /// port can only belong to that port's cell, so the harness may judge cells in any order and many at once, and
     /// each verdict rests on its own server's observations exactly as in a per-cell run. The client's answer is its
     /// claim; a cell never answered, answered twice, or answered with a malformed line is an error verdict.
-    public func runBatch(_ harness: BatchHarness, options: CheckOptions = CheckOptions(),
-                         batch: BatchOptions = BatchOptions()) async throws -> BatchRun {
+    public func runBatch(
+        _ harness: BatchHarness, options: CheckOptions = CheckOptions(),
+        batch: BatchOptions = BatchOptions()
+    ) async throws -> BatchRun {
         let start = try RunStart(self, options)
         defer { start.cleanUp() }
-        let (started, clock, selected, files, work) = (start.date, start.clock, start.selected, start.files, start.files.directory)
+        let (started, clock, selected, files, work) = (
+            start.date, start.clock, start.selected, start.files, start.files.directory
+        )
         let client = harness.name
 
         // Every cell keeps a server open until the harness is done: make room for their descriptors first, or say
@@ -25,25 +29,34 @@ extension CheckRunner {
         let limit = Sockets.raiseDescriptorLimit(to: needed)
         guard limit.soft >= needed else {
             throw CheckSetupError(
-                .runOption, problem: "a batch run of \(cellCount) cells keeps a server per cell open: it needs about \(needed) open descriptors, and this process may open \(limit.soft) (hard limit \(limit.hard)).",
-                fix: "raise the limit (ulimit -n \(needed)), or split the run with --shard 1/\(needed / max(limit.soft, 1) + 1) … or --scenarios.")
+                .runOption,
+                problem:
+                    "a batch run of \(cellCount) cells keeps a server per cell open: it needs about \(needed) open descriptors, and this process may open \(limit.soft) (hard limit \(limit.hard)).",
+                fix:
+                    "raise the limit (ulimit -n \(needed)), or split the run with --shard 1/\(needed / max(limit.soft, 1) + 1) … or --scenarios."
+            )
         }
 
         // Every cell of the run in report order; the runnable ones get a server.
         var slots: [Slot] = []
-        let serverOptions = FixtureServer.Options(handshakeTimeout: batch.cellTimeout, idleTimeout: batch.cellTimeout,
-                                                  workerThreads: 1)
+        let serverOptions = FixtureServer.Options(
+            handshakeTimeout: batch.cellTimeout, idleTimeout: batch.cellTimeout,
+            workerThreads: 1)
         do {
             let plan = options.shard.map {
-                ShardPlan(shard: $0, scenarios: selected.scenarios, engines: options.engines.map(\.name),
-                          runs: { p in options.profiles?.contains(p) ?? true }, weights: options.shardWeights)
+                ShardPlan(
+                    shard: $0, scenarios: selected.scenarios, engines: options.engines.map(\.name),
+                    runs: { p in options.profiles?.contains(p) ?? true }, weights: options.shardWeights)
             }
             for s in selected.scenarios {
                 let configuration = try serverConfiguration(for: s)
                 for e in options.engines {
-                    for p in PinProfile.all where plan?.contains(BatchCell.id(scenario: s.id, profile: p, engine: e.name)) ?? true {
-                        var slot = Slot(cell: Cell(scenario: s, profile: p, engine: e.name, client: client,
-                                                   platform: options.platform, checks: options.clientChecks ?? .undeclared))
+                    for p in PinProfile.all
+                    where plan?.contains(BatchCell.id(scenario: s.id, profile: p, engine: e.name)) ?? true {
+                        var slot = Slot(
+                            cell: Cell(
+                                scenario: s, profile: p, engine: e.name, client: client,
+                                platform: options.platform, checks: options.clientChecks ?? .undeclared))
                         if let profiles = options.profiles, !profiles.contains(p) {
                             slot.verdict = slot.cell.notRun(.skipped, "the client does not support the profile \(p)")
                         } else if s.isMultiStep {
@@ -53,20 +66,27 @@ extension CheckRunner {
                                 // A server per party, with the cell's own ticket keys: each cell starts with fresh
                                 // session state, as in a per-cell run.
                                 do {
-                                    slot.parties = try await startParties(of: s, engine: e, options: serverOptions, scheduleRotations: true).servers
+                                    slot.parties = try await startParties(
+                                        of: s, engine: e, options: serverOptions, scheduleRotations: true
+                                    ).servers
                                 } catch {
                                     let unsupported = (error as? PartyStartError)?.error.code == .unsupported
-                                    slot.verdict = slot.cell.notRun(unsupported ? .unsupported : .error, unsupported ? "\(error)" : "the \(e.name) servers could not start: \(error)")
+                                    slot.verdict = slot.cell.notRun(
+                                        unsupported ? .unsupported : .error,
+                                        unsupported ? "\(error)" : "the \(e.name) servers could not start: \(error)")
                                 }
                             }
                         } else {
                             do {
-                                slot.server = try FixtureServer.startSync(engine: e, configuration: configuration,
-                                                                          options: serverOptions, label: s.id)
+                                slot.server = try FixtureServer.startSync(
+                                    engine: e, configuration: configuration,
+                                    options: serverOptions, label: s.id)
                             } catch let err where err.code == .unsupported {
-                                slot.verdict = slot.cell.notRun(.unsupported, "\(e.name) cannot serve this scenario: \(err.reason)")
+                                slot.verdict = slot.cell.notRun(
+                                    .unsupported, "\(e.name) cannot serve this scenario: \(err.reason)")
                             } catch {
-                                slot.verdict = slot.cell.notRun(.error, "the \(e.name) server could not start: \(error)")
+                                slot.verdict = slot.cell.notRun(
+                                    .error, "the \(e.name) server could not start: \(error)")
                             }
                         }
                         slots.append(slot)
@@ -100,7 +120,8 @@ extension CheckRunner {
             for (i, sl) in slots.enumerated() {
                 let id = BatchCell.id(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine)
                 if let server = sl.server {
-                    let address = BatchCellAddress(scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine, port: server.port)
+                    let address = BatchCellAddress(
+                        scenario: sl.scenario.id, profile: sl.profile, engine: sl.engine, port: server.port)
                     cells += try batchDocument([address], files: files, cellTimeout: batch.cellTimeout).cells
                     answerKeys.append((id, i, nil))
                 } else if !sl.parties.isEmpty {
@@ -148,10 +169,14 @@ extension CheckRunner {
                     unanswered = "the harness was stopped before reporting this cell: \(why)"
                 } else if r.timedOut {
                     problems.append("the harness was killed after the batch timeout (\(batch.batchTimeout))")
-                    unanswered = "the harness was killed after the batch timeout (\(batch.batchTimeout)) before reporting this cell"
+                    unanswered =
+                        "the harness was killed after the batch timeout (\(batch.batchTimeout)) before reporting this cell"
                 } else if r.status != 0 {
-                    problems.append("the harness exited with status \(r.status)" + (r.stderrGist.isEmpty ? "" : ": \(r.stderrGist)"))
-                    unanswered = "the harness exited with status \(r.status) without reporting this cell"
+                    problems.append(
+                        "the harness exited with status \(r.status)" + (r.stderrGist.isEmpty ? "" : ": \(r.stderrGist)")
+                    )
+                    unanswered =
+                        "the harness exited with status \(r.status) without reporting this cell"
                         + (r.stderrGist.isEmpty ? "" : " (\(r.stderrGist))")
                 }
             case .inProcess(_, let run):
@@ -167,13 +192,21 @@ extension CheckRunner {
             problems += tally.problems
 
             // Judge: each cell on its own server's observations (a cell of several connections: its parties').
-            let (evidence, streams) = await withTaskGroup(of: (Int, String, [Observation], [ObservedHTTP2Stream]).self) { group in
+            let (evidence, streams) = await withTaskGroup(of: (Int, String, [Observation], [ObservedHTTP2Stream]).self)
+            { group in
                 for (i, sl) in slots.enumerated() {
                     if let server = sl.server {
-                        group.addTask { (i, "", await server.settle(timeout: .seconds(5)) ?? server.observations(), []) }
+                        group.addTask {
+                            (i, "", await server.settle(timeout: .seconds(5)) ?? server.observations(), [])
+                        }
                     }
                     for (name, server) in sl.parties {
-                        group.addTask { (i, name, await server.settle(timeout: .seconds(5)) ?? server.observations(), server.http2Streams()) }
+                        group.addTask {
+                            (
+                                i, name, await server.settle(timeout: .seconds(5)) ?? server.observations(),
+                                server.http2Streams()
+                            )
+                        }
                     }
                 }
                 var out: [Int: [String: [Observation]]] = [:]
@@ -198,16 +231,19 @@ extension CheckRunner {
                     continue
                 }
                 if !sl.parties.isEmpty {
-                    verdicts.append(judgeSteps(sl, answers: stepAnswers[i] ?? [:], evidence: evidence[i] ?? [:],
-                                              streams: streams[i] ?? [:], unanswered: unanswered))
+                    verdicts.append(
+                        judgeSteps(
+                            sl, answers: stepAnswers[i] ?? [:], evidence: evidence[i] ?? [:],
+                            streams: streams[i] ?? [:], unanswered: unanswered))
                     continue
                 }
                 switch answers[i] {
                 case .answered(let a)?:
-                    verdicts.append(sl.cell.judge(
-                        evidence: ServerEvidence(evidence[i]?[""] ?? []),
-                        outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
-                        clientMilliseconds: a.milliseconds ?? 0))
+                    verdicts.append(
+                        sl.cell.judge(
+                            evidence: ServerEvidence(evidence[i]?[""] ?? []),
+                            outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
+                            clientMilliseconds: a.milliseconds ?? 0))
                 case .invalid(let why)?:
                     verdicts.append(sl.cell.notRun(.error, why))
                 case nil:
@@ -239,10 +275,14 @@ extension CheckRunner {
                 switch answers[step.number] {
                 case .answered(let a)?:
                     milliseconds += a.milliseconds ?? 0
-                    stepVerdicts.append((step, cell.judge(
-                        step, evidence: connections[step.number - 1],
-                        outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
-                        clientMilliseconds: a.milliseconds ?? 0)))
+                    stepVerdicts.append(
+                        (
+                            step,
+                            cell.judge(
+                                step, evidence: connections[step.number - 1],
+                                outcome: ClientOutcome(claim: a.claim, category: a.category, detail: a.detail ?? ""),
+                                clientMilliseconds: a.milliseconds ?? 0)
+                        ))
                 case .invalid(let why)?:
                     return cell.notRun(.error, "step \(step.number) of \(plan.count): \(why)")
                 case nil:
@@ -256,7 +296,8 @@ extension CheckRunner {
     /// Why the cells of `s` (several connections) are not judged in this batch run, or `nil` when they are.
     static func batchStepsUnsupported(_ s: Scenario, _ batch: BatchOptions) -> String? {
         guard batch.steps else {
-            return "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the harness did not say it keeps state between connections (pinlab check --batch --batch-steps), so it is not judged here"
+            return
+                "this scenario is \(s.steps.count) connections that share the client's TLS session cache; the harness did not say it keeps state between connections (pinlab check --batch --batch-steps), so it is not judged here"
         }
         return nil
     }
@@ -266,12 +307,18 @@ extension CheckRunner {
         let plan = c.plan
         let first = plan[0]
         var cell = try batchDocument(
-            [BatchCellAddress(scenario: c.scenario.id, profile: c.profile, engine: c.engine, port: parties[first.party]!)],
-            files: files, cellTimeout: .seconds(1)).cells[0]
+            [
+                BatchCellAddress(
+                    scenario: c.scenario.id, profile: c.profile, engine: c.engine, port: parties[first.party]!)
+            ],
+            files: files, cellTimeout: .seconds(1)
+        ).cells[0]
         cell.steps = plan.map { step in
-            let place = StepContext(step: step.number, host: step.host, port: parties[step.party]!, pins: [], certificatePins: [])
-            return BatchStep(step: step.number, url: place.url, host: step.host, ip: place.ip, port: place.port,
-                             pins: step.pinsInForce ? cell.pins : cell.pins.emptied)
+            let place = StepContext(
+                step: step.number, host: step.host, port: parties[step.party]!, pins: [], certificatePins: [])
+            return BatchStep(
+                step: step.number, url: place.url, host: step.host, ip: place.ip, port: place.port,
+                pins: step.pinsInForce ? cell.pins : cell.pins.emptied)
         }
         cell.url = cell.steps![0].url
         cell.host = first.host

@@ -86,7 +86,9 @@ package struct EnvironmentShard: Sendable, Hashable {
             for s in systems {
                 guard let total = value(s.totalVariable), total != "1" else { continue }
                 throw CheckSetupError(
-                    .runOption, problem: "\(s.totalVariable)=\(total) is set but \(s.indexVariable) is not: which shard is this process?",
+                    .runOption,
+                    problem:
+                        "\(s.totalVariable)=\(total) is set but \(s.indexVariable) is not: which shard is this process?",
                     fix: "set \(s.indexVariable) too (\(s.setBy)), unset \(s.totalVariable), \(orFlag).")
             }
             return nil
@@ -99,7 +101,9 @@ package struct EnvironmentShard: Sendable, Hashable {
         }
         guard let rawTotal = value(system.totalVariable) else {
             throw CheckSetupError(
-                .runOption, problem: "\(system.indexVariable)=\(rawIndex) is set but \(system.totalVariable) is not: a shard of how many?",
+                .runOption,
+                problem:
+                    "\(system.indexVariable)=\(rawIndex) is set but \(system.totalVariable) is not: a shard of how many?",
                 fix: "set \(system.totalVariable) to the number of shards (\(system.setBy)), \(orFlag).")
         }
         guard let total = Int(rawTotal) else {
@@ -109,15 +113,19 @@ package struct EnvironmentShard: Sendable, Hashable {
         }
         guard total >= 1 else {
             throw CheckSetupError(
-                .runOption, problem: "\(system.totalVariable)=\(rawTotal): a run cannot be split in \(rawTotal) shards.",
+                .runOption,
+                problem: "\(system.totalVariable)=\(rawTotal): a run cannot be split in \(rawTotal) shards.",
                 fix: "set it to the number of shards, at least 1, \(orFlag).")
         }
         let last = system.firstIndex + total - 1
         guard (system.firstIndex...last).contains(index) else {
             throw CheckSetupError(
                 .runOption,
-                problem: "\(system.indexVariable)=\(rawIndex) is not a shard of \(system.totalVariable)=\(rawTotal): \(system.name) counts from \(system.firstIndex), so it runs from \(system.firstIndex) to \(last).",
-                fix: "set \(system.indexVariable) from \(system.firstIndex) to \(last), or \(system.totalVariable) to the number of shards, \(orFlag).")
+                problem:
+                    "\(system.indexVariable)=\(rawIndex) is not a shard of \(system.totalVariable)=\(rawTotal): \(system.name) counts from \(system.firstIndex), so it runs from \(system.firstIndex) to \(last).",
+                fix:
+                    "set \(system.indexVariable) from \(system.firstIndex) to \(last), or \(system.totalVariable) to the number of shards, \(orFlag)."
+            )
         }
         return EnvironmentShard(
             shard: try CellShard(index: index - system.firstIndex + 1, count: total), system: system,
@@ -135,7 +143,9 @@ package struct EnvironmentShard: Sendable, Hashable {
         }
         guard failure != 0 else { return }
         throw CheckSetupError(
-            .runOption, problem: "\(Self.statusFileVariable)=\(statusFile) cannot be touched: \(String(cString: strerror(failure)).lowercased()).",
+            .runOption,
+            problem:
+                "\(Self.statusFileVariable)=\(statusFile) cannot be touched: \(String(cString: strerror(failure)).lowercased()).",
             fix: "let Bazel name a file in a writable folder, or unset \(Self.statusFileVariable).")
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
+import PinningLabBase
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
-import PinningLabBase
 
 /// Reads the complete lines appended to a file since the last call.
 final class LineReader: Sendable {

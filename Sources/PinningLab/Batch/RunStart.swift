@@ -1,8 +1,8 @@
 import Foundation
+import PinningLabBase
 import PinningLabCore
 import PinningLabModel
 import PinningLabPKI
-import PinningLabBase
 
 /// What every run starts with: the time, the selected scenarios, and the folder of its trust and client files (a
 /// temporary one unless `options.workDirectory` is set, removed by `cleanUp()`).

@@ -33,7 +33,8 @@ public struct ShardWeights: Sendable, Hashable {
     public init(_ report: CheckReport) {
         var m: [String: Double] = [:]
         for v in report.verdicts where v.status != .skipped && v.status != .unsupported {
-            m[BatchCell.id(scenario: v.scenario, profile: v.profile, engine: v.engine)] = max(0, v.timings.clientMilliseconds)
+            m[BatchCell.id(scenario: v.scenario, profile: v.profile, engine: v.engine)] = max(
+                0, v.timings.clientMilliseconds)
         }
         self.init(millisecondsByCell: m)
     }
@@ -42,18 +43,27 @@ public struct ShardWeights: Sendable, Hashable {
     public init(contentsOf url: URL) throws {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
-            throw CheckSetupError(.runOption, problem: "--shard-weights \(url.path): cannot be read (\(error.localizedDescription)).",
-                                  fix: "give the JSON report of an earlier run (pinlab check --format json --output FILE, or the merged shards).")
+            throw CheckSetupError(
+                .runOption, problem: "--shard-weights \(url.path): cannot be read (\(error.localizedDescription)).",
+                fix:
+                    "give the JSON report of an earlier run (pinlab check --format json --output FILE, or the merged shards)."
+            )
         }
         let report: CheckReport
         do { report = try CheckReport.decode(json: data, file: url.path) } catch {
-            throw CheckSetupError(.runOption, problem: "--shard-weights \(url.path) is not a pinlab JSON report: \(error)",
-                                  fix: "give the JSON report of an earlier run (pinlab check --format json --output FILE, or the merged shards).")
+            throw CheckSetupError(
+                .runOption, problem: "--shard-weights \(url.path) is not a pinlab JSON report: \(error)",
+                fix:
+                    "give the JSON report of an earlier run (pinlab check --format json --output FILE, or the merged shards)."
+            )
         }
         self.init(report)
         if millisecondsByCell.isEmpty {
-            throw CheckSetupError(.runOption, problem: "--shard-weights \(url.path) holds no cell that ran, so it weighs nothing.",
-                                  fix: "give the report of a run that judged cells, or leave --shard-weights out to estimate costs from each cell's connections.")
+            throw CheckSetupError(
+                .runOption, problem: "--shard-weights \(url.path) holds no cell that ran, so it weighs nothing.",
+                fix:
+                    "give the report of a run that judged cells, or leave --shard-weights out to estimate costs from each cell's connections."
+            )
         }
     }
 }
@@ -80,7 +90,9 @@ package struct ShardPlan: Sendable {
     package init(shard: CellShard, cells: [(id: String, connections: Int, runs: Bool)], weights: ShardWeights?) {
         let perConnection: Double
         if let weights {
-            let measured = cells.compactMap { c in weights.millisecondsByCell[c.id].map { $0 / Double(max(1, c.connections)) } }.sorted()
+            let measured = cells.compactMap { c in
+                weights.millisecondsByCell[c.id].map { $0 / Double(max(1, c.connections)) }
+            }.sorted()
             perConnection = measured.isEmpty ? 1 : max(0.001, measured[measured.count / 2])
         } else {
             perConnection = 1

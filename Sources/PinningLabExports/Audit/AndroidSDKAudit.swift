@@ -30,7 +30,9 @@ enum AndroidSDKAudit {
             guard let n = Int(v.trimmingCharacters(in: .whitespaces)), n > 0 else {
                 throw PinConfigError(
                     file: file, line: sdk.line, problem: "<uses-sdk android:\(name)=\"\(v)\">: not an API level.",
-                    fix: "give the merged manifest (build/intermediates/merged_manifests/…), where \(name) is a number, or the module's build.gradle.")
+                    fix:
+                        "give the merged manifest (build/intermediates/merged_manifests/…), where \(name) is a number, or the module's build.gradle."
+                )
             }
             return DeclaredSDK(level: n, line: sdk.line)
         }
@@ -52,7 +54,9 @@ enum AndroidSDKAudit {
                 for name in names where t.hasPrefix(name) {
                     let rest = t.dropFirst(name.count)
                     // The name whole (`minSdkVersion`, not `minSdkPreview`), then `=`, `(` or spaces, then digits.
-                    guard let first = rest.first, first == " " || first == "=" || first == "(" || first == "\t" else { continue }
+                    guard let first = rest.first, first == " " || first == "=" || first == "(" || first == "\t" else {
+                        continue
+                    }
                     let digits = rest.drop { $0 == " " || $0 == "=" || $0 == "(" || $0 == "\t" }.prefix { $0.isNumber }
                     if let n = Int(digits), n > 0 { return DeclaredSDK(level: n, line: i + 1) }
                 }
@@ -77,10 +81,13 @@ enum AndroidSDKAudit {
         out.add(
             AuditCheck.minSdkTrustsUserCAs, .medium, line: min.line, domain: "(every domain)", mastg: test,
             note: "\(MASTG.named(test)) fails it (minSdkVersion \(min.level) < 24).",
-            message: "minSdk \(min.level): the app installs on Android 6.0 and older (API \(min.level)–23), whose default "
+            message:
+                "minSdk \(min.level): the app installs on Android 6.0 and older (API \(min.level)–23), whose default "
                 + "network security configuration trusts user-installed CAs — an interception proxy's root a user or an MDM "
                 + "installs is accepted for every unpinned connection; a network security config does not exist there to say otherwise.",
-            fix: "raise minSdk to 24 or more; if older devices must stay supported, pin every host (pins are the only defence on them).")
+            fix:
+                "raise minSdk to 24 or more; if older devices must stay supported, pin every host (pins are the only defence on them)."
+        )
     }
 
     /// Certificate transparency switched off (`<certificateTransparency enabled="false">` outside `<debug-overrides>`)
@@ -96,24 +103,29 @@ enum AndroidSDKAudit {
                 if let target {
                     guard target.level >= ctDefaultFrom else { continue }
                     severity = .medium
-                    message = "<certificateTransparency enabled=\"false\">: the app targets API \(target.level) (Android 17 or later), "
+                    message =
+                        "<certificateTransparency enabled=\"false\">: the app targets API \(target.level) (Android 17 or later), "
                         + "where the platform checks certificate transparency by default; this turns it off"
                         + (off.domain.map { " for \($0)" } ?? " for every domain")
                         + ", so a certificate a CA issued without logging it (a mis-issued one) is accepted."
                 } else {
                     severity = .low
-                    message = "<certificateTransparency enabled=\"false\">: for an app targeting API \(ctDefaultFrom) (Android 17) or later "
+                    message =
+                        "<certificateTransparency enabled=\"false\">: for an app targeting API \(ctDefaultFrom) (Android 17) or later "
                         + "this turns off the certificate transparency check the platform makes by default"
                         + (off.domain.map { " for \($0)" } ?? " for every domain")
                         + "; give the AndroidManifest.xml or build.gradle too, to know the app's targetSdk."
                 }
-                out.append(AuditFinding(
-                    id: AuditCheck.ctDisabled, severity: severity, file: f.file, line: off.line, keyPath: nil,
-                    domain: off.domain ?? "(every domain: base-config)", mastg: nil,
-                    mastgNote: "no MASTG test covers certificate transparency (none in OWASP/owasp-mastg at \(MASTG.entry("MASTG-TEST-0285")?.commit.prefix(10) ?? "")).",
-                    message: message,
-                    fix: "remove the element or set enabled=\"true\"; if a private CA is the reason, put it under <trust-anchors> "
-                        + "(private anchors are exempt) rather than switching the check off."))
+                out.append(
+                    AuditFinding(
+                        id: AuditCheck.ctDisabled, severity: severity, file: f.file, line: off.line, keyPath: nil,
+                        domain: off.domain ?? "(every domain: base-config)", mastg: nil,
+                        mastgNote:
+                            "no MASTG test covers certificate transparency (none in OWASP/owasp-mastg at \(MASTG.entry("MASTG-TEST-0285")?.commit.prefix(10) ?? "")).",
+                        message: message,
+                        fix:
+                            "remove the element or set enabled=\"true\"; if a private CA is the reason, put it under <trust-anchors> "
+                            + "(private anchors are exempt) rather than switching the check off."))
             }
         }
         return out

@@ -111,7 +111,8 @@ public struct AuditReport: Codable, Sendable {
         let domainCount = files.reduce(0) { $0 + $1.domains.count }
         s += "\(findings.count) finding\(findings.count == 1 ? "" : "s")"
         s += counts.isEmpty ? "" : " (\(counts.joined(separator: ", ")))"
-        s += " in \(files.count) file\(files.count == 1 ? "" : "s"), \(domainCount) pinned domain\(domainCount == 1 ? "" : "s").\n"
+        s +=
+            " in \(files.count) file\(files.count == 1 ? "" : "s"), \(domainCount) pinned domain\(domainCount == 1 ? "" : "s").\n"
         return s
     }
 }

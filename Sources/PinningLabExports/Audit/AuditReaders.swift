@@ -20,13 +20,18 @@ enum NSCReader {
         // Every element, in document order, in one top-down pass (no walk up the ancestors per element): whether it
         // is inside <debug-overrides>, and for a <domain-config> the <pin-set> it applies — its own, else the one
         // it inherits from the enclosing <domain-config>s.
-        struct Visit { var node: XMLElementNode; var inDebug: Bool; var pinSet: XMLElementNode? }
+        struct Visit {
+            var node: XMLElementNode
+            var inDebug: Bool
+            var pinSet: XMLElementNode?
+        }
         var all: [Visit] = []
         var pending = [Visit(node: root, inDebug: root.name == "debug-overrides", pinSet: nil)]
         while let v = pending.popLast() {
             all.append(v)
             for c in v.node.children.reversed() {
-                let pinSet = c.name == "domain-config"
+                let pinSet =
+                    c.name == "domain-config"
                     ? c.child("pin-set") ?? (v.node.name == "domain-config" ? v.pinSet : nil) : nil
                 pending.append(Visit(node: c, inDebug: v.inDebug || c.name == "debug-overrides", pinSet: pinSet))
             }
@@ -45,7 +50,9 @@ enum NSCReader {
                         message: "<\(n.name) cleartextTrafficPermitted=\"true\">: plain HTTP is allowed"
                             + (hosts.isEmpty ? " to every host" : " to \(hosts.joined(separator: ", "))")
                             + "; pins protect nothing on a connection without TLS.",
-                        fix: "remove the attribute (the default is false from API 28) or set it to false; serve the host over HTTPS.")
+                        fix:
+                            "remove the attribute (the default is false from API 28) or set it to false; serve the host over HTTPS."
+                    )
                 }
             case "certificates":
                 let src = n.attributes["src"] ?? ""
@@ -54,11 +61,14 @@ enum NSCReader {
                     if override && !debugOnlyFile {
                         out.add(
                             AuditCheck.debugOverridePins, .medium, line: n.line, domain: nil, mastg: nil,
-                            note: "no MASTG test covers <debug-overrides>; MASTG-TEST-0286 covers src=\"user\" outside it.",
-                            message: "<debug-overrides> trusts src=\"\(src)\" with overridePins=\"true\": on any build with "
+                            note:
+                                "no MASTG test covers <debug-overrides>; MASTG-TEST-0286 covers src=\"user\" outside it.",
+                            message:
+                                "<debug-overrides> trusts src=\"\(src)\" with overridePins=\"true\": on any build with "
                                 + "android:debuggable=\"true\" — a debuggable release, a build handed to testers — a CA of that "
                                 + "source bypasses every pin, and this file is the one release builds use.",
-                            fix: "set overridePins=\"false\" (debug builds still trust the CA, and the pins still apply), "
+                            fix:
+                                "set overridePins=\"false\" (debug builds still trust the CA, and the pins still apply), "
                                 + "or move the override to src/debug/res/xml/ so release builds never carry it.")
                     }
                 } else if override {
@@ -68,23 +78,29 @@ enum NSCReader {
                         note: src == "user"
                             ? "MASTG-TEST-0286 (Network Security Configuration Allowing Trust in User-Provided CAs) fails it."
                             : "no MASTG test names overridePins; MASTG-TEST-0242 is the closest (a domain without effective pinning).",
-                        message: "<certificates src=\"\(src)\" overridePins=\"true\"> outside <debug-overrides>: in release builds "
+                        message:
+                            "<certificates src=\"\(src)\" overridePins=\"true\"> outside <debug-overrides>: in release builds "
                             + "a chain ending at \(src == "user" ? "any user-installed CA (an interception proxy's)" : "this anchor") "
                             + "is accepted without the pins.",
-                        fix: "remove overridePins=\"true\" (the default is false); if testers need a proxy, put the override in "
+                        fix:
+                            "remove overridePins=\"true\" (the default is false); if testers need a proxy, put the override in "
                             + "<debug-overrides> with overridePins=\"false\".")
                 } else if src == "user" {
                     out.add(
                         AuditCheck.userCATrusted, .high, line: n.line, domain: nil, mastg: "MASTG-TEST-0286",
-                        note: "MASTG-TEST-0286 (Network Security Configuration Allowing Trust in User-Provided CAs) fails it.",
-                        message: "<certificates src=\"user\"> outside <debug-overrides>: release builds trust user-installed CAs, "
+                        note:
+                            "MASTG-TEST-0286 (Network Security Configuration Allowing Trust in User-Provided CAs) fails it.",
+                        message:
+                            "<certificates src=\"user\"> outside <debug-overrides>: release builds trust user-installed CAs, "
                             + "so unpinned domains can be intercepted by any CA a user (or an MDM) installs.",
                         fix: "remove it, or move it into <debug-overrides>.")
                 }
             case "certificateTransparency":
                 // Android 17's element, in <base-config> or <domain-config>; debug-only overrides do not reach release builds.
                 if try bool(n, "enabled", file: file) == false, !v.inDebug, !debugOnlyFile {
-                    let hosts = (n.parent?.name == "domain-config" ? n.parent?.children("domain").map(\.trimmedText) : nil) ?? []
+                    let hosts =
+                        (n.parent?.name == "domain-config" ? n.parent?.children("domain").map(\.trimmedText) : nil)
+                        ?? []
                     out.ctDisabled.append((n.line, hosts.isEmpty ? nil : hosts.joined(separator: ", ")))
                 }
             case "pin":
@@ -99,7 +115,13 @@ enum NSCReader {
             }
         }
         // Pinned domains: a domain-config's own pin-set, else the one it inherits from an enclosing domain-config.
-        struct Scope { var host: String; var sub: Bool; var line: Int; var pinned: Bool; var nested: Bool }
+        struct Scope {
+            var host: String
+            var sub: Bool
+            var line: Int
+            var pinned: Bool
+            var nested: Bool
+        }
         var scopes: [Scope] = []
         for v in all where v.node.name == "domain-config" {
             let dc = v.node
@@ -109,8 +131,10 @@ enum NSCReader {
             var expirationText: String?
             if let ps = pinSet {
                 for p in ps.children("pin") {
-                    pins.append(AuditedPin(
-                        sha256: try checkedSPKIPin(p.trimmedText, file: file, line: p.line, keyPath: nil), role: nil, line: p.line))
+                    pins.append(
+                        AuditedPin(
+                            sha256: try checkedSPKIPin(p.trimmedText, file: file, line: p.line, keyPath: nil),
+                            role: nil, line: p.line))
                 }
                 if let e = ps.attributes["expiration"] {
                     guard let d = parseAuditDay(e) else {
@@ -125,11 +149,16 @@ enum NSCReader {
             for d in dc.children("domain") {
                 let host = d.trimmedText
                 let sub = try bool(d, "includeSubdomains", file: file) ?? false
-                scopes.append(Scope(host: host, sub: sub, line: d.line, pinned: !pins.isEmpty, nested: dc.parent?.name == "domain-config"))
+                scopes.append(
+                    Scope(
+                        host: host, sub: sub, line: d.line, pinned: !pins.isEmpty,
+                        nested: dc.parent?.name == "domain-config"))
                 if !pins.isEmpty {
-                    out.domains.append(AuditedDomain(
-                        host: host, includeSubdomains: sub, pins: pins, expiration: expiration, expirationText: expirationText,
-                        expirationLine: pinSet?.line, line: d.line, platform: .android))
+                    out.domains.append(
+                        AuditedDomain(
+                            host: host, includeSubdomains: sub, pins: pins, expiration: expiration,
+                            expirationText: expirationText,
+                            expirationLine: pinSet?.line, line: d.line, platform: .android))
                 }
             }
         }
@@ -142,7 +171,9 @@ enum NSCReader {
         for (i, s) in scopes.enumerated() where s.pinned && s.sub {
             var node = 0
             for label in s.host.split(separator: ".", omittingEmptySubsequences: false).reversed() {
-                if let next = trie[node][label] { node = next } else {
+                if let next = trie[node][label] {
+                    node = next
+                } else {
                     trie.append([:])
                     firstScope.append(nil)
                     trie[node][label] = trie.count - 1
@@ -167,10 +198,13 @@ enum NSCReader {
             if let parent = pinnedParent(of: s.host) {
                 out.add(
                     AuditCheck.subdomainsUnpinned, .medium, line: s.line, domain: s.host, mastg: "MASTG-TEST-0242",
-                    note: "MASTG-TEST-0242 (Missing Certificate Pinning in Network Security Configuration) fails a relevant domain without pins.",
-                    message: "\(s.host) has a <domain-config> of its own without a <pin-set>: Android applies the most specific "
+                    note:
+                        "MASTG-TEST-0242 (Missing Certificate Pinning in Network Security Configuration) fails a relevant domain without pins.",
+                    message:
+                        "\(s.host) has a <domain-config> of its own without a <pin-set>: Android applies the most specific "
                         + "match, so \(s.host) is not pinned although \(parent.host) pins its subdomains.",
-                    fix: "nest this <domain-config> inside the one for \(parent.host) (it then inherits the pin-set), or give it "
+                    fix:
+                        "nest this <domain-config> inside the one for \(parent.host) (it then inherits the pin-set), or give it "
                         + "the same <pin-set>.")
             }
         }
@@ -219,7 +253,8 @@ indirect enum PlistNode {
         case .string(let s, _): return "a <string>" + quoted(s)
         case .bool(let b, _): return b ? "<true/>" : "<false/>"
         case .other(let name, let text, _):
-            return (name.first.map { "aeiou".contains($0) } == true ? "an" : "a") + " <\(name)>" + (text.isEmpty ? "" : quoted(text))
+            return (name.first.map { "aeiou".contains($0) } == true ? "an" : "a") + " <\(name)>"
+                + (text.isEmpty ? "" : quoted(text))
         }
     }
 
@@ -233,7 +268,8 @@ indirect enum PlistNode {
             while i < c.count {
                 guard c[i].name == "key", i + 1 < c.count else {
                     throw PinConfigError(
-                        file: file, line: c[i].line, problem: "<dict> holds <\(c[i].name)> where a <key> and its value belong.",
+                        file: file, line: c[i].line,
+                        problem: "<dict> holds <\(c[i].name)> where a <key> and its value belong.",
                         fix: "write each entry as <key>NAME</key> followed by its value.")
                 }
                 entries.append((c[i].trimmedText, c[i].line, try from(c[i + 1], file: file)))
@@ -259,13 +295,17 @@ enum PlistReader {
         let file: String
 
         func wrongType(_ n: PlistNode, _ path: String, expected: String, fix: String) -> PinConfigError {
-            PinConfigError(file: file, line: n.line, keyPath: path, problem: "\(n.kind), expected \(expected).", fix: fix)
+            PinConfigError(
+                file: file, line: n.line, keyPath: path, problem: "\(n.kind), expected \(expected).", fix: fix)
         }
-        func dict(_ n: PlistNode, _ path: String, fix: String) throws(PinConfigError) -> [(key: String, line: Int, value: PlistNode)] {
+        func dict(_ n: PlistNode, _ path: String, fix: String) throws(PinConfigError) -> [(
+            key: String, line: Int, value: PlistNode
+        )] {
             guard case .dict(let e, _) = n else { throw wrongType(n, path, expected: "a <dict>", fix: fix) }
             return e
         }
-        func array(_ n: PlistNode, _ path: String, expected: String, fix: String) throws(PinConfigError) -> [PlistNode] {
+        func array(_ n: PlistNode, _ path: String, expected: String, fix: String) throws(PinConfigError) -> [PlistNode]
+        {
             guard case .array(let a, _) = n else { throw wrongType(n, path, expected: expected, fix: fix) }
             return a
         }
@@ -307,9 +347,11 @@ enum PlistReader {
         // TrustKit.
         if let configuration = plist["TSKConfiguration"] {
             let domainsPath = "TSKConfiguration.TSKPinnedDomains"
-            let hostFix = "write <key>TSKPinnedDomains</key><dict><key>example.com</key><dict><key>TSKPublicKeyHashes</key>"
+            let hostFix =
+                "write <key>TSKPinnedDomains</key><dict><key>example.com</key><dict><key>TSKPublicKeyHashes</key>"
                 + "<array><string>BASE64</string>…</array></dict></dict>."
-            _ = try typed.dict(configuration, "TSKConfiguration", fix: "write <key>TSKConfiguration</key><dict>…</dict>.")
+            _ = try typed.dict(
+                configuration, "TSKConfiguration", fix: "write <key>TSKConfiguration</key><dict>…</dict>.")
             let domains = try configuration["TSKPinnedDomains"].map { n throws(PinConfigError) in
                 try typed.dict(n, domainsPath, fix: hostFix)
             }
@@ -319,33 +361,47 @@ enum PlistReader {
                 guard let hashesNode = config["TSKPublicKeyHashes"] else {
                     throw PinConfigError(
                         file: file, line: line, keyPath: path,
-                        problem: "no TSKPublicKeyHashes: TrustKit refuses a pinned domain without pins (it raises at start-up).",
-                        fix: "add <key>TSKPublicKeyHashes</key><array><string>BASE64</string><string>BACKUP</string></array>.")
+                        problem:
+                            "no TSKPublicKeyHashes: TrustKit refuses a pinned domain without pins (it raises at start-up).",
+                        fix:
+                            "add <key>TSKPublicKeyHashes</key><array><string>BASE64</string><string>BACKUP</string></array>."
+                    )
                 }
                 let hashes = try typed.array(
                     hashesNode, path + ".TSKPublicKeyHashes", expected: "an <array> of <string> hashes",
-                    fix: "write <array><string>BASE64</string><string>BACKUP</string></array>: TrustKit wants two pins or more.")
+                    fix:
+                        "write <array><string>BASE64</string><string>BACKUP</string></array>: TrustKit wants two pins or more."
+                )
                 guard !hashes.isEmpty else {
                     throw PinConfigError(
                         file: file, line: hashesNode.line, keyPath: path + ".TSKPublicKeyHashes",
-                        problem: "the array is empty: TrustKit refuses a pinned domain without pins (it raises at start-up).",
-                        fix: "list the SPKI SHA-256 of the server's key and of a backup key, each as <string>BASE64</string>.")
+                        problem:
+                            "the array is empty: TrustKit refuses a pinned domain without pins (it raises at start-up).",
+                        fix:
+                            "list the SPKI SHA-256 of the server's key and of a backup key, each as <string>BASE64</string>."
+                    )
                 }
                 var pins: [AuditedPin] = []
                 for (i, h) in hashes.enumerated() {
                     let kp = "\(path).TSKPublicKeyHashes[\(i)]"
                     let text = try typed.string(
-                        h, kp, expected: "a <string> with the base64 SPKI SHA-256", fix: "write <string>BASE64</string>.")
-                    pins.append(AuditedPin(
-                        sha256: try checkedSPKIPin(text, file: file, line: h.line, keyPath: kp), line: h.line, keyPath: kp))
+                        h, kp, expected: "a <string> with the base64 SPKI SHA-256",
+                        fix: "write <string>BASE64</string>.")
+                    pins.append(
+                        AuditedPin(
+                            sha256: try checkedSPKIPin(text, file: file, line: h.line, keyPath: kp), line: h.line,
+                            keyPath: kp))
                 }
                 var domain = AuditedDomain(
-                    host: host, includeSubdomains: try typed.bool(config["TSKIncludeSubdomains"], path + ".TSKIncludeSubdomains") ?? false,
+                    host: host,
+                    includeSubdomains: try typed.bool(config["TSKIncludeSubdomains"], path + ".TSKIncludeSubdomains")
+                        ?? false,
                     pins: pins, line: line, keyPath: path, platform: .ios)
                 if let e = config["TSKExpirationDate"] {
                     guard let s = e.string, let d = parseAuditDay(s) else {
                         throw PinConfigError(
-                            file: file, line: e.line, keyPath: path + ".TSKExpirationDate", problem: "\(e.kind) is not a date.",
+                            file: file, line: e.line, keyPath: path + ".TSKExpirationDate",
+                            problem: "\(e.kind) is not a date.",
                             fix: "write <string>YYYY-MM-DD</string>.")
                     }
                     domain.expiration = d
@@ -362,16 +418,19 @@ enum PlistReader {
                         throw PinConfigError(
                             file: file, line: enforce.line, keyPath: kp,
                             problem: "\(enforce.kind), expected <true/> or <false/>: TrustKit reads it as "
-                                + (off ? "NO, so pinning is NOT enforced for \(host) (failures are only reported)."
-                                       : "YES, but the type is wrong."),
+                                + (off
+                                    ? "NO, so pinning is NOT enforced for \(host) (failures are only reported)."
+                                    : "YES, but the type is wrong."),
                             fix: "write <true/> (TrustKit's default) in the build you ship.")
                     }
                     if !enforced {
                         out.add(
                             AuditCheck.pinningNotEnforced, .high, line: enforce.line, keyPath: kp,
                             domain: host, mastg: "MASTG-TEST-0068",
-                            note: "MASTG-TEST-0068 (iOS: Testing Custom Certificate Stores and Certificate Pinning) fails a domain whose pins are not enforced.",
-                            message: "TSKEnforcePinning is false: TrustKit only reports pin failures for \(host) and lets the connection through.",
+                            note:
+                                "MASTG-TEST-0068 (iOS: Testing Custom Certificate Stores and Certificate Pinning) fails a domain whose pins are not enforced.",
+                            message:
+                                "TSKEnforcePinning is false: TrustKit only reports pin failures for \(host) and lets the connection through.",
                             fix: "set TSKEnforcePinning to true (TrustKit's default) in the build you ship.")
                     }
                 }
@@ -379,15 +438,19 @@ enum PlistReader {
         }
         guard let atsNode = plist["NSAppTransportSecurity"] else { return out }
         let ats = PlistNode.dict(
-            try typed.dict(atsNode, "NSAppTransportSecurity", fix: "write <key>NSAppTransportSecurity</key><dict>…</dict>."),
+            try typed.dict(
+                atsNode, "NSAppTransportSecurity", fix: "write <key>NSAppTransportSecurity</key><dict>…</dict>."),
             line: atsNode.line)
         if let any = ats["NSAllowsArbitraryLoads"],
-            try typed.bool(any, "NSAppTransportSecurity.NSAllowsArbitraryLoads") == true {
+            try typed.bool(any, "NSAppTransportSecurity.NSAllowsArbitraryLoads") == true
+        {
             out.add(
-                AuditCheck.cleartextPermitted, .medium, line: any.line, keyPath: "NSAppTransportSecurity.NSAllowsArbitraryLoads",
+                AuditCheck.cleartextPermitted, .medium, line: any.line,
+                keyPath: "NSAppTransportSecurity.NSAllowsArbitraryLoads",
                 domain: "(every domain)", mastg: "MASTG-TEST-0065",
                 note: "MASTG-TEST-0065 (iOS: Testing Data Encryption on the Network) fails it.",
-                message: "NSAllowsArbitraryLoads is true: App Transport Security allows plain HTTP (and weak TLS) to every host.",
+                message:
+                    "NSAllowsArbitraryLoads is true: App Transport Security allows plain HTTP (and weak TLS) to every host.",
                 fix: "remove it; allow a single host with NSExceptionDomains if one truly needs HTTP.")
         }
         let exceptionsFix = "write <key>NSExceptionDomains</key><dict><key>example.com</key><dict>…</dict></dict>."
@@ -398,7 +461,8 @@ enum PlistReader {
             let path = "NSAppTransportSecurity.NSExceptionDomains.\(host)"
             let config = PlistNode.dict(try typed.dict(configNode, path, fix: exceptionsFix), line: configNode.line)
             if let insecure = config["NSExceptionAllowsInsecureHTTPLoads"],
-                try typed.bool(insecure, path + ".NSExceptionAllowsInsecureHTTPLoads") == true {
+                try typed.bool(insecure, path + ".NSExceptionAllowsInsecureHTTPLoads") == true
+            {
                 out.add(
                     AuditCheck.cleartextPermitted, .medium, line: insecure.line,
                     keyPath: "\(path).NSExceptionAllowsInsecureHTTPLoads",
@@ -408,7 +472,8 @@ enum PlistReader {
                     fix: "serve \(host) over HTTPS and remove the exception.")
             }
         }
-        let pinnedFix = "write <key>NSPinnedDomains</key><dict><key>example.com</key><dict><key>NSPinnedLeafIdentities</key>"
+        let pinnedFix =
+            "write <key>NSPinnedDomains</key><dict><key>example.com</key><dict><key>NSPinnedLeafIdentities</key>"
             + "<array><dict><key>SPKI-SHA256-BASE64</key><string>BASE64</string></dict></array></dict></dict>."
         let pinnedDomains = try ats["NSPinnedDomains"].map { n throws(PinConfigError) in
             try typed.dict(n, "NSAppTransportSecurity.NSPinnedDomains", fix: pinnedFix)
@@ -427,20 +492,29 @@ enum PlistReader {
                 for (i, item) in items.enumerated() {
                     let kp = "\(path).\(list)[\(i)].SPKI-SHA256-BASE64"
                     let identity = PlistNode.dict(
-                        try typed.dict(item, "\(path).\(list)[\(i)]", fix: "write <dict><key>SPKI-SHA256-BASE64</key><string>BASE64</string></dict>."),
+                        try typed.dict(
+                            item, "\(path).\(list)[\(i)]",
+                            fix: "write <dict><key>SPKI-SHA256-BASE64</key><string>BASE64</string></dict>."),
                         line: item.line)
                     guard let v = identity["SPKI-SHA256-BASE64"] else {
                         throw PinConfigError(
                             file: file, line: item.line, keyPath: kp,
-                            problem: "the identity has no SPKI-SHA256-BASE64 key (the only digest NSPinnedDomains knows).",
+                            problem:
+                                "the identity has no SPKI-SHA256-BASE64 key (the only digest NSPinnedDomains knows).",
                             fix: "write <dict><key>SPKI-SHA256-BASE64</key><string>BASE64</string></dict>.")
                     }
-                    let text = try typed.string(v, kp, expected: "a <string> with the base64 SPKI SHA-256", fix: "write <string>BASE64</string>.")
-                    pins.append(AuditedPin(
-                        sha256: try checkedSPKIPin(text, file: file, line: v.line, keyPath: kp), line: v.line, keyPath: kp))
+                    let text = try typed.string(
+                        v, kp, expected: "a <string> with the base64 SPKI SHA-256",
+                        fix: "write <string>BASE64</string>.")
+                    pins.append(
+                        AuditedPin(
+                            sha256: try checkedSPKIPin(text, file: file, line: v.line, keyPath: kp), line: v.line,
+                            keyPath: kp))
                 }
-                out.domains.append(AuditedDomain(
-                    host: host, includeSubdomains: sub, pins: pins, line: line, keyPath: "\(path).\(list)", platform: .ios))
+                out.domains.append(
+                    AuditedDomain(
+                        host: host, includeSubdomains: sub, pins: pins, line: line, keyPath: "\(path).\(list)",
+                        platform: .ios))
             }
         }
         return out
@@ -465,14 +539,21 @@ enum TrustKitSwiftReader {
         var line = 1
         while i < c.count {
             let ch = c[i]
-            if ch == "\n" { line += 1; i += 1; continue }
+            if ch == "\n" {
+                line += 1
+                i += 1
+                continue
+            }
             if ch == "/" && i + 1 < c.count && c[i + 1] == "/" {
                 while i < c.count && c[i] != "\n" { i += 1 }
                 continue
             }
             if ch == "/" && i + 1 < c.count && c[i + 1] == "*" {
                 i += 2
-                while i + 1 < c.count && !(c[i] == "*" && c[i + 1] == "/") { if c[i] == "\n" { line += 1 }; i += 1 }
+                while i + 1 < c.count && !(c[i] == "*" && c[i + 1] == "/") {
+                    if c[i] == "\n" { line += 1 }
+                    i += 1
+                }
                 i += 2
                 continue
             }
@@ -537,7 +618,8 @@ enum TrustKitSwiftReader {
             guard depth <= maxDepth else {
                 throw PinConfigError(
                     file: file, line: line,
-                    problem: "kTSKPinnedDomains is nested deeper than \(maxDepth) levels of [ ] (TrustKit's configuration nests 3).",
+                    problem:
+                        "kTSKPinnedDomains is nested deeper than \(maxDepth) levels of [ ] (TrustKit's configuration nests 3).",
                     fix: "check the brackets of the kTSKPinnedDomains literal: each [ closes with its ].")
             }
             i += 1
@@ -545,8 +627,15 @@ enum TrustKitSwiftReader {
             var items: [Value] = []
             var isDict = false
             while i < t.count && !(t[i].kind == .punct && t[i].text == "]") {
-                if t[i].kind == .punct && t[i].text == "," { i += 1; continue }
-                if t[i].kind == .punct && t[i].text == ":" { isDict = true; i += 1; continue }  // [:]
+                if t[i].kind == .punct && t[i].text == "," {
+                    i += 1
+                    continue
+                }
+                if t[i].kind == .punct && t[i].text == ":" {
+                    isDict = true
+                    i += 1
+                    continue
+                }  // [:]
                 if i + 1 < t.count && t[i + 1].kind == .punct && t[i + 1].text == ":" {
                     isDict = true
                     let key = t[i]
@@ -582,7 +671,9 @@ enum TrustKitSwiftReader {
         else {
             throw PinConfigError(
                 file: file, problem: "no `kTSKPinnedDomains: [ … ]` dictionary literal found.",
-                fix: "give the Swift file that builds TrustKit's configuration (pinlab export trustkit-swift shows the shape).")
+                fix:
+                    "give the Swift file that builds TrustKit's configuration (pinlab export trustkit-swift shows the shape)."
+            )
         }
         var i = at + 2
         let domains = try value(t, &i, file: file)
@@ -596,9 +687,13 @@ enum TrustKitSwiftReader {
             var pins: [AuditedPin] = []
             if case .array(let hashes, _)? = config["kTSKPublicKeyHashes"] {
                 for h in hashes {
-                    guard case .scalar(let parts, let line) = h, parts.count == 1, parts[0].kind == .string else { continue }
-                    pins.append(AuditedPin(
-                        sha256: try checkedSPKIPin(parts[0].text, file: file, line: line, keyPath: nil), line: line))
+                    guard case .scalar(let parts, let line) = h, parts.count == 1, parts[0].kind == .string else {
+                        continue
+                    }
+                    pins.append(
+                        AuditedPin(
+                            sha256: try checkedSPKIPin(parts[0].text, file: file, line: line, keyPath: nil), line: line)
+                    )
                 }
             }
             var d = AuditedDomain(
@@ -613,8 +708,10 @@ enum TrustKitSwiftReader {
                     if case .scalar(let parts, _) = e, parts.count == 1, parts[0].kind == .string {
                         problem = "\"\(parts[0].text.prefix(60))\" is not a date (YYYY-MM-DD)."
                     } else if case .scalar(let parts, _) = e, !parts.isEmpty {
-                        let joined = parts.map { $0.kind == .string ? "\"\($0.text)\"" : $0.text }.joined(separator: " ")
-                        problem = "'" + (joined.count > 60 ? String(joined.prefix(60)) + "…" : joined) + "' is not a date "
+                        let joined = parts.map { $0.kind == .string ? "\"\($0.text)\"" : $0.text }.joined(
+                            separator: " ")
+                        problem =
+                            "'" + (joined.count > 60 ? String(joined.prefix(60)) + "…" : joined) + "' is not a date "
                             + "literal: pinlab audit cannot check an expiration it cannot read."
                     } else {
                         problem = "not a date literal: pinlab audit cannot check an expiration it cannot read."
@@ -632,8 +729,10 @@ enum TrustKitSwiftReader {
             if let enforce = config["kTSKEnforcePinning"], enforce.scalarText == "false" {
                 out.add(
                     AuditCheck.pinningNotEnforced, .high, line: enforce.line, domain: host, mastg: "MASTG-TEST-0068",
-                    note: "MASTG-TEST-0068 (iOS: Testing Custom Certificate Stores and Certificate Pinning) fails a domain whose pins are not enforced.",
-                    message: "kTSKEnforcePinning is false: TrustKit only reports pin failures for \(host) and lets the connection through.",
+                    note:
+                        "MASTG-TEST-0068 (iOS: Testing Custom Certificate Stores and Certificate Pinning) fails a domain whose pins are not enforced.",
+                    message:
+                        "kTSKEnforcePinning is false: TrustKit only reports pin failures for \(host) and lets the connection through.",
                     fix: "set kTSKEnforcePinning: true (TrustKit's default) in the build you ship.")
             }
         }
@@ -651,13 +750,18 @@ enum OkHttpReader {
         var byPattern: [String: AuditedDomain] = [:]
         // One pass with a stack of open parentheses: each `add(` collects the string literals directly inside it
         // (a call never closed collects them to the end of the file). Calls are then read in the order they open.
-        struct Call { var start: Int; var isAdd: Bool; var strings: [TrustKitSwiftReader.Token] = [] }
+        struct Call {
+            var start: Int
+            var isAdd: Bool
+            var strings: [TrustKitSwiftReader.Token] = []
+        }
         var open: [Call] = []
         var calls: [Call] = []
         for (j, token) in t.enumerated() {
             switch (token.kind, token.text) {
             case (.punct, "("):
-                let isAdd = j > 0 && t[j - 1].kind == .word && (t[j - 1].text == "add" || t[j - 1].text.hasSuffix(".add"))
+                let isAdd =
+                    j > 0 && t[j - 1].kind == .word && (t[j - 1].text == "add" || t[j - 1].text.hasSuffix(".add"))
                 open.append(Call(start: j, isAdd: isAdd))
             case (.punct, ")"):
                 if let call = open.popLast(), call.isAdd { calls.append(call) }
@@ -670,22 +774,30 @@ enum OkHttpReader {
         calls.sort { $0.start < $1.start }
         for call in calls {
             let strings = call.strings
-            guard strings.count >= 2, strings.dropFirst().contains(where: { $0.text.range(of: #"^sha[0-9]*/"#, options: .regularExpression) != nil })
+            guard strings.count >= 2,
+                strings.dropFirst().contains(where: {
+                    $0.text.range(of: #"^sha[0-9]*/"#, options: .regularExpression) != nil
+                })
             else { continue }
             let pattern = strings[0].text
-            var domain = byPattern[pattern] ?? AuditedDomain(
-                host: pattern, includeSubdomains: pattern.hasPrefix("**.") ? true : (pattern.hasPrefix("*.") ? nil : false),
-                pins: [], line: strings[0].line, platform: .okhttp)
+            var domain =
+                byPattern[pattern]
+                ?? AuditedDomain(
+                    host: pattern,
+                    includeSubdomains: pattern.hasPrefix("**.") ? true : (pattern.hasPrefix("*.") ? nil : false),
+                    pins: [], line: strings[0].line, platform: .okhttp)
             for s in strings.dropFirst() {
                 guard s.text.hasPrefix("sha256/") else {
                     let algorithm = s.text.prefix { $0 != "/" }
                     throw PinConfigError(
                         file: file, line: s.line,
-                        problem: "'\(s.text)': the pin digest '\(algorithm)' is not sha256 (OkHttp 4 and later accept sha256/ only).",
+                        problem:
+                            "'\(s.text)': the pin digest '\(algorithm)' is not sha256 (OkHttp 4 and later accept sha256/ only).",
                         fix: "pin sha256/ + base64 of the SHA-256 of the SubjectPublicKeyInfo.")
                 }
                 let b64 = String(s.text.dropFirst("sha256/".count))
-                domain.pins.append(AuditedPin(sha256: try checkedSPKIPin(b64, file: file, line: s.line, keyPath: nil), line: s.line))
+                domain.pins.append(
+                    AuditedPin(sha256: try checkedSPKIPin(b64, file: file, line: s.line, keyPath: nil), line: s.line))
             }
             if byPattern[pattern] == nil { order.append(pattern) }
             byPattern[pattern] = domain
@@ -694,7 +806,9 @@ enum OkHttpReader {
         guard !out.domains.isEmpty else {
             throw PinConfigError(
                 file: file, problem: "no OkHttp pin found: no .add(\"host\", \"sha256/…\") call with a host and a pin.",
-                fix: "give the Kotlin or Java file that builds the CertificatePinner (pinlab export okhttp-kotlin shows the shape).")
+                fix:
+                    "give the Kotlin or Java file that builds the CertificatePinner (pinlab export okhttp-kotlin shows the shape)."
+            )
         }
         for d in out.domains {
             if d.host.hasPrefix("*.") && !d.host.hasPrefix("**.") {
@@ -706,11 +820,13 @@ enum OkHttpReader {
                         + (byPattern[base] == nil ? ", nor is \(base) itself." : "."),
                     fix: "use **.\(base) (OkHttp 4: any depth)" + (byPattern[base] == nil ? " and add \(base)." : "."))
             } else if !d.host.hasPrefix("**.") && PinAudit.isApex(d.host)
-                        && byPattern["**." + d.host] == nil && byPattern["*." + d.host] == nil {
+                && byPattern["**." + d.host] == nil && byPattern["*." + d.host] == nil
+            {
                 out.add(
                     AuditCheck.subdomainsUnpinned, .low, line: d.line, domain: d.host, mastg: "MASTG-TEST-0022",
                     note: AuditPlatform.okhttp.scopeNote,
-                    message: "\(d.host) is pinned, its subdomains are not (OkHttp patterns match exactly unless they start with * or **).",
+                    message:
+                        "\(d.host) is pinned, its subdomains are not (OkHttp patterns match exactly unless they start with * or **).",
                     fix: AuditPlatform.okhttp.includeSubdomainsFix.replacingOccurrences(of: "HOST", with: d.host))
             }
         }
@@ -748,7 +864,8 @@ enum PinsJSONReader {
             // A backup equal to a current pin is the same key under two roles: order the backup after the current.
             pins.sort { ($0.role == "current" ? 0 : 1) < ($1.role == "current" ? 0 : 1) }
             var domain = AuditedDomain(
-                host: d.host, includeSubdomains: d.includeSubdomains, pins: pins, line: hostLine, keyPath: "domains[\(i)]",
+                host: d.host, includeSubdomains: d.includeSubdomains, pins: pins, line: hostLine,
+                keyPath: "domains[\(i)]",
                 platform: .pinsJSON)
             if let e = d.expiration {
                 domain.expiration = PinsDocument.parseDay(e)
@@ -780,7 +897,8 @@ enum PinsJSONReader {
                         j += b[j] == UInt8(ascii: "\\") ? 2 : 1
                     }
                     let end = min(j, b.count)
-                    index[String(decoding: UnsafeBufferPointer(rebasing: b[(i + 1)..<end]), as: UTF8.self), default: []].append(line)
+                    index[String(decoding: UnsafeBufferPointer(rebasing: b[(i + 1)..<end]), as: UTF8.self), default: []]
+                        .append(line)
                     i = end < b.count && b[end] == UInt8(ascii: "\"") ? end + 1 : end
                 default:
                     i += 1

@@ -1,11 +1,12 @@
 public import Foundation
 import PinningLabPKI
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// `pinlab audit FILE…`: reads the pin configurations apps ship — Android's network_security_config.xml, an
@@ -49,12 +50,14 @@ public enum PinAudit {
                 file: file, problem: problem.description + ".",
                 fix: problem.isTooLarge
                     ? "give the configuration file itself, or a copy with only the pinning part."
-                    : "give the path of a configuration file (network_security_config.xml, Info.plist, a .swift, .kt or .java source, pins.json).")
+                    : "give the path of a configuration file (network_security_config.xml, Info.plist, a .swift, .kt or .java source, pins.json)."
+            )
         }
         let ext = URL(fileURLWithPath: file).pathExtension.lowercased()
         if data.starts(with: Array("bplist".utf8)) {
             throw PinConfigError(
-                file: file, problem: "a binary property list; pinlab audit reads XML property lists (with their lines).",
+                file: file,
+                problem: "a binary property list; pinlab audit reads XML property lists (with their lines).",
                 fix: "convert a copy: plutil -convert xml1 -o Info.xml.plist \(file)")
         }
         let text = String(decoding: data, as: UTF8.self)
@@ -70,13 +73,19 @@ public enum PinAudit {
             default:
                 throw PinConfigError(
                     file: file, line: root.line,
-                    problem: "the root element is <\(root.name)>: neither <network-security-config>, <plist> nor <manifest>.",
-                    fix: "give Android's res/xml/network_security_config.xml, its AndroidManifest.xml or an Info.plist.")
+                    problem:
+                        "the root element is <\(root.name)>: neither <network-security-config>, <plist> nor <manifest>.",
+                    fix: "give Android's res/xml/network_security_config.xml, its AndroidManifest.xml or an Info.plist."
+                )
             }
         }
         if let f = try CrossPlatformAudit.read(text, ext: ext, file: file) { return f }
-        if ext == "swift" || text.contains("kTSKPinnedDomains") { return try TrustKitSwiftReader.read(text, file: file) }
-        if ["kt", "java", "kts"].contains(ext) || text.contains(".add(") { return try OkHttpReader.read(text, file: file) }
+        if ext == "swift" || text.contains("kTSKPinnedDomains") {
+            return try TrustKitSwiftReader.read(text, file: file)
+        }
+        if ["kt", "java", "kts"].contains(ext) || text.contains(".add(") {
+            return try OkHttpReader.read(text, file: file)
+        }
         throw PinConfigError(
             file: file, problem: "not a pin configuration pinlab audit reads.",
             fix: "give a network_security_config.xml, an Info.plist (TrustKit or NSPinnedDomains), a TrustKit Swift "
@@ -97,7 +106,8 @@ public enum PinAudit {
             case .directory: return "is a directory"
             case .notRegular(let kind): return "is not a regular file (\(kind))"
             case .tooLarge(let size, let limit):
-                return "is \(XMLElementNode.megabytes(size)), larger than the \(XMLElementNode.megabytes(limit)) pinlab reads here"
+                return
+                    "is \(XMLElementNode.megabytes(size)), larger than the \(XMLElementNode.megabytes(limit)) pinlab reads here"
             case .readFailed(let reason): return "cannot be read (\(reason))"
             }
         }
@@ -143,10 +153,13 @@ public enum PinAudit {
         var out: [AuditFinding] = []
         let calendar = Calendar(identifier: .gregorian)
         for d in f.domains where !d.pins.isEmpty {
-            func finding(_ id: String, _ severity: AuditSeverity, line: Int? = d.line, keyPath: String? = d.keyPath,
-                         mastg: String?, note: String, message: String, fix: String) -> AuditFinding {
+            func finding(
+                _ id: String, _ severity: AuditSeverity, line: Int? = d.line, keyPath: String? = d.keyPath,
+                mastg: String?, note: String, message: String, fix: String
+            ) -> AuditFinding {
                 AuditFinding(
-                    id: id, severity: severity, file: f.file, line: line, keyPath: keyPath, domain: d.host, mastg: mastg,
+                    id: id, severity: severity, file: f.file, line: line, keyPath: keyPath, domain: d.host,
+                    mastg: mastg,
                     mastgNote: note, message: message, fix: fix)
             }
             // Expiration.
@@ -156,22 +169,30 @@ public enum PinAudit {
                 let days = utc.dateComponents([.day], from: utc.startOfDay(for: options.now), to: exp).day ?? 0
                 let text = d.expirationText ?? NSCExport.day(exp)
                 if days <= 0 {
-                    out.append(finding(
-                        AuditCheck.expiredPinSet, .high, line: d.expirationLine ?? d.line, keyPath: d.expirationKeyPath ?? d.keyPath,
-                        mastg: d.platform == .android ? "MASTG-TEST-0243" : nil,
-                        note: d.platform.expiredNote,
-                        message: "the pin set expired on \(text): from that day the pins are not enforced, and any "
-                            + "certificate the trust anchors accept is taken — an interception proxy's too.",
-                        fix: "set the expiration past the last day this build will be in use (e.g. a year after release), "
-                            + "after checking the pins still match the server: pinlab export nsc --pin-horizon 365."))
+                    out.append(
+                        finding(
+                            AuditCheck.expiredPinSet, .high, line: d.expirationLine ?? d.line,
+                            keyPath: d.expirationKeyPath ?? d.keyPath,
+                            mastg: d.platform == .android ? "MASTG-TEST-0243" : nil,
+                            note: d.platform.expiredNote,
+                            message: "the pin set expired on \(text): from that day the pins are not enforced, and any "
+                                + "certificate the trust anchors accept is taken — an interception proxy's too.",
+                            fix:
+                                "set the expiration past the last day this build will be in use (e.g. a year after release), "
+                                + "after checking the pins still match the server: pinlab export nsc --pin-horizon 365."
+                        ))
                 } else if days < options.soonDays {
-                    out.append(finding(
-                        AuditCheck.pinSetExpiresSoon, .medium, line: d.expirationLine ?? d.line, keyPath: d.expirationKeyPath ?? d.keyPath,
-                        mastg: nil,
-                        note: "no MASTG test: MASTG-TEST-0243 fails only an expiration in the past; this warns \(options.soonDays) days ahead.",
-                        message: "the pin set expires on \(text), in \(days) day\(days == 1 ? "" : "s"): devices running this "
-                            + "build stop enforcing the pins then.",
-                        fix: "ship a build whose pin set expires past its own release horizon before \(text)."))
+                    out.append(
+                        finding(
+                            AuditCheck.pinSetExpiresSoon, .medium, line: d.expirationLine ?? d.line,
+                            keyPath: d.expirationKeyPath ?? d.keyPath,
+                            mastg: nil,
+                            note:
+                                "no MASTG test: MASTG-TEST-0243 fails only an expiration in the past; this warns \(options.soonDays) days ahead.",
+                            message:
+                                "the pin set expires on \(text), in \(days) day\(days == 1 ? "" : "s"): devices running this "
+                                + "build stop enforcing the pins then.",
+                            fix: "ship a build whose pin set expires past its own release horizon before \(text)."))
                 }
             }
             // Backups.
@@ -180,41 +201,52 @@ public enum PinAudit {
             for p in d.pins {
                 if let first = seen[p.sha256] { duplicate = duplicate ?? (first, p) } else { seen[p.sha256] = p }
             }
-            let countNote = "no MASTG test counts pins: MASTG-TEST-0022 (Android) and MASTG-TEST-0068 (iOS) cover pinning as a whole."
+            let countNote =
+                "no MASTG test counts pins: MASTG-TEST-0022 (Android) and MASTG-TEST-0068 (iOS) cover pinning as a whole."
             if let (first, again) = duplicate {
-                out.append(finding(
-                    AuditCheck.backupEqualsCurrent, .high, line: again.line ?? d.line, keyPath: again.keyPath ?? d.keyPath,
-                    mastg: nil, note: countNote,
-                    message: "the pin \(again.sha256) is listed twice (\(first.role ?? "first") and \(again.role ?? "again")): "
-                        + "the backup is the current key, so a key change leaves no pin that matches.",
-                    fix: "replace the duplicate with the SPKI hash of a backup key held offline (or of the CA that issues your "
-                        + "certificates): pinlab export pins-json shows a set with a backup."))
+                out.append(
+                    finding(
+                        AuditCheck.backupEqualsCurrent, .high, line: again.line ?? d.line,
+                        keyPath: again.keyPath ?? d.keyPath,
+                        mastg: nil, note: countNote,
+                        message:
+                            "the pin \(again.sha256) is listed twice (\(first.role ?? "first") and \(again.role ?? "again")): "
+                            + "the backup is the current key, so a key change leaves no pin that matches.",
+                        fix:
+                            "replace the duplicate with the SPKI hash of a backup key held offline (or of the CA that issues your "
+                            + "certificates): pinlab export pins-json shows a set with a backup."))
             } else if seen.count == 1 {
-                out.append(finding(
-                    AuditCheck.singlePin, .high, mastg: nil, note: countNote,
-                    message: "one pin and no backup: when the server's key changes (renewal with a new key, a CA move) every "
-                        + "installed build refuses the server until users update.",
-                    fix: "add a backup pin: the SPKI hash of a spare key kept offline, or of the issuing CA "
-                        + "(TrustKit refuses fewer than two pins for the same reason)."))
+                out.append(
+                    finding(
+                        AuditCheck.singlePin, .high, mastg: nil, note: countNote,
+                        message:
+                            "one pin and no backup: when the server's key changes (renewal with a new key, a CA move) every "
+                            + "installed build refuses the server until users update.",
+                        fix: "add a backup pin: the SPKI hash of a spare key kept offline, or of the issuing CA "
+                            + "(TrustKit refuses fewer than two pins for the same reason)."))
             }
             // Against a chain.
             if let chain = options.chainPins, !d.pins.contains(where: { chain.contains($0.sha256) }) {
-                out.append(finding(
-                    AuditCheck.pinsMatchNothing, .high, mastg: nil,
-                    note: "no static MASTG test; MASTG-TEST-0244 sees the resulting failure at run time.",
-                    message: "none of the \(seen.count) pin\(seen.count == 1 ? "" : "s") matches a certificate of "
-                        + "\(options.chainFile ?? "the chain") (\(chain.count) certificate\(chain.count == 1 ? "" : "s")): "
-                        + "a client with this configuration refuses that server.",
-                    fix: "pin a key the chain carries (pinlab pki pins NAME, or openssl x509 -pubkey … | openssl dgst -sha256 "
-                        + "-binary | base64 on each certificate), and keep the others as backups."))
+                out.append(
+                    finding(
+                        AuditCheck.pinsMatchNothing, .high, mastg: nil,
+                        note: "no static MASTG test; MASTG-TEST-0244 sees the resulting failure at run time.",
+                        message: "none of the \(seen.count) pin\(seen.count == 1 ? "" : "s") matches a certificate of "
+                            + "\(options.chainFile ?? "the chain") (\(chain.count) certificate\(chain.count == 1 ? "" : "s")): "
+                            + "a client with this configuration refuses that server.",
+                        fix:
+                            "pin a key the chain carries (pinlab pki pins NAME, or openssl x509 -pubkey … | openssl dgst -sha256 "
+                            + "-binary | base64 on each certificate), and keep the others as backups."))
             }
             // Scope: an apex pinned without its subdomains.
             if d.includeSubdomains == false, d.platform != .okhttp, isApex(d.host) {
-                out.append(finding(
-                    AuditCheck.subdomainsUnpinned, .low, mastg: d.platform.scopeMASTG, note: d.platform.scopeNote,
-                    message: "\(d.host) is pinned without its subdomains: api.\(d.host), www.\(d.host) … fall back to the "
-                        + "default trust (no pins).",
-                    fix: d.platform.includeSubdomainsFix))
+                out.append(
+                    finding(
+                        AuditCheck.subdomainsUnpinned, .low, mastg: d.platform.scopeMASTG, note: d.platform.scopeNote,
+                        message:
+                            "\(d.host) is pinned without its subdomains: api.\(d.host), www.\(d.host) … fall back to the "
+                            + "default trust (no pins).",
+                        fix: d.platform.includeSubdomainsFix))
             }
         }
         return out
@@ -234,10 +266,15 @@ enum AuditPlatform: Sendable {
 
     var expiredNote: String {
         switch self {
-        case .android: return "MASTG-TEST-0243 (Expired Certificate Pins in the Network Security Configuration) fails it."
-        case .ios: return "no MASTG test checks TrustKit's TSKExpirationDate; MASTG-TEST-0243 is the same check for Android's NSC."
+        case .android:
+            return "MASTG-TEST-0243 (Expired Certificate Pins in the Network Security Configuration) fails it."
+        case .ios:
+            return
+                "no MASTG test checks TrustKit's TSKExpirationDate; MASTG-TEST-0243 is the same check for Android's NSC."
         case .okhttp: return "OkHttp pins do not expire; no MASTG test applies."
-        case .pinsJSON: return "pins.json is PinningLab's source; MASTG-TEST-0243 fails the network security config rendered from it."
+        case .pinsJSON:
+            return
+                "pins.json is PinningLab's source; MASTG-TEST-0243 fails the network security config rendered from it."
         }
     }
     var scopeMASTG: String? {
@@ -250,16 +287,24 @@ enum AuditPlatform: Sendable {
     }
     var scopeNote: String {
         switch self {
-        case .android: return "MASTG-TEST-0242 (Missing Certificate Pinning in Network Security Configuration) fails a relevant domain without pins."
-        case .ios: return "MASTG-TEST-0068 (iOS: Testing Custom Certificate Stores and Certificate Pinning) expects every relevant domain pinned."
-        case .okhttp: return "MASTG-TEST-0022 (Android: Testing Custom Certificate Stores and Certificate Pinning) expects every relevant domain pinned."
-        case .pinsJSON: return "pins.json is PinningLab's source; the MASTG test is the one of the platform it is rendered for."
+        case .android:
+            return
+                "MASTG-TEST-0242 (Missing Certificate Pinning in Network Security Configuration) fails a relevant domain without pins."
+        case .ios:
+            return
+                "MASTG-TEST-0068 (iOS: Testing Custom Certificate Stores and Certificate Pinning) expects every relevant domain pinned."
+        case .okhttp:
+            return
+                "MASTG-TEST-0022 (Android: Testing Custom Certificate Stores and Certificate Pinning) expects every relevant domain pinned."
+        case .pinsJSON:
+            return "pins.json is PinningLab's source; the MASTG test is the one of the platform it is rendered for."
         }
     }
     var includeSubdomainsFix: String {
         switch self {
         case .android: return "write <domain includeSubdomains=\"true\">, or pin each subdomain the app calls."
-        case .ios: return "set TSKIncludeSubdomains / NSIncludesSubdomains to true, or pin each subdomain the app calls."
+        case .ios:
+            return "set TSKIncludeSubdomains / NSIncludesSubdomains to true, or pin each subdomain the app calls."
         case .okhttp: return "add the pattern **.HOST (OkHttp 4: any depth) next to HOST."
         case .pinsJSON: return "set \"includeSubdomains\": true, or list each subdomain the app calls."
         }
@@ -305,9 +350,10 @@ struct AuditedFile: Sendable {
         _ id: String, _ severity: AuditSeverity, line: Int?, keyPath: String? = nil, domain: String?, mastg: String?,
         note: String, message: String, fix: String
     ) {
-        findings.append(AuditFinding(
-            id: id, severity: severity, file: file, line: line, keyPath: keyPath, domain: domain, mastg: mastg,
-            mastgNote: note, message: message, fix: fix))
+        findings.append(
+            AuditFinding(
+                id: id, severity: severity, file: file, line: line, keyPath: keyPath, domain: domain, mastg: mastg,
+                mastgNote: note, message: message, fix: fix))
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 /// An XML element with the line it starts on: what `pinlab audit` reads network security configs and property
@@ -50,7 +51,8 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
         guard data.count <= maxBytes else {
             throw PinConfigError(
                 file: file,
-                problem: "is \(megabytes(data.count)), larger than the \(megabytes(maxBytes)) pinlab audit reads in an XML "
+                problem:
+                    "is \(megabytes(data.count)), larger than the \(megabytes(maxBytes)) pinlab audit reads in an XML "
                     + "configuration (a network security config or an Info.plist is a few KB).",
                 fix: "give the configuration file itself, or a copy with only the pinning part.")
         }
@@ -60,7 +62,8 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
         if let (line, name) = entityDeclaration(in: data) {
             throw PinConfigError(
                 file: file, line: line,
-                problem: "the DOCTYPE declares the entity '\(name)': DTD entities are not supported (Android's and Apple's "
+                problem:
+                    "the DOCTYPE declares the entity '\(name)': DTD entities are not supported (Android's and Apple's "
                     + "readers of these files do not expand them, and text after a reference to one would be lost here).",
                 fix: "write the value literally where &\(name); is used, and remove the <!ENTITY …> declarations.")
         }
@@ -73,7 +76,8 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
         let ok = parser.parse()
         if !ok || builder.root == nil || builder.error != nil {
             let line = builder.error?.line ?? parser.lineNumber
-            let (problem, fix) = builder.error.map { ($0.problem, $0.fix) }
+            let (problem, fix) =
+                builder.error.map { ($0.problem, $0.fix) }
                 ?? TreeBuilder.describe(parser.parserError.map { ($0 as NSError).code }, file: file)
             throw PinConfigError(file: file, line: max(line, 1), problem: problem, fix: fix)
         }
@@ -98,17 +102,36 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
             let first = end.withUTF8Buffer { $0[0] }
             while i < b.count {
                 if b[i] == UInt8(ascii: "\n") { line += 1 }
-                if b[i] == first && starts(end) { i += end.utf8CodeUnitCount; return }
+                if b[i] == first && starts(end) {
+                    i += end.utf8CodeUnitCount
+                    return
+                }
                 i += 1
             }
         }
         while i < b.count {
             let c = b[i]
-            if c == UInt8(ascii: "\n") { line += 1; i += 1; continue }
-            if c == UInt8(ascii: "<") && starts("<!--") { i += 4; skip(past: "-->"); continue }
-            if c == UInt8(ascii: "<") && starts("<?") { i += 2; skip(past: "?>"); continue }
+            if c == UInt8(ascii: "\n") {
+                line += 1
+                i += 1
+                continue
+            }
+            if c == UInt8(ascii: "<") && starts("<!--") {
+                i += 4
+                skip(past: "-->")
+                continue
+            }
+            if c == UInt8(ascii: "<") && starts("<?") {
+                i += 2
+                skip(past: "?>")
+                continue
+            }
             if !inDoctype {
-                if c == UInt8(ascii: "<") && starts("<!DOCTYPE") { inDoctype = true; i += 9; continue }
+                if c == UInt8(ascii: "<") && starts("<!DOCTYPE") {
+                    inDoctype = true
+                    i += 9
+                    continue
+                }
                 if c == UInt8(ascii: "<") { return nil }  // the root element (or markup the parser will refuse)
                 i += 1
                 continue
@@ -153,10 +176,13 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
             ([0xFE, 0xFF], "UTF-16"), ([0xFF, 0xFE], "UTF-16"),
         ]
         if let (bom, name) = boms.first(where: { data.starts(with: $0.0) }) {
-            return (1, "the file is \(name) (it starts with the byte-order mark "
-                        + bom.map { String(format: "%02X", $0) }.joined(separator: " ")
-                        + "); pinlab audit reads UTF-8 only, as Android and Apple write these files.",
-                    "convert a copy to UTF-8 and declare encoding=\"UTF-8\" in it: iconv -f \(name) -t UTF-8 \(file) > copy.xml.")
+            return (
+                1,
+                "the file is \(name) (it starts with the byte-order mark "
+                    + bom.map { String(format: "%02X", $0) }.joined(separator: " ")
+                    + "); pinlab audit reads UTF-8 only, as Android and Apple write these files.",
+                "convert a copy to UTF-8 and declare encoding=\"UTF-8\" in it: iconv -f \(name) -t UTF-8 \(file) > copy.xml."
+            )
         }
         var ascii = false
         if let (line, value) = declaredEncoding(data) {
@@ -165,11 +191,16 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
             case "utf-8", "utf8": break
             case "us-ascii", "ascii": ascii = true
             default:
-                let known = value.allSatisfy { (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "'") }
-                return (line, "the <?xml …?> declaration says encoding=\"\(name)\"; pinlab audit reads UTF-8 (and US-ASCII) "
-                            + "only, as Android and Apple write these files.",
-                        "save the file as UTF-8 and declare encoding=\"UTF-8\""
-                            + (known ? " (if it really is \(name): iconv -f \(name) -t UTF-8 \(file) > copy.xml)." : "."))
+                let known = value.allSatisfy {
+                    (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "'")
+                }
+                return (
+                    line,
+                    "the <?xml …?> declaration says encoding=\"\(name)\"; pinlab audit reads UTF-8 (and US-ASCII) "
+                        + "only, as Android and Apple write these files.",
+                    "save the file as UTF-8 and declare encoding=\"UTF-8\""
+                        + (known ? " (if it really is \(name): iconv -f \(name) -t UTF-8 \(file) > copy.xml)." : ".")
+                )
             }
         }
         // The common case in one fast pass: valid UTF-8, no NUL byte, and all US-ASCII when that is declared.
@@ -185,22 +216,31 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
             case .valid(let scalar):
                 let first = scalar.first ?? 0
                 if first == 0 {
-                    return (line, "byte 0x00 (NUL), which XML does not allow (a UTF-16 file without its byte-order mark?).",
-                            "save the file as UTF-8 (iconv -f UTF-16 -t UTF-8 \(file) > copy.xml converts a UTF-16 copy), or remove the byte.")
+                    return (
+                        line, "byte 0x00 (NUL), which XML does not allow (a UTF-16 file without its byte-order mark?).",
+                        "save the file as UTF-8 (iconv -f UTF-16 -t UTF-8 \(file) > copy.xml converts a UTF-16 copy), or remove the byte."
+                    )
                 }
                 if ascii && first >= 0x80 {
-                    return (line, String(format: "byte 0x%02X is not US-ASCII, the encoding the file declares.", first),
-                            "declare encoding=\"UTF-8\" if the file is UTF-8, or write the character as a reference (&#xE9; for é).")
+                    return (
+                        line, String(format: "byte 0x%02X is not US-ASCII, the encoding the file declares.", first),
+                        "declare encoding=\"UTF-8\" if the file is UTF-8, or write the character as a reference (&#xE9; for é)."
+                    )
                 }
                 if scalar.count == 1 && first == UInt8(ascii: "\n") { line += 1 }
                 offset += scalar.count
             case .emptyInput:
                 return nil
             case .error:
-                return (line, String(format: "not UTF-8: byte 0x%02X is not part of a UTF-8 character", data[data.startIndex + offset])
-                            + "; pinlab audit reads UTF-8 only, as Android and Apple write these files.",
-                        "save the file as UTF-8 (iconv -f ISO-8859-1 -t UTF-8 \(file) > copy.xml converts a Latin-1 copy), "
-                            + "or remove the character.")
+                return (
+                    line,
+                    String(
+                        format: "not UTF-8: byte 0x%02X is not part of a UTF-8 character",
+                        data[data.startIndex + offset])
+                        + "; pinlab audit reads UTF-8 only, as Android and Apple write these files.",
+                    "save the file as UTF-8 (iconv -f ISO-8859-1 -t UTF-8 \(file) > copy.xml converts a Latin-1 copy), "
+                        + "or remove the character."
+                )
             }
         }
     }
@@ -214,13 +254,17 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
         guard b.starts(with: Array("<?xml".utf8)), b.count > 5, space.contains(b[5]) else { return nil }
         let end = (5..<b.count).first { b[$0] == UInt8(ascii: ">") } ?? b.count
         let key = Array("encoding".utf8)
-        guard let at = (5..<max(5, end - key.count + 1)).first(where: { Array(b[$0..<$0 + key.count]) == key }) else { return nil }
+        guard let at = (5..<max(5, end - key.count + 1)).first(where: { Array(b[$0..<$0 + key.count]) == key }) else {
+            return nil
+        }
         var i = at + key.count
         while i < end, space.contains(b[i]) || b[i] == UInt8(ascii: "=") { i += 1 }
         var value: [UInt8] = []
         let quote = i < end && (b[i] == UInt8(ascii: "\"") || b[i] == UInt8(ascii: "'")) ? b[i] : nil
         if quote != nil { i += 1 }
-        while i < end, value.count < 64, b[i] != quote, quote != nil || !(space.contains(b[i]) || b[i] == UInt8(ascii: "?")) {
+        while i < end, value.count < 64, b[i] != quote,
+            quote != nil || !(space.contains(b[i]) || b[i] == UInt8(ascii: "?"))
+        {
             value.append(b[i])
             i += 1
         }
@@ -229,13 +273,20 @@ final class XMLElementNode: @unchecked Sendable {  // built by one parser on one
 
     /// An encoding name for a message: printable ASCII as it is, any other byte as \xNN.
     static func escapedName(_ value: [UInt8]) -> String {
-        value.map { (0x20...0x7E).contains($0) && $0 != UInt8(ascii: "\\") ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }
-            .joined()
+        value.map {
+            (0x20...0x7E).contains($0) && $0 != UInt8(ascii: "\\")
+                ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0)
+        }
+        .joined()
     }
 }
 
 private final class TreeBuilder: NSObject, XMLParserDelegate {
-    struct Failure { var line: Int; var problem: String; var fix: String }
+    struct Failure {
+        var line: Int
+        var problem: String
+        var fix: String
+    }
     var root: XMLElementNode?
     var stack: [XMLElementNode] = []
     weak var parser: XMLParser?
@@ -271,8 +322,9 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
         guard error == nil else { return }
         // Checked here too: not every XMLParser reports a mismatched end tag.
         if let top = stack.last, top.name != name {
-            fail(parser, "malformed XML: </\(name)> closes <\(top.name)> opened at line \(top.line).",
-                 fix: "close each element with its own end tag, innermost first (xmllint --noout \(file) shows where).")
+            fail(
+                parser, "malformed XML: </\(name)> closes <\(top.name)> opened at line \(top.line).",
+                fix: "close each element with its own end tag, innermost first (xmllint --noout \(file) shows where).")
             return
         }
         _ = stack.popLast()
@@ -297,17 +349,23 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
         refuseEntity(parser, name)
     }
 
-    func parser(_ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?) {
+    func parser(
+        _ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?
+    ) {
         refuseEntity(parser, name)
     }
 
-    func parser(_ parser: XMLParser, foundUnparsedEntityDeclarationWithName name: String, publicID: String?, systemID: String?, notationName: String?) {
+    func parser(
+        _ parser: XMLParser, foundUnparsedEntityDeclarationWithName name: String, publicID: String?, systemID: String?,
+        notationName: String?
+    ) {
         refuseEntity(parser, name)
     }
 
     func refuseEntity(_ parser: XMLParser, _ name: String) {
         fail(
-            parser, "the DOCTYPE declares the entity '\(name)': DTD entities are not supported (Android's and Apple's "
+            parser,
+            "the DOCTYPE declares the entity '\(name)': DTD entities are not supported (Android's and Apple's "
                 + "parsers of these files do not expand them).",
             fix: "write the value literally where &\(name); is used, and remove the <!ENTITY …> declarations.")
     }
@@ -321,24 +379,49 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
     /// libxml2's error codes (the codes XMLParser reports), in words, with a fix.
     static func describe(_ code: Int?, file: String) -> (problem: String, fix: String) {
         let check = "correct the XML at that line (xmllint --noout \(file) shows the exact column)."
-        guard let code else { return ("the file holds no XML element.", "give a network_security_config.xml or an Info.plist.") }
+        guard let code else {
+            return ("the file holds no XML element.", "give a network_security_config.xml or an Info.plist.")
+        }
         let known: [Int: (String, String)] = [
-            1: ("the XML parser stopped at one of its limits (a text, name or attribute value too long, or the "
-                    + "document too large).", "give the configuration file itself; configurations are a few KB."),
-            2: ("the XML parser ran out of memory.", "give the configuration file itself; configurations are a few KB."),
-            3: ("the document does not start with XML (<?xml …?> or an element).", "give an XML file; remove anything before the first '<'."),
+            1: (
+                "the XML parser stopped at one of its limits (a text, name or attribute value too long, or the "
+                    + "document too large).", "give the configuration file itself; configurations are a few KB."
+            ),
+            2: (
+                "the XML parser ran out of memory.", "give the configuration file itself; configurations are a few KB."
+            ),
+            3: (
+                "the document does not start with XML (<?xml …?> or an element).",
+                "give an XML file; remove anything before the first '<'."
+            ),
             4: ("the document is empty.", "give a network_security_config.xml or an Info.plist with its content."),
-            5: ("the document ends inside an element (the file is cut short, or an element is never closed).",
-                "restore the end of the file, or close every element (xmllint --noout \(file) shows where)."),
+            5: (
+                "the document ends inside an element (the file is cut short, or an element is never closed).",
+                "restore the end of the file, or close every element (xmllint --noout \(file) shows where)."
+            ),
             6: ("a hexadecimal character reference (&#x…;) is not valid.", check),
             7: ("a decimal character reference (&#…;) is not valid.", check),
             8: ("a character reference names a character XML does not allow.", check),
-            9: ("a character XML does not allow (a control character, or text in another encoding than the one declared).",
-                "remove the character, or save the file in the encoding its <?xml encoding=…?> declares (UTF-8 if none)."),
-            22: ("'&' starts no entity reference (write &amp; for a literal '&').", "write & as &amp; in text and attribute values."),
-            23: ("an entity reference has no closing ';' (write &amp; for a literal '&').", "write & as &amp; in text and attribute values."),
-            26: ("an entity is not defined (only &amp; &lt; &gt; &quot; &apos; are).", "write the character itself, or &amp; for '&'."),
-            27: ("an entity is not defined (only &amp; &lt; &gt; &quot; &apos; are).", "write the character itself, or &amp; for '&'."),
+            9: (
+                "a character XML does not allow (a control character, or text in another encoding than the one declared).",
+                "remove the character, or save the file in the encoding its <?xml encoding=…?> declares (UTF-8 if none)."
+            ),
+            22: (
+                "'&' starts no entity reference (write &amp; for a literal '&').",
+                "write & as &amp; in text and attribute values."
+            ),
+            23: (
+                "an entity reference has no closing ';' (write &amp; for a literal '&').",
+                "write & as &amp; in text and attribute values."
+            ),
+            26: (
+                "an entity is not defined (only &amp; &lt; &gt; &quot; &apos; are).",
+                "write the character itself, or &amp; for '&'."
+            ),
+            27: (
+                "an entity is not defined (only &amp; &lt; &gt; &quot; &apos; are).",
+                "write the character itself, or &amp; for '&'."
+            ),
             31: ("the declared encoding is unknown.", "declare encoding=\"UTF-8\" and save the file as UTF-8."),
             32: ("the declared encoding is not supported.", "declare encoding=\"UTF-8\" and save the file as UTF-8."),
             33: ("a quoted value does not start with a quote.", check),
@@ -356,24 +439,44 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
             61: ("the DOCTYPE is never closed.", "close the <!DOCTYPE …> declaration with >."),
             62: ("']]>' appears in text (it ends a CDATA section).", "write ]]&gt; instead."),
             63: ("a CDATA section is never closed (<![CDATA[ without ]]>).", "close it with ]]>."),
-            64: ("an <?xml …?> declaration appears after the start of the document.", "keep one declaration, on the first line."),
+            64: (
+                "an <?xml …?> declaration appears after the start of the document.",
+                "keep one declaration, on the first line."
+            ),
             65: ("a space is missing (between attributes, or in a declaration).", check),
-            68: ("a name is expected here ('<' must start an element; write &lt; for a literal '<').",
-                 "write < in text as &lt;."),
+            68: (
+                "a name is expected here ('<' must start an element; write &lt; for a literal '<').",
+                "write < in text as &lt;."
+            ),
             73: ("an end tag is malformed", "write </name>."),
             74: ("an end tag is expected here.", check),
             75: ("'=' is expected after an attribute name.", "write name=\"value\"."),
-            76: ("a closing tag does not match the element it closes (or an element is never closed)",
-                 "close each element with its own end tag, innermost first (xmllint --noout \(file) shows where)."),
+            76: (
+                "a closing tag does not match the element it closes (or an element is never closed)",
+                "close each element with its own end tag, innermost first (xmllint --noout \(file) shows where)."
+            ),
             77: ("a tag is never closed (a '<' without its '>').", "close the tag with >."),
             80: ("'--' appears inside a comment.", "remove the double hyphen from the comment."),
-            81: ("the text is not in the encoding the file declares.", "save the file in the declared encoding (UTF-8 if none)."),
-            85: ("the elements are not well balanced (an end tag without its start tag).",
-                 "close each element once, innermost first (xmllint --noout \(file) shows where)."),
-            86: ("there is content after the root element's end tag.", "keep a single root element; remove what follows it."),
-            89: ("entity expansion refused: the entities refer to each other in a loop or expand to too much text.",
-                 "remove the <!ENTITY …> declarations and write the values literally."),
-            90: ("an entity's text does not fit the element it is used in.", "remove the <!ENTITY …> declarations and write the values literally."),
+            81: (
+                "the text is not in the encoding the file declares.",
+                "save the file in the declared encoding (UTF-8 if none)."
+            ),
+            85: (
+                "the elements are not well balanced (an end tag without its start tag).",
+                "close each element once, innermost first (xmllint --noout \(file) shows where)."
+            ),
+            86: (
+                "there is content after the root element's end tag.",
+                "keep a single root element; remove what follows it."
+            ),
+            89: (
+                "entity expansion refused: the entities refer to each other in a loop or expand to too much text.",
+                "remove the <!ENTITY …> declarations and write the values literally."
+            ),
+            90: (
+                "an entity's text does not fit the element it is used in.",
+                "remove the <!ENTITY …> declarations and write the values literally."
+            ),
         ]
         if let (problem, fix) = known[code] {
             return ("malformed XML: " + problem + (problem.hasSuffix(".") ? "" : "."), fix)

@@ -2,8 +2,8 @@
 // signed by the issuer; fresh, or stale (nextUpdate past). swift-certificates has no CRL type, so the structure is
 // written with SwiftASN1's DER serializer (apple/swift-asn1), never from hand-concatenated bytes.
 public import Foundation
-internal import X509
 internal import SwiftASN1
+internal import X509
 
 /// How to build one CRL.
 public struct CRLOptions: Sendable, Hashable {
@@ -26,10 +26,13 @@ public struct CRLOptions: Sendable, Hashable {
 
 extension LabPKI {
     /// The identities of the spec that `issuer` issued and the spec marks revoked, with their status.
-    public func revokedIdentities(issuedBy issuer: String) -> [(identity: Identity, reason: RevocationReason, date: Date)] {
+    public func revokedIdentities(issuedBy issuer: String) -> [(
+        identity: Identity, reason: RevocationReason, date: Date
+    )] {
         spec.entities.compactMap { e in
             guard e.issuer == issuer, e.name != issuer, case .revoked(let reason, let date) = e.revocation,
-                  let id = self[e.name] else { return nil }
+                let id = self[e.name]
+            else { return nil }
             return (id, reason, issuedAt.addingTimeInterval(TimeInterval(date.seconds)))
         }
     }
@@ -38,8 +41,9 @@ extension LabPKI {
     public func crl(issuer: String, options: CRLOptions = .init(), now: Date = Date()) throws -> [UInt8] {
         let ca = try identity(issuer)
         guard ca.role.isCA else {
-            throw PKIError(.badRevocation, "\(issuer) is a \(ca.role), not a CA: it publishes no CRL", entity: issuer,
-                           fix: "ask for the CRL of the identity's issuer")
+            throw PKIError(
+                .badRevocation, "\(issuer) is a \(ca.role), not a CA: it publishes no CRL", entity: issuer,
+                fix: "ask for the CRL of the identity's issuer")
         }
         let signer = try RevocationSigner.cached(ca)
         let revoked = try revokedIdentities(issuedBy: issuer).map { (try serialBytes($0.identity), $0.date, $0.reason) }
@@ -66,14 +70,18 @@ extension LabPKI {
                 }
             }
             // crlExtensions [0] EXPLICIT: authorityKeyIdentifier and cRLNumber (both required by RFC 5280).
-            try t.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { ext in
+            try t.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) {
+                ext in
                 try ext.appendConstructedNode(identifier: .sequence) { list in
-                    try list.serialize(try Certificate.Extension(
-                        AuthorityKeyIdentifier(keyIdentifier: signer.keyIdentifier[...]), critical: false))
+                    try list.serialize(
+                        try Certificate.Extension(
+                            AuthorityKeyIdentifier(keyIdentifier: signer.keyIdentifier[...]), critical: false))
                     var number = DER.Serializer()
                     try number.serialize(Int(now.timeIntervalSince1970 * 1000))
-                    try list.serialize(Certificate.Extension(oid: [2, 5, 29, 20], critical: false,
-                                                             value: number.serializedBytes[...]))
+                    try list.serialize(
+                        Certificate.Extension(
+                            oid: [2, 5, 29, 20], critical: false,
+                            value: number.serializedBytes[...]))
                 }
             }
         }
@@ -87,7 +95,9 @@ extension LabPKI {
         return out.serializedBytes
     }
 
-    private func serializeEntry(serial: [UInt8], date: Date, reason: RevocationReason, into s: inout DER.Serializer) throws {
+    private func serializeEntry(serial: [UInt8], date: Date, reason: RevocationReason, into s: inout DER.Serializer)
+        throws
+    {
         try s.appendConstructedNode(identifier: .sequence) { entry in
             try entry.serialize(serial[...])
             try RevocationTime.serializeTime(date, into: &entry)
@@ -95,8 +105,10 @@ extension LabPKI {
                 var code = DER.Serializer()
                 try reason.code.serialize(into: &code, withIdentifier: .enumerated)
                 try entry.appendConstructedNode(identifier: .sequence) { list in
-                    try list.serialize(Certificate.Extension(oid: [2, 5, 29, 21], critical: false,
-                                                             value: code.serializedBytes[...]))
+                    try list.serialize(
+                        Certificate.Extension(
+                            oid: [2, 5, 29, 21], critical: false,
+                            value: code.serializedBytes[...]))
                 }
             }
         }

@@ -1,9 +1,9 @@
+internal import Crypto
 // Reading OCSP requests (RFC 6960 §4.1) and answering them from the lab PKI: what the lab's OCSP responder
 // (PinningLab's `RevocationResponder`) serves. Parsed with SwiftASN1's DER parser; only the CertIDs are read.
 public import Foundation
-internal import Crypto
-internal import X509
 internal import SwiftASN1
+internal import X509
 
 /// One certificate an OCSP request asks about: its CertID.
 public struct OCSPRequestedCertificate: Sendable, Hashable {
@@ -31,7 +31,9 @@ public enum OCSPRequestReader {
     /// The CertIDs of the DER `OCSPRequest` `der`, in order (at least one).
     public static func certificates(in der: [UInt8]) throws(OCSPRequestError) -> [OCSPRequestedCertificate] {
         guard !der.isEmpty else { throw OCSPRequestError(reason: "the request is empty") }
-        guard der.count <= maxBytes else { throw OCSPRequestError(reason: "the request has \(der.count) bytes (at most \(maxBytes))") }
+        guard der.count <= maxBytes else {
+            throw OCSPRequestError(reason: "the request has \(der.count) bytes (at most \(maxBytes))")
+        }
         do {
             let root = try DER.parse(der)
             let tbs = try children(of: root, "OCSPRequest").first
@@ -46,7 +48,9 @@ public enum OCSPRequestReader {
                     throw OCSPRequestError(reason: "a Request without a CertID")
                 }
                 let parts = try children(of: certID, "CertID")
-                guard parts.count == 4 else { throw OCSPRequestError(reason: "a CertID with \(parts.count) fields (4 expected)") }
+                guard parts.count == 4 else {
+                    throw OCSPRequestError(reason: "a CertID with \(parts.count) fields (4 expected)")
+                }
                 guard let oidNode = try children(of: parts[0], "hashAlgorithm").first else {
                     throw OCSPRequestError(reason: "a hashAlgorithm without an OID")
                 }
@@ -59,11 +63,14 @@ public enum OCSPRequestReader {
                 }
                 let nameHash = try ASN1OctetString(derEncoded: parts[1]).bytes
                 let keyHash = try ASN1OctetString(derEncoded: parts[2]).bytes
-                guard parts[3].identifier == .integer, case .primitive(let serial) = parts[3].content, !serial.isEmpty else {
+                guard parts[3].identifier == .integer, case .primitive(let serial) = parts[3].content, !serial.isEmpty
+                else {
                     throw OCSPRequestError(reason: "the CertID's serialNumber is not an INTEGER")
                 }
-                out.append(OCSPRequestedCertificate(hashAlgorithm: algorithm, issuerNameHash: Array(nameHash),
-                                                    issuerKeyHash: Array(keyHash), serial: Array(serial.drop(while: { $0 == 0 }))))
+                out.append(
+                    OCSPRequestedCertificate(
+                        hashAlgorithm: algorithm, issuerNameHash: Array(nameHash),
+                        issuerKeyHash: Array(keyHash), serial: Array(serial.drop(while: { $0 == 0 }))))
             }
             guard !out.isEmpty else { throw OCSPRequestError(reason: "the requestList is empty") }
             return out
@@ -75,7 +82,9 @@ public enum OCSPRequestReader {
     }
 
     private static func children(of node: ASN1Node, _ what: String) throws(OCSPRequestError) -> [ASN1Node] {
-        guard case .constructed(let nodes) = node.content else { throw OCSPRequestError(reason: "\(what) is not constructed") }
+        guard case .constructed(let nodes) = node.content else {
+            throw OCSPRequestError(reason: "\(what) is not constructed")
+        }
         return Array(nodes)
     }
 
@@ -101,19 +110,25 @@ extension LabPKI {
     /// Answers the DER `OCSPRequest` `der` about its first certificate: the response ``ocspResponse(for:options:now:)``
     /// builds for the lab identity with that issuer key hash and serial; `unauthorized` when no CA of the lab issued it
     /// (the lab's responder is authoritative only for its own CAs), `malformedRequest` when it cannot be read.
-    public func answerOCSPRequest(_ der: [UInt8], index: OCSPIssuerIndex? = nil, options: OCSPResponseOptions = .init(),
-                                  now: Date = Date()) -> OCSPAnswer {
+    public func answerOCSPRequest(
+        _ der: [UInt8], index: OCSPIssuerIndex? = nil, options: OCSPResponseOptions = .init(),
+        now: Date = Date()
+    ) -> OCSPAnswer {
         let asked: OCSPRequestedCertificate
         do {
-            guard let first = try OCSPRequestReader.certificates(in: der).first else { throw OCSPRequestError(reason: "empty") }
+            guard let first = try OCSPRequestReader.certificates(in: der).first else {
+                throw OCSPRequestError(reason: "empty")
+            }
             asked = first
         } catch {
-            return OCSPAnswer(response: OCSPRequestReader.errorResponse(.malformedRequest), serialHex: nil, subject: nil,
-                              status: "malformedRequest")
+            return OCSPAnswer(
+                response: OCSPRequestReader.errorResponse(.malformedRequest), serialHex: nil, subject: nil,
+                status: "malformedRequest")
         }
         guard let subject = (index ?? OCSPIssuerIndex(self)).identity(asked).flatMap({ self[$0] }) else {
-            return OCSPAnswer(response: OCSPRequestReader.errorResponse(.unauthorized), serialHex: asked.serialHex,
-                              subject: nil, status: "unauthorized")
+            return OCSPAnswer(
+                response: OCSPRequestReader.errorResponse(.unauthorized), serialHex: asked.serialHex,
+                subject: nil, status: "unauthorized")
         }
         do {
             let response = try ocspResponse(for: subject.name, options: options, now: now)
@@ -129,8 +144,9 @@ extension LabPKI {
             }
             return OCSPAnswer(response: response, serialHex: asked.serialHex, subject: subject.name, status: status)
         } catch {
-            return OCSPAnswer(response: OCSPRequestReader.errorResponse(.internalError), serialHex: asked.serialHex,
-                              subject: subject.name, status: "internalError")
+            return OCSPAnswer(
+                response: OCSPRequestReader.errorResponse(.internalError), serialHex: asked.serialHex,
+                subject: subject.name, status: "internalError")
         }
     }
 
@@ -159,10 +175,16 @@ public struct OCSPIssuerIndex: Sendable {
             guard (try? s.serialize(cert.subject)) != nil else { continue }
             let name = s.serializedBytes
             let key = Array(cert.publicKey.subjectPublicKeyInfoBytes)
-            issuers[Key(algorithm: "sha1", nameHash: Array(Insecure.SHA1.hash(data: name)),
-                        keyHash: Array(Insecure.SHA1.hash(data: key))), default: []].insert(ca.name)
-            issuers[Key(algorithm: "sha256", nameHash: Array(SHA256.hash(data: name)),
-                        keyHash: Array(SHA256.hash(data: key))), default: []].insert(ca.name)
+            issuers[
+                Key(
+                    algorithm: "sha1", nameHash: Array(Insecure.SHA1.hash(data: name)),
+                    keyHash: Array(Insecure.SHA1.hash(data: key))), default: []
+            ].insert(ca.name)
+            issuers[
+                Key(
+                    algorithm: "sha256", nameHash: Array(SHA256.hash(data: name)),
+                    keyHash: Array(SHA256.hash(data: key))), default: []
+            ].insert(ca.name)
         }
         for id in pki.identities where !id.isSelfSigned {
             issued[Self.serialKey(id.serialHex) + " " + id.issuerName] = id.name

@@ -1,11 +1,11 @@
+internal import Crypto
 // OCSP responses (RFC 6960) for lab identities: a BasicOCSPResponse signed by the issuing CA or a delegated
 // responder, and the variants the revocation scenarios serve (expired, bad signature, wrong responder, an error
 // status with no response at all). swift-certificates keeps its OCSP types internal, so the structures are written
 // with SwiftASN1's DER serializer (apple/swift-asn1), never from hand-concatenated bytes.
 public import Foundation
-internal import Crypto
-internal import X509
 internal import SwiftASN1
+internal import X509
 
 /// OCSPResponseStatus (RFC 6960 section 4.2.1). Anything but `successful` carries no response body.
 public struct OCSPResponseStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -112,11 +112,14 @@ public struct OCSPResponseOptions: Sendable, Hashable {
 extension LabPKI {
     /// An OCSP response (DER, `OCSPResponse`) about identity `name`, built at `now`. Revocation dates are relative
     /// to the PKI's issuance; thisUpdate and nextUpdate to `now`, so a response is always fresh unless asked not to be.
-    public func ocspResponse(for name: String, options: OCSPResponseOptions = .init(), now: Date = Date()) throws -> [UInt8] {
+    public func ocspResponse(for name: String, options: OCSPResponseOptions = .init(), now: Date = Date()) throws
+        -> [UInt8]
+    {
         let subject = try identity(name)
         guard !subject.isSelfSigned else {
-            throw PKIError(.badRevocation, "\(name) is self-signed: no issuer can answer for it", entity: name,
-                           fix: "ask for the status of a certificate a CA of the lab issued")
+            throw PKIError(
+                .badRevocation, "\(name) is self-signed: no issuer can answer for it", entity: name,
+                fix: "ask for the status of a certificate a CA of the lab issued")
         }
         var out = DER.Serializer()
         guard options.responseStatus == .successful else {
@@ -151,24 +154,35 @@ extension LabPKI {
                 try responses.appendConstructedNode(identifier: .sequence) { single in
                     try serializeCertID(subject: subject, issuer: issuer, into: &single)
                     try serializeStatus(status, into: &single)
-                    try single.serialize(try RevocationTime.generalized(now.addingTimeInterval(TimeInterval(options.thisUpdate.seconds))))
+                    try single.serialize(
+                        try RevocationTime.generalized(now.addingTimeInterval(TimeInterval(options.thisUpdate.seconds)))
+                    )
                     if let next = options.nextUpdate {
-                        try single.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) {
-                            try $0.serialize(try RevocationTime.generalized(now.addingTimeInterval(TimeInterval(next.seconds))))
+                        try single.appendConstructedNode(
+                            identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)
+                        ) {
+                            try $0.serialize(
+                                try RevocationTime.generalized(now.addingTimeInterval(TimeInterval(next.seconds))))
                         }
                     }
                     if options.includesSCTs {
                         guard let list = subject.signedCertificateTimestampList else {
-                            throw PKIError(.badRevocation, "\(name) has no SCTs for an OCSP response to carry", entity: name,
-                                           fix: "staple good-with-scts only for a leaf with `tlsSCTs:` (e.g. leaf-ct-tls)")
+                            throw PKIError(
+                                .badRevocation, "\(name) has no SCTs for an OCSP response to carry", entity: name,
+                                fix: "staple good-with-scts only for a leaf with `tlsSCTs:` (e.g. leaf-ct-tls)")
                         }
                         // singleExtensions [1] EXPLICIT Extensions: one Extension { extnID, extnValue OCTET STRING },
                         // whose value is the TLS-encoded SCT list in an OCTET STRING.
-                        try single.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 1, tagClass: .contextSpecific)) { tagged in
+                        try single.appendConstructedNode(
+                            identifier: ASN1Identifier(tagWithNumber: 1, tagClass: .contextSpecific)
+                        ) { tagged in
                             try tagged.appendConstructedNode(identifier: .sequence) { extensions in
                                 try extensions.appendConstructedNode(identifier: .sequence) { ext in
-                                    try ext.serialize(try ASN1ObjectIdentifier(dotRepresentation: CTObjectIdentifier.ocspSCTList))
-                                    try ext.serialize(ASN1OctetString(contentBytes: SignedCertificateTimestamp.listExtensionValue(list)[...]))
+                                    try ext.serialize(
+                                        try ASN1ObjectIdentifier(dotRepresentation: CTObjectIdentifier.ocspSCTList))
+                                    try ext.serialize(
+                                        ASN1OctetString(
+                                            contentBytes: SignedCertificateTimestamp.listExtensionValue(list)[...]))
                                 }
                             }
                         }
@@ -183,7 +197,8 @@ extension LabPKI {
             try signer.serializeAlgorithm(into: &b)
             try b.serialize(try signer.sign(tbsBytes, corrupt: options.corruptSignature))
             if includeCertificate {
-                b.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { certs in
+                b.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) {
+                    certs in
                     certs.appendConstructedNode(identifier: .sequence) { $0.serializeRawBytes(signer.certificateDER) }
                 }
             }
@@ -191,7 +206,8 @@ extension LabPKI {
         let basicBytes = basic.serializedBytes
         try out.appendConstructedNode(identifier: .sequence) { r in
             try OCSPResponseStatus.successful.rawValue.serialize(into: &r, withIdentifier: .enumerated)
-            try r.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { rb in
+            try r.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) {
+                rb in
                 try rb.appendConstructedNode(identifier: .sequence) { bytes in
                     try bytes.serialize(ASN1ObjectIdentifier.ocspBasic)
                     try bytes.serialize(ASN1OctetString(contentBytes: basicBytes[...]))
@@ -203,9 +219,14 @@ extension LabPKI {
 
     /// The first entity issued by `issuer` that carries id-kp-OCSPSigning.
     func delegatedResponder(of issuer: String) throws -> String {
-        guard let e = spec.entities.first(where: { $0.issuer == issuer && $0.usages.contains(.ocspSigning) && $0.name != issuer }) else {
-            throw PKIError(.badRevocation, "no delegated OCSP responder is issued by \(issuer)", entity: issuer,
-                           fix: "add a leaf issued by \(issuer) with usages: [ocspSigning]")
+        guard
+            let e = spec.entities.first(where: {
+                $0.issuer == issuer && $0.usages.contains(.ocspSigning) && $0.name != issuer
+            })
+        else {
+            throw PKIError(
+                .badRevocation, "no delegated OCSP responder is issued by \(issuer)", entity: issuer,
+                fix: "add a leaf issued by \(issuer) with usages: [ocspSigning]")
         }
         return e.name
     }
@@ -234,9 +255,11 @@ extension LabPKI {
             ASN1Null().serialize(into: &s, withIdentifier: ASN1Identifier(tagWithNumber: 2, tagClass: .contextSpecific))
         case .revoked(let reason, let date):
             let at = issuedAt.addingTimeInterval(TimeInterval(date.seconds))
-            try s.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 1, tagClass: .contextSpecific)) { info in
+            try s.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 1, tagClass: .contextSpecific)) {
+                info in
                 try info.serialize(try RevocationTime.generalized(at))
-                try info.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) {
+                try info.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific))
+                {
                     try reason.code.serialize(into: &$0, withIdentifier: .enumerated)
                 }
             }

@@ -1,6 +1,6 @@
+internal import SwiftASN1
 // The certificate extensions that say where revocation status is published and that a server must staple it.
 internal import X509
-internal import SwiftASN1
 
 enum RevocationExtensions {
     /// id-ce-cRLDistributionPoints (RFC 5280 section 4.2.1.13).
@@ -14,12 +14,15 @@ enum RevocationExtensions {
     static func extensions(for e: EntitySpec) throws -> [Certificate.Extension] {
         var out: [Certificate.Extension] = []
         if let url = e.ocspResponder {
-            let aia = AuthorityInformationAccess([.init(method: .ocspServer, location: .uniformResourceIdentifier(url))])
+            let aia = AuthorityInformationAccess([.init(method: .ocspServer, location: .uniformResourceIdentifier(url))]
+            )
             out.append(try Certificate.Extension(aia, critical: false))
         }
         if let url = e.crlDistributionPoint {
-            out.append(Certificate.Extension(oid: crlDistributionPointsOID, critical: false,
-                                             value: try crlDistributionPoints(url)[...]))
+            out.append(
+                Certificate.Extension(
+                    oid: crlDistributionPointsOID, critical: false,
+                    value: try crlDistributionPoints(url)[...]))
         }
         if e.mustStaple {
             var s = DER.Serializer()
@@ -37,9 +40,13 @@ enum RevocationExtensions {
         try s.appendConstructedNode(identifier: .sequence) { points in
             try points.appendConstructedNode(identifier: .sequence) { point in
                 // distributionPoint [0] DistributionPointName: EXPLICIT, since DistributionPointName is a CHOICE.
-                try point.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { name in
+                try point.appendConstructedNode(
+                    identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)
+                ) { name in
                     // fullName [0] GeneralNames, IMPLICIT: the SEQUENCE OF GeneralName re-tagged.
-                    try name.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { names in
+                    try name.appendConstructedNode(
+                        identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)
+                    ) { names in
                         try ASN1IA5String(url).serialize(
                             into: &names, withIdentifier: ASN1Identifier(tagWithNumber: 6, tagClass: .contextSpecific))
                     }

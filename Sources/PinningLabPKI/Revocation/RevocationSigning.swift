@@ -1,10 +1,10 @@
+internal import Crypto
 // What OCSP responses and CRLs share: times, algorithm identifiers and signatures, serialized with SwiftASN1's DER
 // serializer (swift-certificates keeps its OCSP types internal and has no CRL type).
 internal import Foundation
 import PinningLabBase
-internal import Crypto
-internal import X509
 internal import SwiftASN1
+internal import X509
 
 /// The issuer (or responder) that signs a revocation artefact: its certificate and key.
 struct RevocationSigner: Sendable {
@@ -61,10 +61,18 @@ struct RevocationSigner: Sendable {
         case .ecdsaWithSHA384: oid = [1, 2, 840, 10045, 4, 3, 3]
         case .ecdsaWithSHA512: oid = [1, 2, 840, 10045, 4, 3, 4]
         case .ed25519: oid = [1, 3, 101, 112]
-        case .sha1WithRSAEncryption: oid = [1, 2, 840, 113549, 1, 1, 5]; nullParameters = true
-        case .sha384WithRSAEncryption: oid = [1, 2, 840, 113549, 1, 1, 12]; nullParameters = true
-        case .sha512WithRSAEncryption: oid = [1, 2, 840, 113549, 1, 1, 13]; nullParameters = true
-        default: oid = [1, 2, 840, 113549, 1, 1, 11]; nullParameters = true
+        case .sha1WithRSAEncryption:
+            oid = [1, 2, 840, 113549, 1, 1, 5]
+            nullParameters = true
+        case .sha384WithRSAEncryption:
+            oid = [1, 2, 840, 113549, 1, 1, 12]
+            nullParameters = true
+        case .sha512WithRSAEncryption:
+            oid = [1, 2, 840, 113549, 1, 1, 13]
+            nullParameters = true
+        default:
+            oid = [1, 2, 840, 113549, 1, 1, 11]
+            nullParameters = true
         }
         try s.appendConstructedNode(identifier: .sequence) { a in
             try a.serialize(oid)
@@ -82,16 +90,19 @@ enum RevocationTime {
 
     static func generalized(_ date: Date) throws -> GeneralizedTime {
         let c = components(date)
-        return try GeneralizedTime(year: c.year!, month: c.month!, day: c.day!, hours: c.hour!, minutes: c.minute!,
-                                   seconds: c.second!, fractionalSeconds: 0)
+        return try GeneralizedTime(
+            year: c.year!, month: c.month!, day: c.day!, hours: c.hour!, minutes: c.minute!,
+            seconds: c.second!, fractionalSeconds: 0)
     }
 
     /// RFC 5280 Time: UTCTime through 2049, GeneralizedTime from 2050.
     static func serializeTime(_ date: Date, into s: inout DER.Serializer) throws {
         let c = components(date)
         if c.year! < 2050 {
-            try s.serialize(try UTCTime(year: c.year!, month: c.month!, day: c.day!, hours: c.hour!, minutes: c.minute!,
-                                        seconds: c.second!))
+            try s.serialize(
+                try UTCTime(
+                    year: c.year!, month: c.month!, day: c.day!, hours: c.hour!, minutes: c.minute!,
+                    seconds: c.second!))
         } else {
             try s.serialize(try generalized(date))
         }
@@ -127,13 +138,16 @@ package enum DERWalk {
     /// The serial number's content bytes of a DER certificate.
     package static func serialNumber(of der: [UInt8]) -> [UInt8]? {
         guard let cert = element(der, at: 0), cert.tag == 0x30,
-              let tbs = element(der, at: cert.content.lowerBound), tbs.tag == 0x30,
-              var field = element(der, at: tbs.content.lowerBound) else { return nil }
+            let tbs = element(der, at: cert.content.lowerBound), tbs.tag == 0x30,
+            var field = element(der, at: tbs.content.lowerBound)
+        else { return nil }
         if field.tag == 0xA0 {
             guard let next = element(der, at: field.content.upperBound) else { return nil }
             field = next
         }
-        guard field.tag == 0x02, !field.content.isEmpty, field.content.upperBound <= tbs.content.upperBound else { return nil }
+        guard field.tag == 0x02, !field.content.isEmpty, field.content.upperBound <= tbs.content.upperBound else {
+            return nil
+        }
         return Array(der[field.content])
     }
 }

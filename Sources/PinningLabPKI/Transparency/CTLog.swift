@@ -1,7 +1,7 @@
+internal import Crypto
 // The lab's Certificate Transparency logs: what the spec says about them, what a client is told (log ID, key,
 // URL, MMD), and the one thing a lab log does: sign timestamps for certificates and precertificates.
 internal import Foundation
-internal import Crypto
 internal import SwiftASN1
 
 /// A CT log of the spec (`ctLogs:` in `pki/lab.yaml`). Its key is P-256, kept in `keys/NAME.pem` like the CAs'
@@ -69,16 +69,21 @@ struct CTLogSigner: Sendable {
 
     /// Signs an SCT for `entry` at `date`. A request for a bad signature signs the entry with the timestamp one
     /// millisecond later: the signature is the log's and well-formed, but not over what the SCT says.
-    func timestamp(_ entry: SignedCertificateTimestamp.Entry, at date: Date, validSignature: Bool) throws -> SignedCertificateTimestamp {
+    func timestamp(_ entry: SignedCertificateTimestamp.Entry, at date: Date, validSignature: Bool) throws
+        -> SignedCertificateTimestamp
+    {
         let ms = UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded(.down)))
         let signed = try SignedCertificateTimestamp.signedData(timestamp: validSignature ? ms : ms + 1, entry: entry)
         let signature = try key.signature(for: signed)
-        return SignedCertificateTimestamp(logID: log.logID, timestamp: ms, signature: Array(signature.derRepresentation))
+        return SignedCertificateTimestamp(
+            logID: log.logID, timestamp: ms, signature: Array(signature.derRepresentation))
     }
 
     /// What a log does with a submitted precertificate (RFC 6962 §3.1): checks that it carries the critical poison
     /// extension, removes it from the TBSCertificate, and timestamps that with the SHA-256 of the issuer's key.
-    func timestamp(precertificate der: [UInt8], issuerSPKIDER: [UInt8], at date: Date, validSignature: Bool) throws -> SignedCertificateTimestamp {
+    func timestamp(precertificate der: [UInt8], issuerSPKIDER: [UInt8], at date: Date, validSignature: Bool) throws
+        -> SignedCertificateTimestamp
+    {
         let tbs = try Precertificate.tbsWithoutPoison(der)
         let entry = SignedCertificateTimestamp.Entry.precert(
             issuerKeyHash: Array(SHA256.hash(data: issuerSPKIDER)), tbsCertificateDER: tbs)
@@ -93,11 +98,14 @@ enum Precertificate {
 
     /// The TBSCertificate of `certificateDER` with the extension `oid` removed, re-encoded; the extensions keep
     /// their order. Throws unless that extension is present exactly once (and critical, when `mustBeCritical`).
-    static func tbsWithout(_ oid: ASN1ObjectIdentifier, in certificateDER: [UInt8], mustBeCritical: Bool) throws -> [UInt8] {
+    static func tbsWithout(_ oid: ASN1ObjectIdentifier, in certificateDER: [UInt8], mustBeCritical: Bool) throws
+        -> [UInt8]
+    {
         func bad(_ why: String) -> PKIError { PKIError(.issuanceFailed, "not a precertificate a log accepts: \(why)") }
         let root = try DER.parse(certificateDER)
         guard case .constructed(let certParts) = root.content, let tbs = certParts.first(where: { _ in true }),
-              case .constructed(let tbsParts) = tbs.content else { throw bad("not a certificate") }
+            case .constructed(let tbsParts) = tbs.content
+        else { throw bad("not a certificate") }
         let extensionsTag = ASN1Identifier(tagWithNumber: 3, tagClass: .contextSpecific)
         var found = 0
         var serializer = DER.Serializer()
@@ -108,7 +116,8 @@ enum Precertificate {
                     continue
                 }
                 guard case .constructed(let wrapped) = part.content, let list = wrapped.first(where: { _ in true }),
-                      case .constructed(let extensions) = list.content else { throw bad("malformed extensions") }
+                    case .constructed(let extensions) = list.content
+                else { throw bad("malformed extensions") }
                 try s.appendConstructedNode(identifier: extensionsTag) { s in
                     try s.appendConstructedNode(identifier: .sequence) { s in
                         for ext in extensions {
@@ -134,6 +143,7 @@ enum Precertificate {
     }
 
     static func tbsWithoutPoison(_ der: [UInt8]) throws -> [UInt8] {
-        try tbsWithout(try ASN1ObjectIdentifier(dotRepresentation: CTObjectIdentifier.poison), in: der, mustBeCritical: true)
+        try tbsWithout(
+            try ASN1ObjectIdentifier(dotRepresentation: CTObjectIdentifier.poison), in: der, mustBeCritical: true)
     }
 }

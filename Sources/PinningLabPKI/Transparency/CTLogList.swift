@@ -29,7 +29,8 @@ public enum CTLogList {
                         }
                 """
             }
-            operators.append("""
+            operators.append(
+                """
                     {
                       "name": \(json(op)),
                       "email": ["ct@pinning.test"],
@@ -86,8 +87,10 @@ extension Builder {
     func writeCTLogLists(_ logs: [CTLog], since: Date) throws {
         let folder = dir.appendingPathComponent("ct", isDirectory: true)
         try Storage.makeDirectory(folder, mode: 0o755)
-        for (file, text) in [("log_list.json", CTLogList.googleV3JSON(logs, since: since)),
-                             ("ctlogs.cnf", CTLogList.openSSLConf(logs))] {
+        for (file, text) in [
+            ("log_list.json", CTLogList.googleV3JSON(logs, since: since)),
+            ("ctlogs.cnf", CTLogList.openSSLConf(logs)),
+        ] {
             let url = folder.appendingPathComponent(file)
             if (try? Storage.readFile(url)).flatMap({ $0 }) == Array(text.utf8) { continue }
             try Storage.writeAtomically(text, to: url, mode: 0o644)

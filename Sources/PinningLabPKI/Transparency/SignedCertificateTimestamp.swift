@@ -17,8 +17,10 @@ public struct SignedCertificateTimestamp: Sendable, Hashable {
     /// The log's DER ECDSA signature over ``SignedCertificateTimestamp/signedData(timestamp:entry:extensions:)``.
     public var signature: [UInt8]
 
-    public init(logID: [UInt8], timestamp: UInt64, extensions: [UInt8] = [], hashAlgorithm: UInt8 = 4,
-                signatureAlgorithm: UInt8 = 3, signature: [UInt8]) {
+    public init(
+        logID: [UInt8], timestamp: UInt64, extensions: [UInt8] = [], hashAlgorithm: UInt8 = 4,
+        signatureAlgorithm: UInt8 = 3, signature: [UInt8]
+    ) {
         self.logID = logID
         self.timestamp = timestamp
         self.extensions = extensions
@@ -69,7 +71,9 @@ public struct SignedCertificateTimestamp: Sendable, Hashable {
     public func encoded() throws -> [UInt8] {
         var w = TLSWriter()
         w.uint8(0)  // v1
-        guard logID.count == 32 else { throw PKIError(.issuanceFailed, "an SCT log ID is 32 bytes, not \(logID.count)") }
+        guard logID.count == 32 else {
+            throw PKIError(.issuanceFailed, "an SCT log ID is 32 bytes, not \(logID.count)")
+        }
         w.raw(logID)
         w.uint64(timestamp)
         do {
@@ -87,7 +91,8 @@ public struct SignedCertificateTimestamp: Sendable, Hashable {
     public init?(tlsEncoded bytes: [UInt8]) {
         var r = TLSReader(bytes)
         guard r.uint8() == 0, let id = r.raw(32), let ts = r.uint64(), let ext = r.vector(lengthBytes: 2),
-              let h = r.uint8(), let s = r.uint8(), let sig = r.vector(lengthBytes: 2), r.isAtEnd else { return nil }
+            let h = r.uint8(), let s = r.uint8(), let sig = r.vector(lengthBytes: 2), r.isAtEnd
+        else { return nil }
         self.init(logID: id, timestamp: ts, extensions: ext, hashAlgorithm: h, signatureAlgorithm: s, signature: sig)
     }
 
@@ -98,7 +103,9 @@ public struct SignedCertificateTimestamp: Sendable, Hashable {
         var inner = TLSWriter()
         var outer = TLSWriter()
         do {
-            for sct in scts { try inner.vector(try sct.encoded(), lengthBytes: 2, minimum: 1, field: "a serialized SCT") }
+            for sct in scts {
+                try inner.vector(try sct.encoded(), lengthBytes: 2, minimum: 1, field: "a serialized SCT")
+            }
             try outer.vector(inner.bytes, lengthBytes: 2, minimum: 1, field: "the SCT list")
         } catch let e as TLSEncodingError {
             throw PKIError(.issuanceFailed, "cannot encode an SCT list: \(e)")
@@ -113,7 +120,9 @@ public struct SignedCertificateTimestamp: Sendable, Hashable {
         var items = TLSReader(body)
         var out: [SignedCertificateTimestamp] = []
         while !items.isAtEnd {
-            guard let one = items.vector(lengthBytes: 2), let sct = SignedCertificateTimestamp(tlsEncoded: one) else { return nil }
+            guard let one = items.vector(lengthBytes: 2), let sct = SignedCertificateTimestamp(tlsEncoded: one) else {
+                return nil
+            }
             out.append(sct)
         }
         return out

@@ -27,9 +27,15 @@ struct TLSWriter {
     mutating func vector(_ body: [UInt8], lengthBytes: Int, minimum: Int = 0, field: String) throws(TLSEncodingError) {
         precondition((1...3).contains(lengthBytes), "TLS vectors have 1 to 3 length bytes here")
         let maximum = (1 << (8 * lengthBytes)) - 1
-        guard body.count <= maximum else { throw TLSEncodingError(field: field, count: body.count, limit: "at most \(maximum)") }
-        guard body.count >= minimum else { throw TLSEncodingError(field: field, count: body.count, limit: "at least \(minimum)") }
-        for shift in stride(from: 8 * (lengthBytes - 1), through: 0, by: -8) { bytes.append(UInt8((body.count >> shift) & 0xff)) }
+        guard body.count <= maximum else {
+            throw TLSEncodingError(field: field, count: body.count, limit: "at most \(maximum)")
+        }
+        guard body.count >= minimum else {
+            throw TLSEncodingError(field: field, count: body.count, limit: "at least \(minimum)")
+        }
+        for shift in stride(from: 8 * (lengthBytes - 1), through: 0, by: -8) {
+            bytes.append(UInt8((body.count >> shift) & 0xff))
+        }
         bytes.append(contentsOf: body)
     }
 }
