@@ -16,9 +16,13 @@ struct CellFiles: Sendable {
     /// folder's lock, which no mutual-TLS cell should wait for again.
     private let credentialMemo = CredentialMemo()
     /// The trust store file and roots per trust profile, made once per run: every cell of the run asks for one.
-    private let trustFiles = Locked<[TrustProfile: (path: String, roots: [[UInt8]])]>([:])
+    private let trustFiles = Locked<[TrustProfile: (path: String?, roots: [[UInt8]])]>([:])
     /// The run's revocation responders (`server.responder:`); nil where the files serve none (a batch document).
     let responders: CellResponders?
+    /// Whether the trust store and client credential files are written. A run whose client reads certificates and
+    /// keys only as bytes (the built-in reference clients) turns this off: its targets then name no file
+    /// (`trustFile`, `certificateFile`, `keyFile`, `pkcs12File` are nil), and no file is written that no client reads.
+    var writesFiles = true
 
     init(pki: LabPKI, directory: URL, servesResponders: Bool = true) throws {
         self.pki = pki
@@ -38,13 +42,23 @@ struct CellFiles: Sendable {
         return url.path
     }
 
-    func trustFile(_ s: Scenario) throws -> (path: String, roots: [[UInt8]]) {
+    /// The roots of the scenario's trust profile, and its trust store file where the run writes files.
+    func trust(_ s: Scenario) throws -> (path: String?, roots: [[UInt8]]) {
         let trust = s.client.trust
         if let made = trustFiles.withLock({ $0[trust] }) { return made }
         let roots = try s.trustRoots(in: pki).map(\.certificateDER)
-        let made = (path: try file("trust-\(trust.rawValue)", "pem", pem(roots)), roots: roots)
+        let made = (path: writesFiles ? try file("trust-\(trust.rawValue)", "pem", pem(roots)) : nil, roots: roots)
         trustFiles.withLock { $0[trust] = made }
         return made
+    }
+
+    /// The trust store file of the scenario's trust profile (written now if it was not), and its roots.
+    func trustFile(_ s: Scenario) throws -> (path: String, roots: [[UInt8]]) {
+        let made = try trust(s)
+        if let path = made.path { return (path, made.roots) }
+        let path = try file("trust-\(s.client.trust.rawValue)", "pem", pem(made.roots))
+        trustFiles.withLock { $0[s.client.trust] = (path, made.roots) }
+        return (path, made.roots)
     }
 
     /// The client credentials of the scenario (`nil` when it presents none); made now if ``prepareCredentials(for:)``
@@ -70,6 +84,9 @@ struct CellFiles: Sendable {
 
     private func makeCredentials(_ id: Identity) throws -> ClientCredentials {
         let chain = [id.certificateDER] + id.issuerChainDER
+        guard writesFiles else {
+            return ClientCredentials(certificateChainDER: chain, privateKeyPKCS8DER: id.privateKeyPKCS8DER)
+        }
         let certFile = try file("client-\(id.name)", "pem", pem(chain))
         let keyFile = try file(
             "client-\(id.name)", "key", PEM.encode(id.privateKeyPKCS8DER, label: "PRIVATE KEY"), mode: 0o600)
@@ -90,7 +107,7 @@ struct CellFiles: Sendable {
     }
 
     func target(for s: Scenario, profile: PinProfile, port: Int, timeout: Duration) throws -> ClientTarget {
-        let trust = try trustFile(s)
+        let trust = try trust(s)
         var target = ClientTarget(
             host: s.client.host, ip: "127.0.0.1", port: port, trustRootsDER: trust.roots, trustFile: trust.path,
             pins: try s.pinSet(for: profile, in: pki), clientCredentials: try credentials(s), scenario: s.id,

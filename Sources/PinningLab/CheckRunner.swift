@@ -3,6 +3,7 @@ import PinningLabBase
 public import PinningLabCore
 public import PinningLabModel
 public import PinningLabPKI
+import PinningLabReferenceClients
 import PinningLabTLSTypes
 
 /// Runs clients through the catalogue on real servers and judges every cell.
@@ -68,7 +69,11 @@ public struct CheckRunner: Sendable {
     public func run(_ client: ClientUnderTest, options: CheckOptions = CheckOptions()) async throws -> CheckReport {
         let start = try RunStart(self, options)
         defer { start.cleanUp() }
-        let (started, clock, selected, files) = (start.date, start.clock, start.selected, start.files)
+        let (started, clock, selected) = (start.date, start.clock, start.selected)
+        var filesOfRun = start.files
+        // The reference clients read certificates and keys as bytes: their runs write no trust store or key file.
+        if case .inProcess(let c) = client, c is ReferenceClient { filesOfRun.writesFiles = false }
+        let files = filesOfRun
         let supported = options.profiles ?? client.supportedProfiles
         let platform = options.platform ?? client.platform
         let checks = options.clientChecks ?? client.checks

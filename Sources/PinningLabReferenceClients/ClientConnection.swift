@@ -99,17 +99,25 @@ final class ClientSocket {
 
     /// Receives what is available (waiting until the deadline); empty at end of stream.
     func receive(deadline: ClientDeadline) throws(ClientFailure) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
+        defer { buffer.deallocate() }
+        let count = try receive(into: buffer, deadline: deadline)
+        return Array(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+    }
+
+    /// Receives what is available into `buffer` (waiting until the deadline) and returns how many bytes; 0 at end of
+    /// stream.
+    func receive(into buffer: UnsafeMutableRawBufferPointer, deadline: ClientDeadline) throws(ClientFailure) -> Int {
         while true {
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count >= 0 { return Array(buffer.prefix(count)) }
+            let count = recv(descriptor, buffer.baseAddress, buffer.count, 0)
+            if count >= 0 { return count }
             if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
                 guard try Self.waitFor(descriptor, events: Int16(POLLIN), deadline: deadline) else {
                     throw ClientFailure(category: .timeout, detail: "timed out waiting for the server")
                 }
                 continue
             }
-            if errno == ECONNRESET { return [] }
+            if errno == ECONNRESET { return 0 }
             throw ClientFailure(category: .protocolError, detail: "recv: \(String(cString: strerror(errno)))")
         }
     }
@@ -131,6 +139,8 @@ final class ClientSession {
     private let readBIO: OpaquePointer  // owned by `ssl`
     private let writeBIO: OpaquePointer  // owned by `ssl`
     private let socket: ClientSocket
+    /// Where received bytes land on their way into the read BIO: one buffer per connection, not one per read.
+    private let inbox = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
     /// The current run's deadline (an HTTP/2 connection kept for a later step gets that step's).
     var deadline: ClientDeadline
 
@@ -140,15 +150,18 @@ final class ClientSession {
     ) throws(ClientFailure) {
         ERR_clear_error()
         guard let ssl = SSL_new(context.pointer) else {
+            inbox.deallocate()
             throw ClientFailure(category: .other, detail: "SSL_new: \(openSSLErrorQueue())")
         }
         guard let readBIO = BIO_new(BIO_s_mem()) else {
             SSL_free(ssl)
+            inbox.deallocate()
             throw ClientFailure(category: .other, detail: "BIO_new: \(openSSLErrorQueue())")
         }
         guard let writeBIO = BIO_new(BIO_s_mem()) else {
             BIO_free(readBIO)
             SSL_free(ssl)
+            inbox.deallocate()
             throw ClientFailure(category: .other, detail: "BIO_new: \(openSSLErrorQueue())")
         }
         _ = cpl_client_bio_set_mem_eof_return(readBIO, -1)  // empty means "retry" until the socket reports EOF
@@ -201,7 +214,10 @@ final class ClientSession {
         }
     }
 
-    deinit { SSL_free(ssl) }
+    deinit {
+        SSL_free(ssl)
+        inbox.deallocate()
+    }
 
     /// Runs `operation` until it succeeds, moving bytes between the memory BIOs and the socket.
     func drive(_ operation: (OpaquePointer) -> Int32) throws(ClientTLSStop) -> Int32 {
@@ -235,25 +251,27 @@ final class ClientSession {
         }
     }
 
-    /// Sends whatever OpenSSL has written into the write BIO (records and alerts).
+    /// Sends whatever OpenSSL has written into the write BIO (records and alerts). Called after every step of
+    /// `drive`, so it allocates nothing when nothing is pending.
     func flush() throws(ClientFailure) {
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while BIO_ctrl_pending(writeBIO) > 0 {
-            let count = chunk.withUnsafeMutableBytes { BIO_read(writeBIO, $0.baseAddress, Int32($0.count)) }
-            guard count > 0 else { break }
-            try socket.sendAll(Array(chunk.prefix(Int(count))), deadline: deadline)
+        while case let pending = Int(BIO_ctrl_pending(writeBIO)), pending > 0 {
+            let chunk = [UInt8](unsafeUninitializedCapacity: pending) { buffer, count in
+                count = max(0, Int(BIO_read(writeBIO, buffer.baseAddress, Int32(buffer.count))))
+            }
+            guard !chunk.isEmpty else { break }
+            try socket.sendAll(chunk, deadline: deadline)
         }
     }
 
     /// Moves received bytes into the read BIO; at end of stream, lets OpenSSL see EOF.
     private func fill() throws(ClientFailure) {
-        let bytes = try socket.receive(deadline: deadline)
-        if bytes.isEmpty {
+        let count = try socket.receive(into: inbox, deadline: deadline)
+        if count == 0 {
             _ = cpl_client_bio_set_mem_eof_return(readBIO, 0)
             return
         }
-        let written = bytes.withUnsafeBytes { BIO_write(readBIO, $0.baseAddress, Int32($0.count)) }
-        if written != Int32(bytes.count) {
+        let written = BIO_write(readBIO, inbox.baseAddress, Int32(count))
+        if written != Int32(count) {
             throw ClientFailure(category: .other, detail: "BIO_write: \(openSSLErrorQueue())")
         }
     }
@@ -412,8 +430,8 @@ enum ClientConnection {
 
         var response: [UInt8] = []
         var ending = "server closed the connection"
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)  // one buffer for every read of the response
         reading: while response.count < maximumResponseBytes {
-            var chunk = [UInt8](repeating: 0, count: 16 * 1024)
             do {
                 let count = try session.drive { ssl in
                     chunk.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
@@ -436,14 +454,10 @@ enum ClientConnection {
             let handle = SSLSessionHandle(adopting: made)
             let entry =
                 resumed && offered != nil
-                ? ClientSessionEntry(
-                    session: handle, presentedChainDER: offered!.presentedChainDER,
-                    verifiedChainDER: offered!.verifiedChainDER, issuerPathDER: offered!.issuerPathDER,
-                    host: offered!.host)
+                ? offered!.resumed(as: handle)
                 : ClientSessionEntry(
-                    session: handle, presentedChainDER: state.presentedChainDER,
-                    verifiedChainDER: state.verifiedChainDER, issuerPathDER: state.issuerPathDER,
-                    host: name)
+                    session: handle, presentedChain: state.presentedChain, verifiedChain: state.verifiedChain,
+                    issuerPath: state.issuerPath, host: name)
             cache.store(entry, forKey: cacheKey)
         }
         _ = SSL_shutdown(session.ssl)
@@ -477,7 +491,7 @@ enum ClientConnection {
             } catch {
                 return .failure(error)
             }
-            if state.presentedChainDER.isEmpty {
+            if state.presentedChain.isEmpty {
                 return .failure(ClientFailure(category: .protocolError, detail: "the server sent no certificate"))
             }
             return .success(state.presentedChainDER)

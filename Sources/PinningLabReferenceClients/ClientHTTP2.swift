@@ -83,12 +83,10 @@ extension ClientConnection {
         let handle = SSLSessionHandle(adopting: made)
         let entry =
             resumed && offered != nil
-            ? ClientSessionEntry(
-                session: handle, presentedChainDER: offered!.presentedChainDER,
-                verifiedChainDER: offered!.verifiedChainDER, issuerPathDER: offered!.issuerPathDER, host: offered!.host)
+            ? offered!.resumed(as: handle)
             : ClientSessionEntry(
-                session: handle, presentedChainDER: state.presentedChainDER,
-                verifiedChainDER: state.verifiedChainDER, issuerPathDER: state.issuerPathDER, host: host)
+                session: handle, presentedChain: state.presentedChain, verifiedChain: state.verifiedChain,
+                issuerPath: state.issuerPath, host: host)
         let pooled = PooledHTTP2Connection(session: session, http2: http2, entry: entry, state: state)
         let answer = try exchange(on: pooled, authority: authority(target))
         target.sessionCache?.store(pooled, forKey: http2PoolKey(target))

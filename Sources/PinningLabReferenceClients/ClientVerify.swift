@@ -173,12 +173,15 @@ final class ClientVerifyState {
     /// Which certificate matched, for the outcome's detail.
     var pinMatch: String?
     var presentedChainLength = 0
-    /// The certificates the server sent (DER, in order), captured before any decision.
-    var presentedChainDER: [[UInt8]] = []
-    /// The validated chain, leaf to trusted root (DER), when validation ran and succeeded.
-    var verifiedChainDER: [[UInt8]] = []
-    /// The `pins-by-issuer-name` path (DER), for that client only.
-    var issuerPathDER: [[UInt8]] = []
+    /// The certificates the server sent (in order), captured before any decision: references to the handshake's
+    /// own certificates, never decoded again (a resumed connection checks them, `ClientSessionEntry`).
+    var presentedChain: [X509Handle] = []
+    /// The validated chain, leaf to trusted root, when validation ran and succeeded.
+    var verifiedChain: [X509Handle] = []
+    /// The `pins-by-issuer-name` path, for that client only.
+    var issuerPath: [X509Handle] = []
+    /// The certificates the server sent, in DER.
+    var presentedChainDER: [[UInt8]] { presentedChain.map(\.der) }
     /// The alert the server sent us (`SSL_CB_READ_ALERT`), as OpenSSL's long description, and its code.
     var alertReceived: (code: Int32, text: String)?
     /// Whether the server sent a CertificateRequest.
@@ -199,8 +202,8 @@ final class ClientVerifyState {
         let presented = X509_STORE_CTX_get0_untrusted(storeContext)
         presentedChainLength = presented.map { Int(cpl_client_sk_X509_num($0)) } ?? 0
         if let presented {
-            presentedChainDER = (0..<Int32(presentedChainLength)).compactMap { i in
-                cpl_client_sk_X509_value(presented, i).map(ClientCertificateBytes.certificate)
+            presentedChain = (0..<Int32(presentedChainLength)).compactMap { i in
+                cpl_client_sk_X509_value(presented, i).map(X509Handle.init(retaining:))
             }
         }
 
@@ -220,13 +223,13 @@ final class ClientVerifyState {
             return false
         }
         if let verified = X509_STORE_CTX_get0_chain(storeContext) {
-            verifiedChainDER = (0..<cpl_client_sk_X509_num(verified)).compactMap { i in
-                cpl_client_sk_X509_value(verified, i).map(ClientCertificateBytes.certificate)
+            verifiedChain = (0..<cpl_client_sk_X509_num(verified)).compactMap { i in
+                cpl_client_sk_X509_value(verified, i).map(X509Handle.init(retaining:))
             }
         }
         if policy.traits.pinnedChain == .issuerNamePath, let leaf = X509_STORE_CTX_get0_cert(storeContext) {
             let path = ClientPolicy.pathByIssuerName(leaf: leaf, presented: presented, roots: trustRoots.map(\.pointer))
-            issuerPathDER = path.map(ClientCertificateBytes.certificate)
+            issuerPath = path.map(X509Handle.init(retaining:))
         }
         guard policy.checksPins else { return true }
 
@@ -270,16 +273,15 @@ final class ClientVerifyState {
             pinMatch = "resumed session: pins not checked (they are checked on full handshakes only)"
             return nil
         }
-        let (chainName, chainDER): (String, [[UInt8]])
+        let (chainName, handles): (String, [X509Handle])
         if policy.pinReplacesValidation || policy.traits.pinnedChain == .presented {
-            (chainName, chainDER) = ("presented chain", entry.presentedChainDER)
+            (chainName, handles) = ("presented chain", entry.presentedChain)
         } else if policy.traits.pinnedChain == .issuerNamePath {
-            (chainName, chainDER) = ("path built by issuer names", entry.issuerPathDER)
+            (chainName, handles) = ("path built by issuer names", entry.issuerPath)
         } else {
-            (chainName, chainDER) = ("verified chain", entry.verifiedChainDER)
+            (chainName, handles) = ("verified chain", entry.verifiedChain)
         }
         // The handles own the certificates: they must outlive every use of their pointers.
-        let handles = chainDER.compactMap { X509Handle(der: $0) }
         let matched = withExtendedLifetime(handles) { policy.firstPinnedIndex(in: handles.map(\.pointer)) }
         if let index = matched {
             pinMatch = "\(what): \(chainName) certificate #\(index) matched a pin (checked again without a handshake)"
@@ -290,7 +292,7 @@ final class ClientVerifyState {
         return ClientFailure(
             category: .pinMismatch,
             detail:
-                "\(what): no certificate of the \(chainName) of the \(of) (\(chainDER.count) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins (checked again without a handshake)"
+                "\(what): no certificate of the \(chainName) of the \(of) (\(handles.count) certificates) matches any of \(policy.pins.hashes.count) \(kind) pins (checked again without a handshake)"
         )
     }
 
@@ -304,31 +306,37 @@ final class ClientVerifyState {
     }
 }
 
-/// A resumable session in a cell's `ClientSessionCache`, with what the full handshake that made it validated.
+/// A resumable session in a cell's `ClientSessionCache`, with what the full handshake that made it validated (the
+/// handshake's own certificates, held by reference: a resumed connection checks them without decoding them again).
 final class ClientSessionEntry: Sendable {
     let session: SSLSessionHandle
-    let presentedChainDER: [[UInt8]]
-    let verifiedChainDER: [[UInt8]]
-    let issuerPathDER: [[UInt8]]
+    let presentedChain: [X509Handle]
+    let verifiedChain: [X509Handle]
+    let issuerPath: [X509Handle]
     /// The host name (normal form) the session's certificate was checked for when it was made.
     let host: String
 
     init(
-        session: SSLSessionHandle, presentedChainDER: [[UInt8]], verifiedChainDER: [[UInt8]], issuerPathDER: [[UInt8]],
+        session: SSLSessionHandle, presentedChain: [X509Handle], verifiedChain: [X509Handle], issuerPath: [X509Handle],
         host: String
     ) {
         self.session = session
         self.host = host
-        self.presentedChainDER = presentedChainDER
-        self.verifiedChainDER = verifiedChainDER
-        self.issuerPathDER = issuerPathDER
+        self.presentedChain = presentedChain
+        self.verifiedChain = verifiedChain
+        self.issuerPath = issuerPath
+    }
+
+    /// The same decision's certificates for a new session (`session`) made by resuming this one.
+    func resumed(as session: SSLSessionHandle) -> ClientSessionEntry {
+        ClientSessionEntry(
+            session: session, presentedChain: presentedChain, verifiedChain: verifiedChain, issuerPath: issuerPath,
+            host: host)
     }
 
     /// Whether the session's certificate is valid for `host`.
     func covers(_ host: String) -> Bool {
-        guard let der = verifiedChainDER.first ?? presentedChainDER.first, let leaf = X509Handle(der: der) else {
-            return false
-        }
+        guard let leaf = verifiedChain.first ?? presentedChain.first else { return false }
         defer { ERR_clear_error() }
         return withExtendedLifetime(leaf) { X509_check_host(leaf.pointer, host, host.utf8.count, 0, nil) == 1 }
     }
@@ -376,7 +384,7 @@ extension ClientVerifyState {
         now: Date = Date()
     ) -> String? {
         guard let policy = policy.certificateTransparency else { return nil }
-        guard let anchor = verifiedChainDER.last, policy.enforcedRootsDER.contains(anchor) else { return nil }
+        guard let anchor = verifiedChain.last?.der, policy.enforcedRootsDER.contains(anchor) else { return nil }
         let keysByID = Dictionary(
             policy.logPublicKeysDER.map { (clientSHA256($0), $0) }, uniquingKeysWith: { a, _ in a })
         let precert = try? SignedCertificateTimestamp.Entry.precert(
@@ -486,6 +494,20 @@ final class ClientContext: @unchecked Sendable {  // immutable after init; OpenS
         var roots: [[UInt8]]
         var chain: [[UInt8]]?
         var key: [UInt8]?
+
+        // Every run looks its context up: hashed as byte buffers (a few kilobytes), not byte by byte.
+        func hash(into hasher: inout Hasher) {
+            func combine(_ bytes: [UInt8]) {
+                hasher.combine(bytes.count)
+                bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+            }
+            hasher.combine(roots.count)
+            roots.forEach(combine)
+            hasher.combine(chain?.count ?? -1)
+            chain?.forEach(combine)
+            hasher.combine(key == nil)
+            key.map(combine)
+        }
     }
     private static let cache = Locked<[Key: ClientContext]>([:])
     private static let capacity = 64

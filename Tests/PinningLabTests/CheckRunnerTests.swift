@@ -357,7 +357,18 @@ struct ReferenceClientRunTests {
         }
         #expect(spki[0] != spki[1], "the two PKIs differ")
 
-        // A PKCS#12 file that cannot be made is the cell's error, naming the identity (it used to be dropped).
+        // A reference client reads certificates and keys as bytes: its run writes no trust store or key file.
+        let unused = base.appendingPathComponent("unused")
+        try FileManager.default.createDirectory(at: unused, withIntermediateDirectories: true)
+        let direct = try await TestLab.runner().run(
+            .inProcess(correct),
+            options: CheckOptions(
+                engines: [Engines.openssl], scenarios: ["mtls-required-valid", "baseline"], workDirectory: unused))
+        #expect(direct.summary.pass == 12, "\(direct.verdicts.map(\.reason))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: unused.path) == [])
+
+        // A PKCS#12 file that cannot be made is the cell's error, naming the identity (it used to be dropped), for
+        // a client that is handed files.
         let third = try Lab.pki(
             spec: Lab.builtInSpec(), options: Lab.pkiOptions(directory: base.appendingPathComponent("third")))
         let p12 = third.files(for: "client-valid").pkcs12
@@ -365,7 +376,8 @@ struct ReferenceClientRunTests {
         try FileManager.default.createDirectory(
             at: p12.appendingPathComponent("in-the-way"), withIntermediateDirectories: true)
         let broken = try await CheckRunner(pki: third, catalogue: catalogue).run(
-            .inProcess(correct), options: CheckOptions(engines: [Engines.openssl], scenarios: ["mtls-required-valid"]))
+            .inProcess(FromFiles(inner: correct)),
+            options: CheckOptions(engines: [Engines.openssl], scenarios: ["mtls-required-valid"]))
         #expect(
             broken.verdicts.count == 6 && broken.verdicts.allSatisfy { $0.status == .error },
             "\(broken.verdicts.map(\.status))")
