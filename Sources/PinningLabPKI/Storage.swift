@@ -69,7 +69,23 @@ package enum Storage {
     /// random name, no link followed) with `mode` from its first byte, so nobody else can have opened it or planted
     /// it — the file a private key or a token goes into is this process's own; a link at `url` is replaced, never
     /// followed. The one writer of the files the command line and the PKI hand out (manifests, exports).
+    ///
+    /// A character device or a FIFO at `url` (`--output /dev/null`, `/dev/stdout`, a named pipe) is written into,
+    /// never replaced: renaming over it would turn `/dev/null` into a regular file for everyone (as root).
     package static func writeAtomically(_ bytes: some Collection<UInt8>, to url: URL, mode: mode_t) throws {
+        var st = stat()
+        if lstat(url.path, &st) == 0 {
+            let type = st.st_mode & S_IFMT
+            if type == S_IFCHR || type == S_IFIFO {
+                try writeInPlace(bytes, to: url)
+                return
+            }
+            if type == S_IFSOCK || type == S_IFBLK {
+                throw PKIError(
+                    .writeFailed, "cannot write the file: it is a \(type == S_IFSOCK ? "socket" : "block device")",
+                    file: url.path, fix: "name a regular file, a FIFO or a character device such as /dev/stdout")
+            }
+        }
         let tmp = url.deletingLastPathComponent()
             .appendingPathComponent(".tmp-\(url.lastPathComponent)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
         func failure(_ what: String, _ err: Int32, fix: String) -> PKIError {
@@ -105,6 +121,22 @@ package enum Storage {
                 "write the file", err,
                 fix: isDirectory(url)
                     ? "it is a folder: name a file in it" : "check free disk space and permissions")
+        }
+    }
+
+    /// Writes `bytes` into the character device or FIFO at `url` (opened without creating or following anything).
+    private static func writeInPlace(_ bytes: some Collection<UInt8>, to url: URL) throws {
+        let fd = open(url.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw PKIError(
+                .writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
+                fix: "check that it can be opened for writing")
+        }
+        defer { close(fd) }
+        guard writeAll(fd, bytes) else {
+            throw PKIError(
+                .writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
+                fix: "check that its reader is still there")
         }
     }
 

@@ -198,7 +198,10 @@ func writeOrFail(
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         }
-        try text().write(toFile: path, atomically: true, encoding: .utf8)
+        // The one writer (a temporary file renamed over `path`; a device or FIFO there is written into, not replaced).
+        try Storage.writeAtomically(Array(text().utf8), to: URL(fileURLWithPath: path), mode: 0o644)
+    } catch let e as PKIError {
+        fail(prefix + "\(path): \(e.reason)\(e.fix.map { ". Fix: \($0)." } ?? "")")
     } catch {
         fail(prefix + writeFailure(path, error))
     }
