@@ -161,7 +161,7 @@ struct TrustModelTests {
             to: proxyRootFile, atomically: true, encoding: .utf8)
         #expect(try await run(["openssl", "verify", "-CAfile", proxyRootFile.path, www.path]).status == 0)
         // From the side of whoever holds the key of a root a device is asked to trust (either proxy root, lab-root,
-        // lab-root-2): an S/MIME certificate for a real address, signed with it by the openssl CLI, is refused for
+        // lab-root-2, lab-root-yr): an S/MIME certificate for a real address, signed with it by the openssl CLI, is refused for
         // e-mail — the roots' EKU (serverAuth, for lab roots also OCSPSigning) bounds what name constraints do not.
         // Without the EKU every one verifies (status 0).
         let mailKey = dir.appendingPathComponent("mail.key")
@@ -174,7 +174,7 @@ struct TrustModelTests {
                 "openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                 "-keyout", mailKey.path, "-subj", "/CN=ceo@bank.example", "-out", csr.path,
             ]).status == 0)
-        let labRoots = try ["lab-root", "lab-root-2"].map { name in
+        let labRoots = try ["lab-root", "lab-root-2", "lab-root-yr"].map { name in
             let file = dir.appendingPathComponent("\(name).pem")
             try PEM.encode(try pki.identity(name).certificateDER).write(to: file, atomically: true, encoding: .utf8)
             return (name, file.path)

@@ -53,6 +53,9 @@ enum Predictions {
             // The CA moved: the pool's lab-intermediate-c or the new root's intermediate and cross-certificate are
             // sent, lab-root itself is not (root-rollover-new-root-trusted's root-spki cell varies by path instead).
             "intermediate-pool-rotation", "short-lived-renewal", "root-rollover-cross-signed",
+            // Generation Y's shape: YR1 and YR cross-signed by lab-root are sent, lab-root is not. (In
+            // intermediate-pool-rotation-gen-y the pinned root is YR, whose key the sent cross-certificate carries.)
+            "root-rollover-cross-signed-gen-y",
         ] + ctNewCertificateSameKey
     /// Scenarios of two connections whose second resumes, through a trusted interceptor, a session made where no
     /// pin applied: only a client that checks pins on resumed connections refuses (every pinned profile). In
@@ -122,6 +125,10 @@ enum Predictions {
         .union(cells(["short-lived-renewal"], [.rootSPKI]))
         .union(cells(["root-rollover-cross-signed"], [.leafSPKI, .leafSPKIBackup, .rootSPKI]))
         .union(cells(["root-rollover-new-root-trusted"], [.leafSPKI, .leafSPKIBackup]))
+        // The Generation-Y-shaped variants: the same cells (the pool's: K2 + YR's key through the cross-certificate).
+        .union(cells(["intermediate-pool-rotation-gen-y"], [.leafSPKIBackup, .rootSPKI]))
+        .union(cells(["root-rollover-cross-signed-gen-y"], [.leafSPKI, .leafSPKIBackup, .rootSPKI]))
+        .union(cells(["root-rollover-new-root-trusted-gen-y"], [.leafSPKI, .leafSPKIBackup]))
         // The trusted intermediate ends the chain: the leaf and intermediate SPKI cells accept for a correct client.
         .union(cells(["intermediate-as-trust-anchor"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
         // Pins are ignored: every cell that only a pin can refuse is accepted.
@@ -151,6 +158,12 @@ enum Predictions {
             .union(
                 cells(
                     ["root-rollover-cross-signed", "root-rollover-new-root-trusted"], [.leafCert, .intermediateSPKI])
+            )
+            .union(cells(["intermediate-pool-rotation-gen-y"], [.leafCert, .leafSPKI, .intermediateSPKI]))
+            .union(
+                cells(
+                    ["root-rollover-cross-signed-gen-y", "root-rollover-new-root-trusted-gen-y"],
+                    [.leafCert, .intermediateSPKI])
             )
             // lab-root is not in the chain that ends at the trusted intermediate: only the root pin refuses.
             .union(cells(["intermediate-as-trust-anchor"], [.rootSPKI])),

@@ -264,6 +264,7 @@ struct CurlTests {
             .union(
                 cells(["intermediate-pool-rotation", "short-lived-renewal", "root-rollover-cross-signed"], [.rootSPKI])
             )
+            .union(cells(["intermediate-pool-rotation-gen-y", "root-rollover-cross-signed-gen-y"], [.rootSPKI]))
             // curl sets X509_V_FLAG_PARTIAL_CHAIN: the trusted intermediate is an anchor; its certificate and
             // intermediate pins cannot be expressed (curl pins the leaf key only).
             .union(cells(["intermediate-as-trust-anchor"], [.leafCert, .intermediateSPKI]))

@@ -488,10 +488,14 @@ struct BundledCatalogueTests {
             ])
         #expect(
             c.scenarios.filter { !$0.variance.isEmpty }.map(\.id) == [
-                "root-rollover-new-root-trusted", "intermediate-as-trust-anchor", "name-collision-root", "ats-floor",
-                "ed25519",
+                "root-rollover-new-root-trusted", "intermediate-as-trust-anchor",
+                "root-rollover-new-root-trusted-gen-y", "name-collision-root", "ats-floor", "ed25519",
+                "ech-rejected-interceptor-inner-name",
             ])
-        #expect(c.scenarios.filter { !$0.pathVariance.isEmpty }.map(\.id) == ["root-rollover-new-root-trusted"])
+        #expect(
+            c.scenarios.filter { !$0.pathVariance.isEmpty }.map(\.id) == [
+                "root-rollover-new-root-trusted", "root-rollover-new-root-trusted-gen-y",
+            ])
         let rsa = try #require(c["tls-v1-2-no-forward-secrecy"])
         for p in PinProfile.all {
             #expect(rsa.expected(p) == .refuse, "no platform named: the strict row, as before")
