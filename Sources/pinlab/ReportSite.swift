@@ -2,8 +2,10 @@ import Foundation
 import PinningLab
 
 /// `pinlab report site`: a static site from JSON check reports, modelled on x509-limbo's results pages. An index
-/// (every client's summary, and a scenario × client overview), one page per client (its matrix, deviations with their
-/// reasons and the chain pictures: the HTML report) and one page per scenario (every client's row side by side).
+/// (every client's summary, a scenario × client overview and, for cells that devices answered through the control
+/// API's queue, a table by device and by OS), one page per client (its matrix, deviations with their
+/// reasons and the chain pictures: the HTML report) and one page per scenario (every client's row side by side), and
+/// `devices.html` (device × scenario) when devices answered.
 /// Plain HTML and CSS: no script, nothing loaded from elsewhere, every link relative.
 enum ReportSite {
     /// A client's pages and links: its file name is its name made safe for a path, unique in the site.
@@ -36,9 +38,12 @@ enum ReportSite {
             for v in r.verdicts where sheets[v.scenario] == nil && !ids.contains(v.scenario) { ids.append(v.scenario) }
         }
         let profiles = orderedProfiles(reports)
+        let devices = deviceRows(clients)
         var files: [String: String] = [
-            "style.css": css, "index.html": index(clients, ids: ids, sheets: sheets, at: generatedAt),
+            "style.css": css,
+            "index.html": index(clients, ids: ids, sheets: sheets, devices: devices, at: generatedAt),
         ]
+        if !devices.isEmpty { files[devicesPage] = devicePage(devices, ids: ids, sheets: sheets) }
         for c in clients { files[c.page] = clientPage(c, ids: ids) }
         for id in ids {
             files["scenarios/\(slugify(id)).html"] = scenarioPage(
@@ -103,7 +108,9 @@ enum ReportSite {
 
         """
 
-    static func index(_ clients: [Client], ids: [String], sheets: [String: ScenarioSheet], at date: Date) -> String {
+    static func index(
+        _ clients: [Client], ids: [String], sheets: [String: ScenarioSheet], devices: [DeviceRow] = [], at date: Date
+    ) -> String {
         var h = head("PinningLab results", depth: 0)
         h += "<h1>PinningLab results</h1>\n"
         h +=
@@ -144,7 +151,9 @@ enum ReportSite {
             }
             h += "</tr>\n"
         }
-        h += "</tbody></table>\n" + HTMLPage.foot
+        h += "</tbody></table>\n"
+        if !devices.isEmpty { h += deviceTables(devices, clients: clients) }
+        h += HTMLPage.foot
         return h
     }
 
@@ -222,6 +231,106 @@ enum ReportSite {
             h += "<p class=\"ok\">Every client that ran this scenario did what a correct client does.</p>\n"
         }
         h += HTMLPage.foot
+        return h
+    }
+
+    // MARK: - Devices
+
+    /// The cells one device answered for one client through the control API's queue (`POST /leases`): a farm's phone
+    /// or worker, as it named itself and its OS when it leased them.
+    struct DeviceRow {
+        var device: Verdict.Device
+        var client: Client
+        var verdicts: [Verdict]
+        var summary: VerdictSummary { VerdictSummary(verdicts) }
+    }
+
+    static let devicesPage = "devices.html"
+
+    /// Every device of the reports' verdicts, by OS, then device name, then client.
+    static func deviceRows(_ clients: [Client]) -> [DeviceRow] {
+        var rows: [DeviceRow] = []
+        for c in clients {
+            var byDevice: [Verdict.Device: [Verdict]] = [:]
+            for v in c.report.verdicts { if let d = v.device { byDevice[d, default: []].append(v) } }
+            for (d, vs) in byDevice { rows.append(DeviceRow(device: d, client: c, verdicts: vs)) }
+        }
+        return rows.sorted {
+            ($0.device.os, $0.device.name, $0.client.slug) < ($1.device.os, $1.device.name, $1.client.slug)
+        }
+    }
+
+    static let countHeads =
+        "<th>cells</th><th>as expected</th><th>deviating</th><th>refused for another reason</th><th>decided by the platform policy</th><th>stricter than required</th>"
+
+    /// The counts of a device row or an OS row: cells, as expected, deviating, refused for another reason (a part of
+    /// as expected), decided by the platform policy, stricter than required. A device answers only cells it ran, so
+    /// as expected + deviating + policy + stricter = cells.
+    static func countCells(_ s: VerdictSummary) -> String {
+        "<td>\(s.total)</td><td>\(s.pass)</td><td>\(s.deviations)</td><td>\(s.wrongReason)</td><td>\(s.policy)</td><td>\(s.stricter)</td>"
+    }
+
+    /// The index's device section: one row per device and client, then one row per OS.
+    static func deviceTables(_ rows: [DeviceRow], clients: [Client]) -> String {
+        let answered = rows.reduce(0) { $0 + $1.verdicts.count }
+        let all = clients.reduce(0) { $0 + $1.report.verdicts.count }
+        var h = "<h2 id=\"devices\">Devices</h2>\n"
+        h +=
+            "<p class=\"meta\">The cells each device answered through the control API's queue, by the device and OS it named; \(answered) of the \(all) cells were answered by a device (the others no device ran: skipped, unsupported, or not answered yet). <a href=\"\(devicesPage)\">Every device × scenario</a>.</p>\n"
+        h +=
+            "<table class=\"grid\" id=\"by-device\"><thead><tr><th>device</th><th>OS</th><th>client</th>\(countHeads)</tr></thead><tbody>\n"
+        for r in rows {
+            h +=
+                "<tr class=\"device\"><td class=\"name\">\(xml(r.device.name))</td><td>\(xml(r.device.os))</td><td><a href=\"\(xml(r.client.page))\">\(xml(r.client.report.client))</a></td>\(countCells(r.summary))</tr>\n"
+        }
+        h += "</tbody></table>\n"
+        h +=
+            "<table class=\"grid\" id=\"by-os\"><thead><tr><th>OS</th><th>devices</th>\(countHeads)</tr></thead><tbody>\n"
+        var systems: [String] = []
+        for r in rows where !systems.contains(r.device.os) { systems.append(r.device.os) }
+        for os in systems {
+            let of = rows.filter { $0.device.os == os }
+            h +=
+                "<tr class=\"os\"><td class=\"name\">\(xml(os))</td><td>\(Set(of.map(\.device.name)).count)</td>\(countCells(VerdictSummary(of.flatMap(\.verdicts))))</tr>\n"
+        }
+        h += "</tbody></table>\n"
+        return h
+    }
+
+    /// `devices.html`: device × scenario, each cell the device's verdicts in that scenario (as expected, or how many of
+    /// them deviate), the device's counts at the end of its row.
+    static func devicePage(_ rows: [DeviceRow], ids: [String], sheets: [String: ScenarioSheet]) -> String {
+        var h = head("Devices — PinningLab results", depth: 0)
+        h += "<h1>Devices</h1>\n"
+        h +=
+            "<p class=\"meta\">\(rows.count) device\(rows.count == 1 ? "" : "s") × scenario: the cells each device answered through the control API's queue. <i class=\"m pass\">✓</i> n: n cells as expected; <i class=\"m fail\">✗</i> d/n: d of n cells deviate; empty: the device answered no cell of that scenario.</p>\n"
+        let shown = ids.filter { id in rows.contains { r in r.verdicts.contains { $0.scenario == id } } }
+        h += "<table class=\"grid\" id=\"device-scenarios\"><thead><tr><th>device</th><th>OS</th><th>client</th>"
+        for id in shown {
+            h +=
+                "<th><a href=\"\(xml(scenarioPage(id)))\" title=\"\(xml(sheets[id]?.title ?? ""))\">\(xml(id))</a></th>"
+        }
+        h += "<th>cells</th><th>as expected</th><th>deviating</th></tr></thead><tbody>\n"
+        for r in rows {
+            h +=
+                "<tr class=\"device\"><td class=\"name\">\(xml(r.device.name))</td><td>\(xml(r.device.os))</td><td><a href=\"\(xml(r.client.page))\">\(xml(r.client.report.client))</a></td>"
+            for id in shown {
+                let vs = r.verdicts.filter { $0.scenario == id }
+                let bad = vs.filter { $0.status.isDeviation }.count
+                let title = xml(
+                    vs.map { "\($0.profile.rawValue) × \($0.engine): \($0.status)" }.joined(separator: "; "))
+                if vs.isEmpty {
+                    h += "<td></td>"
+                } else if bad == 0 {
+                    h += "<td title=\"\(title)\"><i class=\"m pass\">✓</i> \(vs.count)</td>"
+                } else {
+                    h += "<td title=\"\(title)\"><i class=\"m fail\">✗</i> \(bad)/\(vs.count)</td>"
+                }
+            }
+            let s = r.summary
+            h += "<td>\(s.total)</td><td>\(s.pass)</td><td>\(s.deviations)</td></tr>\n"
+        }
+        h += "</tbody></table>\n" + HTMLPage.foot
         return h
     }
 

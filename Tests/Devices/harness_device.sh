@@ -23,6 +23,10 @@ while true; do
   if [ "$code" = 200 ] && [ "$(jq -r .finished <<<"$body")" = true ]; then exit 0; fi
   if [ "$code" != 201 ]; then sleep 0.2; continue; fi
   lease=$(jq -r .lease <<<"$body")
+  # A heartbeat while the harness works, as curl_device.sh keeps its lease (a JVM started per cell on a loaded
+  # machine can outlast a short lease): renew every second until the answer is sent.
+  ( while sleep 1; do post "leases/$lease/renew" '{}' >/dev/null; done ) &
+  beat=$!
   answer=$(jq -c '{format: "pinlab-batch", formatVersion: 1, cellTimeoutSeconds: 10, cells: [.cell]}' <<<"$body" \
     | "$@" | head -n 1)
   # The harness's answer line, without the cell id (the lease names the cell); no line: the harness failed.
@@ -30,5 +34,6 @@ while true; do
     payload='{"claim":"refused","detail":"the harness gave no answer line"}'
   fi
   reply=$(post "leases/$lease/answer" "$payload")
+  kill "$beat" 2>/dev/null; wait "$beat" 2>/dev/null
   printf '%s %s %s\n' "$lease" "$(jq -r .cell.id <<<"$body")" "${reply##*$'\n'}"
 done

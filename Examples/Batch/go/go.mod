@@ -1,0 +1,3 @@
+module pinninglab/batch-go
+
+go 1.19
