@@ -21,8 +21,12 @@ package import PinningLabPKI
 /// - Anything else: 404; other methods 405; a head over 8 KiB 431; a body over ``OCSPRequestReader/maxBytes`` 413;
 ///   a request not complete within `readTimeout` 408.
 ///
-/// One request per connection (`Connection: close`), each on a thread of its own, at most `maxConnections` at once.
-/// It binds loopback addresses only, on the package's ``SmallHTTPServer``. ``stop()`` (or dropping the responder)
+/// One request per connection (`Connection: close`), at most `maxConnections` at once, each on a thread of its own —
+/// but an OCSP POST that has wholly arrived as its connection is accepted is answered on the accepting thread (one
+/// signature, no hand-off; ``SmallHTTPServer/Limits/answersAtOnce``), as `openssl ocsp` answers every request; one
+/// that would wait for its client still gets a thread of its own. A response is built and signed when it is asked
+/// for, and served again to the same request within the same second (its times are whole seconds: a fresh one
+/// would say the same). It binds loopback addresses only, on the package's ``SmallHTTPServer``. ``stop()`` (or dropping the responder)
 /// stops it.
 ///
 /// What only a web page sends is refused (403) and not recorded: an `Origin` header (OCSP and CRL clients send
@@ -83,7 +87,7 @@ package final class RevocationResponder: Sendable {
         let limits = SmallHTTPServer.Limits(
             maxConnections: maxConnections, maxBodyBytes: OCSPRequestReader.maxBytes,
             bodyFix: "send one OCSP request (at most \(OCSPRequestReader.maxBytes) bytes).", readTimeout: readTimeout,
-            stopGrace: .seconds(1), backlog: 64, threadName: "pinlab.ocsp")
+            stopGrace: .seconds(1), backlog: 64, threadName: "pinlab.ocsp", answersAtOnce: { $0.method == "POST" })
         let server = try SmallHTTPServer(
             host: host, port: port, limits: limits, rewriteHead: { Self.originForm($0) },
             handler: { request in
@@ -134,7 +138,11 @@ package final class RevocationResponder: Sendable {
         }
         let hosts = head.values("host")
         guard let host = hosts.first else { return nil }
-        var name = Substring(host.trimmingCharacters(in: .whitespaces).lowercased())
+        // Trimmed only when an end is whitespace at all (Character.isWhitespace covers every `.whitespaces`).
+        let bare =
+            host.first?.isWhitespace == true || host.last?.isWhitespace == true
+            ? host.trimmingCharacters(in: .whitespaces) : host
+        var name = Substring(bare.lowercased())
         var givenPort: Substring?
         if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
             let rest = name[name.index(after: close)...]
@@ -186,6 +194,9 @@ package final class RevocationResponder: Sendable {
         let behaviour: Behaviour
         let index: OCSPIssuerIndex
         let recorded = Locked<[RevocationResponder.Request]>([])
+        /// The answers built in the current second, by request (at most 256): a response's times are whole seconds,
+        /// so one built again within the same second would say the same, but for its (random) ECDSA signature.
+        private let thisSecond = Locked<(second: Int64, answers: [[UInt8]: OCSPAnswer])>((0, [:]))
         init(pki: LabPKI, behaviour: Behaviour) {
             self.pki = pki
             self.behaviour = behaviour
@@ -234,7 +245,18 @@ package final class RevocationResponder: Sendable {
         }
 
         private func ocsp(_ head: HTTPRequestHead, request: [UInt8]) -> Answer {
-            let a = pki.answerOCSPRequest(request, index: index, options: behaviour.ocsp)
+            let now = Date()
+            let second = Int64(now.timeIntervalSince1970.rounded(.down))
+            let a: OCSPAnswer
+            if let known = thisSecond.withLock({ $0.second == second ? $0.answers[request] : nil }) {
+                a = known
+            } else {
+                a = pki.answerOCSPRequest(request, index: index, options: behaviour.ocsp, now: now)
+                thisSecond.withLock { c in
+                    if c.second != second { c = (second, [:]) }
+                    if c.answers.count < 256 { c.answers[request] = a }
+                }
+            }
             let status = a.status == "malformedRequest" ? 400 : 200
             record(head, kind: .ocsp, serial: a.serialHex, subject: a.subject, status: status, answer: a.status)
             return Answer(status: status, contentType: "application/ocsp-response", body: a.response)

@@ -155,6 +155,10 @@ final class Connection {
     /// The HTTP/2 session, once the client negotiated `h2`; the streams it asked for, in order.
     private var http2: HTTP2Session?
     private var streams: [HTTP2Stream] = []
+    /// The last HTTP/2 answer's JSON up to its `"stream":` value, with the request line and `:authority` it is for:
+    /// the TLS details in it are fixed once the handshake ended, so the streams of a connection that ask for the
+    /// same thing differ only in their identifier, and the body is encoded once rather than once per stream.
+    private var lastAnswer: (request: String, authority: String?, prefix: [UInt8])?
 
     var isFinished: Bool { phase == .finished }
 
@@ -318,15 +322,37 @@ final class Connection {
             if requestLine == nil { requestLine = line }
             let d = session?.details ?? TLSSessionDetails()
             core.recordStream(connection: id, serverName: d.serverName, stream: stream)
-            let summary = ResponseBody(
-                scenario: core.label, engine: core.engineName, connection: id, tlsVersion: d.version?.rawValue,
-                cipher: d.cipherSuite, alpn: d.alpn, sni: d.serverName,
-                clientCertificateSubject: d.clientCertificates.first?.subject, request: line,
-                authority: stream.authority, stream: Int(stream.id))
-            let body = ((try? Self.encoder.encode(summary)) ?? Data("{}".utf8)) + Data("\n".utf8)
-            try? h2.respond(i, status: 200, body: Array(body))
+            let prefix: [UInt8]
+            if let last = lastAnswer, last.request == line, last.authority == stream.authority {
+                prefix = last.prefix
+            } else {
+                let summary = ResponseBody(
+                    scenario: core.label, engine: core.engineName, connection: id, tlsVersion: d.version?.rawValue,
+                    cipher: d.cipherSuite, alpn: d.alpn, sni: d.serverName,
+                    clientCertificateSubject: d.clientCertificates.first?.subject, request: line,
+                    authority: stream.authority)
+                prefix = Self.answerPrefix(summary)
+                lastAnswer = (line, stream.authority, prefix)
+            }
+            var body = prefix
+            body.reserveCapacity(prefix.count + 14)
+            body.append(contentsOf: String(stream.id).utf8)
+            body.append(contentsOf: Self.answerEnd)
+            try? h2.respond(i, status: 200, body: body)
         }
     }
+
+    /// `{…}` of an HTTP/2 answer without its stream identifier, as `{…,"stream":`, which the identifier and
+    /// ``answerEnd`` complete: the same JSON object as encoding the body with `stream` set, its last member.
+    static func answerPrefix(_ summary: ResponseBody) -> [UInt8] {
+        guard var json = try? Self.encoder.encode(summary), json.last == UInt8(ascii: "}") else {
+            return Array(#"{"stream":"#.utf8)
+        }
+        json.removeLast()
+        return Array(json) + Array(#","stream":"#.utf8)
+    }
+
+    private static let answerEnd: [UInt8] = Array("}\n".utf8)
 
     static let maxStreamsRecorded = 256
 

@@ -233,7 +233,7 @@ extension LabPKI {
 
     /// CertID with SHA-1 hashes (what every client sends and matches).
     private func serializeCertID(subject: Identity, issuer: RevocationSigner, into s: inout DER.Serializer) throws {
-        let nameHash = Array(Insecure.SHA1.hash(data: try issuer.subjectDER))
+        let nameHash = issuer.nameHash
         let serial = try serialBytes(subject)
         try s.appendConstructedNode(identifier: .sequence) { id in
             try id.appendConstructedNode(identifier: .sequence) { alg in

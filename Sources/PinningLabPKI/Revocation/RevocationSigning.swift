@@ -12,12 +12,19 @@ struct RevocationSigner: Sendable {
     let certificateDER: [UInt8]
     let key: LabKey
     let algorithm: Certificate.SignatureAlgorithm
+    /// SHA-1 of the subjectPublicKey BIT STRING's contents: OCSP's issuerKeyHash and byKey, and the CRL's AKI.
+    let keyHash: [UInt8]
+    /// SHA-1 of the DER of the signer's subject name: a CertID's issuerNameHash.
+    let nameHash: [UInt8]
 
+    /// Parses the certificate and key, and hashes the name and key once (every response names them).
     init(_ identity: Identity) throws {
         certificateDER = identity.certificateDER
         certificate = try Certificate(derEncoded: identity.certificateDER)
         key = try LabKey.read(pkcs8: identity.privateKeyPKCS8DER, type: identity.keyType)
         algorithm = Builder.signatureAlgorithm(signer: identity.keyType, hash: nil)
+        keyHash = Array(Insecure.SHA1.hash(data: Array(certificate.publicKey.subjectPublicKeyInfoBytes)))
+        nameHash = Array(Insecure.SHA1.hash(data: try Builder.der(certificate.subject)))
     }
 
     /// Signers already parsed, by certificate: a responder answers many requests with the same few CAs, and
@@ -35,10 +42,6 @@ struct RevocationSigner: Sendable {
         return signer
     }
 
-    /// The DER of the signer's subject name.
-    var subjectDER: [UInt8] { get throws { try Builder.der(certificate.subject) } }
-    /// SHA-1 of the subjectPublicKey BIT STRING's contents: OCSP's issuerKeyHash and byKey, and the CRL's AKI.
-    var keyHash: [UInt8] { Array(Insecure.SHA1.hash(data: Array(certificate.publicKey.subjectPublicKeyInfoBytes))) }
     /// The certificate's own subject key identifier, or the key hash.
     var keyIdentifier: [UInt8] {
         (try? certificate.extensions.subjectKeyIdentifier).flatMap { $0.map { Array($0.keyIdentifier) } } ?? keyHash
@@ -82,10 +85,15 @@ struct RevocationSigner: Sendable {
 }
 
 enum RevocationTime {
-    private static func components(_ date: Date) -> DateComponents {
+    /// Gregorian in UTC, made once (making a calendar and a time zone cost more than the conversion itself).
+    private static let utc: Calendar = {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        return calendar
+    }()
+
+    private static func components(_ date: Date) -> DateComponents {
+        utc.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
     }
 
     static func generalized(_ date: Date) throws -> GeneralizedTime {
