@@ -71,6 +71,7 @@ final class ControlAPI: Sendable {
             Route(method: "GET", path: "/identities/{name}") { [self] r throws(ControlError) in try await identity(r) },
             Route(method: "GET", path: "/pins") { [self] r throws(ControlError) in try pins(r) },
             Route(method: "GET", path: "/trust/{profile}") { [self] r throws(ControlError) in try trust(r) },
+            Route(method: "GET", path: "/ech") { [self] r throws(ControlError) in try await ech(r) },
             Route(method: "GET", path: "/servers") { [self] _ in
                 .json(["servers": await registry.all.map { ServerView($0, index: index) }])
             },

@@ -43,7 +43,7 @@ public struct ExportFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let all: [ExportFormat] = [
         .trustKitPlist, .trustKitSwift, .alamofire, .okHttpKotlin, .okHttpJava, .nsc, .curl, .mobileconfig,
         .nsPinnedDomains, .cronetJava, .ktorKotlin, .pinsJSON, .farm,
-        .reactNative, .flutter,
+        .reactNative, .flutter, .ech,
     ]
     public var description: String { rawValue }
 
@@ -150,6 +150,9 @@ public struct PinExport: Sendable, Hashable {
     /// The client identity a device presents in the mutual-TLS scenarios, as a PKCS#12 file: only the `farm`
     /// export writes it (`pinlab export farm` fills it from the lab's `client-valid`).
     public var deviceClientIdentity: DeviceClientIdentity?
+    /// The lab's Encrypted Client Hello configuration: only the `ech` export writes it (`pinlab export ech` fills it
+    /// from the PKI folder's `ech/`).
+    public var echConfiguration: ECHConfiguration?
     /// The Android `<pin-set expiration>` date. On and after it Android stops enforcing the pins, so it follows
     /// the app's release horizon (the last day a build may still be in use), not a certificate's notAfter; `nil`:
     /// ``pinHorizonDays`` after ``exportDate``.
@@ -232,6 +235,12 @@ public struct PinExport: Sendable, Hashable {
                 problem:
                     "a configuration profile installs root certificates, and this pin set carries none (pins.json holds hashes only).",
                 fix: "export \(format.rawValue) from the lab PKI (drop --from).")
+        }
+        if format == .ech && echConfiguration == nil {
+            throw ExportError(
+                .badArguments, argument: "--from",
+                problem: "the ECHConfigList is kept in the lab PKI's folder (ech/), and this export carries none.",
+                fix: "export ech from the lab PKI (drop --from).")
         }
         guard format.carriesPins else { return e }
         if format == .alamofire, let p = pins.first(where: { $0.identity == nil }) {

@@ -30,6 +30,7 @@ struct ExportCommand: AsyncParsableCommand {
               pinlab export mobileconfig --include-proxy-root --out profile/
               pinlab export mobileconfig --include-proxy-root --proxy-root proxy-root-scoped --out profile/
               pinlab export farm --out farm/        (a device farm's certificate upload: .cer, .pfx + password, .mobileconfig)
+              pinlab export ech --out ech/          (the lab's ECHConfigList: echconfig.b64 and the binary echconfig.list)
 
             Every root's reach is read from its certificate; an export carrying a root that is not \
             name-constrained (proxy-root) warns on standard error and in the text, and a root whose key came from \
@@ -230,10 +231,12 @@ struct ExportCommand: AsyncParsableCommand {
                     password: lab.pkcs12Password)
             }
         }
+        if f == .ech { export.echConfiguration = try reportingErrors { try lab.echConfiguration() } }
         // Defence in depth: a root whose key came from a seed and whose certificate has no name constraints is
         // never handed to a device (this PinningLab never seeds a CA key; an older one did).
         for root in export.roots { try reportingErrors { try lab.checkInstallable(root) } }
         for w in export.rootWarnings { warn(w) }
+        if f == .trustKitPlist || f == .trustKitSwift { for w in export.trustKitKeyTypeWarnings { warn(w) } }
         if let leaf = export.pins.first?.identity, leaf.role == .leaf, !leaf.hosts.contains(host) {
             warn(
                 "\(leaf.name) names \(leaf.hosts.joined(separator: ", ")), not '\(host)': a client connecting to \(host) fails host verification before pinning."

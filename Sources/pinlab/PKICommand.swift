@@ -197,10 +197,17 @@ extension PKICommand {
 
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write one identity's certificate, chain, key or PKCS#12.")
+            abstract: "Write one identity's certificate, chain, key or PKCS#12, or the lab's ECHConfigList (--ech).",
+            discussion: """
+                --ech writes the lab's Encrypted Client Hello configuration list (public name \
+                \(ECHConfiguration.labPublicName), X25519), kept in the PKI folder's ech/: --format base64 (the \
+                default, one line) or binary.
+                """)
         @OptionGroup var options: PKIOptionsGroup
-        @Argument(help: "The identity, e.g. leaf-v1.") var name: String
-        @Option(help: "pem | der | chain | fullchain | root | key | p12") var format: String = "pem"
+        @Argument(help: "The identity, e.g. leaf-v1 (not with --ech).") var name: String?
+        @Option(help: "pem | der | chain | fullchain | root | key | p12; with --ech: base64 | binary")
+        var format: String?
+        @Flag(help: "Write the lab's ECHConfigList instead of an identity.") var ech = false
         @Option(help: "PKCS#12 password (default: the lab's, 'pinninglab').") var password: String?
         @Option(help: "Write here instead of standard output.") var out: String?
         @Flag(
@@ -210,12 +217,41 @@ extension PKICommand {
         var allowUnconstrainedKey = false
 
         func validate() throws {
-            guard IdentityExportFormat(parsing: format) != nil else {
-                throw ValidationError("--format must be pem, der, chain, fullchain, root, key or p12, not '\(format)'")
+            if ech {
+                if let name { throw ValidationError("--ech writes the ECHConfigList, not an identity: drop '\(name)'") }
+                guard ["base64", "binary"].contains(format ?? "base64") else {
+                    throw ValidationError("with --ech, --format must be base64 or binary, not '\(format ?? "")'")
+                }
+                return
+            }
+            guard name != nil else { throw ValidationError("name an identity (e.g. leaf-v1), or give --ech") }
+            guard IdentityExportFormat(parsing: format ?? "pem") != nil else {
+                throw ValidationError(
+                    "--format must be pem, der, chain, fullchain, root, key or p12, not '\(format ?? "")'")
+            }
+        }
+
+        /// `--ech`: the list in base64 (one line) or binary, as the PKI folder's `ech/` files hold it.
+        func exportECH() throws {
+            let pki = try reportingErrors { try options.open() }
+            let list = try reportingErrors { try pki.echConfiguration() }
+            let binary = format == "binary"
+            let bytes = binary ? list.configList : Array((list.configListBase64 + "\n").utf8)
+            if let out {
+                writeOutputFile(bytes, to: out, option: "--out", mode: 0o644)
+                FileHandle.standardError.write(Data("wrote \(out) (\(bytes.count) bytes)\n".utf8))
+            } else {
+                if binary && isatty(STDOUT_FILENO) == 1 {
+                    throw ValidationError("--format binary is binary: add --out FILE or redirect standard output")
+                }
+                FileHandle.standardOutput.write(Data(bytes))
             }
         }
 
         func run() async throws {
+            if ech { return try exportECH() }
+            let name = self.name ?? ""
+            let format = self.format ?? "pem"
             let pki = try reportingErrors { try options.open() }
             let id = try reportingErrors { try pki.identity(name) }
             guard let exportFormat = IdentityExportFormat(parsing: format) else {

