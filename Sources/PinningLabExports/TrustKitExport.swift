@@ -20,13 +20,14 @@ enum TrustKitExport {
             )
         ])
         var comment = e.headerLines(.trustKitPlist)
+        comment += e.trustKitKeyTypeWarnings
         comment.append("Merge the TSKConfiguration key into the app's Info.plist; TrustKit reads it at start-up.")
         comment.append("TSKSwizzleNetworkDelegates is false: call TSKPinningValidator from your URLSession delegate.")
         return [ExportFile(name: ExportFormat.trustKitPlist.fileName, text: config.document(comment: comment))]
     }
 
     static func swift(_ e: PinExport) -> [ExportFile] {
-        var s = slashComment(e.headerLines(.trustKitSwift))
+        var s = slashComment(e.headerLines(.trustKitSwift) + e.trustKitKeyTypeWarnings)
         s += """
             import TrustKit
 

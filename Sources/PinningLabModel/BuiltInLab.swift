@@ -26,6 +26,37 @@ public enum BuiltInLab {
         return try PKISpec.load(contentsOf: specURL)
     }
 
+    /// The name a PKI folder's state file records for the built-in spec with its post-quantum part
+    /// (`pinlab pki init --post-quantum`), in the place of a spec file's path: later commands open the folder with
+    /// ``spec(postQuantum:)`` again.
+    public static let postQuantumSpecName = "builtin:pki/lab.yaml+pki/post-quantum.yaml"
+
+    /// The name that opens a PKI folder with the built-in spec alone, said explicitly (`--no-post-quantum`):
+    /// ``PKIOptions/specFile`` set to it replaces what the folder was made from and records nothing.
+    public static let builtInSpecName = "builtin:pki/lab.yaml"
+
+    /// The built-in lab PKI spec, with its opt-in post-quantum part (`pki/post-quantum.yaml`: ML-DSA-65 and
+    /// ML-DSA-87 identities) added when `postQuantum` is true.
+    public static func spec(postQuantum: Bool) throws -> PKISpec {
+        let base = try spec()
+        guard postQuantum else { return base }
+        return try base.adding(part: try text("pki/post-quantum.yaml"), file: "pki/post-quantum.yaml")
+    }
+
+    /// A bundled text file (`pki/post-quantum.yaml`), from the resource bundle or the embedded copy.
+    private static func text(_ path: String) throws -> String {
+        if EmbeddedResources.bundle == nil, let text = EmbeddedResources.files[path] { return text }
+        let url =
+            EmbeddedResources.bundle?.resourceURL?.appendingPathComponent(path)
+            ?? embeddedFolder.appendingPathComponent(path)
+        guard let data = try? Data(contentsOf: url), let text = String(data: data, encoding: .utf8) else {
+            throw PKIError(
+                .fileUnreadable, "the built-in \(path) is missing from this build", file: url.path,
+                fix: "rebuild pinlab (the file is a resource of PinningLabModel)")
+        }
+        return text
+    }
+
     /// The directory of the built-in scenario catalogue. Without a resource bundle (a copied binary), a copy of the
     /// embedded files in a private temporary folder of this process.
     public static var scenariosDirectory: URL? {

@@ -11,8 +11,9 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
         case p384(P384.Signing.PrivateKey)
         case ed25519(Curve25519.Signing.PrivateKey)
         case rsa(_RSA.Signing.PrivateKey)
-        case mldsa65(MLDSA65.PrivateKey)
-        case mldsa87(MLDSA87.PrivateKey)
+        /// ML-DSA-65 or ML-DSA-87 (``type`` says which), kept as its seed and public key: swift-crypto's ML-DSA types
+        /// are CryptoKit's on Apple platforms, available from macOS 26 only, so no stored value names them.
+        case mldsa(MLDSAKey)
     }
     let backing: Backing
     let type: KeyType
@@ -25,7 +26,7 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
             case .p384(let k): return Certificate.PrivateKey(k)
             case .ed25519(let k): return Certificate.PrivateKey(k)
             case .rsa(let k): return Certificate.PrivateKey(k)
-            case .mldsa65, .mldsa87: throw Self.noSwiftCertificatesKey(type)
+            case .mldsa: throw Self.noSwiftCertificatesKey(type)
             }
         }
     }
@@ -38,7 +39,7 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
             case .p384(let k): return Certificate.PublicKey(k.publicKey)
             case .ed25519(let k): return Certificate.PublicKey(k.publicKey)
             case .rsa(let k): return Certificate.PublicKey(k.publicKey)
-            case .mldsa65, .mldsa87: throw Self.noSwiftCertificatesKey(type)
+            case .mldsa: throw Self.noSwiftCertificatesKey(type)
             }
         }
     }
@@ -47,8 +48,7 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
     var spkiDER: [UInt8] {
         get throws {
             switch backing {
-            case .mldsa65(let k): return MLDSAEncoding.spki(Array(k.publicKey.rawRepresentation), type: type)
-            case .mldsa87(let k): return MLDSAEncoding.spki(Array(k.publicKey.rawRepresentation), type: type)
+            case .mldsa(let k): return MLDSAEncoding.spki(k.publicKey, type: type)
             default: return try Builder.der(try publicKey)
             }
         }
@@ -58,8 +58,7 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
     var subjectPublicKeyBytes: [UInt8] {
         get throws {
             switch backing {
-            case .mldsa65(let k): return Array(k.publicKey.rawRepresentation)
-            case .mldsa87(let k): return Array(k.publicKey.rawRepresentation)
+            case .mldsa(let k): return k.publicKey
             default: return Array(try publicKey.subjectPublicKeyInfoBytes)
             }
         }
@@ -80,8 +79,7 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
         case .ed25519(let k):
             // OneAsymmetricKey v0, algorithm id-Ed25519 (1.3.101.112), privateKey OCTET STRING { OCTET STRING(32) }.
             return ed25519PKCS8Prefix + Array(k.rawRepresentation)
-        case .mldsa65(let k): return MLDSAEncoding.pkcs8(seed: Array(k.seedRepresentation), type: type)
-        case .mldsa87(let k): return MLDSAEncoding.pkcs8(seed: Array(k.seedRepresentation), type: type)
+        case .mldsa(let k): return MLDSAEncoding.pkcs8(seed: k.seed, type: type)
         }
     }
 
@@ -170,24 +168,68 @@ struct LabKey: @unchecked Sendable {  // wraps immutable swift-crypto key values
 extension LabKey {
     /// An ML-DSA key from its 32-byte seed (FIPS 204 ML-DSA.KeyGen_internal).
     static func mldsa(seed: [UInt8], type: KeyType) throws -> LabKey {
-        switch type {
-        case .mldsa65:
-            return LabKey(
-                backing: .mldsa65(try MLDSA65.PrivateKey(seedRepresentation: seed, publicKey: nil)), type: type)
-        case .mldsa87:
-            return LabKey(
-                backing: .mldsa87(try MLDSA87.PrivateKey(seedRepresentation: seed, publicKey: nil)), type: type)
-        default: throw PKIError(.unknownKeyType, "\(type) is not an ML-DSA key type")
-        }
+        LabKey(backing: .mldsa(try MLDSAKey(seed: seed, type: type)), type: type)
     }
 
     /// A pure ML-DSA signature (empty context, RFC 9881 §3) of `message`, or nil for a classical key.
     func mldsaSignature(_ message: [UInt8]) throws -> [UInt8]? {
-        switch backing {
-        case .mldsa65(let k): return Array(try k.signature(for: message))
-        case .mldsa87(let k): return Array(try k.signature(for: message))
-        default: return nil
-        }
+        guard case .mldsa(let k) = backing else { return nil }
+        return try k.signature(message, type: type)
+    }
+}
+
+/// An ML-DSA private key as the seed it is made from and its FIPS 204 public key. Every use of swift-crypto's
+/// `MLDSA65`/`MLDSA87` is behind `#available(macOS 26, …)` (on Apple platforms they are CryptoKit's, from macOS 26;
+/// on Linux the check is always true) and, on Apple platforms, a Swift 6.2 compiler (Xcode 26's SDK has them): an
+/// earlier macOS gets ``MLDSAAvailability``'s error, never a crash or a build failure.
+struct MLDSAKey: Sendable {
+    let seed: [UInt8]
+    let publicKey: [UInt8]
+
+    init(seed: [UInt8], type: KeyType) throws {
+        self.seed = seed
+        #if !canImport(Darwin) || compiler(>=6.2)
+            guard #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) else {
+                throw Self.unavailable(type)
+            }
+            switch type {
+            case .mldsa65:
+                publicKey = Array(
+                    try MLDSA65.PrivateKey(seedRepresentation: seed, publicKey: nil).publicKey.rawRepresentation)
+            case .mldsa87:
+                publicKey = Array(
+                    try MLDSA87.PrivateKey(seedRepresentation: seed, publicKey: nil).publicKey.rawRepresentation)
+            default: throw PKIError(.unknownKeyType, "\(type) is not an ML-DSA key type")
+            }
+        #else
+            throw Self.unavailable(type)
+        #endif
+    }
+
+    /// A pure ML-DSA signature (empty context) of `message` by the key of this seed.
+    func signature(_ message: [UInt8], type: KeyType) throws -> [UInt8] {
+        #if !canImport(Darwin) || compiler(>=6.2)
+            guard #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) else {
+                throw Self.unavailable(type)
+            }
+            switch type {
+            case .mldsa65:
+                return Array(try MLDSA65.PrivateKey(seedRepresentation: seed, publicKey: nil).signature(for: message))
+            case .mldsa87:
+                return Array(try MLDSA87.PrivateKey(seedRepresentation: seed, publicKey: nil).signature(for: message))
+            default: throw PKIError(.unknownKeyType, "\(type) is not an ML-DSA key type")
+            }
+        #else
+            throw Self.unavailable(type)
+        #endif
+    }
+
+    static func unavailable(_ type: KeyType) -> PKIError {
+        PKIError(
+            .keyTypeUnavailable,
+            MLDSAAvailability.missingReason
+                ?? "\(type.displayName) keys need swift-crypto's ML-DSA, which this build of pinlab does not have",
+            fix: "use Linux or macOS 26 or later (built with Xcode 26) for ML-DSA identities")
     }
 }
 

@@ -259,6 +259,8 @@ public final class LabPKI: Sendable {
     /// Holds an exclusive lock on the folder while it works, so concurrent runs take turns.
     public static func open(spec: PKISpec, options: PKIOptions) throws -> LabPKI {
         let dir = options.directory
+        // ML-DSA before macOS 26: an error naming the entity, before the folder is made or touched.
+        try MLDSAAvailability.check(spec)
         try Storage.makeOwnDirectory(dir, mode: 0o700, what: "the PKI folder")
         let lock = try DirectoryLock(dir.appendingPathComponent(".lock"))
         defer { lock.unlock() }

@@ -63,18 +63,43 @@ struct Builder {
     /// What the state file records of the spec: the file of one's own it came from, else what an earlier opening
     /// recorded for the same text (an opening by the library, without the file's path, keeps it).
     func specRecord(keeping old: PKISpecRecord?) -> PKISpecRecord? {
-        if let path = options.specFile { return PKISpecRecord(path: path, sha256: spec.fingerprint) }
+        if let path = options.specFile {
+            // `builtin:pki/lab.yaml`: the built-in spec alone, asked for by name; nothing to record.
+            if path.hasPrefix("builtin:") && !path.contains("+") { return nil }
+            return PKISpecRecord(path: path, sha256: spec.fingerprint)
+        }
+        // The built-in spec with a part of its own (`builtin:…`), opened again by a later pinlab with other text.
+        if let old, isBuiltInWithPart(old) { return PKISpecRecord(path: old.path, sha256: spec.fingerprint) }
         return old?.sha256 == spec.fingerprint ? old : nil
+    }
+
+    /// Whether `record` names the built-in spec with a part (`builtin:pki/lab.yaml+pki/post-quantum.yaml`) and this
+    /// opening's spec is that spec (`… + pki/post-quantum.yaml`), whatever its text (a later pinlab's).
+    func isBuiltInWithPart(_ record: PKISpecRecord) -> Bool {
+        guard record.path.hasPrefix("builtin:"), let part = record.path.split(separator: "+").last else { return false }
+        return spec.file.hasSuffix(" + " + part)
     }
 
     /// Refuses to replace a PKI made from a spec of one's own with another spec the caller did not name (the
     /// built-in one, when `pinlab` runs without --spec): its identities, keys and pins would be gone without a word.
     func refuseSpecReplacement(_ old: StateFile?) throws {
         guard let old, let record = old.spec, options.specFile == nil, !options.regenerateKeys,
-            record.sha256 != spec.fingerprint
+            record.sha256 != spec.fingerprint, !isBuiltInWithPart(record)
         else { return }
         let state: String
-        if let bytes = try? Storage.readFile(URL(fileURLWithPath: record.path)) {
+        if record.path.hasPrefix("builtin:") {
+            // `pinlab pki init --post-quantum`: the built-in spec with a part of its own, not a file.
+            let pq = old.identities.map(\.name).filter { !spec.names.contains($0) }
+            throw PKIError(
+                .specReplaced,
+                "this PKI folder was made from the built-in lab PKI with its post-quantum part (\(record.path)); "
+                    + "opening it with the built-in spec alone would drop \(pq.count) identities "
+                    + "(\(pq.prefix(4).joined(separator: ", "))\(pq.count > 4 ? ", …" : ""))",
+                file: dir.path,
+                fix: "open it with that spec (pinlab commands do; in code: BuiltInLab.spec(postQuantum: true)), or run "
+                    + "`pinlab pki init --dir \(dir.path) --force` to replace it with the built-in lab PKI (every key changes)"
+            )
+        } else if let bytes = try? Storage.readFile(URL(fileURLWithPath: record.path)) {
             state =
                 Array(SHA256.hash(data: bytes)).hexString == record.sha256
                 ? "" : " (that file has changed since: its SHA-256 is no longer \(record.sha256.prefix(16))…)"

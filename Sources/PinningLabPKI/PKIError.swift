@@ -50,6 +50,8 @@ public struct PKIError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let badRevocation = Code("bad-revocation")
         /// The PKI folder was made from a spec file of one's own, and this opening would replace it with another.
         public static let specReplaced = Code("spec-replaced")
+        /// The spec asks for a key type this platform cannot make (ML-DSA before macOS 26).
+        public static let keyTypeUnavailable = Code("key-type-unavailable")
     }
 
     public var code: Code

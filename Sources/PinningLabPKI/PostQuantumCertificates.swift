@@ -152,3 +152,33 @@ package enum PostQuantumKey {
         name(pkcs8: pkcs8).map { "\($0) keys need \(needs); this engine runs \(library)" }
     }
 }
+
+/// Whether this platform can make ML-DSA keys: swift-crypto on Linux (BoringSSL) always; on Apple platforms
+/// swift-crypto is CryptoKit, which has MLDSA65/MLDSA87 from macOS 26 (iOS 26 …) only.
+package enum MLDSAAvailability {
+    /// Why ML-DSA keys cannot be made here, or nil when they can.
+    package static var missingReason: String? {
+        #if canImport(Darwin) && compiler(>=6.2)
+            if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) { return nil }
+            return "ML-DSA keys need macOS 26 or later (swift-crypto uses CryptoKit's MLDSA65 and MLDSA87 on Apple "
+                + "platforms); this system runs \(ProcessInfo.processInfo.operatingSystemVersionString)"
+        #elseif canImport(Darwin)
+            return "ML-DSA keys need a pinlab built with Xcode 26 or later (CryptoKit's MLDSA65 and MLDSA87) running "
+                + "on macOS 26 or later; this one was built with an earlier SDK"
+        #else
+            return nil
+        #endif
+    }
+
+    /// Refuses, before anything is written, a spec with an ML-DSA key on a platform without ML-DSA.
+    static func check(_ spec: PKISpec) throws {
+        guard let why = missingReason else { return }
+        guard let e = spec.entities.first(where: { $0.keyType.isMLDSA }) else { return }
+        // A spec with a part (`lab.yaml + post-quantum.yaml`): the line is the part's, so the file alone is named.
+        let combined = spec.file.contains(" + ")
+        throw PKIError(
+            .keyTypeUnavailable, why, file: spec.file, line: combined ? nil : e.line, entity: e.name, field: "keyType",
+            fix: "open this PKI on Linux or macOS 26 or later, or leave the ML-DSA entities out (without "
+                + "--post-quantum, the built-in lab has none)")
+    }
+}

@@ -165,6 +165,8 @@ public struct PKISpec: Sendable {
     public var fingerprint: String
     /// The lab's Certificate Transparency logs (`ctLogs:`).
     public var ctLogs: [CTLogSpec] = []
+    /// What `defaults:` set: a part added with ``adding(part:file:)`` takes them.
+    var defaults = SpecDefaults()
 
     public func entity(_ name: String) -> EntitySpec? { entities.first { $0.name == name } }
     public var names: [String] { entities.map(\.name) }

@@ -21,7 +21,7 @@ struct SpecContext {
     var ctLogs: Set<String> = []
 }
 
-private let entityFields = [
+let entityFieldNames = [
     "role", "issuer", "key", "keyType", "subject", "hosts", "validity", "signature", "pathLength",
     "nameConstraints", "scope", "usages", "twinOf", "ca", "description", "scts", "tlsSCTs",
 ]
@@ -109,6 +109,13 @@ struct SpecParser {
     func keyType(_ node: Node, entity: String?, field: String) throws -> KeyType {
         let s = try string(node, entity: entity, field: field)
         let t = KeyType(rawValue: s.lowercased().replacingOccurrences(of: "-", with: ""))
+        if t.rawValue == "mldsa44" {
+            throw fail(
+                .unknownKeyType,
+                "ML-DSA-44 is not available: swift-crypto 4.5.2, which makes the lab's keys, has MLDSA65 and MLDSA87 "
+                    + "but no ML-DSA-44", node, entity: entity, field: field,
+                fix: "use ML-DSA-65 or ML-DSA-87 (the same FIPS 204 family, larger parameter sets)")
+        }
         guard KeyType.all.contains(t) else {
             throw fail(
                 .unknownKeyType, "unknown key type '\(s)'", node, entity: entity, field: field,
@@ -161,7 +168,10 @@ struct SpecParser {
                     fix: "rename one of them")
             }
             raw.append(
-                (name, kn, try mapping(v, entity: name, field: nil, allowed: entityFields + Self.revocationFieldNames)))
+                (
+                    name, kn,
+                    try mapping(v, entity: name, field: nil, allowed: entityFieldNames + Self.revocationFieldNames)
+                ))
         }
         let entityNames = Set(raw.map(\.0))
         // Entities without `key:` own a key named after them, which others may share with `key: <entity>`.
@@ -181,9 +191,11 @@ struct SpecParser {
             order.append(name)
         }
         let digest = SHA256.hash(data: Data(text.utf8))
-        return PKISpec(
+        var spec = PKISpec(
             file: file, keys: keys, entities: try ordered(specs, order),
             fingerprint: Array(digest).hexString, ctLogs: ctLogs)
+        spec.defaults = defaults
+        return spec
     }
 
     /// The `defaults:` mapping, over the built-in defaults.

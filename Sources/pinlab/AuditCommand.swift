@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PinningLab
 import PinningLabBase
 import PinningLabCore
 import PinningLabExports
@@ -41,6 +42,13 @@ struct AuditCommand: AsyncParsableCommand {
 
     @Option(help: "With --against HOST:PORT: the server name to ask for (SNI); default: the host.")
     var sni: String?
+
+    @Option(
+        name: .customLong("dir"),
+        help:
+            "The lab PKI folder whose keys audit recognizes in the pins, to report a pin of a lab key a library cannot hash (TrustKit: ML-DSA, Ed25519, P-521 …). Default: the nearest .pinninglab/ in this folder or above, when there is one (none is made)."
+    )
+    var dir: String?
 
     @Option(help: "text or json.")
     var format: String = "text"
@@ -136,6 +144,7 @@ struct AuditCommand: AsyncParsableCommand {
             options.chainPins = pins
             options.chainFile = against
         }
+        options.labKeys = await labKeys()
         let report: AuditReport
         do {
             report = try PinAudit.run(files: files, options: options)
@@ -148,6 +157,39 @@ struct AuditCommand: AsyncParsableCommand {
             print(report.text, terminator: "")
         }
         if report.fails(at: threshold) { throw ExitCode(1) }
+    }
+
+    /// The keys of the lab PKI in --dir, or in the nearest `.pinninglab/` when there is one (none is made), by their
+    /// SPKI pins; empty when there is none or it cannot be opened (said on standard error).
+    func labKeys() async -> [String: AuditLabKey] {
+        let folder: String
+        if let dir {
+            folder = dir
+        } else if case .found(let p) = DefaultPKIFolder.find(
+            from: FileManager.default.currentDirectoryPath, home: DefaultPKIFolder.homeDirectory())
+        {
+            folder = p
+        } else {
+            return [:]
+        }
+        let url = URL(fileURLWithPath: folder, isDirectory: true)
+        guard FileManager.default.fileExists(atPath: url.appendingPathComponent("state.json").path) else {
+            if dir != nil {
+                FileHandle.standardError.write(
+                    Data("note: --dir \(folder) holds no lab PKI: pins are not matched to lab keys\n".utf8))
+            }
+            return [:]
+        }
+        do {
+            let pki = try await Lab.openPKI(directory: url, spec: try specForOpening(nil, directory: url).spec)
+            return AuditLabKey.table(pki.identities)
+        } catch {
+            FileHandle.standardError.write(
+                Data(
+                    "note: the lab PKI in \(folder) cannot be opened (\(error)): pins are not matched to lab keys\n"
+                        .utf8))
+            return [:]
+        }
     }
 
     /// The largest --against file read: a chain of a dozen certificates is under 30 KB.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PinningLab
 import PinningLabBase
+import PinningLabExports
 import PinningLabPKI
 
 struct PKICommand: AsyncParsableCommand {
@@ -38,9 +39,31 @@ struct PKIOptionsGroup: ParsableArguments {
     )
     var seed: String?
 
+    @Flag(
+        name: .customLong("post-quantum"), inversion: .prefixedNo,
+        help:
+            "Add the built-in post-quantum part (pki/post-quantum.yaml: ML-DSA-65 and ML-DSA-87 identities) to the built-in lab PKI; the folder remembers it (--no-post-quantum drops it, keeping the other keys). Needs Linux or macOS 26."
+    )
+    var postQuantum: Bool?
+
     func open(force: Bool = false, reissue: Bool = false, rekey: Set<String> = []) throws -> LabPKI {
         let directory = URL(fileURLWithPath: dir, isDirectory: true)
-        let (chosen, specFile) = try specForOpening(spec, directory: directory)
+        if let postQuantum, let spec {
+            throw ValidationError(
+                "--\(postQuantum ? "" : "no-")post-quantum chooses the built-in lab PKI's part, not --spec \(spec): declare ML-DSA entities in your spec instead (keyType: ML-DSA-65 or ML-DSA-87; see pki/post-quantum.yaml)"
+            )
+        }
+        var (chosen, specFile) = try specForOpening(spec, directory: directory)
+        switch postQuantum {
+        case true?:
+            chosen = try BuiltInLab.spec(postQuantum: true)
+            specFile = BuiltInLab.postQuantumSpecName
+        case false?:
+            // The built-in spec alone, said so: the folder's record of a part (or of a spec file) is dropped.
+            chosen = try BuiltInLab.spec()
+            specFile = BuiltInLab.builtInSpecName
+        case nil: break
+        }
         let specValue = try chosen ?? Lab.builtInSpec()
         var o = Lab.pkiOptions(directory: directory, seed: seed)
         o.specFile = specFile
@@ -92,6 +115,9 @@ extension PKICommand {
             let anchors = roots.contains("lab-root") ? ["lab-root"] : roots
             if anchors.count == 1 {
                 print("Trust file: \(pki.files(for: anchors[0]).certificatePEM.path)")
+                if anchors == ["lab-root"], pki["pq-root"] != nil {
+                    print("Post-quantum trust file (ML-DSA-65): \(pki.files(for: "pq-root").certificatePEM.path)")
+                }
             } else if !anchors.isEmpty {
                 print(
                     "Roots: \(anchors.joined(separator: ", ")) (each one's cert.pem is in \(pki.directory.appendingPathComponent("certs").path)/NAME/)"
@@ -322,6 +348,17 @@ extension PKICommand {
             let pki = try reportingErrors { try options.open() }
             let ids = try reportingErrors {
                 try (names.isEmpty ? ["leaf-v1", "leaf-v3-rekey"] : names).map { try pki.identity($0) }
+            }
+            if f == .trustkit {
+                // TrustKit rebuilds the SPKI from a table of key types: a pin of any other key never matches.
+                let table = PinningLibraryKeyTypes.trustKit
+                for id in ids {
+                    guard let l = table.limitation(id.keyType) else { continue }
+                    FileHandle.standardError.write(
+                        Data(
+                            "warning: the pin of \(id.name) (key \(id.keyName), \(id.keyType.displayName)) can never match\(l.everyRelease ? "" : " on those releases"): \(l.text) (\(table.shortSource)).\n"
+                                .utf8))
+                }
             }
             print(f.render(ids), terminator: "")
         }

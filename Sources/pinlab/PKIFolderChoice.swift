@@ -131,6 +131,11 @@ func specForOpening(_ explicit: String?, directory: URL) throws -> (spec: PKISpe
         let spec = try PKISpec.load(contentsOf: URL(fileURLWithPath: explicit))
         return (spec, URL(fileURLWithPath: explicit).standardizedFileURL.path)
     }
+    // A folder made by `pinlab pki init --post-quantum`: the built-in spec with its post-quantum part (this
+    // pinlab's, which re-issues the certificates when the part changed).
+    if let record = LabPKI.recordedSpec(in: directory), record.path == BuiltInLab.postQuantumSpecName {
+        return (try BuiltInLab.spec(postQuantum: true), record.path)
+    }
     guard let record = LabPKI.recordedSpec(in: directory),
         let spec = try? PKISpec.load(contentsOf: URL(fileURLWithPath: record.path)),
         spec.fingerprint == record.sha256

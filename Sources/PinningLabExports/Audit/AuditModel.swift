@@ -1,4 +1,5 @@
 public import Foundation
+public import PinningLabPKI
 
 /// How much a finding of `pinlab audit` matters; ordered, so that `--fail-on` compares.
 public struct AuditSeverity: RawRepresentable, Hashable, Sendable, Codable, Comparable, CustomStringConvertible {
@@ -60,9 +61,12 @@ public enum AuditCheck {
     public static let minSdkTrustsUserCAs = "min-sdk-trusts-user-cas"
     /// `<certificateTransparency enabled="false">` in an app targeting Android 17 (API 37).
     public static let ctDisabled = "ct-disabled"
+    /// A TrustKit pin of a lab key whose type TrustKit cannot hash (``PinningLibraryKeyTypes``): it never matches.
+    public static let keyTypeUnhashable = "key-type-unhashable"
     public static let all = [
         expiredPinSet, pinSetExpiresSoon, singlePin, backupEqualsCurrent, pinsMatchNothing, overridePins, userCATrusted,
         debugOverridePins, pinningNotEnforced, cleartextPermitted, subdomainsUnpinned, minSdkTrustsUserCAs, ctDisabled,
+        keyTypeUnhashable,
     ]
 }
 
@@ -75,7 +79,33 @@ public struct AuditOptions: Sendable {
     /// The chain file's name, for messages.
     public var chainFile: String?
     public var now: Date = Date()
+    /// The keys of a lab PKI by their SPKI pin (base64 SHA-256): a pin that is one of them has a known key type, so
+    /// a library that cannot hash that type is reported (``AuditCheck/keyTypeUnhashable``). Empty: no lab PKI.
+    public var labKeys: [String: AuditLabKey] = [:]
     public init() {}
+}
+
+/// A key of the lab PKI as `pinlab audit` recognizes it in a configuration: its pin, name, type and identities.
+public struct AuditLabKey: Sendable, Hashable {
+    public var keyName: String
+    public var keyType: KeyType
+    /// The identities that carry it, in the PKI's order.
+    public var identities: [String]
+    public init(keyName: String, keyType: KeyType, identities: [String]) {
+        self.keyName = keyName
+        self.keyType = keyType
+        self.identities = identities
+    }
+
+    /// Every key of `identities` by its SPKI pin.
+    public static func table(_ identities: [Identity]) -> [String: AuditLabKey] {
+        var out: [String: AuditLabKey] = [:]
+        for id in identities {
+            out[id.pins.spkiBase64, default: AuditLabKey(keyName: id.keyName, keyType: id.keyType, identities: [])]
+                .identities.append(id.name)
+        }
+        return out
+    }
 }
 
 /// The result of auditing some files.

@@ -238,6 +238,32 @@ public enum PinAudit {
                             "pin a key the chain carries (pinlab pki pins NAME, or openssl x509 -pubkey … | openssl dgst -sha256 "
                             + "-binary | base64 on each certificate), and keep the others as backups."))
             }
+            // Key types: a TrustKit pin of a lab key TrustKit cannot hash never matches.
+            if usesTrustKit(f, d) {
+                let table = PinningLibraryKeyTypes.trustKit
+                for p in d.pins {
+                    guard let key = options.labKeys[p.sha256], let l = table.limitation(key.keyType) else { continue }
+                    let shown =
+                        key.identities.prefix(3).joined(separator: ", ") + (key.identities.count > 3 ? ", …" : "")
+                    out.append(
+                        finding(
+                            AuditCheck.keyTypeUnhashable, l.everyRelease ? .high : .medium, line: p.line ?? d.line,
+                            keyPath: p.keyPath ?? d.keyPath, mastg: nil,
+                            note:
+                                "no MASTG test checks a pinned key's type against the library; MASTG-TEST-0068 covers iOS pinning as a whole.",
+                            message:
+                                "the pin \(p.sha256) is the lab key \(key.keyName) (\(key.keyType.displayName); \(shown)), "
+                                + "and \(l.text)\(f.kind == "react-native-ssl-public-key-pinning" ? " (on iOS this library pins through TrustKit)" : ""): "
+                                + "a server presenting that key is refused \(l.everyRelease ? "by every TrustKit release" : "by those releases") "
+                                + "unless a CA above it is pinned too "
+                                + "(\(table.shortSource)).",
+                            fix: l.everyRelease
+                                ? "pin a key TrustKit hashes (RSA-2048/3072/4096, P-256, P-384) for this host, or verify "
+                                    + "that key with a pinning check of your own (SecCertificateCopyKey and the certificate's "
+                                    + "SPKI) instead of TrustKit."
+                                : "require TrustKit 3.0.5 or later, or pin an RSA-2048/4096 or EC key."))
+                }
+            }
             // Scope: an apex pinned without its subdomains.
             if d.includeSubdomains == false, d.platform != .okhttp, isApex(d.host) {
                 out.append(
@@ -250,6 +276,16 @@ public enum PinAudit {
             }
         }
         return out
+    }
+
+    /// Whether the pins of `d` are checked by TrustKit: TrustKit's Info.plist keys or Swift literal, or a
+    /// cross-platform library whose iOS side is TrustKit (react-native-ssl-public-key-pinning).
+    static func usesTrustKit(_ f: AuditedFile, _ d: AuditedDomain) -> Bool {
+        switch f.kind {
+        case "trustkit-swift", "react-native-ssl-public-key-pinning": return true
+        case "info-plist": return d.keyPath?.hasPrefix("TSKConfiguration") == true
+        default: return false
+        }
     }
 
     /// A registrable-looking name of two labels (example.com): its subdomains are where the traffic usually goes.
