@@ -130,7 +130,9 @@ let package = Package(
         // intercept write reports without importing PinningLab (scripts/check-module-edges refuses that edge).
         .target(
             name: "PinningLabReports",
-            dependencies: ["PinningLabBase", "PinningLabModel", "PinningLabCore", "PinningLabPKI"],
+            dependencies: [
+                "PinningLabBase", "PinningLabModel", "PinningLabCore", "PinningLabPKI", "PinningLabTLSTypes",
+            ],
             resources: [.copy("Resources/schemas")],
             swiftSettings: swiftSettings,
             plugins: ["EmbedResources"]

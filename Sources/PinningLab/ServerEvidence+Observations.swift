@@ -24,6 +24,9 @@ extension ServerEvidence {
         earlyDataBytes = o.earlyDataBytes > 0 ? o.earlyDataBytes : nil
         recordECH(observations, judged: o)
         negotiatedGroup = o.negotiatedGroup
+        offered = o.offered
+        helloRetryRequest = o.helloRetryRequest == true ? true : nil
+        servedCertificateSHA256 = o.servedCertificateSHA256
     }
 }
 

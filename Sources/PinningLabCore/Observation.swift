@@ -122,6 +122,20 @@ public struct Observation: Hashable, Sendable, Codable, Identifiable {
     /// handshake ran on the outer ClientHello, whose SNI (`serverName`) is the configuration's public name. `nil`
     /// where the engine could not see the ClientHello.
     public var echOffered: Bool?
+    /// What the client's ClientHello offered (the first one, when there were two): the groups of `supported_groups`,
+    /// those it sent key shares for, and its `signature_algorithms`, as IANA code points with their names
+    /// (`X25519MLKEM768 (0x11ec)`). `nil` where the engine did not see a ClientHello it could parse.
+    public var offered: ClientHelloOffers?
+    /// Whether the server answered the ClientHello with a HelloRetryRequest (TLS 1.3: no key share for a group the
+    /// server accepts); `nil` where the engine could not see the ClientHello.
+    public var helloRetryRequest: Bool?
+
+    /// The SHA-256 of the certificate the server sent first (base64, as a `leaf-cert` pin and a report's chain
+    /// write it): which certificate this client was served, when the engine captured it.
+    public var servedCertificateSHA256: String? {
+        guard let der = serverCertificates?.first?.der else { return nil }
+        return (try? Pins(certificateDER: der))?.certificateBase64
+    }
 
     public init(
         id: Int, label: String, engine: String, startedAt: Date, peerAddress: String, serverName: String? = nil,

@@ -101,6 +101,15 @@ public struct ServerTLSConfiguration: Hashable, Sendable {
     /// An OCSP response (DER `OCSPResponse`) stapled for every client that sends status_request; nil: none.
     /// Served as given, whatever it says: a scenario may staple a revoked, expired or badly signed response.
     public var ocspStaple: [UInt8]? = nil
+    /// The key-exchange groups the server accepts, in its order of preference (`SSL_CTX_set1_groups_list`, GnuTLS
+    /// `-GROUP-ALL:+GROUP-…`); nil: the library's default. A client that offers one of them without a key share is
+    /// answered with a HelloRetryRequest. A group the linked library does not know makes the server `unsupported`.
+    public var groups: [TLSCodePoint]? = nil
+    /// Whether identities that answer the same host names are alternatives chosen by the client's
+    /// `signature_algorithms` (a host holding an ECDSA and an RSA certificate): the first, in the configuration's
+    /// order, whose key can sign with a scheme the client offered; the first of them when none can. False: the
+    /// first identity that matches the SNI, whatever the client offered.
+    public var choosesBySignatureAlgorithms = false
 
     public init(
         identities: [ServerIdentity], minimumVersion: TLSVersion = .tls12, maximumVersion: TLSVersion = .tls13,
@@ -148,6 +157,19 @@ public struct ServerTLSConfiguration: Hashable, Sendable {
     public func identityIndex(forServerName serverName: String?) -> Int {
         guard let serverName, !serverName.isEmpty else { return 0 }
         return identities.firstIndex { $0.matches(serverName: serverName) } ?? 0
+    }
+
+    /// The identity chosen for a ClientHello: by SNI, then, when ``choosesBySignatureAlgorithms``, among the
+    /// identities with the same host names as that one, the first whose key can sign with a scheme in `offered`.
+    public func identityIndex(forServerName serverName: String?, offered: ClientHelloOffers?) -> Int {
+        let first = identityIndex(forServerName: serverName)
+        guard choosesBySignatureAlgorithms, let offered, !offered.signatureAlgorithms.isEmpty else { return first }
+        let names = identities[first].serverNames
+        let schemes = Set(offered.signatureAlgorithms.map(\.value))
+        return identities.indices.first { i in
+            let signs = TLSCodePoint.signatureSchemes(forPKCS8: identities[i].privateKeyPKCS8DER)
+            return identities[i].serverNames == names && signs.contains(where: schemes.contains)
+        } ?? first
     }
 
     /// Checks what no engine could serve. Engines add their own limits in `TLSEngine.supports(_:)`.

@@ -128,6 +128,11 @@ public struct TLSSessionDetails: Sendable, Hashable {
     public var earlyDataBytes = 0
     /// Whether the ClientHello carried `encrypted_client_hello` (``ClientHelloECH``); `nil` when the engine did not see it.
     public var echOffered: Bool?
+    /// What the (first) ClientHello offered: groups, key shares, signature algorithms; `nil` when the engine did not
+    /// see it.
+    public var offered: ClientHelloOffers?
+    /// Whether the server sent a HelloRetryRequest (a second ClientHello followed, or would have).
+    public var helloRetryRequest = false
 
     public init(
         serverName: String? = nil, identityIndex: Int? = nil, version: TLSVersion? = nil, cipherSuite: String? = nil,

@@ -466,6 +466,8 @@ final class Connection {
             totalMilliseconds: Double(end - startNanos) / 1e6, earlyDataBytes: d.earlyDataBytes)
         observation.negotiatedGroup = d.negotiatedGroup
         observation.echOffered = d.echOffered
+        observation.offered = d.offered
+        observation.helloRetryRequest = d.offered == nil && !d.helloRetryRequest ? nil : d.helloRetryRequest
         core.record(observation)
     }
 }

@@ -51,6 +51,7 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {
             // TLS 1.0/1.1 sign with SHA-1; GnuTLS refuses that unless told to allow it.
             ps += ":%VERIFY_ALLOW_SIGN_WITH_SHA1:+SIGN-ALL"
         }
+        if let groups = c.groups { ps += try Self.groupPriority(groups) }
         priorityString = ps
         do {
             priority = try GnuTLSPriority(ps)

@@ -88,13 +88,22 @@ final class GnuTLSServerSession: TLSServerSession {
                 UInt32(GNUTLS_ALPN_SERVER_PRECEDENCE.rawValue))
             guard arc >= 0 else { throw TLSEngineError(.library, "gnutls_alpn_set_protocols: \(gnutlsErrorText(arc))") }
         }
-        gnutls_handshake_set_hook_function(
-            s, UInt32(GNUTLS_HANDSHAKE_CERTIFICATE_PKT.rawValue), Int32(GNUTLS_HOOK_POST)
-        ) { session, htype, _, incoming, message in
-            guard htype == GNUTLS_HANDSHAKE_CERTIFICATE_PKT.rawValue, let s = GnuTLSServerSession.from(session) else {
-                return 0
+        // One hook for every message (GnuTLS keeps one per session): the Certificate messages once processed, the
+        // ClientHello before (its offers are recorded even when the handshake then fails on them) and the
+        // HelloRetryRequest as it is sent. UInt32.max and -1 are GNUTLS_HANDSHAKE_ANY and GNUTLS_HOOK_BOTH, macros
+        // with casts that Swift does not import.
+        gnutls_handshake_set_hook_function(s, UInt32.max, -1) { session, htype, when, incoming, message in
+            guard let s = GnuTLSServerSession.from(session) else { return 0 }
+            let pre = when == UInt32(GNUTLS_HOOK_PRE)
+            switch htype {
+            case GNUTLS_HANDSHAKE_CERTIFICATE_PKT.rawValue where when == UInt32(GNUTLS_HOOK_POST):
+                s.hook(incoming: incoming != 0, message: message)
+            case GNUTLS_HANDSHAKE_CLIENT_HELLO.rawValue where pre && incoming != 0:
+                s.recordOffers(clientHello: message)
+            case GNUTLS_HANDSHAKE_HELLO_RETRY_REQUEST.rawValue where pre && incoming == 0:
+                s.details.helloRetryRequest = true
+            default: break
             }
-            s.hook(incoming: incoming != 0, message: message)
             return 0
         }
         // Own transport functions: sends never raise SIGPIPE, and the record headers the client sends during the
@@ -420,7 +429,7 @@ final class GnuTLSServerSession: TLSServerSession {
         let name = sentServerName()
         details.serverName = name
         if details.echOffered == nil { details.echOffered = false }  // extensions are parsed before this callback
-        let index = context.configuration.identityIndex(forServerName: name)
+        let index = context.configuration.identityIndex(forServerName: name, offered: details.offered)
         details.identityIndex = index
         let identity = context.identities[index]
         pcert?.pointee = identity.pcerts

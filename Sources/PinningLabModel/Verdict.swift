@@ -49,6 +49,17 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
     /// The key-exchange group the server's library negotiated (`x25519`, `X25519MLKEM768`), as it names it; absent
     /// when none was (no handshake, a resumption by PSK alone) or the engine could not say.
     public var negotiatedGroup: String?
+    /// What the client's (first) ClientHello offered: `groups` (supported_groups), `keyShares` (the groups of its
+    /// key_share entries) and `signatureAlgorithms`, each as `name (0x11ec)` in the client's order; absent where the
+    /// engine did not see the ClientHello.
+    public var offered: ClientHelloOffers?
+    /// The server answered with a HelloRetryRequest (the client offered the group chosen without a key share);
+    /// absent otherwise.
+    public var helloRetryRequest: Bool?
+    /// The SHA-256 (base64) of the certificate the server sent first, as a report's chain writes
+    /// `certificateSHA256`: which certificate this client was served. Absent when none was (a resumption) or the
+    /// engine could not capture it.
+    public var servedCertificateSHA256: String?
     public var earlyDataBytes: Int?
 
     public init(

@@ -121,6 +121,9 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {
                 .unsupported,
                 "this OpenSSL cannot offer \(c.minimumVersion)–\(c.maximumVersion): \(drainOpenSSLErrors())")
         }
+        if let groups = c.groups {
+            try OpenSSLServerSession.setGroups(groups, ctx)
+        }
         let cipherList = c.ciphers.openSSLCipherList ?? (c.minimumVersion.isLegacy ? "DEFAULT:@SECLEVEL=0" : nil)
         if let list = cipherList, SSL_CTX_set_cipher_list(ctx, list) != 1 {
             throw TLSEngineError(
@@ -371,6 +374,9 @@ final class OpenSSLServerSession: TLSServerSession {
             }
         } else if contentType == SSL3_RT_HANDSHAKE, !written, bytes.count >= 4, bytes[0] == 1 {
             recordECH(clientHello: bytes)
+            recordOffers(clientHello: bytes)
+        } else if contentType == SSL3_RT_HANDSHAKE, written, bytes.count >= 4, bytes[0] == 2 {
+            if ClientHelloOffers.isHelloRetryRequest(serverHello: bytes) { details.helloRetryRequest = true }
         } else if contentType == SSL3_RT_HANDSHAKE, bytes.count >= 4, bytes[0] == 11 {
             let tls13 = SSL_version(ssl) == TLS1_3_VERSION
             guard let certs = TLSCertificateMessage.parse(bytes, tls13: tls13) else { return }
@@ -393,7 +399,7 @@ final class OpenSSLServerSession: TLSServerSession {
     fileprivate func selectIdentity() {
         let name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) }
         details.serverName = name
-        let index = context.configuration.identityIndex(forServerName: name)
+        let index = context.configuration.identityIndex(forServerName: name, offered: details.offered)
         details.identityIndex = index
         if index != 0 {
             SSL_set_SSL_CTX(ssl, context.contexts[index].pointer)

@@ -2,6 +2,7 @@ internal import CPinningLabOpenSSL
 internal import Foundation
 internal import PinningLabCore
 internal import PinningLabPKI  // PostQuantumKey
+internal import PinningLabTLSTypes  // ClientHelloOffers
 
 extension OpenSSLServerSession {
     /// The key-exchange group of the handshake (``TLSSessionDetails/negotiatedGroup``): `SSL_get_negotiated_group`
@@ -30,5 +31,40 @@ extension OpenSSLServerSession {
         else { return nil }
         ERR_clear_error()
         return TLSEngineError(.unsupported, "\(label): \(why)")
+    }
+}
+
+extension OpenSSLServerSession {
+    /// What the ClientHello offered (``TLSSessionDetails/offered``), read from the raw message the message callback
+    /// hands over (OpenSSL 3.0 has no accessor for the offered groups): the first ClientHello's offers are kept; a
+    /// second one (after a HelloRetryRequest) marks the retry.
+    func recordOffers(clientHello bytes: UnsafeRawBufferPointer) {
+        if details.offered != nil {
+            details.helloRetryRequest = true
+            return
+        }
+        details.offered = ClientHelloOffers.parse(bytes)
+    }
+}
+
+extension OpenSSLServerSession {
+    /// Restricts the context to `groups` (``ServerTLSConfiguration/groups``), by their IANA names, which OpenSSL
+    /// takes as they are. A group this OpenSSL does not know (a hybrid before 3.5) makes the server `unsupported`.
+    static func setGroups(_ groups: [TLSCodePoint], _ ctx: OpaquePointer) throws(TLSEngineError) {
+        let library = String(cString: OpenSSL_version(OPENSSL_VERSION))
+        let names = groups.map { $0.name ?? $0.hex }
+        for (group, name) in zip(groups, names) where group.name == nil || cpl_srv_ctx_set1_groups_list(ctx, name) != 1
+        {
+            ERR_clear_error()
+            let postQuantum = (0x0200...0x0202).contains(group.value) || (0x11eb...0x11ed).contains(group.value)
+            throw TLSEngineError(
+                .unsupported,
+                postQuantum
+                    ? "the key-exchange group \(group) needs OpenSSL 3.5 or later; this build runs \(library)"
+                    : "\(library) cannot offer the key-exchange group \(group)")
+        }
+        guard cpl_srv_ctx_set1_groups_list(ctx, names.joined(separator: ":")) == 1 else {
+            throw TLSEngineError(.library, "SSL_CTX_set1_groups_list: \(drainOpenSSLErrors())")
+        }
     }
 }

@@ -67,7 +67,10 @@ enum HTMLReport {
                 h += "<td><span class=\"exp\">\(letter)</span>"
                 for (engine, v) in zip(r.engines, vs) {
                     if let v {
-                        let tip = "\(engine): \(v.status) — \(v.reason)"
+                        let tip =
+                            "\(engine): \(v.status) — \(v.reason)"
+                            + (v.evidence?.negotiatedGroup.map { " · group \($0)" } ?? "")
+                            + (v.evidence?.helloRetryRequest == true ? " after a HelloRetryRequest" : "")
                         let cls =
                             v.baselined == true ? "m baselined" : v.wrongReason ? "m wrong" : "m \(v.status.rawValue)"
                         h += "<i class=\"\(cls)\" title=\"\(xml(tip))\">\(cellMark(v))</i>"
@@ -117,6 +120,10 @@ enum HTMLReport {
             h += list("Changed against the baseline \(xml(c.file))", c.changes) { ch in
                 "<code>\(xml(ch.cell))</code>: \(xml(ch.before?.rawValue ?? "not in the baseline")) → \(xml(ch.after.rawValue))\(ch.newlyFailing ? " (newly failing)" : ch.newlyPassing ? " (newly passing)" : "")"
             }
+        }
+        h += list("Negotiation, as the servers saw this client", NegotiationSummary(r).rows) { row in
+            let lines = NegotiationSummary.lines(row).map { "<span class=\"mono\">\(xml($0))</span>" }
+            return "<b>\(xml(row.engine))</b>: " + lines.joined(separator: "<br>")
         }
         h += "<h2>Scenarios</h2>\n"
         let loud = r.scenarios.filter { !quiet.contains($0.id) }

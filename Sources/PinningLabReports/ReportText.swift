@@ -189,6 +189,13 @@ enum TextReport {
                     "1") + "\n"
             for g in ruleGroups(ruled) { out += "  \(mark(g.status)) \(t(g.scenario)) (\(t(g.cells))): \(t(g.why))\n" }
         }
+        let negotiation = NegotiationSummary(r)
+        if !negotiation.isEmpty {
+            out += "\n" + paint("Negotiation, as the servers saw this client:", "1") + "\n"
+            for row in negotiation.rows {
+                out += "  \(t(row.engine)): " + NegotiationSummary.lines(row).map(t).joined(separator: "\n    ") + "\n"
+            }
+        }
         let summary = t(r.summaryLine)
         out += "\n" + (r.deviates ? paint(summary, "1;31") : paint(summary, "1;32")) + "\n"
         return out
@@ -247,6 +254,9 @@ enum MarkdownReport {
         out += list("Refused for another reason", r.verdicts.filter(\.wrongReason)) { v in "\(cell(v)): \(md(v.reason))"
         }
         out += mastgSection(r)
+        out += list("Negotiation, as the servers saw this client", NegotiationSummary(r).rows) { row in
+            "\(md(row.engine)): " + NegotiationSummary.lines(row).map(md).joined(separator: "; ")
+        }
         out += list("Decided by the platform policy, or stricter than required", ruleCells(r)) { v in
             "\(mark(v.status)) \(cell(v)): \(md(v.reason))"
         }
