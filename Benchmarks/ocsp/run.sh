@@ -35,15 +35,23 @@ work="$(mktemp -d)"; trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf
 "$pinlab" pki init --dir "$work/pki" >/dev/null
 c="$work/pki/certs"
 openssl ocsp -no_nonce -issuer "$c/lab-intermediate-a/cert.pem" -cert "$c/leaf-ocsp/cert.pem" -reqout "$work/req.der" >/dev/null
-start_pinlab() {  # LOG BINARY: sets url to the responder's URL for lab-intermediate-a
-  taskset -c "$server_cpus" "$2" serve --dir "$work/pki" --identity leaf-ocsp --engine openssl --revocation-responder \
+start_pinlab() {  # LOG BINARY [PKI]: sets url to the responder's URL for lab-intermediate-a
+  taskset -c "$server_cpus" "$2" serve --dir "${3:-$work/pki}" --identity leaf-ocsp --engine openssl --revocation-responder \
     >"$work/$1" 2>&1 &
   pid=$!
   for _ in $(seq 300); do grep -q "^revocation: http" "$work/$1" && break; sleep 0.1; done
   url="$(sed -n 's/^revocation: \(http:\/\/[0-9.:]*\).*/\1/p' "$work/$1")/lab-intermediate-a"
 }
 start_pinlab serve.log "$pinlab"; lab_url="$url"; lab_pid=$pid
-if [ -n "$baseline" ]; then start_pinlab baseline.log "$baseline"; base_url="$url"; base_pid=$pid; fi
+# The baseline (an older build, whose built-in spec may differ) gets a PKI folder and a request of its own: opened by
+# it, the newer build's folder would be re-issued from the older spec under the newer responder's feet.
+if [ -n "$baseline" ]; then
+  "$baseline" pki init --dir "$work/pki-base" >/dev/null
+  cb="$work/pki-base/certs"
+  openssl ocsp -no_nonce -issuer "$cb/lab-intermediate-a/cert.pem" -cert "$cb/leaf-ocsp/cert.pem" \
+    -reqout "$work/req-base.der" >/dev/null
+  start_pinlab baseline.log "$baseline" "$work/pki-base"; base_url="$url"; base_pid=$pid
+fi
 # OpenSSL's responder: an index with leaf-ocsp as valid, signed by the intermediate itself.
 serial=$(openssl x509 -in "$c/leaf-ocsp/cert.pem" -noout -serial | cut -d= -f2)
 subject=$(openssl x509 -in "$c/leaf-ocsp/cert.pem" -noout -subject -nameopt compat | sed 's/^subject=//')
@@ -63,7 +71,8 @@ listening || { echo "openssl ocsp did not start:"; cat "$work/ocsp.log"; exit 1;
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 load() {
   local before; before=$(cpu_ticks "$2")
-  taskset -c "$load_cpus" h2load --h1 -c "${CLIENTS:-1}" -n "$requests" -d "$work/req.der" \
+  local request="$work/req.der"; [ "$3" = baseline ] && request="$work/req-base.der"
+  taskset -c "$load_cpus" h2load --h1 -c "${CLIENTS:-1}" -n "$requests" -d "$request" \
     -H 'Content-Type: application/ocsp-request' "$1" 2>/dev/null |
     awk '/^finished in/ {gsub(",", ""); r = $4} /^requests:/ {done = $6}
       /^status codes:/ {two = $3}
