@@ -1,3 +1,5 @@
+internal import PinningLabTLSTypes
+
 /// What a ClientHello says about Encrypted Client Hello (RFC 9849), read from its raw handshake message by an
 /// engine that cannot itself speak ECH: whether it carried the `encrypted_client_hello` extension (0xfe0d), of
 /// which type (an outer offer, or the inner marker), and the outer SNI beside it.
@@ -28,31 +30,9 @@ public struct ClientHelloECH: Sendable, Hashable {
     }
 
     public static func parse(body: [UInt8]) -> ClientHelloECH? {
-        var i = 0
-        func u(_ n: Int) -> Int? {
-            guard i + n <= body.count else { return nil }
-            var v = 0
-            for k in 0..<n { v = v << 8 | Int(body[i + k]) }
-            i += n
-            return v
-        }
-        func skip(_ lengthBytes: Int) -> Bool {
-            guard let n = u(lengthBytes), i + n <= body.count else { return false }
-            i += n
-            return true
-        }
-        // legacy_version, random, session id, cipher suites, compression methods.
-        guard u(2) != nil, i + 32 <= body.count else { return nil }
-        i += 32
-        guard skip(1), skip(2), skip(1) else { return nil }
-        guard i < body.count else { return ClientHelloECH(offered: false) }  // no extensions at all
-        guard let total = u(2), i + total <= body.count else { return nil }
-        let end = i + total
+        guard let extensions = TLSHelloExtensions.clientHello(body: body) else { return nil }
         var out = ClientHelloECH(offered: false)
-        while i + 4 <= end {
-            guard let type = u(2), let len = u(2), i + len <= end else { return nil }
-            let data = Array(body[i..<(i + len)])
-            i += len
+        for (type, data) in extensions {
             if type == extensionType {
                 out.offered = true
                 out.type = data.first

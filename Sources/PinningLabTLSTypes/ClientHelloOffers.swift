@@ -189,10 +189,11 @@ public struct ClientHelloOffers: Hashable, Sendable, Codable {
     }
 }
 
-/// The extensions of a hello message, in order.
-enum TLSHelloExtensions {
+/// The extensions of a hello message, in order: the one ClientHello walker (the offers here, ``ClientHelloECH`` in the
+/// server runtime).
+package enum TLSHelloExtensions {
     /// The extensions of a ClientHello body (no handshake header): `[]` when it has none; nil when it is cut short.
-    static func clientHello(body: [UInt8]) -> [(type: UInt16, data: [UInt8])]? {
+    package static func clientHello(body: [UInt8]) -> [(type: UInt16, data: [UInt8])]? {
         var i = 0
         func u(_ n: Int) -> Int? {
             guard i + n <= body.count else { return nil }
