@@ -33,8 +33,10 @@ struct LifecycleTests {
             await server.stop()
         }
         // Freed promptly, not necessarily at this instant: the stop thread's closure and a cancelled settle timer
-        // can hold the core for a moment after `stop()` returned (seen under ThreadSanitizer). A leak never frees it.
-        for _ in 0..<200 where worker != nil || core != nil { try await Task.sleep(for: .milliseconds(10)) }
+        // can hold the core for a moment after `stop()` returned (seen under ThreadSanitizer, where a CI run's load
+        // once kept it past a fixed 2 s). A leak never frees it, so the wait's bound only decides how long a failure
+        // takes to show.
+        _ = await eventually(TestTimeouts.exchange) { worker == nil && core == nil }
         #expect(worker == nil, "a Worker outlived its stopped server")
         #expect(core == nil, "the ServerCore outlived its stopped server (a retain cycle)")
     }
@@ -52,7 +54,7 @@ struct LifecycleTests {
             #expect(core.shutdownThreadName == nil)
         }
         // The last reference to the server went on a cooperative thread: joining its workers must not happen there.
-        for _ in 0..<200 where core.shutdownThreadName == nil { try await Task.sleep(for: .milliseconds(10)) }
+        _ = await eventually(TestTimeouts.exchange) { core.shutdownThreadName != nil }
         #expect(core.shutdownThreadName == "pinninglab.drop", "shut down on \(core.shutdownThreadName ?? "no thread")")
         #expect(core.listener.isStopping)
     }
