@@ -126,13 +126,22 @@ package enum Storage {
 
     /// Writes `bytes` into the character device or FIFO at `url` (opened without creating or following anything).
     private static func writeInPlace(_ bytes: some Collection<UInt8>, to url: URL) throws {
-        let fd = open(url.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        // Opened without blocking: a FIFO nobody reads would otherwise hang the run here (ENXIO instead).
+        let fd = open(url.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
+            let err = errno
             throw PKIError(
-                .writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,
-                fix: "check that it can be opened for writing")
+                .writeFailed,
+                err == ENXIO
+                    ? "cannot write the FIFO: nothing is reading it"
+                    : "cannot write the file: \(String(cString: strerror(err)))",
+                file: url.path,
+                fix: err == ENXIO
+                    ? "start its reader first (e.g. cat FIFO &), or name a file"
+                    : "check that it can be opened for writing")
         }
         defer { close(fd) }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         guard writeAll(fd, bytes) else {
             throw PKIError(
                 .writeFailed, "cannot write the file: \(String(cString: strerror(errno)))", file: url.path,

@@ -67,6 +67,23 @@ struct OutputDeviceTests {
     }
 }
 
+extension OutputDeviceTests {
+    @Test("check --output into a FIFO nobody reads ends at once with the reason, never hangs")
+    func fifoWithoutReader() async throws {
+        let folder = TestScratch.root.appendingPathComponent("pinlab-output-fifo-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fifo = folder.appendingPathComponent("nobody.fifo").path
+        try #require(mkfifo(fifo, 0o600) == 0, "mkfifo: \(String(cString: strerror(errno)))")
+        let check = try await CLI.run(
+            ["check", "--client", "correct", "--scenarios", "baseline", "--format", "json", "--output", fifo]
+                + CLI.dirArgs)
+        #expect(check.status == 2, "\(check.stderr)")
+        #expect(check.stderr.contains("nothing is reading it"), "\(check.stderr)")
+        #expect(Self.fileType(fifo) == S_IFIFO, "the FIFO stays")
+    }
+}
+
 /// Drains a FIFO on a thread of its own until stopped (poll with a short timeout, so stopping needs no close race).
 final class FIFOReader: @unchecked Sendable {
     let fd: Int32
