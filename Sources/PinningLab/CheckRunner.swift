@@ -24,9 +24,11 @@ public struct CheckRunner: Sendable {
         CheckRunner(pki: try Lab.pki(), catalogue: try Catalogue.bundled())
     }
 
-    /// The server configuration of a scenario: its exact chain, key, versions, ciphers and client authentication.
+    /// The server configuration of a scenario: its exact chain (and the alternatives its host holds), key, versions,
+    /// groups, ciphers and client authentication. Throws `TLSEngineError` `.unsupported` when a chain names an
+    /// identity of the opt-in post-quantum part of the lab PKI and this PKI was made without it.
     public func serverConfiguration(for s: Scenario) throws -> ServerTLSConfiguration {
-        try serverConfiguration(for: s, party: s.server, name: s.id)
+        try serverConfiguration(for: s, party: s.server)
     }
 
     /// The configuration of one party of a scenario (`genuine` is `s.server`); `chain` replaces its chain (a
@@ -35,18 +37,26 @@ public struct CheckRunner: Sendable {
         for s: Scenario, party server: Scenario.Server, name: String, chain names: [String]? = nil,
         ticketKeys: [String: SessionTicketKey]
     ) throws -> ServerTLSConfiguration {
-        var c = try serverConfiguration(for: s, party: server, name: name, chain: names)
+        var c = try serverConfiguration(for: s, party: server, chain: names)
         c.resumption.ticketKey = server.ticketKey.flatMap { ticketKeys[$0] }
         return c
     }
 
     private func serverConfiguration(
-        for s: Scenario, party server: Scenario.Server, name: String, chain names: [String]? = nil
+        for s: Scenario, party server: Scenario.Server, chain names: [String]? = nil
     ) throws -> ServerTLSConfiguration {
-        let chain = try (names ?? server.chain).map { try pki.identity($0) }
-        var identity = ServerIdentity(chain[0], chain: chain.map(\.certificateDER), serverNames: [])
-        identity.name = name
-        var c = ServerTLSConfiguration(identities: [identity])
+        // Each identity is named by its certificate's identity, so an observation says which chain was served.
+        let chains = try ([names ?? server.chain] + server.alternatives).map { try $0.map(identity) }
+        let chain = chains[0]
+        var c = ServerTLSConfiguration(
+            identities: chains.map { ServerIdentity($0[0], chain: $0.map(\.certificateDER), serverNames: []) })
+        c.choosesBySignatureAlgorithms = !server.alternatives.isEmpty
+        if !server.groups.isEmpty {
+            c.groups = server.groups.map { name in
+                TLSCodePoint(value: TLSCodePoint.groupNames.first { $0.value == name }?.key ?? 0, name: name)
+            }
+        }
+        c.encryptedClientHello = server.ech
         c.resumption = SessionResumption(server.resumption, maxEarlyData: server.earlyData ? 16384 : 0)
         let versions = server.tlsVersions
         c.minimumVersion = versions.min() ?? .tls12
@@ -63,6 +73,19 @@ public struct CheckRunner: Sendable {
             c.identities[0].signedCertificateTimestampList = nil
         }
         return c
+    }
+
+    /// An identity of the PKI; one of the post-quantum part that this PKI lacks makes the cell `unsupported`.
+    private func identity(_ name: String) throws -> Identity {
+        do {
+            return try pki.identity(name)
+        } catch {
+            guard IdentityDirectory.postQuantumOnly[name] != nil else { throw error }
+            throw TLSEngineError(
+                .unsupported,
+                "'\(name)' is an ML-DSA identity of the opt-in post-quantum part of the lab PKI, which this PKI was made without (pinlab pki init --post-quantum adds it)"
+            )
+        }
     }
 
     /// Runs `client` through the selected scenarios, profiles and engines.

@@ -27,6 +27,7 @@ extension ServerEvidence {
         offered = o.offered
         helloRetryRequest = o.helloRetryRequest == true ? true : nil
         servedCertificateSHA256 = o.servedCertificateSHA256
+        servedIdentity = o.serverCertificates == nil ? nil : o.identity
     }
 }
 

@@ -110,6 +110,10 @@ public struct ServerTLSConfiguration: Hashable, Sendable {
     /// order, whose key can sign with a scheme the client offered; the first of them when none can. False: the
     /// first identity that matches the SNI, whatever the client offered.
     public var choosesBySignatureAlgorithms = false
+    /// What the server does with an Encrypted Client Hello it holds the key for; nil: it holds none and rejects every
+    /// offer without retry configs (serving the certificate for the outer name). No engine of this build has ECH
+    /// server support, so a configuration that sets it is `unsupported`, with the library's version.
+    public var encryptedClientHello: EncryptedClientHelloService? = nil
 
     public init(
         identities: [ServerIdentity], minimumVersion: TLSVersion = .tls12, maximumVersion: TLSVersion = .tls13,

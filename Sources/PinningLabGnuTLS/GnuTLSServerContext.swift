@@ -30,6 +30,10 @@ final class GnuTLSServerContext: TLSServerContext, @unchecked Sendable {
     init(_ c: ServerTLSConfiguration) throws(TLSEngineError) {
         configuration = c
         ticketKey = Array((c.resumption.ticketKey?.bytes ?? SessionTicketKey(name: "own").bytes).prefix(64))
+        if let ech = c.encryptedClientHello {
+            throw TLSEngineError(
+                .unsupported, ech.unsupportedReason(library: "GnuTLS \(String(cString: gnutls_check_version(nil)))"))
+        }
         if c.ciphers.restrictsOpenSSL && !c.ciphers.restrictsGnuTLS {
             throw TLSEngineError(
                 .unsupported, "the cipher restriction is given only for OpenSSL; add a gnuTLSPriority string")

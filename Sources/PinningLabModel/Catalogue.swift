@@ -125,7 +125,7 @@ public struct Catalogue: Sendable, Hashable {
                     ScenarioError(
                         .duplicateScenario, file: other.source ?? other.id, line: 1, field: "",
                         problem:
-                            "the scenario '\(other.id)' shows exactly what \(first) shows: the same chain, trust, TLS versions, ciphers, client authentication, host, pin scope, CT, expected rows and steps.",
+                            "the scenario '\(other.id)' shows exactly what \(first) shows: the same chains, trust, TLS versions, groups, ciphers, client authentication, host, pin scope, CT, ECH, expected rows and steps.",
                         fix:
                             "make it show something no other scenario does (change what the server presents, what the client trusts or asks for), or remove it."
                     ))
@@ -160,8 +160,17 @@ public struct Catalogue: Sendable, Hashable {
         var conditional: ConditionalExpectations?
         /// Whether CT is turned on for the host (the `ct` tag: the runner gives the client the lab's log list).
         var certificateTransparency: Bool
+        /// The host's other chains and what serving each changes, its groups and its ECH service.
+        var alternatives: [[String]]
+        var served: [String: [PinProfile: Expectation]]
+        var groups: [String]
+        var ech: EncryptedClientHelloService?
 
         init(_ s: Scenario) {
+            alternatives = s.server.alternatives
+            served = s.servedExpectations
+            groups = s.server.groups
+            ech = s.server.ech
             certificateTransparency = s.tags.contains("ct")
             staple = s.server.ocspStaple
             responder = s.server.responder

@@ -108,13 +108,29 @@ public struct Cell: Sendable {
 
     /// Judges one connection of the plan from the server's evidence and, when the client reports one, its outcome
     /// (`nil`: the client makes no claim and the evidence alone decides). The one judge.
+    ///
+    /// On a host that holds several chains (`server.alternatives`), the expectation is the one for the chain the
+    /// server sent (``ServerEvidence/servedIdentity``), and the reason says which one and whether the pin set covers
+    /// every certificate of the host (``Scenario/outageWarning(_:)``).
     public func judge(
         _ step: Step, evidence: ServerEvidence, outcome: ClientOutcome?, clientMilliseconds: Double = 0
     ) -> Verdict {
-        Verdict.judge(
-            scenario: scenario.id, profile: profile, engine: engine, client: client, expected: step.expected,
-            evidence: evidence, outcome: outcome, clientAuth: step.clientAuth, expectedCategory: step.refusal,
+        var expected = step.expected
+        var refusal = step.refusal
+        let served = scenario.server.alternatives.isEmpty || isMultiStep ? nil : evidence.servedIdentity
+        if let served {
+            expected = scenario.servedExpectations[served]?[profile] ?? expected
+            refusal = expected == .refuse ? scenario.refusal : nil
+        }
+        var v = Verdict.judge(
+            scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected,
+            evidence: evidence, outcome: outcome, clientAuth: step.clientAuth, expectedCategory: refusal,
             clientMilliseconds: clientMilliseconds, rule: step.rule)
+        if let served {
+            v.reason += "; served \(served) of the host's \(scenario.server.chains.count) certificates"
+        }
+        if !isMultiStep, let warning = scenario.outageWarning(profile) { v.reason += "; \(warning)" }
+        return v
     }
 
     /// Judges a one-connection cell (its plan's only step).

@@ -1,7 +1,7 @@
 import Foundation
 
-/// What a client claims to check beyond the chain and its pins: revocation (OCSP, CRLs) and Certificate
-/// Transparency. Both are client policy, not pins (DESIGN.md, "Trust beyond the chain"): a run declares them
+/// What a client claims to check beyond the chain and its pins: revocation (OCSP, CRLs), Certificate
+/// Transparency, and the key exchange it requires (a post-quantum hybrid group). All are client policy, not pins (DESIGN.md, "Trust beyond the chain"): a run declares them
 /// (`pinlab check --client-checks revocation=hard,ct=required`, ``PinningClient/checks``, the batch document's
 /// `client-checks`), and a scenario whose outcome depends on them gives its expectations per declared policy
 /// (`expect-if:`). A client that declares nothing is judged only where the outcome does not depend on it.
@@ -34,28 +34,49 @@ public struct ClientChecks: Sendable, Hashable, Codable, CustomStringConvertible
         public var description: String { rawValue }
     }
 
+    /// The key exchange a client requires: any group its library negotiates, or a post-quantum hybrid
+    /// (X25519MLKEM768, SecP256r1MLKEM768, SecP384r1MLKEM1024) — a client that requires one refuses a server, or an
+    /// interceptor that strips the hybrids from its ClientHello, that negotiates only a classical group.
+    public struct KeyExchange: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// Proceeds over whatever group the handshake negotiated.
+        public static let any = KeyExchange(rawValue: "any")
+        /// Refuses unless the handshake negotiated a post-quantum hybrid group.
+        public static let hybrid = KeyExchange(rawValue: "hybrid")
+        public static let all: [KeyExchange] = [.any, .hybrid]
+        public var description: String { rawValue }
+    }
+
     /// `nil`: not declared.
     public var revocation: Revocation?
     /// `nil`: not declared.
     public var ct: CT?
+    /// `nil`: not declared, which is judged as ``KeyExchange/any`` — unlike revocation and CT, where most clients'
+    /// policy is unknown, a client that requires a hybrid is rare and says so; one that does not declare it is
+    /// expected to proceed over a classical group, so a HelloRetryRequest scenario is judged for every client.
+    public var keyExchange: KeyExchange?
 
-    public init(revocation: Revocation? = nil, ct: CT? = nil) {
+    public init(revocation: Revocation? = nil, ct: CT? = nil, keyExchange: KeyExchange? = nil) {
         self.revocation = revocation
         self.ct = ct
+        self.keyExchange = keyExchange
     }
 
     /// Nothing declared.
     public static let undeclared = ClientChecks()
-    public var isUndeclared: Bool { revocation == nil && ct == nil }
+    public var isUndeclared: Bool { revocation == nil && ct == nil && keyExchange == nil }
 
-    /// `revocation=hard,ct=required` (either part may be left out).
+    /// `revocation=hard,ct=required,key-exchange=hybrid` (any part may be left out).
     public var description: String {
-        let parts = [revocation.map { "revocation=\($0)" }, ct.map { "ct=\($0)" }].compactMap { $0 }
+        let parts = [
+            revocation.map { "revocation=\($0)" }, ct.map { "ct=\($0)" }, keyExchange.map { "key-exchange=\($0)" },
+        ].compactMap { $0 }
         return parts.isEmpty ? "undeclared" : parts.joined(separator: ",")
     }
 
     /// The field names, for error messages.
-    public static let syntax = "revocation=none|soft|hard,ct=none|required"
+    public static let syntax = "revocation=none|soft|hard,ct=none|required,key-exchange=any|hybrid"
 
     /// Parses `revocation=hard,ct=required`; `what` names the flag or field in the error.
     public init(parsing text: String, what: String = "--client-checks") throws(ClientChecksError) {
@@ -83,8 +104,12 @@ public struct ClientChecks: Sendable, Hashable, Codable, CustomStringConvertible
                     choices: "none, soft or hard")
             case "ct":
                 try declare(&checks.ct, CT(rawValue: kv[1]), valid: CT.all, choices: "none or required")
+            case "key-exchange":
+                try declare(
+                    &checks.keyExchange, KeyExchange(rawValue: kv[1]), valid: KeyExchange.all, choices: "any or hybrid")
             default:
-                throw ClientChecksError(what: what, problem: "'\(kv[0])' is not a check (there are revocation and ct)")
+                throw ClientChecksError(
+                    what: what, problem: "'\(kv[0])' is not a check (there are revocation, ct and key-exchange)")
             }
         }
         self = checks
@@ -94,6 +119,7 @@ public struct ClientChecks: Sendable, Hashable, Codable, CustomStringConvertible
     public func satisfies(_ condition: ClientChecks) -> Bool {
         (condition.revocation == nil || condition.revocation == revocation)
             && (condition.ct == nil || condition.ct == ct)
+            && (condition.keyExchange == nil || condition.keyExchange == (keyExchange ?? .any))
     }
 
     public init(from decoder: any Decoder) throws {

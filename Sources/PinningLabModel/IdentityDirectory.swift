@@ -51,8 +51,23 @@ public struct IdentityDirectory: Sendable, Hashable {
         return nil
     }
 
-    /// The identities of the bundled lab PKI spec (`pki/lab.yaml`); names are API (DESIGN.md, "The lab PKI").
-    public static let lab: IdentityDirectory = (try? IdentityDirectory(spec: BuiltInLab.spec())) ?? labTable
+    /// The identities of the bundled lab PKI spec (`pki/lab.yaml`) and its opt-in post-quantum part
+    /// (`pki/post-quantum.yaml`), which the catalogue's post-quantum scenarios name; names are API (DESIGN.md, "The
+    /// lab PKI"). A PKI made without the part lacks ``postQuantumOnly``: cells serving those are `unsupported`.
+    public static let lab: IdentityDirectory =
+        (try? IdentityDirectory(spec: BuiltInLab.spec(postQuantum: true))) ?? labTable
+
+    /// The identities only the opt-in post-quantum part of the built-in spec defines.
+    public static let postQuantumOnly: IdentityDirectory = {
+        guard let base = try? BuiltInLab.spec(), let all = try? BuiltInLab.spec(postQuantum: true) else {
+            return IdentityDirectory([])
+        }
+        let classical = Set(base.entities.map(\.name))
+        return IdentityDirectory(
+            all.entities.filter { !classical.contains($0.name) }.map {
+                Entry(name: $0.name, role: $0.role, issuer: $0.issuer)
+            })
+    }()
 
     /// The names of the default lab PKI as documented, used if the bundled spec cannot be read.
     static let labTable = IdentityDirectory([

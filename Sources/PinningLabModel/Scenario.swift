@@ -57,6 +57,20 @@ public struct Scenario: Sendable, Hashable, Identifiable {
         /// The lab OCSP responder and CRL server the cell starts beside the server (`responder:`), which the client is
         /// given the address of (``ClientTarget/revocationResponder``, `{ocsp.url}`, `{crl.url}`); nil: none.
         public var responder: RevocationResponderMode? = nil
+        /// More chains the same host holds (`alternatives:`), each leaf first: a host with an ECDSA and an RSA (or an
+        /// ML-DSA) certificate. The server serves `chain` or one of these, chosen by the client's
+        /// `signature_algorithms`: the first, in this order (`chain` first), whose key can sign with a scheme the client
+        /// offered. Empty: the host holds one chain.
+        public var alternatives: [[String]] = []
+        /// The key-exchange groups the server accepts, by IANA name, in its order of preference (`tls: {groups:
+        /// [x25519]}`); empty: the engine's default. A group the engine's library lacks makes the cells `unsupported`.
+        public var groups: [String] = []
+        /// What the server does with an Encrypted Client Hello it holds the key for (`ech: accept`); nil: it holds
+        /// none (every offer is rejected, as the lab's rejection scenarios are). No engine of this build can serve it:
+        /// the cells are `unsupported` with the reason.
+        public var ech: EncryptedClientHelloService? = nil
+        /// Every chain the host holds: `chain`, then the alternatives.
+        public var chains: [[String]] { [chain] + alternatives }
 
         public init(
             chain: [String], tlsVersions: [TLSVersion] = [.tls12, .tls13], cipherSuites: [String] = [],
@@ -193,6 +207,9 @@ public struct Scenario: Sendable, Hashable, Identifiable {
     /// The expectations of clients that declare checks (`expect-if:`): revocation and CT are client policy, so the
     /// same server may be refused by one correct client and accepted by another.
     public var conditional: ConditionalExpectations? = nil
+    /// What a correct client does when the host serves one of its alternative chains (`expect-served:`), by the
+    /// alternative's first identity; profiles an entry does not list follow `expect`, which is for `chain`.
+    public var servedExpectations: [String: [PinProfile: Expectation]] = [:]
     /// The OWASP MASTG tests (`MASTG-TEST-0283`) this scenario's cells are evidence for (`mastg:` in the file): only
     /// tests whose title names the flaw a client shows by failing the cell. Every id is in `MASTG.entries`.
     public var mastg: [String] = []
@@ -275,6 +292,30 @@ public struct Scenario: Sendable, Hashable, Identifiable {
             varianceIsPathBuilding: pathVariance.contains(profile))
     }
 
+    /// The expectation for a profile when the host served the chain whose first certificate is `served` (an identity
+    /// name): that alternative's `expect-served` row, else `expect`'s.
+    public func expected(_ profile: PinProfile, served: String) -> Expectation {
+        servedExpectations[served]?[profile] ?? expected(profile)
+    }
+
+    /// The expectation for a profile under each chain the host holds, by its first identity (`chain` first).
+    public func expectationsByServedChain(_ profile: PinProfile) -> [(identity: String, expected: Expectation)] {
+        server.chains.compactMap { $0.first }.map { ($0, expected(profile, served: $0)) }
+    }
+
+    /// Why a pin set of this profile is an outage waiting to happen on a host with several certificates: a client
+    /// served one of them is refused (its pins do not cover that key) while one served another proceeds — the
+    /// certificate a client is served follows its TLS stack's signature algorithms, which change with an update.
+    /// `nil` when the host holds one chain or every chain has the same outcome.
+    public func outageWarning(_ profile: PinProfile) -> String? {
+        let rows = expectationsByServedChain(profile)
+        let refused = rows.filter { $0.expected == .refuse }.map(\.identity)
+        let accepted = rows.filter { $0.expected == .accept }.map(\.identity)
+        guard !refused.isEmpty, !accepted.isEmpty else { return nil }
+        return
+            "the pin set does not cover every certificate this host holds: a client served \(refused.joined(separator: " or ")) is refused, one served \(accepted.joined(separator: " or ")) proceeds — an outage for every client whose TLS stack comes to prefer \(refused.count == 1 ? "that certificate" : "those certificates")"
+    }
+
     /// The expected row in `PinProfile.all` order, e.g. `A X X A A A`.
     public var expectedRow: String {
         PinProfile.all.map { expected($0) == .accept ? "A" : "X" }.joined(separator: " ")
@@ -288,6 +329,7 @@ extension Scenario: Encodable {
         case id, title, tags, teaching, server, client, refusal, expect, notes, source, policy, varies, parties, steps,
             mastg
         case expectIf = "expect-if"
+        case expectServed = "expect-served"
     }
     private enum ServerKeys: String, CodingKey {
         case chain
@@ -299,7 +341,7 @@ extension Scenario: Encodable {
         case ticketKey = "ticket-key"
         case earlyData = "early-data"
         case ocspStaple = "ocsp-staple"
-        case responder
+        case responder, alternatives, groups, ech
     }
     private enum StepKeys: String, CodingKey {
         case host, party, pins
@@ -319,6 +361,9 @@ extension Scenario: Encodable {
         if server.earlyData { try s.encode("accept", forKey: .earlyData) }
         try s.encodeIfPresent(server.ocspStaple?.rawValue, forKey: .ocspStaple)
         try s.encodeIfPresent(server.responder?.rawValue, forKey: .responder)
+        if !server.alternatives.isEmpty { try s.encode(server.alternatives, forKey: .alternatives) }
+        if !server.groups.isEmpty { try s.encode(server.groups, forKey: .groups) }
+        try s.encodeIfPresent(server.ech?.rawValue, forKey: .ech)
     }
     private enum ClientKeys: String, CodingKey {
         case trust, pinned, backup, present, host
@@ -372,6 +417,13 @@ extension Scenario: Encodable {
             try pc.encode(policy.reason, forKey: AnyKey("reason"))
             for (platform, row) in policy.expectations.sorted(by: { $0.key < $1.key }) {
                 var r = pc.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey(platform.rawValue))
+                for p in PinProfile.all { if let e = row[p] { try r.encode(e, forKey: AnyKey(p.rawValue)) } }
+            }
+        }
+        if !servedExpectations.isEmpty {
+            var sc = c.nestedContainer(keyedBy: AnyKey.self, forKey: .expectServed)
+            for (identity, row) in servedExpectations.sorted(by: { $0.key < $1.key }) {
+                var r = sc.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey(identity))
                 for p in PinProfile.all { if let e = row[p] { try r.encode(e, forKey: AnyKey(p.rawValue)) } }
             }
         }

@@ -108,7 +108,9 @@ extension Scenario {
             .max { Self.specificity($0.condition) < Self.specificity($1.condition) }
     }
 
-    private static func specificity(_ c: ClientChecks) -> Int { (c.revocation == nil ? 0 : 1) + (c.ct == nil ? 0 : 1) }
+    private static func specificity(_ c: ClientChecks) -> Int {
+        (c.revocation == nil ? 0 : 1) + (c.ct == nil ? 0 : 1) + (c.keyExchange == nil ? 0 : 1)
+    }
 
     /// The expectation for a client that declares `checks`.
     public func expected(_ profile: PinProfile, platform: PlatformPolicy?, checks: ClientChecks) -> Expectation {
@@ -126,6 +128,7 @@ extension Scenario {
             out.append("revocation")
         }
         if checks.ct == nil, deciding.contains(where: { $0.condition.ct != nil }) { out.append("ct") }
+        // An undeclared key exchange is `any` (ClientChecks.keyExchange): never undecided.
         return out
     }
 

@@ -10,17 +10,18 @@ public enum ScenarioLoader {
     /// The keys a scenario file may hold, in the order the documentation lists them.
     public static let topLevelFields = [
         "id", "title", "tags", "order", "teaching", "server", "parties", "client", "refusal", "expect", "steps",
-        "policy", "varies", "notes", "expect-if", "mastg",
+        "policy", "varies", "notes", "expect-if", "expect-served", "mastg",
     ]
     /// The refusal categories a scenario may name.
     public static let refusalCategories: [RefusalCategory] = [
         .pinMismatch, .chainInvalid, .hostname, .clientAuth, .protocolError,
     ]
     static let serverFields = [
-        "chain", "tls", "client-auth", "resumption", "ticket-key", "early-data", "ocsp-staple", "responder",
+        "chain", "alternatives", "tls", "client-auth", "resumption", "ticket-key", "early-data", "ocsp-staple",
+        "responder", "ech",
     ]
     static let stepFields = ["host", "party", "pins", "rotate-to", "early-data", "expect"]
-    static let tlsFields = ["versions", "ciphers", "alpn"]
+    static let tlsFields = ["versions", "ciphers", "alpn", "groups"]
     /// The ALPN protocols a fixture server can speak.
     static let alpnProtocols = ["h2", "http/1.1"]
     static let clientAuthFields = ["mode", "trust"]
@@ -302,6 +303,9 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         }
 
         let conditional = try top["expect-if"].map { try conditionalExpectations($0, expectations: expectations) }
+        let served = try top["expect-served"].map {
+            try servedExpectations($0, server: server, expectations: expectations)
+        }
         var refusal: RefusalCategory?
         if let r = top["refusal"] {
             let category = try choice(
@@ -310,6 +314,7 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
                 expectations.values.contains(.refuse)
                     || steps.contains(where: { $0.expectations.values.contains(.refuse) })
                     || conditional?.entries.contains(where: { $0.expectations.values.contains(.refuse) }) == true
+                    || served?.values.contains(where: { $0.values.contains(.refuse) }) == true
             else {
                 throw fail(
                     .badRefusal, r, "refusal", "the scenario names a refusal category but expects no refusal.",
@@ -333,7 +338,61 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         scenario.pathVariance = pathVariance
         scenario.conditional = conditional
         scenario.mastg = mastg
+        if let n = top["expect-served"], let served {
+            scenario.servedExpectations = served
+            if !steps.isEmpty {
+                throw fail(
+                    .unknownField, n, "expect-served", "a scenario with `steps` cannot follow the certificate served.",
+                    fix: "give the host's alternatives a one-connection scenario of their own.")
+            }
+        }
         return scenario
+    }
+
+    /// `expect-served:` — per alternative chain of `server` (by its first identity), the profiles whose expectation
+    /// differs when that chain is served; unlisted profiles follow `expect`.
+    func servedExpectations(
+        _ node: Node, server: Scenario.Server, expectations: [PinProfile: Expectation]
+    ) throws -> [String: [PinProfile: Expectation]] {
+        let alternatives = server.alternatives.map { $0[0] }
+        let shape =
+            "write one line per alternative chain of `server.alternatives` (its first identity), e.g. `leaf-rsa-2048: {leaf-spki: refuse}`."
+        guard !alternatives.isEmpty else {
+            throw fail(
+                .unknownField, node, "expect-served", "the server holds one chain, so no other can be served.",
+                fix: "add `server.alternatives`, or remove `expect-served`.")
+        }
+        var out: [String: [PinProfile: Expectation]] = [:]
+        for (k, v) in try yaml.mapping(node, "expect-served", fix: shape) {
+            let key = k.string ?? ""
+            let field = "expect-served.\(key)"
+            guard alternatives.contains(key) else {
+                let hint = suggestion(key, in: alternatives).map { "Did you mean '\($0)'? " } ?? ""
+                throw fail(
+                    .wrongType, k, field, "'\(key)' is not the first certificate of one of the host's alternatives.",
+                    fix: "\(hint)name one of \(alternatives.joined(separator: ", ")); `expect` is for `server.chain`.")
+            }
+            var row: [PinProfile: Expectation] = [:]
+            for (profile, pv) in try profileMapping(
+                v, field,
+                fix: "write one line per profile, e.g. `leaf-spki: refuse`; unlisted profiles follow `expect`.")
+            {
+                guard case .scalar = pv, let e = Expectation(rawValue: pv.string ?? "") else {
+                    throw fail(
+                        .wrongType, pv, "\(field).\(profile.rawValue)",
+                        "'\(pv.string ?? kind(pv))' is not an expectation.",
+                        fix: "write `accept` or `refuse`.")
+                }
+                row[profile] = e
+            }
+            guard row.contains(where: { expectations[$0.key] != $0.value }) else {
+                throw fail(
+                    .wrongType, v, field, "every line expects what `expect` says, so serving '\(key)' changes nothing.",
+                    fix: "list only the profiles whose outcome differs when '\(key)' is served, or remove the line.")
+            }
+            out[key] = row
+        }
+        return out
     }
 
     /// `policy:` — `reason:` and one line per platform: `accept`/`refuse` for every profile, or a mapping per profile.
@@ -524,23 +583,20 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         return step
     }
 
-    func serverSide(_ node: Node, _ field: String = "server") throws -> Scenario.Server {
-        let m = try mapping(node, field, allowed: ScenarioLoader.serverFields)
-        let chainNode = try required(
-            m, "chain", in: node, field,
-            hint: "list the certificates the server sends, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
+    /// A chain of identity names, leaf first (`server.chain`, one of `server.alternatives`): not empty, its first
+    /// a leaf, none listed twice.
+    func chainList(_ chainNode: Node, _ listField: String) throws -> [String] {
         let entries = try list(
-            chainNode, "\(field).chain", fix: "list identity names, leaf first: `chain: [leaf-v1, lab-intermediate-a]`."
-        )
+            chainNode, listField, fix: "list identity names, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
         guard !entries.isEmpty else {
             throw fail(
-                .emptyChain, chainNode, "\(field).chain",
+                .emptyChain, chainNode, listField,
                 "the chain references no certificate; a server must send at least its own.",
                 fix: "list the certificates the server sends, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
         }
         var chain: [String] = []
         for (i, (name, n)) in entries.enumerated() {
-            let field = "\(field).chain[\(i)]"
+            let field = "\(listField)[\(i)]"
             if i == 0 {
                 _ = try identity(
                     name, n, field, roles: [.leaf],
@@ -550,15 +606,45 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
             }
             if let first = chain.firstIndex(of: name) {
                 throw fail(
-                    .duplicateInChain, n, field, "'\(name)' is already listed at server.chain[\(first)].",
+                    .duplicateInChain, n, field, "'\(name)' is already listed at \(listField)[\(first)].",
                     fix: "list each certificate once.")
             }
             chain.append(name)
+        }
+        return chain
+    }
+
+    func serverSide(_ node: Node, _ field: String = "server") throws -> Scenario.Server {
+        let m = try mapping(node, field, allowed: ScenarioLoader.serverFields)
+        let chainNode = try required(
+            m, "chain", in: node, field,
+            hint: "list the certificates the server sends, leaf first: `chain: [leaf-v1, lab-intermediate-a]`.")
+        let chain = try chainList(chainNode, "\(field).chain")
+        var alternatives: [[String]] = []
+        if let an = m["alternatives"] {
+            let shape =
+                "list more chains of the same host, each leaf first: `alternatives: [[leaf-rsa-2048, lab-intermediate-a]]`."
+            guard case .sequence(let seq) = an, !seq.isEmpty else {
+                throw fail(
+                    .wrongType, an, "\(field).alternatives", "`alternatives` must be a list of chains.", fix: shape)
+            }
+            for (i, n) in seq.enumerated() {
+                let alternative = try chainList(n, "\(field).alternatives[\(i)]")
+                let firsts = [chain[0]] + alternatives.map { $0[0] }
+                if firsts.contains(alternative[0]) {
+                    throw fail(
+                        .duplicateInChain, n, "\(field).alternatives[\(i)]",
+                        "'\(alternative[0])' is already the server certificate of another chain of this host.",
+                        fix: "give each alternative its own server certificate (an RSA, ECDSA or ML-DSA one).")
+                }
+                alternatives.append(alternative)
+            }
         }
 
         var versions: [TLSVersion] = [.tls12, .tls13]
         var ciphers: [String] = []
         var alpn = ["http/1.1"]
+        var groups: [String] = []
         if let t = m["tls"] {
             let tm = try mapping(t, "\(field).tls", allowed: ScenarioLoader.tlsFields)
             if let v = tm["versions"] {
@@ -604,6 +690,25 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
                             fix: "\(hint)Use \(known.joined(separator: " or ")), in the server's order of preference.")
                     }
                     if !alpn.contains(name) { alpn.append(name) }
+                }
+            }
+            if let g = tm["groups"] {
+                let known = TLSCodePoint.groupNames.values.sorted()
+                let items = try list(g, "\(field).tls.groups", fix: "e.g. `groups: [x25519, secp256r1]`.")
+                guard !items.isEmpty else {
+                    throw fail(
+                        .wrongType, g, "\(field).tls.groups", "the list of key-exchange groups is empty.",
+                        fix: "name at least one group (IANA names, e.g. x25519), or remove the field for the default.")
+                }
+                for (i, (name, n)) in items.enumerated() {
+                    guard known.contains(name) else {
+                        let hint = suggestion(name, in: known).map { "Did you mean '\($0)'? " } ?? ""
+                        throw fail(
+                            .wrongType, n, "\(field).tls.groups[\(i)]",
+                            "'\(name)' is not a key-exchange group this lab knows.",
+                            fix: "\(hint)Use IANA names: \(known.joined(separator: ", ")).")
+                    }
+                    if !groups.contains(name) { groups.append(name) }
                 }
             }
             if let c = tm["ciphers"] {
@@ -708,6 +813,13 @@ struct Reader {  // internal: ScenarioChecks.swift extends it
         }
         if let n = m["responder"] {
             server.responder = try responderMode(n, field: "\(field).responder")
+        }
+        server.alternatives = alternatives
+        server.groups = groups
+        if let n = m["ech"] {
+            server.ech = try choice(
+                EncryptedClientHelloService.allCases, n, "\(field).ech", .wrongType,
+                isNot: "a way a server holding the ECH key answers an offer")
         }
         return server
     }

@@ -60,6 +60,10 @@ public struct ServerEvidence: Sendable, Hashable, Codable {
     /// `certificateSHA256`: which certificate this client was served. Absent when none was (a resumption) or the
     /// engine could not capture it.
     public var servedCertificateSHA256: String?
+    /// The identity whose chain the server sent (`leaf-rsa-2048`): on a host that holds several
+    /// (`server.alternatives`), the expectation follows it. Absent when no certificate was sent (a resumption, no
+    /// handshake) or the engine could not say.
+    public var servedIdentity: String?
     public var earlyDataBytes: Int?
 
     public init(

@@ -34,6 +34,10 @@ final class OpenSSLServerContext: TLSServerContext, @unchecked Sendable {
     init(_ configuration: ServerTLSConfiguration) throws(TLSEngineError) {
         self.configuration = configuration
         ticketKey = configuration.resumption.ticketKey?.bytes ?? SessionTicketKey(name: "own").bytes
+        if let ech = configuration.encryptedClientHello {
+            throw TLSEngineError(
+                .unsupported, ech.unsupportedReason(library: String(cString: OpenSSL_version(OPENSSL_VERSION))))
+        }
         if configuration.ciphers.restrictsGnuTLS && !configuration.ciphers.restrictsOpenSSL {
             throw TLSEngineError(
                 .unsupported,

@@ -49,7 +49,16 @@ extension CheckRunner {
                     runs: { p in options.profiles?.contains(p) ?? true }, weights: options.shardWeights)
             }
             for s in selected.scenarios {
-                let configuration = try serverConfiguration(for: s)
+                // A scenario whose identities this PKI lacks (the post-quantum part) is `unsupported` on every engine.
+                let configuration: ServerTLSConfiguration
+                let notServable: String?
+                do {
+                    configuration = try serverConfiguration(for: s)
+                    notServable = nil
+                } catch let err as TLSEngineError where err.code == .unsupported {
+                    configuration = ServerTLSConfiguration(identities: [])
+                    notServable = err.reason
+                }
                 for e in options.engines {
                     for p in PinProfile.all
                     where plan?.contains(BatchCell.id(scenario: s.id, profile: p, engine: e.name)) ?? true {
@@ -59,6 +68,9 @@ extension CheckRunner {
                                 platform: options.platform, checks: options.clientChecks ?? .undeclared))
                         if let profiles = options.profiles, !profiles.contains(p) {
                             slot.verdict = slot.cell.notRun(.skipped, "the client does not support the profile \(p)")
+                        } else if let notServable {
+                            slot.verdict = slot.cell.notRun(
+                                .unsupported, "\(e.name) cannot serve this scenario: \(notServable)")
                         } else if s.isMultiStep {
                             if let why = Self.batchStepsUnsupported(s, batch) {
                                 slot.verdict = slot.cell.notRun(.unsupported, why)
