@@ -51,10 +51,18 @@ public final class ScenarioServer: Sendable {
         self.runner = runner
         self.pki = runner.pki
         self.files = files
-        let trust = try files.trustFile(scenario)
+        // A scenario no engine serves here may name identities this PKI lacks (the post-quantum part): its client
+        // side is never run, so what cannot be made is left empty rather than failing the server.
+        let trust: (path: String, roots: [[UInt8]])
+        if unsupportedReason != nil {
+            trust = (try? files.trustFile(scenario)) ?? (path: "/dev/null", roots: [])
+            clientCredentials = try? files.credentials(scenario)
+        } else {
+            trust = try files.trustFile(scenario)
+            clientCredentials = try files.credentials(scenario)
+        }
         trustRootsDER = trust.roots
         trustFile = URL(fileURLWithPath: trust.path)
-        clientCredentials = try files.credentials(scenario)
     }
 
     /// The running server, for the control API (which starts only servers an engine can serve).
@@ -221,7 +229,9 @@ extension CheckRunner {
         }
         do {
             let files = try CellFiles(pki: pki, directory: workDirectory)
-            try await files.prepareCredentials(for: s)  // off the cooperative pool: it may wait for the PKI's lock
+            if reason == nil {
+                try await files.prepareCredentials(for: s)  // off the cooperative pool: it may wait for the PKI's lock
+            }
             return try ScenarioServer(
                 scenario: s, server: server, unsupportedReason: reason, engine: engine, runner: self, files: files)
         } catch {

@@ -125,7 +125,7 @@ public struct Catalogue: Sendable, Hashable {
                     ScenarioError(
                         .duplicateScenario, file: other.source ?? other.id, line: 1, field: "",
                         problem:
-                            "the scenario '\(other.id)' shows exactly what \(first) shows: the same chains, trust, TLS versions, groups, ciphers, client authentication, host, pin scope, CT, ECH, expected rows and steps.",
+                            "the scenario '\(other.id)' shows exactly what \(first) shows: the same chain, trust, TLS versions, ciphers, client authentication, host, pin scope, CT, expected rows and steps (and alternatives, groups, ECH).",
                         fix:
                             "make it show something no other scenario does (change what the server presents, what the client trusts or asks for), or remove it."
                     ))

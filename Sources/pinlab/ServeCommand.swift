@@ -122,7 +122,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("control-max-servers"),
         help:
-            "Scenario servers the control API runs at once (POST /servers, and POST /batch: one per cell and one per extra party of a scenario of several connections); the whole catalogue on both engines (POST /batch {}) needs 1128."
+            "Scenario servers the control API runs at once (POST /servers, and POST /batch: one per cell and one per extra party of a scenario of several connections); the whole catalogue on both engines (POST /batch {}) needs 1248."
     )
     var controlMaxServers = 32
 

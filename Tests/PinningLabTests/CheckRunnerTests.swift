@@ -23,6 +23,12 @@ enum Predictions {
         "ocsp-stapled-good", "crl-good",
         // leaf-v1 with no SCT: only a client that requires CT refuses, and no built-in client does (ct=none).
         "ct-no-sct",
+        // Classical key exchange only, a HelloRetryRequest for secp384r1: only a client that requires a hybrid
+        // refuses, and no built-in client declares it (undeclared counts as key-exchange=any).
+        "key-exchange-classical-only", "hello-retry-request",
+        // A host with ECDSA and RSA certificates prefers ECDSA, which every built-in client offers: leaf-v1 is served,
+        // and the RSA key is the backup.
+        "dual-certificates-ecdsa-rsa",
     ]
     /// CT scenarios serving a new certificate for K1 under lab-intermediate-a (lab-root not sent): the leaf-cert pin
     /// refuses, every other profile accepts for a client that declares ct=none (every built-in reference client).
@@ -32,7 +38,16 @@ enum Predictions {
         "ct-ocsp-valid",
     ]
     /// Cells an engine cannot serve: GnuTLS has no API for SCTs in TLS 1.3's certificate entry (ct.md).
-    static let unsupported: [String: Set<Cell>] = ["gnutls": cells(["ct-tls-extension-valid"], PinProfile.all)]
+    /// Neither engine of this build serves ECH acceptance or retry configs (OpenSSL 4.0 would), nor ML-DSA keys
+    /// (OpenSSL 3.0, GnuTLS 3.7; and the test PKI is made without the post-quantum part).
+    static let unservable = [
+        "ech-accepted", "ech-rejected-retry-configs", "dual-certificates-ecdsa-mldsa", "post-quantum-rekey",
+        "post-quantum-rekey-pq-root",
+    ]
+    static let unsupported: [String: Set<Cell>] = [
+        "gnutls": cells(["ct-tls-extension-valid"] + unservable, PinProfile.all),
+        "openssl": cells(unservable, PinProfile.all),
+    ]
     /// Scenarios every profile accepts, lab-root not sent, for a client that declares it checks no revocation
     /// (every built-in reference client); a client that declares nothing is undecided there (`expect-if`).
     static let revocationAllAccept = [
@@ -56,6 +71,8 @@ enum Predictions {
             // Generation Y's shape: YR1 and YR cross-signed by lab-root are sent, lab-root is not. (In
             // intermediate-pool-rotation-gen-y the pinned root is YR, whose key the sent cross-certificate carries.)
             "root-rollover-cross-signed-gen-y",
+            // The host prefers its RSA certificate: leaf-rsa-2048 and lab-intermediate-a are sent, lab-root is not.
+            "dual-certificates-rsa-first",
         ] + ctNewCertificateSameKey
     /// Scenarios of two connections whose second resumes, through a trusted interceptor, a session made where no
     /// pin applied: only a client that checks pins on resumed connections refuses (every pinned profile). In
@@ -130,7 +147,9 @@ enum Predictions {
         .union(cells(["root-rollover-cross-signed-gen-y"], [.leafSPKI, .leafSPKIBackup, .rootSPKI]))
         .union(cells(["root-rollover-new-root-trusted-gen-y"], [.leafSPKI, .leafSPKIBackup]))
         // The trusted intermediate ends the chain: the leaf and intermediate SPKI cells accept for a correct client.
-        .union(cells(["intermediate-as-trust-anchor"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI])),
+        .union(cells(["intermediate-as-trust-anchor"], [.leafSPKI, .leafSPKIBackup, .intermediateSPKI]))
+        // RSA served, no leaf pin holds its key: only the CA pins accept, and they hash the raw key.
+        .union(cells(["dual-certificates-rsa-first"], [.intermediateSPKI, .rootSPKI])),
         // Pins are ignored: every cell that only a pin can refuse is accepted.
         "no-pinning": cells(["renewal-same-key", "revoked-key-replay"] + ctNewCertificateSameKey, [.leafCert])
             .union(cells(["rekey"], [.leafCert, .leafSPKI]))
@@ -143,8 +162,11 @@ enum Predictions {
                         "name-collision-intermediate", "name-collision-root",
                         "pin-scope-exact-host", "pin-scope-subdomain-included", "pin-scope-trailing-dot",
                         "pin-scope-upper-case", "ech-rejected-interceptor-inner-name",
+                        "key-exchange-interceptor-classical",
                     ], pinnedProfiles)
             )
+            // The RSA certificate is served, and only the leaf pins (K1, K2) would have refused its key.
+            .union(cells(["dual-certificates-rsa-first"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             // Step 2 of the rotation is the emergency re-key, step 2 of the others a resumed interceptor session.
             .union(cells(["rotation-between-connections"], [.leafCert, .leafSPKI, .leafSPKIBackup]))
             .union(cells(resumedIntoInterceptor, pinnedProfiles))

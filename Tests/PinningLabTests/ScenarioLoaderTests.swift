@@ -405,7 +405,8 @@ struct BundledCatalogueTests {
                 "pinned-cert-other-host", "pin-scope-exact-host", "pin-scope-trailing-dot", "pin-scope-upper-case",
                 "pin-scope-subdomain-included", "pin-scope-subdomain-excluded", "pin-scope-unpinned-host",
                 "pins-for-other-host", "resumption-after-unpinned-handshake", "resumption-cross-host",
-                "h2-coalescing-pinned-host", "early-data-to-interceptor", "ech-rejected-public-name",
+                "h2-coalescing-pinned-host", "early-data-to-interceptor", "ech-accepted", "ech-rejected-retry-configs",
+                "ech-rejected-public-name",
                 "ech-rejected-rogue-public-cert", "ech-rejected-expired-public-cert",
                 "ech-rejected-public-cert-pinned-key", "ech-rejected-interceptor-inner-name",
             ])
