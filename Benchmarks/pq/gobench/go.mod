@@ -1,0 +1,3 @@
+module pinninglab.test/pqbench
+
+go 1.27
