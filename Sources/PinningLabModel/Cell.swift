@@ -129,7 +129,10 @@ public struct Cell: Sendable {
         if let served {
             v.reason += "; served \(served) of the host's \(scenario.server.chains.count) certificates"
         }
-        if !isMultiStep, let warning = scenario.outageWarning(profile) { v.reason += "; \(warning)" }
+        if !isMultiStep, let warning = scenario.outageWarning(profile) {
+            v.reason += "; \(warning)"
+            v.outage = warning
+        }
         return v
     }
 

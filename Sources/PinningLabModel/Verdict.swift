@@ -187,12 +187,17 @@ public struct Verdict: Sendable, Hashable, Codable {
         case status = "verdict"
         case reason, category,
             expectedCategory, wrongReason, alert, clientDetail, evidence, timings, baselined, steps, device
-        case mastg
+        case mastg, outage
     }
 
     /// The OWASP MASTG test and MASWE weakness ids this cell is evidence for (`MASTG-TEST-0283`, `MASWE-0052`), from
     /// its scenario's `mastg:` field and `MASTG.entries`; absent for scenarios that name none and cells not run.
     public var mastg: [String]?
+
+    /// On a host that holds several certificates (`server.alternatives`): why this profile's pin set is an outage
+    /// waiting to happen — it does not cover every certificate the host holds (``Scenario/outageWarning(_:)``); absent
+    /// otherwise, and for cells not run.
+    public var outage: String?
 
     /// The verdict of one connection of a cell made of several (`Scenario.steps`).
     public struct Step: Sendable, Hashable, Codable {

@@ -16,6 +16,9 @@ struct NegotiationSummary {
         /// Each certificate served first (by chain name, or its hash's first characters), with its count.
         var served: [Counted<String>] = []
         var connections = 0
+        /// The cells whose pin set does not cover every certificate of the host (`scenario/profile`, and what was
+        /// served): an outage when the client's stack comes to be served the other one.
+        var outages: [String] = []
     }
 
     struct Counted<T> {
@@ -37,6 +40,11 @@ struct NegotiationSummary {
             }
         }
         for v in r.verdicts {
+            if v.outage != nil {
+                let served = v.evidence?.servedIdentity.map { " (served \($0))" } ?? ""
+                byEngine[v.engine, default: Row(engine: v.engine)].outages.append(
+                    "\(v.scenario)/\(v.profile)\(served)")
+            }
             let evidence = [v.evidence] + (v.steps ?? []).map(\.evidence)
             for e in evidence.compactMap({ $0 }) where e.connected {
                 var row = byEngine[v.engine] ?? Row(engine: v.engine)
@@ -82,6 +90,11 @@ struct NegotiationSummary {
             let shown = served.prefix(maxServed).map { "\($0.value) ×\($0.count)" }
             let more = served.count > maxServed ? ", … \(served.count - maxServed) other certificates" : ""
             out.append("served " + shown.joined(separator: ", ") + more)
+        }
+        if !row.outages.isEmpty {
+            out.append(
+                "pin sets that do not cover every certificate of their host (an outage when the client is served another): "
+                    + row.outages.joined(separator: ", "))
         }
         return out
     }

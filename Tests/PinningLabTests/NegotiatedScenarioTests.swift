@@ -81,6 +81,7 @@ struct NegotiatedScenarioTests {
         #expect(wrong.expected == .refuse)
         #expect(wrong.reason.contains("served leaf-rsa-2048 of the host's 2 certificates"), "\(wrong.reason)")
         #expect(wrong.reason.contains("does not cover every certificate"), "\(wrong.reason)")
+        #expect(wrong.outage?.contains("a client served leaf-rsa-2048 is refused") == true)
         // The same request on the ECDSA certificate passes.
         sent.servedIdentity = "leaf-v1"
         let right = cell.judge(evidence: sent, outcome: nil)
@@ -165,6 +166,24 @@ struct NegotiatedScenarioTests {
         #expect(e.field == c.field, "\(e)")
         #expect(!e.fix.isEmpty, "\(e)")
         for m in c.mentions { #expect(e.description.contains(m), "\(e) should mention \(m)") }
+    }
+
+    /// A real run on both engines: the correct client is served the host's preferred RSA certificate, refuses under
+    /// the leaf pins (K1 + K2 hold no RSA key), and the report lists those pin sets as outages.
+    @Test func aRealRunFollowsTheServedCertificateAndListsTheOutages() async throws {
+        let runner = try await TestLab.runner()
+        let report = try await runner.run(
+            .inProcess(BuiltInClients.named("correct")!),
+            options: CheckOptions(scenarios: ["dual-certificates-rsa-first"]))
+        #expect(report.verdicts.count == 12)
+        for v in report.verdicts {
+            #expect(v.status == .pass, "\(v.profile) \(v.engine): \(v.reason)")
+            #expect(v.evidence?.servedIdentity == "leaf-rsa-2048", "\(v.profile) \(v.engine)")
+            let covered = [PinProfile.none, .intermediateSPKI, .rootSPKI].contains(v.profile)
+            #expect((v.outage == nil) == covered, "\(v.profile) \(v.engine): \(v.outage ?? "no outage")")
+        }
+        let text = report.renderText()
+        #expect(text.contains("dual-certificates-rsa-first/leaf-spki+backup (served leaf-rsa-2048)"), "\(text)")
     }
 
     /// What no engine of this build can serve says so per engine, naming the library, and is never served otherwise.
