@@ -117,15 +117,23 @@ public struct Cell: Sendable {
     ) -> Verdict {
         var expected = step.expected
         var refusal = step.refusal
+        var rule = step.rule
         let served = scenario.server.alternatives.isEmpty || isMultiStep ? nil : evidence.servedIdentity
         if let served {
             expected = scenario.servedExpectations[served]?[profile] ?? expected
             refusal = expected == .refuse ? scenario.refusal : nil
         }
+        // A client that requires a hybrid key exchange refuses whatever negotiated a classical group, on every
+        // scenario: the key exchange of the connection decides before any pin is looked at.
+        if checks.keyExchange == .hybrid, let why = Self.classicalKeyExchange(evidence) {
+            expected = .refuse
+            refusal = nil
+            rule.checks = "as a key-exchange=hybrid client: \(why)"
+        }
         var v = Verdict.judge(
             scenario: scenario.id, profile: profile, engine: engine, client: client, expected: expected,
             evidence: evidence, outcome: outcome, clientAuth: step.clientAuth, expectedCategory: refusal,
-            clientMilliseconds: clientMilliseconds, rule: step.rule)
+            clientMilliseconds: clientMilliseconds, rule: rule)
         if let served {
             v.reason += "; served \(served) of the host's \(scenario.server.chains.count) certificates"
         }
@@ -134,6 +142,23 @@ public struct Cell: Sendable {
             v.outage = warning
         }
         return v
+    }
+
+    /// Why the connection's key exchange was classical, as the server saw it (`nil`: it was a post-quantum hybrid,
+    /// or the evidence cannot say): the group negotiated, or — when no handshake completed — a ClientHello that
+    /// offered only hybrid groups to a server that took none of them.
+    static func classicalKeyExchange(_ e: ServerEvidence) -> String? {
+        func isHybrid(_ name: String) -> Bool {
+            let n = name.uppercased()
+            return n.contains("MLKEM") || n.contains("ML-KEM") || n.contains("KYBER")
+        }
+        if let g = e.negotiatedGroup { return isHybrid(g) ? nil : "the server negotiated the classical group \(g)" }
+        if !e.handshakeCompleted, let offered = e.offered?.groups.filter({ !$0.isGREASE }), !offered.isEmpty,
+            offered.allSatisfy({ isHybrid($0.name ?? "") })
+        {
+            return "it offered only hybrid groups, and the server negotiated none of them"
+        }
+        return nil
     }
 
     /// Judges a one-connection cell (its plan's only step).

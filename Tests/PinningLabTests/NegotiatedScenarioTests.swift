@@ -1,6 +1,7 @@
 import Foundation
 import PinningLab
 import PinningLabModel
+import PinningLabTLSTypes
 import PinningLabTestSupport
 import Testing
 
@@ -108,6 +109,27 @@ struct NegotiatedScenarioTests {
         let checks = try ClientChecks(parsing: "key-exchange=hybrid,ct=required")
         #expect(checks.description == "ct=required,key-exchange=hybrid")
         #expect(throws: ClientChecksError.self) { try ClientChecks(parsing: "key-exchange=pq") }
+        // On any scenario, a client that requires a hybrid refuses a classical key exchange: the group decides.
+        let baseline = try #require(try Catalogue.bundled()["baseline"])
+        let hybrid = PinningLabModel.Cell(
+            scenario: baseline, profile: .leafSPKI, engine: "openssl", client: "c",
+            checks: ClientChecks(keyExchange: .hybrid))
+        var sent = ServerEvidence(
+            connected: true, handshakeCompleted: true, applicationDataReceived: true, requestLine: "GET / HTTP/1.1")
+        sent.negotiatedGroup = "x25519"
+        let classical = hybrid.judge(evidence: sent, outcome: nil)
+        #expect(classical.status == .fail && classical.expected == .refuse, "\(classical.reason)")
+        sent.negotiatedGroup = "X25519MLKEM768"
+        #expect(hybrid.judge(evidence: sent, outcome: nil).status == .pass)
+        // A hybrid-only ClientHello the server could not answer: refused, rightly.
+        var failed = ServerEvidence(connected: true, alertSent: TLSAlert(code: 40))
+        failed.offered = ClientHelloOffers(groups: [.group(0x11ec)], keyShares: [.group(0x11ec)])
+        let v = hybrid.judge(evidence: failed, outcome: nil)
+        #expect(v.status == .pass && v.expected == .refuse, "\(v.reason)")
+        // The same client undeclared is judged by the scenario.
+        let any = PinningLabModel.Cell(scenario: baseline, profile: .leafSPKI, engine: "openssl", client: "c")
+        sent.negotiatedGroup = "x25519"
+        #expect(any.judge(evidence: sent, outcome: nil).status == .pass)
     }
 
     struct Broken: Sendable, CustomTestStringConvertible {
