@@ -1,0 +1,3 @@
+module pinninglab.test/negotiatedpins
+
+go 1.27
