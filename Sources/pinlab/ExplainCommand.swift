@@ -38,6 +38,11 @@ struct ExplainCommand: AsyncParsableCommand {
         return lines.joined(separator: "\n")
     }
 
+    /// `RSA-2048, key leaf-rsa-2048`.
+    static func keyDescription(_ id: Identity) -> String {
+        "\(id.keyType.displayName), key \(id.keyName)"
+    }
+
     static func explain(_ s: Scenario, pki: LabPKI) -> String {
         var out = "\(s.id) — \(s.title)\n"
         out += "tags: \(s.tags.joined(separator: ", "))" + (s.source.map { " · file: \($0)" } ?? "") + "\n\n"
@@ -62,7 +67,21 @@ struct ExplainCommand: AsyncParsableCommand {
         let versions = s.server.tlsVersions.map(\.scenarioName).joined(separator: ", ")
         out += "  TLS versions: \(versions); client authentication: \(s.server.clientAuth)"
         if s.server.clientAuth != .none { out += " (CAs: \(s.server.clientAuthTrust.joined(separator: ", ")))" }
-        out += "\n\n"
+        if !s.server.groups.isEmpty { out += "; key-exchange groups: \(s.server.groups.joined(separator: ", "))" }
+        if let ech = s.server.ech { out += "; Encrypted Client Hello: \(ech) (no engine of this build serves it)" }
+        out += "\n"
+        if !s.server.alternatives.isEmpty {
+            out +=
+                "  The host holds \(s.server.chains.count) chains and sends the first, in this order, whose key signs "
+            out += "with a scheme the client offers in signature_algorithms:\n"
+            for (i, chain) in s.server.chains.enumerated() {
+                let key = (try? pki.identity(chain[0])).map { " (\(Self.keyDescription($0)))" } ?? ""
+                let row = PinProfile.all.map { s.expected($0, served: chain[0]) == .accept ? "A" : "X" }
+                out += "    \(i + 1). \(chain.joined(separator: ", "))\(key) — expected \(row.joined(separator: " "))\n"
+            }
+            for p in PinProfile.all { if let w = s.outageWarning(p) { out += "  \(p): \(w)\n" } }
+        }
+        out += "\n"
         out += "The client trusts \(s.client.trust.roots.joined(separator: " and "))"
         out += s.client.present.map { " and presents the client certificate \($0)" } ?? ""
         out += ".\nIt was built for \(s.client.pinned); its backup pin is the key of \(s.client.backup).\n\n"

@@ -124,6 +124,20 @@ struct PinlabCLITests {
         #expect(rotation.stdout.contains("rotated to leaf-emergency-rekey + lab-intermediate-a"))
     }
 
+    @Test func explainShowsEveryChainOfAHostAndItsOutages() async throws {
+        let r = try await CLI.run(["explain", "dual-certificates-rsa-first"] + CLI.dirArgs)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("The host holds 2 chains"), "\(r.stdout)")
+        #expect(
+            r.stdout.contains(
+                "1. leaf-rsa-2048, lab-intermediate-a (RSA-2048, key leaf-rsa-2048) — expected A X X X A A"))
+        #expect(r.stdout.contains("2. leaf-v1, lab-intermediate-a (P-256, key K1) — expected A A A A A A"))
+        #expect(r.stdout.contains("leaf-spki+backup: the pin set does not cover every certificate this host holds"))
+        #expect(!r.stdout.contains("root-spki: the pin set"))
+        let groups = try await CLI.run(["explain", "hello-retry-request"] + CLI.dirArgs)
+        #expect(groups.stdout.contains("key-exchange groups: secp384r1"), "\(groups.stdout)")
+    }
+
     @Test func serveResumptionIsChecked() async throws {
         let bad = try await CLI.run(["serve", "--identity", "leaf-v1", "--resumption", "sometimes"] + CLI.dirArgs)
         #expect(bad.status != 0)
