@@ -305,6 +305,11 @@ final class GnuTLSServerSession: TLSServerSession {
 
     private func failure(_ rc: Int32, inHandshake: Bool) -> TLSStep {
         let savedErrno = errno
+        // A handshake the client abandons after the ServerHello (a pin or key-exchange check that refuses) still
+        // negotiated its group: a client that requires a hybrid is judged by it.
+        if inHandshake, rc != GNUTLS_E_AGAIN, rc != GNUTLS_E_INTERRUPTED, details.negotiatedGroup == nil {
+            recordNegotiatedGroup()
+        }
         switch rc {
         case GNUTLS_E_AGAIN, GNUTLS_E_INTERRUPTED:
             return gnutls_record_get_direction(session) == 1 ? .wantWrite : .wantRead

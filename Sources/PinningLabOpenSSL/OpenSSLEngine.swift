@@ -306,6 +306,11 @@ final class OpenSSLServerSession: TLSServerSession {
     private func failure(_ rc: Int32) -> TLSStep {
         let savedErrno = errno
         let code = SSL_get_error(ssl, rc)
+        // A handshake the client abandons after the ServerHello (a pin or key-exchange check that refuses) still
+        // negotiated its group: a client that requires a hybrid is judged by it.
+        if code != SSL_ERROR_WANT_READ, code != SSL_ERROR_WANT_WRITE, details.negotiatedGroup == nil {
+            recordNegotiatedGroup()
+        }
         switch code {
         case SSL_ERROR_WANT_READ: return .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
