@@ -118,13 +118,16 @@ struct LabDefinitionReader {
 
     static let fields = [
         "title", "goal", "scenarios", "profiles", "connections", "client-checks", "mistake", "starter-fails",
-        "explanations", "lesson", "try-next", "teaching-client", "reference-client", "swift-starter",
+        "explanations", "lesson", "try-next", "teaching-client", "reference-client", "swift-starter", "starter",
     ]
     static let explanationFields = ["scenario", "profile", "should-have", "missed"]
 
     /// The lab a `lab.yaml` defines. `number` and `slug` come from its folder's name; `folder` is the folder as a
-    /// learner reaches it.
-    func lab(_ text: String, number: Int, slug: String, folder: String) throws(LabDefinitionError) -> TeachingLab {
+    /// learner reaches it. `files`, the folder on disk when the definition is read from one (not the embedded copy a
+    /// binary carries, whose folder may be elsewhere), must hold the starter the definition names.
+    func lab(
+        _ text: String, number: Int, slug: String, folder: String, files: URL? = nil
+    ) throws(LabDefinitionError) -> TeachingLab {
         try reading {
             guard let root = try yaml.compose(text) else {
                 throw fail(
@@ -290,11 +293,35 @@ struct LabDefinitionReader {
             let referenceClient = try builtInClient("reference-client") ?? "correct"
             let swiftStarter = try optional("swift-starter")?.0
 
+            let starterNode = m["starter"]
+            let starter = try optional("starter")?.0 ?? LabLanguage.python.starterFile
+            let starters = LabLanguage.allCases.map { "`starter: \($0.starterFile)` (\($0))" }
+                .joined(separator: " or ")
+            guard LabLanguage(starterFile: starter) != nil else {
+                throw fail(
+                    starterNode, "starter", "'\(YAMLReader.excerpt(starter))' is not a starter the grader can run.",
+                    fix: [
+                        didYouMean(starter, LabLanguage.allCases.map(\.starterFile)),
+                        "Write \(starters), the file beside lab.yaml; leave the field out for starter.py.",
+                    ].filter { !$0.isEmpty }.joined(separator: " "))
+            }
+            if let files, !FileManager.default.fileExists(atPath: files.appendingPathComponent(starter).path) {
+                throw fail(
+                    starterNode, "starter",
+                    starterNode == nil
+                        ? "the starter is \(starter) (the default), but \(files.appendingPathComponent(starter).path) is missing."
+                        : "names \(starter), but \(files.appendingPathComponent(starter).path) is missing.",
+                    fix:
+                        "create \(starter) beside lab.yaml (the client with the lab's mistake in place), or name the starter the folder holds: \(starters)."
+                )
+            }
+
             return TeachingLab(
                 number: number, slug: slug, folder: folder, title: title, goal: goal, scenarios: scenarios,
                 profiles: profiles, mistake: mistake, starterFails: starterFails, explanations: explanations,
                 lesson: lesson, tryNext: tryNext, teachingClient: teachingClient, connections: connections,
-                clientChecks: clientChecks, referenceClient: referenceClient, swiftStarter: swiftStarter)
+                clientChecks: clientChecks, referenceClient: referenceClient, swiftStarter: swiftStarter,
+                starter: starter)
         }
     }
 

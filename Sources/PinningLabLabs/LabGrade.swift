@@ -54,7 +54,8 @@ public struct LabGrade: Sendable {
                 out.append(
                     LabFailure(
                         cell: LabCell(s, p), engines: bad.map(\.engine), status: first.status,
-                        did: Self.describe(first, sheet: sheets[s]),
+                        did: Self.describe(
+                            first, sheet: sheets[s], keyExchange: lab.clientChecks?.keyExchange != nil),
                         shouldHave: explanation?.shouldHave
                             ?? "\(expectation): \(sheets[s]?.teaching ?? "see pinlab explain \(s)")",
                         missed: explanation?.missed ?? lab.lesson,
@@ -64,18 +65,31 @@ public struct LabGrade: Sendable {
         failures = out
     }
 
-    /// What the client did in one cell, in a sentence.
-    static func describe(_ v: Verdict, sheet: ScenarioSheet?) -> String {
+    /// What the client did in one cell, in a sentence; `keyExchange`: also the group negotiated (a lab that grades the
+    /// key exchange).
+    static func describe(_ v: Verdict, sheet: ScenarioSheet?, keyExchange: Bool = false) -> String {
         let presented = sheet.map { s in s.chain.filter(\.onTheWire).map(\.name).joined(separator: ", ") } ?? ""
         var server = presented.isEmpty ? "the server" : "a server presenting \(presented)"
         // A cell of several connections: the step that went wrong, and who answered it.
         if let step = v.steps?.first(where: { $0.status.isDeviation }) {
             server = "the \(step.party) server answering \(step.host) in step \(step.step)"
         }
+        // The key exchange, where the lab grades it (a client that declares it requires a hybrid).
+        let group = v.evidence?.negotiatedGroup.map { " over key exchange \($0)" } ?? ""
         var s: String
         switch v.status {
+        case .fail where v.evidence?.echClearFallback != nil:
+            // The harm is done before any certificate: the name Encrypted Client Hello hides went out in clear.
+            s =
+                "After its Encrypted Client Hello was rejected, it connected again without ECH, naming "
+                + "\(v.evidence?.echClearFallback ?? "the host") in clear to whoever rejected the offer"
+                + (v.observed == .accepted
+                    ? ", and sent its request (\(v.evidence?.requestLine ?? "application data"))."
+                    : "; that connection was then refused, but the name had already gone over the wire.")
         case .fail where v.observed == .accepted:
-            s = "It trusted \(server) and sent its request (\(v.evidence?.requestLine ?? "application data"))."
+            s =
+                "It trusted \(server) and sent its request (\(v.evidence?.requestLine ?? "application data"))"
+                + "\(keyExchange ? group : "")."
         case .fail:
             s =
                 "It refused \(server): it "
@@ -138,6 +152,7 @@ public struct LabGrade: Sendable {
                     case .pass?: m = "✓"
                     case .fail?: m = "✗"
                     case .disagree?: m = "≠"
+                    case .stricter?: m = "S"
                     case .skipped?, .unsupported?, nil: m = "·"
                     default: m = "!"
                     }
@@ -149,9 +164,18 @@ public struct LabGrade: Sendable {
             }
             out += "\n"
         }
-        out +=
+        // A refusal where correct clients legitimately differ (an ECH client meeting a cell whose expectation is a
+        // client without ECH's) is not a mistake: marked S, and said why.
+        let stricter = lab.scenarios.flatMap { s in
+            lab.profiles.compactMap { p in
+                report.engines.compactMap { report.verdict(s, p, $0) }.first { $0.status == .stricter }
+            }
+        }
+        out += labWrap(
             "(A: must accept, X: must refuse; then one mark per engine: ✓ as expected, ✗ wrong, ≠ claim and "
-            + "server disagree, ! error, · not run)\n"
+                + "server disagree, \(stricter.isEmpty ? "" : "S stricter than required (not a mistake), ")"
+                + "! error, · not run)", indent: "")
+        for v in stricter { out += labWrap("S \(v.scenario) under \(v.profile): \(v.reason)", indent: "") }
 
         if failures.isEmpty {
             out += "\n" + paint("PASSED", "1;32") + ": every cell as expected on every engine. \(lab.lesson)\n"

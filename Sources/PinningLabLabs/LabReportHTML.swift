@@ -37,7 +37,7 @@ public enum LabReportHTML {
                 .rows th{background:#eef1f6;font-weight:600;font-size:13px} .rows td.who{text-align:left;font-weight:600;white-space:nowrap}
                 .o{display:inline-block;min-width:64px;border-radius:4px;padding:1px 4px;margin:1px;font-size:12.5px;color:#fff}
                 .pass{background:#15803d} .fail{background:#b42318} .disagree{background:#b45309} .error{background:#7e3fc2}
-                .skipped,.unsupported{background:#98a2b3}
+                .skipped,.unsupported{background:#98a2b3} .stricter,.policy{background:#0e7490}
                 .exp{font-size:12px;color:#475467}
                 .pins{font-size:13px;margin:6px 0}
                 .pins li{margin:2px 0}
@@ -63,7 +63,8 @@ public enum LabReportHTML {
             + "client's trust store; grey boxes were sent but are not on the path a verifier builds. Green: a pin of this "
             + "lab matches the certificate's key (or its bytes, for <code>leaf-cert</code>); amber: it matches a certificate "
             + "that is not in the validated chain, which proves nothing. Rows: "
-            + "<span class=\"o pass\">accepted ✓</span> as expected, <span class=\"o fail\">refused ✗</span> wrong, one per engine.</div>\n"
+            + "<span class=\"o pass\">accepted ✓</span> as expected, <span class=\"o fail\">refused ✗</span> wrong, one per engine; "
+            + "<span class=\"o stricter\">refused S</span> stricter than required, not a mistake.</div>\n"
 
         for id in lab.scenarios {
             guard let s = sheets[id] else { continue }
@@ -100,6 +101,11 @@ public enum LabReportHTML {
     /// The path a verifier builds, by names: from the leaf, follow issuer to subject (certificates on the wire
     /// first, then the trust store) until a trusted root or a dead end. A sketch for the picture; the real verifier
     /// also checks signatures, dates and names.
+    /// A verdict's mark: ✓ as expected, ✗ wrong, S stricter than required (not a mistake), · not run.
+    static func mark(_ status: Verdict.Status) -> String {
+        status == .pass ? "✓" : status.isDeviation ? "✗" : status == .stricter ? "S" : "·"
+    }
+
     static func validatedPath(_ s: ScenarioSheet) -> [String] {
         let links = s.chain
         guard let start = links.first(where: { $0.role == "leaf" }) ?? links.first else { return [] }
@@ -169,7 +175,7 @@ public enum LabReportHTML {
                 let must = vs.first.map { $0.expected == .accept ? "accept" : "refuse" } ?? "?"
                 h += "<td><span class=\"exp\">must \(must)</span> "
                 for v in vs {
-                    let mark = v.status == .pass ? "✓" : (v.status.isDeviation ? "✗" : "·")
+                    let mark = Self.mark(v.status)
                     h +=
                         "<span class=\"o \(xml(v.status.rawValue))\" title=\"\(xml(v.engine)): \(xml(v.reason))\">\(xml(v.engine)) \(mark)</span>"
                 }
@@ -198,7 +204,7 @@ public enum LabReportHTML {
                         continue
                     }
                     let what = v.observed.map { $0 == .accepted ? "accepted" : "refused" } ?? v.status.rawValue
-                    let mark = v.status == .pass ? "✓" : (v.status.isDeviation ? "✗" : "·")
+                    let mark = Self.mark(v.status)
                     t +=
                         "<span class=\"o \(xml(v.status.rawValue))\" title=\"\(xml(e)): \(xml(v.reason))\">\(xml(e)) \(what) \(mark)</span> "
                 }

@@ -2,7 +2,7 @@ public import Foundation
 import Yams
 
 /// The teaching labs, as data. Each lab is one folder under `labs/` (`labs/03-rotation/`: `lab.yaml`, `README.md`,
-/// `starter.py`, `instructor/`), and `labs/labs.yaml` names the folders in teaching order: adding a lab is one folder
+/// `starter.py` or `starter.go`, `instructor/`), and `labs/labs.yaml` names the folders in teaching order: adding a lab is one folder
 /// and one line there. The definitions are embedded at build time (the EmbedLabs plugin), so a `pinlab` binary copied
 /// anywhere knows every lab; the folders' other files are the learner's and the instructor's, read from the
 /// repository.
@@ -110,7 +110,7 @@ public enum TeachingLabs {
                 )
             }
             let lab = try LabDefinitionReader(file: file.path).lab(
-                text, number: number, slug: name, folder: folder.path)
+                text, number: number, slug: name, folder: folder.path, files: folder)
             return (lab, node, reader)
         }
     }

@@ -32,8 +32,9 @@ struct LabListCommand: ParsableCommand {
 
     func run() throws {
         let all = labs()
+        let width = max(52, all.map(\.title.count).max() ?? 0)
         for l in all {
-            print("\(l.number)  \(l.title.padding(toLength: 52, withPad: " ", startingAt: 0))  \(l.pagePath)")
+            print("\(l.number)  \(l.title.padding(toLength: width, withPad: " ", startingAt: 0))  \(l.pagePath)")
         }
         if let first = all.first {
             print("\nStart with `pinlab lab show \(first.number)`; grade with `\(first.gradeCommand)`.")
@@ -76,7 +77,7 @@ struct LabShowCommand: AsyncParsableCommand {
             Engines: both (openssl, gnutls)
 
             Starter clients
-              Python: \(l.pythonStarterPath)
+              \("\(l.language):".padding(toLength: 7, withPad: " ", startingAt: 0)) \(l.starterPath) (needs \(l.language.needs))
             \(l.hasSwiftStarter ? "  Swift:  \(l.swiftStarterPath) (build once: cd Examples && swift build --product lab-starter)\n" : "")
             Grade it
               \(l.gradeCommand)
@@ -152,7 +153,7 @@ struct LabCheckCommand: AsyncParsableCommand {
         try clientOptions.requireOneClient(
             command: command,
             missing:
-                "give a client: a command after `--` (e.g. -- python3 \(lab(number).pythonStarterPath)), or --client \(BuiltInClients.names.joined(separator: "|"))."
+                "give a client: a command after `--` (e.g. -- \(lab(number).starterCommand)), or --client \(BuiltInClients.names.joined(separator: "|"))."
         )
         guard format == "text" || format == "json" else {
             throw ValidationError("--format: '\(format)' is not a format of lab check; use text or json.")

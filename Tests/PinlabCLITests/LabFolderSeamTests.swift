@@ -11,6 +11,10 @@ import Testing
 @Suite("teaching labs as data", .serialized)
 struct LabFolderSeamTests {
     static let labsFolder = LabTests.root.appendingPathComponent("labs")
+    /// The fixture lab's number: the one after the built-in labs' (an added lab is numbered after them).
+    static let n = String(((try? TeachingLabs.builtIn().count) ?? 0) + 1)
+    /// The fixture lab's folder.
+    static let entry = "\(n)-fixture-proxy"
 
     // MARK: The built-in labs
 
@@ -27,7 +31,7 @@ struct LabFolderSeamTests {
         for lab in labs {
             #expect(lab.folder == "labs/\(lab.slug)")
             for path in [
-                lab.definitionPath, lab.pagePath, lab.pythonStarterPath, lab.pythonSolutionPath,
+                lab.definitionPath, lab.pagePath, lab.starterPath, lab.solutionPath,
                 lab.instructorNotesPath,
             ] {
                 #expect(
@@ -94,7 +98,8 @@ struct LabFolderSeamTests {
     }
 
     /// A folder of more labs: `labs.yaml` naming `entry`, and that lab's folder with `definition`.
-    static func makeLabsFolder(entry: String = "11-fixture-proxy", definition: String = fixtureDefinition) throws -> URL
+    static func makeLabsFolder(entry: String = LabFolderSeamTests.entry, definition: String = fixtureDefinition) throws
+        -> URL
     {
         let dir = TestScratch.root.appendingPathComponent("pinlab-labs-\(UUID().uuidString)")
         let lab = dir.appendingPathComponent(entry)
@@ -103,7 +108,7 @@ struct LabFolderSeamTests {
         try "labs:\n  - \(entry)\n".write(
             to: dir.appendingPathComponent("labs.yaml"), atomically: true, encoding: .utf8)
         try definition.write(to: lab.appendingPathComponent("lab.yaml"), atomically: true, encoding: .utf8)
-        try "# Fixture lab\n\nGrade it: `pinlab lab check 11 -- python3 starter.py`.\n"
+        try "# Fixture lab\n\nGrade it: `pinlab lab check \(Self.n) -- python3 starter.py`.\n"
             .write(to: lab.appendingPathComponent("README.md"), atomically: true, encoding: .utf8)
         try client(checksPins: false).write(
             to: lab.appendingPathComponent("starter.py"), atomically: true, encoding: .utf8)
@@ -129,9 +134,9 @@ struct LabFolderSeamTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let labs = try TeachingLabs.load(adding: [dir], environment: [:])
         #expect(labs.count == TeachingLabs.all.count + 1)
-        let lab = try TeachingLabs.named("11", in: labs)
-        #expect(lab.slug == "11-fixture-proxy" && lab.title == "Fixture: a proxy the device trusts")
-        #expect(lab.folder == dir.appendingPathComponent("11-fixture-proxy").path)
+        let lab = try TeachingLabs.named(Self.n, in: labs)
+        #expect(lab.slug == Self.entry && lab.title == "Fixture: a proxy the device trusts")
+        #expect(lab.folder == dir.appendingPathComponent(Self.entry).path)
         #expect(lab.profiles == [.none, .leafSPKI])
         #expect(lab.starterFails == [LabCell("intercepting-proxy", .leafSPKI)])
         #expect(
@@ -146,39 +151,42 @@ struct LabFolderSeamTests {
     @Test func aLabFolderPlusOneListEntryIsListedAndGradedByPinlab() async throws {
         let dir = try Self.makeLabsFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let folder = dir.appendingPathComponent("11-fixture-proxy")
+        let folder = dir.appendingPathComponent(Self.entry)
 
         let list = try await Self.pinlab(["lab", "list"], labsDir: dir)
         #expect(list.status == 0, "\(list.stderr)")
-        #expect(list.stdout.contains("11  Fixture: a proxy the device trusts"), "\(list.stdout)")
+        #expect(list.stdout.contains("\(Self.n)  Fixture: a proxy the device trusts"), "\(list.stdout)")
         #expect(list.stdout.contains(folder.appendingPathComponent("README.md").path))
         #expect(list.stdout.contains("10  When a pinned key is stolen"), "the built-in labs are still there")
 
-        let show = try await Self.pinlab(["lab", "show", "11"] + CLI.dirArgs, labsDir: dir)
+        let show = try await Self.pinlab(["lab", "show", Self.n] + CLI.dirArgs, labsDir: dir)
         #expect(show.status == 0, "\(show.stderr)")
-        #expect(show.stdout.contains("pinlab lab check 11 -- python3 \(folder.path)/starter.py"), "\(show.stdout)")
+        #expect(
+            show.stdout.contains("pinlab lab check \(Self.n) -- python3 \(folder.path)/starter.py"), "\(show.stdout)")
 
         let teaching = try await Self.pinlab(
-            ["lab", "check", "11", "--client", "no-pinning", "--format", "json"] + CLI.dirArgs, labsDir: dir)
+            ["lab", "check", Self.n, "--client", "no-pinning", "--format", "json"] + CLI.dirArgs, labsDir: dir)
         #expect(teaching.status == 1, "\(teaching.stdout)\(teaching.stderr)")
         let g = try JSONDecoder().decode(LabTests.Graded.self, from: Data(teaching.stdout.utf8))
-        #expect(g.lab == 11 && g.cells == 2 * 2 * 2 && g.engines == ["openssl", "gnutls"])
+        #expect(g.lab == Int(Self.n) && g.cells == 2 * 2 * 2 && g.engines == ["openssl", "gnutls"])
         #expect(g.failures.map(\.cell) == [LabCell("intercepting-proxy", .leafSPKI)])
         #expect(g.failures.first?.engines == ["openssl", "gnutls"])
         #expect(g.failures.first?.isTheLesson == true)
         #expect(g.failures.first?.shouldHave == "Refuse: the fixture proxy's key is not the pinned K1.")
 
-        let correct = try await Self.pinlab(["lab", "check", "11", "--client", "correct"] + CLI.dirArgs, labsDir: dir)
+        let correct = try await Self.pinlab(
+            ["lab", "check", Self.n, "--client", "correct"] + CLI.dirArgs, labsDir: dir)
         #expect(correct.status == 0, "\(correct.stdout)\(correct.stderr)")
         #expect(
-            correct.stdout.contains("Lab 11 — Fixture: a proxy the device trusts") && correct.stdout.contains("PASSED"))
+            correct.stdout.contains("Lab \(Self.n) — Fixture: a proxy the device trusts")
+                && correct.stdout.contains("PASSED"))
 
         guard let python = LabTests.python else {
             if Tool.inCI { Issue.record("python3 is needed for the fixture lab's Python clients") }
             return
         }
         let starter = try await Self.pinlab(
-            ["lab", "check", "11"] + CLI.dirArgs + ["--", python, folder.appendingPathComponent("starter.py").path],
+            ["lab", "check", Self.n] + CLI.dirArgs + ["--", python, folder.appendingPathComponent("starter.py").path],
             labsDir: dir)
         #expect(starter.status == 1, "\(starter.stdout)\(starter.stderr)")
         for phrase in [
@@ -190,7 +198,7 @@ struct LabFolderSeamTests {
             #expect(starter.stdout.contains(phrase), "missing \(phrase) in\n\(starter.stdout)")
         }
         let solution = try await Self.pinlab(
-            ["lab", "check", "11"] + CLI.dirArgs + [
+            ["lab", "check", Self.n] + CLI.dirArgs + [
                 "--", python, folder.appendingPathComponent("instructor/solution.py").path,
             ], labsDir: dir)
         #expect(solution.status == 0, "\(solution.stdout)\(solution.stderr)")
@@ -201,7 +209,7 @@ struct LabFolderSeamTests {
 
     struct Broken: Sendable, CustomTestStringConvertible {
         var name: String
-        var entry = "11-fixture-proxy"
+        var entry = LabFolderSeamTests.entry
         var edit: @Sendable (String) -> String
         /// What the error must say: the field, the problem, the fix (the file is checked for every case).
         var says: [String]
@@ -243,6 +251,18 @@ struct LabFolderSeamTests {
             },
             says: ["invalid YAML", "Fix: check indentation and quoting"]),
         Broken(
+            name: "a starter in a language the grader cannot run", edit: { $0 + "starter: starter.rs\n" },
+            says: [
+                "lab.yaml:18:10: starter: 'starter.rs' is not a starter the grader can run.",
+                "Fix: did you mean 'starter.py'? Write `starter: starter.py` (Python) or `starter: starter.go` (Go)",
+            ]),
+        Broken(
+            name: "a starter that is missing", edit: { $0 + "starter: starter.go\n" },
+            says: [
+                "lab.yaml:18:10: starter: names starter.go, but ", "/starter.go is missing.",
+                "Fix: create starter.go beside lab.yaml (the client with the lab's mistake in place)",
+            ]),
+        Broken(
             name: "a folder name without a number", entry: "fixture-proxy", edit: { $0 },
             says: [
                 "labs.yaml:2:5: labs[0]: 'fixture-proxy' is not a lab folder's name.",
@@ -252,7 +272,7 @@ struct LabFolderSeamTests {
             name: "the number of a built-in lab", entry: "03-fixture-proxy", edit: { $0 },
             says: [
                 "labs.yaml:2:5: labs: the lab '03-fixture-proxy' has the number or name of the lab '03-rotation'",
-                "Fix: number an added lab after the others (11 or more)",
+                "Fix: number an added lab after the others (\(n) or more)",
             ]),
     ]
 
