@@ -307,8 +307,12 @@ final class OpenSSLServerSession: TLSServerSession {
         let savedErrno = errno
         let code = SSL_get_error(ssl, rc)
         // A handshake the client abandons after the ServerHello (a pin or key-exchange check that refuses) still
-        // negotiated its group: a client that requires a hybrid is judged by it.
-        if code != SSL_ERROR_WANT_READ, code != SSL_ERROR_WANT_WRITE, details.negotiatedGroup == nil {
+        // negotiated its group: a client that requires a hybrid is judged by it. Only with a session: OpenSSL 3.0's
+        // SSL_get_negotiated_group reads the session's group for a resumed TLS 1.3 handshake without checking that
+        // one is left (a failed resumption has none: that read crashed).
+        if code != SSL_ERROR_WANT_READ, code != SSL_ERROR_WANT_WRITE, details.negotiatedGroup == nil,
+            SSL_get_session(ssl) != nil
+        {
             recordNegotiatedGroup()
         }
         switch code {
