@@ -12,12 +12,19 @@ public struct ServeRequest: Sendable {
     public var trustRootsDER: [[UInt8]]
     /// Certificates whose pins the manifest lists (usually the served chain and its root).
     public var pinned: [Identity]
+    /// Set when no engine can serve the request before any is asked (a scenario naming identities this PKI lacks):
+    /// every engine lists it in `manifest.unsupported` with this reason, and nothing is started.
+    public var unsupportedReason: String?
 
-    public init(id: String, configuration: ServerTLSConfiguration, trustRootsDER: [[UInt8]], pinned: [Identity]) {
+    public init(
+        id: String, configuration: ServerTLSConfiguration, trustRootsDER: [[UInt8]], pinned: [Identity],
+        unsupportedReason: String? = nil
+    ) {
         self.id = id
         self.configuration = configuration
         self.trustRootsDER = trustRootsDER
         self.pinned = pinned
+        self.unsupportedReason = unsupportedReason
     }
 }
 
@@ -116,6 +123,12 @@ public final class FixtureServerGroup: Sendable {
         var nextPort = options.listener.port
         do {
             for request in requests {
+                if let reason = request.unsupportedReason {
+                    for engine in engines {
+                        unsupported.append(["id": request.id, "engine": engine.name, "reason": reason])
+                    }
+                    continue
+                }
                 let trustFile = trustDirectory.appendingPathComponent("\(request.id).trust.pem")
                 try Data(PEM.encode(request.trustRootsDER).utf8).write(to: trustFile)
                 for engine in engines {

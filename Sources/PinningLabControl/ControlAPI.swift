@@ -138,6 +138,14 @@ final class ControlAPI: Sendable {
         _ = try r.choice("profile", profileNames, default: profileName)
         let profile = PinProfile(rawValue: profileName)
         let format = try r.choice("format", PinFormat.all.map(\.rawValue), default: PinFormat.json.rawValue)
+        let pinnedNames = [s.client.pinned, s.client.backup] + s.server.chains.flatMap { $0 } + s.client.trust.roots
+        let missing = pinnedNames.filter { pki[$0] == nil }
+        if !missing.isEmpty {
+            throw ControlError(
+                422, field: "id",
+                "the pins of '\(s.id)' name identities this lab PKI lacks: \(Array(Set(missing)).sorted().joined(separator: ", ")).",
+                fix: "start the control API on a PKI made with the post-quantum part (pinlab pki init --post-quantum).")
+        }
         do {
             if format == PinFormat.json.rawValue {
                 let entries = try s.pinEntries(for: profile, in: pki)

@@ -47,6 +47,18 @@ struct ExplainCommand: AsyncParsableCommand {
         var out = "\(s.id) — \(s.title)\n"
         out += "tags: \(s.tags.joined(separator: ", "))" + (s.source.map { " · file: \($0)" } ?? "") + "\n\n"
         out += wrap(s.teaching) + "\n\n"
+        let named = s.server.chains.flatMap { $0 } + s.client.trust.roots + [s.client.pinned, s.client.backup]
+        var missing: [String] = []
+        for name in named where (try? pki.identity(name)) == nil && !missing.contains(name) { missing.append(name) }
+        if !missing.isEmpty {
+            let pq = missing.allSatisfy { IdentityDirectory.postQuantumOnly[$0] != nil }
+            out +=
+                "This lab PKI has no \(missing.joined(separator: ", "))"
+                + (pq
+                    ? ": they are ML-DSA identities of the opt-in post-quantum part (pinlab pki init --post-quantum adds it)"
+                    : "")
+                + ". The chain and pins below leave them out, and every cell of this scenario is unsupported here.\n\n"
+        }
         let sheet = ScenarioSheet(scenario: s, pki: pki)
         out += "The server sends, in this order:\n"
         var n = 0

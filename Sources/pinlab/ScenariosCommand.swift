@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PinningLab
 import PinningLabBase
+import PinningLabCore
 import PinningLabPKI
 
 struct ScenariosCommand: AsyncParsableCommand {
@@ -83,6 +84,15 @@ extension ServeCommand {
             throw ValidationError("--scenario: \(error)")
         }
         return try selected.map { s in
+            let configuration: ServerTLSConfiguration
+            do {
+                configuration = try runner.serverConfiguration(for: s)
+            } catch let e as TLSEngineError where e.code == .unsupported {
+                // No engine can serve it with this PKI (the post-quantum part is missing): listed as unsupported.
+                return ServeRequest(
+                    id: s.id, configuration: ServerTLSConfiguration(identities: []), trustRootsDER: [], pinned: [],
+                    unsupportedReason: e.reason)
+            }
             var pinned: [Identity] = []
             for p in [PinProfile.leafSPKIBackup, .intermediateSPKI, .rootSPKI] {
                 for id in try s.pinnedIdentities(for: p, in: lab) where !pinned.contains(where: { $0.name == id.name })
@@ -91,7 +101,7 @@ extension ServeCommand {
                 }
             }
             return ServeRequest(
-                id: s.id, configuration: try runner.serverConfiguration(for: s),
+                id: s.id, configuration: configuration,
                 trustRootsDER: try s.trustRoots(in: lab).map(\.certificateDER), pinned: pinned)
         }
     }

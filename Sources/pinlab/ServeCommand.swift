@@ -223,6 +223,14 @@ struct ServeCommand: AsyncParsableCommand {
         } catch let e as TLSEngineError {
             throw ValidationError("cannot start the servers: \(e.reason)")
         }
+        if group.manifest.servers.isEmpty, !requests.isEmpty, control == nil {
+            // Every engine said unsupported: waiting for clients of nothing would hang a script.
+            let why = group.manifest.unsupported.map {
+                "\($0["id"] ?? "") on \($0["engine"] ?? ""): \($0["reason"] ?? "")"
+            }
+            throw ValidationError(
+                "no engine can serve what was asked, so nothing is listening:\n  " + why.joined(separator: "\n  "))
+        }
         let controlServer: ControlServer?
         do {
             controlServer = try await startControl(lab: lab, serverOptions: options)

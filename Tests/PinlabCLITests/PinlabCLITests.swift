@@ -138,6 +138,15 @@ struct PinlabCLITests {
         #expect(groups.stdout.contains("key-exchange groups: secp384r1"), "\(groups.stdout)")
     }
 
+    /// A request no engine can serve is named and refused (exit 2), never a server that listens on nothing.
+    @Test func serveRefusesWhatNoEngineCanServe() async throws {
+        let r = try await CLI.run(["serve", "--scenario", "ech-accepted"] + CLI.dirArgs)
+        #expect(r.status == 2, "\(r.stdout) \(r.stderr)")
+        #expect(r.stderr.contains("nothing is listening"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains("ech-accepted on openssl: accepting Encrypted Client Hello needs an ECH-capable server"))
+    }
+
     @Test func serveResumptionIsChecked() async throws {
         let bad = try await CLI.run(["serve", "--identity", "leaf-v1", "--resumption", "sometimes"] + CLI.dirArgs)
         #expect(bad.status != 0)

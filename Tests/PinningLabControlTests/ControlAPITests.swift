@@ -243,6 +243,12 @@ struct ControlAPITests {
             )
             let certPins = try await Curl.get(base + "scenarios/baseline/pins?profile=leaf-cert").json()
             #expect((certPins["pins"] as? [[String: Any]])?.first?["kind"] as? String == "cert-sha256")
+            // A scenario of the post-quantum part on a PKI made without it: 422 naming what is missing, never a 500.
+            if pki["leaf-pq-rekey"] == nil {
+                let pq = try await Curl.get(base + "scenarios/post-quantum-rekey/pins?profile=leaf-spki%2Bbackup")
+                #expect(pq.status == 422, "\(pq.text)")
+                #expect(pq.text.contains("leaf-pq-rekey") && pq.text.contains("pinlab pki init --post-quantum"))
+            }
 
             let dir = TestScratch.root.appendingPathComponent("control-ids-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
