@@ -85,7 +85,16 @@ public final class ScenarioServer: Sendable {
     }
 
     /// The pins a client built for this scenario holds under `profile` (declared for ``pinScope``).
-    public func pins(_ profile: PinProfile) throws -> PinSet { try scenario.pinSet(for: profile, in: pki) }
+    /// On a server no engine could start (``unsupportedReason``) whose scenario names identities this PKI lacks (the
+    /// post-quantum part), the pins that cannot be made are none: a client built from them is never run, and the
+    /// cell's verdict is `unsupported` with the reason, as for every other cell of such a server.
+    public func pins(_ profile: PinProfile) throws -> PinSet {
+        do {
+            return try scenario.pinSet(for: profile, in: pki)
+        } catch  where unsupportedReason != nil {
+            return PinSet(kind: profile.pinsCertificates ? .certificateSHA256 : .spkiSHA256, hashes: [])
+        }
+    }
 
     /// The hosts the pins are declared for; `nil` declares them for ``host`` itself.
     public var pinScope: PinScope? { scenario.client.pinScope }
